@@ -1,0 +1,35 @@
+# Quick start: `make demo` then `make test` (see README).
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+BIN    := $(VENV)/bin
+
+.PHONY: demo test venv venv-dev sysdeps clean
+
+sysdeps:
+	@bash scripts/sysdeps.sh
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+# the package (editable) with its core dependencies
+venv: $(PY)
+	$(PY) -m pip install -q -e .
+	@bash scripts/post_install.sh $(PY)
+
+# + test tools, and the R extra (rpy2) where R is installed
+venv-dev: venv
+	$(PY) -m pip install -q -e '.[dev]'
+	@if command -v R >/dev/null 2>&1; then \
+	  $(PY) -m pip install -q -e '.[r]' || echo "rpy2 did not install; the lme4 engine tests will skip" >&2; \
+	fi
+
+demo: sysdeps venv
+	$(BIN)/mrcstats demo --outdir reports
+
+test: sysdeps venv-dev
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info src/*.egg-info

@@ -1,0 +1,61 @@
+"""mrcstats: item-level statistics for LLM evaluation logs.
+
+Layers (data flows one way): ``io`` (readers, canonical log schema) ->
+``features`` -> ``models`` (GLMM engine) -> ``stats`` -> ``report``; ``tasks``
+and ``query`` produce new logs; ``cli`` is a thin shell over this API.
+
+The public API is imported lazily (``mrcstats.glmer`` loads the GLMM engine on
+first use) so that the command line starts fast.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# name -> module that defines it. Each area keeps its own block.
+_API: dict[str, str] = {
+    # io
+    "read_log": "mrcstats.io",
+    "validate_log": "mrcstats.io",
+    "write_log": "mrcstats.io",
+    "CANONICAL_COLUMNS": "mrcstats.io",
+    # stats: accuracy
+    "summarize": "mrcstats.stats.accuracy",
+    # features
+    "features": "mrcstats.features",
+    # models
+    "glmer": "mrcstats.models",
+    "GlmerResult": "mrcstats.models",
+    "anova": "mrcstats.models",
+    "drop1": "mrcstats.models",
+    "gvif": "mrcstats.models",
+    # stats: contingency and discrimination
+    "fisher": "mrcstats.stats.contingency",
+    "chisq": "mrcstats.stats.contingency",
+    "mcnemar": "mrcstats.stats.contingency",
+    "discrimination": "mrcstats.stats.discrimination",
+    # stats: masking
+    "masking_accuracy": "mrcstats.stats.masking",
+    "masking_indicators": "mrcstats.stats.masking",
+    "mskcal": "mrcstats.stats.mskcal",
+    # report
+    "build_report": "mrcstats.report",
+}
+
+__all__ = sorted(_API) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module = _API[name]
+    except KeyError:
+        raise AttributeError(f"module 'mrcstats' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,5 @@
+import sys
+
+from mrcstats.cli import main
+
+sys.exit(main())

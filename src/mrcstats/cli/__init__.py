@@ -1,0 +1,79 @@
+"""``mrcstats`` command line: argument parsing only.
+
+Each area registers its subcommands from its own module (``cli/<area>_cmd.py``)
+through ``register(subparsers)``; handlers call the typed Python API and return
+an exit code. Heavy libraries are imported inside handlers, never at import
+time, so ``mrcstats --help`` and ``mrcstats query`` start fast.
+
+Errors: a :class:`mrcstats.errors.MrcstatsError` becomes one line on stderr and
+exit code 2, with no traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import warnings
+from collections.abc import Sequence
+
+from mrcstats import __version__
+from mrcstats.errors import MrcstatsError
+
+#: command modules, in the order their subcommands appear in ``--help``
+COMMAND_MODULES = (
+    "io_cmd",        # ingest, summary
+    "features_cmd",  # features, models download
+    "glmm_cmd",      # glmer
+    "stats_cmd",     # fisher, chisq, mcnemar, discrim
+    "masking_cmd",   # masking, mskcal, mask
+    "query_cmd",     # query
+    "tasks_cmd",     # elagent ...
+    "report_cmd",    # report, demo
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with exit code 2 and a one-line message (argparse's own convention)."""
+
+    def error(self, message: str) -> None:  # pragma: no cover - exercised via CLI tests
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="mrcstats", description="Item-level statistics for LLM evaluation logs.")
+    parser.add_argument("--version", action="version", version=f"mrcstats {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"mrcstats.cli.{name}")
+        module.register(sub)
+    return parser
+
+
+def _showwarning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"mrcstats: warning: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``mrcstats`` console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    warnings.showwarning = _showwarning
+    try:
+        code = args.func(args)
+    except MrcstatsError as exc:
+        print(f"mrcstats {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"mrcstats {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `mrcstats summary ... | head`
+        return 0
+    return int(code or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,8 @@
+"""CLI subcommands for the masking area (argument parsing only; logic lives in the API)."""
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add this area's subcommands to the mrcstats parser."""
