@@ -1,0 +1,426 @@
+"""Masking robustness: accuracy-masking-rate curves and the NA / EA / KI indicators.
+
+Reference: Sato & Matsuzaki, "Exploring the Limits of Large Language Models: A
+Systematic Evaluation of Masked Text Processing Ability through MskQA and MskCal"
+(seed ``000_c27602a462156830``), section 2.3 (metrics), section 4 (Acc curves,
+10 trials, MR = 0..100 in steps of 5) and Appendix D (MR-weighted averages, Table 3).
+
+Input is a canonical response log (one row per model x item x trial x condition)
+with ``masking_rate`` (percent), ``condition`` (regular, partial, strict,
+lenient, or any label) and ``trial``. ``correct`` is nullable: ``<NA>`` marks an
+invalid or missing answer, which counts as *not correct* in ``Acc`` (the seed
+divides by all questions) and is reported separately as the invalid rate.
+
+Definitions (per model x condition x masking rate r):
+
+* ``Acc_r``     = mean over trials t of  (#correct_t / #items_t)           (:func:`masking_accuracy`)
+* ``NA_r``      = Acc_r / Acc_0, Acc_0 the mask-free accuracy (MR = 0 unless given)   (:func:`normalized_accuracy`)
+* ``EA_r``      = Acc_0 * sqrt(NA_r * NA^U_r), U the background-knowledge baseline    (:func:`effective_accuracy`)
+* ``KI_r``      = (NA^U_r - NA_r) / (1 - NA_r), undefined where NA_r >= 1             (:func:`knowledge_independence`)
+* ``<X>``       = sum_r r * X_r / sum_r r over the r where X_r is defined             (:func:`mr_weighted_mean`)
+
+With these, ``<Acc>`` of the shared RQA outputs (gpt-4o-mini) reproduces the
+seed's Table 3 RQA row: strict 63.27, regular 64.67, partial 65.48, lenient
+70.60 (percent), and ``<NA>`` of regular masking is 0.7198 with the table's
+mask-free accuracy ``acc0 = 0.8984``.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mrcstats.errors import InputError
+
+__all__ = [
+    "MaskingAccuracy",
+    "MaskingIndicators",
+    "effective_accuracy",
+    "knowledge_independence",
+    "masking_accuracy",
+    "masking_indicators",
+    "mr_key",
+    "mr_plain_mean",
+    "mr_weighted_mean",
+    "normalized_accuracy",
+]
+
+_KEYS = ["model", "condition", "masking_rate"]
+
+
+def mr_key(mr: float) -> str:
+    """The JSON key of a masking rate: ``"5"`` for 5.0, ``"12.5"`` for 12.5."""
+    x = float(mr)
+    return str(int(x)) if x.is_integer() else repr(x)
+
+
+# ----------------------------------------------------------------------------- indicators
+def normalized_accuracy(acc: Any, acc0: float) -> np.ndarray:
+    """Normalised accuracy ``NA_r = Acc_r / Acc_0`` (seed section 2.3).
+
+    ``acc0`` is the mask-free accuracy, by default ``Acc`` at MR = 0. ``NA`` is
+    undefined (NaN) when ``acc0`` is 0 or missing.
+    """
+    a = np.asarray(acc, dtype=float)
+    if acc0 is None or not np.isfinite(acc0) or acc0 <= 0:
+        return np.full_like(a, np.nan)
+    return a / float(acc0)
+
+
+def effective_accuracy(na: Any, na_baseline: Any, acc0: float) -> np.ndarray:
+    """Effective accuracy ``EA_r = Acc_0 * sqrt(NA_r * NA^U_r)`` (seed section 2.3).
+
+    The geometric mean of the data set's normalised accuracy and that of the
+    background-knowledge baseline U (UQA in the seed), rescaled by the data set's
+    own mask-free accuracy. When the data set is its own baseline,
+    ``EA_r = Acc_0 * NA_r = Acc_r``. NaN where either NA is missing.
+    """
+    na = np.asarray(na, dtype=float)
+    nu = np.asarray(na_baseline, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return float(acc0) * np.sqrt(na * nu)
+
+
+def knowledge_independence(na: Any, na_baseline: Any) -> np.ndarray:
+    """Knowledge independence ``KI_r = (NA^U_r - NA_r) / (1 - NA_r)``, a normalised gain.
+
+    The seed's printed formula (its Eq. 1) was lost in our copy; this is the
+    definition mrcstats uses (issue 7): the share of the remaining accuracy loss
+    ``1 - NA_r`` that the background-knowledge baseline U recovers. It is 0 when
+    the data set is its own baseline and negative when ``NA_r > NA^U_r``.
+    Undefined (NaN) where ``NA_r >= 1`` -- always at MR = 0 -- or where either
+    value is missing; callers leave those MRs out of averages.
+    """
+    na = np.asarray(na, dtype=float)
+    nu = np.asarray(na_baseline, dtype=float)
+    ok = np.isfinite(na) & np.isfinite(nu) & (na < 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(ok, (nu - na) / np.where(ok, 1 - na, 1.0), np.nan)
+
+
+def mr_weighted_mean(mr: Any, x: Any) -> float:
+    """MR-weighted average ``<X> = sum_r r * X_r / sum_r r`` over the r where X_r is defined.
+
+    Seed Appendix D (Table 3). MR = 0 has weight 0. NaN when no MR > 0 has a value.
+    """
+    r = np.asarray(mr, dtype=float)
+    v = np.asarray(x, dtype=float)
+    ok = np.isfinite(r) & np.isfinite(v)
+    den = r[ok].sum()
+    return float((r[ok] * v[ok]).sum() / den) if den > 0 else math.nan
+
+
+def mr_plain_mean(mr: Any, x: Any) -> float:
+    """Plain average of X over the masking rates where X is defined (MR = 0 included)."""
+    r = np.asarray(mr, dtype=float)
+    v = np.asarray(x, dtype=float)
+    ok = np.isfinite(r) & np.isfinite(v)
+    return float(v[ok].mean()) if ok.any() else math.nan
+
+
+# ----------------------------------------------------------------------------- accuracy
+def _check_log(log: pd.DataFrame, where: str) -> pd.DataFrame:
+    if not isinstance(log, pd.DataFrame):
+        raise InputError(f"{where}: expected a canonical log DataFrame (mrcstats.read_log), "
+                         f"got {type(log).__name__}")
+    missing = [c for c in ("model", "masking_rate", "correct") if c not in log.columns]
+    if missing:
+        raise InputError(f"{where}: column(s) {', '.join(missing)} missing; a masking log needs model, "
+                         "masking_rate (percent) and correct (read it with `mrcstats.read_log`)")
+    df = pd.DataFrame({
+        "model": log["model"].astype("string").fillna(""),
+        "condition": (log["condition"].astype("string").fillna("") if "condition" in log.columns
+                      else pd.Series("", index=log.index, dtype="string")),
+        "trial": (pd.to_numeric(log["trial"], errors="coerce") if "trial" in log.columns
+                  else pd.Series(0, index=log.index)),
+        "masking_rate": pd.to_numeric(log["masking_rate"], errors="coerce").astype(float),
+    }, index=log.index)
+    corr = log["correct"]
+    try:
+        corr = corr.astype("boolean")
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: column 'correct' must hold True/False/<NA> "
+                         f"(found dtype {corr.dtype}); read the log with `mrcstats.read_log`") from None
+    df["correct"] = corr
+    bad_mr = df["masking_rate"].notna() & ((df["masking_rate"] < 0) | (df["masking_rate"] > 100))
+    if bad_mr.any():
+        row = int(np.flatnonzero(bad_mr.to_numpy())[0])
+        raise InputError(f"{where}: masking_rate must be a percentage in 0..100; row {row} has "
+                         f"{df['masking_rate'].iloc[row]!r}")
+    return df
+
+
+@dataclass(frozen=True)
+class MaskingAccuracy:
+    """Acc(MR) per model x condition x masking rate.
+
+    ``table`` columns: model, condition, masking_rate, n_trials, n (answers over
+    all trials), n_correct, n_invalid, acc (mean over trials of the per-trial
+    accuracy, invalid = not correct), sd (sample SD over trials, ddof = 1, as R
+    ``sd``), se, ci_low, ci_high (t interval ``acc +- t_{n_trials-1} * sd / sqrt(n_trials)``,
+    as R ``t.test(x)$conf.int``; null with one trial), acc_valid (correct / valid
+    answers, pooled over trials), invalid (invalid / all, pooled over trials).
+    ``notes`` lists rows left out and why.
+    """
+
+    table: pd.DataFrame
+    level: float = 0.95
+    notes: tuple[str, ...] = ()
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    def _nested(self, col: str) -> dict[str, dict[str, dict[str, float]]]:
+        out: dict[str, dict[str, dict[str, float]]] = {}
+        for r in self.table.itertuples(index=False):
+            out.setdefault(r.model, {}).setdefault(r.condition, {})[mr_key(r.masking_rate)] = getattr(r, col)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"acc", "sd", "acc_valid", "invalid"}``, each ``{model: {condition: {MR: value}}}``."""
+        return {k: self._nested(k) for k in ("acc", "sd", "acc_valid", "invalid")}
+
+    def summary(self) -> str:
+        lines = [f"Acc(MR): mean over trials, invalid counted as not correct ({self.level:.0%} t interval)"]
+        for (m, c), g in self.table.groupby(["model", "condition"], sort=False):
+            lines.append(f"{m} | {c or '(no condition)'}")
+            lines.append("    MR   trials     acc      sd        CI            acc_valid  invalid")
+            for r in g.itertuples(index=False):
+                ci = ("      -       " if pd.isna(r.ci_low)
+                      else f"[{r.ci_low:.4f},{r.ci_high:.4f}]")
+                lines.append(f"  {r.masking_rate:5g} {r.n_trials:6d}  {r.acc:.4f}  "
+                             f"{_fmt(r.sd)}  {ci}  {_fmt(r.acc_valid)}  {r.invalid:.4f}")
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+def _fmt(x: float) -> str:
+    return "   NA " if x is None or pd.isna(x) else f"{x:.4f}"
+
+
+def masking_accuracy(log: pd.DataFrame, *, level: float = 0.95) -> MaskingAccuracy:
+    """Accuracy-masking-rate curve Acc(MR) per model x condition (seed section 4, Fig. 2).
+
+    Parameters
+    ----------
+    log : canonical response log with ``model``, ``masking_rate`` (percent),
+        ``correct`` (nullable boolean; <NA> = invalid), and optionally
+        ``condition`` and ``trial``.
+    level : confidence level of the t interval over trials.
+
+    Returns
+    -------
+    MaskingAccuracy with one row per model x condition x MR.
+
+    Notes
+    -----
+    Per trial t: ``acc_t = #(correct is True) / #rows`` (invalid answers count as
+    not correct, the seed's Acc over all questions). ``acc`` is the mean of
+    ``acc_t`` over trials, ``sd`` their sample SD (R ``sd``), the interval R's
+    ``t.test(acc_t, conf.level = level)$conf.int``. ``acc_valid`` and
+    ``invalid`` pool the trials. Rows without a masking rate are left out and
+    counted in ``notes``.
+    """
+    if not 0 < level < 1:
+        raise InputError(f"level must be between 0 and 1, got {level!r}")
+    df = _check_log(log, "masking_accuracy")
+    notes: list[str] = []
+    no_mr = df["masking_rate"].isna()
+    if no_mr.any():
+        notes.append(f"{int(no_mr.sum())} row(s) without a masking_rate left out")
+        df = df[~no_mr]
+    if df.empty:
+        raise InputError("masking_accuracy: the log has no rows with a masking_rate; "
+                         "read maskcode outputs with `mrcstats.read_log(..., format='mskqa')`")
+    no_trial = df["trial"].isna()
+    if no_trial.any():
+        raise InputError(f"masking_accuracy: {int(no_trial.sum())} row(s) have no trial number; "
+                         "fill the 'trial' column (integers)")
+    df = df.assign(
+        is_correct=df["correct"].fillna(False).astype(bool),
+        is_valid=df["correct"].notna().to_numpy(),
+    )
+    per_trial = (df.groupby(_KEYS + ["trial"], sort=True)
+                 .agg(n=("is_correct", "size"), k=("is_correct", "sum"), v=("is_valid", "sum"))
+                 .reset_index())
+    per_trial["acc_t"] = per_trial["k"] / per_trial["n"]
+    from scipy import stats as _st
+
+    rows = []
+    for key, g in per_trial.groupby(_KEYS, sort=True):
+        x = g["acc_t"].to_numpy(float)
+        nt = len(x)
+        mean = float(x.mean())
+        sd = float(x.std(ddof=1)) if nt > 1 else math.nan
+        se = sd / math.sqrt(nt) if nt > 1 else math.nan
+        if nt > 1:
+            half = float(_st.t.ppf(0.5 + level / 2, nt - 1)) * se
+            lo, hi = mean - half, mean + half
+        else:
+            lo = hi = math.nan
+        n, k, v = int(g["n"].sum()), int(g["k"].sum()), int(g["v"].sum())
+        rows.append({
+            "model": key[0], "condition": key[1], "masking_rate": float(key[2]),
+            "n_trials": nt, "n": n, "n_correct": k, "n_invalid": n - v,
+            "acc": mean, "sd": sd, "se": se, "ci_low": lo, "ci_high": hi,
+            "acc_valid": k / v if v else math.nan, "invalid": (n - v) / n,
+        })
+    table = pd.DataFrame(rows)
+    table["model"] = table["model"].astype(str)
+    table["condition"] = table["condition"].astype(str)
+    return MaskingAccuracy(table=table, level=level, notes=tuple(notes))
+
+
+# ----------------------------------------------------------------------------- indicators
+@dataclass(frozen=True)
+class MaskingIndicators:
+    """NA, EA, KI per masking rate and their MR-weighted and plain averages.
+
+    ``table``: model, condition, masking_rate, acc, acc0, na, acc_baseline,
+    na_baseline, ea, ki (ea, ki null without a baseline).
+    ``averages``: model, condition, kind (``weighted`` or ``plain``), acc, na, ea, ki.
+    ``notes``: what was undefined or left out, and why.
+    """
+
+    table: pd.DataFrame
+    averages: pd.DataFrame
+    accuracy: MaskingAccuracy
+    has_baseline: bool
+    notes: tuple[str, ...] = field(default=())
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    def _avg(self, kind: str) -> dict[str, dict[str, dict[str, float]]]:
+        out: dict[str, dict[str, dict[str, float]]] = {}
+        for r in self.averages[self.averages["kind"] == kind].itertuples(index=False):
+            out.setdefault(r.model, {})[r.condition] = {"acc": r.acc, "na": r.na, "ea": r.ea, "ki": r.ki}
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``mrcstats masking --json`` object: acc, sd, acc_valid, invalid, weighted."""
+        d = self.accuracy.to_dict()
+        d["weighted"] = self._avg("weighted")
+        return d
+
+    def summary(self) -> str:
+        lines = [self.accuracy.summary(), "",
+                 "Indicators, MR-weighted <X> = sum MR*X / sum MR (seed App. D) and plain mean over MR"]
+        lines.append(f"{'model':<28} {'condition':<10} {'kind':<8} {'acc':>8} {'NA':>8} {'EA':>8} {'KI':>8}")
+        for r in self.averages.itertuples(index=False):
+            lines.append(f"{r.model[:28]:<28} {r.condition:<10} {r.kind:<8} {_fmt(r.acc):>8} "
+                         f"{_fmt(r.na):>8} {_fmt(r.ea):>8} {_fmt(r.ki):>8}")
+        if not self.has_baseline:
+            lines.append("EA and KI need a baseline log (--baseline), e.g. UQA in the seed.")
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+def _acc0_for(acc0: float | Mapping[str, float] | None, g: pd.DataFrame, model: str,
+              condition: str, what: str) -> float:
+    if isinstance(acc0, Mapping):
+        for k in (condition, model, f"{model}/{condition}"):
+            if k in acc0:
+                return float(acc0[k])
+        acc0 = None
+    if acc0 is not None:
+        return float(acc0)
+    at0 = g.loc[g["masking_rate"] == 0, "acc"]
+    if at0.empty:
+        raise InputError(f"{what}: model {model!r}, condition {condition!r} has no MR = 0 rows, so the "
+                         "mask-free accuracy Acc_0 is unknown; pass acc0 (--acc0, a fraction such as 0.8984)")
+    return float(at0.iloc[0])
+
+
+def masking_indicators(log: pd.DataFrame | MaskingAccuracy,
+                       baseline: pd.DataFrame | MaskingAccuracy | None = None,
+                       acc0: float | Mapping[str, float] | None = None,
+                       *, baseline_acc0: float | None = None) -> MaskingIndicators:
+    """NA, EA and KI per masking rate, with MR-weighted and plain averages (seed 2.3, App. D).
+
+    Parameters
+    ----------
+    log : canonical log (or a :class:`MaskingAccuracy`) of the data set (RQA in the seed).
+    baseline : the background-knowledge baseline U (UQA in the seed), same form.
+        Matched on model and condition (a baseline with a single model serves
+        every model) and masking rate. Without it EA and KI are null.
+    acc0 : mask-free accuracy Acc_0 as a fraction; default the MR = 0 accuracy
+        of each model x condition. A mapping may give it per condition or model.
+    baseline_acc0 : the same for the baseline (default its MR = 0 accuracy).
+
+    Returns
+    -------
+    MaskingIndicators. ``<X>`` averages skip MRs where X is undefined (KI at
+    NA >= 1, including MR = 0), and ``notes`` says how many were skipped.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> log = pd.DataFrame({"model": "m", "item": ["a", "b"] * 2, "masking_rate": [0, 0, 50, 50],
+    ...                     "correct": pd.array([True, True, True, False], dtype="boolean")})
+    >>> masking_indicators(log).averages.loc[0, ["acc", "na"]].tolist()
+    [0.5, 0.5]
+    """
+    if acc0 is not None and not isinstance(acc0, Mapping):
+        try:
+            acc0 = float(acc0)
+        except (TypeError, ValueError):
+            raise InputError(f"acc0 must be a number (a fraction such as 0.8984), got {acc0!r}") from None
+        if not 0 < acc0 <= 1:
+            raise InputError(f"acc0 is a fraction in (0, 1] (0.8984 for 89.84 %), got {acc0!r}")
+    acc = log if isinstance(log, MaskingAccuracy) else masking_accuracy(log)
+    base = None
+    if baseline is not None:
+        base = baseline if isinstance(baseline, MaskingAccuracy) else masking_accuracy(baseline)
+    notes: list[str] = list(acc.notes)
+    rows = []
+    for (model, cond), g in acc.table.groupby(["model", "condition"], sort=False):
+        g = g.sort_values("masking_rate")
+        a0 = _acc0_for(acc0, g, model, cond, "masking_indicators")
+        na = normalized_accuracy(g["acc"], a0)
+        part = pd.DataFrame({"model": model, "condition": cond, "masking_rate": g["masking_rate"].to_numpy(),
+                             "acc": g["acc"].to_numpy(), "acc0": a0, "na": na,
+                             "acc_baseline": np.nan, "na_baseline": np.nan, "ea": np.nan, "ki": np.nan})
+        if base is not None:
+            bt = base.table
+            bm = bt[bt["model"] == model]
+            if bm.empty and bt["model"].nunique() == 1:
+                bm = bt
+            bg = bm[bm["condition"] == cond]
+            if bg.empty:
+                notes.append(f"baseline has no rows for model {model!r}, condition {cond!r}: EA and KI are null")
+            else:
+                bg = bg.sort_values("masking_rate")
+                b0 = (baseline_acc0 if baseline_acc0 is not None
+                      else _acc0_for(None, bg, model, cond, "masking_indicators (baseline)"))
+                bmap = dict(zip(bg["masking_rate"], bg["acc"]))
+                part["acc_baseline"] = [bmap.get(r, np.nan) for r in part["masking_rate"]]
+                part["na_baseline"] = normalized_accuracy(part["acc_baseline"], b0)
+                miss = int(part["acc_baseline"].isna().sum())
+                if miss:
+                    notes.append(f"{model} / {cond}: {miss} masking rate(s) missing in the baseline; "
+                                 "EA and KI are null there")
+                part["ea"] = effective_accuracy(part["na"], part["na_baseline"], a0)
+                part["ki"] = knowledge_independence(part["na"], part["na_baseline"])
+                undef = (part["na"] >= 1) & part["na_baseline"].notna()
+                if undef.any():
+                    mrs = ", ".join(mr_key(r) for r in part.loc[undef, "masking_rate"])
+                    notes.append(f"{model} / {cond}: KI undefined where NA >= 1 (MR = {mrs}); "
+                                 "left out of the averages")
+        rows.append(part)
+    table = pd.concat(rows, ignore_index=True)
+    avgs = []
+    for (model, cond), g in table.groupby(["model", "condition"], sort=False):
+        for kind, f in (("weighted", mr_weighted_mean), ("plain", mr_plain_mean)):
+            avgs.append({"model": model, "condition": cond, "kind": kind,
+                         **{c: f(g["masking_rate"], g[c]) for c in ("acc", "na", "ea", "ki")}})
+    averages = pd.DataFrame(avgs)
+    for n in notes:
+        warnings.warn(n, stacklevel=2)
+    return MaskingIndicators(table=table, averages=averages, accuracy=acc,
+                             has_baseline=base is not None, notes=tuple(notes))
