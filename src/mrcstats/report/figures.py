@@ -1,0 +1,382 @@
+"""Publication figures (matplotlib, vector) in one greyscale-readable style.
+
+Every function takes tidy frames (the ``to_frame()`` of a result object, or a
+canonical log) and returns a :class:`matplotlib.figure.Figure` sized for a
+two-column paper (:data:`COLUMN_WIDTH` or :data:`PAGE_WIDTH` inches wide).
+Groups are told apart by line style and marker as well as grey level, so the
+figures survive black-and-white printing. :func:`save_figure` writes PDF/SVG
+deterministically (no creation date, a fixed SVG hash salt).
+
+Figures (seed numbers in brackets): LOESS of P(correct) against a scaled
+feature per model with the GLMM curve overlaid [003 Fig. 1]; random-effects
+caterpillar with conditional-variance intervals [003 Fig. 3]; P_d histogram
+[003 Fig. 4]; accuracy–masking-rate curves per condition with trial intervals
+[000 Figs. 2-6]; NA/EA/KI against MR [000 Fig. 7]; confusion matrices and
+error-type bars [004 Tables 14-15, Fig. 2]; recovered fixed effects against the
+simulated truth (demo).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mrcstats._files import atomic_path
+from mrcstats.errors import InputError
+
+#: one column of a two-column paper (ACL/NeurIPS ≈ 3.3 in), and the full text width
+COLUMN_WIDTH = 3.35
+PAGE_WIDTH = 6.9
+
+#: grey levels, line styles and markers cycled together (readable in greyscale)
+GREYS = ("0.0", "0.5", "0.3", "0.65", "0.15", "0.8")
+LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1)), (0, (1, 1)))
+MARKERS = ("o", "s", "^", "D", "v", "x")
+
+_RC = {
+    "font.size": 7.5, "axes.titlesize": 8, "axes.labelsize": 7.5, "xtick.labelsize": 7, "ytick.labelsize": 7,
+    "legend.fontsize": 6.5, "legend.frameon": False, "axes.spines.top": False, "axes.spines.right": False,
+    "axes.linewidth": 0.6, "lines.linewidth": 1.1, "lines.markersize": 3.2, "xtick.major.width": 0.6,
+    "ytick.major.width": 0.6, "figure.dpi": 100, "savefig.dpi": 300, "pdf.fonttype": 42, "svg.fonttype": "none",
+    "svg.hashsalt": "mrcstats", "font.family": "DejaVu Sans", "axes.grid": False, "hatch.linewidth": 0.5,
+}
+
+
+def _mpl():
+    """matplotlib, imported lazily; figures are built with ``matplotlib.figure.Figure`` (no pyplot state)."""
+    import matplotlib
+
+    return matplotlib
+
+
+@contextlib.contextmanager
+def figure_style() -> Iterator[None]:
+    """The mrcstats figure style as a matplotlib rc context."""
+    with _mpl().rc_context(_RC):
+        yield
+
+
+def style_for(i: int) -> dict[str, Any]:
+    """Colour (grey), line style and marker of the ``i``-th group."""
+    return {"color": GREYS[i % len(GREYS)], "linestyle": LINESTYLES[i % len(LINESTYLES)],
+            "marker": MARKERS[i % len(MARKERS)]}
+
+
+def new_figure(width: str | float = "column", aspect: float = 0.72, nrows: int = 1, ncols: int = 1,
+               **kw: Any):
+    """A figure ``width`` inches wide ("column", "page" or a number), height = width·aspect."""
+    _mpl()
+    from matplotlib.figure import Figure
+
+    w = {"column": COLUMN_WIDTH, "page": PAGE_WIDTH}.get(width, width) if isinstance(width, str) else float(width)
+    with figure_style():
+        fig = Figure(figsize=(w, w * aspect))
+        axes = fig.subplots(nrows, ncols, **kw)
+    return fig, axes
+
+
+def save_figure(fig, path: str | Path, formats: Sequence[str] | None = None) -> list[Path]:
+    """Write ``fig`` as vector PDF/SVG (or PNG) deterministically; returns the paths.
+
+    ``path`` with a suffix writes that one file; without one, ``formats``
+    (default pdf and svg) are written beside each other.
+    """
+    p = Path(path)
+    if formats is None:
+        formats = [p.suffix.lstrip(".")] if p.suffix else ["pdf", "svg"]
+        stem = p.with_suffix("") if p.suffix else p
+    else:
+        stem = p.with_suffix("") if p.suffix else p
+    out = []
+    for fmt in formats:
+        target = Path(f"{stem}.{fmt}")
+        with atomic_path(target) as tmp:
+            with figure_style():
+                fig.savefig(tmp, format=fmt, bbox_inches="tight", pad_inches=0.02, metadata=_metadata(fmt))
+        out.append(target)
+    return out
+
+
+def _metadata(fmt: str) -> dict[str, Any] | None:
+    if fmt == "pdf":
+        return {"CreationDate": None, "Creator": "mrcstats", "Producer": "matplotlib"}
+    if fmt == "svg":
+        return {"Date": None, "Creator": "mrcstats"}
+    if fmt == "png":
+        return {"Software": "mrcstats"}
+    return None
+
+
+def figure_pdf_bytes(fig) -> bytes:
+    """The figure as deterministic one-page vector PDF bytes (for embedding in reports)."""
+    buf = io.BytesIO()
+    with figure_style():
+        fig.savefig(buf, format="pdf", bbox_inches="tight", pad_inches=0.02, metadata=_metadata("pdf"))
+    return buf.getvalue()
+
+
+def figure_png_bytes(fig, dpi: int = 200) -> bytes:
+    buf = io.BytesIO()
+    with figure_style():
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", pad_inches=0.02, metadata=_metadata("png"))
+    return buf.getvalue()
+
+
+def _require(frame: pd.DataFrame, cols: Sequence[str], what: str) -> None:
+    miss = [c for c in cols if c not in frame.columns]
+    if miss:
+        raise InputError(f"{what}: columns {miss} not found among {list(frame.columns)}")
+
+
+def _legend(ax, **kw) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, labels, **kw)
+
+
+# --------------------------------------------------------------------------- seed 003
+
+
+def loess_plot(data: pd.DataFrame, x: str, y: str = "correct", by: str = "model", frac: float = 0.6,
+               glmm: pd.DataFrame | None = None, xlabel: str | None = None, ax=None, order: Sequence[str] | None = None,
+               labels: Mapping[str, str] | None = None):
+    """LOESS of P(correct) against ``x`` per ``by`` group (statsmodels ``lowess``), GLMM curves overlaid.
+
+    ``glmm``: a frame with columns ``by``, ``x`` and ``p`` (population-level
+    predicted probability, e.g. from the fixed effects), drawn thin and dashed in
+    the group's grey. Invalid answers (null ``y``) count as not correct.
+    """
+    from statsmodels.nonparametric.smoothers_lowess import lowess
+
+    _require(data, [x, y, by], "loess_plot")
+    if ax is None:
+        fig, ax = new_figure("column", 0.75)
+    else:
+        fig = ax.figure
+    groups = list(order) if order is not None else sorted(pd.unique(data[by].astype(str)))
+    names = dict(labels or {})
+    with figure_style():
+        for i, g in enumerate(groups):
+            d = data[data[by].astype(str) == g]
+            xv = pd.to_numeric(d[x], errors="coerce").to_numpy(dtype=float)
+            yv = d[y].astype("boolean").fillna(False).to_numpy(dtype=float)
+            keep = np.isfinite(xv)
+            if keep.sum() < 3:
+                continue
+            fit = lowess(yv[keep], xv[keep], frac=frac, return_sorted=True)
+            st = style_for(i)
+            ax.plot(fit[:, 0], fit[:, 1], color=st["color"], linestyle=st["linestyle"], label=names.get(g, g),
+                    linewidth=1.3)
+            if glmm is not None:
+                gg = glmm[glmm[by].astype(str) == g].sort_values(x)
+                ax.plot(gg[x], gg["p"], color=st["color"], linestyle=(0, (2, 1.5)), linewidth=0.7, alpha=0.9)
+        ax.set_xlabel(xlabel or f"{x} (SD from the mean)")
+        ax.set_ylabel("P(correct)")
+        ax.set_ylim(-0.02, 1.02)
+        if glmm is not None:
+            ax.plot([], [], color="0.4", linestyle=(0, (2, 1.5)), linewidth=0.7, label="GLMM (fixed effects)")
+        _legend(ax, loc="lower left")
+    return fig
+
+
+def caterpillar_plot(ranef: pd.DataFrame, level: str = "level", mode: str = "mode", condvar: str = "condvar",
+                     n: int | None = 100, seed: int = 0, z: float = 1.959963984540054, title: str | None = None,
+                     width: str | float = "page"):
+    """Random-effects caterpillar: conditional modes sorted, ±z·sqrt(condVar) intervals.
+
+    ``n``: draw a random sample of that many levels (seeded; the seed shows 100),
+    ``None`` for all.
+    """
+    _require(ranef, [level, mode], "caterpillar_plot")
+    r = ranef.copy()
+    if n is not None and len(r) > n:
+        r = r.sample(n=n, random_state=seed)
+    r = r.sort_values(mode).reset_index(drop=True)
+    fig, ax = new_figure(width, 0.42 if width == "page" else 0.8)
+    with figure_style():
+        xs = np.arange(len(r))
+        if condvar in r.columns:
+            half = z * np.sqrt(r[condvar].to_numpy(dtype=float))
+            ax.errorbar(xs, r[mode], yerr=half, fmt="none", ecolor="0.55", elinewidth=0.6, capsize=0)
+        ax.plot(xs, r[mode], "o", color="0.0", markersize=2.2)
+        ax.axhline(0, color="0.3", linewidth=0.5, linestyle=":")
+        ax.set_xlabel("grouping level (sorted by conditional mode)")
+        ax.set_ylabel("conditional mode (log-odds)")
+        ax.set_xticks([])
+        if title:
+            ax.set_title(title)
+    return fig
+
+
+def pd_histogram(values: Sequence[float] | pd.Series, bins: int | Sequence[float] = 30, cutoffs: Sequence[float] = (),
+                 xlabel: str = "discriminatory power P_d"):
+    """Histogram of P_d over clusters (seed 003 Fig. 4), cutoffs as vertical dotted lines."""
+    v = pd.to_numeric(pd.Series(values), errors="coerce").dropna().to_numpy(dtype=float)
+    fig, ax = new_figure("column", 0.65)
+    with figure_style():
+        ax.hist(v, bins=bins, color="0.6", edgecolor="0.1", linewidth=0.4)
+        for c in cutoffs:
+            ax.axvline(c, color="0.0", linestyle=":", linewidth=0.7)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("clusters")
+        if len(v):
+            ax.set_title(f"n = {len(v)}, mean = {v.mean():.3f}, max = {v.max():.3f}", fontsize=7)
+    return fig
+
+
+def fixef_truth_plot(coef: pd.DataFrame, truth: Mapping[str, float], z: float = 1.959963984540054):
+    """Recovered fixed effects (±z·SE) against the simulated truth, one row per term."""
+    _require(coef, ["term", "estimate", "se"], "fixef_truth_plot")
+    c = coef.reset_index(drop=True)
+    fig, ax = new_figure("column", 0.2 + 0.12 * len(c))
+    with figure_style():
+        ys = np.arange(len(c))[::-1]
+        ax.errorbar(c["estimate"], ys, xerr=z * c["se"], fmt="o", color="0.0", ecolor="0.4", elinewidth=0.8,
+                    capsize=1.5, label="estimate ± 1.96 SE")
+        tv = [truth.get(t, np.nan) for t in c["term"]]
+        ax.plot(tv, ys, "x", color="0.0", markersize=5, label="truth")
+        ax.set_yticks(ys)
+        ax.set_yticklabels(c["term"])
+        ax.axvline(0, color="0.6", linewidth=0.5, linestyle=":")
+        ax.set_xlabel("log-odds")
+        _legend(ax, loc="best")
+    return fig
+
+
+# --------------------------------------------------------------------------- seed 000
+
+
+def masking_curves(frame: pd.DataFrame, x: str = "masking_rate", y: str = "acc", group: str = "condition",
+                   lo: str | None = "ci_low", hi: str | None = "ci_high", sd: str | None = "sd", ax=None,
+                   title: str | None = None, order: Sequence[str] | None = None, percent: bool = True):
+    """Accuracy against masking rate, one line per ``group`` (masking condition), with trial intervals.
+
+    Intervals: ``lo``/``hi`` columns when present (e.g. the 95% CI over trials),
+    else ``y ± sd`` when an ``sd`` column is present, else none.
+    """
+    _require(frame, [x, y, group], "masking_curves")
+    if ax is None:
+        fig, ax = new_figure("column", 0.75)
+    else:
+        fig = ax.figure
+    default = [g for g in ("lenient", "partial", "regular", "strict") if g in set(frame[group].astype(str))]
+    groups = list(order) if order is not None else default + sorted(set(frame[group].astype(str)) - set(default))
+    scale = 100.0 if percent else 1.0
+    with figure_style():
+        for i, g in enumerate(groups):
+            d = frame[frame[group].astype(str) == g].sort_values(x)
+            xv = pd.to_numeric(d[x]).to_numpy(dtype=float)
+            yv = pd.to_numeric(d[y]).to_numpy(dtype=float) * scale
+            st = style_for(i)
+            ax.plot(xv, yv, label=g, **st)
+            if lo and hi and lo in d.columns and hi in d.columns:
+                ax.fill_between(xv, pd.to_numeric(d[lo]).to_numpy(dtype=float) * scale,
+                                pd.to_numeric(d[hi]).to_numpy(dtype=float) * scale, color=st["color"], alpha=0.15,
+                                linewidth=0)
+            elif sd and sd in d.columns:
+                s = pd.to_numeric(d[sd]).to_numpy(dtype=float) * scale
+                ax.fill_between(xv, yv - s, yv + s, color=st["color"], alpha=0.15, linewidth=0)
+        ax.set_xlabel("masking rate MR (%)")
+        ax.set_ylabel("accuracy (%)" if percent else "accuracy")
+        if title:
+            ax.set_title(title)
+        _legend(ax, loc="lower left")
+    return fig
+
+
+def indicator_plot(frame: pd.DataFrame, x: str = "masking_rate", group: str | None = None,
+                   indicators: Sequence[str] = ("na", "ea", "ki")):
+    """NA, EA and KI against masking rate (seed 000 Fig. 7): one panel per indicator."""
+    present = [i for i in indicators if i in frame.columns]
+    if not present:
+        raise InputError(f"indicator_plot: none of {list(indicators)} among {list(frame.columns)}")
+    fig, axes = new_figure("page", 0.3, 1, len(present))
+    axes = np.atleast_1d(axes)
+    groups = [None] if group is None else sorted(pd.unique(frame[group].astype(str)))
+    with figure_style():
+        for ax, ind in zip(axes, present):
+            for i, g in enumerate(groups):
+                d = frame if g is None else frame[frame[group].astype(str) == g]
+                d = d.sort_values(x)
+                ax.plot(pd.to_numeric(d[x]), pd.to_numeric(d[ind], errors="coerce"),
+                        label=g if g is not None else ind.upper(), **style_for(i))
+            ax.set_xlabel("MR (%)")
+            ax.set_title(ind.upper())
+        if group is not None:
+            _legend(axes[0], loc="best")
+        fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- seed 004
+
+
+def confusion_matrix_plot(matrix: pd.DataFrame, title: str | None = None, xlabel: str = "predicted",
+                          ylabel: str = "gold", ax=None):
+    """A confusion matrix as a grey heat map with the counts printed in each cell."""
+    m = matrix.astype(float)
+    if ax is None:
+        fig, ax = new_figure("column", 0.8)
+    else:
+        fig = ax.figure
+    with figure_style():
+        vmax = max(float(np.nanmax(m.to_numpy())), 1.0) if m.size else 1.0
+        ax.imshow(m.to_numpy(), cmap="Greys", vmin=0, vmax=vmax * 1.15, aspect="auto")
+        for (r, c), v in np.ndenumerate(m.to_numpy()):
+            ax.text(c, r, f"{v:g}", ha="center", va="center", fontsize=7,
+                    color="white" if v > vmax * 0.6 else "black")
+        ax.set_xticks(range(m.shape[1]))
+        ax.set_xticklabels([str(c) for c in m.columns], rotation=30, ha="right")
+        ax.set_yticks(range(m.shape[0]))
+        ax.set_yticklabels([str(i) for i in m.index])
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.spines[:].set_visible(False)
+        if title:
+            ax.set_title(title)
+    return fig
+
+
+def error_type_bars(frame: pd.DataFrame, ylabel: str = "count", title: str | None = None):
+    """Grouped bars: error types (rows of ``frame``) × conditions (columns), hatched for greyscale (seed 004 Fig. 2)."""
+    f = frame.astype(float)
+    fig, ax = new_figure("column", 0.7)
+    hatches = ("", "////", "....", "xxxx", "\\\\\\\\", "oo")
+    with figure_style():
+        n = f.shape[1]
+        width = 0.8 / max(n, 1)
+        xs = np.arange(f.shape[0])
+        for j, col in enumerate(f.columns):
+            ax.bar(xs + (j - (n - 1) / 2) * width, f[col], width=width, color=GREYS[j % len(GREYS)],
+                   edgecolor="0.0", linewidth=0.4, hatch=hatches[j % len(hatches)], label=str(col))
+        ax.set_xticks(xs)
+        ax.set_xticklabels([str(i) for i in f.index])
+        ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(title)
+        _legend(ax, loc="best")
+    return fig
+
+
+def bar_plot(frame: pd.DataFrame, x: str, y: str, err: str | None = None, ylabel: str | None = None,
+             title: str | None = None, percent: bool = True):
+    """Simple bars of ``y`` by ``x`` with optional error bars (accuracy per condition)."""
+    _require(frame, [x, y], "bar_plot")
+    scale = 100.0 if percent else 1.0
+    fig, ax = new_figure("column", 0.65)
+    with figure_style():
+        xs = np.arange(len(frame))
+        ax.bar(xs, frame[y].astype(float) * scale, color="0.6", edgecolor="0.0", linewidth=0.4,
+               yerr=(frame[err].astype(float) * scale) if err and err in frame.columns else None,
+               error_kw={"elinewidth": 0.6, "capsize": 1.5})
+        ax.set_xticks(xs)
+        ax.set_xticklabels([str(v) for v in frame[x]], rotation=30, ha="right")
+        ax.set_ylabel(ylabel or (f"{y} (%)" if percent else y))
+        if title:
+            ax.set_title(title)
+    return fig

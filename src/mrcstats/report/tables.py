@@ -1,0 +1,901 @@
+"""Publication tables: one :class:`Table` object, four exports, and builders for the seeds' tables.
+
+A :class:`Table` keeps the *raw* values (numbers unrounded) and a per-column
+format. CSV carries the raw values (for machines); LaTeX (booktabs), Markdown
+and HTML carry the formatted cells (for people). Every export can be read back
+(:func:`parse_markdown`, :func:`parse_latex`, :func:`parse_html`,
+:meth:`Table.read_csv`), which the tests use to check round trips.
+
+Builders never re-derive what another layer computes: they take result objects
+(``GlmerResult``, contingency/discrimination/masking results) or their
+``to_frame()`` and only lay the numbers out. The one computation here is the
+probability-at-σ table (seed 003, Tables 1-2), which evaluates the fixed-effects
+linear predictor at chosen values of a scaled feature:
+
+    P(correct | model m, x = kσ) = logistic(β0 + Σ_j C[m, j] β_j + k (β_x + Σ_j C[m, j] β_{x:j}))
+
+with ``C`` the contrast matrix of the model factor (R's ``contr.sum`` or
+``contr.treatment``); the "Grand Mean" row averages the per-model log-odds, which
+for sum contrasts is ``logistic(β0 + k β_x)`` as in the seed.
+"""
+from __future__ import annotations
+
+import csv
+import html
+import io
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mrcstats._files import write_text_atomic
+from mrcstats.errors import InputError
+
+Formatter = str | Callable[[Any], str]
+
+#: what a missing value looks like in formatted cells
+MISSING = "–"
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _is_missing(v: Any) -> bool:
+    if v is None or v is pd.NA or v is pd.NaT:
+        return True
+    try:
+        return bool(isinstance(v, float | np.floating) and math.isnan(v))
+    except TypeError:  # pragma: no cover
+        return False
+
+
+def format_number(v: Any, digits: int = 3) -> str:
+    """A number with ``digits`` decimals; integers as integers; ±inf as ∞; missing as "–"."""
+    if _is_missing(v):
+        return MISSING
+    if isinstance(v, bool | np.bool_):
+        return "yes" if v else "no"
+    if isinstance(v, int | np.integer):
+        return str(int(v))
+    if isinstance(v, float | np.floating):
+        x = float(v)
+        if math.isinf(x):
+            return "∞" if x > 0 else "−∞"
+        s = f"{x:.{digits}f}"
+        return _minus(s)
+    return str(v)
+
+
+def _minus(s: str) -> str:
+    """Typographic minus for a leading '-'."""
+    return "−" + s[1:] if s.startswith("-") else s
+
+
+def format_pvalue(p: Any, digits: int = 3, eps: float = 2.220446e-16) -> str:
+    """A p-value as R's ``format.pval``: ``< 2e-16`` below machine epsilon, ``digits`` significant figures."""
+    if _is_missing(p):
+        return MISSING
+    p = float(p)
+    if p < eps:
+        return "< 2e-16"
+    if p < 10 ** -(digits + 1):
+        m, e = f"{p:.{digits - 1}e}".split("e")
+        return f"{m}e{int(e):03d}".replace("e-0", "e-")
+    dec = max(digits - 1 - math.floor(math.log10(p)), 0) if p > 0 else digits
+    return f"{p:.{dec}f}"
+
+
+def pvalue_column_formatter(ps: Sequence[float], digits: int = 3) -> Callable[[Any], str]:
+    """A formatter giving a p-value column common decimals, as R's ``printCoefmat`` prints it."""
+    ordinary = [float(p) for p in ps if not _is_missing(p) and float(p) >= 10 ** -(digits + 1)]
+    dec = r_column_decimals(ordinary, digits) if ordinary else digits
+
+    def fmt(p: Any) -> str:
+        if _is_missing(p) or float(p) < 10 ** -(digits + 1):
+            return format_pvalue(p, digits)
+        return f"{float(p):.{dec}f}"
+
+    return fmt
+
+
+def signif_stars(p: Any) -> str:
+    """R's significance codes: *** < 0.001 < ** < 0.01 < * < 0.05 < . < 0.1."""
+    if _is_missing(p):
+        return ""
+    p = float(p)
+    for cut, mark in ((0.001, "***"), (0.01, "**"), (0.05, "*"), (0.1, ".")):
+        if p < cut:
+            return mark
+    return ""
+
+
+def r_column_decimals(values: Sequence[float], digits: int) -> int:
+    """Decimals R's ``format()`` gives a numeric column so that every entry shows ``digits`` significant digits."""
+    dec = 0
+    for v in values:
+        if _is_missing(v) or not np.isfinite(v) or v == 0:
+            continue
+        need = digits - 1 - math.floor(math.log10(abs(float(v))))
+        dec = max(dec, need)
+    return int(min(dec, 15))
+
+
+def _apply_format(fmt: Formatter | None, v: Any) -> str:
+    if fmt is None:
+        return format_number(v)
+    if _is_missing(v):
+        return MISSING
+    if callable(fmt):
+        return fmt(v)
+    try:
+        return _minus(fmt.format(v))
+    except (ValueError, TypeError):
+        return str(v)
+
+
+# --------------------------------------------------------------------------- the Table object
+
+
+@dataclass(frozen=True)
+class Table:
+    """A publication table: raw values + per-column formats + caption/notes.
+
+    Attributes
+    ----------
+    data : DataFrame of raw values; its columns are the header (the index is ignored).
+    caption, label : caption text and a short identifier (LaTeX ``\\label``, file stem).
+    formats : column -> format string (``"{:.2f}"``) or callable; other columns use
+        :func:`format_number` (3 decimals for floats).
+    notes : lines printed under the table (tests, settings, significance codes).
+    stub : number of leading columns that label rows (left-aligned).
+    """
+
+    data: pd.DataFrame
+    caption: str = ""
+    label: str = "table"
+    formats: Mapping[str, Formatter] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    stub: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, pd.DataFrame):
+            raise InputError(f"Table {self.label!r}: data must be a pandas DataFrame, got {type(self.data).__name__}")
+        if self.data.columns.duplicated().any():
+            dup = list(self.data.columns[self.data.columns.duplicated()])
+            raise InputError(f"Table {self.label!r}: duplicate column names {dup}; rename them")
+        object.__setattr__(self, "data", self.data.reset_index(drop=True))
+        object.__setattr__(self, "notes", tuple(self.notes))
+
+    # ---- content
+    @property
+    def header(self) -> list[str]:
+        return [str(c) for c in self.data.columns]
+
+    def cells(self) -> list[list[str]]:
+        """The formatted body, row by row (what LaTeX/Markdown/HTML show)."""
+        out = []
+        for row in self.data.itertuples(index=False, name=None):
+            out.append([_apply_format(self.formats.get(str(c)), v) for c, v in zip(self.data.columns, row)])
+        return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """The raw values (a copy)."""
+        return self.data.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "caption": self.caption, "columns": self.header,
+                "rows": self.data.to_dict(orient="records"), "notes": list(self.notes)}
+
+    def summary(self) -> str:
+        return self.to_markdown()
+
+    def __str__(self) -> str:  # pragma: no cover - convenience
+        return self.to_markdown()
+
+    # ---- exports
+    def to_csv(self) -> str:
+        """Raw values, full precision; missing values as empty fields."""
+        buf = io.StringIO()
+        self.data.to_csv(buf, index=False, lineterminator="\n")
+        return buf.getvalue()
+
+    def to_markdown(self) -> str:
+        head = self.header
+        body = self.cells()
+        aligns = [":--" if i < self.stub else "--:" for i in range(len(head))]
+        lines = []
+        if self.caption:
+            lines.append(f"**{_md_escape(self.caption)}**")
+            lines.append("")
+        lines.append("| " + " | ".join(_md_escape(h) for h in head) + " |")
+        lines.append("|" + "|".join(aligns) + "|")
+        for r in body:
+            lines.append("| " + " | ".join(_md_escape(c) for c in r) + " |")
+        for n in self.notes:
+            lines.append("")
+            lines.append(_md_escape(n))
+        return "\n".join(lines) + "\n"
+
+    def to_latex(self, float_env: bool = True) -> str:
+        """booktabs LaTeX (needs ``\\usepackage{booktabs}``); unicode symbols become math."""
+        head = self.header
+        spec = "l" * self.stub + "r" * (len(head) - self.stub)
+        lines = []
+        if float_env:
+            lines += ["\\begin{table}[t]", "\\centering", "\\small"]
+        lines.append(f"\\begin{{tabular}}{{{spec}}}")
+        lines.append("\\toprule")
+        lines.append(" & ".join(latex_escape(h) for h in head) + " \\\\")
+        lines.append("\\midrule")
+        for r in self.cells():
+            lines.append(" & ".join(latex_escape(c) for c in r) + " \\\\")
+        lines.append("\\bottomrule")
+        lines.append("\\end{tabular}")
+        if float_env:
+            for n in self.notes:
+                lines.append(f"\\par\\smallskip{{\\footnotesize {latex_escape(n)}}}")
+            if self.caption:
+                lines.append(f"\\caption{{{latex_escape(self.caption)}}}")
+            lines.append(f"\\label{{tab:{_label_slug(self.label)}}}")
+            lines.append("\\end{table}")
+        return "\n".join(lines) + "\n"
+
+    def to_html(self) -> str:
+        head = self.header
+        out = [f'<table class="mrcstats" id="{html.escape(_label_slug(self.label))}">']
+        if self.caption:
+            out.append(f"<caption>{html.escape(self.caption)}</caption>")
+        out.append("<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead>")
+        out.append("<tbody>")
+        for r in self.cells():
+            tds = []
+            for i, c in enumerate(r):
+                tag = "th" if i < self.stub else "td"
+                tds.append(f"<{tag}>{html.escape(c)}</{tag}>")
+            out.append("<tr>" + "".join(tds) + "</tr>")
+        out.append("</tbody>")
+        if self.notes:
+            out.append("<tfoot>" + "".join(
+                f'<tr><td colspan="{len(head)}">{html.escape(n)}</td></tr>' for n in self.notes) + "</tfoot>")
+        out.append("</table>")
+        return "\n".join(out) + "\n"
+
+    def write(self, stem: str | Path, formats: Sequence[str] = ("tex", "md", "csv", "html")) -> list[Path]:
+        """Write ``stem.<ext>`` for each export format, atomically; returns the paths."""
+        writers = {"tex": self.to_latex, "md": self.to_markdown, "csv": self.to_csv, "html": self.to_html}
+        paths = []
+        for ext in formats:
+            if ext not in writers:
+                raise InputError(f"Table.write: unknown format {ext!r}; use one of {sorted(writers)}")
+            p = Path(f"{stem}.{ext}")
+            write_text_atomic(p, writers[ext]())
+            paths.append(p)
+        return paths
+
+    @staticmethod
+    def read_csv(path_or_text: str | Path) -> pd.DataFrame:
+        """Read a CSV export back into raw values."""
+        src = path_or_text
+        if isinstance(src, str) and "\n" in src:
+            return pd.read_csv(io.StringIO(src))
+        return pd.read_csv(src)
+
+
+def _label_slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.:-]+", "-", s).strip("-") or "table"
+
+
+# --------------------------------------------------------------------------- escaping and parsing back
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_LATEX_UNICODE = {"σ": r"$\sigma$", "±": r"$\pm$", "−": r"$-$", "χ": r"$\chi$", "²": r"$^2$", "≥": r"$\geq$",
+                  "≤": r"$\leq$", "×": r"$\times$", "τ": r"$\tau$", "ε": r"$\varepsilon$", "β": r"$\beta$",
+                  "θ": r"$\theta$", "∞": r"$\infty$", "–": "--", "<": r"$<$", ">": r"$>$", "|": r"$|$",
+                  "·": r"$\cdot$", "√": r"$\surd$", "κ": r"$\kappa$", "μ": r"$\mu$",
+                  "⟨": r"$\langle$", "⟩": r"$\rangle$", "Σ": r"$\Sigma$"}
+_LATEX_MAP = {**_LATEX_SPECIAL, **_LATEX_UNICODE}
+_LATEX_INVERSE = sorted(((v, k) for k, v in _LATEX_MAP.items()), key=lambda kv: -len(kv[0]))
+
+
+def latex_escape(s: str) -> str:
+    """Escape LaTeX specials and turn the unicode symbols the tables use into math."""
+    return "".join(_LATEX_MAP.get(ch, ch) for ch in str(s))
+
+
+def latex_unescape(s: str) -> str:
+    """Inverse of :func:`latex_escape` (for round-trip tests)."""
+    out, i = [], 0
+    while i < len(s):
+        for esc, ch in _LATEX_INVERSE:
+            if s.startswith(esc, i):
+                out.append(ch)
+                i += len(esc)
+                break
+        else:
+            out.append(s[i])
+            i += 1
+    return "".join(out)
+
+
+def _md_escape(s: str) -> str:
+    return str(s).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_split(line: str) -> list[str]:
+    line = line.strip()
+    if line.startswith("|"):
+        line = line[1:]
+    if line.endswith("|") and not line.endswith("\\|"):
+        line = line[:-1]
+    cells, cur, i = [], [], 0
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\" and i + 1 < len(line):
+            cur.append(line[i + 1])
+            i += 2
+            continue
+        if ch == "|":
+            cells.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+        i += 1
+    cells.append("".join(cur).strip())
+    return cells
+
+
+def parse_markdown(text: str) -> tuple[list[str], list[list[str]]]:
+    """Header and body cells of the first pipe table in ``text``."""
+    lines = [ln for ln in text.splitlines() if ln.strip().startswith("|")]
+    if len(lines) < 2:
+        raise InputError("parse_markdown: no pipe table found")
+    return _md_split(lines[0]), [_md_split(ln) for ln in lines[2:]]
+
+
+def parse_latex(text: str) -> tuple[list[str], list[list[str]]]:
+    """Header and body cells of the first booktabs tabular in ``text``."""
+    m = re.search(r"\\toprule\n(.*?)\\bottomrule", text, re.S)
+    if not m:
+        raise InputError("parse_latex: no booktabs tabular found")
+    rows = [r for r in m.group(1).split("\n") if r.strip() and r.strip() != "\\midrule"]
+    parsed = []
+    for r in rows:
+        r = r.rstrip()
+        if r.endswith("\\\\"):
+            r = r[:-2]
+        parts = re.split(r"(?<!\\)&", r)
+        parsed.append([latex_unescape(p.strip()) for p in parts])
+    return parsed[0], parsed[1:]
+
+
+class _HTMLTable(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.rows: list[list[str]] = []
+        self._cell: list[str] | None = None
+        self._section = ""
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("thead", "tbody", "tfoot"):
+            self._section = tag
+        elif tag == "tr" and self._section in ("thead", "tbody"):
+            self.rows.append([])
+        elif tag in ("td", "th") and self._section in ("thead", "tbody"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.rows[-1].append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def parse_html(text: str) -> tuple[list[str], list[list[str]]]:
+    """Header and body cells of the first table written by :meth:`Table.to_html`."""
+    p = _HTMLTable()
+    p.feed(text)
+    if not p.rows:
+        raise InputError("parse_html: no table found")
+    return p.rows[0], p.rows[1:]
+
+
+# --------------------------------------------------------------------------- regression tables
+
+
+def _as_series(obj: Any, name: str) -> pd.Series:
+    if isinstance(obj, pd.Series):
+        return obj.astype(float)
+    if isinstance(obj, Mapping):
+        return pd.Series({str(k): float(v) if not _is_missing(v) else np.nan for k, v in obj.items()}, dtype=float)
+    raise InputError(f"regression table: cannot read {name} of type {type(obj).__name__}")
+
+
+def coef_frame(result: Any) -> pd.DataFrame:
+    """Fixed-effects table (term, estimate, se, z, p) from a GlmerResult-like object or a DataFrame.
+
+    Accepts anything with ``fixef``/``se``/``z``/``p`` (mappings or Series keyed by
+    term, as :class:`mrcstats.models.GlmerResult`), or a DataFrame with a ``term``
+    column (or index) and columns named estimate/se/z/p (lme4's names work too).
+    """
+    if isinstance(result, pd.DataFrame):
+        df = result.copy()
+        if "term" not in df.columns:
+            df = df.rename_axis("term").reset_index()
+        ren = {}
+        for c in df.columns:
+            lc = str(c).lower()
+            if lc in ("estimate", "fixef", "coef", "beta"):
+                ren[c] = "estimate"
+            elif lc in ("se", "std. error", "std_error", "stderr", "std.error"):
+                ren[c] = "se"
+            elif lc in ("z", "z value", "z_value", "statistic"):
+                ren[c] = "z"
+            elif lc in ("p", "pr(>|z|)", "p_value", "pvalue", "p.value"):
+                ren[c] = "p"
+        df = df.rename(columns=ren)
+        missing = [c for c in ("estimate", "se") if c not in df.columns]
+        if missing:
+            raise InputError(f"regression table: columns {missing} not found among {list(df.columns)}")
+        if "z" not in df.columns:
+            df["z"] = df["estimate"] / df["se"]
+        if "p" not in df.columns:
+            from scipy.stats import norm
+            df["p"] = 2 * norm.sf(np.abs(df["z"]))
+        return df[["term", "estimate", "se", "z", "p"]].reset_index(drop=True)
+    try:
+        fe = _as_series(result.fixef, "fixef")
+        se = _as_series(result.se, "se").reindex(fe.index)
+        z = _as_series(result.z, "z").reindex(fe.index)
+        p = _as_series(result.p, "p").reindex(fe.index)
+    except AttributeError as exc:
+        raise InputError(f"regression table: {type(result).__name__} has no fixef/se/z/p ({exc})") from None
+    return pd.DataFrame({"term": [str(t) for t in fe.index], "estimate": fe.values, "se": se.values,
+                         "z": z.values, "p": p.values})
+
+
+def regression_table(result: Any, caption: str = "", label: str = "fixef", layout: str = "lme4",
+                     truth: Mapping[str, float] | None = None) -> Table:
+    """The fixed-effects table.
+
+    ``layout="lme4"``: Estimate, Std. Error, z value, Pr(>|z|) and significance
+    stars, numbers formatted like R's ``printCoefmat`` (common decimals per column,
+    4 significant digits for estimates/SEs, 3 for z, ``format.pval`` for p).
+    ``layout="compact"``: ``β (SE)`` with stars and ``p``, the usual paper layout.
+    ``truth`` (term -> value) adds a "Truth" column (simulated data).
+    """
+    cf = coef_frame(result)
+    notes = ["Signif. codes: 0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1"]
+    if layout == "lme4":
+        df = pd.DataFrame({"Term": cf["term"], "Estimate": cf["estimate"], "Std. Error": cf["se"],
+                           "z value": cf["z"], "Pr(>|z|)": cf["p"],
+                           "": [signif_stars(p) for p in cf["p"]]})
+        de = r_column_decimals([*cf["estimate"], *cf["se"]], 4)
+        dz = min(r_column_decimals(cf["z"], 3), 3)
+        fmts: dict[str, Formatter] = {"Estimate": f"{{:.{de}f}}", "Std. Error": f"{{:.{de}f}}",
+                                      "z value": f"{{:.{dz}f}}", "Pr(>|z|)": pvalue_column_formatter(cf["p"])}
+        if truth is not None:
+            df.insert(2, "Truth", [truth.get(t, np.nan) for t in cf["term"]])
+            fmts["Truth"] = f"{{:.{de}f}}"
+    elif layout == "compact":
+        cells = [f"{_minus(f'{e:.2f}')} ({s:.2f}){signif_stars(p)}" for e, s, p in
+                 zip(cf["estimate"], cf["se"], cf["p"])]
+        df = pd.DataFrame({"Term": cf["term"], "β (SE)": cells, "p": cf["p"]})
+        fmts = {"p": format_pvalue}
+        if truth is not None:
+            df.insert(1, "Truth", [truth.get(t, np.nan) for t in cf["term"]])
+            fmts["Truth"] = "{:.2f}"
+        notes = ["*** p < 0.001, ** p < 0.01, * p < 0.05, . p < 0.1"]
+    else:
+        raise InputError(f"regression_table: layout must be 'lme4' or 'compact', got {layout!r}")
+    return Table(df, caption=caption, label=label, formats=fmts, notes=tuple(notes))
+
+
+def fit_statistics_table(result: Any, caption: str = "", label: str = "fitstats") -> Table:
+    """AIC, BIC, logLik, deviance, df.resid, nobs and groups of a GLMM fit (lme4's header block)."""
+    rows: list[tuple[str, Any]] = []
+    for key, name in (("aic", "AIC"), ("bic", "BIC"), ("loglik", "logLik"), ("minus2loglik", "−2 logLik"),
+                      ("deviance", "deviance"), ("df_resid", "df.resid"), ("nobs", "Number of obs")):
+        v = getattr(result, key, None)
+        if v is not None:
+            rows.append((name, v))
+    ng = getattr(result, "ngroups", None) or {}
+    for g, n in dict(ng).items():
+        rows.append((f"groups: {g}", n))
+    for key, name in (("converged", "converged"), ("singular", "singular fit")):
+        v = getattr(result, key, None)
+        if v is not None:
+            rows.append((name, bool(v)))
+    df = pd.DataFrame(rows, columns=["Statistic", "Value"]).astype({"Value": object})
+    fmt = {"Value": lambda v: format_number(v, 1) if isinstance(v, float) else format_number(v)}
+    return Table(df, caption=caption, label=label, formats=fmt)
+
+
+def random_effects_table(result: Any, caption: str = "", label: str = "ranef_var",
+                         truth: Mapping[str, float] | None = None) -> Table:
+    """Random-effects variance components: Groups, Name, Variance, Std.Dev. (lme4's block)."""
+    theta = getattr(result, "theta", None)
+    if theta is None:
+        raise InputError("random_effects_table: the result has no theta")
+    rows = []
+    for key, sd in dict(theta).items():
+        g, _, name = str(key).partition(".")
+        rows.append({"Groups": g, "Name": name or "(Intercept)", "Variance": float(sd) ** 2, "Std.Dev.": float(sd)})
+    df = pd.DataFrame(rows)
+    fmts: dict[str, Formatter] = {"Variance": "{:.4f}", "Std.Dev.": "{:.4f}"}
+    if truth is not None:
+        df["True SD"] = [truth.get(k, np.nan) for k in dict(theta)]
+        fmts["True SD"] = "{:.4f}"
+    return Table(df, caption=caption, label=label, formats=fmts, stub=2)
+
+
+def anova_table(frame: pd.DataFrame, caption: str = "", label: str = "drop1") -> Table:
+    """A drop1/anova/GVIF frame laid out as is (numbers with 3-4 decimals, p with format.pval)."""
+    df = frame.copy()
+    if df.index.name is not None or not isinstance(df.index, pd.RangeIndex):
+        df = df.reset_index()
+    fmts: dict[str, Formatter] = {}
+    for c in df.columns:
+        lc = str(c).lower()
+        if lc in ("p", "pr(>chi)", "p_value", "pvalue"):
+            fmts[str(c)] = format_pvalue
+        elif lc in ("df", "npar"):
+            fmts[str(c)] = lambda v: format_number(int(v)) if float(v).is_integer() else format_number(v)
+        elif pd.api.types.is_float_dtype(df[c]):
+            fmts[str(c)] = "{:.4f}"
+    return Table(df, caption=caption, label=label, formats=fmts)
+
+
+# --------------------------------------------------------------------------- probability at σ
+
+
+def contrast_matrix(levels: Sequence[str], coding: str = "sum") -> tuple[np.ndarray, list[str]]:
+    """R's contrast matrix and the column suffixes lme4 uses in term names.
+
+    ``sum`` (``contr.sum``): level i < k is e_i, the last level is −1 in every column;
+    suffixes ``1..k-1``. ``treatment`` (``contr.treatment``): the first level is the
+    reference (all 0); suffixes are the other level names.
+    """
+    k = len(levels)
+    if k < 2:
+        raise InputError(f"contrast_matrix: a factor needs at least two levels, got {list(levels)}")
+    if coding == "sum":
+        c = np.vstack([np.eye(k - 1), -np.ones((1, k - 1))])
+        return c, [str(i + 1) for i in range(k - 1)]
+    if coding == "treatment":
+        c = np.vstack([np.zeros((1, k - 1)), np.eye(k - 1)])
+        return c, [str(lv) for lv in levels[1:]]
+    raise InputError(f"contrast_matrix: coding must be 'sum' or 'treatment', got {coding!r}")
+
+
+def _term(fixef: Mapping[str, float], *parts: str) -> float:
+    """Look up an interaction term in either order (``x:LLM1`` or ``LLM1:x``)."""
+    import itertools
+    for perm in itertools.permutations(parts):
+        name = ":".join(perm)
+        if name in fixef:
+            return float(fixef[name])
+    raise InputError(f"probability table: term {':'.join(parts)!r} not among the fixed effects {list(fixef)}")
+
+
+def _expit(x: np.ndarray | float) -> np.ndarray | float:
+    return 1.0 / (1.0 + np.exp(-np.asarray(x, dtype=float)))
+
+
+def probability_frame(fixef: Mapping[str, float], feature: str, factor: str, levels: Sequence[str],
+                      coding: str = "sum", sigmas: Sequence[float] = (-2, 0, 2, 4),
+                      intercept: str = "(Intercept)") -> pd.DataFrame:
+    """Predicted P(correct) per factor level (rows) at ``feature = k`` for k in ``sigmas`` (columns).
+
+    Formula in the module docstring; the last row, "Grand Mean", is the logistic of
+    the mean log-odds over levels (= logistic(β0 + k β_x) under sum contrasts).
+    """
+    fixef = {str(k): float(v) for k, v in dict(fixef).items()}
+    if intercept not in fixef:
+        raise InputError(f"probability table: no {intercept!r} among the fixed effects {list(fixef)}")
+    c, suffixes = contrast_matrix(levels, coding)
+    b0 = fixef[intercept]
+    bx = _term(fixef, feature)
+    bl = np.array([_term(fixef, f"{factor}{s}") for s in suffixes])
+    bxl = np.array([_term(fixef, feature, f"{factor}{s}") for s in suffixes])
+    k = np.asarray(sigmas, dtype=float)
+    eta = (b0 + c @ bl)[:, None] + k[None, :] * (bx + c @ bxl)[:, None]
+    eta = np.vstack([eta, eta.mean(axis=0, keepdims=True)])
+    out = pd.DataFrame(_expit(eta), columns=[float(s) for s in sigmas])
+    out.insert(0, factor, [str(lv) for lv in levels] + ["Grand Mean"])
+    return out
+
+
+def _sigma_label(s: float) -> str:
+    s = float(s)
+    txt = f"{s:g}"
+    return _minus(txt) + "σ"
+
+
+def probability_table(fixef: Mapping[str, float] | Any, feature: str, factor: str, levels: Sequence[str],
+                      coding: str = "sum", sigmas: Sequence[float] = (-2, 0, 2, 4),
+                      raw_mean: float | None = None, raw_sd: float | None = None, feature_label: str | None = None,
+                      labels: Mapping[str, str] | None = None, caption: str = "", label: str = "sigma",
+                      digits: int = 2) -> Table:
+    """Probability-at-σ table (seed 003 Tables 1-2) from the fixed effects of a fitted GLMM.
+
+    ``fixef`` may be the mapping or a result with ``.fixef``. With ``raw_mean`` and
+    ``raw_sd`` each column header also shows the raw feature value, ``kσ (mean + k·sd)``.
+    ``labels`` renames the factor levels for display.
+    """
+    if not isinstance(fixef, Mapping):
+        fixef = dict(getattr(fixef, "fixef"))
+    pf = probability_frame(fixef, feature, factor, levels, coding, sigmas)
+    names = dict(labels or {})
+    first = feature_label or feature
+    pf[factor] = [names.get(v, v) for v in pf[factor]]
+    cols = {factor: first}
+    for s in sigmas:
+        h = _sigma_label(s)
+        if raw_mean is not None and raw_sd is not None:
+            h += f" ({_minus(f'{raw_mean + float(s) * raw_sd:.{digits}f}')})"
+        cols[float(s)] = h
+    pf = pf.rename(columns=cols)
+    fmts = {h: f"{{:.{digits}f}}" for k, h in cols.items() if k != factor}
+    note = (f"Population-level predictions from the fixed effects ({coding} contrasts for {factor}); "
+            "random effects at zero.")
+    return Table(pf, caption=caption, label=label, formats=fmts, notes=(note,))
+
+
+# --------------------------------------------------------------------------- contingency, P_d, accuracy, masking
+
+
+def _result_dict(res: Any) -> dict[str, Any]:
+    if res is None:
+        return {}
+    if isinstance(res, Mapping):
+        return dict(res)
+    if hasattr(res, "to_dict"):
+        return dict(res.to_dict())
+    return {k: getattr(res, k) for k in dir(res) if not k.startswith("_")}
+
+
+def describe_test(res: Any, name: str) -> str:
+    """One line naming a test and its numbers, from a test result's ``to_dict()``."""
+    d = _result_dict(res)
+    parts = [name]
+    stat = d.get("statistic")
+    if stat is not None and not _is_missing(stat):
+        label = "χ²" if "chi" in name.lower() else "statistic"
+        parts.append(f"{label} = {format_number(float(stat), 3)}")
+    if d.get("df") is not None:
+        parts.append(f"df = {format_number(d['df'])}")
+    if d.get("p") is not None:
+        parts.append(f"p = {format_pvalue(d['p'], 3)}")
+    if d.get("odds_ratio") is not None and not _is_missing(d.get("odds_ratio")):
+        parts.append(f"odds ratio = {format_number(float(d['odds_ratio']), 3)}")
+        ci = d.get("conf_int")
+        if ci is not None and len(ci) == 2:
+            parts.append(f"95% CI [{format_number(float(ci[0]), 3)}, {format_number(float(ci[1]), 3)}]")
+    if d.get("simulate") or d.get("simulated"):
+        parts.append(f"Monte Carlo, B = {d.get('B', d.get('replicates', '?'))}")
+    if d.get("cramers_v") is not None:
+        parts.append(f"Cramér's V = {format_number(float(d['cramers_v']), 3)}")
+    return ", ".join(parts[:1]) + (": " + ", ".join(parts[1:]) if len(parts) > 1 else "")
+
+
+def contingency_table(counts: pd.DataFrame, tests: Sequence[tuple[str, Any]] = (), caption: str = "",
+                      label: str = "contingency", margins: bool = True, ratio_rows: bool = False) -> Table:
+    """A table of counts (rows × columns, labels in the index) with totals and its tests as notes.
+
+    ``tests`` is a list of (name, result) pairs, e.g. ``[("Fisher's exact test", fisher(...))]``;
+    each result's ``to_dict()`` provides p (and statistic, df, odds ratio when present).
+    ``ratio_rows`` adds, for a two-row table, the row-1/row-2 ratio of column shares
+    (seed 003 Table 3's E/H and H/L rows).
+    """
+    if not isinstance(counts, pd.DataFrame):
+        counts = pd.DataFrame(counts)
+    t = counts.copy()
+    t.columns = [str(c) for c in t.columns]
+    stub = str(t.index.name or "")
+    body = t.apply(pd.to_numeric)
+    if all(pd.api.types.is_integer_dtype(body[c]) for c in body.columns):
+        body = body.astype("int64")
+    t = body.copy()
+    if margins:
+        t["Total"] = body.sum(axis=1)
+    df = t.reset_index().rename(columns={t.index.name or "index": stub or " "})
+    df[df.columns[0]] = df[df.columns[0]].astype(str)
+    if margins:
+        tot = {df.columns[0]: "Total", **{c: body[c].sum() if c in body else body.values.sum() for c in df.columns[1:]}}
+        tot["Total"] = body.values.sum()
+        df = pd.concat([df, pd.DataFrame([tot])], ignore_index=True)
+    if ratio_rows and len(body) == 2:
+        share = body.div(body.sum(axis=1), axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = (share.iloc[0] / share.iloc[1]).replace([np.inf, -np.inf], np.nan)
+        row = {df.columns[0]: f"{body.index[0]}/{body.index[1]}", **{c: ratio.get(c, np.nan) for c in df.columns[1:]}}
+        if "Total" in row:
+            row["Total"] = np.nan
+        df = pd.concat([df, pd.DataFrame([row])], ignore_index=True)
+
+    def fmt(v: Any) -> str:
+        if _is_missing(v):
+            return MISSING
+        v = float(v)
+        return str(int(v)) if v.is_integer() else f"{v:.2f}"
+
+    fmts = {c: fmt for c in df.columns[1:]}
+    notes = tuple(describe_test(res, name) for name, res in tests)
+    return Table(df, caption=caption, label=label, formats=fmts, notes=notes)
+
+
+def pd_cutoff_table(frame: pd.DataFrame | Any, caption: str = "", label: str = "pd_cutoffs",
+                    labels: Mapping[str, str] | None = None) -> Table:
+    """Seed 003 Table 5: accuracy of each model on the clusters with P_d above each cutoff.
+
+    ``frame``: the discrimination helper's cutoff table — a DataFrame with a
+    ``cutoff`` column, ``clusters`` and ``items`` counts, ``grand_mean``, optionally
+    ``kendall_tau``, and one accuracy per model either as columns ``acc_<model>`` /
+    ``accuracy.<model>`` or as an ``accuracy`` column of mappings — or a result
+    object whose ``cutoff_frame()``/``cutoffs_frame()``/``to_frame()`` returns it.
+    Models become rows and cutoffs columns, as in the seed.
+    """
+    if not isinstance(frame, pd.DataFrame):
+        for meth in ("cutoff_frame", "cutoffs_frame", "cutoff_table"):
+            if hasattr(frame, meth):
+                frame = getattr(frame, meth)()
+                break
+        else:
+            d = _result_dict(frame)
+            if "cutoffs" in d:
+                frame = pd.DataFrame(d["cutoffs"])
+            else:
+                frame = frame.to_frame()
+    f = frame.copy()
+    if "cutoff" not in f.columns:
+        raise InputError(f"pd_cutoff_table: no 'cutoff' column among {list(f.columns)}")
+    acc: dict[str, list[float]] = {}
+    if "accuracy" in f.columns and isinstance(f["accuracy"].iloc[0], Mapping):
+        models = sorted({m for d in f["accuracy"] for m in d})
+        for m in models:
+            acc[m] = [d.get(m, np.nan) for d in f["accuracy"]]
+    else:
+        for c in f.columns:
+            for pre in ("acc_", "accuracy.", "accuracy_"):
+                if str(c).startswith(pre):
+                    acc[str(c)[len(pre):]] = list(f[c])
+    names = dict(labels or {})
+    cut_cols = [f"P_d > {format_number(c, 0) if float(c).is_integer() else c}" for c in f["cutoff"]]
+    rows = []
+    for m, vals in acc.items():
+        rows.append([names.get(m, m), *vals])
+    if "grand_mean" in f.columns:
+        rows.append(["Grand Mean", *f["grand_mean"]])
+    for col, name in (("clusters", "Cluster count"), ("items", "Item count"), ("kendall_tau", "Kendall's τ")):
+        if col in f.columns:
+            rows.append([name, *f[col]])
+    df = pd.DataFrame(rows, columns=["", *cut_cols])
+
+    def fmt(v: Any) -> str:
+        if _is_missing(v):
+            return MISSING
+        v = float(v)
+        return f"{v:,.0f}" if v.is_integer() and abs(v) > 1 else _minus(f"{v:.2f}")
+
+    return Table(df, caption=caption, label=label, formats={c: fmt for c in cut_cols})
+
+
+def accuracy_table(frame: pd.DataFrame, rows: str | Sequence[str], cols: str, mean: str = "accuracy",
+                   sd: str | None = "sd", percent: bool = True, digits: int = 1, caption: str = "",
+                   label: str = "accuracy", row_order: Sequence[Any] | None = None,
+                   col_order: Sequence[Any] | None = None) -> Table:
+    """Accuracy ``mean ± SD`` laid out rows × columns (seed 004 Tables 6-7, 11-12).
+
+    ``frame`` holds one row per cell with the ``mean`` column (fraction) and
+    optionally ``sd``; cells are shown in percent by default. The raw export keeps
+    the fractions in ``<col>`` and ``<col> SD`` columns.
+    """
+    rows = [rows] if isinstance(rows, str) else list(rows)
+    need = [*rows, cols, mean] + ([sd] if sd else [])
+    miss = [c for c in need if c not in frame.columns]
+    if miss:
+        raise InputError(f"accuracy_table: columns {miss} not found among {list(frame.columns)}")
+    piv = frame.pivot_table(index=rows, columns=cols, values=mean, aggfunc="first", sort=False)
+    piv_sd = frame.pivot_table(index=rows, columns=cols, values=sd, aggfunc="first", sort=False) if sd else None
+    if row_order is not None:
+        piv = piv.reindex(row_order)
+        piv_sd = piv_sd.reindex(row_order) if piv_sd is not None else None
+    if col_order is not None:
+        piv = piv.reindex(columns=col_order)
+        piv_sd = piv_sd.reindex(columns=col_order) if piv_sd is not None else None
+    scale = 100.0 if percent else 1.0
+    out = piv.reset_index()
+    out.columns = [str(c) for c in out.columns]
+    data_cols = [str(c) for c in piv.columns]
+    raw = out[[str(r) for r in rows]].copy()
+    for c, cs in zip(piv.columns, data_cols):
+        raw[cs] = piv[c].to_numpy() * scale
+        if piv_sd is not None:
+            raw[f"{cs} SD"] = piv_sd[c].to_numpy() * scale
+    # formatted cells combine mean and SD; keep SD columns out of the visible table
+    visible = raw[[*[str(r) for r in rows], *data_cols]].copy().astype({c: object for c in data_cols})
+    for cs in data_cols:
+        m = raw[cs].to_numpy()
+        s = raw[f"{cs} SD"].to_numpy() if piv_sd is not None else [np.nan] * len(m)
+        visible[cs] = [(mv, sv) for mv, sv in zip(m, s)]
+
+    def fmt(v: Any) -> str:
+        mv, sv = v
+        if _is_missing(mv):
+            return MISSING
+        txt = _minus(f"{mv:.{digits}f}")
+        if not _is_missing(sv):
+            txt += f" ± {sv:.{digits}f}"
+        return txt
+
+    t = _PairTable(visible, caption=caption, label=label, formats={c: fmt for c in data_cols}, stub=len(rows),
+                   raw=raw, notes=(("Cells: mean ± SD" + (" (percent)" if percent else "")),) if sd else ())
+    return t
+
+
+@dataclass(frozen=True)
+class _PairTable(Table):
+    """A Table whose visible cells combine several raw columns; CSV exports ``raw``."""
+
+    raw: pd.DataFrame | None = None
+
+    def to_csv(self) -> str:
+        buf = io.StringIO()
+        (self.raw if self.raw is not None else self.data).to_csv(buf, index=False, lineterminator="\n")
+        return buf.getvalue()
+
+    def to_frame(self) -> pd.DataFrame:
+        return (self.raw if self.raw is not None else self.data).copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        if self.raw is not None:
+            d["rows"] = self.raw.to_dict(orient="records")
+            d["columns"] = [str(c) for c in self.raw.columns]
+        return d
+
+
+def masking_indicator_table(frame: pd.DataFrame, caption: str = "", label: str = "masking_indicators",
+                            percent: bool = True) -> Table:
+    """Seed 000 Table 3: Acc per masking condition and the NA/EA/KI indicators.
+
+    ``frame``: one row per (dataset or model, condition) with ``acc`` (MR-weighted
+    average accuracy) and optionally ``na``, ``ea``, ``ki`` (e.g. the masking
+    helper's weighted-average frame). Columns: one Acc per condition (strict,
+    regular, partial, lenient order when present), then NA, EA and KI of the
+    ``regular`` condition (the seed's choice), or of the only condition.
+    """
+    f = frame.copy()
+    key = next((c for c in ("dataset", "model", "source") if c in f.columns), None)
+    if key is None or "condition" not in f.columns or "acc" not in f.columns:
+        raise InputError("masking_indicator_table: need columns (dataset|model), condition and acc; "
+                         f"found {list(f.columns)}")
+    order = [c for c in ("strict", "regular", "partial", "lenient") if c in set(f["condition"])]
+    order += sorted(set(f["condition"]) - set(order))
+    scale = 100.0 if percent else 1.0
+    rows = []
+    for k, g in f.groupby(key, sort=False):
+        g = g.set_index("condition")
+        row: dict[str, Any] = {key.capitalize(): str(k)}
+        for c in order:
+            row[f"Acc {c}"] = float(g["acc"].get(c, np.nan)) * scale
+        ref = "regular" if "regular" in g.index else g.index[0]
+        for ind, sc in (("na", 1.0), ("ea", scale), ("ki", 1.0)):
+            if ind in g.columns:
+                v = g.loc[ref, ind]
+                row[ind.upper()] = np.nan if _is_missing(v) else float(v) * sc
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    fmts: dict[str, Formatter] = {c: "{:.2f}" for c in df.columns if c.startswith("Acc") or c == "EA"}
+    fmts.update({c: "{:.4f}" for c in ("NA", "KI") if c in df.columns})
+    notes = ("MR-weighted averages ⟨X⟩ = Σ MR·X(MR) / Σ MR; NA, EA, KI for regular masking.",)
+    return Table(df, caption=caption, label=label, formats=fmts, notes=notes)
