@@ -1,1 +1,33 @@
-"""mrcstats.models"""
+"""Binomial generalized linear mixed models, lme4-exact.
+
+Seams as in lme4's ``modular.R``: :mod:`.formula` (parse) -> :mod:`.design` (model
+frame, X, random-effect terms) -> :mod:`.deviance` (the Laplace / AGQ deviance) ->
+:mod:`.fit` (optimizer, Hessian, checks) -> :mod:`.results` (:class:`GlmerResult`).
+:mod:`.r_engine` fits the same call through lme4; :mod:`.compare` has ``anova``,
+``drop1`` and ``gvif``.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from mrcstats.models.results import GlmerResult
+
+__all__ = ["glmer", "GlmerResult", "anova", "drop1", "gvif", "parse_formula", "build_design"]
+
+_LAZY = {
+    "glmer": "mrcstats.models.fit",
+    "parse_formula": "mrcstats.models.formula",
+    "build_design": "mrcstats.models.design",
+    "anova": "mrcstats.models.compare",
+    "drop1": "mrcstats.models.compare",
+    "gvif": "mrcstats.models.compare",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'mrcstats.models' has no attribute {name!r}")

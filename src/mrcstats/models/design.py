@@ -1,0 +1,581 @@
+"""Model frame and design matrices for a parsed formula, as R's ``model.frame`` /
+``model.matrix`` and lme4's ``glFormula``/``mkReTrms`` build them.
+
+* rows with a missing value in any formula variable (or the weights) are dropped,
+  as ``na.omit`` does, and counted in ``Design.messages``;
+* factors (strings, categoricals, logicals, ``factor(x)``) get levels sorted by code
+  point (R under ``LC_COLLATE=C``; numbers numerically) unless ``levels`` gives them;
+  pandas categoricals keep their category order;
+* contrasts: ``contr.treatment`` by default, ``contr.sum`` with ``contrasts={"f": "sum"}``;
+  a factor in a term is coded by contrasts when the term without it is in the model
+  (the intercept counts), by indicators otherwise — R's rule in ``model.matrix``;
+* column names as R prints them (``LLM1``, ``scaled_tok:LLM1``, ``periodp2``, ``GenderM``),
+  the first variable of an interaction varying fastest; ``assign`` maps columns to terms;
+* a rank-deficient X loses its aliased columns with lme4's message;
+* random-effect terms are ordered as lme4's ``mkReTrms`` (decreasing number of levels).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from mrcstats.errors import InputError, ModelError
+from mrcstats.models.formula import ModelSpec, Term, Variable, _NAME_RE, _unquote, parse_formula
+
+_CONTRASTS = {"sum": "contr.sum", "contr.sum": "contr.sum", "treatment": "contr.treatment",
+              "contr.treatment": "contr.treatment"}
+
+
+@dataclass(frozen=True)
+class DesignInfo:
+    """What is needed to rebuild X for new data (``predict``) and to refit (``drop1``).
+
+    ``contrasts`` and ``xlevels`` are keyed by the variable label (``LLM``,
+    ``factor(k)``) as R's ``attr(X, "contrasts")`` and ``m@frame`` levels are;
+    ``scaling`` keeps ``scale(x)``'s centre and scale (R's ``predvars``).
+    """
+
+    spec: ModelSpec
+    column_names: tuple[str, ...]
+    assign: tuple[int, ...]
+    contrasts: Mapping[str, str]
+    xlevels: Mapping[str, tuple[str, ...]]
+    scaling: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    dropped_columns: tuple[str, ...] = ()
+
+    @property
+    def term_labels(self) -> tuple[str, ...]:
+        return self.spec.term_labels
+
+    def model_matrix(self, data: pd.DataFrame) -> np.ndarray:
+        """X for new data with the training levels, contrasts and scaling (no NA allowed)."""
+        cols, _, names, _ = _model_matrix(self.spec, data, self.contrasts, self.xlevels, self.scaling,
+                                          where="newdata")
+        keep = [names.index(c) for c in self.column_names]
+        return cols[:, keep]
+
+
+@dataclass(frozen=True, eq=False)
+class ReTerm:
+    """One random intercept: ``codes[i]`` is row i's level index into ``levels``."""
+
+    name: str
+    codes: np.ndarray
+    levels: tuple[str, ...]
+
+    @property
+    def nlevels(self) -> int:
+        return len(self.levels)
+
+    @property
+    def theta_name(self) -> str:
+        return f"{self.name}.(Intercept)"
+
+
+@dataclass(frozen=True, eq=False)
+class Design:
+    """Arrays for the fit: X (n x p), y as a proportion, binomial weights, random terms.
+
+    ``weights`` are the number of trials times any prior weights (R's ``weights(m)``
+    for binomial fits); ``loglik_const`` is sum(log choose(n, k)) for cbind/weighted
+    responses (R's ``binomial()$aic`` term), 0 for 0/1 responses.
+    """
+
+    info: DesignInfo
+    X: np.ndarray
+    y: np.ndarray
+    weights: np.ndarray
+    re: tuple[ReTerm, ...]
+    frame: pd.DataFrame
+    n_dropped: int = 0
+    messages: tuple[str, ...] = ()
+    loglik_const: float = 0.0
+    offset: np.ndarray | None = None
+
+    @property
+    def nobs(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return self.info.column_names
+
+    @property
+    def ngroups(self) -> dict[str, int]:
+        return {r.name: r.nlevels for r in self.re}
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _is_missing(s: pd.Series) -> np.ndarray:
+    return np.asarray(s.isna(), dtype=bool)
+
+
+def _fmt_number(v: Any) -> str:
+    """R's ``as.character`` of a number (15 significant digits, no trailing .0)."""
+    if isinstance(v, (bool, np.bool_)):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    x = float(v)
+    if math.isfinite(x) and x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    s = f"{x:.15g}"
+    return s
+
+
+def _is_numeric(s: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
+
+
+def factor_levels(s: pd.Series, given: list[str] | tuple[str, ...] | None, what: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Integer codes and level labels of a column used as a factor (no missing values)."""
+    if pd.api.types.is_bool_dtype(s.dtype):
+        labels = np.where(np.asarray(s, dtype=bool), "TRUE", "FALSE")
+        lv: list[str] = ["FALSE", "TRUE"]
+        present = set(np.unique(labels).tolist())
+        if given is None:
+            lv = [x for x in lv if x in present]
+        ser = pd.Series(labels, index=s.index)
+    elif isinstance(s.dtype, pd.CategoricalDtype) and given is None:
+        used = s.cat.remove_unused_categories()
+        lv = [str(c) for c in used.cat.categories]
+        ser = used.astype(str)
+    elif _is_numeric(s):
+        vals = np.asarray(s, dtype=float)
+        uniq = np.unique(vals)
+        lv = [_fmt_number(u) for u in uniq]
+        codes = np.searchsorted(uniq, vals)
+        if given is None:
+            return codes.astype(np.int64), tuple(lv)
+        ser = pd.Series([lv[c] for c in codes], index=s.index)
+    else:
+        ser = s.astype(str)
+        lv = sorted(pd.unique(ser).tolist())
+    if given is not None:
+        given = [str(g) for g in given]
+        if len(set(given)) != len(given):
+            raise InputError(f"levels for {what}: {given} has duplicates")
+        extra = sorted(set(pd.unique(ser).tolist()) - set(given))
+        if extra:
+            raise InputError(f"levels for {what}: values {extra[:5]} are not among the given levels {given}; "
+                             "list every level, e.g. --levels LLM=a,b,c")
+        lv = list(given)
+    cat = pd.Categorical(ser, categories=lv)
+    return np.asarray(cat.codes, dtype=np.int64), tuple(lv)
+
+
+def _variable_values(var: Variable, data: pd.DataFrame, where: str):
+    """('numeric', array) or ('factor', series) for a variable, transforms applied later."""
+    if var.column not in data.columns:
+        raise InputError(f"{where}: column {var.column!r} used in the formula is not in the data "
+                         f"(columns: {list(data.columns)[:20]})")
+    s = data[var.column]
+    if var.transform in ("factor", "as.factor"):
+        return "factor", s
+    if var.transform in ("scale", "log", "exp", "sqrt"):
+        if not _is_numeric(s):
+            raise InputError(f"{where}: {var.label} needs a numeric column, {var.column!r} is {s.dtype}")
+        return "numeric", s
+    if _is_numeric(s):
+        return "numeric", s
+    return "factor", s
+
+
+def _contrast_matrix(kind: str, k: int) -> np.ndarray:
+    if kind == "contr.sum":
+        m = np.zeros((k, k - 1))
+        m[: k - 1] = np.eye(k - 1)
+        m[k - 1] = -1.0
+        return m
+    m = np.zeros((k, k - 1))
+    m[1:] = np.eye(k - 1)
+    return m
+
+
+def _model_matrix(spec: ModelSpec, data: pd.DataFrame, contrasts: Mapping[str, str],
+                  xlevels: Mapping[str, tuple[str, ...]] | None, scaling: Mapping[str, tuple[float, float]] | None,
+                  where: str, full_data: pd.DataFrame | None = None, levels_arg: Mapping | None = None):
+    """(X, assign, names, info dicts) following R's model.matrix rules."""
+    n = len(data)
+    fixed_vars: dict[Variable, None] = {}
+    for t in spec.terms:
+        for v in t.variables:
+            fixed_vars[v] = None
+    numeric: dict[Variable, np.ndarray] = {}
+    factors: dict[Variable, tuple[np.ndarray, tuple[str, ...]]] = {}
+    used_contrasts: dict[str, str] = {}
+    out_levels: dict[str, tuple[str, ...]] = {}
+    out_scaling: dict[str, tuple[float, float]] = {}
+    for v in fixed_vars:
+        kind, s = _variable_values(v, data, where)
+        if kind == "numeric":
+            x = np.asarray(s.astype("float64") if s.dtype != np.float64 else s, dtype=float)
+            if v.transform == "scale":
+                if scaling is not None and v.label in scaling:
+                    c, sc = scaling[v.label]
+                else:
+                    src = full_data[v.column] if full_data is not None else s
+                    allv = np.asarray(src.astype("float64"), dtype=float)
+                    allv = allv[~np.isnan(allv)]
+                    c = float(allv.mean())
+                    sc = float(np.sqrt(np.sum((allv - c) ** 2) / max(1, allv.size - 1)))
+                    if sc == 0:
+                        raise ModelError(f"{where}: scale({v.column}) has zero variance; drop the term")
+                out_scaling[v.label] = (c, sc)
+                x = (x - c) / sc
+            elif v.transform == "log":
+                with np.errstate(all="ignore"):
+                    x = np.log(x)
+            elif v.transform == "exp":
+                x = np.exp(x)
+            elif v.transform == "sqrt":
+                with np.errstate(all="ignore"):
+                    x = np.sqrt(x)
+            if not np.all(np.isfinite(x)):
+                bad = int(np.flatnonzero(~np.isfinite(x))[0])
+                raise InputError(f"{where}: {v.label} is not finite at row {data.index[bad]!r}; "
+                                 "remove or fix such rows")
+            numeric[v] = x
+        else:
+            given = None
+            if xlevels is not None and v.label in xlevels:
+                given = xlevels[v.label]
+            elif levels_arg and v.column in levels_arg:
+                given = levels_arg[v.column]
+            codes, lv = factor_levels(s, given, f"{where}: column {v.column!r}")
+            factors[v] = (codes, lv)
+            out_levels[v.label] = lv
+            kind_c = "contr.treatment"
+            for key in (v.label, v.column):
+                if key in contrasts:
+                    kind_c = contrasts[key]
+                    break
+            if kind_c not in ("contr.sum", "contr.treatment"):
+                kind_c = _CONTRASTS.get(kind_c, kind_c)
+                if kind_c not in ("contr.sum", "contr.treatment"):
+                    raise InputError(f"contrasts for {v.column!r}: {kind_c!r} is not supported (use sum or treatment)")
+            used_contrasts[v.label] = kind_c
+
+    term_sets = {frozenset(t.variables) for t in spec.terms}
+    if spec.intercept:
+        term_sets.add(frozenset())
+    blocks: list[np.ndarray] = []
+    names: list[str] = []
+    assign: list[int] = []
+    if spec.intercept:
+        blocks.append(np.ones((n, 1)))
+        names.append("(Intercept)")
+        assign.append(0)
+    for ti, t in enumerate(spec.terms, start=1):
+        cols = [np.ones(n)]
+        cnames = [""]
+        for v in t.variables:
+            if v in numeric:
+                vc, vn = [numeric[v]], [v.label]
+            else:
+                codes, lv = factors[v]
+                k = len(lv)
+                use_contr = frozenset(t.variables) - {v} in term_sets
+                if use_contr:
+                    if k < 2:
+                        raise ModelError(f"{where}: factor {v.column!r} has only one level ({lv[0] if lv else ''!r}) "
+                                         "after removing missing rows; contrasts need 2 or more levels — drop it "
+                                         "from the formula or check the data")
+                    cm = _contrast_matrix(used_contrasts[v.label], k)
+                    vc = [cm[codes, j] for j in range(k - 1)]
+                    if used_contrasts[v.label] == "contr.sum":
+                        vn = [f"{v.label}{j + 1}" for j in range(k - 1)]
+                    else:
+                        vn = [f"{v.label}{lv[j + 1]}" for j in range(k - 1)]
+                else:
+                    vc = [(codes == j).astype(float) for j in range(k)]
+                    vn = [f"{v.label}{lv[j]}" for j in range(k)]
+            # earlier variables vary fastest
+            cols = [a * b for b in vc for a in cols]
+            cnames = [f"{a}:{b}" if a else b for b in vn for a in cnames]
+        blocks.append(np.column_stack(cols) if cols else np.empty((n, 0)))
+        names.extend(cnames)
+        assign.extend([ti] * len(cnames))
+    X = np.column_stack(blocks) if blocks else np.empty((n, 0))
+    X = np.ascontiguousarray(X, dtype=float)
+    return X, assign, names, (used_contrasts, out_levels, out_scaling)
+
+
+def _rank_columns(X: np.ndarray, tol: float = 1e-7) -> list[int]:
+    """Columns kept by a Gram-Schmidt pass in order (R's ``qr`` with ``dqrdc2`` pivoting)."""
+    if X.shape[1] == 0:
+        return []
+    # work on the cross-product for speed on tall X
+    G = X.T @ X
+    p = G.shape[0]
+    keep: list[int] = []
+    norms = np.sqrt(np.maximum(np.diag(G), 0))
+    for j in range(p):
+        if norms[j] == 0:
+            continue
+        if keep:
+            Gk = G[np.ix_(keep, keep)]
+            g = G[keep, j]
+            try:
+                coef = np.linalg.solve(Gk, g)
+            except np.linalg.LinAlgError:  # pragma: no cover
+                coef = np.linalg.lstsq(Gk, g, rcond=None)[0]
+            resid2 = G[j, j] - g @ coef
+        else:
+            resid2 = G[j, j]
+        if resid2 > 0 and math.sqrt(resid2) > tol * norms[j]:
+            keep.append(j)
+    return keep
+
+
+def _arith(tokens: tuple[str, ...], data: pd.DataFrame, where: str) -> np.ndarray:
+    """Evaluate a cbind() argument: names, numbers, + - * / and parentheses (no eval)."""
+    pos = 0
+
+    def peek():
+        return tokens[pos] if pos < len(tokens) else None
+
+    def atom():
+        nonlocal pos
+        t = peek()
+        if t is None:
+            raise InputError(f"{where}: incomplete cbind() argument {' '.join(tokens)!r}")
+        pos += 1
+        if t == "(":
+            v = expr()
+            pos += 1
+            return v
+        if t == "-":
+            return -atom()
+        if _NAME_RE.fullmatch(t):
+            col = _unquote(t)
+            if col not in data.columns:
+                raise InputError(f"{where}: column {col!r} used in cbind() is not in the data")
+            s = data[col]
+            if not _is_numeric(s) and not pd.api.types.is_bool_dtype(s.dtype):
+                raise InputError(f"{where}: cbind() needs numeric counts, column {col!r} is {s.dtype}")
+            return np.asarray(s.astype("float64"), dtype=float)
+        return np.full(len(data), float(t))
+
+    def term():
+        nonlocal pos
+        v = atom()
+        while peek() in ("*", "/"):
+            op = tokens[pos]
+            pos += 1
+            w = atom()
+            v = v * w if op == "*" else v / w
+        return v
+
+    def expr():
+        nonlocal pos
+        v = term()
+        while peek() in ("+", "-"):
+            op = tokens[pos]
+            pos += 1
+            w = term()
+            v = v + w if op == "+" else v - w
+        return v
+
+    return expr()
+
+
+def _response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg: Mapping | None):
+    """(y proportion, trials, is_counts) for the binomial family, R's ``binomial()$initialize`` rules."""
+    r = spec.response
+    if r.is_cbind:
+        s = _arith(r.successes, data, where)  # type: ignore[arg-type]
+        f = _arith(r.failures, data, where)  # type: ignore[arg-type]
+        bad = np.flatnonzero((s < 0) | (f < 0))
+        if bad.size:
+            raise InputError(f"{where}: {r.text} has a negative count at row {data.index[bad[0]]!r} "
+                             f"(successes {s[bad[0]]:g}, failures {f[bad[0]]:g})")
+        n = s + f
+        with np.errstate(invalid="ignore", divide="ignore"):
+            y = np.where(n > 0, s / np.where(n > 0, n, 1), 0.0)
+        return y, n, True
+    col = r.column
+    if col not in data.columns:
+        raise InputError(f"{where}: response column {col!r} is not in the data (columns: {list(data.columns)[:20]})")
+    s = data[col]
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return np.asarray(s, dtype=float), np.ones(len(s)), False
+    if _is_numeric(s):
+        y = np.asarray(s.astype("float64"), dtype=float)
+        bad = np.flatnonzero((y < 0) | (y > 1))
+        if bad.size:
+            raise InputError(f"{where}: response {col!r} must be 0/1 (or a proportion with weights); "
+                             f"row {data.index[bad[0]]!r} has {y[bad[0]]:g}. Use cbind(successes, failures) for counts")
+        return y, np.ones(len(s)), False
+    given = (levels_arg or {}).get(col)
+    codes, lv = factor_levels(s, given, f"{where}: response {col!r}")
+    if len(lv) != 2:
+        raise InputError(f"{where}: response {col!r} must have two levels (the first is failure), "
+                         f"found {len(lv)}: {list(lv)[:6]}")
+    return (codes > 0).astype(float), np.ones(len(s)), False
+
+
+def _group_codes(factors: tuple[str, ...], data: pd.DataFrame, where: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    parts = []
+    for col in factors:
+        if col not in data.columns:
+            raise InputError(f"{where}: grouping column {col!r} is not in the data (columns: {list(data.columns)[:20]})")
+        parts.append(factor_levels(data[col], None, f"{where}: grouping column {col!r}"))
+    if len(parts) == 1:
+        codes, lv = parts[0]
+        used = np.bincount(codes, minlength=len(lv)) > 0
+        if not used.all():
+            remap = np.cumsum(used) - 1
+            codes = remap[codes]
+            lv = tuple(l for l, u in zip(lv, used) if u)
+        return codes, lv
+    # R's f1:f2 - levels ordered with the first factor varying slowest, unused dropped
+    key = np.zeros(len(data), dtype=np.int64)
+    for c, lv in parts:
+        key = key * len(lv) + c
+    uniq, codes = np.unique(key, return_inverse=True)
+    labels = []
+    for u in uniq:
+        idx = []
+        for c, lv in reversed(parts):
+            idx.append(lv[u % len(lv)])
+            u //= len(lv)
+        labels.append(":".join(reversed(idx)))
+    return codes.astype(np.int64), tuple(labels)
+
+
+def _order_reterms(terms: list[ReTerm]) -> list[ReTerm]:
+    """lme4 ``mkReTrms``: if any term has more levels than the one before it, reorder
+    by ``rev(order(nl))`` (decreasing levels; ties in reverse order of appearance)."""
+    nl = [t.nlevels for t in terms]
+    if any(b > a for a, b in zip(nl, nl[1:])):
+        asc = sorted(range(len(nl)), key=lambda i: (nl[i], i))
+        return [terms[i] for i in reversed(asc)]
+    return terms
+
+
+# ----------------------------------------------------------------------------- public
+
+
+def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Mapping[str, str] | None = None,
+                 levels: Mapping[str, Any] | None = None, weights: str | np.ndarray | None = None,
+                 allow_slopes: bool = False, where: str = "data") -> Design:
+    """Parse (if needed) and build the design of a binomial GLMM.
+
+    ``contrasts`` maps a column (or variable label) to ``"sum"``/``"treatment"``;
+    ``levels`` maps a column to its level order; ``weights`` is a column name or an
+    array of prior weights (R's ``weights=``).
+    """
+    spec = parse_formula(formula) if isinstance(formula, str) else formula
+    if not isinstance(data, pd.DataFrame):
+        raise InputError(f"{where}: expected a pandas DataFrame, got {type(data).__name__}")
+    if spec.random_slopes and not allow_slopes:
+        raise ModelError(f"formula {spec.formula!r}: random slopes {list(spec.random_slopes)} are not supported by "
+                         "the native engine; use engine='lme4' (CLI: --engine lme4)")
+    if not spec.random:
+        raise ModelError(f"formula {spec.formula!r}: no random-effects term such as (1 | g); "
+                         "glmer needs at least one (use a GLM otherwise)")
+    contr = {}
+    for k, v in (contrasts or {}).items():
+        kk = _CONTRASTS.get(str(v))
+        if kk is None:
+            raise InputError(f"contrasts for {k!r}: {v!r} is not supported (use sum or treatment)")
+        contr[k] = kk
+    known = set(spec.fixed_columns) | {v.label for t in spec.terms for v in t.variables}
+    for k in contr:
+        if k not in known:
+            raise InputError(f"contrasts given for {k!r}, which is not a variable of the fixed part "
+                             f"{sorted(known)}")
+
+    cols = list(spec.columns)
+    missing = [c for c in cols if c not in data.columns]
+    if missing:
+        raise InputError(f"{where}: column(s) {missing} used in the formula are not in the data "
+                         f"(columns: {list(data.columns)[:20]})")
+    wvec = None
+    if weights is not None:
+        if isinstance(weights, str):
+            if weights not in data.columns:
+                raise InputError(f"{where}: weights column {weights!r} is not in the data")
+            wser = data[weights]
+            if not _is_numeric(wser):
+                raise InputError(f"{where}: weights column {weights!r} must be numeric, it is {wser.dtype}")
+            wvec = np.asarray(wser.astype("float64"), dtype=float)
+        else:
+            wvec = np.asarray(weights, dtype=float)
+            if wvec.shape != (len(data),):
+                raise InputError(f"weights: expected {len(data)} values, got {wvec.shape}")
+    # na.omit on the formula variables (and weights)
+    miss = np.zeros(len(data), dtype=bool)
+    for c in cols:
+        miss |= _is_missing(data[c])
+    if wvec is not None:
+        miss |= np.isnan(wvec)
+    messages: list[str] = []
+    n_dropped = int(miss.sum())
+    frame = data.loc[~miss, cols] if n_dropped else data[cols]
+    if wvec is not None:
+        wvec = wvec[~miss]
+        if np.any(wvec < 0):
+            raise InputError(f"{where}: weights must be non-negative")
+    if n_dropped:
+        messages.append(f"{n_dropped} row{'s' if n_dropped != 1 else ''} with missing values in "
+                        f"{', '.join(cols)}{' or the weights' if weights is not None else ''} dropped (na.omit)")
+    if len(frame) == 0:
+        raise InputError(f"{where}: no rows left after removing rows with missing values in {cols}")
+
+    y, trials, counts = _response(spec, frame, where, levels)
+    X, assign, names, (used_contr, xlevels, scaling) = _model_matrix(
+        spec, frame, contr, None, None, where, full_data=data, levels_arg=levels)
+    keep = _rank_columns(X)
+    dropped: tuple[str, ...] = ()
+    if len(keep) < X.shape[1]:
+        dropped = tuple(names[j] for j in range(X.shape[1]) if j not in keep)
+        k = len(dropped)
+        messages.append(f"fixed-effect model matrix is rank deficient so dropping {k} column"
+                        f"{'s' if k > 1 else ''} / coefficient{'s' if k > 1 else ''} ({', '.join(dropped)})")
+        X = np.ascontiguousarray(X[:, keep])
+        names = [names[j] for j in keep]
+        assign = [assign[j] for j in keep]
+
+    wts = trials if wvec is None else trials * wvec
+    # binomial()$aic: -2 * sum(dbinom(round(m*y), round(m), mu, log=TRUE) * wt/m); the
+    # constant part is the log binomial coefficient (0 for 0/1 rows)
+    const = 0.0
+    if counts or wvec is not None:
+        from scipy.special import gammaln
+
+        m = trials if np.any(trials > 1) else wts
+        k = np.round(m * y)
+        if np.any(np.abs(m * y - k) > 1e-7 * np.maximum(1, m)):
+            messages.append("non-integer #successes in a binomial glm!")
+        m = np.round(m)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            fac = np.where(m > 0, wts / np.where(m > 0, m, 1), 0.0)
+        const = float(np.sum(fac * (gammaln(m + 1) - gammaln(k + 1) - gammaln(m - k + 1))))
+
+    re_terms = []
+    for r in spec.random:
+        codes, lv = _group_codes(r.factors, frame, where)
+        re_terms.append(ReTerm(r.name, codes, lv))
+    re_terms = _order_reterms(re_terms)
+    nobs = len(frame)
+    for t in re_terms:
+        if t.nlevels < 2:
+            raise ModelError(f"grouping factor {t.name!r} has a single level ({t.levels[0]!r}); "
+                             "grouping factors must have > 1 sampled level")
+        if t.nlevels >= nobs:
+            raise ModelError(f"number of levels of grouping factor {t.name!r} ({t.nlevels}) must be < number of "
+                             f"observations ({nobs}); each group needs more than one row")
+
+    info = DesignInfo(spec=spec, column_names=tuple(names), assign=tuple(assign), contrasts=used_contr,
+                      xlevels=xlevels, scaling=scaling, dropped_columns=dropped)
+    return Design(info=info, X=X, y=np.ascontiguousarray(y, dtype=float), weights=np.ascontiguousarray(wts, float),
+                  re=tuple(re_terms), frame=frame, n_dropped=n_dropped, messages=tuple(messages),
+                  loglik_const=const)

@@ -1,0 +1,329 @@
+"""The result of a binomial GLMM fit, shared by the native and the lme4 engine.
+
+:class:`GlmerResult` is a frozen dataclass; both engines build it through
+:meth:`GlmerResult.from_estimates`, which derives the standard errors, z and p
+values, correlations, AIC/BIC and the variance-component table exactly as lme4's
+``summary.merMod``/``llikAIC``/``VarCorr`` do, so the two engines cannot drift apart
+in presentation.
+
+References: Bates, Mächler, Bolker & Walker (2015), *Fitting linear mixed-effects
+models using lme4*, J. Stat. Softw. 67(1); lme4 1.1-31 ``print.summary.merMod``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _st
+
+from mrcstats.models.design import DesignInfo
+from mrcstats.models.formula import ModelSpec
+
+_QNAMES = ("Min", "1Q", "Median", "3Q", "Max")
+
+
+@dataclass(frozen=True, eq=False)
+class GlmerResult:
+    """A fitted binomial GLMM (random intercepts), in lme4's terms.
+
+    Attributes
+    ----------
+    fixef, se, z, p : pandas.Series indexed by R's column names (``LLM1``, ``scaled_tok:LLM1``).
+        ``se`` from the Hessian of the deviance in (θ, β), as lme4's default ``vcov``;
+        ``z = fixef / se``; ``p = 2 Φ(-|z|)`` (``Pr(>|z|)``).
+    vcov, corr : pandas.DataFrame, covariance and correlation of the fixed effects.
+    theta : pandas.Series, lme4's ``getME(m, "theta")`` keyed ``"<group>.(Intercept)"``;
+        for random intercepts θ is the standard deviation of the intercept.
+    varcorr : pandas.DataFrame with columns ``group, name, variance, sd`` (``VarCorr``).
+    ranef : mapping group -> DataFrame indexed by level, columns ``mode`` (conditional
+        mode, ``ranef(m)``) and ``condvar`` (its conditional variance, ``attr(, "postVar")``).
+    loglik, aic, bic, minus2loglik : as ``logLik``/``AIC``/``BIC``/``-2*logLik``; for cbind
+        responses the log-likelihood includes the binomial coefficients (``binomial()$aic``).
+    deviance : sum of squared deviance residuals, as lme4's ``deviance()`` for GLMMs.
+    df_resid : nobs - number of parameters (``df.residual``).
+    resid_quantiles : quantiles of the scaled Pearson residuals (``summary``'s "Scaled residuals").
+    info : DesignInfo, the parsed formula (``info.spec``), column ``assign``, contrasts, levels.
+    optinfo : optimizer details: ``par`` (θ then β), ``grad``, ``hessian``, ``nfev``, ...
+    fit_options : the arguments needed to refit on ``frame`` (contrasts, levels, weights, nagq).
+    """
+
+    formula: str
+    engine: str
+    nagq: int
+    fixef: pd.Series
+    se: pd.Series
+    z: pd.Series
+    p: pd.Series
+    vcov: pd.DataFrame
+    corr: pd.DataFrame
+    theta: pd.Series
+    varcorr: pd.DataFrame
+    ranef: Mapping[str, pd.DataFrame]
+    loglik: float
+    aic: float
+    bic: float
+    minus2loglik: float
+    deviance: float
+    df_resid: int
+    nobs: int
+    ngroups: Mapping[str, int]
+    converged: bool
+    singular: bool
+    messages: tuple[str, ...]
+    resid_quantiles: pd.Series
+    fit_seconds: float
+    info: DesignInfo | None = None
+    family: str = "binomial"
+    link: str = "logit"
+    optinfo: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    fit_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    frame: pd.DataFrame | None = field(default=None, repr=False)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_estimates(cls, *, info: DesignInfo, beta: Sequence[float], vcov: np.ndarray,
+                       theta: Sequence[float], group_names: Sequence[str], ngroups: Mapping[str, int],
+                       ranef: Mapping[str, pd.DataFrame], loglik: float, deviance: float,
+                       pearson_resid: np.ndarray | None = None, resid_quantiles: Sequence[float] | None = None,
+                       nobs: int, converged: bool, messages: Sequence[str] = (), engine: str = "native",
+                       nagq: int = 1, fit_seconds: float = float("nan"), formula: str | None = None,
+                       singular: bool | None = None, optinfo: Mapping[str, Any] | None = None,
+                       fit_options: Mapping[str, Any] | None = None, frame: pd.DataFrame | None = None,
+                       ) -> "GlmerResult":
+        """Build a result from the estimates; every derived figure is computed here.
+
+        ``beta`` follows ``info.column_names``; ``theta`` and ``group_names`` follow lme4's
+        random-term order; ``vcov`` is the covariance of β (lme4: ``vcov(m)``).
+        Either ``pearson_resid`` (scaled Pearson residuals) or ``resid_quantiles`` is given.
+        """
+        names = list(info.column_names)
+        beta = np.asarray(beta, dtype=float)
+        V = np.asarray(vcov, dtype=float).reshape(len(names), len(names))
+        se = np.sqrt(np.where(np.diag(V) >= 0, np.diag(V), np.nan))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = beta / se
+            d = np.sqrt(np.outer(np.diag(V), np.diag(V)))
+            C = V / d
+        p = 2.0 * _st.norm.sf(np.abs(z))
+        th = np.asarray(theta, dtype=float)
+        tnames = [f"{g}.(Intercept)" for g in group_names]
+        npar = len(names) + len(th)
+        m2 = -2.0 * float(loglik)
+        aic = m2 + 2 * npar
+        bic = m2 + math.log(nobs) * npar
+        if resid_quantiles is None:
+            if pearson_resid is None:
+                raise ValueError("from_estimates needs pearson_resid or resid_quantiles")
+            resid_quantiles = np.quantile(np.asarray(pearson_resid, float), [0, .25, .5, .75, 1])
+        vc = pd.DataFrame({"group": list(group_names), "name": ["(Intercept)"] * len(th),
+                           "variance": th ** 2, "sd": th})
+        if singular is None:
+            singular = bool(np.any(th < 1e-4))
+        return cls(
+            formula=formula or info.spec.formula, engine=engine, nagq=int(nagq),
+            fixef=pd.Series(beta, index=names, name="Estimate"),
+            se=pd.Series(se, index=names, name="Std. Error"),
+            z=pd.Series(z, index=names, name="z value"),
+            p=pd.Series(p, index=names, name="Pr(>|z|)"),
+            vcov=pd.DataFrame(V, index=names, columns=names),
+            corr=pd.DataFrame(C, index=names, columns=names),
+            theta=pd.Series(th, index=tnames, name="theta"),
+            varcorr=vc, ranef=dict(ranef), loglik=float(loglik), aic=aic, bic=bic, minus2loglik=m2,
+            deviance=float(deviance), df_resid=int(nobs - npar), nobs=int(nobs), ngroups=dict(ngroups),
+            converged=bool(converged), singular=bool(singular), messages=tuple(messages),
+            resid_quantiles=pd.Series(np.asarray(resid_quantiles, float), index=list(_QNAMES)),
+            fit_seconds=float(fit_seconds), info=info, optinfo=dict(optinfo or {}),
+            fit_options=dict(fit_options or {}), frame=frame)
+
+    # ------------------------------------------------------------------ accessors
+    @property
+    def spec(self) -> ModelSpec | None:
+        return self.info.spec if self.info is not None else None
+
+    @property
+    def assign(self) -> tuple[int, ...]:
+        return self.info.assign if self.info is not None else ()
+
+    @property
+    def term_labels(self) -> tuple[str, ...]:
+        return self.info.term_labels if self.info is not None else ()
+
+    @property
+    def contrasts(self) -> Mapping[str, str]:
+        return self.info.contrasts if self.info is not None else {}
+
+    @property
+    def xlevels(self) -> Mapping[str, tuple[str, ...]]:
+        return self.info.xlevels if self.info is not None else {}
+
+    @property
+    def npar(self) -> int:
+        return len(self.fixef) + len(self.theta)
+
+    def coef_table(self) -> pd.DataFrame:
+        """The fixed-effects table of ``summary()`` (Estimate, Std. Error, z value, Pr(>|z|))."""
+        return pd.concat([self.fixef, self.se, self.z, self.p], axis=1)
+
+    def predict(self, newdata: pd.DataFrame | None = None, re_form: str | None = None,
+                type: str = "link", allow_new_levels: bool = False) -> np.ndarray:
+        """Predictions as lme4's ``predict.merMod``; see :func:`mrcstats.models.predict.predict`."""
+        from mrcstats.models.predict import predict
+
+        return predict(self, newdata, re_form=re_form, type=type, allow_new_levels=allow_new_levels)
+
+    # ------------------------------------------------------------------ output
+    def to_dict(self) -> dict[str, Any]:
+        """The CLI ``--json`` object (issue: formula, engine, nobs, ngroups, fixef, se, ...)."""
+        return {
+            "formula": self.formula, "engine": self.engine, "nagq": self.nagq, "nobs": self.nobs,
+            "ngroups": dict(self.ngroups),
+            "fixef": self.fixef.to_dict(), "se": self.se.to_dict(), "z": self.z.to_dict(), "p": self.p.to_dict(),
+            "theta": self.theta.to_dict(),
+            "loglik": self.loglik, "aic": self.aic, "bic": self.bic, "minus2loglik": self.minus2loglik,
+            "deviance": self.deviance, "df_resid": self.df_resid, "converged": self.converged,
+            "singular": self.singular, "messages": list(self.messages), "fit_seconds": self.fit_seconds,
+        }
+
+    def ranef_dict(self) -> dict[str, dict[str, dict[str, float]]]:
+        """``{group: {level: {"mode", "condvar"}}}`` (the CLI's ``--ranef``)."""
+        return {g: {str(k): {"mode": float(r["mode"]), "condvar": float(r["condvar"])}
+                    for k, r in df.iterrows()} for g, df in self.ranef.items()}
+
+    def to_frame(self) -> pd.DataFrame:
+        """Fixed effects then random-effect SDs, one row per parameter (tidy, like broom.mixed)."""
+        fx = self.coef_table().reset_index(names="term")
+        fx.columns = ["term", "estimate", "std_error", "statistic", "p_value"]
+        fx.insert(0, "effect", "fixed")
+        fx.insert(1, "group", None)
+        rx = pd.DataFrame({"effect": "ran_pars", "group": list(self.varcorr["group"]),
+                           "term": ["sd__(Intercept)"] * len(self.varcorr), "estimate": list(self.varcorr["sd"]),
+                           "std_error": np.nan, "statistic": np.nan, "p_value": np.nan})
+        return pd.concat([fx, rx], ignore_index=True)
+
+    def summary(self) -> str:
+        """The text of lme4's ``summary(m)`` (seed 003 Appendix B layout)."""
+        out = []
+        meth = ("Laplace Approximation" if self.nagq == 1
+                else f"Adaptive Gauss-Hermite Quadrature, nAGQ = {self.nagq}")
+        out.append(f"Generalized linear mixed model fit by maximum likelihood ({meth}) ['glmerMod']")
+        out.append(f" Family: {self.family}  ( {self.link} )")
+        out.append(f"Formula: {self.formula}")
+        out.append(f" Engine: {self.engine}")
+        out.append("")
+        tab = [("AIC", self.aic), ("BIC", self.bic), ("logLik", self.loglik), ("deviance", self.minus2loglik)]
+        cells = [_fmt_sig(v, 6) for _, v in tab] + [str(self.df_resid)]
+        heads = [h for h, _ in tab] + ["df.resid"]
+        w = [max(len(h), len(c)) + 1 for h, c in zip(heads, cells)]
+        out.append(" ".join(h.rjust(k) for h, k in zip(heads, w)))
+        out.append(" ".join(c.rjust(k) for c, k in zip(cells, w)))
+        out.append("")
+        out.append("Scaled residuals: ")
+        q = [f"{v:.4f}" for v in self.resid_quantiles]
+        wq = max(len(x) for x in q + list(_QNAMES))
+        out.append(" ".join(h.rjust(wq) for h in _QNAMES))
+        out.append(" ".join(x.rjust(wq) for x in q))
+        out.append("")
+        out.append("Random effects:")
+        g = ["Groups"] + list(self.varcorr["group"])
+        nm = ["Name"] + list(self.varcorr["name"])
+        va = ["Variance"] + [_fmt_sig(v, 4) for v in self.varcorr["variance"]]
+        sd = ["Std.Dev."] + [_fmt_sig(v, 4) for v in self.varcorr["sd"]]
+        wg, wn, wv = max(map(len, g)), max(map(len, nm)), max(map(len, va))
+        for a, b, c, d in zip(g, nm, va, sd):
+            out.append(f" {a.ljust(wg)} {b.ljust(wn)} {c.ljust(wv)} {d}")
+        grp = "; ".join(f"{k}, {v}" for k, v in self.ngroups.items())
+        out.append(f"Number of obs: {self.nobs}, groups:  {grp}")
+        out.append("")
+        out.append("Fixed effects:")
+        out.extend(_coef_lines(self.coef_table()))
+        out.append("---")
+        out.append("Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1")
+        if len(self.fixef) > 1:
+            out.append("")
+            out.append("Correlation of Fixed Effects:")
+            out.extend(_corr_lines(self.corr))
+        if self.messages:
+            out.append("")
+            out.extend(self.messages)
+        return "\n".join(out)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+# ----------------------------------------------------------------------------- formatting
+
+
+def _fmt_sig(v: float, digits: int) -> str:
+    if v is None or not np.isfinite(v):
+        return "NA"
+    if v == 0:
+        return "0"
+    mag = int(math.floor(math.log10(abs(v))))
+    dec = max(0, digits - 1 - mag)
+    return f"{v:.{dec}f}"
+
+
+def _stars(p: float) -> str:
+    if not np.isfinite(p):
+        return ""
+    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else "." if p < 0.1 else ""
+
+
+def _coef_lines(tab: pd.DataFrame) -> list[str]:
+    est, se, z, p = (tab.iloc[:, k].to_numpy() for k in range(4))
+    # R's printCoefmat: estimates and SEs share a number of decimals (digits = 5 significant)
+    finite = np.abs(np.concatenate([est, se]))
+    finite = finite[np.isfinite(finite) & (finite > 0)]
+    dec = 6
+    if finite.size:
+        dec = int(min(10, max(0, 5 - 1 - math.floor(math.log10(finite.min())))))
+        dec = max(dec, 3)
+    cols = {
+        "Estimate": [f"{v:.{dec}f}" for v in est],
+        "Std. Error": [f"{v:.{dec}f}" for v in se],
+        "z value": [f"{v:.3f}" if np.isfinite(v) else "NA" for v in z],
+        "Pr(>|z|)": [("< 2e-16" if pv < 2e-16 else f"{pv:.3g}" if pv < 1e-4 else f"{pv:.5f}")
+                     if np.isfinite(pv) else "NA" for pv in p],
+    }
+    names = list(tab.index)
+    wn = max(len(n) for n in names)
+    widths = {k: max(len(k), max(len(x) for x in v)) for k, v in cols.items()}
+    lines = [" " * wn + " " + " ".join(k.rjust(widths[k]) for k in cols)]
+    for i, n in enumerate(names):
+        row = " ".join(cols[k][i].rjust(widths[k]) for k in cols)
+        lines.append(f"{n.ljust(wn)} {row} {_stars(p[i])}".rstrip())
+    return lines
+
+
+def r_abbreviate(name: str, minlength: int) -> str:
+    """R's ``abbreviate(name, minlength)``: drop lower-case vowels, then lower-case
+    letters, from the right (never the first character), until short enough."""
+    chars = list(name.replace(" ", ""))
+    if len(chars) <= minlength:
+        return "".join(chars)
+    for pred in (lambda c: c in "aeiou", lambda c: c.islower()):
+        i = len(chars) - 1
+        while len(chars) > minlength and i > 0:
+            if pred(chars[i]):
+                del chars[i]
+            i -= 1
+    return "".join(chars)
+
+
+def _corr_lines(C: pd.DataFrame) -> list[str]:
+    names = list(C.index)
+    rn = [r_abbreviate(n, 11) for n in names]
+    cn = [r_abbreviate(n, 6) for n in rn]
+    vals = C.to_numpy()
+    cells = [[f"{vals[i, j]:.3f}" if j < i else "" for j in range(len(names) - 1)] for i in range(1, len(names))]
+    wr = max(len(r) for r in rn[1:])
+    wc = [max([len(cn[j])] + [len(cells[i][j]) for i in range(len(cells))]) for j in range(len(names) - 1)]
+    lines = [" " * wr + " " + " ".join(cn[j].ljust(wc[j]) for j in range(len(wc)))]
+    for i, row in enumerate(cells):
+        lines.append(rn[i + 1].ljust(wr) + " " + " ".join(c.rjust(wc[j]) if c else " " * wc[j]
+                                                           for j, c in enumerate(row)).rstrip())
+    return lines
