@@ -1,0 +1,137 @@
+"""ELAGENT result files (repo wafflly/LLM-Task-Challenge): Task 5/6 and Task 1/2.
+
+* Task 5/6 files: ``{accuracy, invalid, data: [{prompt, output, result, gold_choice,
+  out_choice, gold_label, gold_evidence, out_evidence}]}``; ``result`` is
+  ``right``/``wrong``/``invalid`` -> ``correct`` True/False/<NA>.
+* Task 1/2 files nest ``{accuracy, invalid, data: [[prompt, gold, pred, response], ...]}``
+  one or two levels deep under operator keys (``{"+": {"*": {...}}}``), sometimes
+  beside ``overall_accuracy``/``overall_invalid`` strings. ``pred`` of ``"Invalid"``
+  (or any non-answer) is invalid; numbers compare exactly (the files store the
+  gold rounded with Python's ``round(x, 1)`` and score ``pred == gold``); letters
+  compare case-insensitively.
+
+The model is not in the files: pass ``model`` (``--model gpt-4-1106-preview``).
+``condition`` is the file name without ``acc_`` (``acc_neg.json`` -> ``neg``,
+``acc_baseline_3_1_cot1.json`` -> ``baseline_3_1_cot1``); ``item`` is the record's
+position in its list, prefixed by the operator path for Task 1/2 (``+/*/3``); a
+``task`` column holds the folder name (``task 5``) when there is one.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from mrcstats.errors import InputError
+from mrcstats.io.answers import parse_number
+from mrcstats.io.detect import Source
+from mrcstats.io.schema import SchemaError
+
+_RESULT = {"right": True, "wrong": False, "invalid": None}
+
+
+def _is_block(obj: Any) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("data"), list)
+
+
+def _blocks(obj: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], dict]]:
+    if _is_block(obj):
+        return [(path, obj)]
+    out = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(v, dict):
+                out.extend(_blocks(v, path + (str(k),)))
+    return out
+
+
+def looks_like_elagent(obj: Any) -> bool:
+    """True for a Task 5/6 file (records with ``result``) or an operator-nested Task 1/2 file."""
+    blocks = _blocks(obj)
+    if not blocks:
+        return False
+    _, b = blocks[0]
+    first = b["data"][0] if b["data"] else None
+    if isinstance(first, dict):
+        return "result" in first and "prompt" in first
+    return isinstance(first, list) and len(first) == 4 and "accuracy" in b
+
+
+def condition_from_name(stem: str) -> str:
+    """``acc_neg`` -> ``neg``; ``acc_baseline_3_1_cot1`` -> ``baseline_3_1_cot1``."""
+    return stem[4:] if stem.startswith("acc_") else stem
+
+
+def _pred_text(v: Any) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, float):
+        if math.isnan(v):
+            return None
+        return str(int(v)) if v.is_integer() else repr(v)
+    return str(v)
+
+
+def _score_task12(gold: Any, pred: Any) -> bool | None:
+    if pred is None:
+        return None
+    g, p = parse_number(gold), parse_number(pred)
+    if g is not None:
+        if p is None:
+            return None  # "Invalid" or a non-number
+        return p == g
+    ps = str(pred).strip()
+    if not ps or ps.lower() == "invalid":
+        return None
+    return ps.upper() == str(gold).strip().upper()
+
+
+def read_elagent(src: Source, model: str | None = None) -> pd.DataFrame:
+    """Read one ELAGENT result file into rows with canonical field names (see module docstring)."""
+    obj = src.json()
+    blocks = _blocks(obj)
+    if not blocks or not looks_like_elagent(obj):
+        raise InputError(f"{src.name}: not an ELAGENT result file (expected {{accuracy, invalid, data: [...]}}, "
+                         f"possibly nested under operator keys); pass another --format")
+    if model is None:
+        raise InputError(f"{src.name}: ELAGENT files do not name the model; pass --model NAME "
+                         f"(e.g. --model gpt-4-1106-preview)")
+    cond = condition_from_name(src.stem)
+    task = src.path.parent.name if src.path.parent.name.lower().startswith("task") else None
+    rows: list[dict[str, Any]] = []
+    for path, block in blocks:
+        prefix = "/".join(path)
+        for i, rec in enumerate(block["data"]):
+            item = f"{prefix}/{i}" if prefix else str(i)
+            if isinstance(rec, dict):
+                res = rec.get("result")
+                if res not in _RESULT:
+                    raise SchemaError(f"{src.name}, record {item}, field 'result': expected right/wrong/invalid, "
+                                      f"got {res!r}")
+                rows.append({"item": item, "correct": _RESULT[res], "response": rec.get("output"),
+                             "gold": rec.get("gold_choice"), "pred": rec.get("out_choice"),
+                             "prompt": rec.get("prompt"), "gold_label": rec.get("gold_label"),
+                             "gold_evidence": _join(rec.get("gold_evidence")),
+                             "out_evidence": _join(rec.get("out_evidence"))})
+            elif isinstance(rec, list) and len(rec) == 4:
+                prompt, gold, pred, response = rec
+                rows.append({"item": item, "correct": _score_task12(gold, pred), "response": response,
+                             "gold": _pred_text(gold), "pred": _pred_text(pred), "prompt": prompt,
+                             "operators": prefix or None})
+            else:
+                raise SchemaError(f"{src.name}, record {item}: expected an object or a "
+                                  f"[prompt, gold, pred, response] list, got {type(rec).__name__}")
+    df = pd.DataFrame(rows)
+    df["correct"] = pd.array(df["correct"].tolist(), dtype="boolean")
+    df["model"] = model
+    df["condition"] = cond
+    if task:
+        df["task"] = task
+    return df
+
+
+def _join(v: Any) -> Any:
+    if isinstance(v, list):
+        return " ".join(str(x) for x in v)
+    return v

@@ -1,0 +1,328 @@
+"""The canonical response log: its columns, dtypes and the one place it is validated.
+
+One row per ``(model, item, trial, condition)``:
+
+============  ==================  ==========================================================
+column        dtype               meaning
+============  ==================  ==========================================================
+model         string              the answering model
+item          string              the question / test item id
+cluster       string              passage or item group (defaults to ``item``)
+trial         int64               repetition index (default 0)
+condition     string              experimental condition (default ``""``)
+masking_rate  Float64 (nullable)  percent of masked tokens, 0-100 (null when not masked)
+correct       boolean (nullable)  True / False; <NA> = invalid or no answer (kept, counted)
+response      string (nullable)   the raw model output
+gold          string (nullable)   the gold answer
+pred          string (nullable)   the answer extracted from ``response``
+passage       string (optional)   item texts, when the source has them
+question      string (optional)
+options       string (optional)
+============  ==================  ==========================================================
+
+Any other column is preserved untouched after these. Readers build a frame with
+canonical names and call :func:`coerce_log`; :func:`validate_log` is the public
+entry point for frames built by hand.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mrcstats.errors import SchemaError
+
+#: every canonical column, in the order they appear in a log
+CANONICAL_COLUMNS: tuple[str, ...] = (
+    "model", "item", "cluster", "trial", "condition", "masking_rate", "correct",
+    "response", "gold", "pred", "passage", "question", "options",
+)
+#: columns every log has (the texts are optional)
+CORE_COLUMNS: tuple[str, ...] = CANONICAL_COLUMNS[:10]
+#: optional text columns, present when the source has them
+TEXT_COLUMNS: tuple[str, ...] = ("passage", "question", "options")
+#: columns a source must provide (``cluster``, ``trial``, ``condition`` have defaults)
+REQUIRED_COLUMNS: tuple[str, ...] = ("model", "item", "correct")
+#: the key that identifies a row; the masking rate is part of the condition (null when there is no
+#: masking), so without masking this is exactly (model, item, trial, condition)
+KEY_COLUMNS: tuple[str, ...] = ("model", "item", "trial", "condition", "masking_rate")
+STRING_COLUMNS: tuple[str, ...] = ("model", "item", "cluster", "condition", "response", "gold", "pred",
+                                   *TEXT_COLUMNS)
+DUPLICATE_POLICIES: tuple[str, ...] = ("error", "first", "last")
+
+STRING_DTYPE = pd.StringDtype()
+
+_TRUE = ("true", "t", "1", "1.0", "yes", "y", "correct", "right")
+_FALSE = ("false", "f", "0", "0.0", "no", "n", "incorrect", "wrong")
+_NULL = ("", "na", "nan", "<na>", "none", "null", "invalid")
+_BOOL_MAP: dict[str, Any] = {**{s: True for s in _TRUE}, **{s: False for s in _FALSE},
+                             **{s: pd.NA for s in _NULL}}
+
+
+def _where(source: str | None, row: int | None = None, column: str | None = None) -> str:
+    parts = []
+    if source:
+        parts.append(str(source))
+    if row is not None:
+        parts.append(f"row {row + 1}")
+    if column:
+        parts.append(f"column {column!r}")
+    return (", ".join(parts) + ": ") if parts else ""
+
+
+def missing_columns_error(missing: list[str], found: list[str], source: str | None, hint: str = "") -> SchemaError:
+    """The error for a source without a required column: lists what was found and suggests --map."""
+    shown = ", ".join(repr(c) for c in found[:40]) + (" ..." if len(found) > 40 else "")
+    need = ", ".join(repr(m) for m in missing)
+    fix = hint or ("name the source column with --map " + " ".join(f"{m}=COLUMN" for m in missing))
+    return SchemaError(f"{_where(source)}missing required column {need}; columns found: {shown or '(none)'}; "
+                       f"{fix}")
+
+
+def coerce_correct(values: pd.Series, source: str | None = None, column: str = "correct") -> pd.Series:
+    """Coerce a correctness column to nullable ``boolean``.
+
+    Accepts booleans, 0/1 (int, float or text), and the words true/false, yes/no,
+    correct/incorrect, right/wrong (any case). Empty, NA, ``null`` and ``invalid``
+    become <NA> (an invalid answer). Anything else raises :class:`SchemaError`
+    naming the file, row and column.
+    """
+    s = values
+    if isinstance(s.dtype, pd.BooleanDtype):
+        return s.copy()
+    if s.dtype == bool:
+        return s.astype("boolean")
+    if pd.api.types.is_numeric_dtype(s.dtype):
+        num = s.astype("Float64")
+        bad = num.notna() & ~num.isin([0.0, 1.0])
+        if bad.any():
+            pos = int(np.flatnonzero(bad.to_numpy(dtype=bool, na_value=False))[0])
+            raise SchemaError(f"{_where(source, pos, column)}correctness must be 0/1 or true/false, got "
+                              f"{s.iloc[pos]!r}; map a binary column with --map correct=COLUMN")
+        out = pd.array(num.to_numpy(dtype=float, na_value=np.nan) == 1.0, dtype="boolean")
+        out[num.isna().to_numpy()] = pd.NA
+        return pd.Series(out, index=s.index, name=s.name)
+    # text / object: map through a small vocabulary, vectorised over unique values
+    key = s.astype("string").str.strip().str.lower()
+    mapping: dict[str, Any] = {}
+    bad_values = []
+    for u in pd.unique(key.dropna()):
+        if u in _BOOL_MAP:
+            mapping[u] = _BOOL_MAP[u]
+            continue
+        try:
+            f = float(u)
+        except ValueError:
+            f = None
+        if f in (0.0, 1.0):
+            mapping[u] = f == 1.0
+        else:
+            bad_values.append(u)
+    if bad_values:
+        pos = int(np.flatnonzero(key.isin(bad_values).to_numpy(dtype=bool, na_value=False))[0])
+        raise SchemaError(f"{_where(source, pos, column)}correctness must be 0/1 or true/false, got "
+                          f"{s.iloc[pos]!r}; map a binary column with --map correct=COLUMN")
+    mapped = key.astype(object).map(mapping)
+    return pd.Series(pd.array(mapped.tolist(), dtype="boolean"), index=s.index, name=s.name)
+
+
+def _to_string(s: pd.Series) -> pd.Series:
+    if isinstance(s.dtype, pd.StringDtype) and s.dtype.na_value is pd.NA:
+        return s
+    if s.dtype == object:
+        # mixed python objects: keep text as is, render numbers without a trailing .0
+        def conv(v: Any) -> Any:
+            if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+                return pd.NA
+            if isinstance(v, float) and v.is_integer():
+                return str(int(v))
+            return v if isinstance(v, str) else str(v)
+        uniq = pd.unique(s)
+        if len(uniq) < len(s) // 2:
+            return s.map({u: conv(u) for u in uniq if not (isinstance(u, float) and np.isnan(u))}).astype(
+                STRING_DTYPE)
+        return s.map(conv).astype(STRING_DTYPE)
+    if pd.api.types.is_float_dtype(s.dtype):
+        arr = s.to_numpy(dtype=float, na_value=np.nan)
+        if np.all(np.isnan(arr) | (arr == np.round(arr))) and np.all(np.abs(arr[~np.isnan(arr)]) < 2**53):
+            out = pd.Series(arr, index=s.index).astype("Int64").astype(STRING_DTYPE)
+            return out
+    return s.astype(STRING_DTYPE)
+
+
+def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None = None) -> pd.DataFrame:
+    """Bring a frame with canonical column names to canonical dtypes, defaults and order.
+
+    ``model`` fills the model where the source has none. Raises :class:`SchemaError`
+    for a missing required column (listing the columns found), non-binary
+    correctness, a null key, or a non-integer trial. Does not check duplicates
+    (see :func:`check_duplicates`).
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise SchemaError(f"{_where(source)}expected a pandas DataFrame, got {type(df).__name__}")
+    out = df.copy(deep=False)
+    if model is not None:
+        if "model" in out.columns:
+            out["model"] = out["model"].astype(STRING_DTYPE).fillna(model)
+        else:
+            out["model"] = model
+    missing = [c for c in REQUIRED_COLUMNS if c not in out.columns]
+    if missing:
+        hint = ""
+        if missing == ["model"]:
+            hint = "name the model with --model NAME (or --map model=COLUMN)"
+        elif "correct" in missing and not ({"gold", "pred"} <= set(out.columns)):
+            hint = ("map a correctness column with --map correct=COLUMN, or give both gold and pred "
+                    "(--map gold=COLUMN --map pred=COLUMN) so correctness can be derived")
+        raise missing_columns_error(missing, [str(c) for c in df.columns], source, hint)
+    n = len(out)
+    for col in ("model", "item"):
+        out[col] = _to_string(out[col])
+        nul = out[col].isna().to_numpy()
+        if nul.any():
+            pos = int(np.flatnonzero(nul)[0])
+            raise SchemaError(f"{_where(source, pos, col)}{col} is missing; every row needs a {col}")
+    out["cluster"] = _to_string(out["cluster"]).fillna(out["item"]) if "cluster" in out else out["item"].copy()
+    if "condition" in out:
+        out["condition"] = _to_string(out["condition"]).fillna("")
+    else:
+        out["condition"] = pd.Series([""] * n, index=out.index, dtype=STRING_DTYPE)
+    out["trial"] = _coerce_trial(out["trial"], source) if "trial" in out else np.zeros(n, dtype="int64")
+    if "masking_rate" in out:
+        mr = out["masking_rate"]
+        if not pd.api.types.is_numeric_dtype(mr.dtype) or isinstance(mr.dtype, pd.BooleanDtype):
+            num = pd.to_numeric(mr.astype("string").str.strip().str.rstrip("%"), errors="coerce")
+            bad = (num.isna() & mr.notna() & (mr.astype("string").str.strip() != "")).to_numpy(
+                dtype=bool, na_value=False)
+            if bad.any():
+                pos = int(np.flatnonzero(bad)[0])
+                raise SchemaError(f"{_where(source, pos, 'masking_rate')}masking rate must be a number "
+                                  f"(percent 0-100), got {mr.iloc[pos]!r}")
+            mr = num
+        out["masking_rate"] = mr.astype("Float64")
+    else:
+        out["masking_rate"] = pd.array([pd.NA] * n, dtype="Float64")
+    out["correct"] = coerce_correct(out["correct"], source)
+    for col in ("response", "gold", "pred", *TEXT_COLUMNS):
+        if col in out:
+            out[col] = _to_string(out[col])
+        elif col not in TEXT_COLUMNS:
+            out[col] = pd.Series(pd.array([pd.NA] * n, dtype=STRING_DTYPE), index=out.index)
+    order = [c for c in CANONICAL_COLUMNS if c in out.columns]
+    order += [c for c in out.columns if c not in order]
+    out = out[order]
+    out.index = pd.RangeIndex(n)
+    return out
+
+
+def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:
+    if pd.api.types.is_integer_dtype(s.dtype) and not s.isna().any():
+        return s.to_numpy(dtype="int64")
+    num = pd.to_numeric(s, errors="coerce") if not pd.api.types.is_numeric_dtype(s.dtype) else s
+    arr = pd.Series(num).astype("Float64")
+    vals = arr.to_numpy(dtype=float, na_value=np.nan)
+    filled = np.where(np.isnan(vals) & s.isna().to_numpy(), 0.0, vals)
+    bad = np.isnan(filled) | (filled != np.round(filled))
+    if bad.any():
+        pos = int(np.flatnonzero(bad)[0])
+        raise SchemaError(f"{_where(source, pos, 'trial')}trial must be an integer, got {s.iloc[pos]!r}")
+    return filled.astype("int64")
+
+
+def check_duplicates(df: pd.DataFrame, on_duplicate: str = "error", source: str | None = None,
+                     skipped: dict[str, int] | None = None) -> pd.DataFrame:
+    """Enforce one row per ``(model, item, trial, condition)`` (and masking rate, see :data:`KEY_COLUMNS`).
+
+    ``on_duplicate="error"`` raises :class:`SchemaError` naming the first duplicated
+    key; ``"first"``/``"last"`` keep that occurrence and count the dropped rows in
+    ``skipped["duplicate (model, item, trial, condition)"]``.
+    """
+    if on_duplicate not in DUPLICATE_POLICIES:
+        raise SchemaError(f"on_duplicate must be one of {', '.join(DUPLICATE_POLICIES)}, got {on_duplicate!r}")
+    dup = df.duplicated(subset=list(KEY_COLUMNS), keep=False)
+    if not dup.any():
+        return df
+    if on_duplicate == "error":
+        pos = np.flatnonzero(dup.to_numpy())
+        key = df.iloc[pos[0]][list(KEY_COLUMNS)].to_dict()
+        n_extra = int(dup.sum() - (~df[dup].duplicated(subset=list(KEY_COLUMNS))).sum())
+        mr = "" if pd.isna(key["masking_rate"]) else f" masking_rate={key['masking_rate']}"
+        raise SchemaError(f"{_where(source)}{n_extra} duplicate (model, item, trial, condition) row(s), first "
+                          f"model={key['model']!r} item={key['item']!r} trial={key['trial']} "
+                          f"condition={key['condition']!r}{mr} at rows {pos[0] + 1} and {pos[1] + 1}; "
+                          f"pass --on-duplicate first|last to keep one, or --map trial=/condition= to tell them "
+                          f"apart")
+    drop = df.duplicated(subset=list(KEY_COLUMNS), keep=on_duplicate)
+    n_drop = int(drop.sum())
+    if skipped is not None:
+        reason = f"duplicate (model, item, trial, condition), kept {on_duplicate}"
+        skipped[reason] = skipped.get(reason, 0) + n_drop
+    out = df.loc[~drop.to_numpy()]
+    out.index = pd.RangeIndex(len(out))
+    return out
+
+
+def validate_log(df: pd.DataFrame, *, on_duplicate: str = "error", source: str | None = None) -> pd.DataFrame:
+    """Validate a response log and return it in canonical form (a new frame).
+
+    Checks the required columns (``model``, ``item``, ``correct``), coerces dtypes
+    (see the module docstring), fills defaults (``cluster`` = ``item``, ``trial`` = 0,
+    ``condition`` = ""), orders canonical columns first and keeps every other
+    column, and enforces one row per ``(model, item, trial, condition)``.
+    ``df.attrs`` are kept; dropped duplicates (``on_duplicate="first"|"last"``) are
+    counted in ``attrs["skipped"]``.
+
+    Raises:
+        SchemaError: with the file/row/column and a fix, for any violation.
+    """
+    attrs = dict(getattr(df, "attrs", {}) or {})
+    out = coerce_log(df, source=source)
+    skipped = dict(attrs.get("skipped", {}) or {})
+    out = check_duplicates(out, on_duplicate, source, skipped)
+    out.attrs.update(attrs)
+    out.attrs["skipped"] = skipped
+    return out
+
+
+def is_canonical(df: pd.DataFrame) -> bool:
+    """True when ``df`` already has every core column in its canonical dtype."""
+    if not all(c in df.columns for c in CORE_COLUMNS):
+        return False
+    want = {"trial": "int64", "masking_rate": "Float64", "correct": "boolean"}
+    for c in CORE_COLUMNS:
+        dt = df[c].dtype
+        if c in want:
+            if str(dt) != want[c]:
+                return False
+        elif not isinstance(dt, pd.StringDtype):
+            return False
+    return True
+
+
+def log_stats(df: pd.DataFrame) -> dict[str, Any]:
+    """The ``ingest`` summary of a canonical log (accuracy counts invalid rows as not correct)."""
+    correct = df["correct"].fillna(False).astype(bool)
+    invalid = df["correct"].isna()
+    g = pd.DataFrame({"model": df["model"].astype(object), "c": correct, "i": invalid})
+    agg = g.groupby("model", sort=True).agg(n=("c", "size"), c=("c", "sum"), i=("i", "sum"))
+    return {
+        "rows": int(len(df)),
+        "models": [str(m) for m in agg.index],
+        "items": int(df["item"].nunique()),
+        "clusters": int(df["cluster"].nunique()),
+        "conditions": sorted(str(c) for c in pd.unique(df["condition"].astype(object))),
+        "accuracy": {str(m): float(r.c) / float(r.n) for m, r in agg.iterrows()},
+        "invalid": {str(m): int(r.i) for m, r in agg.iterrows()},
+        "skipped": dict(df.attrs.get("skipped", {}) or {}),
+    }
+
+
+def merge_skipped(*dicts: Mapping[str, int]) -> dict[str, int]:
+    """Add up ``{reason: count}`` dictionaries."""
+    out: dict[str, int] = {}
+    for d in dicts:
+        for k, v in (d or {}).items():
+            out[k] = out.get(k, 0) + int(v)
+    return out

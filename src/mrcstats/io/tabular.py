@@ -1,0 +1,164 @@
+"""Readers for plain tables: CSV, TSV, JSON, JSON lines and Parquet.
+
+A table becomes a log by naming its columns: canonical names are used as they
+are, ``mapping`` (``--map FIELD=COLUMN``) renames source columns to canonical
+fields. Without a ``correct`` column, correctness is derived from ``gold`` and
+``pred`` (see :func:`mrcstats.io.answers.score_series`). Canonical logs written by
+``mrcstats ingest`` (Parquet) read back losslessly: their dtypes are stored in
+the file and kept.
+"""
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from mrcstats.errors import InputError
+from mrcstats.io.detect import Source, header_columns
+from mrcstats.io.schema import STRING_COLUMNS, SchemaError, missing_columns_error
+
+#: source columns read as text whatever they look like (ids keep leading zeros)
+_TEXT_FIELDS = STRING_COLUMNS
+
+
+def apply_mapping(df: pd.DataFrame, mapping: Mapping[str, str] | None, source: str | None) -> pd.DataFrame:
+    """Rename source columns to canonical fields: ``mapping`` is ``{field: source_column}``.
+
+    A column that already carries the field's name is kept as ``<field>_original``.
+    A mapped column missing from the source raises :class:`SchemaError` listing the
+    columns found.
+    """
+    if not mapping:
+        return df
+    cols = [str(c) for c in df.columns]
+    missing = [col for col in mapping.values() if col not in cols]
+    if missing:
+        shown = ", ".join(repr(c) for c in cols[:40]) + (" ..." if len(cols) > 40 else "")
+        raise SchemaError(f"{source + ': ' if source else ''}--map names column(s) "
+                          f"{', '.join(repr(m) for m in missing)} not in the file; columns found: {shown}")
+    out = df.copy(deep=False)
+    for fld, col in mapping.items():
+        if fld == col:
+            continue
+        if fld in out.columns:
+            out = out.rename(columns={fld: f"{fld}_original"})
+        out[fld] = out[col]
+    # a column copied to a field stays under its own name too only if it is not the source of a rename
+    drop = [col for fld, col in mapping.items() if fld != col and col not in mapping]
+    return out.drop(columns=[c for c in drop if c in out.columns])
+
+
+def _text_columns(cols: list[str], mapping: Mapping[str, str] | None) -> list[str]:
+    mapped_fields = set((mapping or {}).keys())
+    want = {c for c in cols if c in _TEXT_FIELDS and c not in mapped_fields}
+    want |= {col for fld, col in (mapping or {}).items() if fld in _TEXT_FIELDS}
+    return [c for c in cols if c in want]
+
+
+def read_delimited(src: Source, delimiter: str, mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Read CSV/TSV; id and text columns (model, item, cluster, gold, ...) are read as strings."""
+    cols = header_columns(src, delimiter)
+    if not cols or not any(c.strip() for c in cols):
+        raise InputError(f"{src.name}: no header line; the first line must name the columns")
+    dtype: dict[str, Any] = {c: "string" for c in _text_columns(cols, mapping)}
+    try:
+        df = pd.read_csv(io.BytesIO(src.data), sep=delimiter, dtype=dtype, engine="c", low_memory=False)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{src.name}: file is empty") from None
+    except pd.errors.ParserError as exc:
+        msg = str(exc).strip().splitlines()[-1] if str(exc).strip() else "parse error"
+        raise InputError(f"{src.name}: cannot parse as {'TSV' if delimiter == chr(9) else 'CSV'}: {msg}") \
+            from None
+    except UnicodeDecodeError as exc:  # pragma: no cover - load_source checks first
+        raise InputError(f"{src.name}: not UTF-8 text at byte {exc.start}") from None
+    if len(df) == 0:
+        raise InputError(f"{src.name}: has a header but no data rows")
+    return df
+
+
+def _records_frame(records: Any, src: Source) -> pd.DataFrame:
+    if isinstance(records, dict):
+        # {"data": [...]}/{"records": [...]} or a dict of columns
+        for key in ("data", "records", "rows", "samples", "results"):
+            if isinstance(records.get(key), list):
+                records = records[key]
+                break
+        else:
+            if records and all(isinstance(v, list) for v in records.values()):
+                lens = {len(v) for v in records.values()}
+                if len(lens) == 1:
+                    return pd.DataFrame(records)
+            raise InputError(f"{src.name}: JSON object is not a table; expected a list of records, "
+                             f"{{\"data\": [...]}} or a dict of equal-length columns (or pass --format)")
+    if not isinstance(records, list):
+        raise InputError(f"{src.name}: JSON value is a {type(records).__name__}, expected a list of records")
+    if not records:
+        raise InputError(f"{src.name}: JSON list is empty")
+    bad = next((i for i, r in enumerate(records) if not isinstance(r, dict)), None)
+    if bad is not None:
+        raise InputError(f"{src.name}: record {bad + 1} is a {type(records[bad]).__name__}, expected a JSON "
+                         f"object with named fields")
+    if any(isinstance(v, dict) for v in records[0].values()):
+        return pd.json_normalize(records, sep=".")
+    return pd.DataFrame.from_records(records)
+
+
+def read_json_table(src: Source) -> pd.DataFrame:
+    """A JSON list of records (nested objects flattened with ``.``)."""
+    return _records_frame(src.json(), src)
+
+
+def read_jsonl_table(src: Source) -> pd.DataFrame:
+    """JSON lines, one record per line."""
+    return _records_frame(src.json_lines(), src)
+
+
+def read_parquet_table(src: Source) -> pd.DataFrame:
+    """A Parquet file (dtypes and ``attrs`` of canonical logs are kept)."""
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(io.BytesIO(src.data))
+    except Exception as exc:  # pyarrow raises several types
+        raise InputError(f"{src.name}: cannot read Parquet ({exc})") from None
+    df = table.to_pandas()
+    if len(df) == 0:
+        raise InputError(f"{src.name}: Parquet file has no rows")
+    return df
+
+
+def read_table(src: Source, fmt: str, mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Read a plain table and map its columns; returns a frame with canonical field names."""
+    if fmt == "csv":
+        df = read_delimited(src, ",", mapping)
+    elif fmt == "tsv":
+        df = read_delimited(src, "\t", mapping)
+    elif fmt == "json":
+        df = read_json_table(src)
+    elif fmt == "jsonl":
+        df = read_jsonl_table(src)
+    elif fmt == "parquet":
+        df = read_parquet_table(src)
+    else:  # pragma: no cover - dispatcher guards
+        raise InputError(f"{src.name}: {fmt!r} is not a table format")
+    df.columns = [str(c) for c in df.columns]
+    df = apply_mapping(df, mapping, src.name)
+    return derive_correct(df, src.name)
+
+
+def derive_correct(df: pd.DataFrame, source: str | None) -> pd.DataFrame:
+    """Add ``correct`` from ``gold`` and ``pred`` when the table has no correctness column."""
+    if "correct" in df.columns:
+        return df
+    if "gold" in df.columns and "pred" in df.columns:
+        from mrcstats.io.answers import score_series
+
+        out = df.copy(deep=False)
+        out["correct"] = score_series(out["pred"], out["gold"])
+        return out
+    raise missing_columns_error(
+        ["correct"], list(df.columns), source,
+        "map a correctness column with --map correct=COLUMN (values 0/1 or true/false), or map both "
+        "gold and pred (--map gold=COLUMN --map pred=COLUMN) so correctness is derived")

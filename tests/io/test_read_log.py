@@ -1,0 +1,104 @@
+"""read_log / validate_log / write_log on small generated files."""
+from __future__ import annotations
+
+import gzip
+
+import pandas as pd
+import pytest
+
+from mrcstats.errors import InputError, SchemaError
+from mrcstats.io import CANONICAL_COLUMNS, read_log, validate_log, write_log
+
+
+def _csv(tmp_path, text, name="log.csv"):
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_csv_minimal_defaults(tmp_path):
+    p = _csv(tmp_path, "model,item,correct\nm1,001,1\nm1,002,0\nm2,001,\n")
+    log = read_log(p)
+    assert list(log.columns[:10]) == list(CANONICAL_COLUMNS[:10])
+    assert log["item"].tolist() == ["001", "002", "001"]  # leading zeros kept
+    assert log["cluster"].tolist() == log["item"].tolist()
+    assert log["trial"].dtype == "int64" and (log["trial"] == 0).all()
+    assert (log["condition"] == "").all()
+    assert str(log["correct"].dtype) == "boolean"
+    assert log["correct"].isna().tolist() == [False, False, True]
+    assert log.attrs["skipped"] == {}
+
+
+def test_map_and_parquet_roundtrip(tmp_path):
+    p = _csv(tmp_path, "llm,question_id,src,acc,extra\nA,q1,s1,True,x\nA,q2,s1,False,y\nB,q1,s1,true,z\n")
+    log = read_log(p, mapping={"model": "llm", "item": "question_id", "cluster": "src", "correct": "acc"})
+    assert log["cluster"].tolist() == ["s1"] * 3
+    assert log["extra"].tolist() == ["x", "y", "z"]
+    out = write_log(log, tmp_path / "out.parquet")
+    back = read_log(out)
+    pd.testing.assert_frame_equal(log, back)
+
+
+def test_gzip_bom_tsv(tmp_path):
+    raw = "\ufeffmodel\titem\tcorrect\nm\ta\t1\nm\tb\t0\n".encode()
+    p = tmp_path / "x.tsv.gz"
+    p.write_bytes(gzip.compress(raw))
+    log = read_log(p)
+    assert log["model"].tolist() == ["m", "m"]
+    assert log["correct"].tolist() == [True, False]
+
+
+def test_missing_correct_column(tmp_path):
+    p = _csv(tmp_path, "model,item,score_text\nm,a,good\n")
+    with pytest.raises(SchemaError, match="correct.*columns found.*score_text.*--map"):
+        read_log(p)
+
+
+def test_derive_from_gold_pred(tmp_path):
+    p = _csv(tmp_path, "model,item,gold,pred\nm,a,B,b\nm,b,3,3.0\nm,c,2,\n")
+    log = read_log(p)
+    assert log["correct"].tolist()[:2] == [True, True]
+    assert log["correct"].isna().tolist() == [False, False, True]
+
+
+def test_non_binary(tmp_path):
+    p = _csv(tmp_path, "model,item,correct\nm,a,1\nm,b,0.5\n")
+    with pytest.raises(SchemaError, match=r"log.csv, row 2, column 'correct'"):
+        read_log(p)
+
+
+def test_duplicates(tmp_path):
+    p = _csv(tmp_path, "model,item,correct\nm,a,1\nm,a,0\nm,b,1\n")
+    with pytest.raises(SchemaError, match="duplicate"):
+        read_log(p)
+    first = read_log(p, on_duplicate="first")
+    assert first["correct"].tolist() == [True, True]
+    last = read_log(p, on_duplicate="last")
+    assert last["correct"].tolist() == [False, True]
+    assert sum(last.attrs["skipped"].values()) == 1
+
+
+def test_empty_and_bad_encoding(tmp_path):
+    e = tmp_path / "e.csv"
+    e.write_bytes(b"")
+    with pytest.raises(InputError, match="empty"):
+        read_log(e)
+    b = tmp_path / "b.csv"
+    b.write_bytes(b"model,item,correct\nm,caf\xe9,1\n")
+    with pytest.raises(InputError, match=r"byte offset 24 \(line 2\)"):
+        read_log(b)
+
+
+def test_mixed_formats(tmp_path):
+    a = _csv(tmp_path, "model,item,correct\nm,a,1\n")
+    log = read_log(a)
+    pq = write_log(log, tmp_path / "b.parquet")
+    with pytest.raises(InputError, match="mixed formats"):
+        read_log([a, pq])
+
+
+def test_validate_log_plain_frame():
+    df = pd.DataFrame({"model": ["m", "m"], "item": [1, 2], "correct": [True, False], "trial": [0, 1]})
+    log = validate_log(df)
+    assert log["item"].tolist() == ["1", "2"]
+    assert str(log["trial"].dtype) == "int64"
