@@ -1,0 +1,100 @@
+"""Read a TASKFILE: JSONL, one object per line with ``item``, ``prompt`` (or ``messages``),
+optional ``gold``, ``cluster``, ``condition``, ``scorer`` and any other fields (kept in the log)."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mrcstats.errors import InputError
+
+#: keys the query log writes itself; a task's own fields of these names are refused
+RESERVED = frozenset({"model", "trial", "response", "pred", "correct", "status", "attempts", "error",
+                      "temperature", "top_p", "seed", "max_tokens", "started_at", "finished_at", "latency_s",
+                      "prompt_tokens", "completion_tokens", "total_tokens", "finish_reason", "response_model"})
+
+
+@dataclass(frozen=True)
+class TaskItem:
+    """One prompt to send: ``messages`` in chat-completions form plus what the log records."""
+
+    item: str
+    messages: tuple[dict, ...]
+    prompt: str
+    gold: str | None = None
+    cluster: str | None = None
+    condition: str = ""
+    scorer: str = "auto"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def read_taskfile(path: str | os.PathLike) -> list[TaskItem]:
+    """Read and validate ``path``; raises :class:`InputError` naming the line and field on bad input."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"task file {p}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"task file {p}: not UTF-8 text ({exc})") from None
+    items: list[TaskItem] = []
+    seen: dict[tuple[str, str], int] = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"task file {p}, line {lineno}: not JSON ({exc.msg}); write one JSON object per "
+                             f"line") from None
+        if not isinstance(obj, dict):
+            raise InputError(f"task file {p}, line {lineno}: expected a JSON object, got {type(obj).__name__}")
+        task = _task(obj, p, lineno)
+        key = (task.item, task.condition)
+        if key in seen:
+            raise InputError(f"task file {p}, line {lineno}: item {task.item!r} (condition {task.condition!r}) "
+                             f"already on line {seen[key]}; item ids must be unique per condition")
+        seen[key] = lineno
+        items.append(task)
+    if not items:
+        raise InputError(f"task file {p}: no tasks (expected JSONL with 'item' and 'prompt' per line)")
+    return items
+
+
+def _task(obj: dict, p: Path, lineno: int) -> TaskItem:
+    where = f"task file {p}, line {lineno}"
+    if "item" not in obj or obj["item"] is None or isinstance(obj["item"], (dict, list)):
+        raise InputError(f"{where}: missing 'item' (a string or number identifying the prompt)")
+    item = str(obj["item"])
+    if "messages" in obj:
+        msgs = obj["messages"]
+        if not (isinstance(msgs, list) and msgs and all(
+                isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+                for m in msgs)):
+            raise InputError(f"{where}: 'messages' must be a non-empty list of {{'role': ..., 'content': ...}}")
+        messages = tuple(dict(m) for m in msgs)
+        users = [m["content"] for m in msgs if m["role"] == "user"]
+        prompt = obj.get("prompt") if isinstance(obj.get("prompt"), str) else (users[-1] if users else "")
+    elif isinstance(obj.get("prompt"), str) and obj["prompt"].strip():
+        prompt = obj["prompt"]
+        messages = ({"role": "user", "content": prompt},)
+    else:
+        raise InputError(f"{where}: needs a non-empty 'prompt' string or a 'messages' list")
+    clash = sorted(RESERVED & obj.keys())
+    if clash:
+        raise InputError(f"{where}: field(s) {clash} are written by the query log itself; rename them")
+    scorer = obj.get("scorer", "auto")
+    from mrcstats.tasks.elagent.scoring import SCORERS
+
+    if scorer not in SCORERS:
+        raise InputError(f"{where}: scorer {scorer!r} unknown; use one of {', '.join(SCORERS)}")
+    gold = obj.get("gold")
+    extra = {k: v for k, v in obj.items()
+             if k not in {"item", "prompt", "messages", "gold", "cluster", "condition", "scorer"}}
+    return TaskItem(item=item, messages=messages, prompt=prompt,
+                    gold=None if gold is None else str(gold),
+                    cluster=None if obj.get("cluster") is None else str(obj["cluster"]),
+                    condition="" if obj.get("condition") is None else str(obj["condition"]),
+                    scorer=scorer, extra=extra)
