@@ -1,8 +1,75 @@
-"""CLI subcommands for the io area (argument parsing only; logic lives in the API)."""
+"""CLI subcommands ``ingest`` and ``summary`` (argument parsing only; logic lives in the API)."""
 from __future__ import annotations
 
 import argparse
 
+from mrcstats.cli._common import add_json_flag, info, output, parse_kv, parse_list
+from mrcstats.io.detect import FORMATS as _FORMATS
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add this area's subcommands to the mrcstats parser."""
+    """Add ``ingest`` and ``summary`` to the mrcstats parser."""
+    p = sub.add_parser("ingest", help="read response logs, validate them, write the canonical log",
+                       description="Read response logs (CSV/TSV/JSON/JSONL/Parquet, gzip, folders; maskcode, "
+                                   "ELAGENT, lm-eval-harness, Inspect AI), validate them and write the "
+                                   "canonical log (Parquet) atomically.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders, all of one format")
+    p.add_argument("--format", choices=_FORMATS, help="source format (default: detected by content)")
+    p.add_argument("--map", action="append", metavar="FIELD=COLUMN", default=[],
+                   help="name the source column for a log field, e.g. --map item=question_id (repeatable)")
+    p.add_argument("--model", help="model name for sources that do not name one")
+    p.add_argument("--on-duplicate", choices=("error", "first", "last"), default="error",
+                   help="repeated (model, item, trial, condition) keys: error (default) or keep first/last")
+    p.add_argument("--out", metavar="LOG.parquet", help="write the canonical log here (.parquet or .csv)")
+    add_json_flag(p)
+    p.set_defaults(func=_ingest)
+
+    s = sub.add_parser("summary", help="accuracy per group with Wilson CI and cluster-robust SE",
+                       description="Accuracy per group (invalid answers count as not correct), accuracy over "
+                                   "valid answers, invalid count, Wilson 95%% CI and the cluster-robust SE "
+                                   "(clustered on 'cluster', Miller 2024).")
+    s.add_argument("log", nargs="+", metavar="LOG", help="a canonical log (or any source read_log reads)")
+    s.add_argument("--by", default="model", metavar="COL[,COL...]", help="grouping columns (default: model)")
+    s.add_argument("--format", choices=_FORMATS, help="source format (default: detected by content)")
+    s.add_argument("--map", action="append", metavar="FIELD=COLUMN", default=[],
+                   help="name the source column for a log field (repeatable)")
+    s.add_argument("--model", help="model name for sources that do not name one")
+    add_json_flag(s)
+    s.set_defaults(func=_summary)
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from mrcstats.io import log_stats, read_log, write_log
+
+    mapping = parse_kv(args.map, "--map")
+    log = read_log(args.paths, format=args.format, mapping=mapping or None, model=args.model,
+                   on_duplicate=args.on_duplicate)
+    if args.out:
+        write_log(log, args.out)
+        info(f"wrote {len(log)} rows to {args.out}")
+    stats = log_stats(log)
+    return output(args, stats, _ingest_text(stats))
+
+
+def _ingest_text(s: dict) -> str:
+    lines = [f"{s['rows']} rows: {len(s['models'])} model(s), {s['items']} items, {s['clusters']} clusters, "
+             f"conditions: {', '.join(repr(c) for c in s['conditions'])}"]
+    width = max(len(m) for m in s["models"])
+    for m in s["models"]:
+        lines.append(f"  {m.ljust(width)}  accuracy {s['accuracy'][m]:.4f}  invalid {s['invalid'][m]}")
+    if s["skipped"]:
+        lines.append("skipped: " + "; ".join(f"{k}: {v}" for k, v in s["skipped"].items()))
+    else:
+        lines.append("skipped: none")
+    return "\n".join(lines)
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from mrcstats.io import read_log
+    from mrcstats.stats.accuracy import summarize
+
+    mapping = parse_kv(args.map, "--map")
+    log = read_log(args.log, format=args.format, mapping=mapping or None, model=args.model)
+    by = parse_list(args.by, "--by")
+    res = summarize(log, by=by)
+    return output(args, res.to_dict(), res.summary())

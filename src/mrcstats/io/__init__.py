@@ -11,184 +11,38 @@ by reason. :func:`write_log` writes Parquet (lossless) or CSV atomically.
 """
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+import importlib
+from typing import Any
 
-import pandas as pd
+from mrcstats.io.detect import FORMATS
 
-from mrcstats.errors import InputError
-from mrcstats.io.detect import FORMATS, Source, detect_format, expand_paths, load_source
-from mrcstats.io.schema import (
-    CANONICAL_COLUMNS,
-    CORE_COLUMNS,
-    KEY_COLUMNS,
-    REQUIRED_COLUMNS,
-    check_duplicates,
-    coerce_log,
-    log_stats,
-    merge_skipped,
-    validate_log,
-)
+# name -> defining module; imported on first use so ``mrcstats --help`` stays light
+_EXPORTS: dict[str, str] = {
+    "read_log": "mrcstats.io.reader",
+    "read_source": "mrcstats.io.reader",
+    "write_log": "mrcstats.io.reader",
+    "validate_log": "mrcstats.io.schema",
+    "coerce_log": "mrcstats.io.schema",
+    "log_stats": "mrcstats.io.schema",
+    "CANONICAL_COLUMNS": "mrcstats.io.schema",
+    "CORE_COLUMNS": "mrcstats.io.schema",
+    "KEY_COLUMNS": "mrcstats.io.schema",
+    "REQUIRED_COLUMNS": "mrcstats.io.schema",
+    "TEXT_COLUMNS": "mrcstats.io.schema",
+}
 
-__all__ = ["CANONICAL_COLUMNS", "CORE_COLUMNS", "FORMATS", "KEY_COLUMNS", "REQUIRED_COLUMNS", "log_stats",
-           "read_log", "read_source", "validate_log", "write_log"]
-
-_TABLE_FORMATS = ("csv", "tsv", "json", "jsonl", "parquet")
+__all__ = sorted(_EXPORTS) + ["FORMATS"]
 
 
-def read_source(src: Source, fmt: str, mapping: Mapping[str, str] | None = None,
-                model: str | None = None) -> pd.DataFrame:
-    """Read one loaded file of format ``fmt`` into a coerced canonical frame (duplicates not yet checked)."""
-    if fmt in _TABLE_FORMATS:
-        from mrcstats.io.tabular import read_table
-
-        df = read_table(src, fmt, mapping)
-    elif fmt == "mskqa":
-        from mrcstats.io.mskqa import read_mskqa
-
-        df = read_mskqa(src, mapping)
-    elif fmt == "elagent":
-        from mrcstats.io.elagent import read_elagent
-
-        df = _post_map(read_elagent(src, model), mapping, src)
-    elif fmt == "harness":
-        from mrcstats.io.harness import read_harness
-
-        df = _post_map(read_harness(src, model), mapping, src)
-    elif fmt == "inspect":
-        from mrcstats.io.inspect_ai import read_inspect
-
-        df = _post_map(read_inspect(src, model), mapping, src)
-    else:
-        raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    attrs = dict(df.attrs)
-    out = coerce_log(df, source=src.name, model=model)
-    out.attrs = attrs
-    return out
-
-
-def _post_map(df: pd.DataFrame, mapping: Mapping[str, str] | None, src: Source) -> pd.DataFrame:
-    if not mapping:
-        return df
-    from mrcstats.io.tabular import apply_mapping
-
-    attrs = dict(df.attrs)
-    out = apply_mapping(df, mapping, src.name)
-    out.attrs = attrs
-    return out
-
-
-def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str | None = None,
-             mapping: Mapping[str, str] | None = None, model: str | None = None,
-             on_duplicate: str = "error") -> pd.DataFrame:
-    """Read response logs into one validated canonical log.
-
-    Args:
-        paths: a file, a folder (read recursively: ``.csv .tsv .txt .json .jsonl
-            .parquet``, each optionally ``.gz``) or a list of them; all of one format.
-        format: one of :data:`mrcstats.io.detect.FORMATS`; ``None`` detects it by content.
-        mapping: ``{canonical_field: source_column}`` (the CLI's ``--map FIELD=COLUMN``).
-        model: the model name for sources that do not name one (fills missing models).
-        on_duplicate: ``"error"`` (default), ``"first"`` or ``"last"`` for repeated
-            ``(model, item, trial, condition)`` keys; dropped rows are counted in
-            ``attrs["skipped"]``.
-
-    Returns:
-        The canonical log (see :mod:`mrcstats.io.schema`) with ``attrs["skipped"]``
-        (``{reason: rows}``), ``attrs["format"]`` and ``attrs["sources"]`` (file names).
-
-    Raises:
-        InputError: unreadable, empty or non-UTF-8 files, mixed formats, missing
-            columns, non-binary correctness, duplicate keys.
-    """
-    if format is not None and format not in FORMATS:
-        raise InputError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
-    if on_duplicate not in ("error", "first", "last"):
-        raise InputError(f"on_duplicate must be error, first or last, got {on_duplicate!r}")
-    files = expand_paths(paths if isinstance(paths, (str, os.PathLike)) else list(paths))
-    frames: list[pd.DataFrame] = []
-    skipped: dict[str, int] = {}
-    seen_fmt: tuple[str, Path] | None = None
-    for path in files:
-        src = load_source(path)
-        fmt = format or detect_format(src)
-        if seen_fmt is not None and fmt != seen_fmt[0]:
-            raise InputError(f"mixed formats in one call: {seen_fmt[1]} is {seen_fmt[0]} but {path} is {fmt}; "
-                             f"read one format at a time (or pass --format)")
-        seen_fmt = (fmt, path)
-        df = read_source(src, fmt, mapping, model)
-        skipped = merge_skipped(skipped, df.attrs.get("skipped", {}))
-        frames.append(df)
-    if len(frames) == 1:
-        log = frames[0]
-    else:
-        log = pd.concat(frames, ignore_index=True, sort=False)
-        log = coerce_log(log, source=None) if not _same_columns(frames) else _restore_dtypes(log, frames[0])
-    source = str(files[0]) if len(files) == 1 else None
-    log = check_duplicates(log, on_duplicate, source, skipped)
-    base = {k: v for k, v in frames[0].attrs.items()} if len(frames) == 1 else {}
-    log.attrs = {**base, "skipped": skipped, "format": seen_fmt[0] if seen_fmt else format,
-                 "sources": [str(f) for f in files]}
-    return log
-
-
-def _same_columns(frames: list[pd.DataFrame]) -> bool:
-    cols = list(frames[0].columns)
-    return all(list(f.columns) == cols for f in frames[1:])
-
-
-def _restore_dtypes(log: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
-    for c in CORE_COLUMNS:
-        if log[c].dtype != like[c].dtype:
-            log[c] = log[c].astype(like[c].dtype)
-    return log
-
-
-def write_log(df: pd.DataFrame, path: str | os.PathLike) -> Path:
-    """Validate ``df`` and write it atomically: Parquet (lossless; default) or CSV (by extension).
-
-    ``df.attrs`` (JSON-serialisable parts) travel in the Parquet metadata, so
-    :func:`read_log` gives back the same frame. Returns the path written.
-    """
-    from mrcstats._files import atomic_path
-
-    log = validate_log(df)
-    target = Path(path)
-    name = target.name.lower()
-    with atomic_path(target) as tmp:
-        if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
-            sep = "\t" if ".tsv" in name else ","
-            log.to_csv(tmp, index=False, sep=sep, compression="gzip" if name.endswith(".gz") else None)
-        else:
-            _write_parquet(log, tmp)
-    return target
-
-
-def _write_parquet(log: pd.DataFrame, tmp: Path) -> None:
-    import json
-
-    from mrcstats._jsonout import to_jsonable
-
-    attrs = log.attrs
+def __getattr__(name: str) -> Any:
     try:
-        json.dumps(to_jsonable(attrs))
-        log.attrs = to_jsonable(attrs)
-    except (TypeError, ValueError):
-        log.attrs = {}
-    try:
-        log.to_parquet(tmp, index=False)
-    except Exception as exc:  # pyarrow: mixed-type object columns
-        bad = [c for c in log.columns if log[c].dtype == object]
-        if not bad:
-            raise InputError(f"cannot write Parquet: {exc}") from None
-        fixed = log.copy()
-        for c in bad:
-            fixed[c] = fixed[c].astype("string")
-        import warnings
+        module = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'mrcstats.io' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-        warnings.warn(f"columns {', '.join(map(repr, bad))} hold mixed Python types; written as text",
-                      stacklevel=3)
-        fixed.to_parquet(tmp, index=False)
-    finally:
-        log.attrs = attrs
+
+def __dir__() -> list[str]:
+    return __all__

@@ -61,6 +61,13 @@ _BOOL_MAP: dict[str, Any] = {**{s: True for s in _TRUE}, **{s: False for s in _F
                              **{s: pd.NA for s in _NULL}}
 
 
+def show_value(v: Any) -> str:
+    """``repr`` of a cell value for messages (numpy scalars shown as plain Python)."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    return repr(v)
+
+
 def _where(source: str | None, row: int | None = None, column: str | None = None) -> str:
     parts = []
     if source:
@@ -100,7 +107,7 @@ def coerce_correct(values: pd.Series, source: str | None = None, column: str = "
         if bad.any():
             pos = int(np.flatnonzero(bad.to_numpy(dtype=bool, na_value=False))[0])
             raise SchemaError(f"{_where(source, pos, column)}correctness must be 0/1 or true/false, got "
-                              f"{s.iloc[pos]!r}; map a binary column with --map correct=COLUMN")
+                              f"{show_value(s.iloc[pos])}; map a binary column with --map correct=COLUMN")
         out = pd.array(num.to_numpy(dtype=float, na_value=np.nan) == 1.0, dtype="boolean")
         out[num.isna().to_numpy()] = pd.NA
         return pd.Series(out, index=s.index, name=s.name)
@@ -123,7 +130,7 @@ def coerce_correct(values: pd.Series, source: str | None = None, column: str = "
     if bad_values:
         pos = int(np.flatnonzero(key.isin(bad_values).to_numpy(dtype=bool, na_value=False))[0])
         raise SchemaError(f"{_where(source, pos, column)}correctness must be 0/1 or true/false, got "
-                          f"{s.iloc[pos]!r}; map a binary column with --map correct=COLUMN")
+                          f"{show_value(s.iloc[pos])}; map a binary column with --map correct=COLUMN")
     mapped = key.astype(object).map(mapping)
     return pd.Series(pd.array(mapped.tolist(), dtype="boolean"), index=s.index, name=s.name)
 
@@ -199,7 +206,7 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
             if bad.any():
                 pos = int(np.flatnonzero(bad)[0])
                 raise SchemaError(f"{_where(source, pos, 'masking_rate')}masking rate must be a number "
-                                  f"(percent 0-100), got {mr.iloc[pos]!r}")
+                                  f"(percent 0-100), got {show_value(mr.iloc[pos])}")
             mr = num
         out["masking_rate"] = mr.astype("Float64")
     else:
@@ -227,7 +234,7 @@ def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:
     bad = np.isnan(filled) | (filled != np.round(filled))
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
-        raise SchemaError(f"{_where(source, pos, 'trial')}trial must be an integer, got {s.iloc[pos]!r}")
+        raise SchemaError(f"{_where(source, pos, 'trial')}trial must be an integer, got {show_value(s.iloc[pos])}")
     return filled.astype("int64")
 
 

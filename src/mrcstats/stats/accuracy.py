@@ -1,0 +1,181 @@
+"""Accuracy per group with a Wilson interval and a cluster-robust standard error.
+
+For a group of ``n`` rows with scores ``x_i`` (1 = correct; 0 = wrong *or invalid*):
+
+* ``accuracy = sum(x) / n`` (invalid answers count as not correct, as in ``mrcstats ingest``);
+* ``accuracy_valid = sum(x) / (n - invalid)`` (null when no answer is valid);
+* Wilson 95% score interval (Wilson 1927), the interval of R's
+  ``prop.test(k, n, correct = FALSE)``::
+
+      centre = (p + z^2 / (2n)) / (1 + z^2 / n)
+      half   = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / (4 n^2))
+
+* the cluster-robust standard error of the mean, clustered on ``cluster`` (Miller
+  2024, "Adding Error Bars to Evals", Eq. 4, with the 1/n variance of the CLT term)::
+
+      se_cluster = sqrt( sum_c ( sum_{i in c} (x_i - xbar) )^2 ) / n
+
+  which is the CR0 sandwich of an intercept-only regression: R's
+  ``sqrt(sandwich::vcovCL(lm(x ~ 1), cluster = ~cluster, type = "HC0", cadjust = FALSE))``
+  and statsmodels' ``OLS(...).fit(cov_type="cluster", cov_kwds={"use_correction": False})``.
+  With one row per cluster it is the plain ``sqrt(p (1 - p) / n)``.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mrcstats.errors import InputError
+
+#: the per-group fields of ``summarize(...).to_dict()["groups"]`` besides the ``by`` columns
+GROUP_FIELDS: tuple[str, ...] = ("n", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high", "se_cluster")
+
+
+def wilson_interval(k: np.ndarray | float, n: np.ndarray | float, level: float = 0.95) -> tuple[Any, Any]:
+    """Wilson score interval for ``k`` successes in ``n`` trials (R ``prop.test(k, n, correct=FALSE)``)."""
+    from scipy.stats import norm
+
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    z = float(norm.ppf(0.5 + level / 2.0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = k / n
+        denom = 1.0 + z * z / n
+        centre = (p + z * z / (2.0 * n)) / denom
+        half = z / denom * np.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n))
+    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+
+
+def cluster_se(x: np.ndarray, clusters: np.ndarray) -> float:
+    """Cluster-robust (CR0) standard error of ``mean(x)``: ``sqrt(sum_c (sum_{i in c}(x_i - xbar))^2) / n``."""
+    x = np.asarray(x, dtype=float)
+    n = len(x)
+    if n == 0:
+        return float("nan")
+    codes, _ = pd.factorize(pd.Series(clusters), use_na_sentinel=False)
+    resid = np.bincount(codes, weights=x - x.mean())
+    return float(np.sqrt(np.sum(resid * resid)) / n)
+
+
+@dataclass(frozen=True)
+class AccuracySummary:
+    """Accuracy per group (see the module docstring for the formulas).
+
+    ``table`` has the ``by`` columns, then ``n``, ``correct``, ``accuracy``,
+    ``accuracy_valid``, ``invalid``, ``ci_low``, ``ci_high``, ``se_cluster`` and
+    ``clusters`` (number of clusters in the group).
+    """
+
+    by: tuple[str, ...]
+    table: pd.DataFrame = field(repr=False)
+    level: float = 0.95
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"groups": [{<by columns>, "n", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high",
+        "se_cluster"}, ...]}``."""
+        cols = [*self.by, *GROUP_FIELDS]
+        groups = []
+        for rec in self.table[cols].to_dict(orient="records"):
+            out = {}
+            for k, v in rec.items():
+                if v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+                    v = None
+                elif isinstance(v, np.integer):
+                    v = int(v)
+                elif isinstance(v, np.floating):
+                    v = float(v)
+                out[k] = v
+            groups.append(out)
+        return {"groups": groups}
+
+    def summary(self) -> str:
+        """A plain-text table."""
+        t = self.table
+        head = [*self.by, "n", "accuracy", f"{int(self.level * 100)}% CI (Wilson)", "se_cluster",
+                "acc_valid", "invalid"]
+        rows = []
+        for _, r in t.iterrows():
+            rows.append([*(_fmt(r[b]) for b in self.by), str(int(r["n"])), f"{r['accuracy']:.4f}",
+                         f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]", f"{r['se_cluster']:.4f}",
+                         "NA" if pd.isna(r["accuracy_valid"]) else f"{r['accuracy_valid']:.4f}",
+                         str(int(r["invalid"]))])
+        widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
+        lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def _fmt(v: Any) -> str:
+    if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+        return "NA"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def summarize(log: pd.DataFrame, by: str | Sequence[str] = ("model",), *, cluster: str = "cluster",
+              level: float = 0.95) -> AccuracySummary:
+    """Accuracy, accuracy over valid answers, invalid count, Wilson CI and cluster-robust SE per group.
+
+    Args:
+        log: a canonical log (``correct`` nullable boolean; other frames are validated first).
+        by: grouping column(s); ``[]`` for one overall row.
+        cluster: the clustering column for ``se_cluster`` (default ``cluster``: passage/group).
+        level: confidence level of the Wilson interval.
+
+    References: Wilson (1927); Miller (2024), "Adding Error Bars to Evals", Eq. 4.
+    """
+    from mrcstats.io.schema import is_canonical, validate_log
+
+    if not is_canonical(log):
+        log = validate_log(log)
+    by_cols = [by] if isinstance(by, str) else list(by)
+    for c in [*by_cols, cluster]:
+        if c not in log.columns:
+            raise InputError(f"no column {c!r} in the log to group by; columns: {', '.join(map(str, log.columns))}")
+    if not 0 < level < 1:
+        raise InputError(f"level must be between 0 and 1, got {level}")
+    corr = log["correct"]
+    x = corr.fillna(False).to_numpy(dtype=float)
+    inv = corr.isna().to_numpy(dtype=float)
+    work = pd.DataFrame({"_x": x, "_inv": inv, "_cl": log[cluster].to_numpy()})
+    for i, b in enumerate(by_cols):
+        work[f"_g{i}"] = pd.Series(log[b].array)
+    gcols = [f"_g{i}" for i in range(len(by_cols))]
+    if not gcols:
+        work["_g"] = 0
+        gcols = ["_g"]
+    grp = work.groupby(gcols, sort=True, dropna=False)
+    agg = grp.agg(n=("_x", "size"), correct=("_x", "sum"), invalid=("_inv", "sum"),
+                  clusters=("_cl", "nunique"))
+    agg["accuracy"] = agg["correct"] / agg["n"]
+    # cluster residual sums: sum_{i in c}(x_i - xbar_g) = S_c - n_c * xbar_g
+    cl = work.groupby([*gcols, "_cl"], sort=False, dropna=False)["_x"].agg(["sum", "size"]).reset_index()
+    cl = cl.merge(agg["accuracy"].reset_index(), on=gcols, how="left")
+    cl["_r2"] = (cl["sum"] - cl["size"] * cl["accuracy"]) ** 2
+    r2 = cl.groupby(gcols, sort=True, dropna=False)["_r2"].sum()
+    agg["se_cluster"] = np.sqrt(r2.reindex(agg.index).to_numpy()) / agg["n"].to_numpy()
+    valid = agg["n"] - agg["invalid"]
+    agg["accuracy_valid"] = np.where(valid > 0, agg["correct"] / valid.where(valid > 0, 1), np.nan)
+    lo, hi = wilson_interval(agg["correct"].to_numpy(), agg["n"].to_numpy(), level)
+    agg["ci_low"], agg["ci_high"] = lo, hi
+    table = agg.reset_index()
+    if by_cols:
+        table = table.rename(columns={f"_g{i}": b for i, b in enumerate(by_cols)})
+    else:
+        table = table.drop(columns=["_g"])
+    for c in ("n", "correct", "invalid", "clusters"):
+        table[c] = table[c].astype("int64")
+    table = table[[*by_cols, "n", "correct", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high",
+                   "se_cluster", "clusters"]]
+    return AccuracySummary(by=tuple(by_cols), table=table, level=level)
