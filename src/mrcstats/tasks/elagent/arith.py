@@ -187,3 +187,21 @@ def as_decimal_text(value: Fraction | float) -> str:
     if f.is_integer() and abs(f) < 2**53:
         return str(int(f))
     return repr(f)
+
+
+def evaluation_steps(expr: Expression, levels: Mapping[str, int]) -> list[tuple[str, str, str, str, str]]:
+    """The exact evaluation as steps ``(a, op, b, result, expression after the step)``, numbers written
+    with :func:`as_decimal_text` (for worked examples)."""
+    vals: list[Fraction] = [Fraction(x) for x in expr.operands]
+    ops = list(expr.ops)
+    steps = []
+    while ops:
+        best = min(range(len(ops)), key=lambda i: (levels[ops[i]], i))
+        a, b, op = vals[best], vals[best + 1], ops.pop(best)
+        v = {"+": a + b, "-": a - b, "*": a * b}[op] if op != "/" else a / b
+        vals[best:best + 2] = [v]
+        rest = [as_decimal_text(vals[0])]
+        for o, x in zip(ops, vals[1:]):
+            rest += [o, as_decimal_text(x)]
+        steps.append((as_decimal_text(a), op, as_decimal_text(b), as_decimal_text(v), " ".join(rest)))
+    return steps

@@ -48,7 +48,14 @@ def load_json(path: str | os.PathLike) -> Any:
 
 
 def iter_items(path: str | os.PathLike) -> Iterator[StoredItem]:
-    """Yield every stored item of one ELAGENT result file, in file order."""
+    """Yield every stored item of one ELAGENT result file, in file order.
+
+    A ``.jsonl`` file (a task file of :mod:`~mrcstats.tasks.elagent.generate` or a query log)
+    gives one item per line with ``prompt`` and ``gold``.
+    """
+    if str(path).endswith(".jsonl"):
+        yield from _iter_jsonl(Path(path))
+        return
     doc = load_json(path)
     found = False
     for where, rows in _walk(doc, ()):
@@ -67,6 +74,24 @@ def iter_items(path: str | os.PathLike) -> Iterator[StoredItem]:
                                  f"{{prompt, gold_choice, ...}}; is this an ELAGENT result file?")
     if not found:
         raise InputError(f"{path}: no 'data' list found; expected an ELAGENT acc_*.json result file")
+
+
+def _iter_jsonl(p: Path) -> Iterator[StoredItem]:
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{p}, line {lineno}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
+            raise InputError(f"{p}, line {lineno}: no 'prompt' string; expected a task file or query log")
+        yield StoredItem(str(p), f"line {lineno}", row["prompt"], row.get("gold"), row.get("pred"),
+                         row.get("response"))
 
 
 def _walk(node: Any, where: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], list]]:

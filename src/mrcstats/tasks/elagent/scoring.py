@@ -250,3 +250,49 @@ def morph_f1(preds: Sequence[str | None], golds: Sequence[str],
 def _same_length(preds: Sequence, golds: Sequence) -> None:
     if len(preds) != len(golds):
         raise InputError(f"{len(preds)} predictions but {len(golds)} gold answers; give one prediction per item")
+
+
+METRICS = ("accuracy", "exact", "bleu", "morph")
+
+
+def score_log(log, metrics: Sequence[str] = ("accuracy",), by: Sequence[str] = ("model", "condition")):
+    """Score a canonical log (``mrcstats.io.read_log``) per group: a DataFrame with one row per
+    group of ``by`` and the columns of each metric.
+
+    ``accuracy``: n, correct, invalid (``correct`` is <NA>), accuracy (= correct / n, invalid counted
+    wrong, as the ELAGENT scripts do) and invalid_rate; ``exact``: exact match in percent of ``pred``
+    against ``gold``; ``bleu``: corpus BLEU of ``pred`` against ``gold``; ``morph``: morph precision,
+    recall and F1. Rows of a query log with ``status == "failed"`` (no answer from the endpoint)
+    are left out and counted in ``failed``.
+    """
+    import pandas as pd
+
+    bad = [m for m in metrics if m not in METRICS]
+    if bad:
+        raise InputError(f"unknown metric(s) {bad}; choose from {', '.join(METRICS)}")
+    missing = [c for c in by if c not in log.columns]
+    if missing:
+        raise InputError(f"cannot group by {missing}: the log has no such column (columns: {list(log.columns)})")
+    rows = []
+    groups = log.groupby(list(by), dropna=False, sort=True) if by else [((), log)]
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        row: dict[str, Any] = dict(zip(by, key))
+        if "status" in g:  # query-log rows the endpoint never answered are not model answers
+            sent_failed = g["status"].astype("string").eq("failed").fillna(False).to_numpy(dtype=bool)
+            row["failed"] = int(sent_failed.sum())
+            g = g[~sent_failed]
+        preds = [None if pd.isna(p) else str(p) for p in g["pred"]] if "pred" in g else [None] * len(g)
+        golds = ["" if pd.isna(x) else str(x) for x in g["gold"]] if "gold" in g else [""] * len(g)
+        if "accuracy" in metrics:
+            acc = accuracy([None if pd.isna(c) else bool(c) for c in g["correct"]])
+            row.update(acc.to_dict())
+        if "exact" in metrics:
+            row["exact_match"] = exact_match(preds, golds)
+        if "bleu" in metrics:
+            row["bleu"] = bleu(preds, golds)
+        if "morph" in metrics:
+            m = morph_f1(preds, golds)
+            row.update({"morph_precision": m.precision, "morph_recall": m.recall, "morph_f1": m.f1})
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -10,7 +10,8 @@ are read back from the prompt -- the *last* question of the prompt, since
   order and rounded with Python's ``round(x, 1)``, the convention of the
   published files (their evaluation script compares ``round(float(gold), 1)``);
   the stored gold agrees when it equals that number (or the unrounded float,
-  the convention of the ``datasets/`` files).
+  the convention of the ``datasets/`` files, or the exact value rounded to the
+  nearest float, the convention of generated task files).
 * Task 2: each choice is evaluated exactly (rationals) and *fits* when
   ``|v - V| <= 1e-9 |V|`` for the stated value ``V`` (stated as a float repr,
   e.g. ``-3.839324278926909e-05``; ``v == 0`` when ``V == 0``). The stored
@@ -47,7 +48,8 @@ _CHOICE_RE = re.compile(r"^\s*\(?(?P<letter>[A-Z])[.)]\s*(?P<text>.+?)\s*$", re.
 @dataclass(frozen=True)
 class Recomputed:
     """The recomputation of one item: its task and the computed gold; ``fitting`` holds the
-    fitting choices (Task 2) or the unrounded float value (Task 1)."""
+    fitting choices (Task 2) or the other accepted forms of the value (Task 1: the unrounded
+    float, the exact value as a float and that rounded)."""
 
     task: int
     computed: Any
@@ -119,9 +121,10 @@ def _recompute_task1(prompt: str, m: re.Match) -> Recomputed:
     levels = parse_precedence(prec.group("prec")) if prec else standard_precedence(expr.ops)
     try:
         raw = float(evaluate(expr, levels, "float"))
+        exact = float(evaluate(expr, levels, "exact"))
     except ZeroDivisionError:
         return Recomputed(1, None)
-    return Recomputed(1, round(raw, 1), (raw,))
+    return Recomputed(1, round(raw, 1), (raw, exact, round(exact, 1)))
 
 
 def _recompute_task2(prompt: str, m: re.Match) -> Recomputed:
@@ -157,14 +160,16 @@ def _choices(text: str) -> list[tuple[str, str]]:
 
 
 def _same_number(stored: Any, rec: Recomputed) -> bool:
-    """Stored Task 1 gold equals ``round(x, 1)`` (result files) or the unrounded float ``x`` (dataset files)."""
+    """Stored Task 1 gold equals ``round(x, 1)`` (result files) or the unrounded float ``x`` (dataset
+    files), ``x`` evaluated in float in precedence order or exactly and then rounded to a float
+    (the task files of :func:`mrcstats.tasks.elagent.generate.task1`)."""
     if rec.computed is None:
         return False
     try:
         value = float(stored)
     except (TypeError, ValueError):
         return False
-    return value == rec.computed or value == rec.fitting[0]
+    return value == rec.computed or value in rec.fitting
 
 
 def verify_items(items: Iterable[StoredItem]) -> VerifyResult:
