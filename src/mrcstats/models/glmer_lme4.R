@@ -8,6 +8,8 @@
 # glmerControl() as is (tolPwrss = 1e-7, the numbers lme4 users see).
 
 suppressPackageStartupMessages(library(lme4))
+# code-point order for factor() and sort(), as mrcstats' native design
+invisible(Sys.setlocale("LC_COLLATE", "C"))
 
 # ---------------------------------------------------------------- JSON writer
 mrc_json_str <- function(s) {

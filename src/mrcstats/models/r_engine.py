@@ -18,6 +18,7 @@ design, so both engines name and code the fixed effects alike. The R side lives 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -28,6 +29,9 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import DependencyError, InputError, ModelError
+from mrcstats.models.design import Design, build_design
+from mrcstats.models.formula import ModelSpec
+from mrcstats.models.results import GlmerResult
 
 R_LIB = Path(__file__).with_name("glmer_lme4.R")
 
@@ -120,66 +124,176 @@ def _numbers(x: Any) -> Any:
     return x
 
 
-def lme4_fit_dict(formula: str, data: pd.DataFrame, *, contrasts: Mapping[str, str] | None = None,
-                  levels: Mapping[str, Sequence[str]] | None = None, nagq: int = 1,
-                  weights: str | None = None, lme4_defaults: bool = False,
+def lme4_fit_dict(formula: str | ModelSpec, data: pd.DataFrame, *,
+                  contrasts: Mapping[str, str] | None = None,
+                  levels: Mapping[str, Sequence[Any]] | None = None, nagq: int = 1,
+                  weights: str | Sequence[float] | np.ndarray | None = None, lme4_defaults: bool = False,
                   tol_pwrss: float | None = None, ranef: bool = True, drop1: bool = False,
-                  gvif: bool = False, compare: str | None = None) -> dict[str, Any]:
+                  gvif: bool = False, compare: str | ModelSpec | None = None) -> dict[str, Any]:
     """Fit ``formula`` with lme4 through rpy2 and return R's figures as plain Python.
 
     The keys are those of ``R/fit_glmer.R``'s JSON (``fixef``, ``se``, ``z``, ``p``, ``vcov``,
     ``theta``, ``loglik``, ``aic``, ``bic``, ``deviance``, ``df_resid``, ``nobs``, ``ngroups``,
-    ``messages``, ``singular``, ``resid_quantiles``, ``ranef``, ...), plus R's own
-    ``drop1(m, test = "Chisq")``, ``car::vif(m)`` and ``anova(m_compare, m)`` when asked.
+    ``assign``, ``term_labels``, ``messages``, ``singular``, ``resid_quantiles``, ``ranef``,
+    ``tol_pwrss``, ...), plus R's own ``drop1(m, test = "Chisq")``, ``car::vif(m)`` and
+    ``anova(m_compare, m)`` when asked. ``contrasts`` maps a column to ``"sum"`` or
+    ``"treatment"``; ``levels`` maps a column to its level order.
     """
     ro = _robjects()
     if not isinstance(data, pd.DataFrame):
-        raise InputError("data must be a pandas DataFrame")
-    contrasts = dict(contrasts or {})
-    for k, v in contrasts.items():
-        if v not in ("sum", "treatment"):
-            raise InputError(f"contrasts[{k!r}] must be 'sum' or 'treatment', got {v!r}")
-    formulas = [formula] + ([compare] if compare else [])
-    vars_ = _formula_vars(ro, formulas)
-    if weights is not None:
-        vars_.append(weights)
+        raise InputError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+    ftext = formula.formula if isinstance(formula, ModelSpec) else str(formula)
+    ctext = compare.formula if isinstance(compare, ModelSpec) else compare
+    contr: dict[str, str] = {}
+    for k, v in (contrasts or {}).items():
+        kind = {"contr.sum": "sum", "contr.treatment": "treatment"}.get(str(v), str(v))
+        if kind not in ("sum", "treatment"):
+            raise InputError(f"contrasts for {k!r}: {v!r} is not supported (use sum or treatment)")
+        contr[k] = kind
+    vars_ = _formula_vars(ro, [ftext] + ([ctext] if ctext else []))
     missing = [v for v in vars_ if v not in data.columns]
     if missing:
         raise InputError(f"column(s) {', '.join(map(repr, missing))} used by the formula are not in the data; "
                          f"columns are: {', '.join(map(str, data.columns))}")
-    levels = {k: [str(x) for x in v] for k, v in (levels or {}).items()}
+    cols = {v: _r_column(ro, data[v]) for v in vars_}
+    wname = None
+    if weights is not None:
+        if isinstance(weights, str):
+            if weights not in data.columns:
+                raise InputError(f"weights column {weights!r} is not in the data")
+            wname = weights
+            cols.setdefault(weights, _r_column(ro, data[weights]))
+        else:
+            w = np.asarray(weights, dtype=float)
+            if w.shape != (len(data),):
+                raise InputError(f"weights: expected {len(data)} values, got shape {w.shape}")
+            wname = ".mrc_weights_in"
+            cols[wname] = _r_column(ro, pd.Series(w))
+    lv = {k: [_level_text(x) for x in v] for k, v in (levels or {}).items() if k in vars_}
     for v in vars_:
         s = data[v]
-        if v not in levels and isinstance(s.dtype, pd.CategoricalDtype) and s.cat.ordered:
-            levels[v] = [str(c) for c in s.cat.categories]
-    df = ro.DataFrame({v: _r_column(ro, data[v]) for v in vars_})
+        if v not in lv and isinstance(s.dtype, pd.CategoricalDtype):
+            used = s.cat.remove_unused_categories().cat.categories
+            lv[v] = [_level_text(c) for c in used]
+    df = ro.DataFrame(cols)
     try:
         rdata = ro.r["mrc_prepare"](df, ro.StrVector(vars_),
-                                    _r_list(ro, {k: ro.StrVector(v) for k, v in levels.items()}),
-                                    _r_list(ro, {k: ro.StrVector([v]) for k, v in contrasts.items()}),
-                                    weights if weights is not None else ro.NULL)
+                                    _r_list(ro, {k: ro.StrVector(v) for k, v in lv.items()}),
+                                    _r_list(ro, {k: ro.StrVector([v]) for k, v in contr.items()}),
+                                    wname if wname is not None else ro.NULL)
     except Exception as exc:
         raise InputError(_r_message(exc)) from None
     tol = ro.NULL if tol_pwrss is None else float(tol_pwrss)
+    weighted = wname is not None
     try:
-        fit = ro.r["mrc_fit"](formula, rdata, int(nagq), weights is not None, bool(lme4_defaults), tol)
+        fit = ro.r["mrc_fit"](ftext, rdata, int(nagq), weighted, bool(lme4_defaults), tol)
     except Exception as exc:
-        raise ModelError(f"lme4 could not fit {formula!r}: {_r_message(exc)}") from None
-    out = ro.r["mrc_extract"](fit, formula, int(nagq), bool(lme4_defaults), bool(ranef))
+        raise ModelError(f"lme4 could not fit {ftext!r}: {_r_message(exc)}") from None
+    out = ro.r["mrc_extract"](fit, ftext, int(nagq), bool(lme4_defaults), bool(ranef))
     model = fit.rx2("model")
     extra: dict[str, Any] = {}
     if drop1:
         extra["drop1"] = ro.r["mrc_drop1"](model)
     if gvif:
         extra["gvif"] = ro.r["mrc_gvif"](model)
-    if compare:
+    if ctext:
         try:
-            fit0 = ro.r["mrc_fit"](compare, rdata, int(nagq), weights is not None, bool(lme4_defaults),
-                                   tol, fit.rx2("env"))
+            fit0 = ro.r["mrc_fit"](ctext, rdata, int(nagq), weighted, bool(lme4_defaults), tol, fit.rx2("env"))
         except Exception as exc:
-            raise ModelError(f"lme4 could not fit the reduced model {compare!r}: {_r_message(exc)}") from None
+            raise ModelError(f"lme4 could not fit the reduced model {ctext!r}: {_r_message(exc)}") from None
         extra["anova"] = ro.r["mrc_anova"](fit0.rx2("model"), model)
     res = _numbers(json.loads(ro.r["mrc_to_json"](out)[0]))
     for k, v in extra.items():
         res[k] = _numbers(json.loads(ro.r["mrc_to_json"](v)[0]))
     return res
+
+
+def _level_text(x: Any) -> str:
+    """A level as R's ``as.character`` prints it (shared with the native design)."""
+    from mrcstats.models.design import _fmt_number
+
+    if isinstance(x, (bool, np.bool_, int, np.integer, float, np.floating)):
+        return _fmt_number(x)
+    return str(x)
+
+
+def fit_lme4(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Mapping[str, str] | None = None,
+             nagq: int = 1, weights: str | Sequence[float] | np.ndarray | None = None,
+             levels: Mapping[str, Sequence[Any]] | None = None, lme4_defaults: bool = False,
+             tol_pwrss: float | None = None) -> GlmerResult:
+    """``glmer(..., engine="lme4")``: the fit by R's lme4 as a :class:`GlmerResult`.
+
+    The native design is built first (same parser, same na.omit, same factor levels and
+    contrasts), and R receives the levels it chose, so both engines code the model alike;
+    the fixed-effect names and ``assign`` of the result are R's own. ``fit_seconds`` is the
+    time of R's ``glmer()`` call alone.
+    """
+    design = build_design(formula, data, contrasts=contrasts, levels=levels, weights=weights,
+                          allow_slopes=True)
+    info = design.info
+    spec = info.spec
+    # levels R must use: those the native design chose for plain factor columns (and the response)
+    lv: dict[str, list[str]] = {k: [_level_text(x) for x in v] for k, v in (levels or {}).items()}
+    for t in spec.terms:
+        for v in t.variables:
+            if v.transform is None and v.label in info.xlevels:
+                lv[v.column] = list(info.xlevels[v.label])
+    contr = {}
+    for label, kind in info.contrasts.items():
+        var = next((v for t in spec.terms for v in t.variables if v.label == label), None)
+        if var is not None and var.transform is None:
+            contr[var.column] = "sum" if kind == "contr.sum" else "treatment"
+        elif kind == "contr.sum":
+            raise InputError(f"contrasts for {label!r}: engine='lme4' takes contrasts for plain columns only; "
+                             f"make {var.column if var else label!r} a text column and give contrasts for it")
+    r = lme4_fit_dict(spec, data, contrasts=contr, levels=lv, nagq=nagq, weights=weights,
+                      lme4_defaults=lme4_defaults, tol_pwrss=tol_pwrss, ranef=True)
+    return result_from_lme4(r, design, fit_options={
+        "contrasts": dict(contrasts or {}), "levels": dict(levels or {}), "weights": weights,
+        "nagq": int(nagq), "lme4_defaults": bool(lme4_defaults), "tol_pwrss": tol_pwrss},
+        data=data)
+
+
+def result_from_lme4(r: Mapping[str, Any], design: Design, *, fit_options: Mapping[str, Any] | None = None,
+                     data: pd.DataFrame | None = None) -> GlmerResult:
+    """A :class:`GlmerResult` from lme4's figures (``lme4_fit_dict`` or ``R/fit_glmer.R`` JSON)."""
+    names = list(r["fixef"])
+    assign = [int(a) for a in _as_list(r.get("assign", []))] or list(design.info.assign)
+    info = dataclasses.replace(design.info, column_names=tuple(names), assign=tuple(assign))
+    V = np.array([[float(r["vcov"][a][b]) for b in names] for a in names], dtype=float).reshape(len(names),
+                                                                                                len(names))
+    tnames = list(r["theta"])
+    slopes = bool(design.info.spec.random_slopes)
+    groups = [t[: -len(".(Intercept)")] if t.endswith(".(Intercept)") else t for t in tnames]
+    ranef = {}
+    for g, levels in (r.get("ranef") or {}).items():
+        ranef[g] = pd.DataFrame({"mode": [float(v["mode"]) for v in levels.values()],
+                                 "condvar": [float(v["condvar"]) for v in levels.values()]},
+                                index=pd.Index([str(k) for k in levels], name=g))
+    msgs = list(design.messages) + [m for m in _as_list(r.get("messages", [])) if m not in design.messages]
+    q = r["resid_quantiles"]
+    res = GlmerResult.from_estimates(
+        info=info, beta=[float(r["fixef"][n]) for n in names], vcov=V,
+        theta=[float(r["theta"][t]) for t in tnames], group_names=groups,
+        ngroups={str(k): int(v) for k, v in r["ngroups"].items()}, ranef=ranef,
+        loglik=float(r["loglik"]), deviance=float(r["deviance"]),
+        resid_quantiles=[float(q[k]) for k in ("Min", "1Q", "Median", "3Q", "Max")],
+        nobs=int(r["nobs"]), converged=bool(r["converged"]), messages=msgs, engine="lme4",
+        nagq=int(r.get("nagq", 1)), fit_seconds=float(r.get("fit_seconds", float("nan"))),
+        formula=str(r.get("formula") or info.spec.formula), singular=bool(r["singular"]),
+        optinfo={"tol_pwrss": r.get("tol_pwrss"), "lme4_version": r.get("lme4_version"),
+                 "lme4_defaults": r.get("lme4_defaults")},
+        fit_options=fit_options, frame=data)
+    if slopes:  # random slopes: lme4's theta (Cholesky factor entries) and VarCorr as R gives them
+        rows = []
+        for g, vc in r["varcorr"].items():
+            for nm, var, sd in zip(_as_list(vc["name"]), _as_list(vc["variance"]), _as_list(vc["sd"])):
+                rows.append({"group": g, "name": nm, "variance": float(var), "sd": float(sd)})
+        res = dataclasses.replace(res, theta=pd.Series([float(r["theta"][t]) for t in tnames], index=tnames,
+                                                       name="theta"),
+                                  varcorr=pd.DataFrame(rows))
+    return res
+
+
+def _as_list(x: Any) -> list[Any]:
+    return list(x) if isinstance(x, list) else [x]
