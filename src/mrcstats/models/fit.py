@@ -1,21 +1,74 @@
-"""Public entry point :func:`glmer` (dispatches to the native or the lme4 engine)."""
+"""Fitting: the public :func:`glmer` and the native optimizer (lme4's objective, converged).
+
+lme4 (``optimizeGlmer``) minimises the Laplace deviance first over θ with β inside the
+penalised IRLS (nAGQ = 0 stage), then over (θ, β) jointly, with PIRLS stopped at
+``tolPwrss``. Here the conditional modes are always iterated to machine precision
+and (θ, β) is found by L-BFGS-B with the analytic gradient, so the optimum is lme4's
+optimum with ``tolPwrss`` tightened until its logLik stops changing.
+
+Standard errors: lme4's default ``vcov`` (``use.hessian = TRUE``) inverts the Hessian
+H of the deviance in (θ, β) and takes the β block of 2 H⁻¹; H here is the central
+difference of the analytic gradient (lme4: ``deriv12`` of the deviance). When H is
+not positive definite, lme4's RX-based matrix is used with lme4's warning.
+Convergence and singularity checks follow lme4's ``checkConv`` (max|scaled grad|
+< 2e-3; θ < 1e-4 is a singular fit) with its wording.
+"""
 from __future__ import annotations
 
+import math
+import time
 from typing import Any, Mapping
 
+import numpy as np
 import pandas as pd
+from scipy import optimize
+from scipy.special import expit
 
-from mrcstats.errors import InputError
+from mrcstats.errors import InputError, ModelError
+from mrcstats.models.design import Design, build_design
+from mrcstats.models.deviance import BinomialData, MultiFactor, SingleFactor, _softplus
 from mrcstats.models.formula import ModelSpec
 from mrcstats.models.results import GlmerResult
 
+SINGULAR_TOL = 1e-4
+GRAD_TOL = 2e-3
+HESS_TOL = 1e-6
 
-def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str = "binomial", contrasts: Mapping[str, str] | None = None,
-          nagq: int = 1, engine: str = "native", weights: Any = None, levels: Mapping[str, Any] | None = None,
+
+def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str = "binomial",
+          contrasts: Mapping[str, str] | None = None, nagq: int = 1, engine: str = "native",
+          weights: Any = None, levels: Mapping[str, Any] | None = None,
           lme4_defaults: bool = False) -> GlmerResult:
-    """Fit a binomial GLMM as lme4's ``glmer(formula, data, family = binomial, nAGQ = nagq)``."""
-    if family not in ("binomial", "binomial(logit)"):
+    """Fit a binomial GLMM as lme4's ``glmer(formula, data, family = binomial, nAGQ = nagq)``.
+
+    Parameters
+    ----------
+    formula : R/lme4 formula text (``"correct ~ scaled_tok * LLM + (1 | passage)"``) or a parsed spec.
+    data : pandas DataFrame (a canonical log or any table).
+    contrasts : ``{"LLM": "sum"}`` for ``contr.sum``; treatment contrasts otherwise.
+    nagq : 1 = Laplace; 0 = lme4's nAGQ = 0; 2..25 = adaptive Gauss-Hermite (one grouping factor).
+    engine : ``"native"`` (this module) or ``"lme4"`` (R through rpy2, same result class).
+    weights : prior weights, a column name or an array (R's ``weights=``).
+    levels : ``{"LLM": ["gpt4", ...]}`` level orders (default: sorted by code point).
+    lme4_defaults : lme4 engine only: keep lme4's default ``tolPwrss`` (to reproduce published numbers).
+
+    Returns
+    -------
+    GlmerResult
+
+    References
+    ----------
+    Bates, Mächler, Bolker & Walker (2015), J. Stat. Softw. 67(1): eq. (30)-(31) (the
+    Laplace deviance), sec. 5.3 (PIRLS); lme4 1.1-31 ``glmer``, ``vcov.merMod``, ``checkConv``.
+    """
+    if family not in ("binomial", "binomial(logit)", "binomial(link = \"logit\")"):
         raise InputError(f"family {family!r} is not supported; only 'binomial' (logit link)")
+    try:
+        nagq = int(nagq)
+    except (TypeError, ValueError):
+        raise InputError(f"nagq must be a whole number 0..25, got {nagq!r}") from None
+    if not 0 <= nagq <= 25:
+        raise InputError(f"nagq must be between 0 and 25, got {nagq}")
     if engine == "lme4":
         from mrcstats.models.r_engine import fit_lme4
 
@@ -23,4 +76,274 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str = "binomial"
                         lme4_defaults=lme4_defaults)
     if engine != "native":
         raise InputError(f"engine {engine!r}: use 'native' or 'lme4'")
-    raise NotImplementedError("native engine: in progress")
+    t0 = time.perf_counter()
+    design = build_design(formula, data, contrasts=contrasts, levels=levels, weights=weights)
+    res = fit_design(design, nagq=nagq, t0=t0,
+                     fit_options={"contrasts": dict(contrasts or {}), "levels": dict(levels or {}),
+                                  "weights": weights if isinstance(weights, str) else None, "nagq": nagq,
+                                  "family": "binomial"})
+    return res
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _glm_start(d: BinomialData, maxit: int = 25) -> np.ndarray:
+    """β of the plain logistic GLM (IRLS), the starting value for the GLMM."""
+    p = d.p
+    beta = np.zeros(p)
+    if p == 0:
+        return beta
+    ybar = (d.wy.sum() + 0.5) / (d.w.sum() + 1.0)
+    eta = np.full(d.n, math.log(ybar / (1 - ybar)))
+    for _ in range(maxit):
+        mu = expit(eta)
+        v = np.maximum(d.w * mu * (1 - mu), 1e-10)
+        z = eta + (d.y - mu) / np.maximum(mu * (1 - mu), 1e-10)
+        XtWX = (d.XT * v) @ d.XT.T
+        try:
+            new = np.linalg.solve(XtWX, d.XT @ (v * z))
+        except np.linalg.LinAlgError:
+            break
+        if np.max(np.abs(new - beta)) < 1e-8:
+            beta = new
+            break
+        beta = new
+        eta = d.linpred(beta)
+        if np.max(np.abs(beta)) > 30:
+            break
+    return np.clip(beta, -10, 10)
+
+
+def _hessian_from_grad(fun, x: np.ndarray, rel: float = 1e-4) -> np.ndarray:
+    """Central differences of an analytic gradient, symmetrised."""
+    m = len(x)
+    H = np.empty((m, m))
+    for k in range(m):
+        h = rel * max(abs(x[k]), 1e-2)
+        xp, xm = x.copy(), x.copy()
+        xp[k] += h
+        xm[k] -= h
+        H[:, k] = (fun(xp) - fun(xm)) / (2 * h)
+    return (H + H.T) / 2
+
+
+def _hessian_from_values(f, x: np.ndarray, delta: float = 1e-4) -> tuple[np.ndarray, np.ndarray]:
+    """lme4's ``deriv12``: gradient and Hessian of f by central differences of values."""
+    m = len(x)
+    f0 = f(x)
+    g = np.empty(m)
+    H = np.empty((m, m))
+    fp, fm = np.empty(m), np.empty(m)
+    for i in range(m):
+        e = np.zeros(m)
+        e[i] = delta
+        fp[i], fm[i] = f(x + e), f(x - e)
+        g[i] = (fp[i] - fm[i]) / (2 * delta)
+        H[i, i] = (fp[i] - 2 * f0 + fm[i]) / delta ** 2
+    for i in range(m):
+        for j in range(i):
+            ei = np.zeros(m)
+            ej = np.zeros(m)
+            ei[i] = delta
+            ej[j] = delta
+            H[i, j] = H[j, i] = (f(x + ei + ej) - fp[i] - fp[j] + f0) / delta ** 2 \
+                if False else (f(x + ei + ej) - f(x + ei - ej) - f(x - ei + ej) + f(x - ei - ej)) / (4 * delta ** 2)
+    return g, H
+
+
+def _check_conv(grad: np.ndarray, H: np.ndarray, ntheta: int, singular: bool) -> tuple[bool, list[str]]:
+    """lme4's ``checkConv``: messages and whether the fit counts as converged."""
+    msgs: list[str] = []
+    if singular:
+        return True, ["boundary (singular) fit: see help('isSingular')"]
+    converged = True
+    try:
+        R = np.linalg.cholesky(H).T
+        scgrad = np.linalg.solve(R, grad)
+        mg = np.minimum(np.abs(scgrad), np.abs(grad))
+        if float(mg.max()) > GRAD_TOL:
+            k = int(np.argmax(mg)) + 1
+            msgs.append(f"Model failed to converge with max|grad| = {float(mg.max()):.6g} "
+                        f"(tol = {GRAD_TOL:g}, component {k})")
+            converged = False
+    except np.linalg.LinAlgError:
+        msgs.append("unable to evaluate scaled gradient")
+        converged = False
+    for Hs, kind in ((H[ntheta:, ntheta:], "fixed-effect "), (H, "")):
+        if Hs.size == 0:
+            continue
+        ev = np.linalg.eigvalsh(Hs)
+        neg = int(np.sum(ev < -HESS_TOL))
+        if neg:
+            msgs.append(f"Model failed to converge: degenerate {kind}Hessian with {neg} negative eigenvalues")
+            converged = False
+        elif np.sum(np.abs(ev) < HESS_TOL):
+            msgs.append(f"{kind}Hessian is numerically singular: parameters are not uniquely determined".strip())
+            converged = False
+        else:
+            if ev.max() * HESS_TOL > 1:
+                msgs.append("Model is nearly unidentifiable: very large eigenvalue - Rescale variables?")
+            elif ev.min() / ev.max() < HESS_TOL:
+                msgs.append("Model is nearly unidentifiable: large eigenvalue ratio - Rescale variables?")
+    # de-duplicate, keep order
+    return converged, list(dict.fromkeys(msgs))
+
+
+def _scale_check(X: np.ndarray, names) -> list[str]:
+    """lme4's ``checkScaleX``: predictors on very different scales."""
+    if X.shape[1] < 2:
+        return []
+    sd = X.std(axis=0)
+    sd = sd[sd > 0]
+    if sd.size > 1 and sd.max() / sd.min() > 1000:
+        return ["Some predictor variables are on very different scales: consider rescaling"]
+    return []
+
+
+# ----------------------------------------------------------------------------- native fit
+
+
+def fit_design(design: Design, nagq: int = 1, t0: float | None = None,
+               fit_options: Mapping[str, Any] | None = None) -> GlmerResult:
+    """Fit a built :class:`Design` with the native engine; returns a :class:`GlmerResult`."""
+    t0 = time.perf_counter() if t0 is None else t0
+    X, y, w = design.X, design.y, design.weights
+    d = BinomialData(X, y, w, design.offset, design.loglik_const)
+    re = design.re
+    k = len(re)
+    messages = list(design.messages) + _scale_check(X, design.column_names)
+    if nagq > 1 and k != 1:
+        raise ModelError(f"nAGQ = {nagq} needs a single grouping factor (the model has {k}); "
+                         "use nagq=1 (Laplace) or nagq=0")
+    if k == 1:
+        model: SingleFactor | MultiFactor = SingleFactor(d, re[0].codes, re[0].nlevels)
+    else:
+        model = MultiFactor(d, [r.codes for r in re], [r.nlevels for r in re])
+    p = d.p
+    beta0 = _glm_start(d)
+    theta0 = np.ones(k)
+
+    def th_arg(th):
+        return float(th[0]) if k == 1 else np.asarray(th, float)
+
+    optinfo: dict[str, Any] = {}
+    if nagq == 0:
+        if k != 1:
+            raise ModelError("nAGQ = 0 is implemented natively for one grouping factor; use engine='lme4'")
+        sf: SingleFactor = model  # type: ignore[assignment]
+        state = {"beta": beta0}
+
+        def f0(t):
+            D, b = sf.nagq0(abs(float(t)), state["beta"])
+            state["beta"] = b
+            return D
+        r = optimize.minimize_scalar(f0, bounds=(0.0, max(10.0, 5 * theta0[0])), method="bounded",
+                                     options={"xatol": 1e-9})
+        theta = np.array([abs(float(r.x))])
+        fval, beta = sf.nagq0(theta[0], state["beta"])
+        vcov = sf.rx_vcov(theta[0], beta)
+        H = None
+        grad = np.zeros(1)
+        optinfo.update(optimizer="brent", nfev=sf.nfev, fval=fval)
+    else:
+        # stage: Laplace over (θ, β) with the analytic gradient
+        def fg(x):
+            D, g = model.evaluate(th_arg(x[:k]), x[k:])
+            return D, g
+
+        x0 = np.concatenate([theta0, beta0])
+        bounds = [(0.0, None)] * k + [(None, None)] * p
+        r = optimize.minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                              options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9, "maxcor": 20})
+        x = r.x.copy()
+
+        def gfun(z):
+            return model.evaluate(th_arg(z[:k]), z[k:], keep=False)[1]
+
+        # Newton polish with the Hessian of the analytic gradient (also used for the SEs)
+        H = _hessian_from_grad(gfun, x)
+        for _ in range(4):
+            D, g = model.evaluate(th_arg(x[:k]), x[k:])
+            try:
+                step = np.linalg.solve(H, g)
+            except np.linalg.LinAlgError:
+                break
+            xn = x - step
+            xn[:k] = np.maximum(xn[:k], 0)
+            Dn, gn = model.evaluate(th_arg(xn[:k]), xn[k:])
+            if Dn <= D + 1e-12 * abs(D):
+                x = xn
+                if np.max(np.abs(step)) < 1e-10:
+                    break
+            else:
+                break
+        fval, grad = model.evaluate(th_arg(x[:k]), x[k:])
+        optinfo.update(optimizer="L-BFGS-B+Newton", nit=int(r.nit), lbfgs_message=str(r.message))
+        if nagq > 1:
+            sf = model  # type: ignore[assignment]
+
+            def fa(z):
+                return sf.agq(abs(float(z[0])), z[1:], nagq)
+
+            def fa_grad(z):
+                h = 1e-6
+                gg = np.empty(len(z))
+                for i in range(len(z)):
+                    e = np.zeros(len(z))
+                    e[i] = h * max(1.0, abs(z[i]))
+                    gg[i] = (fa(z + e) - fa(z - e)) / (2 * e[i])
+                return gg
+            ra = optimize.minimize(lambda z: (fa(z), fa_grad(z)), x, jac=True, method="L-BFGS-B",
+                                   bounds=bounds, options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-7})
+            x = ra.x.copy()
+            grad, H = _hessian_from_values(fa, x)
+            fval = fa(x)
+            optinfo.update(optimizer="L-BFGS-B (AGQ)", agq_nit=int(ra.nit))
+        theta, beta = x[:k], x[k:]
+        optinfo.update(nfev=model.nfev, fval=fval, grad=grad.tolist(), hessian=H.tolist(), par=x.tolist())
+        vcov = None
+
+    singular = bool(np.any(theta < SINGULAR_TOL))
+    if nagq == 0:
+        converged, cmsgs = True, (["boundary (singular) fit: see help('isSingular')"] if singular else [])
+    else:
+        converged, cmsgs = _check_conv(np.asarray(grad), H, k, singular)
+        Hinv = None
+        try:
+            Hinv = np.linalg.inv(H)
+            Vh = (Hinv + Hinv.T)[k:, k:]
+            if not np.all(np.isfinite(Vh)) or np.linalg.eigvalsh(Vh).min() <= 0:
+                raise np.linalg.LinAlgError
+            vcov = Vh
+        except np.linalg.LinAlgError:
+            cmsgs.append("variance-covariance matrix computed from finite-difference Hessian is\n"
+                         "not positive definite or contains NA values: falling back to var-cov estimated from RX")
+            vcov = model.rx_vcov(th_arg(theta), beta)
+    messages += cmsgs
+
+    ex = model.extras(th_arg(theta), beta)
+    mu, eta = ex["mu"], ex["eta"]
+    if np.mean((mu < 1e-10) | (mu > 1 - 1e-10)) > 0 or np.max(np.abs(beta), initial=0) > 15:
+        if np.any((mu < 1e-10) | (mu > 1 - 1e-10)):
+            messages.append("fitted probabilities numerically 0 or 1 occurred (possible complete separation "
+                            "of a fixed effect; estimates and SEs of the separated terms are not reliable)")
+    f = _softplus(eta)
+    devres_sum = float(np.sum(2 * d.w * f - 2 * d.wy * eta)) + d.ent
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pearson = (y - mu) * np.sqrt(w) / np.sqrt(mu * (1 - mu))
+    pearson = np.where(np.isfinite(pearson), pearson, 0.0)
+    if nagq > 1:
+        loglik = -0.5 * fval
+    else:
+        loglik = -0.5 * fval
+    ranef = {}
+    for r_, b, cv in zip(re, ex["b"], ex["condvar"]):
+        ranef[r_.name] = pd.DataFrame({"mode": b, "condvar": cv}, index=pd.Index(r_.levels, name=r_.name))
+    fit_seconds = time.perf_counter() - t0
+    return GlmerResult.from_estimates(
+        info=design.info, beta=beta, vcov=vcov, theta=theta, group_names=[r_.name for r_ in re],
+        ngroups=design.ngroups, ranef=ranef, loglik=loglik, deviance=devres_sum, pearson_resid=pearson,
+        nobs=design.nobs, converged=converged, messages=messages, engine="native", nagq=nagq,
+        fit_seconds=fit_seconds, singular=singular, optinfo=optinfo, fit_options=fit_options or {},
+        frame=design.frame)

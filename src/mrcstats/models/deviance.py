@@ -1,0 +1,533 @@
+"""lme4's deviance functions for binomial (logit) GLMMs with random intercepts.
+
+Notation as Bates et al. (2015, J. Stat. Softw. 67(1), sec. 3 and 5): η = Xβ + ZΛθ u,
+μ = logit⁻¹(η), u ~ N(0, I), Λθ diagonal (θ_k for every level of term k).
+The Laplace deviance lme4 minimises (``glmerLaplace``, ``glmResp::Laplace``) is
+
+    D(θ, β) = aic(y, μ̂) + ‖û‖² + log|L|²,   L Lᵀ = I + Λ Zᵀ W Z Λ,
+
+with û the conditional mode (penalised IRLS, here iterated to machine precision,
+lme4 with ``tolPwrss`` tightened), ``aic`` = -2 Σ log dbinom (``binomial()$aic``) and
+W = diag(w μ(1-μ)) at û.  For one grouping factor L is diagonal, so the modes are
+one-dimensional Newton problems per group, solved vectorised with segment sums;
+the gradient in (θ, β) is analytic (envelope theorem for the penalised deviance plus
+the derivative of log|L|² through W, including dû/d(θ, β)).
+
+For several grouping factors the term with the most levels is eliminated by its
+diagonal block and the rest (the Schur complement) is a dense matrix, which is
+exact and fast when the other factors have up to a few thousand levels in total.
+
+Adaptive Gauss-Hermite quadrature (``glmerAGQ``, one grouping factor) and nAGQ = 0
+(β inside the penalised IRLS, lme4's ``nAGQ = 0``) are here as well.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import linalg as sla
+from scipy import sparse
+from scipy.special import expit
+
+from mrcstats.errors import ModelError
+
+PIRLS_TOL = 1e-22      # Newton decrement (squared) below which the modes are converged
+PIRLS_MAXIT = 200
+
+
+def _softplus(eta: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """log(1 + exp(eta)), overflow-free."""
+    a = np.abs(eta, out=out)
+    np.negative(a, out=a)
+    np.exp(a, out=a)
+    np.log1p(a, out=a)
+    a += np.maximum(eta, 0)
+    return a
+
+
+def gh_rule(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """lme4's ``GHrule(k)``: nodes z and weights w for the standard normal density."""
+    x, w = np.polynomial.hermite.hermgauss(k)
+    z = x * math.sqrt(2.0)
+    w = w / w.sum()
+    z = (z - z[::-1]) / 2
+    w = (w + w[::-1]) / 2
+    return z, w
+
+
+class BinomialData:
+    """Arrays shared by the deviance functions (rows optionally aggregated).
+
+    ``XT`` is X transposed (p x n, C order, for fast Xᵀv), ``w`` the binomial weights,
+    ``y`` the proportion; ``const`` the log binomial coefficients (aic = dev-part - 2 const)
+    and ``ent`` Σ 2w[y log y + (1-y) log(1-y)] so that Σ devResid = Σ 2w(sp(η) - yη) + ent.
+    """
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, w: np.ndarray, offset: np.ndarray | None,
+                 const: float):
+        self.XT = np.ascontiguousarray(X.T)
+        self.y = y
+        self.w = w
+        self.wy = w * y
+        self.offset = offset
+        self.const = const
+        with np.errstate(divide="ignore", invalid="ignore"):
+            e = np.where(y > 0, y * np.log(np.where(y > 0, y, 1)), 0.0) + \
+                np.where(y < 1, (1 - y) * np.log(np.where(y < 1, 1 - y, 1)), 0.0)
+        self.ent = float(2 * np.sum(w * e))
+        self.n, self.p = X.shape[0], X.shape[1]
+
+    def linpred(self, beta: np.ndarray) -> np.ndarray:
+        eta = beta @ self.XT if self.p else np.zeros(self.n)
+        if self.offset is not None:
+            eta = eta + self.offset
+        return eta
+
+
+class SingleFactor:
+    """Laplace deviance and its gradient for one random intercept term (diagonal L)."""
+
+    def __init__(self, data: BinomialData, codes: np.ndarray, q: int):
+        self.d = data
+        self.g = codes
+        self.q = q
+        self.u = np.zeros(q)
+        self.nfev = 0
+        self.pirls_iters = 0
+
+    def _seg(self, v: np.ndarray) -> np.ndarray:
+        return np.bincount(self.g, weights=v, minlength=self.q)
+
+    def _group_obj(self, eta: np.ndarray, u: np.ndarray) -> np.ndarray:
+        d = self.d
+        f = _softplus(eta)
+        f *= d.w
+        f -= d.wy * eta
+        return 2 * self._seg(f) + u * u
+
+    def modes(self, eta0: np.ndarray, theta: float, u: np.ndarray | None = None):
+        """Converged conditional modes û for fixed (θ, β); returns (u, eta, mu)."""
+        d, g = self.d, self.g
+        u = self.u.copy() if u is None else u.copy()
+        if theta == 0.0:
+            u[:] = 0.0
+            eta = eta0.copy()
+            return u, eta, expit(eta)
+        fcur = None
+        for it in range(PIRLS_MAXIT):
+            eta = eta0 + theta * u[g]
+            mu = expit(eta)
+            E = self._seg(d.wy - d.w * mu)
+            S = self._seg(d.w * mu * (1 - mu))
+            grad = u - theta * E
+            L = 1.0 + theta * theta * S
+            step = grad / L
+            dec = grad * step
+            dmax = float(dec.max())
+            self.pirls_iters += 1
+            if dmax < PIRLS_TOL:
+                return u, eta, mu
+            unew = u - step
+            if dmax > 1e-4:
+                # step-halving per group where the penalised deviance does not decrease
+                if fcur is None:
+                    fcur = self._group_obj(eta, u)
+                for _ in range(60):
+                    eta_n = eta0 + theta * unew[g]
+                    fnew = self._group_obj(eta_n, unew)
+                    bad = fnew > fcur + 1e-10 * np.abs(fcur)
+                    if not bad.any():
+                        break
+                    step[bad] *= 0.5
+                    unew = np.where(bad, u - step, unew)
+                fcur = fnew
+            else:
+                fcur = None
+            u = unew
+        raise ModelError("penalised IRLS did not converge in "
+                         f"{PIRLS_MAXIT} iterations (conditional modes); check for separation")
+
+    def evaluate(self, theta: float, beta: np.ndarray, grad: bool = True, keep: bool = True):
+        """(D, gradient in (θ, β)) of the Laplace deviance, warm-starting the modes."""
+        d = self.d
+        self.nfev += 1
+        eta0 = d.linpred(beta)
+        u, eta, mu = self.modes(eta0, theta)
+        if keep:
+            self.u = u
+        v = d.w * mu * (1 - mu)
+        S = self._seg(v)
+        th2 = theta * theta
+        L = 1.0 + th2 * S
+        f = _softplus(eta)
+        f *= d.w
+        f -= d.wy * eta
+        dev_part = 2.0 * float(f.sum())
+        aic = dev_part + d.ent - d.ent - 2.0 * d.const  # aic = Σ 2w(sp - yη) - 2 const
+        D = aic + float(u @ u) + float(np.log(L).sum())
+        if not grad:
+            return D, None
+        e = d.wy - d.w * mu
+        t = v * (1 - 2 * mu)
+        T = self._seg(t)
+        E = self._seg(e)
+        invL = 1.0 / L
+        comb = -2.0 * e + th2 * t * invL[self.g] - th2 * th2 * v * (T * invL * invL)[self.g]
+        g_beta = d.XT @ comb
+        dudth = (E - theta * S * u) * invL
+        g_theta = -2.0 * float(u @ E) + float(((2 * theta * S + th2 * T * (u + theta * dudth)) * invL).sum())
+        return D, np.concatenate([[g_theta], g_beta])
+
+    def extras(self, theta: float, beta: np.ndarray):
+        """Quantities for the result at (θ, β): modes, condvar of b = θu, μ, deviance residual sum."""
+        eta0 = self.d.linpred(beta)
+        u, eta, mu = self.modes(eta0, theta)
+        S = self._seg(self.d.w * mu * (1 - mu))
+        L = 1.0 + theta * theta * S
+        return {"b": [theta * u], "condvar": [theta * theta / L], "mu": mu, "eta": eta}
+
+    def rx_vcov(self, theta: float, beta: np.ndarray) -> np.ndarray:
+        """lme4's RX-based covariance of β (``pp$unsc()``), the fallback when the Hessian is not PD."""
+        d = self.d
+        u, eta, mu = self.modes(d.linpred(beta), theta)
+        v = d.w * mu * (1 - mu)
+        S = self._seg(v)
+        L = 1.0 + theta * theta * S
+        XtWX = (d.XT * v) @ d.XT.T
+        A = np.stack([self._seg(v * d.XT[k]) for k in range(d.p)], axis=1)
+        RX = XtWX - theta * theta * (A / L[:, None]).T @ A
+        return np.linalg.inv(RX)
+
+    # ------------------------------------------------------------------ adaptive GHQ
+    def agq(self, theta: float, beta: np.ndarray, nagq: int) -> float:
+        """lme4's ``glmerAGQ`` deviance (Σ devc0 + log|L|² - 2 Σ log mult)."""
+        d, g = self.d, self.g
+        self.nfev += 1
+        eta0 = d.linpred(beta)
+        u, eta, mu = self.modes(eta0, theta)
+        self.u = u
+        S = self._seg(d.w * mu * (1 - mu))
+        L = 1.0 + theta * theta * S
+        sd = 1.0 / np.sqrt(L)
+
+        def devc(uu):
+            e = eta0 + theta * uu[g]
+            f = _softplus(e)
+            f *= d.w
+            f -= d.wy * e
+            return 2 * self._seg(f) + uu * uu
+
+        ent_g = self._seg(2 * d.w * np.where(d.y > 0, d.y * np.log(np.where(d.y > 0, d.y, 1)), 0)
+                          + 2 * d.w * np.where(d.y < 1, (1 - d.y) * np.log(np.where(d.y < 1, 1 - d.y, 1)), 0))
+        devc0 = devc(u) + ent_g
+        z, w = gh_rule(nagq)
+        mult = np.zeros(self.q)
+        for zk, wk in zip(z, w):
+            if zk == 0:
+                mult += wk
+            else:
+                dk = devc(u + zk * sd) + ent_g
+                mult += np.exp(-0.5 * (dk - devc0) + 0.5 * zk * zk) * wk
+        return float(devc0.sum() + np.log(L).sum() - 2 * np.log(mult).sum())
+
+    # ------------------------------------------------------------------ nAGQ = 0
+    def nagq0(self, theta: float, beta0: np.ndarray) -> tuple[float, np.ndarray]:
+        """Deviance with β inside the penalised IRLS (lme4 nAGQ = 0); returns (D, β̂(θ))."""
+        d, g = self.d, self.g
+        self.nfev += 1
+        beta = beta0.copy()
+        u = self.u.copy()
+        th2 = theta * theta
+        fcur = None
+        for it in range(PIRLS_MAXIT):
+            eta = d.linpred(beta) + theta * u[g]
+            mu = expit(eta)
+            e = d.wy - d.w * mu
+            v = d.w * mu * (1 - mu)
+            E, S = self._seg(e), self._seg(v)
+            gu = u - theta * E          # half-gradient in u
+            gb = -(d.XT @ e)            # half-gradient in β
+            Du = 1.0 + th2 * S
+            A = np.stack([self._seg(v * d.XT[k]) for k in range(d.p)], axis=1) * theta  # q x p
+            XtWX = (d.XT * v) @ d.XT.T
+            Sch = XtWX - (A / Du[:, None]).T @ A
+            rb = gb - A.T @ (gu / Du)
+            db = np.linalg.solve(Sch, rb)
+            du = (gu - A @ db) / Du
+            dec = float(gu @ du + gb @ db)
+            self.pirls_iters += 1
+            if dec < 1e-20:
+                break
+            fac = 1.0
+            f0 = self._pen(eta, u) if fcur is None else fcur
+            for _ in range(40):
+                un, bn = u - fac * du, beta - fac * db
+                en = d.linpred(bn) + theta * un[g]
+                f1 = self._pen(en, un)
+                if f1 <= f0 + 1e-10 * abs(f0):
+                    break
+                fac /= 2
+            u, beta, fcur = un, bn, f1
+        self.u = u
+        eta = d.linpred(beta) + theta * u[g]
+        mu = expit(eta)
+        S = self._seg(d.w * mu * (1 - mu))
+        f = _softplus(eta)
+        f *= d.w
+        f -= d.wy * eta
+        D = 2 * float(f.sum()) - 2 * d.const + float(u @ u) + float(np.log(1 + th2 * S).sum())
+        return D, beta
+
+    def _pen(self, eta, u) -> float:
+        d = self.d
+        f = _softplus(eta)
+        f *= d.w
+        f -= d.wy * eta
+        return 2 * float(f.sum()) + float(u @ u)
+
+
+class MultiFactor:
+    """Laplace deviance for several random-intercept terms (nested or crossed).
+
+    u = (u₁, u_rest): the first term (most levels) has a diagonal block D₁; the others
+    form a dense block; Newton steps and log|L|² use the Schur complement
+    S = D_rest - Cᵀ D₁⁻¹ C (dense, size = total levels of the other terms).
+    The gradient uses the selected inverse of M = I + ΛZᵀWZΛ at the observed pairs.
+    """
+
+    MAX_DENSE = 6000
+
+    def __init__(self, data: BinomialData, codes: list[np.ndarray], nlev: list[int]):
+        self.d = data
+        self.k = len(codes)
+        self.nlev = nlev
+        self.q1 = nlev[0]
+        self.q2 = int(sum(nlev[1:]))
+        if self.q2 > self.MAX_DENSE:
+            raise ModelError(f"the native engine handles crossed/nested terms when all but the largest "
+                             f"have at most {self.MAX_DENSE} levels in total (here {self.q2}); use engine='lme4'")
+        self.c1 = codes[0]
+        offs = np.cumsum([0] + nlev[1:])
+        self.cr = [c + o for c, o in zip(codes[1:], offs[:-1])]   # column indices into the rest block
+        self.term_of_rest = np.concatenate([np.full(m, j + 1) for j, m in enumerate(nlev[1:])])
+        n = data.n
+        # pair structures: (term1 level, rest column) for every other term
+        self.pairs1 = []
+        for c in self.cr:
+            key = self.c1.astype(np.int64) * self.q2 + c
+            uk, inv = np.unique(key, return_inverse=True)
+            self.pairs1.append((uk // self.q2, uk % self.q2, inv))
+        # rest-rest pairs (including diagonal)
+        self.pairs2 = []
+        for a in range(len(self.cr)):
+            for b in range(a, len(self.cr)):
+                key = self.cr[a].astype(np.int64) * self.q2 + self.cr[b]
+                uk, inv = np.unique(key, return_inverse=True)
+                self.pairs2.append((uk // self.q2, uk % self.q2, inv, a == b))
+        self.u = np.zeros(self.q1 + self.q2)
+        self.nfev = 0
+        self.pirls_iters = 0
+        del n
+
+    def _lam(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        return float(theta[0]), np.asarray(theta[1:], float)[self.term_of_rest - 1]
+
+    def _eta(self, eta0, theta, u):
+        t1, lr = self._lam(theta)
+        eta = eta0 + t1 * u[self.c1]
+        u2 = u[self.q1:] * lr
+        for c in self.cr:
+            eta = eta + u2[c]
+        return eta
+
+    def _system(self, theta, v):
+        """D1 (q1), C (q1 x q2 sparse), B (q2 x q2 dense) of M = I + ΛZᵀWZΛ."""
+        t1, lr = self._lam(theta)
+        D1 = 1.0 + t1 * t1 * np.bincount(self.c1, weights=v, minlength=self.q1)
+        rows, cols, vals = [], [], []
+        for (r, c, inv) in self.pairs1:
+            s = np.bincount(inv, weights=v, minlength=len(r))
+            rows.append(r)
+            cols.append(c)
+            vals.append(s * t1 * lr[c])
+        C = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                              shape=(self.q1, self.q2))
+        B = np.zeros((self.q2, self.q2))
+        for (r, c, inv, diag) in self.pairs2:
+            s = np.bincount(inv, weights=v, minlength=len(r)) * lr[r] * lr[c]
+            if diag:
+                np.add.at(B, (r, c), s)
+            else:
+                np.add.at(B, (r, c), s)
+                np.add.at(B, (c, r), s)
+        B[np.diag_indices(self.q2)] += 1.0
+        return D1, C, B
+
+    def _factor(self, D1, C):
+        Cs = C.multiply(1.0 / D1[:, None]).tocsr()     # D1⁻¹ C
+        return Cs
+
+    def _solve(self, D1, C, G, cho, r1, r2):
+        """Solve M x = r with the Schur complement."""
+        y2 = sla.cho_solve(cho, r2 - G.T @ r1)
+        x1 = (r1 - C @ y2) / D1
+        return x1, y2
+
+    def _zt(self, theta, vec):
+        """(Λ Zᵀ vec) split into (term 1, rest)."""
+        t1, lr = self._lam(theta)
+        a1 = t1 * np.bincount(self.c1, weights=vec, minlength=self.q1)
+        a2 = np.zeros(self.q2)
+        for c in self.cr:
+            a2 += np.bincount(c, weights=vec, minlength=self.q2)
+        return a1, a2 * lr
+
+    def modes(self, eta0, theta, u=None):
+        d = self.d
+        u = self.u.copy() if u is None else u.copy()
+        fcur = None
+        for it in range(PIRLS_MAXIT):
+            eta = self._eta(eta0, theta, u)
+            mu = expit(eta)
+            e = d.wy - d.w * mu
+            v = d.w * mu * (1 - mu)
+            a1, a2 = self._zt(theta, e)
+            g1 = u[:self.q1] - a1
+            g2 = u[self.q1:] - a2
+            D1, C, B = self._system(theta, v)
+            G = self._factor(D1, C)
+            S = B - (C.T @ G).toarray()
+            try:
+                cho = sla.cho_factor(S, lower=True, check_finite=False)
+            except np.linalg.LinAlgError:  # pragma: no cover
+                raise ModelError("penalised IRLS: the random-effects system is not positive definite")
+            s1, s2 = self._solve(D1, C, G, cho, g1, g2)
+            step = np.concatenate([s1, s2])
+            dec = float(np.concatenate([g1, g2]) @ step)
+            self.pirls_iters += 1
+            if dec < PIRLS_TOL * max(1, len(step)):
+                return u, eta, mu, (D1, C, G, cho, v)
+            fac = 1.0
+            f0 = self._pen(eta, u) if fcur is None else fcur
+            for _ in range(40):
+                un = u - fac * step
+                f1 = self._pen(self._eta(eta0, theta, un), un)
+                if f1 <= f0 + 1e-12 * abs(f0):
+                    break
+                fac /= 2
+            u, fcur = un, f1
+        raise ModelError(f"penalised IRLS did not converge in {PIRLS_MAXIT} iterations; check for separation")
+
+    def _pen(self, eta, u):
+        d = self.d
+        f = _softplus(eta)
+        f *= d.w
+        f -= d.wy * eta
+        return 2 * float(f.sum()) + float(u @ u)
+
+    def _logdet(self, D1, cho):
+        return float(np.log(D1).sum() + 2 * np.log(np.diag(cho[0])).sum())
+
+    def _selinv(self, theta, D1, C, G, cho):
+        """Per observation h_i = z_iΛ M⁻¹ Λz_iᵀ and the diagonal of M⁻¹."""
+        Sinv = sla.cho_solve(cho, np.eye(self.q2))
+        GS = G @ Sinv                                   # q1 x q2 dense (D1⁻¹ C S⁻¹)
+        diag1 = 1.0 / D1 + np.asarray(G.multiply(GS).sum(axis=1)).ravel()
+        diag2 = np.diag(Sinv)
+        t1, lr = self._lam(theta)
+        h = t1 * t1 * diag1[self.c1]
+        for a, ca in enumerate(self.cr):
+            h += 2 * t1 * lr[ca] * (-GS[self.c1, ca])
+            for b, cb in enumerate(self.cr):
+                h += lr[ca] * lr[cb] * Sinv[ca, cb]
+        return h, diag1, diag2, GS, Sinv
+
+    def evaluate(self, theta: np.ndarray, beta: np.ndarray, grad: bool = True, keep: bool = True):
+        d = self.d
+        self.nfev += 1
+        theta = np.asarray(theta, float)
+        eta0 = d.linpred(beta)
+        u, eta, mu, (D1, C, G, cho, v) = self.modes(eta0, theta)
+        if keep:
+            self.u = u
+        f = _softplus(eta)
+        f *= d.w
+        f -= d.wy * eta
+        D = 2.0 * float(f.sum()) - 2.0 * d.const + float(u @ u) + self._logdet(D1, cho)
+        if not grad:
+            return D, None
+        e = d.wy - d.w * mu
+        t = v * (1 - 2 * mu)
+        h, diag1, diag2, GS, Sinv = self._selinv(theta, D1, C, G, cho)
+        # gradient of the penalised deviance part (envelope): -2 eᵀ ∂η/∂φ at fixed u
+        nth = len(theta)
+        # per-term Z_k u_k (with u_rest split per term)
+        ur = u[self.q1:]
+        zu = [u[:self.q1][self.c1]] + [ur[c] for c in self.cr]
+        # the log-det derivative: tr(M⁻¹ dM) = Σ_k (2/θ_k)(q_k - tr_k M⁻¹) dθ_k + Σ_i t_i h_i dη_i
+        tr = [float(diag1.sum())] + [float(diag2[self.term_of_rest == j].sum()) for j in range(1, nth)]
+        nl = self.nlev
+        # dû/dφ = -M⁻¹ ∂g/∂φ with g = u - ΛZᵀe (half gradient); ∂g/∂β = ΛZᵀ diag(v) X,
+        # ∂g/∂θ_k = -Z_kᵀe + ΛZᵀ diag(v) Z_k u_k
+        th = h * t
+        a1, a2 = self._zt(theta, th)     # ΛZᵀ(t∘h)
+        # w_vec = M⁻¹ ΛZᵀ (t∘h) (adjoint trick: dη/dφ contribution via dû is -Z Λ M⁻¹ ∂g/∂φ)
+        w1, w2 = self._solve(D1, C, G, cho, a1, a2)
+        t1, lr = self._lam(theta)
+        zw = t1 * w1[self.c1]
+        for c in self.cr:
+            zw = zw + lr[c] * w2[c]
+        # ∂η/∂β directly = X; via û: -ZΛ M⁻¹ ΛZᵀ V X -> contributes -(v∘zw)ᵀX
+        comb_b = -2.0 * e + th - v * zw
+        g_beta = d.XT @ comb_b
+        g_theta = np.empty(nth)
+        for k in range(nth):
+            # η depends on θ_k through Z_k u_k (direct) and through û
+            direct = zu[k]
+            # ∂g/∂θ_k = -(Z_kᵀ e)·1 + ΛZᵀ(v∘Z_k u_k)  (unscaled for term k part)
+            dg1, dg2 = self._zt(theta, v * direct)
+            ek = np.bincount(self.c1, weights=e, minlength=self.q1) if k == 0 else None
+            if k == 0:
+                dg1 = dg1 - ek
+            else:
+                c = self.cr[k - 1]
+                ek2 = np.bincount(c, weights=e, minlength=self.q2)
+                dg2 = dg2 - ek2
+            # ldet part: Σ t h (direct - Z Λ M⁻¹ ∂g) = (t h)ᵀ direct - w·∂g
+            ld = float(th @ direct) - float(w1 @ dg1 + w2 @ dg2)
+            thk = theta[k]
+            if thk != 0:
+                ld += (2.0 / thk) * (nl[k] - tr[k])
+            g_theta[k] = -2.0 * float(e @ direct) + ld
+        return D, np.concatenate([g_theta, g_beta])
+
+    def extras(self, theta, beta):
+        theta = np.asarray(theta, float)
+        eta0 = self.d.linpred(beta)
+        u, eta, mu, (D1, C, G, cho, v) = self.modes(eta0, theta)
+        h, diag1, diag2, GS, Sinv = self._selinv(theta, D1, C, G, cho)
+        t1, lr = self._lam(theta)
+        b = [t1 * u[:self.q1]]
+        cv = [t1 * t1 * diag1]
+        offs = np.cumsum([0] + self.nlev[1:])
+        ur = u[self.q1:]
+        for j in range(1, self.k):
+            sl = slice(offs[j - 1], offs[j])
+            b.append(theta[j] * ur[sl])
+            cv.append(theta[j] ** 2 * diag2[sl])
+        return {"b": b, "condvar": cv, "mu": mu, "eta": eta}
+
+    def rx_vcov(self, theta, beta):
+        d = self.d
+        theta = np.asarray(theta, float)
+        u, eta, mu, (D1, C, G, cho, v) = self.modes(d.linpred(beta), theta)
+        XtWX = (d.XT * v) @ d.XT.T
+        cols1, cols2 = [], []
+        for k in range(d.p):
+            a1, a2 = self._zt(theta, v * d.XT[k])
+            cols1.append(a1)
+            cols2.append(a2)
+        A1, A2 = np.stack(cols1, 1), np.stack(cols2, 1)
+        W1, W2 = self._solve(D1, C, G, cho, A1, A2)
+        RX = XtWX - (A1.T @ W1 + A2.T @ W2)
+        return np.linalg.inv(RX)
