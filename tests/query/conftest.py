@@ -51,7 +51,7 @@ def _handler(stub: Stub):
             self.end_headers()
             self.wfile.write(data)
 
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             length = int(self.headers.get("Content-Length", 0))
             body = json.loads(self.rfile.read(length) or b"{}")
             if self.path != "/v1/chat/completions":

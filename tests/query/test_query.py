@@ -28,8 +28,9 @@ def rows_of(path: Path) -> list[dict]:
 
 
 def cfg(tasks: Path, out: Path, stub, **kw) -> QueryConfig:
-    base = dict(taskfile=str(tasks), model="stub-model", base_url=stub.base_url, out=str(out), concurrency=3,
-                backoff_base=0.001, backoff_max=0.01, max_attempts=4, timeout=10, progress=False)
+    base = {"taskfile": str(tasks), "model": "stub-model", "base_url": stub.base_url, "out": str(out),
+            "concurrency": 3, "backoff_base": 0.001, "backoff_max": 0.01, "max_attempts": 4, "timeout": 10,
+            "progress": False}
     base.update(kw)
     return QueryConfig(**base)
 
@@ -149,7 +150,7 @@ def test_kill_and_restart_loses_nothing(tmp_path, stub, make_tasks):
     assert 15 <= len(before) < 80
     with open(out, "a") as fh:  # a write cut by the kill
         fh.write('{"model": "stub-model", "item": "q3')
-    r2 = subprocess.run(cmd + ["--json"], env=env, capture_output=True, text=True, timeout=120)
+    r2 = subprocess.run(cmd + ["--json"], env=env, capture_output=True, text=True, timeout=120, check=False)
     assert r2.returncode == 0, r2.stderr
     report = json.loads(r2.stdout)
     assert report["already"] == len(before) and report["sent"] == 80 - len(before)
@@ -213,6 +214,6 @@ def test_cli_import_is_light():
     """`mrcstats query` imports neither pandas nor httpx before a run starts (fast start)."""
     code = ("import sys; from mrcstats.cli import build_parser; build_parser(); "
             "print(sorted(m for m in ('pandas', 'httpx', 'scipy', 'matplotlib') if m in sys.modules))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False,
                        env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
     assert r.returncode == 0 and r.stdout.strip() == "[]"

@@ -22,7 +22,16 @@ from mrcstats.tasks.elagent.arith import (
     standard_precedence,
     weak_orders,
 )
-from mrcstats.tasks.elagent.generate import MOVES, TASK5_VARIANTS, TASK6_TYPES, closure, task1, task2, task5, task6
+from mrcstats.tasks.elagent.generate import (
+    MOVES,
+    TASK5_VARIANTS,
+    TASK6_TYPES,
+    closure,
+    task1,
+    task2,
+    task5,
+    task6,
+)
 from mrcstats.tasks.elagent.verify import recompute
 
 

@@ -80,7 +80,7 @@ def test_wrong_gold_is_reported(tmp_path):
            for r in rows]
     res = verify_files([_as_result_file(bad, tmp_path / "bad.json", 1)])
     assert res.agree == 0 and len(res.disagree) == 10
-    prompt, stored, computed = res.disagree[0]
+    _prompt, _stored, computed = res.disagree[0]
     assert computed == round(float(rows[0]["gold"]), 1)
 
 

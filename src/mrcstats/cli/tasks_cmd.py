@@ -57,14 +57,14 @@ def _generate(args: argparse.Namespace) -> int:
     task = args.task if args.task.startswith("task") else f"task{args.task}"
     opts: dict = {}
     if task == "task1":
-        opts = dict(operators=args.operators, digits=args.digits or 2, moves=parse_list(args.moves, "--moves"),
-                    example=args.example)
+        opts = {"operators": args.operators, "digits": args.digits or 2,
+                "moves": parse_list(args.moves, "--moves"), "example": args.example}
     elif task == "task2":
-        opts = dict(operators=args.operators, digits=args.digits or 1, move=args.move)
+        opts = {"operators": args.operators, "digits": args.digits or 1, "move": args.move}
     elif task == "task5":
-        opts = dict(variant=args.variant)
+        opts = {"variant": args.variant}
     else:
-        opts = dict(ptype=args.ptype)
+        opts = {"ptype": args.ptype}
     rows = generate(task, args.n, seed=args.seed, **opts)
     write_taskfile(rows, args.out)
     info(f"elagent generate: wrote {len(rows)} {task} items to {args.out}")

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from mrcstats.errors import InputError
 
@@ -73,10 +72,10 @@ class ChatClient:
     def close(self) -> None:
         self._client.close()
 
-    def __enter__(self) -> ChatClient:
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
@@ -110,9 +109,8 @@ class ChatClient:
                     retry_after = _retry_after(r)
                 else:
                     return Outcome("failed", attempt, error=f"HTTP {r.status_code}: {_brief(r)}")
-            if attempt < self.max_attempts:
-                if self.stop.wait(self._delay(attempt, retry_after)):
-                    break
+            if attempt < self.max_attempts and self.stop.wait(self._delay(attempt, retry_after)):
+                break
         return Outcome("failed", attempt, error=error)
 
 
@@ -123,7 +121,7 @@ def _brief(r: Any) -> str:
         if isinstance(msg, dict):
             msg = msg.get("message", msg)
         return str(msg)[:200]
-    except Exception:
+    except ValueError:  # not JSON
         return r.text[:200]
 
 

@@ -106,7 +106,7 @@ class QueryReport:
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
 
 def _api_key(cfg: QueryConfig) -> str | None:
@@ -190,7 +190,7 @@ def run_query(cfg: QueryConfig, client_factory: Callable[..., Any] | None = None
 
     stop = threading.Event()
     if client_factory is None:
-        from mrcstats.query.client import ChatClient as client_factory  # noqa: N813
+        from mrcstats.query.client import ChatClient as client_factory
     client = client_factory(cfg.base_url, api_key, timeout=cfg.timeout, max_attempts=cfg.max_attempts,
                             backoff_base=cfg.backoff_base, backoff_max=cfg.backoff_max, stop=stop)
     ok = failed = sent = 0
@@ -254,4 +254,4 @@ def run_query(cfg: QueryConfig, client_factory: Callable[..., Any] | None = None
     return report
 
 
-__all__ = ["QueryConfig", "QueryReport", "run_query", "Key"]
+__all__ = ["Key", "QueryConfig", "QueryReport", "run_query"]

@@ -298,7 +298,7 @@ def task5(n: int = 250, *, variant: str = "origin", seed: int = 0) -> list[dict[
         listing = "\n".join(f"{letter}. {o}" for letter, o in zip("ABCD", options)) + f"\nE. {_NO_INFO}"
         prompt = (f"{text}\n\nBased on the above sentences, what is {nm_word[person]} afraid of?\n{listing}\n"
                   f"{_T5_TAIL}")
-        label = sp_word[gold_label] if gold_label in sp_word else gold_label
+        label = sp_word.get(gold_label, gold_label)
         rows.append({"item": f"w{len(rows):04d}", "prompt": prompt, "gold": gold_choice, "cluster": f"w{len(rows):04d}",
                      "condition": variant, "scorer": "choice", "task": "task5", "gold_label": label,
                      "gold_evidence": [number[k] for k in ev_keys]})

@@ -16,6 +16,7 @@
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -213,9 +214,9 @@ class MorphF1:
     @property
     def f1(self) -> float:
         p, r = self.precision, self.recall
-        if not (p + r) or p != p or r != r:
-            return float("nan") if (p != p or r != r) else 0.0
-        return 2 * p * r / (p + r)
+        if math.isnan(p) or math.isnan(r):
+            return float("nan")
+        return 2 * p * r / (p + r) if p + r else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"tp": self.tp, "n_pred": self.n_pred, "n_gold": self.n_gold, "precision": self.precision,

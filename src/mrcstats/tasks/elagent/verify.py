@@ -184,7 +184,7 @@ def verify_items(items: Iterable[StoredItem]) -> VerifyResult:
                                               "skipped": 0})
         try:
             rec = recompute(it.prompt)
-        except InputError as exc:
+        except InputError:
             disagree.append([it.prompt, it.gold, None])
             counts["items"] += 1
             counts["disagree"] += 1
