@@ -108,7 +108,8 @@ _NOUN_SUF = ("tion", "sion", "ment", "ness", "ity", "ance", "ence", "ship", "hoo
 _ADJ_SUF = ("ous", "ful", "ive", "able", "ible", "al", "ic", "less", "ish", "ary", "ant", "ent", "est", "ian")
 #: stems that drop a final e before -ing/-ed (making -> make, involved -> involve)
 _E_ENDINGS = ("v", "c", "z", "at", "iz", "ur", "bl", "pl", "dg", "uc", "ag", "os", "as", "ut", "id", "ar")
-_TOKEN = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*(?:-[A-Za-z]+)*|\d+(?:[.,]\d+)*|\S")
+_TOKEN = re.compile(r"[A-Za-z]+(?=n['’]t\b)|n['’]t\b|['’](?:ll|re|ve|s|d|m|t)\b|[A-Za-z]+(?:-[A-Za-z]+)*"
+                    r"|\d+(?:[.,]\d+)*|\S")
 _MATH = re.compile(r"[\d+\-*/=<>^%√∑∫×÷±≈≠≤≥()\[\]{}]")
 
 
@@ -243,7 +244,10 @@ def _tag_linkgrammar(text: str) -> list[Token]:
                               "scripts/post_install.sh links it into the venv)") from exc
     base = _tag_rules(text)
     if "en" not in _LG:
+        import atexit
+
         _LG["en"] = _quiet(lambda: lg.Dictionary("en"))
+        atexit.register(_LG.clear)  # free it before the interpreter tears the module down
     d = _LG["en"]
     out: list[Token] = []
     # parse sentence by sentence; align linkage words to our tokens in order
@@ -254,7 +258,7 @@ def _tag_linkgrammar(text: str) -> list[Token]:
             return
         words = " ".join(t.text for t in sent)
         tags: list[str | None] = [None] * len(sent)
-        po = lg.ParseOptions(verbosity=0, max_parse_time=5, linkage_limit=1, min_null_count=0,
+        po = lg.ParseOptions(verbosity=0, max_parse_time=5, linkage_limit=100, min_null_count=0,
                              max_null_count=len(sent))
         try:
             linkages = lg.Sentence(words, d, po).parse()
@@ -264,15 +268,21 @@ def _tag_linkgrammar(text: str) -> list[Token]:
         if lk is not None:
             j = 0
             for lw in list(lk.words())[1:-1]:
-                m = re.match(r"^(.*?)(?:\[[^\]]*\])?(?:\.([a-z])[^ ]*)?$", lw)
-                surface, sub = (m.group(1), m.group(2)) if m else (lw, None)
-                while j < len(sent) and sent[j].text.lower() != surface.lower() and not \
-                        surface.lower().startswith(sent[j].text.lower()):
-                    j += 1
-                if j >= len(sent):
-                    break
+                if lw.startswith("[") and lw.endswith("]"):  # a null-linked word: no tag
+                    surface, sub = lw[1:-1], None
+                else:
+                    m = re.match(r"^(.*?)(?:\[[^\]]*\])?(?:\.([a-z])[^ ]*)?$", lw)
+                    surface, sub = (m.group(1), m.group(2)) if m else (lw, None)
+                hit = next((k for k in range(j, min(j + 3, len(sent)))
+                            if sent[k].text.lower() == surface.lower()
+                            or (surface and surface.lower().startswith(sent[k].text.lower()))), None)
+                if hit is None:
+                    continue
+                j = hit
+                tok = sent[j].text
                 if sub in _LG_POS:
-                    tags[j] = _LG_POS[sub]
+                    g = _LG_POS[sub]
+                    tags[j] = g if g != "PROPN" or tok[0].isupper() else "NOUN"
                 elif "CAPITALIZED-WORDS" in lw:
                     tags[j] = "PROPN"
                 j += 1
