@@ -61,17 +61,31 @@ def numbers_equal(a: float, b: float, rel_tol: float = 1e-6, abs_tol: float = 1e
     return math.isclose(a, b, rel_tol=rel_tol, abs_tol=abs_tol)
 
 
-def _from_dict_text(text: str, key: str) -> Any:
-    for m in _DICT_RE.finditer(text):
-        chunk = m.group(0)
-        for loader in (json.loads, ast.literal_eval):
-            try:
-                obj = loader(chunk)
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                continue
-            if isinstance(obj, dict) and key in obj:
-                return obj[key]
+def _load_dict(chunk: str) -> Any:
+    for loader in (json.loads, ast.literal_eval):
+        try:
+            return loader(chunk)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
     return None
+
+
+def _from_dict_text(text: str, key: str) -> Any:
+    """``key`` of the first JSON/Python dict written in ``text`` (braces inside strings allowed)."""
+    for m in _DICT_RE.finditer(text):
+        obj = _load_dict(m.group(0))
+        if isinstance(obj, dict) and key in obj:
+            return obj[key]
+    starts = [i for i, c in enumerate(text) if c == "{"][:20]
+    ends = [i for i, c in enumerate(text) if c == "}"][-50:]
+    for a in starts:
+        for b in ends:
+            if b > a:
+                obj = _load_dict(text[a:b + 1])
+                if isinstance(obj, dict) and key in obj:
+                    return obj[key]
+    m = re.search(r"[\"']" + re.escape(key) + r"[\"']\s*:\s*[\"']?([^\"',}\s]+)", text)
+    return m.group(1) if m else None
 
 
 def extract_answer(response: Any, key: str = "answer") -> str | None:

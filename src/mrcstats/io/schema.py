@@ -200,9 +200,10 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
     if "masking_rate" in out:
         mr = out["masking_rate"]
         if not pd.api.types.is_numeric_dtype(mr.dtype) or isinstance(mr.dtype, pd.BooleanDtype):
-            num = pd.to_numeric(mr.astype("string").str.strip().str.rstrip("%"), errors="coerce")
-            bad = (num.isna() & mr.notna() & (mr.astype("string").str.strip() != "")).to_numpy(
-                dtype=bool, na_value=False)
+            text = mr.astype("string").str.strip()
+            text = text.mask(text.str.lower().isin(_NULL))
+            num = pd.to_numeric(text.str.rstrip("%"), errors="coerce")
+            bad = (num.isna() & text.notna()).to_numpy(dtype=bool, na_value=False)
             if bad.any():
                 pos = int(np.flatnonzero(bad)[0])
                 raise SchemaError(f"{_where(source, pos, 'masking_rate')}masking rate must be a number "

@@ -64,7 +64,9 @@ def read_delimited(src: Source, delimiter: str, mapping: Mapping[str, str] | Non
         raise InputError(f"{src.name}: no header line; the first line must name the columns")
     dtype: dict[str, Any] = {c: "string" for c in _text_columns(cols, mapping)}
     try:
-        df = pd.read_csv(io.BytesIO(src.data), sep=delimiter, dtype=dtype, engine="c", low_memory=False)
+        # only empty cells are missing: a response "N/A" or an item "NA" stays text
+        df = pd.read_csv(io.BytesIO(src.data), sep=delimiter, dtype=dtype, engine="c", low_memory=False,
+                         keep_default_na=False, na_values=[""])
     except pd.errors.EmptyDataError:
         raise InputError(f"{src.name}: file is empty") from None
     except pd.errors.ParserError as exc:

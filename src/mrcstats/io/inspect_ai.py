@@ -1,0 +1,98 @@
+"""Inspect AI evaluation logs in JSON (``inspect eval ... --log-format json``).
+
+``{"eval": {"task", "model", ...}, "samples": [{"id", "epoch", "input", "target",
+"output": {"choices": [{"message": {"content"}}]}, "scores": {scorer: {"value",
+"answer", ...}}}]}``. Score values ``C``/``I`` (correct/incorrect), booleans or 0/1
+give ``correct``; ``N`` (no answer) is invalid (<NA>); partial credit (``P``, 0.5)
+is not binary and is rejected. The first scorer is used (its name is in the
+``scorer`` column).
+
+model = ``eval.model`` (or ``--model``); item = sample ``id``; trial = ``epoch``;
+task column = ``eval.task``; gold = ``target``; pred = the scorer's ``answer``;
+response = the first output choice's text.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+from mrcstats.errors import InputError
+from mrcstats.io.detect import Source
+
+_VALUE = {"C": True, "I": False, "N": None, "CORRECT": True, "INCORRECT": False}
+
+
+def _content(msg: Any) -> str | None:
+    if msg is None:
+        return None
+    if isinstance(msg, str):
+        return msg
+    if isinstance(msg, list):  # content parts
+        parts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in msg]
+        return "".join(parts)
+    return str(msg)
+
+
+def _score_value(v: Any) -> Any:
+    if isinstance(v, str):
+        key = v.strip().upper()
+        if key in _VALUE:
+            return _VALUE[key]
+        return v  # left for the schema check (e.g. "P" -> error naming the row)
+    return v
+
+
+def _text(v: Any) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, list):
+        if all(isinstance(x, str) for x in v):
+            return ", ".join(v)
+        if all(isinstance(x, dict) for x in v):  # chat messages
+            return "\n".join(_content(x.get("content")) or "" for x in v)
+        return json.dumps(v, ensure_ascii=False)
+    return str(v)
+
+
+def read_inspect(src: Source, model: str | None = None) -> pd.DataFrame:
+    """Read one Inspect AI JSON log into rows with canonical field names (see module docstring)."""
+    obj = src.json()
+    if not isinstance(obj, dict) or not isinstance(obj.get("samples"), list):
+        raise InputError(f"{src.name}: not an Inspect AI log (no 'samples' list); logs in the binary .eval format "
+                         f"must be converted with `inspect log convert --to json`")
+    ev = obj.get("eval") or {}
+    samples = obj["samples"]
+    if not samples:
+        raise InputError(f"{src.name}: Inspect log has no samples (status {obj.get('status')!r})")
+    rows = []
+    for i, s in enumerate(samples):
+        scores = s.get("scores") or {}
+        if not scores:
+            raise InputError(f"{src.name}: sample {i + 1} (id {s.get('id')!r}) has no scores; score the log with "
+                             f"`inspect score` first")
+        scorer, sc = next(iter(scores.items()))
+        value = sc.get("value") if isinstance(sc, dict) else sc
+        if isinstance(value, dict):
+            raise InputError(f"{src.name}: sample {i + 1}: scorer {scorer!r} gives several values "
+                             f"({', '.join(value)}); only single-value scorers are read")
+        out = s.get("output") or {}
+        choices = out.get("choices") or []
+        resp = _content((choices[0].get("message") or {}).get("content")) if choices else None
+        rows.append({
+            "item": str(s.get("id", i)),
+            "trial": s.get("epoch", 1),
+            "correct": _score_value(value),
+            "response": resp,
+            "pred": sc.get("answer") if isinstance(sc, dict) else None,
+            "gold": _text(s.get("target")),
+            "question": _text(s.get("input")),
+            "scorer": scorer,
+            "task": ev.get("task"),
+        })
+    df = pd.DataFrame(rows)
+    df["model"] = ev.get("model") or model
+    if df["model"].isna().all():
+        raise InputError(f"{src.name}: the log names no model; pass --model NAME")
+    return df
