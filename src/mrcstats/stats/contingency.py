@@ -29,7 +29,7 @@ from mrcstats.errors import InputError
 from mrcstats.stats._rxc_exact import FEXACT_TOL, rxc_exact_pvalue
 
 __all__ = ["fisher", "chisq", "mcnemar", "FisherResult", "ChisqResult", "McNemarResult",
-           "as_count_table", "r2dtable", "CHISQ_WARNING"]
+           "as_count_table", "read_count_table", "r2dtable", "CHISQ_WARNING"]
 
 #: R's warning text when an expected count is below 5
 CHISQ_WARNING = "Chi-squared approximation may be incorrect"
@@ -641,3 +641,35 @@ def mcnemar(log: Any, models: Sequence[str] | None = None, *, b: Any = None,
         stat, p_asym = None, None
     return McNemarResult(name_a, name_b, len(xa), both, a_only, b_only, neither, p_exact, stat, p_asym,
                          ma + mb, n_unpaired)
+
+
+def read_count_table(path: Any) -> pd.DataFrame:
+    """Read a table of counts from CSV: the first row holds column labels, the first column row labels.
+
+    Every other cell must be a non-negative whole number; otherwise :class:`InputError`
+    names the file, the row and the column.
+    """
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{p}: no such file (expected a CSV table of counts)")
+    try:
+        df = pd.read_csv(p, dtype=str, keep_default_na=False, index_col=0)
+    except Exception as exc:  # pandas raises many parser error types
+        raise InputError(f"{p}: cannot read as CSV ({exc})") from None
+    if df.shape[0] < 1 or df.shape[1] < 1:
+        raise InputError(f"{p}: the table needs a header row of column labels, then one row per "
+                         "category starting with its label")
+    for i, r in enumerate(df.index):
+        for j, c in enumerate(df.columns):
+            v = str(df.iat[i, j]).strip()
+            try:
+                f = float(v)
+                ok = math.isfinite(f) and f >= 0 and f == math.floor(f)
+            except ValueError:
+                ok = False
+            if not ok:
+                raise InputError(f"{p}: line {i + 2}, row {str(r)!r}, column {str(c)!r} holds {v!r}; "
+                                 "every cell must be a non-negative whole number (a count)")
+    return df.apply(lambda s: s.astype(float).astype(np.int64))
