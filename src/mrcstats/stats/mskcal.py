@@ -215,8 +215,8 @@ class MskcalResult:
         return {"variables": out}
 
     def summary(self) -> str:
-        lines = [f"MskCal: relative error |v - v*|/|v*|; success = error < {self.tol:g}; "
-                 f"trimmed mean cuts {self.trim:.0%} each end"]
+        lines = [(f"MskCal: relative error |v - v*|/|v*|; success = error < {self.tol:g}; "
+                  f"trimmed mean cuts {self.trim:.0%} each end")]
         for m, g in self.table.groupby("model", sort=False):
             lines.append(f"model {m}")
             lines.append(f"  {'var':<4} {'MR':>4} {'trials':>6} {'NAR':>6} {'mean err':>10} {'trimmed':>10} "

@@ -97,12 +97,14 @@ _IRREGULAR = {
     "mice": "mouse", "data": "data", "news": "news", "series": "series", "better": "good", "best": "good",
     "worse": "bad", "worst": "bad",
 }
-_VERBS = set("""say make take get give come see know find tell think become leave feel bring begin keep hold write
-stand hear mean meet run pay sit speak lead grow lose fall send build understand draw break spend win sell buy
-choose go use want need try call ask work seem show turn start play move live believe happen include continue
-set learn change follow stop create open walk offer remember love consider appear wait serve die expect stay
-reach kill remain suggest raise pass require report decide pull announce obtain sue involve claim touch drop
-suspend calculate determine answer establish elect explain declare dissolve assume entitle respect""".split())
+_VERB_WORDS = """say make take get give come see know find tell think become leave feel bring begin keep hold write
+stand hear mean meet run pay sit speak lead grow lose fall send build understand draw break spend
+win sell buy choose go use want need try call ask work seem show turn start play move live believe
+happen include continue set learn change follow stop create open walk offer remember love consider
+appear wait serve die expect stay reach kill remain suggest raise pass require report decide pull
+announce obtain sue involve claim touch drop suspend calculate determine answer establish elect
+explain declare dissolve assume entitle respect"""
+_VERBS = frozenset(_VERB_WORDS.split())
 _NOUN_SUF = ("tion", "sion", "ment", "ness", "ity", "ance", "ence", "ship", "hood", "ism", "ist", "er", "or",
              "age", "ery", "dom", "ure", "cy")
 _ADJ_SUF = ("ous", "ful", "ive", "able", "ible", "al", "ic", "less", "ish", "ary", "ant", "ent", "est", "ian")
@@ -313,7 +315,7 @@ def _tag_stanza(text: str) -> list[Token]:
         try:
             _STANZA["en"] = stanza.Pipeline("en", processors="tokenize,pos,lemma", download_method=None,
                                             verbose=False)
-        except Exception as exc:  # noqa: BLE001 - missing model files
+        except Exception as exc:
             raise DependencyError(f"stanza English models are not installed ({exc}); "
                                   "run `mrcstats models download` or use --tagger rules") from exc
     doc = _STANZA["en"](text)
