@@ -206,7 +206,21 @@ def _scale_check(X: np.ndarray, names) -> list[str]:
 
 def fit_design(design: Design, nagq: int = 1, t0: float | None = None,
                fit_options: Mapping[str, Any] | None = None) -> GlmerResult:
-    """Fit a built :class:`Design` with the native engine; returns a :class:`GlmerResult`."""
+    """Fit a built :class:`Design` with the native engine; returns a :class:`GlmerResult`.
+
+    BLAS runs single-threaded during the fit: the matrices are small or matrix-vector
+    products, and threaded OpenBLAS is many times slower on a loaded machine.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover
+        return _fit_design(design, nagq, t0, fit_options)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _fit_design(design, nagq, t0, fit_options)
+
+
+def _fit_design(design: Design, nagq: int, t0: float | None,
+                fit_options: Mapping[str, Any] | None) -> GlmerResult:
     t0 = time.perf_counter() if t0 is None else t0
     X, y, w = design.X, design.y, design.weights
     d = BinomialData(X, y, w, design.offset, design.loglik_const)
