@@ -36,6 +36,10 @@ _API: dict[str, str] = {
     "chisq": "mrcstats.stats.contingency",
     "mcnemar": "mrcstats.stats.contingency",
     "discrimination": "mrcstats.stats.discrimination",
+    "cluster_difficulty": "mrcstats.stats.discrimination",
+    "wh_word_table": "mrcstats.stats.tables",
+    "condition_outcome_table": "mrcstats.stats.tables",
+    "confusion_table": "mrcstats.stats.tables",
     # stats: masking
     "masking_accuracy": "mrcstats.stats.masking",
     "masking_indicators": "mrcstats.stats.masking",
