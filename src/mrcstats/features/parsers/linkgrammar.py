@@ -1,0 +1,135 @@
+"""Offline constituency trees from link-grammar (Debian ``python3-link-grammar``).
+
+Per sentence (sentences from :func:`mrcstats.features.tokens.split_sentences`):
+
+1. parse with no null links (``max_null_count=0``), at most ``max_parse_time`` seconds;
+2. if that finds no linkage and the sentence has at most ``null_max_words`` words,
+   parse again allowing null links (``min_null_count=1``, ``max_null_count``), again
+   bounded in time; unlinked words stay in the tree as leaves;
+3. if that still fails (or times out, or the sentence is too long for step 2), the
+   sentence gets a flat tree, ROOT over one preterminal per NLTK token, and counts in
+   ``fallbacks`` -- a text never gets a density from only part of its sentences.
+
+The best linkage's ``constituent_tree()`` has no part-of-speech nodes and no ROOT
+(``(S (NP the dog.n) barks.v .)``); :func:`mrcstats.features.trees.wrap_leaves` gives
+every word a preterminal and :func:`~mrcstats.features.trees.normalize` adds ROOT, so
+its node counts follow Stanza's convention.
+
+The module is built for Debian's system CPython; ``scripts/post_install.sh`` links just
+that package into the project venv.
+"""
+from __future__ import annotations
+
+import re
+
+from mrcstats.errors import DependencyError
+from mrcstats.features.parsers import ParsedText, parsed_from_trees
+from mrcstats.features.tokens import split_sentences, tokenize
+from mrcstats.features.trees import Tree, flat_tree, normalize, parse_brackets, wrap_leaves
+
+__all__ = ["LinkGrammarParser", "import_linkgrammar"]
+
+_INSTALL_HINT = ("apt-get install python3-link-grammar link-grammar-dictionaries-en, then "
+                 "`bash scripts/post_install.sh .venv/bin/python` to link it into the venv")
+_NULL_WORD = re.compile(r"^\{(.+)\}$")
+
+
+def import_linkgrammar():
+    """Import the ``linkgrammar`` module, silencing its messages (it prints to stdout)."""
+    try:
+        import linkgrammar as lg
+    except ImportError as exc:
+        raise DependencyError(f"the link-grammar parser is not importable ({exc}): {_INSTALL_HINT}") from None
+    # The library reports through a handler that defaults to printing on stdout, which
+    # would break --json; keep errors only, on stderr.
+    lg.LG_Error.set_handler(_quiet_handler)
+    return lg
+
+
+def _quiet_handler(errinfo, data) -> None:  # pragma: no cover - called from C
+    import sys
+
+    label = getattr(errinfo, "severity_label", "")
+    if label in ("Fatal", "Error"):
+        print(f"link-grammar: {label}: {getattr(errinfo, 'text', '').strip()}", file=sys.stderr)
+
+
+def _clean_leaf(leaf: str) -> str:
+    m = _NULL_WORD.match(leaf)
+    return m.group(1) if m else leaf
+
+
+def _clean(tree: Tree) -> Tree:
+    return Tree(tree.label, tuple(_clean_leaf(k) if isinstance(k, str) else _clean(k) for k in tree.children))
+
+
+class LinkGrammarParser:
+    """Constituent trees from link-grammar with null links, a time bound and a flat fallback."""
+
+    name = "link-grammar"
+
+    def __init__(self, *, max_parse_time: int = 1, max_null_count: int = 250, null_max_words: int = 45,
+                 linkage_limit: int = 20, language: str = "en") -> None:
+        lg = import_linkgrammar()
+        self._lg = lg
+        try:
+            self._dict = lg.Dictionary(language)
+        except Exception as exc:  # noqa: BLE001 - LG_DictionaryError
+            raise DependencyError(f"link-grammar cannot open its {language!r} dictionary ({exc}): "
+                                  f"{_INSTALL_HINT}") from None
+        self.max_parse_time = int(max_parse_time)
+        self.max_null_count = int(max_null_count)
+        self.null_max_words = int(null_max_words)
+        self._strict = lg.ParseOptions(max_null_count=0, max_parse_time=self.max_parse_time,
+                                       linkage_limit=linkage_limit)
+        self._nulls = lg.ParseOptions(min_null_count=1, max_null_count=self.max_null_count,
+                                      max_parse_time=self.max_parse_time, linkage_limit=linkage_limit)
+        self._version = (f"link-grammar {lg.__version__}; dict {self._dict.linkgrammar_get_dict_version()}; "
+                         f"nulls<={self.max_null_count} up to {self.null_max_words} words; "
+                         f"time {self.max_parse_time}s; limit {linkage_limit}")
+
+    @property
+    def version(self) -> str:
+        return self._version
+
+    def _linkage_tree(self, sentence, options) -> Tree | None:
+        lg = self._lg
+        try:
+            linkages = sentence.parse(options)
+            if len(linkages) == 0:
+                return None
+            linkage = next(iter(linkages))
+            trees = parse_brackets(linkage.constituent_tree(1))
+        except lg.LG_TimerExhausted:
+            return None
+        except Exception:  # noqa: BLE001 - a tree we cannot read: treat as a failed parse
+            return None
+        if len(trees) != 1:
+            return None
+        return normalize(wrap_leaves(_clean(trees[0])), strip_empty=None)
+
+    def parse_sentence(self, text: str) -> tuple[Tree, bool]:
+        """The normalised tree of one sentence and whether it is the flat fallback."""
+        lg = self._lg
+        tree = None
+        try:
+            sentence = lg.Sentence(text, self._dict, self._strict)
+        except Exception:  # noqa: BLE001
+            sentence = None
+        if sentence is not None:
+            tree = self._linkage_tree(sentence, self._strict)
+            if tree is None and len(text.split()) <= self.null_max_words:
+                tree = self._linkage_tree(sentence, self._nulls)
+        if tree is not None:
+            return tree, False
+        return flat_tree(tokenize(text)), True
+
+    def parse_text(self, text: str) -> ParsedText:
+        trees: list[Tree] = []
+        fallbacks = 0
+        for s in split_sentences(text):
+            tree, fell_back = self.parse_sentence(s)
+            if tree.children:  # a sentence of no tokens adds nothing
+                trees.append(tree)
+                fallbacks += fell_back
+        return parsed_from_trees(trees, fallbacks)
