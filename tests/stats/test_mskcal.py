@@ -30,6 +30,9 @@ from mrcstats.stats.mskcal import GROUND_TRUTH, extract_value, extract_values, m
     ("Number of units (NR): 11,880 units (A - C = 15,840 - 3,960)", "NR", 11_880),
     ("Y = $495,000,000$", "Y", 495_000_000),
     ("L = X + Y = 94.24 + 493.68 = 587.92 million yen", "L", 587_920_000),
+    ("   - `P = 1,980.00 / 31,680.00 = 0.0625 million yen per unit`", "P", 62_500),
+    (r"- Calculate: \( \text{NR} = A - C = 15,840 - 3,960 = 11,880 \text{ units}\).", "NR", 11_880),
+    ("- **P ≈ 0.0625 million yen per unit**", "P", 62_500),
 ])
 def test_extract_formats(text, name, value):
     assert extract_value(text, name) == pytest.approx(value)
@@ -42,6 +45,7 @@ def test_extract_formats(text, name, value):
     ("Y = 0.25E", "Y"),
     ("1. **Calculate Unsold Units (NR)**:", "NR"),
     ("The price is unknown.", "P"),
+    (r"\( \text{NR} = \text{2023 Sales} - \text{April 2024 Inventory} \)", "NR"),
 ])
 def test_formula_or_missing_is_none(text, name):
     assert extract_value(text, name) is None
@@ -121,6 +125,8 @@ def test_metrics_by_hand():
     d = res.to_dict()
     assert set(d["variables"]["P"]) == {"20", "60"}
     assert set(d["variables"]["P"]["20"]) == {"nar", "mean_rel_error", "trimmed_mean", "success_rate"}
+    avg = res.averages(["P"])
+    assert avg.loc[avg.masking_rate == 20.0, "nar"].item() == pytest.approx(0.2)
     all_missing = mskcal(_log({100.0: [None, None]}), truth={"P": 62_500.0}).table.iloc[0]
     assert all_missing["nar"] == 1.0 and math.isnan(all_missing["mean_rel_error"])
 

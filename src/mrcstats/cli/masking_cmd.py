@@ -83,7 +83,7 @@ def _masking(args: argparse.Namespace) -> int:
         res = masking_indicators(log, baseline=base, acc0=args.acc0)
     for n in res.notes:
         info(f"mrcstats masking: {n}")
-    return output(args, res.to_dict(), res.summary())
+    return output(args, res.to_dict(), res.summary(notes=False))
 
 
 def _mskcal(args: argparse.Namespace) -> int:
@@ -97,7 +97,7 @@ def _mskcal(args: argparse.Namespace) -> int:
         info(f"mrcstats mskcal: {n}")
     if args.json:
         return output(args, res.to_dict())
-    return output(args, None, res.summary())
+    return output(args, None, res.summary(notes=False))
 
 
 def _mask(args: argparse.Namespace) -> int:

@@ -185,7 +185,8 @@ class MaskingAccuracy:
         """``{"acc", "sd", "acc_valid", "invalid"}``, each ``{model: {condition: {MR: value}}}``."""
         return {k: self._nested(k) for k in ("acc", "sd", "acc_valid", "invalid")}
 
-    def summary(self) -> str:
+    def summary(self, notes: bool = True) -> str:
+        """Text table; ``notes=False`` leaves out the notes (the CLI prints them on stderr)."""
         lines = [f"Acc(MR): mean over trials, invalid counted as not correct ({self.level:.0%} t interval)"]
         for (m, c), g in self.table.groupby(["model", "condition"], sort=False):
             lines.append(f"{m} | {c or '(no condition)'}")
@@ -195,7 +196,8 @@ class MaskingAccuracy:
                       else f"[{r.ci_low:.4f},{r.ci_high:.4f}]")
                 lines.append(f"  {r.masking_rate:5g} {r.n_trials:6d}  {r.acc:.4f}  "
                              f"{_fmt(r.sd)}  {ci}  {_fmt(r.acc_valid)}  {r.invalid:.4f}")
-        lines.extend(f"note: {n}" for n in self.notes)
+        if notes:
+            lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 
 
@@ -308,8 +310,9 @@ class MaskingIndicators:
         d["weighted"] = self._avg("weighted")
         return d
 
-    def summary(self) -> str:
-        lines = [self.accuracy.summary(), "",
+    def summary(self, notes: bool = True) -> str:
+        """Text tables; ``notes=False`` leaves out the notes (the CLI prints them on stderr)."""
+        lines = [self.accuracy.summary(notes=False), "",
                  "Indicators, MR-weighted <X> = sum MR*X / sum MR (seed App. D) and plain mean over MR"]
         lines.append(f"{'model':<28} {'condition':<10} {'kind':<8} {'acc':>8} {'NA':>8} {'EA':>8} {'KI':>8}")
         for r in self.averages.itertuples(index=False):
@@ -317,7 +320,8 @@ class MaskingIndicators:
                          f"{_fmt(r.na):>8} {_fmt(r.ea):>8} {_fmt(r.ki):>8}")
         if not self.has_baseline:
             lines.append("EA and KI need a baseline log (--baseline), e.g. UQA in the seed.")
-        lines.extend(f"note: {n}" for n in self.notes)
+        if notes:
+            lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 
 

@@ -36,7 +36,7 @@ import pandas as pd
 from mrcstats.errors import InputError
 from mrcstats.stats.masking import mr_key
 
-__all__ = ["GROUND_TRUTH", "MskcalResult", "extract_value", "extract_values", "mskcal", "read_mskcal_outputs",
+__all__ = ["GROUND_TRUTH", "TABLE1_VARIABLES", "MskcalResult", "extract_value", "extract_values", "mskcal", "read_mskcal_outputs",
            "relative_error"]
 
 #: True values of the MskCal problem (issue 7; ``input/MskCal.txt``): NR = A - C, P = E / (B + C), ...
@@ -51,6 +51,9 @@ GROUND_TRUTH: dict[str, float] = {
     "D'": 2_181_960_000.0,
 }
 
+#: the five variables the seed's Table 1 averages over
+TABLE1_VARIABLES = ("P", "N", "Y", "E'", "D'")
+
 _MULT = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "mil": 1e6, "m": 1e6,
          "billion": 1e9, "bn": 1e9, "b": 1e9, "trillion": 1e12}
 _NUM = re.compile(
@@ -63,14 +66,14 @@ _SENTENCE = re.compile(r"(?<!approx)(?<!\bi\.e)(?<!\be\.g)(?<!\bvs)(?<!\betc)(?<
 _APPROX = re.compile(r"≈|≃|~|\bapprox(?:imately|\.)?\s*|\babout\b|\broughly\b|\baround\b|\bnearly\b",
                      re.IGNORECASE)
 _PREFIX_OK = re.compile(r"^[\s\[\](){}*_$¥￥#>:|\\-]*(?:(?:JPY|yen|USD|Yen)\s*)?[\s\[\]({*_$¥￥]*$")
-_FORMULA_AFTER = re.compile(r"[-+*/×÷^]\s*(?:\d|[A-Z](?![a-z])|\(|\\)")
+_FORMULA_AFTER = re.compile(r"[-+*/×÷^]\s*(?:\d|[A-Z](?![a-z])|\(|\\)|\s[-+*/×÷]\s+\S")
 
 
 def _normalize(text: str) -> str:
     """Unify primes, strip LaTeX and markdown decoration; keep line structure."""
     t = text.replace("\r\n", "\n")
     t = re.sub(r"\^\s*\{\s*(?:\\prime|')\s*\}|\^\s*\\prime|\\prime|\^'", "'", t)
-    t = re.sub(r"[’′ʼ‘´`]", "'", t)
+    t = re.sub(r"[’′ʼ‘´]", "'", t).replace("`", " ")
     t = re.sub(r"\\(?:text|mathrm|textbf|mathbf|operatorname|boxed|textit)\s*\{([^{}]*)\}", r" \1 ", t)
     t = t.replace("{,}", ",")
     t = re.sub(r"\\(?:approx|simeq|sim)\b", "≈", t)
@@ -112,20 +115,32 @@ def _name_pattern(name: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w'])" + re.escape(n) + r"(?![\w'])")
 
 
-def _line_candidates(line: str) -> tuple[str, list[str]] | None:
-    """Split one line into (left-hand side, right-hand segments last-first)."""
-    s = line.strip()
+def _assignment(line: str, pats: Mapping[str, re.Pattern[str]]) -> tuple[str, list[str]] | None:
+    """The variable a clause assigns and its candidate right-hand sides, last first.
+
+    The variable must stand before the clause's first ``=`` (or ``≈``; before the
+    first ``:`` when there is no ``=``), so ``X = 8,000 * NR = ...`` assigns X, not
+    NR. Candidates are the segments after each later ``=``, then the text after a
+    ``:`` that follows the variable (``NR (units): 11,880 (A - C = ...)``).
+    """
+    s = line.strip().replace("≈", "=").replace("≃", "=")
     if s.startswith("|") and s.count("|") >= 2:
         cells = [c.strip() for c in s.strip("|").split("|")]
-        return cells[0] if cells else "", [" ".join(cells[1:])] + cells[1:][::-1]
+        hits = [(m.start(), n) for n, p in pats.items() for m in p.finditer(cells[0])] if cells else []
+        return (max(hits)[1], [" ".join(cells[1:])] + cells[1:][::-1]) if hits else None
     eq = s.find("=")
-    co = s.find(":")
-    cut = min(p for p in (eq, co) if p >= 0) if max(eq, co) >= 0 else -1
+    cut = eq if eq >= 0 else s.find(":")
     if cut < 0:
         return None
-    lhs, rhs = s[:cut], s[cut + 1:]
-    segs = rhs.split("=")
-    return lhs, segs[::-1]
+    hits = [(m.start(), m.end(), n) for n, p in pats.items() for m in p.finditer(s[:cut])]
+    if not hits:
+        return None
+    _, end, name = max(hits)
+    segs = s[end:].split("=")
+    cands = segs[1:][::-1]
+    if ":" in segs[0]:
+        cands.append(segs[0].split(":", 1)[1])
+    return name, cands
 
 
 def extract_values(text: Any, names: Iterable[str] = tuple(GROUND_TRUTH)) -> dict[str, float | None]:
@@ -152,14 +167,10 @@ def extract_values(text: Any, names: Iterable[str] = tuple(GROUND_TRUTH)) -> dic
     pats = {n: _name_pattern(n) for n in names}
     clauses = (c for line in _normalize(str(text)).split("\n") for c in _SENTENCE.split(line))
     for line in clauses:
-        cand = _line_candidates(line)
+        cand = _assignment(line, pats)
         if cand is None:
             continue
-        lhs, segs = cand
-        hits = [(m.start(), n) for n, p in pats.items() for m in p.finditer(lhs)]
-        if not hits:
-            continue
-        name = max(hits)[1]
+        name, segs = cand
         for seg in segs:
             v = _pure_value(seg)
             if v is not None:
@@ -214,7 +225,18 @@ class MskcalResult:
                 "trimmed_mean": r.trimmed_mean, "success_rate": r.success_rate}
         return {"variables": out}
 
-    def summary(self) -> str:
+    def averages(self, variables: Sequence[str] = TABLE1_VARIABLES) -> pd.DataFrame:
+        """Per model x masking rate, the mean over ``variables`` of each metric (seed Table 1 "ave.").
+
+        The seed's Table 1 shows ``1 - mean_rel_error`` and ``1 - trimmed_mean``
+        averaged over P, N, Y, E', D', and the success rate among answered trials.
+        """
+        t = self.table[self.table["variable"].isin(list(variables))]
+        cols = ["nar", "mean_rel_error", "trimmed_mean", "success_rate"]
+        return t.groupby(["model", "masking_rate"], sort=True)[cols].mean().reset_index()
+
+    def summary(self, notes: bool = True) -> str:
+        """Text table; ``notes=False`` leaves out the notes (the CLI prints them on stderr)."""
         lines = [(f"MskCal: relative error |v - v*|/|v*|; success = error < {self.tol:g}; "
                   f"trimmed mean cuts {self.trim:.0%} each end")]
         for m, g in self.table.groupby("model", sort=False):
@@ -224,7 +246,16 @@ class MskcalResult:
             for r in g.itertuples(index=False):
                 lines.append(f"  {r.variable:<4} {r.masking_rate:>4g} {r.n_trials:>6d} {r.nar:>6.2f} "
                              f"{_pct(r.mean_rel_error):>10} {_pct(r.trimmed_mean):>10} {_pct(r.success_rate):>8}")
-        lines.extend(f"note: {n}" for n in self.notes)
+        avg = self.averages()
+        if not avg.empty:
+            lines.append(f"mean over {', '.join(TABLE1_VARIABLES)} (seed Table 1)")
+            lines.append(f"  {'model':<26} {'MR':>4} {'NAR':>6} {'1-mean err':>12} {'1-trimmed':>12} {'success':>8}")
+            for r in avg.itertuples(index=False):
+                lines.append(f"  {str(r.model)[:26]:<26} {r.masking_rate:>4g} {r.nar:>6.2f} "
+                             f"{_pct(1 - r.mean_rel_error):>12} {_pct(1 - r.trimmed_mean):>12} "
+                             f"{_pct(r.success_rate):>8}")
+        if notes:
+            lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 
 
