@@ -44,6 +44,7 @@ _API: dict[str, str] = {
     "masking_accuracy": "mrcstats.stats.masking",
     "masking_indicators": "mrcstats.stats.masking",
     "mskcal": "mrcstats.stats.mskcal",
+    "mask_text": "mrcstats.tasks.masking",
     # report
     "build_report": "mrcstats.report",
 }
