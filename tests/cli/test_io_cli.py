@@ -115,12 +115,3 @@ def test_mskqa_summary_by_condition_rate(capsys, shared_data, tmp_path):
     for g in groups:
         assert g["accuracy"] == want[(g["condition"], g["masking_rate"])]
 
-
-def test_demo_writes_log_and_summary(capsys, tmp_path):
-    code, out, err = _run(capsys, "demo", "--outdir", str(tmp_path), "--json")
-    assert code == 0, err
-    obj = json.loads(out)
-    assert obj["ingest"]["rows"] == len(pd.read_parquet(tmp_path / "demo_log.parquet"))
-    assert (tmp_path / "demo_summary.md").read_text().startswith("# mrcstats demo")
-    assert json.loads((tmp_path / "demo_summary.json").read_text())["truth"]["fixef"]
-    assert len(obj["by_model"]) == 3

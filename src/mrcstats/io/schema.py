@@ -61,6 +61,16 @@ _BOOL_MAP: dict[str, Any] = {**{s: True for s in _TRUE}, **{s: False for s in _F
                              **{s: pd.NA for s in _NULL}}
 
 
+def _na_float(n: int) -> pd.api.extensions.ExtensionArray:
+    """An all-<NA> Float64 array of length ``n`` (built from a mask: fast)."""
+    return pd.arrays.FloatingArray(np.zeros(n), np.ones(n, dtype=bool))
+
+
+def _na_string(n: int, index: pd.Index) -> pd.Series:
+    """An all-<NA> ``string`` Series of length ``n``."""
+    return pd.Series(pd.array(np.full(n, None, dtype=object), dtype=STRING_DTYPE), index=index)
+
+
 def show_value(v: Any) -> str:
     """``repr`` of a cell value for messages (numpy scalars shown as plain Python)."""
     if isinstance(v, np.generic):
@@ -195,7 +205,7 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
     if "condition" in out:
         out["condition"] = _to_string(out["condition"]).fillna("")
     else:
-        out["condition"] = pd.Series([""] * n, index=out.index, dtype=STRING_DTYPE)
+        out["condition"] = pd.Series(pd.array(np.full(n, "", dtype=object), dtype=STRING_DTYPE), index=out.index)
     out["trial"] = _coerce_trial(out["trial"], source) if "trial" in out else np.zeros(n, dtype="int64")
     if "masking_rate" in out:
         mr = out["masking_rate"]
@@ -211,13 +221,13 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
             mr = num
         out["masking_rate"] = mr.astype("Float64")
     else:
-        out["masking_rate"] = pd.array([pd.NA] * n, dtype="Float64")
+        out["masking_rate"] = _na_float(n)
     out["correct"] = coerce_correct(out["correct"], source)
     for col in ("response", "gold", "pred", *TEXT_COLUMNS):
         if col in out:
             out[col] = _to_string(out[col])
         elif col not in TEXT_COLUMNS:
-            out[col] = pd.Series(pd.array([pd.NA] * n, dtype=STRING_DTYPE), index=out.index)
+            out[col] = _na_string(n, out.index)
     order = [c for c in CANONICAL_COLUMNS if c in out.columns]
     order += [c for c in out.columns if c not in order]
     out = out[order]
