@@ -1,8 +1,8 @@
-"""CLI subcommands for the report area (argument parsing only; logic lives in the API).
+"""CLI subcommands for the report area (argument parsing only; logic lives in :mod:`mrcstats.report`).
 
-``demo`` is a temporary command (io area) until the report area turns it into the PDF report:
-it simulates a log with :func:`mrcstats.tasks.simulate.simulate_log` and writes the log and an
-accuracy summary under ``--outdir``.
+* ``mrcstats report SPEC.yaml --out reports/NAME.pdf`` — run the spec's analyses, write the PDF and,
+  beside it, ``NAME_tables/`` (LaTeX booktabs, Markdown, CSV, HTML) and ``NAME_figures/`` (vector PDF);
+* ``mrcstats demo --outdir reports`` — simulate a demo log with known truth and write ``demo.pdf``.
 """
 from __future__ import annotations
 
@@ -13,43 +13,50 @@ from mrcstats.cli._common import add_json_flag, info, output
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this area's subcommands to the mrcstats parser."""
-    d = sub.add_parser("demo", help="simulate a demo log with known truth and summarise it",
-                       description="Simulate a demo response log (3 models, passages with several questions, "
-                                   "4 masking conditions x 21 masking rates x trials) and write "
-                                   "OUTDIR/demo_log.parquet, OUTDIR/demo_summary.md and OUTDIR/demo_summary.json.")
+    r = sub.add_parser("report", help="build a PDF report (tables, figures, methods) from a YAML spec",
+                       description="Read the logs named in SPEC, run its analyses and write a PDF report with a "
+                                   "data summary, a Methods section, tables and figures; the tables are also "
+                                   "written beside the PDF as LaTeX (booktabs), Markdown, CSV and HTML. "
+                                   "The spec format is in the README (section Reports).")
+    r.add_argument("spec", help="the report spec (YAML)")
+    r.add_argument("--out", required=True, help="the PDF to write, e.g. reports/NAME.pdf")
+    add_json_flag(r)
+    r.set_defaults(func=_report)
+
+    d = sub.add_parser("demo", help="simulate a demo log with known truth and write reports/demo.pdf",
+                       description="Simulate a RACE-like log with known truth (3 models, passages with several "
+                                   "questions, 4 masking conditions x masking rates x 2 trials), then write "
+                                   "OUTDIR/demo_log.parquet, OUTDIR/demo.yaml (its report spec) and OUTDIR/demo.pdf "
+                                   "(GLMM fixed and random effects against the truth, Fisher tests, discrimination, "
+                                   "masking curves, methods). Native engine only: no R needed.")
     d.add_argument("--outdir", default="reports", help="output folder (default: reports)")
-    d.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    d.add_argument("--seed", type=int, default=0, help="random seed of the simulation (default: 0)")
     add_json_flag(d)
     d.set_defaults(func=_demo)
 
 
+def _report(args: argparse.Namespace) -> int:
+    from mrcstats.report.build import build_report
+
+    res = build_report(args.spec, args.out)
+    info(res.summary())
+    return output(args, res.to_dict(), str(res.pdf))
+
+
 def _demo(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from mrcstats.report.demo import run_demo
 
-    from mrcstats._files import write_text_atomic
-    from mrcstats._jsonout import dumps
-    from mrcstats.io import log_stats, write_log
-    from mrcstats.stats.accuracy import summarize
-    from mrcstats.tasks.simulate import simulate_log
+    res = run_demo(args.outdir, seed=args.seed)
+    info(res.summary())
+    return output(args, res.to_dict(), _headline_text(res.headline) + f"\nwrote {res.report.pdf}")
 
-    out = Path(args.outdir)
-    log = simulate_log(seed=args.seed)
-    log_path = write_log(log, out / "demo_log.parquet")
-    by_model = summarize(log, by=["model"])
-    by_cond = summarize(log, by=["condition"])
-    at_zero = summarize(log[log["masking_rate"] == 0], by=["model"])
-    result = {"log": str(log_path), "ingest": log_stats(log), "truth": log.attrs["truth"],
-              "by_model": by_model.to_dict()["groups"], "by_condition": by_cond.to_dict()["groups"],
-              "by_model_unmasked": at_zero.to_dict()["groups"]}
-    md = "\n".join([
-        "# mrcstats demo", "",
-        f"Simulated log: `{log_path}` ({len(log)} rows, seed {args.seed}). True model: "
-        f"`{log.attrs['truth']['formula_paper']}` plus a masking-rate slope per condition.", "",
-        "## Accuracy by model (all masking rates)", "", "```", by_model.summary(), "```", "",
-        "## Accuracy by model at masking rate 0", "", "```", at_zero.summary(), "```", "",
-        "## Accuracy by masking condition", "", "```", by_cond.summary(), "```", "",
-    ])
-    write_text_atomic(out / "demo_summary.md", md)
-    write_text_atomic(out / "demo_summary.json", dumps(result, indent=2) + "\n")
-    info(f"wrote {log_path}, {out / 'demo_summary.md'}, {out / 'demo_summary.json'}")
-    return output(args, result, md)
+
+def _headline_text(h: dict) -> str:
+    lines = []
+    for name, g in (h.get("glmm") or {}).items():
+        lines.append(f"GLMM {name}: estimate (truth)")
+        for t, v in g["estimate"].items():
+            tv = g["truth"].get(t)
+            lines.append(f"  {t:<28} {v: .3f}" + (f"  ({tv: .3f})" if tv is not None else ""))
+        lines.append(f"  max |estimate - truth| = {g['max_abs_error']:.3f}; 95% coverage {g['coverage_95']:.0%}")
+    return "\n".join(lines)

@@ -95,9 +95,8 @@ def save_figure(fig, path: str | Path, formats: Sequence[str] | None = None) -> 
     out = []
     for fmt in formats:
         target = Path(f"{stem}.{fmt}")
-        with atomic_path(target) as tmp:
-            with figure_style():
-                fig.savefig(tmp, format=fmt, bbox_inches="tight", pad_inches=0.02, metadata=_metadata(fmt))
+        with atomic_path(target) as tmp, figure_style():
+            fig.savefig(tmp, format=fmt, bbox_inches="tight", pad_inches=0.02, metadata=_metadata(fmt))
         out.append(target)
     return out
 
@@ -295,7 +294,7 @@ def indicator_plot(frame: pd.DataFrame, x: str = "masking_rate", group: str | No
     present = [i for i in indicators if i in frame.columns]
     if not present:
         raise InputError(f"indicator_plot: none of {list(indicators)} among {list(frame.columns)}")
-    fig, axes = new_figure("page", 0.3, 1, len(present))
+    fig, axes = (new_figure("page", 0.3, 1, len(present)) if len(present) > 1 else new_figure("column", 0.6))
     axes = np.atleast_1d(axes)
     groups = [None] if group is None else sorted(pd.unique(frame[group].astype(str)))
     with figure_style():

@@ -57,9 +57,9 @@ def _styles() -> dict[str, Any]:
                                 alignment=TA_CENTER),
         "subtitle": ParagraphStyle("subtitle", parent=base, fontSize=9.5, alignment=TA_CENTER, spaceAfter=14),
         "h1": ParagraphStyle("h1", parent=base, fontName=FONT_BOLD, fontSize=13, leading=16, spaceBefore=10,
-                             spaceAfter=6),
+                             spaceAfter=6, keepWithNext=1),
         "h2": ParagraphStyle("h2", parent=base, fontName=FONT_BOLD, fontSize=10.5, leading=13, spaceBefore=7,
-                             spaceAfter=4),
+                             spaceAfter=4, keepWithNext=1),
         "body": base,
         "note": ParagraphStyle("note", parent=base, fontSize=7.5, leading=9.5, textColor="#333333"),
         "caption": ParagraphStyle("caption", parent=base, fontSize=8, leading=10, spaceBefore=3, spaceAfter=10),
@@ -91,6 +91,7 @@ class ReportDocument:
     _items: list[tuple[str, Any]] = field(default_factory=list)
     _ntab: int = 0
     _nfig: int = 0
+    pages: int = 0
 
     def heading(self, text: str, level: int = 1) -> None:
         self._items.append(("h1" if level <= 1 else "h2", text))
@@ -188,18 +189,17 @@ class ReportDocument:
                                     creator="mrcstats", producer="mrcstats (reportlab)", subject=self.subtitle,
                                     invariant=1)
             doc.build(story, onFirstPage=footer, onLaterPages=footer)
+            self.pages = int(doc.page)
         return target
 
 
 def _table_flowable(table: Table, st: dict[str, Any]):
     """A booktabs-looking reportlab table: rules above/below the header and at the bottom."""
-    from reportlab.lib.units import cm
-    from reportlab.platypus import Paragraph
-    from reportlab.platypus import Table as RLTable
-    from reportlab.platypus import TableStyle
-
     from reportlab.lib.enums import TA_RIGHT
     from reportlab.lib.styles import ParagraphStyle
+    from reportlab.lib.units import cm
+    from reportlab.platypus import Paragraph, TableStyle
+    from reportlab.platypus import Table as RLTable
 
     right = ParagraphStyle("cellr", parent=st["cell"], alignment=TA_RIGHT)
     right_head = ParagraphStyle("cellheadr", parent=st["cellhead"], alignment=TA_RIGHT)
@@ -278,5 +278,5 @@ def _pdf_figure_class():
     return PdfFigure
 
 
-def _PdfFigure(data: bytes, width: float | None):  # noqa: N802 - a factory standing in for the class
+def _PdfFigure(data: bytes, width: float | None):
     return _pdf_figure_class()(data, width)

@@ -20,7 +20,6 @@ for sum contrasts is ``logistic(β0 + k β_x)`` as in the seed.
 """
 from __future__ import annotations
 
-import csv
 import html
 import io
 import math
@@ -329,8 +328,7 @@ def _md_escape(s: str) -> str:
 
 def _md_split(line: str) -> list[str]:
     line = line.strip()
-    if line.startswith("|"):
-        line = line[1:]
+    line = line.removeprefix("|")
     if line.endswith("|") and not line.endswith("\\|"):
         line = line[:-1]
     cells, cur, i = [], [], 0
@@ -360,15 +358,14 @@ def parse_markdown(text: str) -> tuple[list[str], list[list[str]]]:
 
 def parse_latex(text: str) -> tuple[list[str], list[list[str]]]:
     """Header and body cells of the first booktabs tabular in ``text``."""
-    m = re.search(r"\\toprule\n(.*?)\\bottomrule", text, re.S)
+    m = re.search(r"\\toprule\n(.*?)\\bottomrule", text, re.DOTALL)
     if not m:
         raise InputError("parse_latex: no booktabs tabular found")
     rows = [r for r in m.group(1).split("\n") if r.strip() and r.strip() != "\\midrule"]
     parsed = []
     for r in rows:
         r = r.rstrip()
-        if r.endswith("\\\\"):
-            r = r[:-2]
+        r = r.removesuffix("\\\\")
         parts = re.split(r"(?<!\\)&", r)
         parsed.append([latex_unescape(p.strip()) for p in parts])
     return parsed[0], parsed[1:]
@@ -565,6 +562,7 @@ def contrast_matrix(levels: Sequence[str], coding: str = "sum") -> tuple[np.ndar
     reference (all 0); suffixes are the other level names.
     """
     k = len(levels)
+    coding = coding.removeprefix("contr.")
     if k < 2:
         raise InputError(f"contrast_matrix: a factor needs at least two levels, got {list(levels)}")
     if coding == "sum":
@@ -599,6 +597,7 @@ def probability_frame(fixef: Mapping[str, float], feature: str, factor: str, lev
     the mean log-odds over levels (= logistic(β0 + k β_x) under sum contrasts).
     """
     fixef = {str(k): float(v) for k, v in dict(fixef).items()}
+    coding = coding.removeprefix("contr.")
     if intercept not in fixef:
         raise InputError(f"probability table: no {intercept!r} among the fixed effects {list(fixef)}")
     c, suffixes = contrast_matrix(levels, coding)
@@ -632,7 +631,7 @@ def probability_table(fixef: Mapping[str, float] | Any, feature: str, factor: st
     ``labels`` renames the factor levels for display.
     """
     if not isinstance(fixef, Mapping):
-        fixef = dict(getattr(fixef, "fixef"))
+        fixef = dict(fixef.fixef)
     pf = probability_frame(fixef, feature, factor, levels, coding, sigmas)
     names = dict(labels or {})
     first = feature_label or feature
@@ -674,7 +673,8 @@ def describe_test(res: Any, name: str) -> str:
     if d.get("df") is not None:
         parts.append(f"df = {format_number(d['df'])}")
     if d.get("p") is not None:
-        parts.append(f"p = {format_pvalue(d['p'], 3)}")
+        pv = format_pvalue(d["p"], 3)
+        parts.append(f"p {pv}" if pv.startswith("<") else f"p = {pv}")
     if d.get("odds_ratio") is not None and not _is_missing(d.get("odds_ratio")):
         parts.append(f"odds ratio = {format_number(float(d['odds_ratio']), 3)}")
         ci = d.get("conf_int")

@@ -1,0 +1,321 @@
+"""The report spec: which logs to read and which analyses to run (YAML or a dict).
+
+Example (``mrcstats report demo.yaml --out reports/demo.pdf``)::
+
+    title: RACE-like demo
+    subtitle: three simulated models      # optional
+    notes: [Data simulated with known truth.]  # optional paragraphs for the data summary
+    seed: 1                               # Monte Carlo tests, sampled figure points
+    logs:                                 # one or more, concatenated (paths relative to this file)
+      - path: demo_log.parquet
+        format: null                      # optional: read_log format override
+        model: null                       # optional: model name for sources without one
+    features: null                        # optional table joined on `item` (CSV/Parquet)
+    analyses:
+      - type: summary                     # accuracy per group (n, accuracy, Wilson CI, ...)
+        by: [model]
+      - type: glmm
+        name: token count
+        formula: correct ~ scaled_tok * model + (1 | cluster)
+        contrasts: {model: sum}
+        nagq: 1
+        engine: native
+        drop1: true
+        gvif: true
+        sigma_table: {feature: scaled_tok, factor: model, raw: tokens, sigmas: [-2, 0, 2, 4]}
+        loess: true                       # LOESS of P(correct) vs the feature, GLMM curve overlaid
+        ranef: true                       # caterpillar plot (100 sampled levels)
+        truth: {"(Intercept)": 1.3}       # optional: simulated truth shown beside the estimates
+        filter: {masking_rate: 0}         # optional, any analysis: keep rows whose column has the value(s)
+      - type: contingency                 # a cross-table of two log columns with its tests
+        rows: wh_word
+        cols: model
+        unit: item                        # item: one row per item; rows: every log row
+        tests: [fisher, chisq]
+        simulate: true
+        B: 2000
+      - type: wh_extremes                 # wh-word x easiest/hardest clusters of a fitted GLMM
+        glmm: token count
+        n: 100
+      - type: discrimination
+        cutoffs: [0, 5, 10, 15]
+      - type: masking
+        baseline: null                    # optional baseline log (UQA in seed 000)
+        acc0: null
+      - type: accuracy                    # mean ± SD table over trials
+        rows: condition
+        cols: model
+
+:func:`load_spec` validates everything once and raises :class:`~mrcstats.errors.InputError`
+naming the file and the key (``analyses[2].formula``) with what is expected.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mrcstats.errors import InputError
+
+#: analysis type -> {key: (expected python types, default)}
+_ANALYSES: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
+    "summary": {"by": ((list, str), ["model"]), "title": ((str,), "Accuracy"), "filter": ((dict,), {})},
+    "glmm": {
+        "name": ((str,), None), "formula": ((str,), None), "contrasts": ((dict,), {}), "levels": ((dict,), {}),
+        "nagq": ((int,), 1), "engine": ((str,), "native"), "lme4_defaults": ((bool,), False),
+        "drop1": ((bool,), False), "gvif": ((bool,), False), "sigma_table": ((dict, list), None),
+        "loess": ((bool, dict), False), "ranef": ((bool, dict), True), "truth": ((dict,), None),
+        "truth_sd": ((dict,), None), "layout": ((str,), "lme4"), "labels": ((dict,), {}),
+        "filter": ((dict,), {}),
+    },
+    "contingency": {
+        "rows": ((str,), None), "cols": ((str,), None), "unit": ((str,), "rows"),
+        "tests": ((list, str), ["fisher"]), "simulate": ((bool,), False), "B": ((int,), 2000),
+        "title": ((str,), None), "filter": ((dict,), {}),
+    },
+    "wh_extremes": {"glmm": ((str,), None), "n": ((int,), 100), "column": ((str,), "wh_word"),
+                    "simulate": ((bool,), True), "B": ((int,), 2000)},
+    "discrimination": {"cutoffs": ((list,), [0, 5, 10, 15]), "epsilon": ((float, int), 1e-10),
+                       "cluster": ((str,), "cluster"), "model": ((str,), "model"), "bootstrap": ((int,), 0),
+                       "bins": ((int,), 30), "wh_column": ((str,), "wh_word"), "n": ((int,), 100),
+                       "filter": ((dict,), {})},
+    "masking": {"baseline": ((str,), None), "acc0": ((float, int), None), "models": ((list,), None),
+                "filter": ((dict,), {})},
+    "accuracy": {"rows": ((str, list), "condition"), "cols": ((str,), "model"), "title": ((str,), None),
+                 "percent": ((bool,), True), "filter": ((dict,), {})},
+}
+_REQUIRED = {"glmm": ("formula",), "contingency": ("rows", "cols"), "wh_extremes": ("glmm",)}
+_TOP = {"title", "subtitle", "seed", "logs", "features", "analyses", "author", "notes"}
+
+
+@dataclass(frozen=True)
+class LogSpec:
+    path: Path
+    format: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class AnalysisSpec:
+    type: str
+    options: Mapping[str, Any]
+    where: str  # "analyses[2]" for messages
+
+    def get(self, key: str) -> Any:
+        return self.options.get(key)
+
+
+@dataclass(frozen=True)
+class ReportSpec:
+    """A validated report spec (see the module docstring for the YAML form)."""
+
+    title: str
+    logs: tuple[LogSpec, ...]
+    analyses: tuple[AnalysisSpec, ...]
+    subtitle: str = ""
+    author: str = "mrcstats"
+    seed: int = 1
+    features: Path | None = None
+    source: str = "<dict>"
+    base_dir: Path = field(default_factory=Path.cwd)
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "subtitle": self.subtitle, "seed": self.seed,
+                "logs": [{"path": str(s.path), "format": s.format, "model": s.model} for s in self.logs],
+                "features": str(self.features) if self.features else None,
+                "analyses": [{"type": a.type, **dict(a.options)} for a in self.analyses]}
+
+
+def _err(source: str, key: str, msg: str) -> InputError:
+    return InputError(f"{source}: {key}: {msg}")
+
+
+def _check_type(source: str, key: str, value: Any, types: tuple[type, ...]) -> Any:
+    if value is None:
+        return None
+    if float in types and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if bool not in types and isinstance(value, bool):
+        raise _err(source, key, f"expected {_names(types)}, got a boolean ({value!r})")
+    if not isinstance(value, types):
+        raise _err(source, key, f"expected {_names(types)}, got {type(value).__name__} ({value!r})")
+    return value
+
+
+def _names(types: tuple[type, ...]) -> str:
+    m = {list: "a list", dict: "a mapping", str: "a string", int: "an integer", float: "a number",
+         bool: "true/false"}
+    return " or ".join(m.get(t, t.__name__) for t in types)
+
+
+def load_spec(spec: str | Path | Mapping[str, Any]) -> ReportSpec:
+    """Read and validate a spec from a YAML file path or a mapping.
+
+    Paths inside a file are relative to the file's directory; in a mapping,
+    relative to the current directory.
+    """
+    if isinstance(spec, Mapping):
+        raw, source, base = dict(spec), "<spec>", Path.cwd()
+    else:
+        p = Path(spec)
+        source = str(p)
+        if not p.is_file():
+            raise InputError(f"{p}: spec file not found")
+        import yaml
+
+        try:
+            raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            raise InputError(f"{p}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+        except UnicodeDecodeError:
+            raise InputError(f"{p}: not UTF-8 text; save the spec as UTF-8") from None
+        base = p.resolve().parent
+        if raw is None:
+            raise InputError(f"{p}: the spec is empty; it needs at least `logs:` and `analyses:`")
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{source}: the spec must be a mapping with keys logs, analyses, ... "
+                         f"(got {type(raw).__name__})")
+    unknown = sorted(set(map(str, raw)) - _TOP)
+    if unknown:
+        raise _err(source, unknown[0], f"unknown key; known top-level keys: {', '.join(sorted(_TOP))}")
+    title = _check_type(source, "title", raw.get("title", "mrcstats report"), (str,)) or "mrcstats report"
+    subtitle = _check_type(source, "subtitle", raw.get("subtitle", ""), (str,)) or ""
+    author = _check_type(source, "author", raw.get("author", "mrcstats"), (str,)) or "mrcstats"
+    seed = _check_type(source, "seed", raw.get("seed", 1), (int,))
+    seed = 1 if seed is None else seed
+
+    logs_raw = raw.get("logs")
+    if logs_raw is None:
+        raise _err(source, "logs", "missing; give one or more log paths (canonical Parquet/CSV or any format "
+                   "`mrcstats ingest` reads)")
+    if isinstance(logs_raw, str | Mapping):
+        logs_raw = [logs_raw]
+    if not isinstance(logs_raw, Sequence) or not logs_raw:
+        raise _err(source, "logs", "expected a non-empty list of paths or {path, format, model} mappings")
+    logs = []
+    for i, item in enumerate(logs_raw):
+        key = f"logs[{i}]"
+        if isinstance(item, str):
+            item = {"path": item}
+        if not isinstance(item, Mapping):
+            raise _err(source, key, f"expected a path or a mapping with `path`, got {type(item).__name__}")
+        bad = sorted(set(item) - {"path", "format", "model"})
+        if bad:
+            raise _err(source, f"{key}.{bad[0]}", "unknown key; known keys: path, format, model")
+        path = _check_type(source, f"{key}.path", item.get("path"), (str,))
+        if not path:
+            raise _err(source, f"{key}.path", "missing")
+        fmt = _check_type(source, f"{key}.format", item.get("format"), (str,))
+        model = _check_type(source, f"{key}.model", item.get("model"), (str,))
+        lp = Path(path)
+        lp = lp if lp.is_absolute() else base / lp
+        if not lp.exists():
+            raise _err(source, f"{key}.path", f"{lp} does not exist")
+        logs.append(LogSpec(lp, fmt, model))
+
+    notes = _check_type(source, "notes", raw.get("notes", []), (list, str)) or []
+    notes = [notes] if isinstance(notes, str) else [str(n) for n in notes]
+    feats = _check_type(source, "features", raw.get("features"), (str,))
+    fpath = None
+    if feats:
+        fpath = Path(feats) if Path(feats).is_absolute() else base / feats
+        if not fpath.exists():
+            raise _err(source, "features", f"{fpath} does not exist")
+
+    an_raw = raw.get("analyses")
+    if an_raw is None:
+        raise _err(source, "analyses", f"missing; give a list of analyses (types: {', '.join(_ANALYSES)})")
+    if not isinstance(an_raw, Sequence) or isinstance(an_raw, str):
+        raise _err(source, "analyses", "expected a list of mappings, each with a `type`")
+    analyses = []
+    names: set[str] = set()
+    for i, a in enumerate(an_raw):
+        where = f"analyses[{i}]"
+        if isinstance(a, str):
+            a = {"type": a}
+        if not isinstance(a, Mapping):
+            raise _err(source, where, f"expected a mapping with a `type`, got {type(a).__name__}")
+        a = dict(a)
+        if "type" not in a and len(a) == 1:  # the short form `- glmm: {...}`
+            (t, opts), = a.items()
+            a = {"type": t, **(opts or {})}
+        typ = a.pop("type", None)
+        if typ not in _ANALYSES:
+            raise _err(source, f"{where}.type", f"expected one of {', '.join(_ANALYSES)}, got {typ!r}")
+        schema = _ANALYSES[typ]
+        bad = sorted(set(map(str, a)) - set(schema))
+        if bad:
+            raise _err(source, f"{where}.{bad[0]}", f"unknown key for a {typ} analysis; known keys: "
+                       f"{', '.join(sorted(schema))}")
+        opts = {}
+        for k, (types, default) in schema.items():
+            v = _check_type(source, f"{where}.{k}", a.get(k, default), types)
+            opts[k] = v
+        for k in _REQUIRED.get(typ, ()):
+            if not opts.get(k):
+                raise _err(source, f"{where}.{k}", f"missing; a {typ} analysis needs it")
+        _extra_checks(source, where, typ, opts, base)
+        if typ == "glmm":
+            opts["name"] = opts.get("name") or f"model {len([x for x in analyses if x.type == 'glmm']) + 1}"
+            if opts["name"] in names:
+                raise _err(source, f"{where}.name", f"duplicate GLMM name {opts['name']!r}")
+            names.add(opts["name"])
+        analyses.append(AnalysisSpec(typ, opts, where))
+    for a in analyses:
+        if a.type == "wh_extremes" and a.get("glmm") not in names:
+            raise _err(source, f"{a.where}.glmm", f"no glmm analysis named {a.get('glmm')!r} "
+                       f"(named: {', '.join(sorted(names)) or 'none'})")
+    return ReportSpec(title=title, subtitle=subtitle, author=author, seed=int(seed), logs=tuple(logs),
+                      analyses=tuple(analyses), features=fpath, source=source, base_dir=base,
+                      notes=tuple(notes))
+
+
+def _extra_checks(source: str, where: str, typ: str, opts: dict[str, Any], base: Path) -> None:
+    if typ == "glmm":
+        if opts["engine"] not in ("native", "lme4"):
+            raise _err(source, f"{where}.engine", f"expected native or lme4, got {opts['engine']!r}")
+        if not 0 <= opts["nagq"] <= 25:
+            raise _err(source, f"{where}.nagq", f"expected an integer from 0 to 25, got {opts['nagq']}")
+        if opts["layout"] not in ("lme4", "compact"):
+            raise _err(source, f"{where}.layout", f"expected lme4 or compact, got {opts['layout']!r}")
+        for k, v in opts["contrasts"].items():
+            if v not in ("sum", "treatment"):
+                raise _err(source, f"{where}.contrasts.{k}", f"expected sum or treatment, got {v!r}")
+        st = opts.get("sigma_table")
+        for j, s in enumerate([st] if isinstance(st, dict) else (st or [])):
+            key = f"{where}.sigma_table" + (f"[{j}]" if isinstance(st, list) else "")
+            if not isinstance(s, dict) or "feature" not in s or "factor" not in s:
+                raise _err(source, key, "expected a mapping with `feature` and `factor` (optional: raw, sigmas, label)")
+            bad = sorted(set(s) - {"feature", "factor", "raw", "sigmas", "label"})
+            if bad:
+                raise _err(source, f"{key}.{bad[0]}", "unknown key; known keys: feature, factor, raw, sigmas, label")
+    elif typ == "contingency":
+        if opts["unit"] not in ("rows", "item"):
+            raise _err(source, f"{where}.unit", f"expected rows or item, got {opts['unit']!r}")
+        tests = [opts["tests"]] if isinstance(opts["tests"], str) else list(opts["tests"])
+        for t in tests:
+            if t not in ("fisher", "chisq"):
+                raise _err(source, f"{where}.tests", f"expected fisher and/or chisq, got {t!r}")
+        opts["tests"] = tests
+        if opts["B"] < 1:
+            raise _err(source, f"{where}.B", f"expected a positive number of replicates, got {opts['B']}")
+    elif typ == "discrimination":
+        try:
+            opts["cutoffs"] = [float(c) for c in opts["cutoffs"]]
+        except (TypeError, ValueError):
+            raise _err(source, f"{where}.cutoffs", f"expected a list of numbers, got {opts['cutoffs']!r}") from None
+    elif typ == "masking":
+        if opts.get("baseline"):
+            bp = Path(opts["baseline"])
+            bp = bp if bp.is_absolute() else base / bp
+            if not bp.exists():
+                raise _err(source, f"{where}.baseline", f"{bp} does not exist")
+            opts["baseline"] = str(bp)
+        if opts.get("acc0") is not None and not 0 < float(opts["acc0"]) <= 1:
+            raise _err(source, f"{where}.acc0", f"a fraction in (0, 1] (0.8984 for 89.84 %), got {opts['acc0']}")
+    elif typ == "summary" and isinstance(opts["by"], str):
+        opts["by"] = [c.strip() for c in opts["by"].split(",") if c.strip()]
