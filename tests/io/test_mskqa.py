@@ -45,7 +45,7 @@ def test_small_file(tmp_path):
     assert r0["correct"].tolist()[:2] == [True, True] and pd.isna(r0.loc["q3", "correct"])
     r50 = log[log["masking_rate"] == 50].set_index("item")
     assert r50["correct"].isna().tolist() == [True, True, False]
-    assert r50.loc["q3", "correct"] == True  # noqa: E712  (4 -> index 3 = gold)
+    assert r50.loc["q3", "correct"] == True
     assert r50.loc["q3", "gold"] == "4" and r50.loc["q3", "pred"] == "4"
     assert "query_0" not in log.columns and log["question"].iloc[0] == "What?"
 
@@ -72,7 +72,7 @@ def test_rqa_shared(shared_data):
     raw = pd.read_csv(folder / "RQA_gemma2_9b_3_filtered.csv")
     col = "answer_gpt-4o-mini-2024-07-18_35"
     gold = raw["answer"].str.extract(r"(\d+)")[0].astype(int).to_numpy()
-    n_opt = raw["choices"].map(lambda s: len(eval(s))).to_numpy()  # noqa: S307 - test data
+    n_opt = raw["choices"].map(lambda s: len(eval(s))).to_numpy()
     ans = pd.to_numeric(raw[col], errors="coerce").to_numpy()
     valid = (ans >= 1) & (ans <= n_opt)
     expect = np.sum(valid & (ans - 1 == gold))

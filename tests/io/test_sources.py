@@ -34,7 +34,7 @@ def test_harness_generation(tmp_path):
     assert len(log) == 4 and set(log["condition"]) == {"strict-match", "flexible-extract"}
     assert log["item"].tolist()[0] == "gsm8k:0"
     assert log["correct"].isna().tolist() == [False, True, False, False]
-    assert log["correct"].tolist()[3] is False or log["correct"].tolist()[3] == False  # noqa: E712
+    assert log["correct"].tolist()[3] is False or log["correct"].tolist()[3] == False
 
 
 def test_harness_multiple_choice(tmp_path):
@@ -87,8 +87,16 @@ def test_elagent_small(tmp_path):
         ["What is 1+1?", 2.0, 2, "[2]"], ["What is 1*3?", 3.5, "Invalid", "?"]]}}}))
     log = read_log(nested, model="gpt-4")
     assert log["item"].tolist() == ["+/*/0", "+/*/1"]
-    assert log["correct"].tolist()[0] is True or log["correct"].iloc[0] == True  # noqa: E712
+    assert log["correct"].tolist()[0] is True or log["correct"].iloc[0] == True
     assert log["correct"].isna().tolist() == [False, True]
+
+
+def _data_blocks(o):
+    if isinstance(o, dict) and "data" in o:
+        return [o]
+    if isinstance(o, dict):
+        return [b for v in o.values() if isinstance(v, dict) for b in _data_blocks(v)]
+    return []
 
 
 @pytest.mark.shared
@@ -99,16 +107,7 @@ def test_elagent_shared_matches_file_accuracy(shared_data):
     for f in sorted(root.rglob("acc_*.json")):
         log = read_log(f, model="gpt-4-1106-preview")
         obj = json.loads(f.read_text())
-        blocks = []
-
-        def walk(o):
-            if isinstance(o, dict) and "data" in o:
-                blocks.append(o)
-            elif isinstance(o, dict):
-                for v in o.values():
-                    if isinstance(v, dict):
-                        walk(v)
-        walk(obj)
+        blocks = _data_blocks(obj)
         right = sum(int(re.match(r"(\d+)/", b["accuracy"]).group(1)) for b in blocks)
         invalid = sum(int(re.match(r"(\d+)/", b["invalid"]).group(1)) for b in blocks)
         assert int(log["correct"].fillna(False).sum()) == right, f

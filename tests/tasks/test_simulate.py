@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import subprocess
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -60,7 +59,7 @@ def test_glmm_truth_recovered_by_lme4(rscript, tmp_path):
     cat(jsonlite::toJSON(list(fixef = as.list(fixef(f)), se = as.list(sqrt(diag(as.matrix(vcov(f))))),
                                sd = attr(VarCorr(f)$cluster, "stddev")[[1]]), digits = NA, auto_unbox = TRUE))
     """
-    r = subprocess.run([rscript, "-e", code], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([rscript, "-e", code], check=False, capture_output=True, text=True, timeout=300)
     if r.returncode != 0 and "jsonlite" in r.stderr:
         pytest.skip("R package jsonlite missing")
     assert r.returncode == 0, r.stderr

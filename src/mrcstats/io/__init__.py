@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
     "TEXT_COLUMNS": "mrcstats.io.schema",
 }
 
-__all__ = sorted(_EXPORTS) + ["FORMATS"]
+__all__ = ["FORMATS", *sorted(_EXPORTS)]  # noqa: PLE0604
 
 
 def __getattr__(name: str) -> Any:

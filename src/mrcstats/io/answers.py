@@ -33,6 +33,8 @@ _ANSWER_IS_RE = re.compile(
 _DICT_RE = re.compile(r"\{[^{}]*\}", re.DOTALL)
 _LETTER_RE = re.compile(r"^\s*[\(\[]?\s*([A-Za-z])\s*[\)\]\.:]?\s*$")
 _LEAD_LETTER_RE = re.compile(r"^\s*[\(\[]?([A-Z])[\)\]\.:](?:\s|$)")
+#: tried in order after JSON/Python dicts: [B] / [1.0]; a lone letter; a lone number; "answer is C"; "B) ..."
+_FINDERS = (_BRACKET_RE.search, _LETTER_RE.match, _NUM_RE.match, _ANSWER_IS_RE.search, _LEAD_LETTER_RE.match)
 
 
 def parse_number(text: Any) -> float | None:
@@ -112,20 +114,10 @@ def extract_answer(response: Any, key: str = "answer") -> str | None:
         v = _from_dict_text(text, key)
         if v is not None:
             return _clean(v)
-    m = _BRACKET_RE.search(text)
-    if m:
-        return _clean(m.group(1))
-    m = _LETTER_RE.match(text)
-    if m:
-        return m.group(1).upper()
-    if _NUM_RE.match(text):
-        return _clean(text)
-    m = _ANSWER_IS_RE.search(text)
-    if m:
-        return _clean(m.group(1))
-    m = _LEAD_LETTER_RE.match(text)
-    if m:
-        return m.group(1)
+    for find in _FINDERS:
+        m = find(text)
+        if m:
+            return _clean(m.group(1))
     return None
 
 

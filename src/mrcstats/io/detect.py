@@ -151,8 +151,7 @@ def expand_paths(paths: str | Path | list[str | Path] | tuple) -> list[Path]:
 
 def _known_ext(name: str) -> bool:
     n = name.lower()
-    if n.endswith(".gz"):
-        n = n[:-3]
+    n = n.removesuffix(".gz")
     return n.endswith(EXTENSIONS)
 
 

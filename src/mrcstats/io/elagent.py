@@ -60,7 +60,7 @@ def looks_like_elagent(obj: Any) -> bool:
 
 def condition_from_name(stem: str) -> str:
     """``acc_neg`` -> ``neg``; ``acc_baseline_3_1_cot1`` -> ``baseline_3_1_cot1``."""
-    return stem[4:] if stem.startswith("acc_") else stem
+    return stem.removeprefix("acc_")
 
 
 def _pred_text(v: Any) -> str | None:

@@ -37,7 +37,7 @@ def task_from_name(stem: str) -> str:
     m = _TASK_RE.match(stem)
     if m:
         return m.group("task")
-    return stem[len("samples_"):] if stem.startswith("samples_") else stem
+    return stem.removeprefix("samples_")
 
 
 def _first(v: Any) -> Any:

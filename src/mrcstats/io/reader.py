@@ -147,6 +147,8 @@ def write_log(df: pd.DataFrame, path: str | os.PathLike) -> Path:
 def _write_parquet(log: pd.DataFrame, tmp: Path) -> None:
     import json
 
+    from pyarrow.lib import ArrowException
+
     from mrcstats._jsonout import to_jsonable
 
     attrs = log.attrs
@@ -157,7 +159,7 @@ def _write_parquet(log: pd.DataFrame, tmp: Path) -> None:
         log.attrs = {}
     try:
         log.to_parquet(tmp, index=False)
-    except Exception as exc:  # pyarrow: mixed-type object columns
+    except (TypeError, ValueError, ArrowException) as exc:  # mixed-type object columns
         bad = [c for c in log.columns if log[c].dtype == object]
         if not bad:
             raise InputError(f"cannot write Parquet: {exc}") from None

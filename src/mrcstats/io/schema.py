@@ -89,12 +89,39 @@ def _where(source: str | None, row: int | None = None, column: str | None = None
     return (", ".join(parts) + ": ") if parts else ""
 
 
+#: source column names that usually mean a canonical field (for "did you mean --map ..." hints)
+FIELD_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "model": ("llm", "model_name", "modelname", "system", "engine", "model_id"),
+    "item": ("question_id", "qid", "item_id", "id", "doc_id", "sample_id", "example_id", "problem_id"),
+    "correct": ("is_correct", "correctness", "acc", "accuracy", "exact_match", "em", "score", "label", "right",
+                "is_right", "hit", "result"),
+    "cluster": ("passage_id", "passage", "src", "source", "group", "context_id", "article_id"),
+    "gold": ("answer", "target", "gold_answer", "label", "reference"),
+    "pred": ("prediction", "predicted", "output", "model_answer", "extracted"),
+}
+
+
+def suggest_mapping(missing: list[str], found: list[str]) -> list[str]:
+    """``FIELD=COLUMN`` guesses for missing fields from the columns found (case-insensitive synonyms)."""
+    lower = {c.lower(): c for c in found}
+    out = []
+    for m in missing:
+        hit = next((lower[s] for s in FIELD_SYNONYMS.get(m, ()) if s in lower), None)
+        if hit is not None:
+            out.append(f"{m}={hit}")
+    return out
+
+
 def missing_columns_error(missing: list[str], found: list[str], source: str | None, hint: str = "") -> SchemaError:
     """The error for a source without a required column: lists what was found and suggests --map."""
     shown = ", ".join(repr(c) for c in found[:40]) + (" ..." if len(found) > 40 else "")
     need = ", ".join(repr(m) for m in missing)
     fix = hint or ("name the source column with --map " + " ".join(f"{m}=COLUMN" for m in missing))
-    return SchemaError(f"{_where(source)}missing required column {need}; columns found: {shown or '(none)'}; "
+    guess = suggest_mapping(missing, found)
+    if guess:
+        fix += " (perhaps " + " ".join(f"--map {g}" for g in guess) + ")"
+    word = "column" if len(missing) == 1 else "columns"
+    return SchemaError(f"{_where(source)}missing required {word} {need}; columns found: {shown or '(none)'}; "
                        f"{fix}")
 
 
@@ -187,13 +214,12 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
             out["model"] = model
     missing = [c for c in REQUIRED_COLUMNS if c not in out.columns]
     if missing:
-        hint = ""
-        if missing == ["model"]:
-            hint = "name the model with --model NAME (or --map model=COLUMN)"
-        elif "correct" in missing and not ({"gold", "pred"} <= set(out.columns)):
-            hint = ("map a correctness column with --map correct=COLUMN, or give both gold and pred "
-                    "(--map gold=COLUMN --map pred=COLUMN) so correctness can be derived")
-        raise missing_columns_error(missing, [str(c) for c in df.columns], source, hint)
+        hints = {"model": "name the model with --model NAME or --map model=COLUMN",
+                 "item": "name the item id column with --map item=COLUMN",
+                 "correct": "map a correctness column with --map correct=COLUMN (0/1 or true/false), or map "
+                            "gold and pred (--map gold=COLUMN --map pred=COLUMN) so correctness is derived"}
+        raise missing_columns_error(missing, [str(c) for c in df.columns], source,
+                                    "; ".join(hints[m] for m in missing))
     n = len(out)
     for col in ("model", "item"):
         out[col] = _to_string(out[col])
@@ -220,6 +246,13 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
                                   f"(percent 0-100), got {show_value(mr.iloc[pos])}")
             mr = num
         out["masking_rate"] = mr.astype("Float64")
+        vals = out["masking_rate"].to_numpy(dtype=float, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            bad = (vals < 0) | (vals > 100)
+        if bad.any():
+            pos = int(np.flatnonzero(bad)[0])
+            raise SchemaError(f"{_where(source, pos, 'masking_rate')}masking rate {vals[pos]:g} is outside 0-100 "
+                              f"(it is a percent: write 35 for 35%)")
     else:
         out["masking_rate"] = _na_float(n)
     out["correct"] = coerce_correct(out["correct"], source)
@@ -326,7 +359,7 @@ def log_stats(df: pd.DataFrame) -> dict[str, Any]:
     g = pd.DataFrame({"model": df["model"].astype(object), "c": correct, "i": invalid})
     agg = g.groupby("model", sort=True).agg(n=("c", "size"), c=("c", "sum"), i=("i", "sum"))
     return {
-        "rows": int(len(df)),
+        "rows": len(df),
         "models": [str(m) for m in agg.index],
         "items": int(df["item"].nunique()),
         "clusters": int(df["cluster"].nunique()),
