@@ -27,6 +27,12 @@ the rest are expanded to the next stage. Entries at the same node whose past
 statistics agree within ``1e-9`` are merged (the hashing of FEXACT's
 ``f5xact``), which is what keeps the network small. Everything is vectorised
 with numpy per stage.
+
+Meet in the middle: for the last stages a backward pass builds, for every node,
+the sorted list of all its future statistics with multiplicities (within a
+budget of values). When the forward pass reaches such a stage, each live entry
+is finished by one binary search in its node's list (suffix sums of the
+completion weights) instead of being expanded further.
 """
 from __future__ import annotations
 
@@ -149,7 +155,9 @@ def rxc_exact_pvalue(table: np.ndarray, *, tol: float = FEXACT_TOL, max_nodes: i
         minf[k] = np.minimum.reduceat(lo, ptr[:-1])
         maxf[k] = np.maximum.reduceat(hi, ptr[:-1])
     # backward: complete lists of future statistics for the last stages (meet in the middle)
-    meet, fut = _future_lists(nodes, edges, lf, max_future)
+    # small budget first; extended down to the current stage only when the forward side grows large
+    fut = _FutureLists(nodes, edges, lf)
+    fut.extend_to(0, min(max_future, 200_000))
     # forward pass
     pval = 0.0
     e_node = np.zeros(1, dtype=np.int64)
@@ -167,8 +175,10 @@ def rxc_exact_pvalue(table: np.ndarray, *, tol: float = FEXACT_TOL, max_nodes: i
         if k == nst - 1 or not mid.any():
             break
         e_node, e_past, e_w = e_node[mid], e_past[mid], e_w[mid]
-        if k == meet:
-            pval += _join(e_node, e_past, e_w, fut, thresh, const)
+        if len(e_node) > 50_000:
+            fut.extend_to(k, max_future)
+        if k == fut.stage:
+            pval += _join(e_node, e_past, e_w, fut.lists, thresh, const)
             break
         ptr, child, cost, mult = edges[k]
         deg = ptr[e_node + 1] - ptr[e_node]
@@ -208,28 +218,34 @@ def _merge(node: np.ndarray, val: np.ndarray, w: np.ndarray):
     return node[starts], val[starts], np.add.reduceat(w, starts)
 
 
-def _future_lists(nodes, edges, lf, budget: int):
+class _FutureLists:
     """Backward pass: every node's sorted future statistics with multiplicities.
 
-    Goes back from the last stage while a stage's lists stay within ``budget``
-    values; returns (stage, (offsets, values, counts)) of the earliest stage built.
+    Starts at the last stage (one value per node) and goes back one stage at a time
+    (:meth:`extend_to`) while a stage's lists stay within a budget of values;
+    ``lists`` = (offsets, values, counts) of stage ``stage``.
     """
-    k = len(nodes) - 1
-    vals = lf[nodes[k]].sum(axis=1)
-    cnt = np.ones(len(vals))
-    off = np.arange(len(vals) + 1)
-    while k > 0:
-        ptr, child, cost, mult = edges[k - 1]
-        length = off[child + 1] - off[child]
-        if int(length.sum()) > budget:
-            break
-        rep, idx = _expand(off[child], length)
-        parent = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
-        par, v, c = _merge(parent[rep], cost[rep] + vals[idx], mult[rep] * cnt[idx])
-        vals, cnt = v, c
-        off = np.searchsorted(par, np.arange(len(ptr)))
-        k -= 1
-    return k, (off, vals, cnt)
+
+    def __init__(self, nodes, edges, lf):
+        self.edges = edges
+        self.stage = len(nodes) - 1
+        vals = lf[nodes[self.stage]].sum(axis=1)
+        self.lists = (np.arange(len(vals) + 1), vals, np.ones(len(vals)))
+
+    def extend_to(self, k: int, budget: int) -> bool:
+        """Go back to stage ``k`` if every step fits ``budget``; True when ``stage == k``."""
+        while self.stage > k:
+            off, vals, cnt = self.lists
+            ptr, child, cost, mult = self.edges[self.stage - 1]
+            length = off[child + 1] - off[child]
+            if int(length.sum()) > budget:
+                return False
+            rep, idx = _expand(off[child], length)
+            parent = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+            par, v, c = _merge(parent[rep], cost[rep] + vals[idx], mult[rep] * cnt[idx])
+            self.lists = (np.searchsorted(par, np.arange(len(ptr))), v, c)
+            self.stage -= 1
+        return self.stage == k
 
 
 def _join(e_node, e_past, e_w, fut, thresh: float, const: float) -> float:
