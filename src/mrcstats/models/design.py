@@ -133,41 +133,58 @@ def _is_numeric(s: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
 
 
+def _sorted_factorize(s: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """Codes and labels with the labels sorted by code point (R under LC_COLLATE=C)."""
+    if s.dtype == object and pd.api.types.infer_dtype(s, skipna=True) not in ("string", "empty"):
+        s = s.astype(str)
+    codes, uniq = pd.factorize(s, sort=False)
+    labels = [str(x) for x in uniq]
+    order = sorted(range(len(labels)), key=labels.__getitem__)
+    if order != list(range(len(labels))):
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        codes = rank[codes]
+        labels = [labels[i] for i in order]
+    return np.asarray(codes, dtype=np.int64), labels
+
+
 def factor_levels(s: pd.Series, given: list[str] | tuple[str, ...] | None, what: str) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Integer codes and level labels of a column used as a factor (no missing values)."""
+    """Integer codes and level labels of a column used as a factor (no missing values).
+
+    Levels: given ones; else a categorical's categories (unused dropped); else
+    FALSE/TRUE for logicals, numbers in numeric order, text by code point.
+    """
     if pd.api.types.is_bool_dtype(s.dtype):
-        labels = np.where(np.asarray(s, dtype=bool), "TRUE", "FALSE")
-        lv: list[str] = ["FALSE", "TRUE"]
-        present = set(np.unique(labels).tolist())
-        if given is None:
-            lv = [x for x in lv if x in present]
-        ser = pd.Series(labels, index=s.index)
-    elif isinstance(s.dtype, pd.CategoricalDtype) and given is None:
-        used = s.cat.remove_unused_categories()
-        lv = [str(c) for c in used.cat.categories]
-        ser = used.astype(str)
+        b = np.asarray(s, dtype=bool)
+        codes = b.astype(np.int64)
+        lv = ["FALSE", "TRUE"]
+    elif isinstance(s.dtype, pd.CategoricalDtype):
+        codes = np.asarray(s.cat.codes, dtype=np.int64)
+        lv = [str(c) for c in s.cat.categories]
     elif _is_numeric(s):
         vals = np.asarray(s, dtype=float)
-        uniq = np.unique(vals)
+        uniq, codes = np.unique(vals, return_inverse=True)
         lv = [_fmt_number(u) for u in uniq]
-        codes = np.searchsorted(uniq, vals)
-        if given is None:
-            return codes.astype(np.int64), tuple(lv)
-        ser = pd.Series([lv[c] for c in codes], index=s.index)
     else:
-        ser = s.astype(str)
-        lv = sorted(pd.unique(ser).tolist())
-    if given is not None:
-        given = [str(g) for g in given]
-        if len(set(given)) != len(given):
-            raise InputError(f"levels for {what}: {given} has duplicates")
-        extra = sorted(set(pd.unique(ser).tolist()) - set(given))
-        if extra:
-            raise InputError(f"levels for {what}: values {extra[:5]} are not among the given levels {given}; "
-                             "list every level, e.g. --levels LLM=a,b,c")
-        lv = list(given)
-    cat = pd.Categorical(ser, categories=lv)
-    return np.asarray(cat.codes, dtype=np.int64), tuple(lv)
+        codes, lv = _sorted_factorize(s)
+    if given is None:
+        used = np.bincount(codes, minlength=len(lv)) > 0
+        if not used.all():
+            remap = np.cumsum(used) - 1
+            codes = remap[codes]
+            lv = [x for x, u in zip(lv, used) if u]
+        return codes, tuple(lv)
+    given = [str(g) for g in given]
+    if len(set(given)) != len(given):
+        raise InputError(f"levels for {what}: {given} has duplicates")
+    pos = {g: i for i, g in enumerate(given)}
+    present = np.bincount(codes, minlength=len(lv)) > 0
+    extra = [x for x, u in zip(lv, present) if u and x not in pos]
+    if extra:
+        raise InputError(f"levels for {what}: values {extra[:5]} are not among the given levels {given}; "
+                         "list every level, e.g. --levels LLM=a,b,c")
+    m = np.array([pos.get(x, -1) for x in lv], dtype=np.int64)
+    return m[codes], tuple(given)
 
 
 def _variable_values(var: Variable, data: pd.DataFrame, where: str):
@@ -428,13 +445,7 @@ def _group_codes(factors: tuple[str, ...], data: pd.DataFrame, where: str) -> tu
             raise InputError(f"{where}: grouping column {col!r} is not in the data (columns: {list(data.columns)[:20]})")
         parts.append(factor_levels(data[col], None, f"{where}: grouping column {col!r}"))
     if len(parts) == 1:
-        codes, lv = parts[0]
-        used = np.bincount(codes, minlength=len(lv)) > 0
-        if not used.all():
-            remap = np.cumsum(used) - 1
-            codes = remap[codes]
-            lv = tuple(l for l, u in zip(lv, used) if u)
-        return codes, lv
+        return parts[0]
     # R's f1:f2 - levels ordered with the first factor varying slowest, unused dropped
     key = np.zeros(len(data), dtype=np.int64)
     for c, lv in parts:

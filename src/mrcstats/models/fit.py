@@ -115,16 +115,21 @@ def _glm_start(d: BinomialData, maxit: int = 25) -> np.ndarray:
     return np.clip(beta, -10, 10)
 
 
-def _hessian_from_grad(fun, x: np.ndarray, rel: float = 1e-4) -> np.ndarray:
-    """Central differences of an analytic gradient, symmetrised."""
+def _hessian_from_grad(fun, x: np.ndarray, g0: np.ndarray | None = None, rel: float = 1e-6) -> np.ndarray:
+    """Hessian from an analytic gradient: forward differences when the gradient at x is
+    given (m evaluations), central otherwise; symmetrised."""
     m = len(x)
     H = np.empty((m, m))
     for k in range(m):
-        h = rel * max(abs(x[k]), 1e-2)
-        xp, xm = x.copy(), x.copy()
+        h = rel * max(abs(x[k]), 0.1)
+        xp = x.copy()
         xp[k] += h
-        xm[k] -= h
-        H[:, k] = (fun(xp) - fun(xm)) / (2 * h)
+        if g0 is not None:
+            H[:, k] = (fun(xp) - g0) / h
+        else:
+            xm = x.copy()
+            xm[k] -= h
+            H[:, k] = (fun(xp) - fun(xm)) / (2 * h)
     return (H + H.T) / 2
 
 
@@ -190,13 +195,15 @@ def _check_conv(grad: np.ndarray, H: np.ndarray, ntheta: int, singular: bool) ->
     return converged, list(dict.fromkeys(msgs))
 
 
-def _scale_check(X: np.ndarray, names) -> list[str]:
-    """lme4's ``checkScaleX``: predictors on very different scales."""
-    if X.shape[1] < 2:
-        return []
-    sd = X.std(axis=0)
-    sd = sd[sd > 0]
-    if sd.size > 1 and sd.max() / sd.min() > 1000:
+def _scale_check(XT: np.ndarray) -> list[str]:
+    """lme4's ``checkScaleX``: SDs of the non-0/1 columns differing by more than 1000-fold."""
+    sds = []
+    for row in XT:
+        if np.all((row == 0) | (row == 1)):
+            continue
+        sds.append(float(row.std(ddof=1)))
+    sds = [s for s in sds if s > 0]
+    if len(sds) > 1 and max(sds) / min(sds) > 1000:
         return ["Some predictor variables are on very different scales: consider rescaling"]
     return []
 
@@ -211,12 +218,26 @@ def fit_design(design: Design, nagq: int = 1, t0: float | None = None,
     BLAS runs single-threaded during the fit: the matrices are small or matrix-vector
     products, and threaded OpenBLAS is many times slower on a loaded machine.
     """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
+    ctl = _blas_controller()
+    if ctl is None:  # pragma: no cover
         return _fit_design(design, nagq, t0, fit_options)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with ctl.limit(limits=1, user_api="blas"):
         return _fit_design(design, nagq, t0, fit_options)
+
+
+_CTL: list = []
+
+
+def _blas_controller():
+    """A cached threadpoolctl controller (scanning the loaded libraries takes ~20 ms)."""
+    if not _CTL:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _CTL.append(ThreadpoolController())
+        except Exception:  # pragma: no cover
+            _CTL.append(None)
+    return _CTL[0]
 
 
 def _fit_design(design: Design, nagq: int, t0: float | None,
@@ -226,7 +247,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
     d = BinomialData(X, y, w, design.offset, design.loglik_const)
     re = design.re
     k = len(re)
-    messages = list(design.messages) + _scale_check(X, design.column_names)
+    messages = list(design.messages) + _scale_check(d.XT)
     if nagq > 1 and k != 1:
         raise ModelError(f"nAGQ = {nagq} needs a single grouping factor (the model has {k}); "
                          "use nagq=1 (Laplace) or nagq=0")
@@ -269,30 +290,35 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         x0 = np.concatenate([theta0, beta0])
         bounds = [(0.0, None)] * k + [(None, None)] * p
         r = optimize.minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                              options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9, "maxcor": 20})
-        x = r.x.copy()
+                              options={"maxiter": 2000, "ftol": 1e-12, "gtol": 1e-5, "maxcor": 20})
+        x, fval, grad = r.x.copy(), float(r.fun), np.asarray(r.jac, float)
 
         def gfun(z):
             return model.evaluate(th_arg(z[:k]), z[k:], keep=False)[1]
 
-        # Newton polish with the Hessian of the analytic gradient (also used for the SEs)
-        H = _hessian_from_grad(gfun, x)
-        for _ in range(4):
-            D, g = model.evaluate(th_arg(x[:k]), x[k:])
+        # Newton polish with the Hessian of the analytic gradient (also used for the SEs);
+        # the Hessian is recomputed when the polish moved the point noticeably
+        H = _hessian_from_grad(gfun, x, grad)
+        moved = 0.0
+        for _ in range(6):
             try:
-                step = np.linalg.solve(H, g)
+                step = np.linalg.solve(H, grad)
             except np.linalg.LinAlgError:
                 break
             xn = x - step
             xn[:k] = np.maximum(xn[:k], 0)
+            if np.max(np.abs(xn - x)) == 0:
+                break
             Dn, gn = model.evaluate(th_arg(xn[:k]), xn[k:])
-            if Dn <= D + 1e-12 * abs(D):
-                x = xn
-                if np.max(np.abs(step)) < 1e-10:
+            if Dn <= fval + 1e-12 * abs(fval):
+                moved = max(moved, float(np.max(np.abs(xn - x))))
+                x, fval, grad = xn, Dn, gn
+                if np.max(np.abs(step)) < 1e-9:
                     break
             else:
                 break
-        fval, grad = model.evaluate(th_arg(x[:k]), x[k:])
+        if moved > 1e-4:
+            H = _hessian_from_grad(gfun, x, grad)
         optinfo.update(optimizer="L-BFGS-B+Newton", nit=int(r.nit), lbfgs_message=str(r.message))
         if nagq > 1:
             sf = model  # type: ignore[assignment]
@@ -353,7 +379,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         loglik = -0.5 * fval
     ranef = {}
     for r_, b, cv in zip(re, ex["b"], ex["condvar"]):
-        ranef[r_.name] = pd.DataFrame({"mode": b, "condvar": cv}, index=pd.Index(r_.levels, name=r_.name))
+        ranef[r_.name] = pd.DataFrame({"mode": b, "condvar": cv}, index=pd.Index(r_.levels, name=r_.name, dtype=object))
     fit_seconds = time.perf_counter() - t0
     return GlmerResult.from_estimates(
         info=design.info, beta=beta, vcov=vcov, theta=theta, group_names=[r_.name for r_ in re],
