@@ -101,7 +101,7 @@ def test_bad_table_exit_2(capsys, tmp_path, body, where):
 
 
 def test_missing_file_exit_2(capsys, tmp_path):
-    code, out, err = _run(capsys, "chisq", str(tmp_path / "nope.csv"))
+    code, _, err = _run(capsys, "chisq", str(tmp_path / "nope.csv"))
     assert code == 2 and "no such file" in err
 
 
@@ -134,5 +134,5 @@ def test_mcnemar_json(capsys, log_path):
     obj = json.loads(out)
     assert set(obj) == {"n_items", "a_only", "b_only", "p_exact", "statistic", "p_asymptotic"}
     assert obj["n_items"] == 90 and obj["a_only"] > obj["b_only"]
-    code, out, err = _run(capsys, "mcnemar", str(log_path), "--models", "alpha", "--json")
+    code, _, err = _run(capsys, "mcnemar", str(log_path), "--models", "alpha", "--json")
     assert code == 2 and "two model names" in err

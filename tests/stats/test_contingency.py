@@ -62,8 +62,8 @@ def _write(t: np.ndarray, path: Path) -> Path:
 
 
 def _run_r(rscript: str, files: list[Path], *extra: str) -> list[dict]:
-    r = subprocess.run([rscript, str(R_SCRIPT), *extra, *map(str, files)], capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run([rscript, str(R_SCRIPT), *extra, *map(str, files)], check=False, capture_output=True,
+                       text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -225,7 +225,7 @@ def test_mcnemar_matches_r(rscript) -> None:
             "x <- table(factor(a, c(TRUE, FALSE)), factor(b, c(TRUE, FALSE))); "
             "m <- mcnemar.test(x); bt <- binom.test(x[1, 2], x[1, 2] + x[2, 1], 0.5); "
             "cat(sprintf('%.17g %.17g %.17g %d %d', bt$p.value, m$statistic, m$p.value, x[1,2], x[2,1]))")
-    out = subprocess.run([rscript, "-e", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([rscript, "-e", code], check=False, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     pe, stat, pa, ao, bo = out.stdout.split()
     assert (res.a_only, res.b_only) == (int(ao), int(bo))

@@ -37,7 +37,7 @@ completion weights) instead of being expanded further.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -48,7 +48,7 @@ FEXACT_TOL = 3.45254e-7
 _MERGE = 1e-9
 
 
-@lru_cache(maxsize=None)
+@cache
 def _lfact(n: int) -> np.ndarray:
     """log(k!) for k = 0..n, by cumulative sums of log k (exact to a few ulp)."""
     out = np.zeros(n + 1)

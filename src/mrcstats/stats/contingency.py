@@ -28,8 +28,18 @@ import pandas as pd
 from mrcstats.errors import InputError
 from mrcstats.stats._rxc_exact import FEXACT_TOL, rxc_exact_pvalue
 
-__all__ = ["fisher", "chisq", "mcnemar", "FisherResult", "ChisqResult", "McNemarResult",
-           "as_count_table", "read_count_table", "r2dtable", "CHISQ_WARNING"]
+__all__ = [
+    "CHISQ_WARNING",
+    "ChisqResult",
+    "FisherResult",
+    "McNemarResult",
+    "as_count_table",
+    "chisq",
+    "fisher",
+    "mcnemar",
+    "r2dtable",
+    "read_count_table",
+]
 
 #: R's warning text when an expected count is below 5
 CHISQ_WARNING = "Chi-squared approximation may be incorrect"
@@ -201,8 +211,8 @@ class FisherResult:
     def summary(self) -> str:
         lines = [f"Fisher's exact test ({self.method}"
                  + (f", B = {self.B}" if self.B else "") + f"), alternative: {self.alternative}",
-                 f"  table {self.table.counts.shape[0]} x {self.table.counts.shape[1]}, "
-                 f"n = {int(self.table.counts.sum())}",
+                 (f"  table {self.table.counts.shape[0]} x {self.table.counts.shape[1]}, "
+                  f"n = {int(self.table.counts.sum())}"),
                  f"  p-value = {self.p:.6g}"]
         if self.odds_ratio is not None and self.conf_int is not None:
             lines.append(f"  odds ratio = {self.odds_ratio:.6g}, {int(self.conf_level * 100)}% CI "
@@ -656,7 +666,7 @@ def read_count_table(path: Any) -> pd.DataFrame:
         raise InputError(f"{p}: no such file (expected a CSV table of counts)")
     try:
         df = pd.read_csv(p, dtype=str, keep_default_na=False, index_col=0)
-    except Exception as exc:  # pandas raises many parser error types
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
         raise InputError(f"{p}: cannot read as CSV ({exc})") from None
     if df.shape[0] < 1 or df.shape[1] < 1:
         raise InputError(f"{p}: the table needs a header row of column labels, then one row per "

@@ -30,8 +30,14 @@ import pandas as pd
 
 from mrcstats.errors import InputError
 
-__all__ = ["discrimination", "DiscriminationResult", "CutoffTable", "cluster_difficulty",
-           "ClusterDifficulty", "pd_value"]
+__all__ = [
+    "ClusterDifficulty",
+    "CutoffTable",
+    "DiscriminationResult",
+    "cluster_difficulty",
+    "discrimination",
+    "pd_value",
+]
 
 DEFAULT_CUTOFFS: tuple[float, ...] = (0.0, 5.0, 10.0, 15.0)
 
@@ -92,8 +98,8 @@ class DiscriminationResult:
 
     def summary(self) -> str:
         s = self.pd
-        lines = [f"Discriminatory power P_d (seed 003 eq. 4-7, eps = {self.epsilon:g}) over "
-                 f"{len(s)} clusters and {self.accuracy.shape[1]} models"]
+        lines = [(f"Discriminatory power P_d (seed 003 eq. 4-7, eps = {self.epsilon:g}) over "
+                  f"{len(s)} clusters and {self.accuracy.shape[1]} models")]
         if len(s):
             lines.append(f"  min {s.min():.4g}, median {s.median():.4g}, mean {s.mean():.4g}, max {s.max():.4g}")
         for why, k in self.skipped.items():
@@ -221,15 +227,15 @@ def _cutoff_table(res: DiscriminationResult, cutoffs: Sequence[float], bootstrap
     out = []
     for cut in cutoffs:
         keep = res.pd.index[res.pd.to_numpy() > float(cut)]
-        row: dict[str, Any] = {"cutoff": float(cut), "clusters": int(len(keep))}
+        row: dict[str, Any] = {"cutoff": float(cut), "clusters": len(keep)}
         if len(keep) == 0:
             row.update(items=0, accuracy={}, grand_mean=None, kendall_tau=None, accuracy_ci={})
             out.append(row)
             continue
         if res.items:
-            row["items"] = int(len(frozenset().union(*(res.items[k] for k in keep))))
+            row["items"] = len(frozenset().union(*(res.items[k] for k in keep)))
         else:
-            row["items"] = int(len(keep))
+            row["items"] = len(keep)
         c = corr.loc[keep].to_numpy(dtype=float)
         t = rows_n.loc[keep].to_numpy(dtype=float)
         tot = t.sum(axis=0)

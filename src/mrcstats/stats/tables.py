@@ -22,8 +22,15 @@ import pandas as pd
 from mrcstats.errors import InputError
 from mrcstats.stats.contingency import ChisqResult, FisherResult, chisq, fisher
 
-__all__ = ["TableTest", "wh_word_table", "condition_outcome_table", "confusion_table", "crosstab",
-           "WH_ORDER", "OUTCOMES"]
+__all__ = [
+    "OUTCOMES",
+    "WH_ORDER",
+    "TableTest",
+    "condition_outcome_table",
+    "confusion_table",
+    "crosstab",
+    "wh_word_table",
+]
 
 #: column order of seed 003 Table 3 (other values follow, sorted)
 WH_ORDER = ("What", "When", "Which", "Why", "Where", "Who", "Whom", "How", "Other")
