@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mrcstats.io import read_log
 from mrcstats.io.mskqa import parse_mskqa_name
@@ -79,3 +81,52 @@ def test_rqa_shared(shared_data):
     cell = log[(log["trial"] == 3) & (log["condition"] == "partial") & (log["masking_rate"] == 35)]
     assert int(cell["correct"].fillna(False).sum()) == expect
     assert int(cell["correct"].isna().sum()) == int((~valid).sum())
+
+
+_SUFFIX = {"": "regular", "_filtered": "partial", "_no_meaning": "strict", "_no_verb": "lenient"}
+
+
+@st.composite
+def _wide(draw):
+    n = draw(st.integers(1, 12))
+    model = draw(st.text(alphabet="abcxyz019:._-", min_size=1, max_size=12))
+    rates = draw(st.lists(st.integers(0, 20).map(lambda k: 5 * k), min_size=1, max_size=4, unique=True))
+    n_opt = draw(st.lists(st.integers(2, 5), min_size=n, max_size=n))
+    gold = [draw(st.integers(0, k - 1)) for k in n_opt]
+    answers = {r: draw(st.lists(st.sampled_from(["", "-1", "0", "1", "2", "3", "4", "5", "6", "x", "2.0", "1.5"]),
+                                min_size=n, max_size=n)) for r in rates}
+    trial = draw(st.integers(0, 30))
+    suffix = draw(st.sampled_from(list(_SUFFIX)))
+    return model, rates, n_opt, gold, answers, trial, suffix
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_wide())
+def test_wide_to_long_property(tmp_path, case):
+    model, rates, n_opt, gold, answers, trial, suffix = case
+    n = len(gold)
+    df = pd.DataFrame({"question_id": [f"q{i}" for i in range(n)],
+                       "choices": [repr([f"o{j}" for j in range(k)]) for k in n_opt],
+                       "answer": [f"['{g}']" for g in gold]})
+    for r in rates:
+        df[f"answer_{model}_{r}"] = answers[r]
+    p = tmp_path / f"QA_masker_9b_{trial}{suffix}.csv"
+    df.to_csv(p, index=False)
+    log = read_log(p)
+    assert len(log) == n * len(rates)
+    assert set(log["model"]) == {model}
+    assert set(log["trial"]) == {trial} and set(log["condition"]) == {_SUFFIX[suffix]}
+    for r in rates:
+        cell = log[log["masking_rate"] == r].set_index("item")
+        for i in range(n):
+            a = answers[r][i]
+            try:
+                x = float(a)
+            except ValueError:
+                x = float("nan")
+            valid = x == x and x.is_integer() and 1 <= x <= n_opt[i]
+            got = cell.loc[f"q{i}", "correct"]
+            if valid:
+                assert got == (int(x) - 1 == gold[i])
+            else:
+                assert pd.isna(got)

@@ -138,3 +138,17 @@ def test_format_override(tmp_path):
     with pytest.raises(SchemaError, match="missing required column"):
         read_log(p, format="csv")
     assert len(read_log(p, format="tsv")) == 1
+
+
+def test_inspect_eval_archive(tmp_path):
+    import zipfile
+
+    log = _inspect_log(["C", "I"])
+    p = tmp_path / "run.eval"
+    with zipfile.ZipFile(p, "w") as zf:
+        zf.writestr("header.json", json.dumps({k: v for k, v in log.items() if k != "samples"}))
+        for s in log["samples"]:
+            zf.writestr(f"samples/{s['id']}_epoch_{s['epoch']}.json", json.dumps(s))
+    assert detect_format(load_source(p)) == "inspect"
+    out = read_log(p)
+    assert out["correct"].tolist() == [True, False] and set(out["model"]) == {"openai/gpt-4o"}

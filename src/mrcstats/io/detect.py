@@ -5,7 +5,7 @@ name), strips a UTF-8 BOM, converts UTF-16 text (with a BOM) to UTF-8, and check
 that text is valid UTF-8, reporting the byte offset and line of the first bad
 byte. :func:`detect_format` then looks at the content:
 
-* ``parquet``: the ``PAR1`` magic;
+* ``parquet``: the ``PAR1`` magic; ``inspect``: a zip archive with ``header.json`` (an Inspect ``.eval`` log);
 * JSON documents: ``inspect`` (an Inspect AI log: ``eval`` + ``samples``),
   ``elagent`` (``data`` lists of ``result`` records, or operator-nested
   ``{accuracy, invalid, data: [[prompt, gold, pred, response], ...]}``), else ``json``;
@@ -31,8 +31,9 @@ from mrcstats.errors import InputError
 #: every format name accepted by ``--format``
 FORMATS: tuple[str, ...] = ("csv", "tsv", "json", "jsonl", "parquet", "mskqa", "elagent", "harness", "inspect")
 #: file name endings a folder listing picks up
-EXTENSIONS: tuple[str, ...] = (".csv", ".tsv", ".txt", ".json", ".jsonl", ".ndjson", ".parquet", ".pq")
+EXTENSIONS: tuple[str, ...] = (".csv", ".tsv", ".txt", ".json", ".jsonl", ".ndjson", ".parquet", ".pq", ".eval")
 
+ZIP_MAGIC = b"PK\x03\x04"
 MSKQA_ANSWER_RE = re.compile(r"^answer_(.+)_(\d+(?:\.\d+)?)$")
 _UNSET = object()
 
@@ -105,7 +106,7 @@ def load_source(path: str | Path) -> Source:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as exc:
             raise InputError(f"{p}: corrupt gzip data ({exc})") from None
-    if raw[:4] == b"PAR1":
+    if raw[:4] in (b"PAR1", ZIP_MAGIC):
         return Source(p, raw, binary=True)
     if raw[:3] == b"\xef\xbb\xbf":
         raw = raw[3:]
@@ -170,8 +171,8 @@ def header_columns(src: Source, delimiter: str | None = None) -> list[str]:
 
 
 def is_mskqa_header(cols: list[str]) -> bool:
-    """True for maskcode outputs: ``answer_<model>_<MR>`` columns and a gold ``answer``/``correct`` column."""
-    return any(MSKQA_ANSWER_RE.match(c) for c in cols) and ("answer" in cols or "correct" in cols)
+    """True for maskcode outputs: ``answer_<model>_<MR>`` columns and no canonical ``model`` column."""
+    return any(MSKQA_ANSWER_RE.match(c) for c in cols) and "model" not in cols
 
 
 def _json_kind(obj: Any) -> str:
@@ -188,6 +189,17 @@ def _json_kind(obj: Any) -> str:
 def detect_format(src: Source) -> str:
     """The format name of ``src`` judged by its content (see the module docstring)."""
     if src.binary:
+        if src.data[:4] == ZIP_MAGIC:
+            import zipfile
+
+            try:
+                names = zipfile.ZipFile(io.BytesIO(src.data)).namelist()
+            except zipfile.BadZipFile as exc:
+                raise InputError(f"{src.name}: corrupt zip archive ({exc})") from None
+            if "header.json" in names or any(n.startswith("samples/") for n in names):
+                return "inspect"
+            raise InputError(f"{src.name}: a zip archive that is not an Inspect AI .eval log; unpack it and pass "
+                             f"the files inside")
         return "parquet"
     head = src.data.lstrip()[:1]
     if head in (b"{", b"["):

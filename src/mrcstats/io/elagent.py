@@ -14,7 +14,7 @@ The model is not in the files: pass ``model`` (``--model gpt-4-1106-preview``).
 ``condition`` is the file name without ``acc_`` (``acc_neg.json`` -> ``neg``,
 ``acc_baseline_3_1_cot1.json`` -> ``baseline_3_1_cot1``); ``item`` is the record's
 position in its list, prefixed by the operator path for Task 1/2 (``+/*/3``); a
-``task`` column holds the folder name (``task 5``) when there is one.
+``task`` column holds the nearest enclosing folder named ``task ...`` (``task 5``) when there is one.
 """
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def read_elagent(src: Source, model: str | None = None) -> pd.DataFrame:
         raise InputError(f"{src.name}: ELAGENT files do not name the model; pass --model NAME "
                          f"(e.g. --model gpt-4-1106-preview)")
     cond = condition_from_name(src.stem)
-    task = src.path.parent.name if src.path.parent.name.lower().startswith("task") else None
+    task = next((d.name for d in src.path.parents if d.name.lower().startswith("task")), None)
     rows: list[dict[str, Any]] = []
     for path, block in blocks:
         prefix = "/".join(path)

@@ -1,4 +1,4 @@
-"""Inspect AI evaluation logs in JSON (``inspect eval ... --log-format json``).
+"""Inspect AI evaluation logs: JSON (``--log-format json``) or the zipped ``.eval`` format.
 
 ``{"eval": {"task", "model", ...}, "samples": [{"id", "epoch", "input", "target",
 "output": {"choices": [{"message": {"content"}}]}, "scores": {scorer: {"value",
@@ -56,12 +56,26 @@ def _text(v: Any) -> str | None:
     return str(v)
 
 
+def _eval_archive(src: Source) -> dict[str, Any]:
+    """An Inspect ``.eval`` zip (``header.json`` + ``samples/<id>_epoch_<n>.json``) as one JSON-log dict."""
+    import io
+    import zipfile
+
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(src.data))
+        header = json.loads(zf.read("header.json")) if "header.json" in zf.namelist() else {}
+        names = sorted(n for n in zf.namelist() if n.startswith("samples/") and n.endswith(".json"))
+        samples = [json.loads(zf.read(n)) for n in names]
+    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{src.name}: cannot read the Inspect .eval archive ({exc})") from None
+    return {**header, "samples": samples}
+
+
 def read_inspect(src: Source, model: str | None = None) -> pd.DataFrame:
-    """Read one Inspect AI JSON log into rows with canonical field names (see module docstring)."""
-    obj = src.json()
+    """Read one Inspect AI log (JSON, or a ``.eval`` archive) into rows with canonical field names."""
+    obj = _eval_archive(src) if src.binary else src.json()
     if not isinstance(obj, dict) or not isinstance(obj.get("samples"), list):
-        raise InputError(f"{src.name}: not an Inspect AI log (no 'samples' list); logs in the binary .eval format "
-                         f"must be converted with `inspect log convert --to json`")
+        raise InputError(f"{src.name}: not an Inspect AI log (no 'samples' list)")
     ev = obj.get("eval") or {}
     samples = obj["samples"]
     if not samples:

@@ -77,12 +77,12 @@ def read_mskqa(src: Source, mapping: Mapping[str, str] | None = None) -> pd.Data
         raise InputError(f"{src.name}: cannot parse as CSV: {str(exc).strip().splitlines()[-1]}") from None
     if len(raw) == 0:
         raise InputError(f"{src.name}: has a header but no data rows")
+    gold_col = mapping.pop("gold", None)
+    gold_idx0 = _gold_index(raw, gold_col, src)
     item_col = mapping.pop("item", None) or ("question_id" if "question_id" in raw else None)
     if item_col is None or item_col not in raw:
         raise missing_columns_error(["item"], cols, src.name,
                                     "maskcode items are named by 'question_id'; name another with --map item=COLUMN")
-    gold_col = mapping.pop("gold", None)
-    gold_idx0 = _gold_index(raw, gold_col, src)
     n_opt = _n_options(raw)
     trial, condition = parse_mskqa_name(src.stem)
 
@@ -136,7 +136,8 @@ def _gold_index(raw: pd.DataFrame, gold_col: str | None, src: Source) -> np.ndar
     if gold_col is None or gold_col not in raw.columns:
         raise missing_columns_error(["answer"], list(raw.columns), src.name,
                                     "maskcode gold answers are in 'answer' (\"['0']\") or 'correct' (AQuA); "
-                                    "name another with --map gold=COLUMN")
+                                    "name another with --map gold=COLUMN (free-text MskCal outputs have no "
+                                    "option answers to score)")
     vals = raw[gold_col]
     uniq = {u: _gold_value(u) for u in pd.unique(vals)}
     idx = vals.map(uniq).to_numpy(dtype=float)
