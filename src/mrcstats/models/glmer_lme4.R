@@ -84,7 +84,7 @@ mrc_prepare <- function(d, vars, levels = list(), contrasts = list(), weights = 
   for (v in names(contrasts)) {
     if (!(v %in% names(d)) || !is.factor(d[[v]])) stop("contrasts for ", v, ": not a factor column")
     k <- nlevels(d[[v]])
-    contrasts(d[[v]]) <- if (contrasts[[v]] == "sum") contr.sum(k) else contr.treatment(k)
+    contrasts(d[[v]]) <- if (contrasts[[v]] == "sum") contr.sum(k) else contr.treatment(levels(d[[v]]))
   }
   if (!is.null(weights)) {
     if (!(weights %in% names(d))) stop("weights: no column ", weights)
