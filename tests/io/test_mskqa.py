@@ -1,6 +1,8 @@
 """maskcode (MskQA) wide -> long reader."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -124,7 +126,7 @@ def test_wide_to_long_property(tmp_path, case):
                 x = float(a)
             except ValueError:
                 x = float("nan")
-            valid = x == x and x.is_integer() and 1 <= x <= n_opt[i]
+            valid = not math.isnan(x) and x.is_integer() and 1 <= x <= n_opt[i]
             got = cell.loc[f"q{i}", "correct"]
             if valid:
                 assert got == (int(x) - 1 == gold[i])

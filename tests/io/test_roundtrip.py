@@ -44,3 +44,17 @@ def test_csv_roundtrip(tmp_path, log, name):
     core = ["model", "item", "cluster", "trial", "condition", "masking_rate", "correct", "response"]
     pd.testing.assert_frame_equal(log[core], back[core])
     assert back["extra_int"].tolist() == log["extra_int"].tolist()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(logs(), st.sampled_from(["json", "jsonl"]))
+def test_json_records_roundtrip(tmp_path, log, fmt):
+    import json
+
+    core = ["model", "item", "cluster", "trial", "condition", "masking_rate", "correct", "response"]
+    recs = [{k: (None if pd.isna(v) else v) for k, v in r.items()}
+            for r in log[core].astype(object).to_dict(orient="records")]
+    p = tmp_path / f"l.{fmt}"
+    p.write_text(json.dumps(recs) if fmt == "json" else "\n".join(json.dumps(r) for r in recs))
+    back = read_log(p)
+    pd.testing.assert_frame_equal(log[core], back[core])

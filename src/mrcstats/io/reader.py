@@ -94,7 +94,11 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
         sources.append((src, fmt))
     frames: list[pd.DataFrame] = []
     skipped: dict[str, int] = {}
-    for i, (src, fmt) in enumerate(sources):
+    from mrcstats._progress import progress
+
+    bar = progress(range(len(sources)), desc="reading", unit="file", disable=None if len(sources) > 3 else True)
+    for i in bar:
+        src, fmt = sources[i]
         df = read_source(src, fmt, mapping, model)
         sources[i] = (Source(src.path, b""), fmt)  # release the bytes
         skipped = merge_skipped(skipped, df.attrs.get("skipped", {}))
