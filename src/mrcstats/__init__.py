@@ -45,6 +45,12 @@ _API: dict[str, str] = {
     "masking_indicators": "mrcstats.stats.masking",
     "mskcal": "mrcstats.stats.mskcal",
     "mask_text": "mrcstats.tasks.masking",
+    # query and ELAGENT tasks
+    "run_query": "mrcstats.query",
+    "QueryConfig": "mrcstats.query",
+    "elagent_generate": "mrcstats.tasks.elagent",
+    "elagent_verify": "mrcstats.tasks.elagent",
+    "elagent_score": "mrcstats.tasks.elagent",
     # report
     "build_report": "mrcstats.report",
 }

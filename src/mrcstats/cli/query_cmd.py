@@ -39,7 +39,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _query(args: argparse.Namespace) -> int:
-    from mrcstats.cli._common import info, output
     from mrcstats.query.runner import QueryConfig, run_query
 
     cfg = QueryConfig(taskfile=args.taskfile, model=args.model, base_url=args.base_url, out=args.out,
@@ -48,6 +47,8 @@ def _query(args: argparse.Namespace) -> int:
                       retry_failed=args.retry_failed, max_attempts=args.max_attempts, backoff_base=args.backoff,
                       timeout=args.timeout, progress=False if args.no_progress else None)
     report = run_query(cfg)
+    from mrcstats.cli._common import info, output  # after the run: it pulls in numpy
+
     if args.json:
         output(args, report.to_dict())
     info(report.summary())
