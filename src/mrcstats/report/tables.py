@@ -83,8 +83,7 @@ def format_pvalue(p: Any, digits: int = 3, eps: float = 2.220446e-16) -> str:
     if p < eps:
         return "< 2e-16"
     if p < 10 ** -(digits + 1):
-        m, e = f"{p:.{digits - 1}e}".split("e")
-        return f"{m}e{int(e):03d}".replace("e-0", "e-")
+        return f"{p:.{digits - 1}e}"
     dec = max(digits - 1 - math.floor(math.log10(p)), 0) if p > 0 else digits
     return f"{p:.{dec}f}"
 
@@ -804,8 +803,9 @@ def accuracy_table(frame: pd.DataFrame, rows: str | Sequence[str], cols: str, me
     miss = [c for c in need if c not in frame.columns]
     if miss:
         raise InputError(f"accuracy_table: columns {miss} not found among {list(frame.columns)}")
-    piv = frame.pivot_table(index=rows, columns=cols, values=mean, aggfunc="first", sort=False)
-    piv_sd = frame.pivot_table(index=rows, columns=cols, values=sd, aggfunc="first", sort=False) if sd else None
+    piv = frame.pivot_table(index=rows, columns=cols, values=mean, aggfunc="first", sort=False, dropna=False)
+    piv_sd = (frame.pivot_table(index=rows, columns=cols, values=sd, aggfunc="first", sort=False, dropna=False)
+              .reindex(index=piv.index, columns=piv.columns) if sd else None)
     if row_order is not None:
         piv = piv.reindex(row_order)
         piv_sd = piv_sd.reindex(row_order) if piv_sd is not None else None

@@ -1,0 +1,159 @@
+"""PDF reports: section titles extractable, every page renders, builds are byte-identical; the CLI."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mrcstats.cli import main
+from mrcstats.report import build_report
+
+needs_poppler = pytest.mark.skipif(not (shutil.which("pdftotext") and shutil.which("pdftoppm")),
+                                   reason="poppler-utils (pdftotext, pdftoppm) not installed")
+
+
+def pdf_text(path: Path) -> str:
+    return subprocess.run(["pdftotext", "-layout", str(path), "-"], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def pdf_pages(path: Path) -> int:
+    out = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
+    return int(next(ln.split()[-1] for ln in out.splitlines() if ln.startswith("Pages:")))
+
+
+def assert_every_page_renders(path: Path, tmp: Path) -> int:
+    """pdftoppm renders each page to a non-empty PNG; returns the number of pages."""
+    n = pdf_pages(path)
+    subprocess.run(["pdftoppm", "-r", "30", "-png", str(path), str(tmp / "page")], check=True,
+                   capture_output=True)
+    pngs = sorted(tmp.glob("page-*.png"))
+    assert len(pngs) == n
+    assert all(p.stat().st_size > 500 for p in pngs)
+    return n
+
+
+def small_log(tmp_path: Path, seed: int = 3) -> Path:
+    """A canonical log with a GLMM truth: 3 models x 60 passages x 3 questions, masking at 0/50/100."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    beta = {"m-a": -0.8, "m-b": 0.0, "m-c": 0.8}
+    for p in range(60):
+        u = rng.normal(0, 0.7)
+        x = rng.normal()
+        for q in range(3):
+            for m, b in beta.items():
+                for cond, slope in (("regular", -2.0), ("strict", -3.0)):
+                    for mr in (0, 50, 100):
+                        for t in range(2):
+                            eta = 1.0 + b + 0.3 * x + u + slope * mr / 100
+                            rows.append({"model": m, "item": f"p{p}:{q}", "cluster": f"p{p}", "trial": t,
+                                         "condition": cond, "masking_rate": float(mr),
+                                         "correct": bool(rng.random() < 1 / (1 + np.exp(-eta))),
+                                         "scaled_tok": x, "tokens": 300 + 90 * x,
+                                         "wh_word": ["what", "which", "why"][q]})
+    path = tmp_path / "log.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+SPEC = """\
+title: Small report
+seed: 5
+logs: [log.csv]
+analyses:
+  - summary: {filter: {masking_rate: 0}}
+  - glmm:
+      name: tok
+      formula: correct ~ scaled_tok * model + (1 | cluster)
+      contrasts: {model: sum}
+      filter: {masking_rate: 0}
+      drop1: true
+      gvif: true
+      sigma_table: {feature: scaled_tok, factor: model, raw: tokens}
+      loess: true
+      truth: {"(Intercept)": 1.0, "scaled_tok": 0.3, "model1": -0.8, "model2": 0.0}
+  - wh_extremes: {glmm: tok, n: 10, B: 500}
+  - contingency: {rows: condition, cols: correct, filter: {masking_rate: 50}, tests: [fisher, chisq]}
+  - discrimination: {filter: {masking_rate: 0}, cutoffs: [0, 1, 5], n: 10}
+  - masking: {}
+  - accuracy: {rows: condition, cols: model, filter: {masking_rate: 50}}
+"""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("report")
+    small_log(tmp)
+    (tmp / "spec.yaml").write_text(SPEC)
+    a = build_report(tmp / "spec.yaml", tmp / "a" / "r.pdf")
+    b = build_report(tmp / "spec.yaml", tmp / "b" / "r.pdf")
+    return tmp, a, b
+
+
+def test_builds_are_byte_identical(built):
+    tmp, a, b = built
+    assert a.pdf.read_bytes() == b.pdf.read_bytes()
+    for p in a.tables:
+        assert p.read_bytes() == (tmp / "b" / p.relative_to(tmp / "a")).read_bytes()
+    assert not a.skipped
+
+
+@needs_poppler
+def test_sections_extract_and_pages_render(built, tmp_path):
+    _, a, _ = built
+    text = pdf_text(a.pdf)
+    for title in ("Methods", "Fixed effects", "Random effects", "Fisher", "Discrimination", "Masking"):
+        assert title in text
+    assert "correct ~ scaled_tok * model + (1 | cluster)" in text
+    assert "contr.sum" in text and "nAGQ = 1" in text and "Software: Python" in text
+    assert assert_every_page_renders(a.pdf, tmp_path) == a.pages >= 4
+
+
+def test_latex_tables_beside_the_pdf(built):
+    _, a, _ = built
+    tex = {p.name for p in a.tables if p.suffix == ".tex"}
+    assert {"fixef_tok.tex", "fixef_tok_compact.tex", "sigma_tok_scaled_tok.tex", "pd_cutoffs.tex",
+            "masking_indicators.tex", "drop1_tok.tex", "gvif_tok.tex"} <= tex
+    fx = (a.pdf.parent / "r_tables" / "fixef_tok.tex").read_text()
+    assert "\\toprule" in fx and "\\bottomrule" in fx and "model1" in fx
+    csv = pd.read_csv(a.pdf.parent / "r_tables" / "fixef_tok.csv")
+    assert set(csv["Term"]) >= {"(Intercept)", "scaled_tok:model1"}
+    h = a.headline["glmm"]["tok"]
+    assert abs(h["estimate"]["model1"] - (-0.8)) < 0.3
+
+
+def test_missing_pieces_are_skipped_with_a_note(tmp_path, monkeypatch):
+    small_log(tmp_path)
+    (tmp_path / "spec.yaml").write_text("logs: [log.csv]\nanalyses: [discrimination]\n")
+    import mrcstats.report.build as B
+
+    def missing(module, name):
+        raise B._Skip(f"{module}.{name} is not available in this installation")
+
+    monkeypatch.setattr(B, "_api", missing)
+    r = build_report(tmp_path / "spec.yaml", tmp_path / "s.pdf")
+    assert r.skipped and "not available" in r.skipped[0]
+    assert r.pdf.exists()
+
+
+def test_cli_report_json_and_errors(tmp_path, capsys):
+    small_log(tmp_path)
+    (tmp_path / "spec.yaml").write_text("logs: [log.csv]\nanalyses: [{type: summary, by: [model]}]\n")
+    code = main(["report", str(tmp_path / "spec.yaml"), "--out", str(tmp_path / "o.pdf"), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    obj = json.loads(out)
+    assert obj["pdf"].endswith("o.pdf") and obj["pages"] >= 1
+    (tmp_path / "bad.yaml").write_text("logs: [log.csv]\nanalyses: [{type: glmm, formula: 'correct ~ nope + (1|item)'}]\n")
+    code = main(["report", str(tmp_path / "bad.yaml"), "--out", str(tmp_path / "x.pdf")])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert err.count("\n") == 1 and "analyses[0] (glmm)" in err and "Traceback" not in err
+    code = main(["report", str(tmp_path / "spec.yaml"), "--out", str(tmp_path / "x.txt")])
+    assert code == 2 and ".pdf" in capsys.readouterr().err
