@@ -57,11 +57,19 @@ _QUESTION = {
 }
 
 
+def _take(values: Sequence[str], idx: np.ndarray) -> pd.Series:
+    """``values[idx]`` as a ``string`` Series, gathered in Arrow (long repeated texts stay fast)."""
+    import pyarrow as pa
+
+    arr = pa.array(list(values), type=pa.large_string()).take(pa.array(idx))
+    return pd.Series(pd.arrays.ArrowStringArray(arr))
+
+
 def _passage(rng: np.random.Generator, n_tokens: int) -> str:
     """``n_tokens`` whitespace tokens of simple English sentences."""
     words: list[str] = []
     while len(words) < n_tokens:
-        pick = lambda pool: str(rng.choice(pool))  # noqa: E731
+        pick = lambda pool: str(rng.choice(pool))
         sent = ["The", pick(_ADJS), pick(_NOUNS), pick(_VERBS), "the", pick(_NOUNS)]
         if rng.random() < 0.6:
             sent += ["near", "the", pick(_ADJS), pick(_NOUNS)]
@@ -145,25 +153,25 @@ def simulate_log(seed: int = 0, *, models: Sequence[str] = DEFAULT_MODELS, n_pas
     correct = pd.array(y, dtype="boolean")
     correct[invalid] = pd.NA
 
-    item_names = np.array([f"p{p:02d}q{q}" for p in range(n_passages) for q in range(questions_per_passage)])
-    pass_names = np.array([f"p{p:02d}" for p in range(n_passages)])
+    item_names = [f"p{p:02d}q{q}" for p in range(n_passages) for q in range(questions_per_passage)]
+    pass_names = [f"p{p:02d}" for p in range(n_passages)]
     df = pd.DataFrame({
-        "model": np.array(models, dtype=object)[m_i],
-        "item": item_names[it_i],
-        "cluster": pass_names[p_i],
+        "model": _take(models, m_i),
+        "item": _take(item_names, it_i),
+        "cluster": _take(pass_names, p_i),
         "trial": t_i.astype("int64"),
-        "condition": np.array(conditions, dtype=object)[c_i],
+        "condition": _take(conditions, c_i),
         "masking_rate": rates[r_i],
         "correct": correct,
-        "response": response,
-        "gold": letters[gold],
-        "pred": pred,
-        "passage": np.array(passages, dtype=object)[p_i],
-        "question": np.array(questions, dtype=object)[it_i],
-        "options": np.array(options, dtype=object)[it_i],
+        "response": pd.array(response, dtype="string"),
+        "gold": _take(list("ABCD"), gold),
+        "pred": pd.array(pred, dtype="string"),
+        "passage": _take(passages, p_i),
+        "question": _take(questions, it_i),
+        "options": _take(options, it_i),
         "n_tokens": n_tok[p_i].astype("int64"),
         "scaled_tok": z[p_i],
-        "wh_word": np.array([_WH[k] for k in wh], dtype=object)[it_i],
+        "wh_word": _take([_WH[k] for k in wh], it_i),
     })
     from mrcstats.io.schema import validate_log
 
@@ -180,7 +188,7 @@ def simulate_log(seed: int = 0, *, models: Sequence[str] = DEFAULT_MODELS, n_pas
         "fixef": fixef,
         "sd_passage": float(sd_passage),
         "masking_slope": {c: float(slopes[c]) for c in conditions},
-        "u": {str(pass_names[k]): float(u[k]) for k in range(n_passages)},
+        "u": {pass_names[k]: float(u[k]) for k in range(n_passages)},
         "reference_model": levels[0],
         "invalid_rate": float(invalid_rate),
         "seed": int(seed),
