@@ -102,3 +102,28 @@ def test_validate_log_plain_frame():
     log = validate_log(df)
     assert log["item"].tolist() == ["1", "2"]
     assert str(log["trial"].dtype) == "int64"
+
+
+def test_utf16_bom_header_only_ragged_and_bad_map(tmp_path):
+    u = tmp_path / "u.csv"
+    u.write_bytes("model,item,correct\nm,é,1\n".encode("utf-16"))
+    assert read_log(u)["item"].tolist() == ["é"]
+    h = _csv(tmp_path, "model,item,correct\n", "h.csv")
+    with pytest.raises(InputError, match="no data rows"):
+        read_log(h)
+    r = _csv(tmp_path, "model,item,correct\nm,a,1\nm,b,1,extra,more\n", "r.csv")
+    with pytest.raises(InputError, match="r.csv: cannot parse as CSV"):
+        read_log(r)
+    ok = _csv(tmp_path, "model,qid,correct\nm,a,1\n", "ok.csv")
+    with pytest.raises(SchemaError, match="--map names column.*'question_id'.*columns found: 'model', 'qid'"):
+        read_log(ok, mapping={"item": "question_id"})
+    with pytest.raises(SchemaError, match=r"missing required column 'item'.*perhaps --map item=qid"):
+        read_log(ok)
+
+
+def test_masking_rate_checked(tmp_path):
+    p = _csv(tmp_path, "model,item,correct,masking_rate\nm,a,1,35%\nm,b,0,\nm,c,1,NA\n")
+    assert read_log(p)["masking_rate"].tolist()[0] == 35.0
+    bad = _csv(tmp_path, "model,item,correct,masking_rate\nm,a,1,0.5\nm,b,1,150\n", "bad.csv")
+    with pytest.raises(SchemaError, match="row 2, column 'masking_rate'.*outside 0-100"):
+        read_log(bad)
