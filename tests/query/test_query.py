@@ -217,3 +217,38 @@ def test_cli_import_is_light():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False,
                        env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
     assert r.returncode == 0 and r.stdout.strip() == "[]"
+
+
+def test_log_is_read_by_ingest_as_is(tmp_path, stub, make_tasks):
+    from mrcstats.io import read_log
+
+    tasks, out = tmp_path / "t.jsonl", tmp_path / "log.jsonl"
+    make_tasks(tasks, 5)
+    stub.fail = lambda prompt, n: 503 if prompt.startswith("Question 4.") else None
+    run_query(cfg(tasks, out, stub, trials=2))
+    log = read_log(out)
+    assert len(log) == 10 and log.attrs["skipped"] == {}
+    assert str(log["correct"].dtype) == "boolean" and log["trial"].tolist().count(1) == 5
+    assert log.loc[log["item"] == "q4", "correct"].isna().all()
+    assert set(log["status"]) == {"ok", "failed"}
+
+
+def test_sigint_stops_cleanly_and_rerun_completes(tmp_path, stub, make_tasks):
+    tasks, out = tmp_path / "t.jsonl", tmp_path / "log.jsonl"
+    src = make_tasks(tasks, 30)
+    stub.delay = 0.03
+    cmd = [sys.executable, "-m", "mrcstats", "query", str(tasks), "--model", "stub-model", "--base-url",
+           stub.base_url, "--out", str(out), "--concurrency", "2", "--no-progress"]
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(600):
+        if (out.exists() and out.read_text().count("\n") >= 5) or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "rerun the same command" in err
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    assert Counter(x["item"] for x in rows_of(out)) == Counter({s["item"]: 1 for s in src})
