@@ -57,122 +57,125 @@ def _lfact(n: int) -> np.ndarray:
     return out
 
 
-def _splits(caps: tuple[int, ...], total: int) -> np.ndarray:
-    """All integer vectors x with 0 <= x_i <= caps_i and sum x = total, shape (m, len(caps))."""
-    r = len(caps)
-    suffix = np.concatenate([np.cumsum(np.asarray(caps)[::-1])[::-1], [0]])
-    partial = np.zeros((1, 0), dtype=np.int64)
-    sums = np.zeros(1, dtype=np.int64)
+def _splits(caps: np.ndarray, total: int, max_edges: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every integer vector x with 0 <= x <= caps[v] and sum x = total, for every row v of ``caps``.
+
+    Returns (parent, x): ``x[e]`` is a split of row ``parent[e]``; parents come out in order.
+    """
+    n, r = caps.shape
+    suffix = np.concatenate([np.cumsum(caps[:, ::-1], axis=1)[:, ::-1], np.zeros((n, 1), dtype=np.int64)],
+                            axis=1)
+    parent = np.arange(n)
+    partial = np.zeros((n, 0), dtype=np.int64)
+    sums = np.zeros(n, dtype=np.int64)
     for i in range(r - 1):
-        lo = np.maximum(0, total - sums - suffix[i + 1])
-        hi = np.minimum(caps[i], total - sums)
+        lo = np.maximum(0, total - sums - suffix[parent, i + 1])
+        hi = np.minimum(caps[parent, i], total - sums)
         cnt = np.maximum(hi - lo + 1, 0)
-        rep = np.repeat(np.arange(len(sums)), cnt)
-        offs = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        vals = lo[rep] + offs
+        if int(cnt.sum()) > max_edges:
+            raise InputError(
+                f"the exact Fisher test needs more than {max_edges} network arcs for this table; "
+                "use the Monte Carlo p-value (simulate=True / --simulate)")
+        rep, _ = _expand(np.zeros(len(cnt), dtype=np.int64), cnt)
+        vals = lo[rep] + (np.arange(len(rep)) - np.repeat(np.cumsum(cnt) - cnt, cnt))
         partial = np.column_stack([partial[rep], vals])
         sums = sums[rep] + vals
+        parent = parent[rep]
     last = total - sums
-    keep = (last >= 0) & (last <= caps[r - 1])
-    return np.column_stack([partial[keep], last[keep]]).astype(np.int64)
+    keep = (last >= 0) & (last <= caps[parent, r - 1])
+    return parent[keep], np.column_stack([partial[keep], last[keep]])
 
 
-def _build_network(rows: np.ndarray, cols: np.ndarray, lf: np.ndarray, max_nodes: int):
-    """Stages of nodes (sorted remaining row sums) and CSR edges with costs and multiplicities."""
+def _build_network(rows: np.ndarray, cols: np.ndarray, lf: np.ndarray, max_nodes: int, max_edges: int):
+    """Nodes of stages 0..C-2 (sorted remaining row sums), CSR arcs between them, terminal futures.
+
+    ``edges[k] = (ptr, child, cost, multiplicity)`` links stage k to k + 1 (k < C - 2).
+    At stage C - 2 two columns are left and a split of the first fixes the table, so
+    ``term = (ptr, values)`` lists, per node, the statistic of every completion.
+    """
     nstage = len(cols)
     base = int(rows.sum()) + 1
+    r = len(rows)
     nodes = [np.sort(rows)[None, :].astype(np.int64)]
-    edges = []  # per stage k: (ptr, child, cost, mult)
-    for k in range(nstage - 1):
+    edges = []
+    for k in range(nstage - 2):
         cur = nodes[k]
-        parent_l, child_l, cost_l = [], [], []
-        for v in range(len(cur)):
-            x = _splits(tuple(int(t) for t in cur[v]), int(cols[k]))
-            child = np.sort(cur[v][None, :] - x, axis=1)
-            parent_l.append(np.full(len(x), v))
-            child_l.append(child)
-            cost_l.append(lf[x].sum(axis=1))
-        parent = np.concatenate(parent_l)
-        child = np.concatenate(child_l)
-        cost = np.concatenate(cost_l)
-        key = np.zeros(len(child), dtype=np.int64)
-        for i in range(child.shape[1]):
-            key = key * base + child[:, i]
-        ukeys, first, cidx = np.unique(key, return_index=True, return_inverse=True)
-        if len(ukeys) > max_nodes:
+        parent, x = _splits(cur, int(cols[k]), max_edges)
+        child = np.sort(cur[parent] - x, axis=1)
+        cost = lf[x].sum(axis=1)
+        if float(base) ** r < 2.0**62:
+            key = np.zeros(len(child), dtype=np.int64)
+            for i in range(r):
+                key = key * base + child[:, i]
+            _, first, cidx = np.unique(key, return_index=True, return_inverse=True)
+            uniq = child[first]
+        else:
+            uniq, cidx = np.unique(child, axis=0, return_inverse=True)
+        if len(uniq) > max_nodes:
             raise InputError(
                 f"the exact Fisher test needs more than {max_nodes} network nodes for this table; "
                 "use the Monte Carlo p-value (simulate=True / --simulate)")
-        nodes.append(child[first])
-        # merge parallel edges (same parent, same child, same cost) into multiplicities
-        q = np.round(cost / _MERGE).astype(np.int64)
-        order = np.lexsort((q, cidx, parent))
-        p_s, c_s, q_s = parent[order], cidx[order], q[order]
-        new = np.ones(len(order), dtype=bool)
-        new[1:] = (p_s[1:] != p_s[:-1]) | (c_s[1:] != c_s[:-1]) | (q_s[1:] != q_s[:-1])
-        starts = np.flatnonzero(new)
-        mult = np.diff(np.append(starts, len(order))).astype(float)
-        e_parent = p_s[starts]
-        ptr = np.searchsorted(e_parent, np.arange(len(cur) + 1))
-        edges.append((ptr, c_s[starts], cost[order][starts], mult))
-    return nodes, edges
+        nodes.append(uniq)
+        ptr = np.searchsorted(parent, np.arange(len(cur) + 1))
+        edges.append((ptr, cidx.ravel(), cost, np.ones(len(cost))))
+    cur = nodes[-1]
+    parent, x = _splits(cur, int(cols[nstage - 2]), max_edges)
+    vals = lf[x].sum(axis=1) + lf[cur[parent] - x].sum(axis=1)
+    term = (np.searchsorted(parent, np.arange(len(cur) + 1)), vals)
+    return nodes, edges, term
 
 
 def rxc_exact_pvalue(table: np.ndarray, *, tol: float = FEXACT_TOL, max_nodes: int = 2_000_000,
-                     max_entries: int = 20_000_000, max_future: int = 4_000_000) -> float:
+                     max_entries: int = 20_000_000, max_future: int = 4_000_000,
+                     max_edges: int = 30_000_000) -> float:
     """Exact two-sided Fisher p-value of an r x c table (R ``fisher.test``, FEXACT tie rule).
 
     ``table`` must be a non-negative integer matrix without all-zero rows or columns.
-    Raises :class:`InputError` when the network grows past ``max_nodes`` nodes or
-    ``max_entries`` live paths (R's "FEXACT error 7 ... consider simulate.p.value").
+    Raises :class:`InputError` when the network grows past ``max_nodes`` nodes,
+    ``max_edges`` arcs or ``max_entries`` live paths (R's "FEXACT error 7 ... consider
+    simulate.p.value").
     """
     x = np.asarray(table, dtype=np.int64)
     if x.shape[0] > x.shape[1]:
         x = x.T
+    if x.shape[0] < 2 or x.shape[1] < 2:
+        return 1.0
     rows = x.sum(axis=1)
     cols = np.sort(x.sum(axis=0))
     n = int(rows.sum())
-    if x.shape[0] < 2 or x.shape[1] < 2:
-        return 1.0
     lf = _lfact(n)
     s_obs = float(lf[x].sum())
     thresh = s_obs - tol           # tables with sum log x! >= thresh count
     const = float(lf[rows].sum() + lf[cols].sum() - lf[n])
-    nodes, edges = _build_network(rows, cols, lf, max_nodes)
-    nst = len(cols)
+    nodes, edges, term = _build_network(rows, cols, lf, max_nodes, max_edges)
+    last = len(nodes) - 1          # stage C - 2
     # closed-form log total weight of each node's completions, and exact path bounds
     suffix_cols = np.concatenate([np.cumsum(lf[cols][::-1])[::-1], [0.0]])
     logtot = [lf[nd.sum(axis=1)] - lf[nd].sum(axis=1) - suffix_cols[k] for k, nd in enumerate(nodes)]
-    minf: list[np.ndarray] = [None] * nst  # type: ignore[list-item]
-    maxf: list[np.ndarray] = [None] * nst  # type: ignore[list-item]
-    last = lf[nodes[nst - 1]].sum(axis=1)
-    minf[nst - 1] = last
-    maxf[nst - 1] = last
-    for k in range(nst - 2, -1, -1):
+    minf: list[np.ndarray] = [np.empty(0)] * len(nodes)
+    maxf: list[np.ndarray] = [np.empty(0)] * len(nodes)
+    minf[last] = np.minimum.reduceat(term[1], term[0][:-1])
+    maxf[last] = np.maximum.reduceat(term[1], term[0][:-1])
+    for k in range(last - 1, -1, -1):
         ptr, child, cost, _ = edges[k]
-        lo = cost + minf[k + 1][child]
-        hi = cost + maxf[k + 1][child]
-        minf[k] = np.minimum.reduceat(lo, ptr[:-1])
-        maxf[k] = np.maximum.reduceat(hi, ptr[:-1])
-    # backward: complete lists of future statistics for the last stages (meet in the middle)
-    # small budget first; extended down to the current stage only when the forward side grows large
-    fut = _FutureLists(nodes, edges, lf)
-    fut.extend_to(0, min(max_future, 200_000))
+        minf[k] = np.minimum.reduceat(cost + minf[k + 1][child], ptr[:-1])
+        maxf[k] = np.maximum.reduceat(cost + maxf[k + 1][child], ptr[:-1])
+    # backward lists of future statistics (meet in the middle): the terminal stage always,
+    # earlier stages only when the forward side grows large
+    fut = _FutureLists(edges, term, last)
     # forward pass
     pval = 0.0
     e_node = np.zeros(1, dtype=np.int64)
     e_past = np.zeros(1)
     e_w = np.ones(1)
-    for k in range(nst):
-        if len(e_node) == 0:
-            break
+    for k in range(last + 1):
         lo = e_past + minf[k][e_node]
         hi = e_past + maxf[k][e_node]
         allin = lo >= thresh
         if allin.any():
             pval += float(np.sum(e_w[allin] * np.exp(const - e_past[allin] + logtot[k][e_node[allin]])))
         mid = ~allin & (hi >= thresh)
-        if k == nst - 1 or not mid.any():
+        if not mid.any():
             break
         e_node, e_past, e_w = e_node[mid], e_past[mid], e_w[mid]
         if len(e_node) > 50_000:
@@ -182,8 +185,7 @@ def rxc_exact_pvalue(table: np.ndarray, *, tol: float = FEXACT_TOL, max_nodes: i
             break
         ptr, child, cost, mult = edges[k]
         deg = ptr[e_node + 1] - ptr[e_node]
-        total = int(deg.sum())
-        if total > max_entries:
+        if int(deg.sum()) > max_entries:
             raise InputError(
                 f"the exact Fisher test needs more than {max_entries} network paths for this table; "
                 "use the Monte Carlo p-value (simulate=True / --simulate)")
@@ -219,18 +221,18 @@ def _merge(node: np.ndarray, val: np.ndarray, w: np.ndarray):
 
 
 class _FutureLists:
-    """Backward pass: every node's sorted future statistics with multiplicities.
+    """Backward pass: every node's future statistics with multiplicities.
 
-    Starts at the last stage (one value per node) and goes back one stage at a time
+    Starts at the terminal stage (C - 2) and goes back one stage at a time
     (:meth:`extend_to`) while a stage's lists stay within a budget of values;
-    ``lists`` = (offsets, values, counts) of stage ``stage``.
+    ``lists`` = (offsets, values, counts) of stage ``stage``, grouped by node.
     """
 
-    def __init__(self, nodes, edges, lf):
+    def __init__(self, edges, term, stage: int):
         self.edges = edges
-        self.stage = len(nodes) - 1
-        vals = lf[nodes[self.stage]].sum(axis=1)
-        self.lists = (np.arange(len(vals) + 1), vals, np.ones(len(vals)))
+        self.stage = stage
+        ptr, vals = term
+        self.lists = (ptr, vals, np.ones(len(vals)))
 
     def extend_to(self, k: int, budget: int) -> bool:
         """Go back to stage ``k`` if every step fits ``budget``; True when ``stage == k``."""
@@ -258,7 +260,9 @@ def _join(e_node, e_past, e_w, fut, thresh: float, const: float) -> float:
     for seg in np.split(np.arange(len(e_node)), bounds):
         v = int(e_node[seg[0]])
         f = vals[off[v]:off[v + 1]]
-        g = cnt[off[v]:off[v + 1]] * np.exp(-(f - f[0]))
+        o = np.argsort(f, kind="stable")
+        f = f[o]
+        g = cnt[off[v]:off[v + 1]][o] * np.exp(-(f - f[0]))
         suffix = np.concatenate([np.cumsum(g[::-1])[::-1], [0.0]])
         i = np.searchsorted(f, thresh - e_past[seg], side="left")
         total += float(np.sum(e_w[seg] * np.exp(const - e_past[seg] - f[0]) * suffix[i]))
