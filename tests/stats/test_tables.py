@@ -125,3 +125,14 @@ def test_wh_word_table_from_cluster_difficulty() -> None:
     assert list(res.table.index) == ["Easiest", "Hardest"]
     with pytest.raises(InputError, match="both group"):
         wh_word_table(log, feats, {"x": ["c1"], "y": ["c1"]})
+
+
+def test_large_table_falls_back_to_monte_carlo(capsys) -> None:
+    rng = np.random.default_rng(0)
+    n = 4000
+    log = pd.DataFrame({"model": "m", "item": [f"i{i}" for i in range(n)], "condition": rng.choice(list("ABCD"), n),
+                        "correct": pd.array(np.where(rng.random(n) < 0.1, None, rng.random(n) < 0.6),
+                                            dtype="boolean")})
+    res = condition_outcome_table(log, seed=1)
+    assert res.test.method == "monte-carlo" and 0 < res.test.p <= 1
+    assert "Monte Carlo" in capsys.readouterr().err

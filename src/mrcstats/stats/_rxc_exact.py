@@ -43,6 +43,11 @@ import numpy as np
 
 from mrcstats.errors import InputError
 
+
+class ExactTooLarge(InputError):
+    """The exact network is too large for the configured limits; use the Monte Carlo p-value."""
+
+
 #: FEXACT's tolerance on the log-probability scale (fexact.c: ``tol = 3.45254e-7``)
 FEXACT_TOL = 3.45254e-7
 _MERGE = 1e-9
@@ -73,7 +78,7 @@ def _splits(caps: np.ndarray, total: int, max_edges: int) -> tuple[np.ndarray, n
         hi = np.minimum(caps[parent, i], total - sums)
         cnt = np.maximum(hi - lo + 1, 0)
         if int(cnt.sum()) > max_edges:
-            raise InputError(
+            raise ExactTooLarge(
                 f"the exact Fisher test needs more than {max_edges} network arcs for this table; "
                 "use the Monte Carlo p-value (simulate=True / --simulate)")
         rep, _ = _expand(np.zeros(len(cnt), dtype=np.int64), cnt)
@@ -112,7 +117,7 @@ def _build_network(rows: np.ndarray, cols: np.ndarray, lf: np.ndarray, max_nodes
         else:
             uniq, cidx = np.unique(child, axis=0, return_inverse=True)
         if len(uniq) > max_nodes:
-            raise InputError(
+            raise ExactTooLarge(
                 f"the exact Fisher test needs more than {max_nodes} network nodes for this table; "
                 "use the Monte Carlo p-value (simulate=True / --simulate)")
         nodes.append(uniq)
@@ -127,7 +132,7 @@ def _build_network(rows: np.ndarray, cols: np.ndarray, lf: np.ndarray, max_nodes
 
 def rxc_exact_pvalue(table: np.ndarray, *, tol: float = FEXACT_TOL, max_nodes: int = 2_000_000,
                      max_entries: int = 20_000_000, max_future: int = 4_000_000,
-                     max_edges: int = 30_000_000) -> float:
+                     max_edges: int = 10_000_000) -> float:
     """Exact two-sided Fisher p-value of an r x c table (R ``fisher.test``, FEXACT tie rule).
 
     ``table`` must be a non-negative integer matrix without all-zero rows or columns.
@@ -186,7 +191,7 @@ def rxc_exact_pvalue(table: np.ndarray, *, tol: float = FEXACT_TOL, max_nodes: i
         ptr, child, cost, mult = edges[k]
         deg = ptr[e_node + 1] - ptr[e_node]
         if int(deg.sum()) > max_entries:
-            raise InputError(
+            raise ExactTooLarge(
                 f"the exact Fisher test needs more than {max_entries} network paths for this table; "
                 "use the Monte Carlo p-value (simulate=True / --simulate)")
         rep, eidx = _expand(ptr[e_node], deg)

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
+from mrcstats.stats._rxc_exact import ExactTooLarge
 from mrcstats.stats.contingency import ChisqResult, FisherResult, chisq, fisher
 
 __all__ = [
@@ -65,8 +66,14 @@ class TableTest:
 
 def _run_test(tab: pd.DataFrame, test: str, simulate: bool, B: int, seed: int | None,
               correct: bool) -> FisherResult | ChisqResult:
+    """Fisher (exact, falling back to Monte Carlo with a message when the exact network is too
+    large) or chi-square."""
     if test == "fisher":
-        return fisher(tab, simulate=simulate, B=B, seed=seed)
+        try:
+            return fisher(tab, simulate=simulate, B=B, seed=seed)
+        except ExactTooLarge as exc:
+            print(f"{exc}; using the Monte Carlo p-value with B = {B} instead", file=sys.stderr)
+            return fisher(tab, simulate=True, B=B, seed=seed)
     if test == "chisq":
         return chisq(tab, correct=correct)
     raise InputError(f"test must be 'fisher' or 'chisq', got {test!r}")
