@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,20 +65,29 @@ def load_log(path: str | os.PathLike, repair: bool = True) -> LogState:
                     fh.truncate(cut)
                 state.torn_bytes = len(tail)
                 data = data[:cut]
-    for lineno, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"log {p}, line {lineno}: not JSON ({exc.msg}); only the last line can be torn, "
-                             f"so remove or fix this line by hand") from None
-        if not isinstance(row, dict) or "item" not in row or "model" not in row:
+    for lineno, row in json_lines(data.decode("utf-8", errors="replace"), f"log {p}",
+                                  "only the last line can be torn, so remove or fix this line by hand"):
+        if "item" not in row or "model" not in row:
             raise InputError(f"log {p}, line {lineno}: not a query-log row (needs 'model' and 'item'); "
                              f"is --out pointing at another file?")
         state.rows.append(row)
         state.last[row_key(row)] = row
     return state
+
+
+def json_lines(text: str, where: str, hint: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line number, object)`` for each non-blank line of JSONL ``text``; a line that is
+    not a JSON object raises :class:`InputError` naming ``where``, the line and ``hint``."""
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{where}, line {lineno}: not JSON ({exc.msg}); {hint}") from None
+        if not isinstance(obj, dict):
+            raise InputError(f"{where}, line {lineno}: expected a JSON object, got {type(obj).__name__}; {hint}")
+        yield lineno, obj
 
 
 def compact(path: str | os.PathLike, rows: list[dict[str, Any]]) -> int:

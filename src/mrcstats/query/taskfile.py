@@ -2,13 +2,13 @@
 optional ``gold``, ``cluster``, ``condition``, ``scorer`` and any other fields (kept in the log)."""
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mrcstats.errors import InputError
+from mrcstats.query.log import json_lines
 
 #: keys the query log writes itself; a task's own fields of these names are refused
 RESERVED = frozenset({"model", "trial", "response", "pred", "correct", "status", "attempts", "error",
@@ -41,16 +41,7 @@ def read_taskfile(path: str | os.PathLike) -> list[TaskItem]:
         raise InputError(f"task file {p}: not UTF-8 text ({exc})") from None
     items: list[TaskItem] = []
     seen: dict[tuple[str, str], int] = {}
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"task file {p}, line {lineno}: not JSON ({exc.msg}); write one JSON object per "
-                             f"line") from None
-        if not isinstance(obj, dict):
-            raise InputError(f"task file {p}, line {lineno}: expected a JSON object, got {type(obj).__name__}")
+    for lineno, obj in json_lines(text, f"task file {p}", "write one JSON object per line"):
         task = _task(obj, p, lineno)
         key = (task.item, task.condition)
         if key in seen:

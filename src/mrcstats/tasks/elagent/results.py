@@ -78,17 +78,13 @@ def iter_items(path: str | os.PathLike) -> Iterator[StoredItem]:
 
 def _iter_jsonl(p: Path) -> Iterator[StoredItem]:
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
+        text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{p}: no such file") from None
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{p}, line {lineno}: not JSON ({exc.msg})") from None
-        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
+    from mrcstats.query.log import json_lines
+
+    for lineno, row in json_lines(text, str(p), "expected a task file or query log"):
+        if not isinstance(row.get("prompt"), str):
             raise InputError(f"{p}, line {lineno}: no 'prompt' string; expected a task file or query log")
         yield StoredItem(str(p), f"line {lineno}", row["prompt"], row.get("gold"), row.get("pred"),
                          row.get("response"))
