@@ -136,3 +136,21 @@ def test_large_table_falls_back_to_monte_carlo(capsys) -> None:
     res = condition_outcome_table(log, seed=1)
     assert res.test.method == "monte-carlo" and 0 < res.test.p <= 1
     assert "Monte Carlo" in capsys.readouterr().err
+
+
+def test_real_elagent_task5_condition_outcome_matches_r(shared_data, rscript, tmp_path) -> None:
+    """ELAGENT Task 5 (GPT-4, 5 variants x 250 items): condition x outcome, exact Fisher vs R."""
+    from mrcstats.io import read_log
+
+    log = read_log(shared_data / "elagent" / "results" / "task 5", model="gpt-4-1106-preview")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = condition_outcome_table(log)
+    assert res.table.to_numpy().sum() == len(log) == 1250
+    assert res.test.method == "exact"
+    csv = tmp_path / "task5.csv"
+    res.table.to_csv(csv)
+    out = subprocess.run([rscript, str(R_SCRIPT), str(csv)], check=False, capture_output=True, text=True,
+                         timeout=300)
+    r = json.loads(out.stdout)[0]
+    assert abs(res.test.p - r["fisher"]["p"]) <= 1e-6 * r["fisher"]["p"]
