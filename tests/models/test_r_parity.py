@@ -89,6 +89,9 @@ CASES = {
                     contrasts={}),
     "seed_agq9": dict(data=seed_data, formula="correct ~ scaled_tok * LLM + (1 | passage)",
                       contrasts={"LLM": "sum"}, nagq=9),
+    # lme4's AGQ deviance for counts is built from deviance residuals (its logLik differs
+    # from the Laplace one by the saturated log-likelihood); the native engine follows it
+    "cbind_agq5": dict(data=cbind_data, formula="cbind(s, n - s) ~ x + cond + (1 | g)", contrasts={}, nagq=5),
 }
 
 

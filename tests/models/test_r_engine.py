@@ -1,0 +1,199 @@
+"""engine="lme4": dependency errors, data conversion, options, and R's figures in a GlmerResult."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mrcstats.errors import DependencyError, InputError
+from mrcstats.models import glmer, r_engine
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _data(seed: int = 4, groups: int = 60) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = groups * 8
+    g = np.repeat(np.arange(groups), 8)
+    llm = rng.choice(["gpt-4", "Claude", "davinci-002"], n)
+    x = rng.normal(size=n)
+    eta = 0.4 + 0.5 * x + (llm == "gpt-4") * 0.8 + rng.normal(0, 0.8, groups)[g]
+    y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
+    return pd.DataFrame({"g": [f"g{i}" for i in g], "LLM": llm, "x": x, "y": y,
+                         "w": rng.integers(1, 4, n)})
+
+
+@pytest.fixture
+def no_engine_state(monkeypatch):
+    """Forget the started R so that the import checks run again."""
+    monkeypatch.setattr(r_engine, "_STATE", {})
+
+
+def _needs_rpy2(rscript):
+    pytest.importorskip("rpy2.robjects", reason="rpy2 not importable (pip install 'mrcstats[r]')")
+
+
+# ----------------------------------------------------------------------------- without R
+
+
+def test_missing_rpy2_names_it(monkeypatch, no_engine_state):
+    monkeypatch.setitem(sys.modules, "rpy2", None)
+    with pytest.raises(DependencyError, match=r"needs rpy2.*pip install 'mrcstats\[r\]'"):
+        glmer("y ~ x + (1 | g)", _data(), engine="lme4")
+    assert "rpy2" in r_engine.lme4_available()
+
+
+def test_r_that_does_not_start_is_reported(monkeypatch, no_engine_state):
+    fake = types.ModuleType("rpy2")
+    monkeypatch.setitem(sys.modules, "rpy2", fake)
+    monkeypatch.setitem(sys.modules, "rpy2.robjects", None)
+    with pytest.raises(DependencyError, match="could not start R.*R_HOME"):
+        glmer("y ~ x + (1 | g)", _data(), engine="lme4")
+
+
+@pytest.mark.parametrize("missing", ["lme4", "car"])
+def test_missing_r_package_names_it(monkeypatch, no_engine_state, missing):
+    fake = types.ModuleType("rpy2")
+    ro = types.ModuleType("rpy2.robjects")
+    ro.r = lambda code: [missing not in code]  # requireNamespace() is FALSE for the missing one
+    fake.robjects = ro
+    monkeypatch.setitem(sys.modules, "rpy2", fake)
+    monkeypatch.setitem(sys.modules, "rpy2.robjects", ro)
+    with pytest.raises(DependencyError, match=f"R package {missing} is not installed.*r-cran-{missing}"):
+        glmer("y ~ x + (1 | g)", _data(), engine="lme4")
+
+
+# ----------------------------------------------------------------------------- with R
+
+
+@pytest.mark.r
+def test_result_carries_r_figures(rscript):
+    _needs_rpy2(rscript)
+    d = _data()
+    m = glmer("y ~ x + LLM + (1 | g)", d, engine="lme4", contrasts={"LLM": "sum"})
+    assert m.engine == "lme4"
+    # code-point order: "Claude" < "davinci-002" < "gpt-4"; sum contrasts number the columns
+    assert list(m.fixef.index) == ["(Intercept)", "x", "LLM1", "LLM2"]
+    assert m.assign == (0, 1, 2, 2) and m.term_labels == ("x", "LLM")
+    assert list(m.theta.index) == ["g.(Intercept)"]
+    assert m.optinfo["tol_pwrss"] == 1e-13 and m.optinfo["lme4_defaults"] is False
+    assert m.nobs == len(d) and m.ngroups == {"g": 60}
+    assert m.df_resid == len(d) - 5
+    assert m.aic == pytest.approx(-2 * m.loglik + 2 * 5)
+    re = m.ranef["g"]
+    assert len(re) == 60 and (re["condvar"] > 0).all() and list(re.columns) == ["mode", "condvar"]
+    assert m.converged and not m.singular
+    assert "Engine: lme4" in m.summary()
+    assert m.frame is d and m.fit_options["contrasts"] == {"LLM": "sum"}
+
+
+@pytest.mark.r
+def test_treatment_names_follow_given_levels(rscript):
+    _needs_rpy2(rscript)
+    d = _data()
+    m = glmer("y ~ x + LLM + (1 | g)", d, engine="lme4", levels={"LLM": ["gpt-4", "Claude", "davinci-002"]})
+    assert list(m.fixef.index) == ["(Intercept)", "x", "LLMClaude", "LLMdavinci-002"]
+    m2 = glmer("y ~ x + LLM + (1 | g)", d, engine="lme4")
+    assert list(m2.fixef.index) == ["(Intercept)", "x", "LLMdavinci-002", "LLMgpt-4"]
+    assert m.loglik == pytest.approx(m2.loglik, abs=1e-6)  # a reparameterisation only
+
+
+@pytest.mark.r
+def test_missing_values_are_dropped_and_counted(rscript):
+    _needs_rpy2(rscript)
+    d = _data().astype({"y": "float"})
+    d.loc[[3, 10, 11], "y"] = np.nan
+    d.loc[20, "LLM"] = None
+    m = glmer("y ~ x + LLM + (1 | g)", d, engine="lme4")
+    assert m.nobs == len(d) - 4
+    assert any("4 rows with missing values" in s for s in m.messages)
+
+
+@pytest.mark.r
+def test_weights_equal_replicated_rows(rscript):
+    _needs_rpy2(rscript)
+    d = _data(groups=40)
+    m_w = glmer("y ~ x + (1 | g)", d, engine="lme4", weights="w")
+    rep = d.loc[d.index.repeat(d["w"])].reset_index(drop=True)
+    m_r = glmer("y ~ x + (1 | g)", rep, engine="lme4")
+    np.testing.assert_allclose(m_w.fixef.to_numpy(), m_r.fixef.to_numpy(), atol=1e-4)
+    np.testing.assert_allclose(m_w.theta.to_numpy(), m_r.theta.to_numpy(), atol=1e-4)
+    m_a = glmer("y ~ x + (1 | g)", d, engine="lme4", weights=d["w"].to_numpy())
+    assert m_a.loglik == pytest.approx(m_w.loglik, abs=1e-8)
+
+
+@pytest.mark.r
+def test_lme4_defaults_and_tolerance(rscript):
+    _needs_rpy2(rscript)
+    d = _data(groups=120)
+    conv = glmer("y ~ x + LLM + (1 | g)", d, engine="lme4")
+    dflt = glmer("y ~ x + LLM + (1 | g)", d, engine="lme4", lme4_defaults=True)
+    assert dflt.optinfo["tol_pwrss"] == 1e-7 and dflt.optinfo["lme4_defaults"] is True
+    # the converged fit's logLik is the larger (or equal) maximum
+    assert conv.loglik >= dflt.loglik - 1e-6
+    ro = r_engine._robjects()
+    assert ro.r["mrc_is_pirls_failure"]("PIRLS step-halvings failed to reduce deviance in pwrssUpdate")[0]
+    assert not ro.r["mrc_is_pirls_failure"]("Model failed to converge")[0]
+
+
+@pytest.mark.r
+def test_nagq_and_cbind(rscript):
+    _needs_rpy2(rscript)
+    d = _data()
+    agg = d.groupby(["g", "LLM"], as_index=False).agg(s=("y", "sum"), n=("y", "size"))
+    m1 = glmer("cbind(s, n - s) ~ LLM + (1 | g)", agg, engine="lme4")
+    m9 = glmer("cbind(s, n - s) ~ LLM + (1 | g)", agg, engine="lme4", nagq=9)
+    assert m9.nagq == 9 and "nAGQ = 9" in m9.summary()
+    assert m9.optinfo["tol_pwrss"] == 1e-13 and m1.nagq == 1
+    # for 0/1 responses the AGQ and Laplace log-likelihoods are on the same scale (for counts
+    # lme4's AGQ deviance is built from deviance residuals, so its logLik is not comparable)
+    b1 = glmer("y ~ LLM + (1 | g)", d, engine="lme4")
+    b9 = glmer("y ~ LLM + (1 | g)", d, engine="lme4", nagq=9)
+    assert abs(b9.loglik - b1.loglik) < 1.0 and b9.loglik != b1.loglik
+
+
+@pytest.mark.r
+def test_random_slopes_go_through_lme4(rscript):
+    _needs_rpy2(rscript)
+    m = glmer("y ~ x + (1 + x | g)", _data(groups=80), engine="lme4")
+    assert list(m.theta.index) == ["g.(Intercept)", "g.x.(Intercept)", "g.x"]
+    assert list(m.varcorr["name"]) == ["(Intercept)", "x"]
+
+
+@pytest.mark.r
+def test_input_errors(rscript):
+    _needs_rpy2(rscript)
+    d = _data()
+    with pytest.raises(InputError, match="nope"):
+        glmer("y ~ nope + (1 | g)", d, engine="lme4")
+    with pytest.raises(InputError, match="sum or treatment"):
+        glmer("y ~ LLM + (1 | g)", d, engine="lme4", contrasts={"LLM": "helmert"})
+    with pytest.raises(InputError, match="not among the given levels"):
+        glmer("y ~ LLM + (1 | g)", d, engine="lme4", levels={"LLM": ["gpt-4", "Claude"]})
+    with pytest.raises(InputError, match="cannot read formula"):
+        r_engine.lme4_fit_dict("y ~ (x", d)
+
+
+@pytest.mark.r
+def test_rscript_program_reports_errors_as_json(rscript, tmp_path):
+    csv = tmp_path / "d.csv"
+    _data().to_csv(csv, index=False)
+    script = str(REPO / "R" / "fit_glmer.R")
+    r = subprocess.run([rscript, script, "--data", str(csv), "--formula", "y ~ nope + (1 | g)"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "nope" in json.loads(r.stdout)["error"]
+    r = subprocess.run([rscript, script, "--data", str(csv), "--formula", "y ~ LLM + (1 | g)",
+                        "--contrasts", "LLM=helmert"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "sum|treatment" in json.loads(r.stdout)["error"]
+    r = subprocess.run([rscript, script, "--data", str(csv), "--formula", "y ~ x + LLM + (1 | g)",
+                        "--levels", "LLM=gpt-4,Claude,davinci-002", "--lme4-defaults"],
+                       capture_output=True, text=True, timeout=120)
+    out = json.loads(r.stdout)
+    assert r.returncode == 0 and out["tol_pwrss"] == 1e-7
+    assert list(out["fixef"]) == ["(Intercept)", "x", "LLMClaude", "LLMdavinci-002"]
