@@ -217,7 +217,10 @@ def detect_format(src: Source) -> str:
             return "jsonl"
         if isinstance(obj, dict) and "doc_id" in obj and ("filtered_resps" in obj or "resps" in obj):
             return "harness"  # a one-line samples file
-        return _json_kind(obj)
+        kind = _json_kind(obj)
+        if kind == "json" and isinstance(obj, dict) and not any(isinstance(v, list) for v in obj.values()):
+            return "jsonl"  # one flat record: a JSON-lines file with one line
+        return kind
     cols = header_columns(src)
     if is_mskqa_header(cols):
         return "mskqa"
