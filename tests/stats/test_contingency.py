@@ -347,3 +347,13 @@ def test_rxc_agrees_with_brute_force() -> None:
             if lp(t) <= obs + 3.45254e-7:
                 total += math.exp(lp(t))
     assert math.isclose(rxc_exact_pvalue(x), total, rel_tol=1e-12)
+
+
+def test_chunked_join_path_agrees(monkeypatch) -> None:
+    import mrcstats.stats._rxc_exact as rx
+
+    x = np.array([[3, 5, 2, 6], [4, 8, 1, 5], [7, 2, 9, 8]])
+    full = rxc_exact_pvalue(x)
+    monkeypatch.setattr(rx, "_CHUNK", 5000)
+    assert math.isclose(rxc_exact_pvalue(x, max_entries=2000), full, rel_tol=1e-12)
+    assert math.isclose(full, 0.0660297352734594, rel_tol=1e-9)  # R fisher.test

@@ -36,6 +36,7 @@ completion weights) instead of being expanded further.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from functools import cache
 
@@ -51,6 +52,7 @@ class ExactTooLarge(InputError):
 #: FEXACT's tolerance on the log-probability scale (fexact.c: ``tol = 3.45254e-7``)
 FEXACT_TOL = 3.45254e-7
 _MERGE = 1e-9
+_CHUNK = 2_000_000  # arcs expanded at a time into the joined stage
 
 
 @cache
@@ -186,11 +188,28 @@ def rxc_exact_pvalue(table: np.ndarray, *, tol: float = FEXACT_TOL, max_nodes: i
         if len(e_node) > 50_000:
             fut.extend_to(k, max_future)
         if k == fut.stage:
-            pval += _join(e_node, e_past, e_w, fut.lists, thresh, const)
+            pval += fut.join(e_node, e_past, e_w, thresh, const)
             break
         ptr, child, cost, mult = edges[k]
         deg = ptr[e_node + 1] - ptr[e_node]
-        if int(deg.sum()) > max_entries:
+        total = int(deg.sum())
+        if k + 1 == fut.stage and total > max_entries:
+            # too many paths to merge, but the next stage is joined: expand in chunks of bounded memory
+            if total > 5 * max_entries:
+                raise ExactTooLarge(
+                    f"the exact Fisher test needs more than {5 * max_entries} network paths for this "
+                    "table; use the Monte Carlo p-value (simulate=True / --simulate)")
+            cum = np.cumsum(deg)
+            start = 0
+            while start < len(e_node):
+                stop = max(int(np.searchsorted(cum, (cum[start] - deg[start]) + _CHUNK, side="right")), start + 1)
+                sl = slice(start, stop)
+                rep, eidx = _expand(ptr[e_node[sl]], deg[sl])
+                pval += fut.join(child[eidx], e_past[sl][rep] + cost[eidx], e_w[sl][rep] * mult[eidx],
+                                 thresh, const)
+                start = stop
+            break
+        if total > max_entries:
             raise ExactTooLarge(
                 f"the exact Fisher test needs more than {max_entries} network paths for this table; "
                 "use the Monte Carlo p-value (simulate=True / --simulate)")
@@ -238,6 +257,7 @@ class _FutureLists:
         self.stage = stage
         ptr, vals = term
         self.lists = (ptr, vals, np.ones(len(vals)))
+        self._cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def extend_to(self, k: int, budget: int) -> bool:
         """Go back to stage ``k`` if every step fits ``budget``; True when ``stage == k``."""
@@ -252,23 +272,31 @@ class _FutureLists:
             par, v, c = _merge(parent[rep], cost[rep] + vals[idx], mult[rep] * cnt[idx])
             self.lists = (np.searchsorted(par, np.arange(len(ptr))), v, c)
             self.stage -= 1
+            self._cache.clear()
         return self.stage == k
 
+    def _node(self, v: int) -> tuple[np.ndarray, np.ndarray]:
+        """Node ``v``'s sorted future statistics and suffix sums of cnt * exp(-(f - f_min))."""
+        got = self._cache.get(v)
+        if got is None:
+            off, vals, cnt = self.lists
+            f = vals[off[v]:off[v + 1]]
+            o = np.argsort(f, kind="stable")
+            f = f[o]
+            g = cnt[off[v]:off[v + 1]][o] * np.exp(-(f - f[0]))
+            got = (f, np.concatenate([np.cumsum(g[::-1])[::-1], [0.0]]))
+            self._cache[v] = got
+        return got
 
-def _join(e_node, e_past, e_w, fut, thresh: float, const: float) -> float:
-    """Sum of P over completions of the live entries whose total statistic reaches ``thresh``."""
-    off, vals, cnt = fut
-    total = 0.0
-    order = np.argsort(e_node, kind="stable")
-    e_node, e_past, e_w = e_node[order], e_past[order], e_w[order]
-    bounds = np.flatnonzero(np.diff(e_node)) + 1
-    for seg in np.split(np.arange(len(e_node)), bounds):
-        v = int(e_node[seg[0]])
-        f = vals[off[v]:off[v + 1]]
-        o = np.argsort(f, kind="stable")
-        f = f[o]
-        g = cnt[off[v]:off[v + 1]][o] * np.exp(-(f - f[0]))
-        suffix = np.concatenate([np.cumsum(g[::-1])[::-1], [0.0]])
-        i = np.searchsorted(f, thresh - e_past[seg], side="left")
-        total += float(np.sum(e_w[seg] * np.exp(const - e_past[seg] - f[0]) * suffix[i]))
-    return total
+    def join(self, e_node, e_past, e_w, thresh: float, const: float) -> float:
+        """Sum of P over the completions of entries at this stage whose statistic reaches ``thresh``."""
+        total = 0.0
+        order = np.argsort(e_node, kind="stable")
+        e_node, e_past, e_w = e_node[order], e_past[order], e_w[order]
+        bounds = np.concatenate([[0], np.flatnonzero(np.diff(e_node)) + 1, [len(e_node)]])
+        for a, b in itertools.pairwise(bounds):
+            f, suffix = self._node(int(e_node[a]))
+            past = e_past[a:b]
+            i = np.searchsorted(f, thresh - past, side="left")
+            total += float(np.sum(e_w[a:b] * np.exp(const - past - f[0]) * suffix[i]))
+        return total
