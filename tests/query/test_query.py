@@ -252,3 +252,14 @@ def test_sigint_stops_cleanly_and_rerun_completes(tmp_path, stub, make_tasks):
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert r.returncode == 0, r.stderr
     assert Counter(x["item"] for x in rows_of(out)) == Counter({s["item"]: 1 for s in src})
+
+
+def test_second_concurrent_run_is_refused(tmp_path, stub, make_tasks):
+    from mrcstats.query.log import log_lock
+
+    tasks, out = tmp_path / "t.jsonl", tmp_path / "log.jsonl"
+    make_tasks(tasks, 2)
+    with log_lock(out), pytest.raises(InputError, match="another mrcstats query is writing"):
+        run_query(cfg(tasks, out, stub))
+    assert stub.requests == []
+    assert run_query(cfg(tasks, out, stub)).sent == 2  # the lock is gone with its holder

@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -75,10 +76,35 @@ def load_log(path: str | os.PathLike, repair: bool = True) -> LogState:
     return state
 
 
+@contextlib.contextmanager
+def log_lock(path: str | os.PathLike) -> Iterator[None]:
+    """Hold an exclusive lock on ``LOG.lock`` beside the log for a whole run, so two runs cannot
+    append to one log at once. The lock (``fcntl.flock``) dies with the process, even on SIGKILL;
+    the empty lock file is left in place (removing it would race with a starting run)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        yield
+        return
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open(p.with_name(p.name + ".lock"), "a") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise InputError(f"another mrcstats query is writing {p} (lock {fh.name}); wait for it to finish or "
+                             f"use another --out") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
 def json_lines(text: str, where: str, hint: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, object)`` for each non-blank line of JSONL ``text``; a line that is
     not a JSON object raises :class:`InputError` naming ``where``, the line and ``hint``."""
-    for lineno, line in enumerate(text.splitlines(), 1):
+    # split on "\n" only: str.splitlines() would also split inside strings at U+0085, U+2028, ...
+    for lineno, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:

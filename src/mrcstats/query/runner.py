@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mrcstats.errors import InputError
-from mrcstats.query.log import Key, compact, dumps_row, load_log
+from mrcstats.query.log import Key, compact, dumps_row, load_log, log_lock
 from mrcstats.query.taskfile import TaskItem, read_taskfile
 
 
@@ -166,6 +166,12 @@ def run_query(cfg: QueryConfig, client_factory: Callable[..., Any] | None = None
     tasks = read_taskfile(cfg.taskfile)
     api_key = _api_key(cfg)
     out = Path(cfg.out)
+    with log_lock(out):
+        return _run(cfg, tasks, api_key, out, client_factory)
+
+
+def _run(cfg: QueryConfig, tasks: list[TaskItem], api_key: str | None, out: Path,
+         client_factory: Callable[..., Any] | None) -> QueryReport:
     state = load_log(out)
     if state.torn_bytes:
         print(f"mrcstats query: cut off a torn last line ({state.torn_bytes} bytes) of {out}", file=sys.stderr)
