@@ -138,9 +138,10 @@ def rxc_exact_pvalue(table: np.ndarray, *, tol: float = FEXACT_TOL, max_nodes: i
     """Exact two-sided Fisher p-value of an r x c table (R ``fisher.test``, FEXACT tie rule).
 
     ``table`` must be a non-negative integer matrix without all-zero rows or columns.
-    Raises :class:`InputError` when the network grows past ``max_nodes`` nodes,
-    ``max_edges`` arcs or ``max_entries`` live paths (R's "FEXACT error 7 ... consider
-    simulate.p.value").
+    Raises :class:`ExactTooLarge` (an :class:`InputError`) when the network grows past
+    ``max_nodes`` nodes, ``max_edges`` arcs or ``max_entries`` live paths (``5 *
+    max_entries`` when they can be joined in chunks), R's "FEXACT error 7 ... consider
+    simulate.p.value"; memory stays below roughly 100 bytes per path or arc.
     """
     x = np.asarray(table, dtype=np.int64)
     if x.shape[0] > x.shape[1]:

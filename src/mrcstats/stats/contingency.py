@@ -396,6 +396,16 @@ def fisher(table: Any, simulate: bool = False, B: int = 2000, seed: int | None =
 
     All-zero rows and columns are dropped with a warning (they do not change the
     exact p-value); a table left with fewer than two rows or columns has p = 1.
+    Tables too large for the exact network raise
+    :class:`mrcstats.stats._rxc_exact.ExactTooLarge` (an ``InputError``) suggesting
+    ``simulate=True``, as R's ``FEXACT error 7`` does.
+
+    Examples
+    --------
+    >>> round(fisher([[11, 0], [8, 9]]).p, 4)   # seed 004 Table 13
+    0.0039
+    >>> round(fisher([[3, 5, 2, 6], [4, 8, 1, 5], [7, 2, 9, 8]]).p, 6)
+    0.06603
     """
     alt = _check_alternative(alternative)
     if not 0 < conf_level < 1:
