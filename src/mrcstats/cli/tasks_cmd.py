@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--by", default="model,condition", help="grouping columns (default model,condition)")
     s.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     s.set_defaults(func=_score)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])
 
 
 def _generate(args: argparse.Namespace) -> int:

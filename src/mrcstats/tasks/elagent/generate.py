@@ -4,7 +4,8 @@ Models with New Tasks", §2 and Appendix C), one JSON object per item with ``ite
 ``mrcstats query``.
 
 * :func:`task1` -- expressions with 2 or 3 distinct operators over ``digits``-digit operands and a
-  precedence with no / one / two moves (App. C.1); gold computed exactly with rationals; an
+  precedence with no / one / two moves (App. C.1; with two operators the one-move precedence
+  is a strict order, "the opposite one"); gold computed exactly with rationals; an
   expression is kept only when every requested redefined precedence changes its value. The same
   expressions are used for every move condition (``item`` is the expression, ``condition`` the move).
 * :func:`task2` -- the correct precedence among four choices; the three wrong choices are other
@@ -104,7 +105,8 @@ def _expressions(n: int, operators: int, digits: int, moves: Sequence[str], rng:
             if k == 0:
                 chosen[m] = std
                 continue
-            cands = [w for w, v in values if v is not None and v != v_std and n_moves(w) == k]
+            cands = [w for w, v in values if v is not None and v != v_std and n_moves(w) == k
+                     and (operators == 3 or len(set(w.values())) == 2)]
             if not cands:
                 break
             chosen[m] = rng.choice(cands)
