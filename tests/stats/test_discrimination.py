@@ -168,3 +168,16 @@ def test_cluster_difficulty() -> None:
     with pytest.raises(InputError, match="intercept"):
         cluster_difficulty({"a": 0.1})
     assert set(res.to_dict()) == {"intercept", "group", "easiest", "hardest"}
+
+
+def test_cluster_difficulty_from_native_glmer() -> None:
+    """Conditional modes straight from mrcstats.glmer's GlmerResult.ranef."""
+    glmer = pytest.importorskip("mrcstats.models").glmer
+    log = synthetic_log(n_models=3, n_clusters=40, seed=1, p_invalid=0)
+    log["y"] = log["correct"].astype(int)
+    fit = glmer("y ~ model + (1 | cluster)", log)
+    res = cluster_difficulty(fit, n=5)
+    modes = fit.ranef["cluster"]["mode"]
+    assert res.easiest["level"].iloc[0] == modes.idxmax() and res.hardest["level"].iloc[0] == modes.idxmin()
+    eta = fit.fixef["(Intercept)"] + modes.max()
+    assert math.isclose(res.easiest["probability"].iloc[0], 1 / (1 + math.exp(-eta)))
