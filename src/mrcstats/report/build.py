@@ -102,6 +102,7 @@ class _Context:
         self.skipped: list[str] = []
         self.glmms: dict[str, tuple[Any, pd.DataFrame, AnalysisSpec]] = {}
         self.headline: dict[str, Any] = {}
+        self.tests_used: dict[str, str] = {}
         self.log: pd.DataFrame = pd.DataFrame()
         self.data: pd.DataFrame = pd.DataFrame()
 
@@ -171,6 +172,10 @@ def build_report(spec: str | Path | Mapping[str, Any] | ReportSpec, out: str | P
         doc.heading(title, 2)
         for ln in lines:
             doc.paragraph(ln)
+    if ctx.tests_used:
+        doc.heading("Statistical tests", 2)
+        for text in ctx.tests_used.values():
+            doc.paragraph(text)
     for sec in ctx.sections:
         _emit(doc, sec)
     if ctx.skipped:
@@ -534,9 +539,13 @@ def _run_contingency(ctx: _Context, a: AnalysisSpec) -> None:
     for r in results:
         for why, k in dict(r.skipped).items():
             sec.add("note", f"Left out {k} row(s): {why}.")
+        if getattr(r.test, "warning", None):
+            sec.add("note", f"{_test_name(r)}: {r.test.warning}.")
     ctx.sections.append(sec)
     ctx.headline.setdefault("tests", {})[title] = {n: _p(r) for n, r in tests}
-    ctx.methods.append((f"Contingency table {title} ({a.where})", [_test_method(n) for n, _ in tests]))
+    ctx.methods.append((f"Contingency table {title} ({a.where})",
+                        [f"Counts of {a.get('rows')} by {a.get('cols')}{_filter_note(a.get('filter'))}."]
+                        + [_test_method(n, ctx) for n, _ in tests]))
 
 
 def _p(res: Any) -> Any:
@@ -544,11 +553,20 @@ def _p(res: Any) -> Any:
     return d.get("p")
 
 
-def _test_method(name: str) -> str:
-    if name.startswith("Fisher"):
-        return (f"{name}: as R's fisher.test (2×2: conditional MLE odds ratio and its 95% CI; r×c: exact p, or "
-                "Monte Carlo with Patefield random tables and R's (1 + #{sim ≤ obs}) / (B + 1)).")
-    return f"{name}: as R's chisq.test (Yates' continuity correction for 2×2 tables only)."
+_TEST_TEXT = {
+    "fisher": ("Fisher's exact test as R's fisher.test: for 2×2 tables the exact p, the conditional maximum-likelihood "
+               "odds ratio and its 95% interval; for r×c tables the exact p (network algorithm) or, where stated, a "
+               "Monte Carlo p from B Patefield random tables, (1 + #{sim ≤ obs}) / (B + 1), seeded."),
+    "chisq": ("Pearson's chi-square test of independence as R's chisq.test (Yates' continuity correction for 2×2 "
+              "tables only); a note flags expected counts below 5."),
+}
+
+
+def _test_method(name: str, ctx: _Context | None = None) -> str:
+    key = "fisher" if name.startswith("Fisher") else "chisq"
+    if ctx is not None:
+        ctx.tests_used[key] = _TEST_TEXT[key]
+    return f"Test: {name}."
 
 
 def _wh_table(ctx: _Context, sec: _Section, data: pd.DataFrame, groups: Any, col: str, simulate: bool, B: int,
@@ -593,7 +611,7 @@ def _run_wh_extremes(ctx: _Context, a: AnalysisSpec) -> None:
     ctx.sections.append(sec)
     ctx.methods.append((f"Easiest/hardest clusters ({a.where})", [
         f"The {k} {group} levels with the highest and lowest conditional modes of the {a.get('glmm')} GLMM "
-        "(implied probability plogis(intercept + mode)); each item's wh-word counted once.", _test_method(name)]))
+        "(implied probability plogis(intercept + mode)); each item's wh-word counted once.", _test_method(name, ctx)]))
 
 
 def _run_discrimination(ctx: _Context, a: AnalysisSpec) -> None:
@@ -695,6 +713,12 @@ def _run_accuracy(ctx: _Context, a: AnalysisSpec) -> None:
     per = summarize(apply_filter(ctx.data, a.get("filter")), by=[*rows, cols, "trial"]).to_frame()
     agg = per.groupby([*rows, cols], sort=False).agg(accuracy=("accuracy", "mean"), sd=("accuracy", "std"),
                                                     trials=("accuracy", "size"), n=("n", "sum")).reset_index()
+    order = dict(a.get("order") or {})
+    keys = [c for c in [*rows, cols] if c in order]
+    if keys:
+        rank = {c: {str(v): i for i, v in enumerate(order[c])} for c in keys}
+        agg = agg.sort_values(by=keys, key=lambda s: s.astype(str).map(rank[s.name]).fillna(len(rank[s.name])),
+                              kind="mergesort").reset_index(drop=True)
     title = a.get("title") or f"Accuracy by {', '.join(rows)} and {cols}"
     one = bool((agg["trials"] <= 1).all())
     t = accuracy_table(agg, rows, cols, mean="accuracy", sd=None if one else "sd", percent=a.get("percent"),

@@ -140,15 +140,28 @@ class ReportDocument:
         out: list[Any] = [Paragraph(_para_text(self.title), st["title"])]
         if self.subtitle:
             out.append(Paragraph(_para_text(self.subtitle), st["subtitle"]))
+        pending: list[Any] = []  # headings waiting to be kept with what follows them
+
+        def emit(flow: list[Any], keep: bool = True) -> None:
+            if pending or keep:
+                out.append(KeepTogether([*pending, *flow]) if keep else KeepTogether([*pending, flow[0]]))
+                if not keep:
+                    out.extend(flow[1:])
+            else:
+                out.extend(flow)
+            pending.clear()
+
         for kind, val in self._items:
             if kind in ("h1", "h2"):
-                out.append(Paragraph(_para_text(val), st[kind]))
+                pending.append(Paragraph(_para_text(val), st[kind]))
             elif kind == "p":
                 text, style = val
-                out.append(Paragraph(_para_text(text), st[style]))
+                emit([Paragraph(_para_text(text), st[style])], keep=bool(pending))
             elif kind == "code":
-                out.append(Preformatted(str(val), st["code"]))
+                emit([Preformatted(str(val), st["code"])], keep=bool(pending))
             elif kind == "pagebreak":
+                out.extend(pending)
+                pending.clear()
                 out.append(PageBreak())
             elif kind == "table":
                 table, caption, num = val
@@ -157,14 +170,12 @@ class ReportDocument:
                 for n in table.notes:
                     flow.append(Paragraph(_para_text(n), st["note"]))
                 flow.append(Spacer(1, 8))
-                if len(table.data) <= 30:
-                    out.append(KeepTogether(flow))
-                else:
-                    out.extend(flow)
+                emit(flow, keep=len(table.data) <= 30)
             elif kind == "figure":
                 payload, caption, num, width_in = val
-                out.append(KeepTogether([_figure_flowable(payload, width_in),
-                                         Paragraph(f"<b>Figure {num}.</b> {_para_text(caption)}", st["caption"])]))
+                emit([_figure_flowable(payload, width_in),
+                      Paragraph(f"<b>Figure {num}.</b> {_para_text(caption)}", st["caption"])])
+        out.extend(pending)
         return out
 
     def build(self, path: str | Path) -> Path:

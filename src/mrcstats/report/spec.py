@@ -45,6 +45,7 @@ Example (``mrcstats report demo.yaml --out reports/demo.pdf``)::
       - type: accuracy                    # mean ± SD table over trials
         rows: condition
         cols: model
+        order: {condition: [strict, regular, partial, lenient]}   # optional row/column order
 
 :func:`load_spec` validates everything once and raises :class:`~mrcstats.errors.InputError`
 naming the file and the key (``analyses[2].formula``) with what is expected.
@@ -83,7 +84,7 @@ _ANALYSES: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
     "masking": {"baseline": ((str,), None), "acc0": ((float, int), None), "models": ((list,), None),
                 "filter": ((dict,), {})},
     "accuracy": {"rows": ((str, list), "condition"), "cols": ((str,), "model"), "title": ((str,), None),
-                 "percent": ((bool,), True), "filter": ((dict,), {})},
+                 "percent": ((bool,), True), "filter": ((dict,), {}), "order": ((dict,), {})},
 }
 _REQUIRED = {"glmm": ("formula",), "contingency": ("rows", "cols"), "wh_extremes": ("glmm",)}
 _TOP = {"title", "subtitle", "seed", "logs", "features", "analyses", "author", "notes"}
