@@ -178,6 +178,6 @@ def test_cluster_difficulty_from_native_glmer() -> None:
     fit = glmer("y ~ model + (1 | cluster)", log)
     res = cluster_difficulty(fit, n=5)
     modes = fit.ranef["cluster"]["mode"]
-    assert res.easiest["level"].iloc[0] == modes.idxmax() and res.hardest["level"].iloc[0] == modes.idxmin()
+    assert res.easiest["mode"].iloc[0] == modes.max() and res.hardest["mode"].iloc[0] == modes.min()
     eta = fit.fixef["(Intercept)"] + modes.max()
     assert math.isclose(res.easiest["probability"].iloc[0], 1 / (1 + math.exp(-eta)))

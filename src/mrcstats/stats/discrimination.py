@@ -290,7 +290,8 @@ class ClusterDifficulty:
 
     @property
     def hardest(self) -> pd.DataFrame:
-        return self.table.tail(self.n).iloc[::-1]
+        """The ``n`` lowest modes, hardest first (ties by level name)."""
+        return self.table.sort_values(["mode", "level"], kind="mergesort").head(self.n)
 
     def groups(self, easy: str = "Easiest", hard: str = "Hardest") -> dict[str, list[str]]:
         """{"Easiest": [levels], "Hardest": [levels]} for :func:`mrcstats.stats.tables.wh_word_table`."""
