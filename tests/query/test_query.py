@@ -263,3 +263,13 @@ def test_second_concurrent_run_is_refused(tmp_path, stub, make_tasks):
         run_query(cfg(tasks, out, stub))
     assert stub.requests == []
     assert run_query(cfg(tasks, out, stub)).sent == 2  # the lock is gone with its holder
+
+
+@pytest.mark.parametrize("url", ["ftp://x/v1", "http://127.0.0.1:abc/v1", "http:///v1", "http://a b/v1"])
+def test_bad_base_url_is_one_line_and_writes_nothing(tmp_path, make_tasks, capsys, url):
+    tasks, out = tmp_path / "t.jsonl", tmp_path / "log.jsonl"
+    make_tasks(tasks, 1)
+    assert main(["query", str(tasks), "--model", "m", "--base-url", url, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--base-url" in err[0]
+    assert list(tmp_path.iterdir()) == [tasks]

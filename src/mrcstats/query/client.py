@@ -42,9 +42,19 @@ class Outcome:
 
 def completions_url(base_url: str) -> str:
     """``http://host:8000/v1`` -> ``http://host:8000/v1/chat/completions`` (a full URL is kept)."""
-    url = base_url.rstrip("/")
+    from urllib.parse import urlsplit
+
+    url = base_url.strip().rstrip("/")
+    how = "give e.g. http://127.0.0.1:8000/v1 or https://api.openai.com/v1"
     if not url.startswith(("http://", "https://")):
-        raise InputError(f"--base-url {base_url!r} must start with http:// or https://")
+        raise InputError(f"--base-url {base_url!r} must start with http:// or https://; {how}")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError as exc:
+        raise InputError(f"--base-url {base_url!r} is not a valid URL ({exc}); {how}") from None
+    if not parts.hostname or any(c.isspace() for c in url):
+        raise InputError(f"--base-url {base_url!r} has no host or contains spaces; {how}")
     return url if url.endswith("/chat/completions") else url + "/chat/completions"
 
 
@@ -93,6 +103,8 @@ class ChatClient:
             retry_after = None
             try:
                 r = self._client.post(self.url, json=payload)
+            except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+                raise EndpointError(f"cannot send to {self.url}: {exc}; check --base-url") from None
             except httpx.TransportError as exc:  # connection refused/reset, timeouts
                 error = f"{type(exc).__name__}: {exc}"
             else:

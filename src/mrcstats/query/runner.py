@@ -67,6 +67,9 @@ class QueryConfig:
             raise InputError(f"--top-p must be in [0, 1], got {self.top_p}")
         if not self.model:
             raise InputError("--model must not be empty")
+        from mrcstats.query.client import completions_url
+
+        completions_url(self.base_url)
 
 
 @dataclass(frozen=True)
