@@ -127,3 +127,12 @@ def test_masking_rate_checked(tmp_path):
     bad = _csv(tmp_path, "model,item,correct,masking_rate\nm,a,1,0.5\nm,b,1,150\n", "bad.csv")
     with pytest.raises(SchemaError, match="row 2, column 'masking_rate'.*outside 0-100"):
         read_log(bad)
+
+
+def test_map_swaps_and_clashes(tmp_path):
+    p = _csv(tmp_path, "item,qid,correct\nm1,q1,1\nm2,q2,0\n", "swap.csv")
+    log = read_log(p, mapping={"item": "qid", "model": "item"})
+    assert log["model"].tolist() == ["m1", "m2"] and log["item"].tolist() == ["q1", "q2"]
+    p2 = _csv(tmp_path, "model,item,question_id,correct\nm,old,q1,1\n", "clash.csv")
+    log = read_log(p2, mapping={"item": "question_id"})
+    assert log["item"].tolist() == ["q1"] and log["item_original"].tolist() == ["old"]

@@ -26,7 +26,8 @@ _TEXT_FIELDS = STRING_COLUMNS
 def apply_mapping(df: pd.DataFrame, mapping: Mapping[str, str] | None, source: str | None) -> pd.DataFrame:
     """Rename source columns to canonical fields: ``mapping`` is ``{field: source_column}``.
 
-    A column that already carries the field's name is kept as ``<field>_original``.
+    Mapped source columns are renamed (not copied); a column that already carries the field's name
+    and is not itself mapped is kept as ``<field>_original``.
     A mapped column missing from the source raises :class:`SchemaError` listing the
     columns found.
     """
@@ -38,16 +39,14 @@ def apply_mapping(df: pd.DataFrame, mapping: Mapping[str, str] | None, source: s
         shown = ", ".join(repr(c) for c in cols[:40]) + (" ..." if len(cols) > 40 else "")
         raise SchemaError(f"{source + ': ' if source else ''}--map names column(s) "
                           f"{', '.join(repr(m) for m in missing)} not in the file; columns found: {shown}")
-    out = df.copy(deep=False)
-    for fld, col in mapping.items():
-        if fld == col:
-            continue
-        if fld in out.columns:
-            out = out.rename(columns={fld: f"{fld}_original"})
-        out[fld] = out[col]
-    # a column copied to a field stays under its own name too only if it is not the source of a rename
-    drop = [col for fld, col in mapping.items() if fld != col and col not in mapping]
-    return out.drop(columns=[c for c in drop if c in out.columns])
+    values = {fld: df[col] for fld, col in mapping.items() if fld != col}  # from the source, before renames
+    used = {col for fld, col in mapping.items() if fld != col}
+    out = df.drop(columns=[c for c in used if c not in mapping])
+    clash = {fld: f"{fld}_original" for fld in values if fld in out.columns and fld not in used}
+    out = out.rename(columns=clash)
+    for fld, col in values.items():
+        out[fld] = col
+    return out
 
 
 def _text_columns(cols: list[str], mapping: Mapping[str, str] | None) -> list[str]:
