@@ -52,8 +52,9 @@ def _ingest(args: argparse.Namespace) -> int:
 
 
 def _ingest_text(s: dict) -> str:
+    conds = ", ".join(repr(c) for c in s["conditions"])
     lines = [f"{s['rows']} rows: {len(s['models'])} model(s), {s['items']} items, {s['clusters']} clusters, "
-             f"conditions: {', '.join(repr(c) for c in s['conditions'])}"]
+             + f"conditions: {conds}"]
     width = max(len(m) for m in s["models"])
     for m in s["models"]:
         lines.append(f"  {m.ljust(width)}  accuracy {s['accuracy'][m]:.4f}  invalid {s['invalid'][m]}")
