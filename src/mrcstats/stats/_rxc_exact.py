@@ -186,6 +186,8 @@ def rxc_exact_pvalue(table: np.ndarray, *, tol: float = FEXACT_TOL, max_nodes: i
         if not mid.any():
             break
         e_node, e_past, e_w = e_node[mid], e_past[mid], e_w[mid]
+        if k > 0:  # merge the survivors only (classification first is cheaper than sorting all)
+            e_node, e_past, e_w = _merge(e_node, e_past, e_w)
         if len(e_node) > 50_000:
             fut.extend_to(k, max_future)
         if k == fut.stage:
@@ -215,7 +217,7 @@ def rxc_exact_pvalue(table: np.ndarray, *, tol: float = FEXACT_TOL, max_nodes: i
                 f"the exact Fisher test needs more than {max_entries} network paths for this table; "
                 "use the Monte Carlo p-value (simulate=True / --simulate)")
         rep, eidx = _expand(ptr[e_node], deg)
-        e_node, e_past, e_w = _merge(child[eidx], e_past[rep] + cost[eidx], e_w[rep] * mult[eidx])
+        e_node, e_past, e_w = child[eidx], e_past[rep] + cost[eidx], e_w[rep] * mult[eidx]
     return float(min(1.0, max(0.0, pval))) if math.isfinite(pval) else float("nan")
 
 
