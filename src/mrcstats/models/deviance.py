@@ -339,24 +339,50 @@ class MultiFactor:
         offs = np.cumsum([0] + nlev[1:])
         self.cr = [c + o for c, o in zip(codes[1:], offs[:-1])]   # column indices into the rest block
         self.term_of_rest = np.concatenate([np.full(m, j + 1) for j, m in enumerate(nlev[1:])])
-        n = data.n
-        # pair structures: (term1 level, rest column) for every other term
-        self.pairs1 = []
-        for c in self.cr:
-            key = self.c1.astype(np.int64) * self.q2 + c
-            uk, inv = np.unique(key, return_inverse=True)
-            self.pairs1.append((uk // self.q2, uk % self.q2, inv))
-        # rest-rest pairs (including diagonal)
-        self.pairs2 = []
-        for a in range(len(self.cr)):
-            for b in range(a, len(self.cr)):
-                key = self.cr[a].astype(np.int64) * self.q2 + self.cr[b]
-                uk, inv = np.unique(key, return_inverse=True)
-                self.pairs2.append((uk // self.q2, uk % self.q2, inv, a == b))
+        q1, q2 = self.q1, self.q2
+        # pair sums P[a, c] = Σ_{i: level a of term 1, column c of the rest} vec_i give
+        # Z1ᵀvec (row sums over the first rest term), Z_restᵀvec (column sums) and C;
+        # dense (q1 x q2, one bincount) when small enough, else over the observed pairs
+        self.nrest = len(self.cr)
+        self.nfirst = nlev[1]
+        self.dense = q1 * q2 <= 8_000_000
+        keys = np.concatenate([self.c1.astype(np.int64) * q2 + c for c in self.cr])
+        if self.dense:
+            self.key1 = keys
+        else:
+            uk, inv = np.unique(keys, return_inverse=True)
+            self.inv1 = inv
+            self.nnz1 = len(uk)
+            self.rows1 = (uk // q2).astype(np.int64)
+            self.cols1 = (uk % q2).astype(np.int64)
+            self.first1 = self.cols1 < self.nfirst
+            self.indptr1 = np.concatenate([[0], np.cumsum(np.bincount(self.rows1, minlength=q1))])
+        # off-diagonal rest-rest blocks (only with three or more terms)
+        keys2 = []
+        for a in range(self.nrest):
+            for b in range(self.nrest):
+                if a != b:
+                    keys2.append(self.cr[a].astype(np.int64) * q2 + self.cr[b])
+        self.key2 = np.concatenate(keys2) if keys2 else None
         self.u = np.zeros(self.q1 + self.q2)
         self.nfev = 0
         self.pirls_iters = 0
-        del n
+
+    def _pairs(self, vec):
+        vr = np.tile(vec, self.nrest) if self.nrest > 1 else vec
+        if self.dense:
+            return np.bincount(self.key1, weights=vr, minlength=self.q1 * self.q2).reshape(self.q1, self.q2)
+        return np.bincount(self.inv1, weights=vr, minlength=self.nnz1)
+
+    def _rowsum(self, P):
+        if self.dense:
+            return P[:, :self.nfirst].sum(axis=1)
+        return np.bincount(self.rows1[self.first1], weights=P[self.first1], minlength=self.q1)
+
+    def _colsum(self, P):
+        if self.dense:
+            return P.sum(axis=0)
+        return np.bincount(self.cols1, weights=P, minlength=self.q2)
 
     def _lam(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         return float(theta[0]), np.asarray(theta[1:], float)[self.term_of_rest - 1]
@@ -370,46 +396,42 @@ class MultiFactor:
         return eta
 
     def _system(self, theta, v):
-        """D1 (q1), C (q1 x q2 sparse), B (q2 x q2 dense) of M = I + ΛZᵀWZΛ."""
+        """D1 (q1), C (q1 x q2, dense or sparse), B (q2 x q2 dense) of M = I + ΛZᵀWZΛ."""
         t1, lr = self._lam(theta)
-        D1 = 1.0 + t1 * t1 * np.bincount(self.c1, weights=v, minlength=self.q1)
-        rows, cols, vals = [], [], []
-        for (r, c, inv) in self.pairs1:
-            s = np.bincount(inv, weights=v, minlength=len(r))
-            rows.append(r)
-            cols.append(c)
-            vals.append(s * t1 * lr[c])
-        C = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                              shape=(self.q1, self.q2))
-        B = np.zeros((self.q2, self.q2))
-        for (r, c, inv, diag) in self.pairs2:
-            s = np.bincount(inv, weights=v, minlength=len(r)) * lr[r] * lr[c]
-            if diag:
-                np.add.at(B, (r, c), s)
-            else:
-                np.add.at(B, (r, c), s)
-                np.add.at(B, (c, r), s)
-        B[np.diag_indices(self.q2)] += 1.0
+        q1, q2 = self.q1, self.q2
+        P = self._pairs(v)
+        D1 = 1.0 + t1 * t1 * self._rowsum(P)
+        if self.dense:
+            C = P * (t1 * lr)[None, :]
+        else:
+            C = sparse.csr_matrix((P * (t1 * lr[self.cols1]), self.cols1, self.indptr1), shape=(q1, q2))
+        B = np.diag(1.0 + lr * lr * self._colsum(P))
+        if self.key2 is not None:
+            vr2 = np.tile(v, self.nrest * (self.nrest - 1))
+            B += np.bincount(self.key2, weights=vr2, minlength=q2 * q2).reshape(q2, q2) * np.outer(lr, lr)
         return D1, C, B
 
     def _factor(self, D1, C):
-        Cs = C.multiply(1.0 / D1[:, None]).tocsr()     # D1⁻¹ C
-        return Cs
+        if self.dense:
+            return C / D1[:, None]
+        return sparse.csr_matrix(C.multiply(1.0 / D1[:, None]))     # D1⁻¹ C
+
+    def _schur(self, B, C, G):
+        if self.dense:
+            return B - C.T @ G
+        return B - (C.T @ G).toarray()
 
     def _solve(self, D1, C, G, cho, r1, r2):
         """Solve M x = r with the Schur complement."""
         y2 = sla.cho_solve(cho, r2 - G.T @ r1)
-        x1 = (r1 - C @ y2) / D1
+        x1 = (r1 - C @ y2) / (D1 if np.ndim(r1) == 1 else D1[:, None])
         return x1, y2
 
     def _zt(self, theta, vec):
         """(Λ Zᵀ vec) split into (term 1, rest)."""
         t1, lr = self._lam(theta)
-        a1 = t1 * np.bincount(self.c1, weights=vec, minlength=self.q1)
-        a2 = np.zeros(self.q2)
-        for c in self.cr:
-            a2 += np.bincount(c, weights=vec, minlength=self.q2)
-        return a1, a2 * lr
+        P = self._pairs(vec)
+        return t1 * self._rowsum(P), lr * self._colsum(P)
 
     def modes(self, eta0, theta, u=None):
         d = self.d
@@ -425,7 +447,7 @@ class MultiFactor:
             g2 = u[self.q1:] - a2
             D1, C, B = self._system(theta, v)
             G = self._factor(D1, C)
-            S = B - (C.T @ G).toarray()
+            S = self._schur(B, C, G)
             try:
                 cho = sla.cho_factor(S, lower=True, check_finite=False)
             except np.linalg.LinAlgError:  # pragma: no cover
@@ -436,15 +458,19 @@ class MultiFactor:
             self.pirls_iters += 1
             if dec < PIRLS_TOL * max(1, len(step)):
                 return u, eta, mu, (D1, C, G, cho, v)
-            fac = 1.0
-            f0 = self._pen(eta, u) if fcur is None else fcur
-            for _ in range(40):
-                un = u - fac * step
-                f1 = self._pen(self._eta(eta0, theta, un), un)
-                if f1 <= f0 + 1e-12 * abs(f0):
-                    break
-                fac /= 2
-            u, fcur = un, f1
+            if dec > 1e-3:
+                # step-halving when the penalised deviance does not decrease
+                fac = 1.0
+                f0 = self._pen(eta, u) if fcur is None else fcur
+                for _ in range(40):
+                    un = u - fac * step
+                    f1 = self._pen(self._eta(eta0, theta, un), un)
+                    if f1 <= f0 + 1e-12 * abs(f0):
+                        break
+                    fac /= 2
+                u, fcur = un, f1
+            else:
+                u, fcur = u - step, None
         raise ModelError(f"penalised IRLS did not converge in {PIRLS_MAXIT} iterations; check for separation")
 
     def _pen(self, eta, u):
@@ -461,14 +487,24 @@ class MultiFactor:
         """Per observation h_i = z_iΛ M⁻¹ Λz_iᵀ and the diagonal of M⁻¹."""
         Sinv = sla.cho_solve(cho, np.eye(self.q2))
         GS = G @ Sinv                                   # q1 x q2 dense (D1⁻¹ C S⁻¹)
-        diag1 = 1.0 / D1 + np.asarray(G.multiply(GS).sum(axis=1)).ravel()
+        if self.dense:
+            diag1 = 1.0 / D1 + np.einsum("ij,ij->i", G, GS)
+        else:
+            diag1 = 1.0 / D1 + np.asarray(G.multiply(GS).sum(axis=1)).ravel()
         diag2 = np.diag(Sinv)
         t1, lr = self._lam(theta)
-        h = t1 * t1 * diag1[self.c1]
+        h = diag1[self.c1]
+        h *= t1 * t1
+        n = self.d.n
         for a, ca in enumerate(self.cr):
-            h += 2 * t1 * lr[ca] * (-GS[self.c1, ca])
-            for b, cb in enumerate(self.cr):
-                h += lr[ca] * lr[cb] * Sinv[ca, cb]
+            gs = GS.ravel()[self.key1[a * n:(a + 1) * n]] if self.dense else GS[self.c1, ca]
+            h -= (2 * t1) * lr[ca] * gs
+            h += lr[ca] * lr[ca] * diag2[ca]
+        if self.key2 is not None:
+            sv = Sinv.ravel()[self.key2]
+            for k, (a, b) in enumerate((a, b) for a in range(self.nrest) for b in range(self.nrest) if a != b):
+                ca, cb = self.cr[a], self.cr[b]
+                h += lr[ca] * lr[cb] * sv[k * n:(k + 1) * n]
         return h, diag1, diag2, GS, Sinv
 
     def evaluate(self, theta: np.ndarray, beta: np.ndarray, grad: bool = True, keep: bool = True):
@@ -509,19 +545,19 @@ class MultiFactor:
         # ∂η/∂β directly = X; via û: -ZΛ M⁻¹ ΛZᵀ V X -> contributes -(v∘zw)ᵀX
         comb_b = -2.0 * e + th - v * zw
         g_beta = d.XT @ comb_b
+        Pe = self._pairs(e)
+        Pe_row, Pe_col = self._rowsum(Pe), self._colsum(Pe)
         g_theta = np.empty(nth)
         for k in range(nth):
             # η depends on θ_k through Z_k u_k (direct) and through û
             direct = zu[k]
             # ∂g/∂θ_k = -(Z_kᵀ e)·1 + ΛZᵀ(v∘Z_k u_k)  (unscaled for term k part)
             dg1, dg2 = self._zt(theta, v * direct)
-            ek = np.bincount(self.c1, weights=e, minlength=self.q1) if k == 0 else None
             if k == 0:
-                dg1 = dg1 - ek
+                dg1 = dg1 - Pe_row
             else:
-                c = self.cr[k - 1]
-                ek2 = np.bincount(c, weights=e, minlength=self.q2)
-                dg2 = dg2 - ek2
+                mask = self.term_of_rest == k
+                dg2 = dg2 - np.where(mask, Pe_col, 0.0)
             # ldet part: Σ t h (direct - Z Λ M⁻¹ ∂g) = (t h)ᵀ direct - w·∂g
             ld = float(th @ direct) - float(w1 @ dg1 + w2 @ dg2)
             thk = theta[k]

@@ -290,7 +290,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         x0 = np.concatenate([theta0, beta0])
         bounds = [(0.0, None)] * k + [(None, None)] * p
         r = optimize.minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                              options={"maxiter": 2000, "ftol": 1e-12, "gtol": 1e-5, "maxcor": 20})
+                              options={"maxiter": 2000, "ftol": 1e-10, "gtol": 1e-5, "maxcor": 20})
         x, fval, grad = r.x.copy(), float(r.fun), np.asarray(r.jac, float)
 
         def gfun(z):
