@@ -186,14 +186,14 @@ def test_rscript_program_reports_errors_as_json(rscript, tmp_path):
     _data().to_csv(csv, index=False)
     script = str(REPO / "R" / "fit_glmer.R")
     r = subprocess.run([rscript, script, "--data", str(csv), "--formula", "y ~ nope + (1 | g)"],
-                       capture_output=True, text=True, timeout=120)
+                       check=False, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "nope" in json.loads(r.stdout)["error"]
     r = subprocess.run([rscript, script, "--data", str(csv), "--formula", "y ~ LLM + (1 | g)",
-                        "--contrasts", "LLM=helmert"], capture_output=True, text=True, timeout=120)
+                        "--contrasts", "LLM=helmert"], check=False, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "sum|treatment" in json.loads(r.stdout)["error"]
     r = subprocess.run([rscript, script, "--data", str(csv), "--formula", "y ~ x + LLM + (1 | g)",
                         "--levels", "LLM=gpt-4,Claude,davinci-002", "--lme4-defaults"],
-                       capture_output=True, text=True, timeout=120)
+                       check=False, capture_output=True, text=True, timeout=120)
     out = json.loads(r.stdout)
     assert r.returncode == 0 and out["tol_pwrss"] == 1e-7
     assert list(out["fixef"]) == ["(Intercept)", "x", "LLMClaude", "LLMdavinci-002"]

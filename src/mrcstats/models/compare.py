@@ -28,7 +28,6 @@ from scipy import stats as _st
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models.results import GlmerResult, _fmt_sig
 
-
 # ----------------------------------------------------------------------------- anova
 
 

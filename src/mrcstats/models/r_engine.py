@@ -52,15 +52,18 @@ def _robjects() -> Any:
                               f"{_INSTALL_HINT}") from None
     try:
         import rpy2.robjects as ro
-    except Exception as exc:  # R missing or incompatible: rpy2 raises various errors here
+    except Exception as exc:  # noqa: BLE001 - R missing or incompatible: rpy2 raises various errors here
         raise DependencyError(f"engine='lme4': rpy2 could not start R ({type(exc).__name__}: {exc}); "
                               f"check that R is installed and R_HOME points to it; {_INSTALL_HINT}") from None
     for pkg in ("lme4", "car"):
         if not ro.r(f'isTRUE(requireNamespace("{pkg}", quietly = TRUE))')[0]:
             raise DependencyError(f"engine='lme4': the R package {pkg} is not installed "
                                   f"(apt-get install r-cran-{pkg}, or install.packages('{pkg}') in R)")
+    from rpy2.rinterface_lib.embedded import RRuntimeError
+
     ro.r["source"](str(R_LIB))
     _STATE["ro"] = ro
+    _STATE["error"] = RRuntimeError
     return ro
 
 
@@ -97,7 +100,7 @@ def _formula_vars(ro: Any, formulas: Sequence[str]) -> list[str]:
     for f in formulas:
         try:
             names = list(ro.r["all.vars"](ro.r["as.formula"](f)))
-        except Exception as exc:
+        except _STATE["error"] as exc:
             raise InputError(f"cannot read formula {f!r}: {_r_message(exc)}") from None
         out += [n for n in names if n not in out]
     return out
@@ -181,13 +184,13 @@ def lme4_fit_dict(formula: str | ModelSpec, data: pd.DataFrame, *,
                                     _r_list(ro, {k: ro.StrVector(v) for k, v in lv.items()}),
                                     _r_list(ro, {k: ro.StrVector([v]) for k, v in contr.items()}),
                                     wname if wname is not None else ro.NULL)
-    except Exception as exc:
+    except _STATE["error"] as exc:
         raise InputError(_r_message(exc)) from None
     tol = ro.NULL if tol_pwrss is None else float(tol_pwrss)
     weighted = wname is not None
     try:
         fit = ro.r["mrc_fit"](ftext, rdata, int(nagq), weighted, bool(lme4_defaults), tol)
-    except Exception as exc:
+    except _STATE["error"] as exc:
         raise ModelError(f"lme4 could not fit {ftext!r}: {_r_message(exc)}") from None
     out = ro.r["mrc_extract"](fit, ftext, int(nagq), bool(lme4_defaults), bool(ranef))
     model = fit.rx2("model")
@@ -199,7 +202,7 @@ def lme4_fit_dict(formula: str | ModelSpec, data: pd.DataFrame, *,
     if ctext:
         try:
             fit0 = ro.r["mrc_fit"](ctext, rdata, int(nagq), weighted, bool(lme4_defaults), tol, fit.rx2("env"))
-        except Exception as exc:
+        except _STATE["error"] as exc:
             raise ModelError(f"lme4 could not fit the reduced model {ctext!r}: {_r_message(exc)}") from None
         extra["anova"] = ro.r["mrc_anova"](fit0.rx2("model"), model)
     res = _numbers(json.loads(ro.r["mrc_to_json"](out)[0]))
@@ -264,7 +267,7 @@ def result_from_lme4(r: Mapping[str, Any], design: Design, *, fit_options: Mappi
                                                                                                 len(names))
     tnames = list(r["theta"])
     slopes = bool(design.info.spec.random_slopes)
-    groups = [t[: -len(".(Intercept)")] if t.endswith(".(Intercept)") else t for t in tnames]
+    groups = [t.removesuffix(".(Intercept)") for t in tnames]
     ranef = {}
     for g, levels in (r.get("ranef") or {}).items():
         ranef[g] = pd.DataFrame({"mode": [float(v["mode"]) for v in levels.values()],
