@@ -9,9 +9,7 @@ first use) so that the command line starts fast.
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from mrcstats._lazy import lazy_exports
 __version__ = "0.1.0"
 
 # name -> module that defines it. Each area keeps its own block.
@@ -58,15 +56,4 @@ _API: dict[str, str] = {
 __all__ = sorted(_API) + ["__version__"]
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module = _API[name]
-    except KeyError:
-        raise AttributeError(f"module 'mrcstats' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _API, globals())

@@ -11,9 +11,7 @@ by reason. :func:`write_log` writes Parquet (lossless) or CSV atomically.
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from mrcstats._lazy import lazy_exports
 from mrcstats.io.detect import FORMATS
 
 # name -> defining module; imported on first use so ``mrcstats --help`` stays light
@@ -34,15 +32,4 @@ _EXPORTS: dict[str, str] = {
 __all__ = ["FORMATS", *sorted(_EXPORTS)]  # noqa: PLE0604
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module 'mrcstats.io' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
