@@ -1,0 +1,103 @@
+"""Predictions from a fitted GLMM, as lme4's ``predict.merMod``.
+
+``predict(m)`` gives the fitted linear predictor for the rows used in the fit;
+``predict(m, newdata)`` rebuilds X with the training levels, contrasts and
+``scale()`` centring (R's ``predvars``) and adds the conditional modes of the
+random intercepts named in ``re_form``: ``None`` = all (lme4's ``re.form = NULL``),
+``"~0"`` or ``"NA"`` = none, ``"~(1 | passage)"`` = those listed. Levels not seen in
+the fit are an error unless ``allow_new_levels=True`` (then their effect is 0, lme4's
+``allow.new.levels = TRUE``). ``type="response"`` applies the inverse logit.
+Rows with a missing predictor give NaN (R's ``na.pass``).
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from mrcstats.errors import InputError
+from mrcstats.models.design import factor_levels
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mrcstats.models.results import GlmerResult
+
+
+def _re_terms(m: "GlmerResult", re_form: str | None) -> list[str]:
+    names = list(m.ranef)
+    if re_form is None:
+        return names
+    text = re_form.strip()
+    if text in ("NA", "~0", "~ 0", "0"):
+        return []
+    wanted = re.findall(r"\(\s*1\s*\|\s*([^)]+?)\s*\)", text)
+    if not wanted:
+        raise InputError(f"re_form {re_form!r}: use None (all random effects), '~0' (none) or e.g. '~(1 | passage)'")
+    out = []
+    for w in wanted:
+        w = re.sub(r"\s+", "", w)
+        if w not in names:
+            raise InputError(f"re_form {re_form!r}: {w!r} is not a random-effects term of the model ({names})")
+        out.append(w)
+    return out
+
+
+def _group_labels(frame: pd.DataFrame, factors: list[str]) -> np.ndarray:
+    parts = []
+    for col in factors:
+        if col not in frame.columns:
+            raise InputError(f"newdata: grouping column {col!r} is missing")
+        codes, lv = factor_levels(frame[col], None, f"newdata column {col!r}")
+        parts.append(np.asarray(lv, dtype=object)[codes])
+    if len(parts) == 1:
+        return parts[0]
+    out = parts[0].astype(str)
+    for p in parts[1:]:
+        out = np.char.add(np.char.add(out, ":"), p.astype(str))
+    return out.astype(object)
+
+
+def predict(m: "GlmerResult", newdata: pd.DataFrame | None = None, re_form: str | None = None,
+            type: str = "link", allow_new_levels: bool = False) -> np.ndarray:
+    """Linear predictor (``type="link"``) or probability (``"response"``) per row of ``newdata``."""
+    if type not in ("link", "response"):
+        raise InputError(f"type must be 'link' or 'response', got {type!r}")
+    if m.info is None:
+        raise InputError("predict() needs the design information of the fit (info is None)")
+    data = m.frame if newdata is None else newdata
+    if data is None:
+        raise InputError("predict(): this fit kept no data; pass newdata")
+    spec = m.info.spec
+    needed = set(spec.fixed_columns)
+    terms = _re_terms(m, re_form)
+    random = {r.name: list(r.factors) for r in spec.random}
+    for t in terms:
+        needed.update(random[t])
+    missing = [c for c in needed if c not in data.columns]
+    if missing:
+        raise InputError(f"newdata: column(s) {sorted(missing)} used by the model are missing")
+    ok = np.ones(len(data), dtype=bool)
+    for c in needed:
+        ok &= ~np.asarray(data[c].isna(), dtype=bool)
+    eta = np.full(len(data), np.nan)
+    if not ok.any():
+        return eta
+    sub = data.loc[ok] if not ok.all() else data
+    X = m.info.model_matrix(sub)
+    e = X @ m.fixef.to_numpy()
+    for t in terms:
+        lab = _group_labels(sub, random[t])
+        modes = m.ranef[t]["mode"]
+        idx = pd.Index(modes.index.astype(str))
+        pos = idx.get_indexer(pd.Index(np.asarray(lab, dtype=str)))
+        new = pos < 0
+        if new.any() and not allow_new_levels:
+            raise InputError(f"newdata: level(s) {sorted(set(np.asarray(lab)[new].tolist()))[:5]} of {t!r} were not "
+                             "in the fit; pass allow_new_levels=True to predict them with a zero random effect")
+        vals = modes.to_numpy()
+        e = e + np.where(new, 0.0, vals[np.where(new, 0, pos)])
+    eta[ok] = e
+    if type == "response":
+        return 1.0 / (1.0 + np.exp(-eta))
+    return eta
