@@ -52,3 +52,29 @@ def rscript() -> str:
     if _R_REASON[0] is not None:
         pytest.skip(_R_REASON[0])
     return shutil.which("Rscript")  # type: ignore[return-value]
+
+
+@pytest.fixture(scope="session")
+def glmm_data():
+    """Factory of small seeded binomial GLMM data (models tests).
+
+    ``make(seed, groups, per, factor="f", levels=("a", "b", "c"))`` returns columns ``g``
+    (group labels ``g0``...), the factor, numeric ``x`` and ``z``, 0/1 ``y`` (random
+    intercepts with SD 0.8) and integer weights ``w`` in 1..3.
+    """
+    import numpy as np
+    import pandas as pd
+
+    def make(seed: int = 1, groups: int = 40, per: int = 6, factor: str = "f",
+             levels: tuple[str, ...] = ("a", "b", "c")) -> pd.DataFrame:
+        rng = np.random.default_rng(seed)
+        n = groups * per
+        g = np.repeat(np.arange(groups), per)
+        f = rng.choice(np.array(levels), n)
+        x = rng.normal(size=n)
+        eta = 0.3 + 0.5 * x + 0.7 * (f == levels[1]) - 0.4 * (f == levels[-1]) + rng.normal(0, 0.8, groups)[g]
+        y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
+        return pd.DataFrame({"g": [f"g{i}" for i in g], factor: f, "x": x, "z": rng.normal(size=n), "y": y,
+                             "w": rng.integers(1, 4, n)})
+
+    return make

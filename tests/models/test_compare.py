@@ -22,18 +22,6 @@ from mrcstats.models.results import GlmerResult
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _data(seed: int = 1, groups: int = 40) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    n = groups * 6
-    g = np.repeat(np.arange(groups), 6)
-    f = rng.choice(["a", "b", "c"], n)
-    x = rng.normal(size=n)
-    z = rng.normal(size=n)
-    eta = 0.2 + 0.5 * x + (f == "b") * 0.6 - (f == "c") * 0.4 + rng.normal(0, 0.7, groups)[g]
-    y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
-    return pd.DataFrame({"g": [f"g{i}" for i in g], "f": f, "x": x, "z": z, "y": y})
-
-
 def _fake_fit(formula: str, data: pd.DataFrame, loglik: float, nobs: int | None = None, seed: int = 0,
               engine: str = "native") -> GlmerResult:
     """A GlmerResult with given logLik and a random positive-definite vcov (no fitting)."""
@@ -51,8 +39,8 @@ def _fake_fit(formula: str, data: pd.DataFrame, loglik: float, nobs: int | None 
 # ----------------------------------------------------------------------------- gvif
 
 
-def test_gvif_single_columns_equal_inverse_correlation_diagonal():
-    d = _data()
+def test_gvif_single_columns_equal_inverse_correlation_diagonal(glmm_data):
+    d = glmm_data()
     m = _fake_fit("y ~ x + z + (1 | g)", d, -100.0, seed=3)
     g = gvif(m)
     V = m.vcov.to_numpy()[1:, 1:]
@@ -84,22 +72,22 @@ def test_gvif_is_invariant_to_rescaling_the_columns(seed, scales):
     assert g1.df == (1, 2, 2)
 
 
-def test_gvif_needs_two_terms_as_car():
-    m = _fake_fit("y ~ x + (1 | g)", _data(), -100.0)
+def test_gvif_needs_two_terms_as_car(glmm_data):
+    m = _fake_fit("y ~ x + (1 | g)", glmm_data(), -100.0)
     with pytest.raises(ModelError, match="model contains fewer than 2 terms"):
         gvif(m)
 
 
-def test_gvif_warns_without_intercept():
-    m = _fake_fit("y ~ 0 + x + z + (1 | g)", _data(), -100.0)
+def test_gvif_warns_without_intercept(glmm_data):
+    m = _fake_fit("y ~ 0 + x + z + (1 | g)", glmm_data(), -100.0)
     with pytest.warns(UserWarning, match="No intercept: vifs may not be sensible."):
         g = gvif(m)
     assert g.messages == ("No intercept: vifs may not be sensible.",)
     assert len(g.gvif) == 2
 
 
-def test_gvif_rejects_aliased_coefficients():
-    m = _fake_fit("y ~ x + z + (1 | g)", _data(), -100.0)
+def test_gvif_rejects_aliased_coefficients(glmm_data):
+    m = _fake_fit("y ~ x + z + (1 | g)", glmm_data(), -100.0)
     bad = dataclasses.replace(m, fixef=m.fixef.where(m.fixef.index != "z", np.nan))
     with pytest.raises(ModelError, match="aliased coefficients"):
         gvif(bad)
@@ -108,8 +96,8 @@ def test_gvif_rejects_aliased_coefficients():
 # ----------------------------------------------------------------------------- anova
 
 
-def test_anova_orders_by_npar_and_clips_at_zero():
-    d = _data()
+def test_anova_orders_by_npar_and_clips_at_zero(glmm_data):
+    d = glmm_data()
     small = _fake_fit("y ~ x + (1 | g)", d, -150.0)
     big = _fake_fit("y ~ x + f + (1 | g)", d, -147.5)
     a = anova(big, small)  # argument order does not matter (R sorts by npar)
@@ -127,14 +115,14 @@ def test_anova_orders_by_npar_and_clips_at_zero():
     assert "Pr(>Chisq)" in a.summary()
 
 
-def test_anova_same_npar_gives_no_p():
-    d = _data()
+def test_anova_same_npar_gives_no_p(glmm_data):
+    d = glmm_data()
     a = anova(_fake_fit("y ~ x + (1 | g)", d, -150.0), _fake_fit("y ~ z + (1 | g)", d, -149.0))
     assert a.df == 0 and a.p is None
 
 
-def test_anova_needs_the_same_rows():
-    d = _data()
+def test_anova_needs_the_same_rows(glmm_data):
+    d = glmm_data()
     with pytest.raises(ModelError, match="same size of dataset"):
         anova(_fake_fit("y ~ x + (1 | g)", d, -150.0), _fake_fit("y ~ x + f + (1 | g)", d, -149.0, nobs=100))
     with pytest.raises(InputError):
@@ -150,8 +138,8 @@ def test_drop1_scope_respects_marginality():
     assert parse_formula("y ~ a * b * c + (1 | g)").droppable() == ("a:b:c",)
 
 
-def test_drop1_refits_with_the_same_engine_and_options(monkeypatch):
-    d = _data()
+def test_drop1_refits_with_the_same_engine_and_options(glmm_data, monkeypatch):
+    d = glmm_data()
     full = _fake_fit("y ~ x * f + z + (1 | g)", d, -140.0)
     full = dataclasses.replace(full, fit_options={"contrasts": {"f": "sum"}, "nagq": 1, "levels": None,
                                                   "weights": None})
@@ -173,8 +161,8 @@ def test_drop1_refits_with_the_same_engine_and_options(monkeypatch):
     assert "Single term deletions" in r.summary()
 
 
-def test_drop1_drops_contrasts_of_removed_variables(monkeypatch):
-    d = _data()
+def test_drop1_drops_contrasts_of_removed_variables(glmm_data, monkeypatch):
+    d = glmm_data()
     full = dataclasses.replace(_fake_fit("y ~ x + f + (1 | g)", d, -140.0),
                                fit_options={"contrasts": {"f": "sum"}, "nagq": 1})
     seen = []
@@ -188,8 +176,8 @@ def test_drop1_drops_contrasts_of_removed_variables(monkeypatch):
     assert seen == [{"f": "sum"}, None]
 
 
-def test_drop1_stops_when_rows_change(monkeypatch):
-    d = _data()
+def test_drop1_stops_when_rows_change(glmm_data, monkeypatch):
+    d = glmm_data()
     full = _fake_fit("y ~ x + f + (1 | g)", d, -140.0)
     monkeypatch.setattr("mrcstats.models.fit.glmer",
                         lambda spec, data, **kw: _fake_fit(spec.formula, data, -141.0, nobs=10))
@@ -197,8 +185,8 @@ def test_drop1_stops_when_rows_change(monkeypatch):
         drop1(full)
 
 
-def test_drop1_needs_data():
-    m = dataclasses.replace(_fake_fit("y ~ x + f + (1 | g)", _data(), -140.0), frame=None)
+def test_drop1_needs_data(glmm_data):
+    m = dataclasses.replace(_fake_fit("y ~ x + f + (1 | g)", glmm_data(), -140.0), frame=None)
     with pytest.raises(InputError, match="pass data="):
         drop1(m)
 
@@ -214,8 +202,8 @@ def _fit_glmer_r(rscript: str, csv: Path, formula: str, *extra: str) -> dict:
 
 
 @pytest.mark.r
-def test_gvif_formula_equals_car_on_r_vcov(rscript, tmp_path):
-    d = _data(seed=7, groups=60)
+def test_gvif_formula_equals_car_on_r_vcov(glmm_data, rscript, tmp_path):
+    d = glmm_data(seed=7, groups=60)
     d["f"] = np.where(d["f"] == "a", "lvl-a", d["f"])
     csv = tmp_path / "d.csv"
     d.to_csv(csv, index=False)
@@ -230,9 +218,9 @@ def test_gvif_formula_equals_car_on_r_vcov(rscript, tmp_path):
 
 
 @pytest.mark.r
-def test_car_errors_match(rscript, tmp_path):
+def test_car_errors_match(glmm_data, rscript, tmp_path):
     csv = tmp_path / "d.csv"
-    _data().to_csv(csv, index=False)
+    glmm_data().to_csv(csv, index=False)
     r = _fit_glmer_r(rscript, csv, "y ~ x + (1 | g)", "--gvif")
     assert r["gvif"]["error"] == "model contains fewer than 2 terms"
     r = _fit_glmer_r(rscript, csv, "y ~ 0 + x + z + (1 | g)", "--gvif")
@@ -240,12 +228,12 @@ def test_car_errors_match(rscript, tmp_path):
 
 
 @pytest.mark.r
-def test_lme4_engine_drop1_and_anova_equal_r(rscript):
+def test_lme4_engine_drop1_and_anova_equal_r(glmm_data, rscript):
     pytest.importorskip("rpy2.robjects", reason="rpy2 not importable (pip install 'mrcstats[r]')")
     from mrcstats.models import glmer
     from mrcstats.models.r_engine import lme4_fit_dict
 
-    d = _data(seed=2, groups=80)
+    d = glmm_data(seed=2, groups=80)
     f = "y ~ x * f + z + (1 | g)"
     ref = lme4_fit_dict(f, d, contrasts={"f": "sum"}, drop1=True, compare="y ~ x + f + (1 | g)")
     m = glmer(f, d, contrasts={"f": "sum"}, engine="lme4")

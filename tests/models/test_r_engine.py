@@ -8,7 +8,6 @@ import types
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from mrcstats.errors import DependencyError, InputError
@@ -17,16 +16,12 @@ from mrcstats.models import glmer, r_engine
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _data(seed: int = 4, groups: int = 60) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    n = groups * 8
-    g = np.repeat(np.arange(groups), 8)
-    llm = rng.choice(["gpt-4", "Claude", "davinci-002"], n)
-    x = rng.normal(size=n)
-    eta = 0.4 + 0.5 * x + (llm == "gpt-4") * 0.8 + rng.normal(0, 0.8, groups)[g]
-    y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
-    return pd.DataFrame({"g": [f"g{i}" for i in g], "LLM": llm, "x": x, "y": y,
-                         "w": rng.integers(1, 4, n)})
+@pytest.fixture
+def llm_data(glmm_data):
+    """make(seed, groups): 8 rows per group, factor LLM with levels out of code-point order."""
+    def make(seed: int = 4, groups: int = 60):
+        return glmm_data(seed=seed, groups=groups, per=8, factor="LLM", levels=("gpt-4", "Claude", "davinci-002"))
+    return make
 
 
 @pytest.fixture
@@ -42,23 +37,23 @@ def _needs_rpy2(rscript):
 # ----------------------------------------------------------------------------- without R
 
 
-def test_missing_rpy2_names_it(monkeypatch, no_engine_state):
+def test_missing_rpy2_names_it(llm_data, monkeypatch, no_engine_state):
     monkeypatch.setitem(sys.modules, "rpy2", None)
     with pytest.raises(DependencyError, match=r"needs rpy2.*pip install 'mrcstats\[r\]'"):
-        glmer("y ~ x + (1 | g)", _data(), engine="lme4")
+        glmer("y ~ x + (1 | g)", llm_data(), engine="lme4")
     assert "rpy2" in r_engine.lme4_available()
 
 
-def test_r_that_does_not_start_is_reported(monkeypatch, no_engine_state):
+def test_r_that_does_not_start_is_reported(llm_data, monkeypatch, no_engine_state):
     fake = types.ModuleType("rpy2")
     monkeypatch.setitem(sys.modules, "rpy2", fake)
     monkeypatch.setitem(sys.modules, "rpy2.robjects", None)
     with pytest.raises(DependencyError, match="could not start R.*R_HOME"):
-        glmer("y ~ x + (1 | g)", _data(), engine="lme4")
+        glmer("y ~ x + (1 | g)", llm_data(), engine="lme4")
 
 
 @pytest.mark.parametrize("missing", ["lme4", "car"])
-def test_missing_r_package_names_it(monkeypatch, no_engine_state, missing):
+def test_missing_r_package_names_it(llm_data, monkeypatch, no_engine_state, missing):
     fake = types.ModuleType("rpy2")
     ro = types.ModuleType("rpy2.robjects")
     ro.r = lambda code: [missing not in code]  # requireNamespace() is FALSE for the missing one
@@ -66,16 +61,16 @@ def test_missing_r_package_names_it(monkeypatch, no_engine_state, missing):
     monkeypatch.setitem(sys.modules, "rpy2", fake)
     monkeypatch.setitem(sys.modules, "rpy2.robjects", ro)
     with pytest.raises(DependencyError, match=f"R package {missing} is not installed.*r-cran-{missing}"):
-        glmer("y ~ x + (1 | g)", _data(), engine="lme4")
+        glmer("y ~ x + (1 | g)", llm_data(), engine="lme4")
 
 
 # ----------------------------------------------------------------------------- with R
 
 
 @pytest.mark.r
-def test_result_carries_r_figures(rscript):
+def test_result_carries_r_figures(llm_data, rscript):
     _needs_rpy2(rscript)
-    d = _data()
+    d = llm_data()
     m = glmer("y ~ x + LLM + (1 | g)", d, engine="lme4", contrasts={"LLM": "sum"})
     assert m.engine == "lme4"
     # code-point order: "Claude" < "davinci-002" < "gpt-4"; sum contrasts number the columns
@@ -94,9 +89,9 @@ def test_result_carries_r_figures(rscript):
 
 
 @pytest.mark.r
-def test_treatment_names_follow_given_levels(rscript):
+def test_treatment_names_follow_given_levels(llm_data, rscript):
     _needs_rpy2(rscript)
-    d = _data()
+    d = llm_data()
     m = glmer("y ~ x + LLM + (1 | g)", d, engine="lme4", levels={"LLM": ["gpt-4", "Claude", "davinci-002"]})
     assert list(m.fixef.index) == ["(Intercept)", "x", "LLMClaude", "LLMdavinci-002"]
     m2 = glmer("y ~ x + LLM + (1 | g)", d, engine="lme4")
@@ -105,9 +100,9 @@ def test_treatment_names_follow_given_levels(rscript):
 
 
 @pytest.mark.r
-def test_missing_values_are_dropped_and_counted(rscript):
+def test_missing_values_are_dropped_and_counted(llm_data, rscript):
     _needs_rpy2(rscript)
-    d = _data().astype({"y": "float"})
+    d = llm_data().astype({"y": "float"})
     d.loc[[3, 10, 11], "y"] = np.nan
     d.loc[20, "LLM"] = None
     m = glmer("y ~ x + LLM + (1 | g)", d, engine="lme4")
@@ -116,9 +111,9 @@ def test_missing_values_are_dropped_and_counted(rscript):
 
 
 @pytest.mark.r
-def test_weights_equal_replicated_rows(rscript):
+def test_weights_equal_replicated_rows(llm_data, rscript):
     _needs_rpy2(rscript)
-    d = _data(groups=40)
+    d = llm_data(groups=40)
     m_w = glmer("y ~ x + (1 | g)", d, engine="lme4", weights="w")
     rep = d.loc[d.index.repeat(d["w"])].reset_index(drop=True)
     m_r = glmer("y ~ x + (1 | g)", rep, engine="lme4")
@@ -129,9 +124,9 @@ def test_weights_equal_replicated_rows(rscript):
 
 
 @pytest.mark.r
-def test_lme4_defaults_and_tolerance(rscript):
+def test_lme4_defaults_and_tolerance(llm_data, rscript):
     _needs_rpy2(rscript)
-    d = _data(groups=120)
+    d = llm_data(groups=120)
     conv = glmer("y ~ x + LLM + (1 | g)", d, engine="lme4")
     dflt = glmer("y ~ x + LLM + (1 | g)", d, engine="lme4", lme4_defaults=True)
     assert dflt.optinfo["tol_pwrss"] == 1e-7 and dflt.optinfo["lme4_defaults"] is True
@@ -143,9 +138,9 @@ def test_lme4_defaults_and_tolerance(rscript):
 
 
 @pytest.mark.r
-def test_nagq_and_cbind(rscript):
+def test_nagq_and_cbind(llm_data, rscript):
     _needs_rpy2(rscript)
-    d = _data()
+    d = llm_data()
     agg = d.groupby(["g", "LLM"], as_index=False).agg(s=("y", "sum"), n=("y", "size"))
     m1 = glmer("cbind(s, n - s) ~ LLM + (1 | g)", agg, engine="lme4")
     m9 = glmer("cbind(s, n - s) ~ LLM + (1 | g)", agg, engine="lme4", nagq=9)
@@ -159,17 +154,17 @@ def test_nagq_and_cbind(rscript):
 
 
 @pytest.mark.r
-def test_random_slopes_go_through_lme4(rscript):
+def test_random_slopes_go_through_lme4(llm_data, rscript):
     _needs_rpy2(rscript)
-    m = glmer("y ~ x + (1 + x | g)", _data(groups=80), engine="lme4")
+    m = glmer("y ~ x + (1 + x | g)", llm_data(groups=80), engine="lme4")
     assert list(m.theta.index) == ["g.(Intercept)", "g.x.(Intercept)", "g.x"]
     assert list(m.varcorr["name"]) == ["(Intercept)", "x"]
 
 
 @pytest.mark.r
-def test_input_errors(rscript):
+def test_input_errors(llm_data, rscript):
     _needs_rpy2(rscript)
-    d = _data()
+    d = llm_data()
     with pytest.raises(InputError, match="nope"):
         glmer("y ~ nope + (1 | g)", d, engine="lme4")
     with pytest.raises(InputError, match="sum or treatment"):
@@ -181,9 +176,9 @@ def test_input_errors(rscript):
 
 
 @pytest.mark.r
-def test_rscript_program_reports_errors_as_json(rscript, tmp_path):
+def test_rscript_program_reports_errors_as_json(llm_data, rscript, tmp_path):
     csv = tmp_path / "d.csv"
-    _data().to_csv(csv, index=False)
+    llm_data().to_csv(csv, index=False)
     script = str(REPO / "R" / "fit_glmer.R")
     r = subprocess.run([rscript, script, "--data", str(csv), "--formula", "y ~ nope + (1 | g)"],
                        check=False, capture_output=True, text=True, timeout=120)
