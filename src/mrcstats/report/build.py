@@ -491,7 +491,7 @@ def _sigma_section(ctx: _Context, sec: _Section, res: Any, data: pd.DataFrame, s
         fig = F.loess_plot(data, feature, by=factor, glmm=curves, frac=frac, order=levels, labels=labels,
                            xlabel=f"{label} (SD from the mean)")
         ctx.figure(sec, fig, f"loess_{name}_{feature}",
-                   f"LOESS (statsmodels lowess, frac = {frac}) of P(correct) against {label} per {factor}, with "
+                   f"LOESS (statsmodels lowess, frac = {frac}, no robustness iterations) of P(correct) against {label} per {factor}, with "
                    f"the {name} GLMM's population-level curve (thin dashed) overlaid (seed 003 Fig. 1).")
 
 

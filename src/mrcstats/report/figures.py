@@ -144,7 +144,7 @@ def _legend(ax, **kw) -> None:
 def loess_plot(data: pd.DataFrame, x: str, y: str = "correct", by: str = "model", frac: float = 0.6,
                glmm: pd.DataFrame | None = None, xlabel: str | None = None, ax=None, order: Sequence[str] | None = None,
                labels: Mapping[str, str] | None = None):
-    """LOESS of P(correct) against ``x`` per ``by`` group (statsmodels ``lowess``), GLMM curves overlaid.
+    """LOESS of P(correct) against ``x`` per ``by`` group (statsmodels ``lowess``, ``it=0``), GLMM curves overlaid.
 
     ``glmm``: a frame with columns ``by``, ``x`` and ``p`` (population-level
     predicted probability, e.g. from the fixed effects), drawn thin and dashed in
@@ -167,7 +167,9 @@ def loess_plot(data: pd.DataFrame, x: str, y: str = "correct", by: str = "model"
             keep = np.isfinite(xv)
             if keep.sum() < 3:
                 continue
-            fit = lowess(yv[keep], xv[keep], frac=frac, return_sorted=True)
+            # it=0: no robustifying iterations; with 0/1 outcomes they treat the minority class as outliers
+            # and drag the curve to 0 or 1
+            fit = lowess(yv[keep], xv[keep], frac=frac, it=0, return_sorted=True)
             st = style_for(i)
             ax.plot(fit[:, 0], fit[:, 1], color=st["color"], linestyle=st["linestyle"], label=names.get(g, g),
                     linewidth=1.3)
