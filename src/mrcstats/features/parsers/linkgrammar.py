@@ -69,7 +69,7 @@ class LinkGrammarParser:
     name = "link-grammar"
 
     def __init__(self, *, max_parse_time: int = 1, max_null_count: int = 250, null_max_words: int = 45,
-                 linkage_limit: int = 20, language: str = "en") -> None:
+                 linkage_limit: int = 20, short_length: int = 10, language: str = "en") -> None:
         lg = import_linkgrammar()
         self._lg = lg
         try:
@@ -80,13 +80,13 @@ class LinkGrammarParser:
         self.max_parse_time = int(max_parse_time)
         self.max_null_count = int(max_null_count)
         self.null_max_words = int(null_max_words)
-        self._strict = lg.ParseOptions(max_null_count=0, max_parse_time=self.max_parse_time,
-                                       linkage_limit=linkage_limit)
-        self._nulls = lg.ParseOptions(min_null_count=1, max_null_count=self.max_null_count,
-                                      max_parse_time=self.max_parse_time, linkage_limit=linkage_limit)
+        common = {"max_parse_time": self.max_parse_time, "linkage_limit": int(linkage_limit),
+                  "short_length": int(short_length)}
+        self._strict = lg.ParseOptions(max_null_count=0, **common)
+        self._nulls = lg.ParseOptions(min_null_count=1, max_null_count=self.max_null_count, **common)
         self._version = (f"link-grammar {lg.__version__}; dict {self._dict.linkgrammar_get_dict_version()}; "
                          f"nulls<={self.max_null_count} up to {self.null_max_words} words; "
-                         f"time {self.max_parse_time}s; limit {linkage_limit}")
+                         f"time {self.max_parse_time}s; limit {linkage_limit}; short {short_length}")
 
     @property
     def version(self) -> str:
