@@ -192,3 +192,22 @@ def test_rscript_program_reports_errors_as_json(llm_data, rscript, tmp_path):
     out = json.loads(r.stdout)
     assert r.returncode == 0 and out["tol_pwrss"] == 1e-7
     assert list(out["fixef"]) == ["(Intercept)", "x", "LLMClaude", "LLMdavinci-002"]
+
+
+@pytest.mark.r
+def test_rscript_weights_and_compare_equal_rpy2(llm_data, rscript, tmp_path):
+    _needs_rpy2(rscript)
+    d = llm_data(groups=40)
+    csv = tmp_path / "d.csv"
+    d.to_csv(csv, index=False)
+    r = subprocess.run([rscript, str(REPO / "R" / "fit_glmer.R"), "--data", str(csv), "--formula",
+                        "y ~ x + LLM + (1 | g)", "--weights", "w", "--compare", "y ~ x + (1 | g)"],
+                       check=False, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = json.loads(r.stdout)
+    ref = r_engine.lme4_fit_dict("y ~ x + LLM + (1 | g)", d, weights="w", compare="y ~ x + (1 | g)")
+    assert out["loglik"] == pytest.approx(ref["loglik"], abs=1e-6)
+    assert out["anova"]["chisq"] == pytest.approx(ref["anova"]["chisq"], abs=1e-5)
+    assert out["anova"]["df"] == ref["anova"]["df"] == 2
+    m = glmer("y ~ x + LLM + (1 | g)", d, engine="lme4", weights="w")
+    assert m.loglik == pytest.approx(out["loglik"], abs=1e-6)
