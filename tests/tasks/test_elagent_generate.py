@@ -134,6 +134,17 @@ def test_closure_properties(pairs, transitive, symmetric):
         assert all((a, d) in rel for a, b in rel for c, d in rel if b == c)
 
 
+def _tree_eval(operands, ops, levels, num):
+    """Independent evaluator: the root is the rightmost operator of the loosest level (left-assoc)."""
+    if not ops:
+        return num(operands[0])
+    loosest = max(levels[o] for o in ops)
+    i = max(j for j, o in enumerate(ops) if levels[o] == loosest)
+    a = _tree_eval(operands[: i + 1], ops[:i], levels, num)
+    b = _tree_eval(operands[i + 1:], ops[i + 1:], levels, num)
+    return {"+": a + b, "-": a - b, "*": a * b}[ops[i]] if ops[i] != "/" else a / b
+
+
 @given(st.integers(2, 4).flatmap(lambda k: st.tuples(
     st.lists(st.integers(1, 99999), min_size=k + 1, max_size=k + 1),
     st.permutations(OPERATORS).map(lambda p: p[:k]))))
@@ -147,8 +158,14 @@ def test_arithmetic_round_trips_and_float_agrees(case):
         try:
             exact = evaluate(expr, w)
         except ZeroDivisionError:
+            with pytest.raises(ZeroDivisionError):
+                _tree_eval(operands, ops, w, Fraction)
             continue
-        assert float(exact) == pytest.approx(evaluate(expr, w, "float"), rel=1e-9, abs=1e-9)
+        assert exact == _tree_eval(operands, ops, w, Fraction)
+        try:
+            assert evaluate(expr, w, "float") == _tree_eval(operands, ops, w, float)  # same operation order
+        except ZeroDivisionError:  # float cancellation can reach 0 where the exact value does not
+            pass
 
 
 def test_weak_order_counts_and_moves():

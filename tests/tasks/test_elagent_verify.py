@@ -106,7 +106,7 @@ def test_worked_example_is_skipped_and_stated_float_repr_read():
           "Based on the new priorities, what is the value of 741 * 758 + 370? You can ...")
     assert recompute(t1).computed == 835848.0
     assert recompute("What is the value of 9 - 5 + 6? Put it in brackets").computed == 10.0
-    assert recompute("Emily is a cat. What is Emily afraid of?") is None
+    assert recompute("Emily is a cat. Who is Emily afraid of?") is None
 
 
 def test_unreadable_files(tmp_path):
@@ -119,3 +119,27 @@ def test_unreadable_files(tmp_path):
         verify_files([p])
     with pytest.raises(InputError, match="no such file"):
         verify_files([tmp_path / "missing.json"])
+
+
+@pytest.mark.shared
+def test_task5_task6_result_files(shared_data):
+    files = sorted((shared_data / "elagent" / "results").glob("task [56]/*.json"))
+    if not files:
+        pytest.skip("no ELAGENT Task 5/6 result files")
+    res = verify_files(files)
+    assert res.items == sum(1 for f in files for _ in iter_items(f)) and res.disagree == []
+    # the 'derive' set lists two persons of the answer kind in some items
+    assert res.ambiguous and all("afraid of?" in p and len(f) == 2 and s in f for p, s, f in res.ambiguous)
+
+
+def test_generated_task5_task6_verify(tmp_path):
+    from mrcstats.tasks.elagent.generate import TASK5_VARIANTS, task5, task6
+
+    rows = [r for v in TASK5_VARIANTS for r in task5(40, variant=v, seed=4)]
+    rows += [r for t in ("NTNS", "TNS", "NTS", "TS") for r in task6(20, ptype=t, seed=4)]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = verify_files([path])
+    assert (res.items, res.agree, res.ambiguous, res.disagree) == (280, 280, [], [])
+    unknown = rows[-1]["prompt"].replace(rows[-1]["definition"], "X and Y glorp")
+    assert recompute(unknown) is None

@@ -1,4 +1,4 @@
-"""Recompute the gold answer of every stored ELAGENT Task 1/2 item from its prompt.
+"""Recompute the gold answer of every stored ELAGENT item (Tasks 1, 2, 5, 6) from its prompt.
 
 A dataset-quality check: for each item of one or more result files
 (``acc_*.json``, shapes in :mod:`~mrcstats.tasks.elagent.results`) the
@@ -12,17 +12,24 @@ are read back from the prompt -- the *last* question of the prompt, since
   the stored gold agrees when it equals that number (or the unrounded float,
   the convention of the ``datasets/`` files, or the exact value rounded to the
   nearest float, the convention of generated task files).
-* Task 2: each choice is evaluated exactly (rationals) and *fits* when
-  ``|v - V| <= 1e-9 |V|`` for the stated value ``V`` (stated as a float repr,
+* Task 2: each choice is evaluated exactly (rationals) and in float (the
+  files' convention, which differs after cancellation) and *fits* when either
+  value ``v`` has ``|v - V| <= 1e-9 |V|`` for the stated value ``V`` (stated as a float repr,
   e.g. ``-3.839324278926909e-05``; ``v == 0`` when ``V == 0``). The stored
   letter agrees when it is the one fitting choice; an item where more than one
   choice fits is *ambiguous* (a flaw of the item, not of the evaluator).
 
+* Task 5/6 (multiple choice over deduction worlds and predicate types): the
+  world or relation is read back and solved (:mod:`~mrcstats.tasks.elagent.deduction`);
+  as for Task 2, an item where more than one option answers is *ambiguous*.
+
 Everything else is in ``disagree`` as ``[prompt, stored, computed]``; prompts
-that are neither Task 1 nor Task 2 questions are counted in ``skipped``.
+that are none of these (or Task 6 prompts whose definition is of unknown
+type) are counted in ``skipped``.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -32,6 +39,7 @@ from typing import Any
 
 from mrcstats.errors import InputError
 from mrcstats.tasks.elagent.arith import evaluate, parse_expression, parse_precedence, standard_precedence
+from mrcstats.tasks.elagent.deduction import is_task5, is_task6, solve_task5, solve_task6
 from mrcstats.tasks.elagent.results import StoredItem, iter_items
 
 #: relative tolerance within which a Task 2 choice's value fits the stated value
@@ -97,11 +105,15 @@ class VerifyResult:
 
 def _last_line_question(prompt: str) -> str:
     m = list(_T2_RE.finditer(prompt)) or list(_T1_RE.finditer(prompt))
-    return m[-1].group(0) if m else prompt[:80]
+    if m:
+        return m[-1].group(0)
+    questions = [line for line in prompt.splitlines() if "?" in line]
+    return (questions[-1] if questions else prompt)[:160]
 
 
 def recompute(prompt: str) -> Recomputed | None:
-    """Recompute the gold of one Task 1 or Task 2 prompt; ``None`` when it is neither.
+    """Recompute the gold of one Task 1, 2, 5 or 6 prompt; ``None`` when it is none of them
+    (or a Task 6 prompt whose predicate definition is of unknown type).
 
     Raises :class:`InputError` when the prompt looks like Task 1/2 but its
     expression or precedence cannot be read.
@@ -112,6 +124,14 @@ def recompute(prompt: str) -> Recomputed | None:
     t1 = list(_T1_RE.finditer(prompt))
     if t1:
         return _recompute_task1(prompt, t1[-1])
+    if is_task5(prompt):
+        fits = solve_task5(prompt)
+        return Recomputed(5, fits[0] if len(fits) == 1 else None, fits)
+    if is_task6(prompt):
+        fits6 = solve_task6(prompt)
+        if fits6 is None:
+            return None
+        return Recomputed(6, fits6[0] if len(fits6) == 1 else None, fits6)
     return None
 
 
@@ -135,13 +155,28 @@ def _recompute_task2(prompt: str, m: re.Match) -> Recomputed:
         raise InputError(f"no answer choices (A. ..., B. ...) after the question {m.group(0)!r}")
     fitting = []
     for letter, text in choices:
-        try:
-            value = evaluate(expr, parse_precedence(text), "exact")
-        except ZeroDivisionError:
-            continue
-        if abs(value - stated) <= REL_TOL * abs(stated):
+        levels = parse_precedence(text)
+        if any(within_tolerance(value, stated) for value in choice_values(expr, levels)):
             fitting.append(letter)
     return Recomputed(2, fitting[0] if len(fitting) == 1 else None, tuple(fitting))
+
+
+def choice_values(expr, levels) -> list[Fraction]:
+    """The exact value and the float value (the files' convention; they differ after cancellation)."""
+    out = []
+    for arithmetic in ("exact", "float"):
+        try:
+            v = evaluate(expr, levels, arithmetic)
+        except ZeroDivisionError:
+            continue
+        if arithmetic == "float" and not math.isfinite(v):
+            continue
+        out.append(Fraction(v))
+    return out
+
+
+def within_tolerance(value: Fraction, stated: Fraction) -> bool:
+    return abs(value - stated) <= REL_TOL * abs(stated)
 
 
 def _choices(text: str) -> list[tuple[str, str]]:
@@ -190,7 +225,9 @@ def verify_items(items: Iterable[StoredItem]) -> VerifyResult:
             counts["disagree"] += 1
             continue
         if rec is None:
-            skipped["not a Task 1 or Task 2 prompt"] = skipped.get("not a Task 1 or Task 2 prompt", 0) + 1
+            reason = ("Task 6 predicate definition of unknown type" if is_task6(it.prompt)
+                      else "not an ELAGENT Task 1, 2, 5 or 6 prompt")
+            skipped[reason] = skipped.get(reason, 0) + 1
             counts["skipped"] += 1
             continue
         counts["items"] += 1
