@@ -114,10 +114,23 @@ def test_stanza_parser_with_mocked_pipeline(tmp_path, monkeypatch):
     fox = ("(ROOT (S (NP (DT The) (JJ quick) (JJ brown) (NN fox)) (VP (VBD jumped) (PP (IN over) "
            "(NP (DT the) (JJ lazy) (NN dog)))) (. .)))")
     _fake_stanza(monkeypatch, [fox, fox])
+    from mrcstats.features.parsers import stanza as sp
+
+    monkeypatch.setattr(sp, "_stanza_version", lambda: "0.0-test")
     p = make_parser(ParserSpec("stanza", (("models_dir", str(d)),)))
     r = p.parse_text("anything")
     assert (r.nodes, r.leaves, r.sentences) == (52, 20, 2)
-    assert "stanza" in p.version
+    assert p.version.startswith("stanza 0.0-test; models 1.0 ")
+
+
+def test_stanza_not_installed_error(tmp_path, monkeypatch):
+    from mrcstats.features.parsers import stanza as sp
+
+    d = tmp_path / "res"
+    _fake_models(d)
+    monkeypatch.setattr(sp, "_stanza_version", lambda: None)
+    with pytest.raises(DependencyError, match=r"mrcstats\[stanza\]"):
+        make_parser(ParserSpec("stanza", (("models_dir", str(d)),)))
 
 
 def test_auto_prefers_stanza_when_models_present(tmp_path, monkeypatch, capsys):

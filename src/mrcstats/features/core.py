@@ -27,13 +27,14 @@ import time
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from mrcstats.errors import InputError
+from mrcstats.errors import InputError, MrcstatsError
 from mrcstats.features.items import PIECES, Item, ItemSet, items_from_frame, load_items
 from mrcstats.features.parsers import ParsedText, ParserSpec, make_parser, resolve_parser
 from mrcstats.features.tokens import count_tokens
@@ -177,10 +178,16 @@ def _parse_all(texts: list[str], spec: ParserSpec, parser, cache, jobs: int,
                 count_tokens("")  # import NLTK once here, so forked workers inherit it
                 with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(spec,)) as ex:
                     futures = [ex.submit(_parse_chunk, c) for c in _chunks(todo, jobs)]
-                    for fut in as_completed(futures):
-                        for i, d in fut.result():
-                            store(i, ParsedText.from_dict(d))
-                        bar.update(len(fut.result()))
+                    try:
+                        for fut in as_completed(futures):
+                            done = fut.result()
+                            for i, d in done:
+                                store(i, ParsedText.from_dict(d))
+                            bar.update(len(done))
+                    except BrokenProcessPool:
+                        raise MrcstatsError(f"a {spec.name} worker process died (crash or out of memory); "
+                                            "the parses finished so far are cached: rerun, or use --jobs 1 "
+                                            "to see which text fails") from None
         finally:
             bar.close()
     return out, hits  # type: ignore[return-value]

@@ -90,15 +90,24 @@ class StanzaParser:
         d = resources_dir(models_dir)
         if not models_present(d):
             raise DependencyError(f"Stanza's English models are missing in {d}: run `{_download_command(d)}`")
-        stanza = _import_stanza()
+        if _stanza_version() is None:
+            raise DependencyError(f"the stanza parser needs the stanza extra: {_PIP_HINT}")
         self.models_dir = d
-        try:
-            self._nlp = stanza.Pipeline(lang=LANG, dir=str(d), processors=",".join(PROCESSORS),
-                                        download_method=None, use_gpu=use_gpu, logging_level="WARN")
-        except Exception as exc:  # noqa: BLE001
-            raise DependencyError(f"cannot load Stanza's models from {d} ({type(exc).__name__}: {exc}); "
-                                  f"run `{_download_command(d)}`") from None
+        self.use_gpu = use_gpu
+        self._nlp = None  # loaded on the first parse (imports torch), not to compute the version
         self._version = f"stanza {_stanza_version()}; models {self._models_signature()}"
+
+    def _pipeline(self):
+        if self._nlp is None:
+            stanza = _import_stanza()
+            d = self.models_dir
+            try:
+                self._nlp = stanza.Pipeline(lang=LANG, dir=str(d), processors=",".join(PROCESSORS),
+                                            download_method=None, use_gpu=self.use_gpu, logging_level="WARN")
+            except Exception as exc:  # noqa: BLE001
+                raise DependencyError(f"cannot load Stanza's models from {d} ({type(exc).__name__}: {exc}); "
+                                      f"run `{_download_command(d)}`") from None
+        return self._nlp
 
     def _models_signature(self) -> str:
         try:
@@ -118,7 +127,7 @@ class StanzaParser:
         lines = [line for line in clean_text(text).split("\n") if line]
         if not lines:
             return ParsedText(0, 0, 0)
-        doc = self._nlp("\n\n".join(lines))
+        doc = self._pipeline()("\n\n".join(lines))
         trees: list[Tree] = []
         for sent in doc.sentences:
             for t in parse_brackets(str(sent.constituency)):
