@@ -211,3 +211,23 @@ def test_rscript_weights_and_compare_equal_rpy2(llm_data, rscript, tmp_path):
     assert out["anova"]["df"] == ref["anova"]["df"] == 2
     m = glmer("y ~ x + LLM + (1 | g)", d, engine="lme4", weights="w")
     assert m.loglik == pytest.approx(out["loglik"], abs=1e-6)
+
+
+@pytest.mark.r
+def test_pirls_failure_relaxes_tolerance(llm_data, rscript):
+    _needs_rpy2(rscript)
+    ro = r_engine._robjects()
+    # a glmer() in the global environment (found before lme4's) that fails as lme4 does on
+    # large data when tolPwrss is below 1e-10
+    ro.r('''glmer <- function(..., control) {
+              if (control$tolPwrss < 1e-11) stop("(maxstephalfit) PIRLS step-halvings failed to reduce deviance in pwrssUpdate")
+              lme4::glmer(..., control = control)
+            }''')
+    try:
+        m = glmer("y ~ x + (1 | g)", llm_data(), engine="lme4")
+        m_dflt = glmer("y ~ x + (1 | g)", llm_data(), engine="lme4", lme4_defaults=True)
+    finally:
+        ro.r("rm(glmer, envir = globalenv())")
+    assert m.optinfo["tol_pwrss"] == 1e-10
+    assert any(s.startswith("tolPwrss relaxed from 1e-13 to 1e-10") for s in m.messages)
+    assert m_dflt.optinfo["tol_pwrss"] == 1e-7
