@@ -207,8 +207,17 @@ class CutoffTable:
         return pd.DataFrame(cols)
 
     def summary(self) -> str:
-        return ("Accuracy on clusters with P_d > cutoff (seed 003 Table 5)\n"
-                + self.to_frame().to_string(float_format=lambda v: f"{v:.3f}"))
+        frame = self.to_frame()
+        counts = {"clusters", "items"}
+
+        def fmt(row: str, v: float) -> str:
+            if pd.isna(v):
+                return "NA"
+            return f"{int(v)}" if row in counts else f"{v:.3f}"
+
+        text = pd.DataFrame({c: [fmt(r, frame.at[r, c]) for r in frame.index] for c in frame.columns},
+                            index=frame.index)
+        return "Accuracy on clusters with P_d > cutoff (seed 003 Table 5)\n" + text.to_string()
 
 
 def _cutoff_table(res: DiscriminationResult, cutoffs: Sequence[float], bootstrap: int,
