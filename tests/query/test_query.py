@@ -189,6 +189,8 @@ def test_missing_key_env(tmp_path, stub, make_tasks, monkeypatch, capsys):
     ('{"item": 1, "prompt": "x"}\nnot json\n', "line 2: not JSON"),
     ('{"item": 1, "prompt": "x", "status": "ok"}\n', "written by the query log"),
     ('{"item": 1, "messages": [{"role": "user"}]}\n', "'messages' must be"),
+    ('{"item": 1, "prompt": "x", "gold": "abc", "scorer": "numeric"}\n', "is not a number"),
+    ('{"item": 1, "prompt": "x", "scorer": "fuzzy"}\n', "scorer 'fuzzy' unknown"),
     ('', "no tasks"),
 ])
 def test_taskfile_validation(tmp_path, text, msg):

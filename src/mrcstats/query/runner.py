@@ -204,11 +204,11 @@ def _run(cfg: QueryConfig, tasks: list[TaskItem], api_key: str | None, out: Path
                             backoff_base=cfg.backoff_base, backoff_max=cfg.backoff_max, stop=stop)
     ok = failed = sent = 0
     interrupted = False
-    try:
-        from mrcstats._progress import progress
+    from mrcstats._progress import progress
 
-        bar = progress(total=len(todo), desc=f"query {cfg.model}", unit="req", disable=(
-            None if cfg.progress is None else not cfg.progress))
+    bar = progress(total=len(todo), desc=f"query {cfg.model}", unit="req", disable=(
+        None if cfg.progress is None else not cfg.progress))
+    try:
 
         def work(task: TaskItem, trial: int) -> dict[str, Any]:
             payload = _payload(cfg, task, trial)
@@ -249,10 +249,10 @@ def _run(cfg: QueryConfig, tasks: list[TaskItem], api_key: str | None, out: Path
                 for fut in inflight:
                     fut.cancel()
                 raise
-        bar.close()
     except KeyboardInterrupt:
         interrupted = True
     finally:
+        bar.close()
         client.close()
     final = load_log(out, repair=False)
     if final.superseded:

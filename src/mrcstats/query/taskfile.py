@@ -82,6 +82,12 @@ def _task(obj: dict, p: Path, lineno: int) -> TaskItem:
     if scorer not in SCORERS:
         raise InputError(f"{where}: scorer {scorer!r} unknown; use one of {', '.join(SCORERS)}")
     gold = obj.get("gold")
+    if scorer == "numeric" and gold is not None:
+        from mrcstats.tasks.elagent.scoring import parse_number
+
+        if parse_number(gold) is None:
+            raise InputError(f"{where}: gold {gold!r} is not a number but the scorer is 'numeric'; fix the gold "
+                             f"or use scorer 'exact'")
     extra = {k: v for k, v in obj.items()
              if k not in {"item", "prompt", "messages", "gold", "cluster", "condition", "scorer"}}
     return TaskItem(item=item, messages=messages, prompt=prompt,
