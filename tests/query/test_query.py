@@ -275,3 +275,18 @@ def test_bad_base_url_is_one_line_and_writes_nothing(tmp_path, make_tasks, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--base-url" in err[0]
     assert list(tmp_path.iterdir()) == [tasks]
+
+
+def test_generated_elagent_taskfile_end_to_end(tmp_path, stub):
+    from mrcstats.io import read_log
+    from mrcstats.tasks.elagent.generate import task1, task5, write_taskfile
+
+    tasks, out = tmp_path / "t.jsonl", tmp_path / "log.jsonl"
+    rows = task1(3, digits=1, seed=2) + task5(3, variant="neg", seed=2)
+    write_taskfile(rows, tasks)
+    rep = run_query(cfg(tasks, out, stub))
+    assert rep.sent == len(rows) == 12
+    log = read_log(out)
+    assert len(log) == 12 and set(log["condition"]) == {"none", "one", "two", "neg"}
+    assert log["correct"].isna().all()  # the stub answers "[?]": no valid prediction
+    assert log.attrs["skipped"] == {}
