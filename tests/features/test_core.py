@@ -221,3 +221,11 @@ def test_json_roundtrip_of_result(fake_parser):
     d = json.loads(dumps(res.to_dict()))
     assert d["items"] == 3 and d["columns"] == feature_columns()
     assert "3 items" in res.summary()
+
+
+def test_top_level_features_callable_after_submodule_import():
+    import mrcstats
+    from mrcstats.features import items_from_race  # noqa: F401  binds mrcstats.features to the subpackage
+
+    df = mrcstats.features(pd.DataFrame({"item": ["a"], "question": ["Whose idea?"]}), parser="none")
+    assert df["wh_word"].tolist() == ["whose"]
