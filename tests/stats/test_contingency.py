@@ -49,6 +49,8 @@ def _random_tables(seed: int = 20261122) -> list[np.ndarray]:
     out.append(np.array([[3, 0, 5], [2, 0, 7], [4, 0, 1]]))        # all-zero column
     out.append(rng.poisson(5, size=(3, 4)))                         # 3 x 4, n ~ 60
     out.append(np.array([[20, 14, 9, 3, 2, 30, 5, 1, 8], [12, 16, 4, 6, 0, 41, 2, 3, 12]]))  # 2 x 9
+    # 2 x 9 at the scale of seed 003 Table 3 (wh-word x easiest/hardest, n = 792)
+    out.append(np.array([[62, 9, 58, 21, 3, 4, 1, 6, 252], [86, 5, 46, 11, 3, 9, 1, 14, 201]]))
     return [t for t in out if (t.sum(axis=1) > 0).sum() >= 1 and t.sum() > 0]
 
 
