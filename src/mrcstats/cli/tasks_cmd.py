@@ -31,8 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--out", required=True, metavar="TASKFILE.jsonl")
     g.set_defaults(func=_generate)
 
-    v = esub.add_parser("verify", help="recompute the gold of every Task 1/2 item from its prompt",
-                        description="Recompute the gold of every stored Task 1/2 item of ELAGENT result files "
+    v = esub.add_parser("verify", help="recompute the gold of every Task 1, 2, 5 and 6 item from its prompt",
+                        description="Recompute the gold of every stored Task 1, 2, 5 and 6 item of ELAGENT result files "
                                     "(acc_*.json; also task files and query logs, *.jsonl) and compare: items, "
                                     "agree, ambiguous ([prompt, stored, fitting choices]) and disagree "
                                     "([prompt, stored, computed]).")
