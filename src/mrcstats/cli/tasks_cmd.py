@@ -9,7 +9,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add this area's subcommands to the mrcstats parser."""
     p = sub.add_parser("elagent", help="ELAGENT tasks: generate task files, verify result files, score logs",
                        description="ELAGENT (seed 004) task generators with gold answers, a gold checker for "
-                                   "Task 1/2 result files, and scorers.")
+                                   "result files (Tasks 1, 2, 5, 6), and scorers.")
     esub = p.add_subparsers(dest="elagent_command", metavar="SUBCOMMAND")
 
     g = esub.add_parser("generate", help="write a seeded TASKFILE.jsonl with gold answers",
