@@ -8,6 +8,7 @@ import types
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from mrcstats.errors import DependencyError, InputError
@@ -231,3 +232,16 @@ def test_pirls_failure_relaxes_tolerance(llm_data, rscript):
     assert m.optinfo["tol_pwrss"] == 1e-10
     assert any(s.startswith("tolPwrss relaxed from 1e-13 to 1e-10") for s in m.messages)
     assert m_dflt.optinfo["tol_pwrss"] == 1e-7
+
+
+@pytest.mark.r
+def test_singular_fit_message_is_kept_not_printed(rscript, capfd):
+    _needs_rpy2(rscript)
+    rng = np.random.default_rng(2)  # no group effect at all: lme4 reports a boundary fit
+    d = pd.DataFrame({"g": np.repeat(np.arange(30), 10).astype(str), "x": rng.normal(size=300)})
+    d["y"] = (rng.random(300) < 0.5).astype(int)
+    m = glmer("y ~ x + (1 | g)", d, engine="lme4")
+    assert m.singular and m.converged
+    assert m.messages == ("boundary (singular) fit: see help('isSingular')",)
+    out, err = capfd.readouterr()
+    assert "singular" not in out + err

@@ -108,9 +108,13 @@ mrc_fit_once <- function(formula, d, nagq, weighted, tol, env = NULL) {
                  weights = .mrc_weights))
   else bquote(glmer(.(f), data = d, family = binomial, nAGQ = .(nagq), control = ctrl))
   warns <- character()
+  # warnings and messages (e.g. "boundary (singular) fit: ...") are kept, not printed
   m <- withCallingHandlers(eval(cl, env), warning = function(w) {
     warns <<- c(warns, conditionMessage(w))
     invokeRestart("muffleWarning")
+  }, message = function(msg) {
+    warns <<- c(warns, sub("\n$", "", conditionMessage(msg)))
+    invokeRestart("muffleMessage")
   })
   list(model = m, warnings = warns, env = env)
 }
@@ -184,7 +188,7 @@ mrc_extract <- function(fit, formula, nagq, lme4_defaults = FALSE, with_ranef = 
     deviance = deviance(m),
     df_resid = df.residual(m),
     npar = attr(ll, "df"),
-    converged = length(conv) == 0L,
+    converged = !any(!grepl("boundary (singular) fit", conv, fixed = TRUE)),
     singular = isSingular(m),
     messages = mrc_array(unique(c(fit$messages, conv))),
     resid_quantiles = q,
