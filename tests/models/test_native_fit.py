@@ -1,0 +1,227 @@
+"""The native engine: lme4's objective and optimum, SEs, checks; compared with lme4 run in the same test."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mrcstats._jsonout import dumps
+from mrcstats.errors import InputError, ModelError
+from mrcstats.models import GlmerResult, glmer
+from mrcstats.models.design import build_design
+from mrcstats.models.deviance import BinomialData, MultiFactor, SingleFactor
+
+from ._r import lme4_fit
+
+
+def seed_like(n_pass=300, per=3, seed=1) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    b = rng.normal(0, 0.75, n_pass)
+    pid = np.repeat(np.arange(n_pass), per)
+    tok = rng.normal(size=pid.size)
+    out = []
+    for m, off in zip(("davinci2", "davinci3", "gpt4"), (-1.1, 0.0, 1.1)):
+        eta = 1.3 + off + b[pid] - 0.1 * tok * (m == "davinci2")
+        y = (rng.random(pid.size) < 1 / (1 + np.exp(-eta))).astype(int)
+        out.append(pd.DataFrame({"passage": [f"p{i:04d}" for i in pid], "scaled_tok": tok, "LLM": m, "correct": y}))
+    return pd.concat(out, ignore_index=True)
+
+
+def herd_like(seed=3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for h in range(40):
+        bh = rng.normal(0, 0.6)
+        for per, off in zip(("p1", "p2", "p3", "p4"), (0, -0.9, -1.1, -1.6)):
+            n = int(rng.integers(5, 30))
+            s = int(rng.binomial(n, 1 / (1 + np.exp(1.5 - off - bh))))
+            rows.append((f"h{h:02d}", per, s, n, rng.choice(["F", "M"])))
+    return pd.DataFrame(rows, columns=["herd", "period", "incidence", "size", "Gender"])
+
+
+def crossed_like(n=4000, seed=5) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    ids, items = rng.integers(0, 120, n), rng.integers(0, 60, n)
+    cond = rng.choice(["a", "b", "c"], n)
+    x = rng.normal(size=n)
+    sex = np.array(["F", "M"])[ids % 2]
+    eta = 0.3 + rng.normal(0, 0.8, 120)[ids] + rng.normal(0, 0.5, 60)[items] + 0.4 * (cond == "b") + 0.2 * x
+    y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
+    return pd.DataFrame({"id": ids, "item": [f"i{i:03d}" for i in items], "cond": cond, "x": x, "Gender": sex, "y": y})
+
+
+CASES = {
+    "cbind_treatment": (herd_like, "cbind(incidence, size - incidence) ~ period + Gender + (1 | herd)", {}),
+    "seed_sum": (seed_like, "correct ~ scaled_tok * LLM + (1 | passage)", {"LLM": "sum"}),
+    "crossed": (crossed_like, "y ~ cond * x + Gender + (1 | id) + (1 | item)", {}),
+}
+
+
+def _compare(m: GlmerResult, r: dict) -> None:
+    for k, v in r["fixef"].items():
+        assert m.fixef[k] == pytest.approx(v, abs=1e-4), k
+    for k, v in r["se"].items():
+        assert m.se[k] == pytest.approx(v, rel=1e-3), k
+    for k, v in r["theta"].items():
+        assert m.theta[k] == pytest.approx(v, abs=1e-4), k
+    assert m.loglik == pytest.approx(r["loglik"], abs=1e-4)
+    assert m.aic == pytest.approx(r["aic"], abs=2e-4)
+    assert m.bic == pytest.approx(r["bic"], abs=2e-4)
+    assert m.df_resid == r["df_resid"]
+    assert m.deviance == pytest.approx(r["deviance"], rel=1e-5)
+    assert np.allclose(m.resid_quantiles.to_numpy(), r["resid_q"], atol=1e-3)
+
+
+@pytest.mark.r
+@pytest.mark.parametrize("case", list(CASES))
+def test_matches_lme4_converged(case, rscript, tmp_path):
+    make, formula, contrasts = CASES[case]
+    df = make()
+    m = glmer(formula, df, contrasts=contrasts or None)
+    r = lme4_fit(rscript, df, formula, tmp_path, sum_contrasts=tuple(contrasts))
+    _compare(m, r)
+    assert m.converged and not m.singular
+    # conditional modes and variances
+    for g, rr in r["ranef"].items():
+        ours = m.ranef[g]
+        modes = pd.Series(rr["mode"], index=[str(x) for x in rr["level"]])
+        cv = pd.Series(rr["condvar"], index=modes.index)
+        assert np.allclose(ours["mode"].reindex(modes.index), modes, atol=2e-4)
+        assert np.allclose(ours["condvar"].reindex(modes.index), cv, rtol=2e-3)
+
+
+@pytest.mark.r
+@pytest.mark.parametrize("nagq", [0, 7])
+def test_nagq_matches_lme4(nagq, rscript, tmp_path):
+    df = seed_like(200)
+    formula = "correct ~ scaled_tok * LLM + (1 | passage)"
+    m = glmer(formula, df, contrasts={"LLM": "sum"}, nagq=nagq)
+    r = lme4_fit(rscript, df, formula, tmp_path, sum_contrasts=("LLM",), nagq=nagq)
+    for k, v in r["fixef"].items():
+        assert m.fixef[k] == pytest.approx(v, abs=1e-4), k
+    for k, v in r["se"].items():
+        assert m.se[k] == pytest.approx(v, rel=1e-3), k
+    assert m.theta.iloc[0] == pytest.approx(list(r["theta"].values())[0], abs=1e-4)
+    assert m.loglik == pytest.approx(r["loglik"], abs=1e-4)
+
+
+def _fd_grad(f, x, h=1e-6):
+    g = np.empty_like(x)
+    for i in range(len(x)):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+def test_analytic_gradient_single_factor():
+    d = build_design("correct ~ scaled_tok * LLM + (1 | passage)", seed_like(100), contrasts={"LLM": "sum"})
+    bd = BinomialData(d.X, d.y, d.weights, None, d.loglik_const)
+    sf = SingleFactor(bd, d.re[0].codes, d.re[0].nlevels)
+    x = np.array([0.8, 1.2, -0.05, -1.0, 0.1, -0.1, 0.02])
+    D, g = sf.evaluate(x[0], x[1:])
+    num = _fd_grad(lambda z: sf.evaluate(z[0], z[1:], grad=False)[0], x)
+    assert np.allclose(g, num, rtol=1e-5, atol=1e-5)
+
+
+def test_analytic_gradient_crossed():
+    d = build_design("y ~ cond + x + (1 | id) + (1 | item)", crossed_like(1500))
+    bd = BinomialData(d.X, d.y, d.weights, None, d.loglik_const)
+    mf = MultiFactor(bd, [r.codes for r in d.re], [r.nlevels for r in d.re])
+    x = np.array([0.7, 0.4, 0.3, 0.2, -0.1, 0.15])
+    D, g = mf.evaluate(x[:2], x[2:])
+    num = _fd_grad(lambda z: mf.evaluate(z[:2], z[2:], grad=False)[0], x)
+    assert np.allclose(g, num, rtol=1e-5, atol=1e-5)
+
+
+def test_agq_one_node_is_laplace():
+    d = build_design("cbind(incidence, size - incidence) ~ period + (1 | herd)", herd_like())
+    bd = BinomialData(d.X, d.y, d.weights, None, d.loglik_const)
+    sf = SingleFactor(bd, d.re[0].codes, d.re[0].nlevels)
+    beta = np.array([-1.4, -0.9, -1.0, -1.5])
+    lap, _ = sf.evaluate(0.6, beta, grad=False)
+    # glmerAGQ sums deviance residuals (no binomial coefficients); the Laplace deviance uses aic()
+    assert sf.agq(0.6, beta, 1) == pytest.approx(lap + 2 * bd.const + bd.ent, rel=1e-12)
+
+
+def test_result_shapes_and_outputs():
+    df = seed_like(120)
+    m = glmer("correct ~ scaled_tok * LLM + (1 | passage)", df, contrasts={"LLM": "sum"})
+    assert list(m.fixef.index) == ["(Intercept)", "scaled_tok", "LLM1", "LLM2", "scaled_tok:LLM1", "scaled_tok:LLM2"]
+    assert list(m.theta.index) == ["passage.(Intercept)"]
+    assert m.ngroups == {"passage": 120}
+    assert m.nobs == len(df)
+    assert m.df_resid == len(df) - 7
+    assert m.minus2loglik == pytest.approx(-2 * m.loglik)
+    assert m.aic == pytest.approx(m.minus2loglik + 14)
+    assert m.assign == (0, 1, 2, 2, 3, 3)
+    d = json.loads(dumps(m.to_dict()))
+    for key in ("formula", "engine", "nobs", "ngroups", "fixef", "se", "z", "p", "theta", "loglik", "aic", "bic",
+                "minus2loglik", "deviance", "df_resid", "converged", "singular", "messages", "fit_seconds"):
+        assert key in d
+    text = m.summary()
+    assert "Generalized linear mixed model fit by maximum likelihood (Laplace Approximation)" in text
+    assert "Correlation of Fixed Effects:" in text and "scld_t:LLM1" in text
+    fr = m.to_frame()
+    assert list(fr["term"])[:2] == ["(Intercept)", "scaled_tok"] and fr.iloc[-1]["group"] == "passage"
+    with pytest.raises(Exception):
+        m.loglik = 0  # frozen
+    # predict: fitted linear predictor = X beta + b[group]
+    eta = m.predict()
+    d0 = build_design("correct ~ scaled_tok * LLM + (1 | passage)", df, contrasts={"LLM": "sum"})
+    b = m.ranef["passage"]["mode"].to_numpy()
+    assert np.allclose(eta, d0.X @ m.fixef.to_numpy() + b[d0.re[0].codes])
+    assert np.allclose(m.predict(df.iloc[:5], re_form="~0"), d0.X[:5] @ m.fixef.to_numpy())
+    new = df.iloc[:2].assign(passage="unseen")
+    with pytest.raises(InputError, match="allow_new_levels"):
+        m.predict(new)
+    assert np.allclose(m.predict(new, allow_new_levels=True, type="response"),
+                       1 / (1 + np.exp(-(d0.X[:2] @ m.fixef.to_numpy()))))
+
+
+def test_singular_fit_flagged():
+    rng = np.random.default_rng(0)
+    n = 600
+    df = pd.DataFrame({"g": rng.integers(0, 30, n), "x": rng.normal(size=n)})
+    df["y"] = (rng.random(n) < 1 / (1 + np.exp(-0.5 * df["x"]))).astype(int)
+    m = glmer("y ~ x + (1 | g)", df)
+    if m.singular:
+        assert "boundary (singular) fit: see help('isSingular')" in m.messages
+        assert np.all(np.isfinite(m.se))
+
+
+def test_separation_and_all_correct_groups_give_finite_tables():
+    df = seed_like(60)
+    df.loc[df["LLM"] == "gpt4", "correct"] = 1          # a level with every answer correct
+    df.loc[df["passage"] == "p0001", "correct"] = 1     # an all-correct group
+    m = glmer("correct ~ LLM + (1 | passage)", df)
+    assert np.all(np.isfinite(m.fixef)) and np.all(np.isfinite(m.se))
+    assert m.fixef["LLMgpt4"] > 5
+    assert any("separation" in x or "converge" in x or "Hessian" in x or "unidentifiable" in x
+               for x in m.messages)
+
+
+def test_clear_errors():
+    df = seed_like(30)
+    with pytest.raises(ModelError, match="engine='lme4'"):
+        glmer("correct ~ scaled_tok + (1 + scaled_tok | passage)", df)
+    with pytest.raises(InputError, match="nagq"):
+        glmer("correct ~ scaled_tok + (1 | passage)", df, nagq=30)
+    with pytest.raises(InputError, match="family"):
+        glmer("correct ~ scaled_tok + (1 | passage)", df, family="poisson")
+    with pytest.raises(InputError, match="engine"):
+        glmer("correct ~ scaled_tok + (1 | passage)", df, engine="julia")
+    df2 = df.assign(item=[f"i{k % 7}" for k in range(len(df))])
+    with pytest.raises(ModelError, match="single grouping factor"):
+        glmer("correct ~ scaled_tok + (1 | passage) + (1 | item)", df2, nagq=5)
+
+
+def test_missing_rows_reported():
+    df = seed_like(50)
+    df["correct"] = df["correct"].astype("boolean")
+    df.loc[[0, 3, 9], "correct"] = pd.NA
+    m = glmer("correct ~ scaled_tok + (1 | passage)", df)
+    assert m.nobs == len(df) - 3
+    assert any(msg.startswith("3 rows with missing values") for msg in m.messages)
