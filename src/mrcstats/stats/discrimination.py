@@ -141,14 +141,15 @@ def discrimination(log: pd.DataFrame, cluster: str = "cluster", model: str = "mo
     q = np.clip(acc.to_numpy(dtype=float), epsilon, 1 - epsilon)
     present = acc.notna().to_numpy()
     n = present.sum(axis=1)
-    qi, qj = q[:, :, None], q[:, None, :]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        kl = qi * np.log(qi / qj) + (1 - qi) * np.log((1 - qi) / (1 - qj))
-    dbar = (kl + np.swapaxes(kl, 1, 2)) / 2
-    mask = present[:, :, None] & present[:, None, :]
     m = q.shape[1]
-    upper = np.triu(np.ones((m, m), dtype=bool), k=1)[None, :, :]
-    total = np.where(mask & upper, dbar, 0.0).sum(axis=(1, 2))
+    total = np.zeros(q.shape[0])
+    for i in range(m - 1):  # one model against the later ones: memory O(clusters x models)
+        qi, qj = q[:, i:i + 1], q[:, i + 1:]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            kl_ij = qi * np.log(qi / qj) + (1 - qi) * np.log((1 - qi) / (1 - qj))
+            kl_ji = qj * np.log(qj / qi) + (1 - qj) * np.log((1 - qj) / (1 - qi))
+        mask = present[:, i:i + 1] & present[:, i + 1:]
+        total += np.where(mask, (kl_ij + kl_ji) / 2, 0.0).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         pdv = 2.0 * total / (n * (n - 1))
     ok = n >= 2
