@@ -15,18 +15,18 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 
 def to_jsonable(obj: Any) -> Any:
     """Recursively convert ``obj`` to plain JSON-compatible Python following the rules above."""
     if obj is None or isinstance(obj, (bool, str)):
         return obj
-    if isinstance(obj, (np.bool_,)):
+    # numpy is never imported here: if it is not loaded, no numpy objects exist
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(obj, np.bool_):
         return bool(obj)
-    if isinstance(obj, (int, np.integer)):
+    if isinstance(obj, int) or (np is not None and isinstance(obj, np.integer)):
         return int(obj)
-    if isinstance(obj, (float, np.floating)):
+    if isinstance(obj, float) or (np is not None and isinstance(obj, np.floating)):
         x = float(obj)
         if math.isnan(x):
             return None
@@ -37,14 +37,12 @@ def to_jsonable(obj: Any) -> Any:
         return {str(k) if not isinstance(k, str) else k: to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, set, frozenset)):
         return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
+    if np is not None and isinstance(obj, np.ndarray):
         return [to_jsonable(v) for v in obj.tolist()]
     if isinstance(obj, (_dt.datetime, _dt.date)):
         return obj.isoformat()
-    # pandas objects, imported lazily to keep CLI start-up light
-    try:
-        import pandas as pd
-
+    pd = sys.modules.get("pandas")
+    if pd is not None:
         if obj is pd.NA or obj is pd.NaT:
             return None
         if isinstance(obj, pd.Series):
@@ -53,8 +51,6 @@ def to_jsonable(obj: Any) -> Any:
             return [to_jsonable(r) for r in obj.to_dict(orient="records")]
         if isinstance(obj, pd.Timestamp):
             return obj.isoformat()
-    except ImportError:  # pragma: no cover
-        pass
     if hasattr(obj, "to_dict"):
         return to_jsonable(obj.to_dict())
     return str(obj)
