@@ -86,8 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import pandas as pd
 
-    import mrcstats
     from mrcstats.errors import MrcstatsError
+    from mrcstats.features import features as item_features
+    from mrcstats.features import items_from_race
     from mrcstats.io import validate_log, write_log
     from mrcstats.report import build_report
 
@@ -95,15 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     try:
         # tokens and wh-words of every item (no parser needed); syntax on all passages or the first N
-        feats = mrcstats.features(str(race), parser="none", jobs=1, verbose=False)
+        feats = item_features(str(race), parser="none", jobs=1, verbose=False)
         parser, n_syn = "none", 0
         if args.parser != "none":
-            from mrcstats.features import items_from_race
-
             files = sorted(p for p in race.iterdir() if p.is_file() and p.suffix.lower() in (".txt", ".json"))
             if args.passages:
                 files = files[:args.passages]
-            syn = mrcstats.features(items_from_race(files), parser=args.parser, jobs=args.jobs,
+            syn = item_features(items_from_race(files), parser=args.parser, jobs=args.jobs,
                                     cache=str(args.cache or work / "feature_cache"))
             parser = syn.attrs.get("parser", args.parser)
             keep = ["item", "nodes", "leaves", "density", "density_leaves", "scaled_con", "parse_fallbacks"]

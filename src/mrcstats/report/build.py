@@ -167,7 +167,8 @@ def build_report(spec: str | Path | Mapping[str, Any] | ReportSpec, out: str | P
     doc = ReportDocument(rs.title, rs.subtitle, rs.author)
     _emit(doc, data_section)
     doc.heading("Methods")
-    doc.paragraph(f"Software: {_versions()}. Report seed: {rs.seed}. Spec: {Path(rs.source).name}.")
+    src = Path(rs.source).name if rs.source != "<spec>" else "given in Python (build_report with a mapping)"
+    doc.paragraph(f"Software: {_versions()}. Report seed: {rs.seed}. Spec: {src}.")
     for title, lines in ctx.methods:
         doc.heading(title, 2)
         for ln in lines:
@@ -188,6 +189,7 @@ def build_report(spec: str | Path | Mapping[str, Any] | ReportSpec, out: str | P
 
 
 _SKIP_TITLES = {"glmm": "Fixed effects and random effects", "contingency": "Fisher and chi-square tests",
+                "confusion": "Confusion matrix",
                 "wh_extremes": "Fisher: wh-words of the easiest and hardest clusters",
                 "discrimination": "Discrimination", "masking": "Masking", "accuracy": "Accuracy",
                 "summary": "Accuracy"}
@@ -585,6 +587,31 @@ def _wh_table(ctx: _Context, sec: _Section, data: pd.DataFrame, groups: Any, col
     return name
 
 
+def _run_confusion(ctx: _Context, a: AnalysisSpec) -> None:
+    confusion_table = _api("mrcstats.stats.tables", "confusion_table")
+    d = apply_filter(ctx.data, a.get("filter"))
+    results = [_table_test(confusion_table, d, a.get("gold"), a.get("pred"), model=a.get("model"),
+                           labels=a.get("labels"), test=t, **_fisher_kw(ctx, a.get("simulate"), a.get("B")))
+               for t in a.get("tests")]
+    tests = [(_test_name(r), r.test) for r in results]
+    counts = results[0].table
+    title = a.get("title") or f"{a.get('gold')} × {a.get('pred')}"
+    sec = _Section(f"Confusion matrix: {title}")
+    ctx.figure(sec, F.confusion_matrix_plot(counts, xlabel=f"predicted ({a.get('pred')})",
+                                            ylabel=f"gold ({a.get('gold')})"), f"confusion_{_slug(title)}",
+               f"Confusion matrix, {title}: rows = gold, columns = predicted, counts in the cells.")
+    ctx.table(sec, contingency_table(counts, tests, caption=f"Confusion matrix, {title} (rows gold, columns "
+                                     "predicted).", label=f"confusion_{_slug(title)}"))
+    for r in results:
+        for why, k in dict(r.skipped).items():
+            sec.add("note", f"Left out {k} row(s): {why}.")
+    ctx.sections.append(sec)
+    ctx.headline.setdefault("tests", {})[title] = {n: _p(r) for n, r in tests}
+    ctx.methods.append((f"Confusion matrix {title} ({a.where})",
+                        [f"Counts of gold {a.get('gold')} by predicted {a.get('pred')}{_filter_note(a.get('filter'))}."]
+                        + [_test_method(n, ctx) for n, _ in tests]))
+
+
 def _run_wh_extremes(ctx: _Context, a: AnalysisSpec) -> None:
     res, data, _ga = ctx.glmms.get(a.get("glmm"), (None, None, None))
     if res is None:
@@ -734,6 +761,7 @@ def _run_accuracy(ctx: _Context, a: AnalysisSpec) -> None:
 
 
 _RUNNERS: dict[str, Callable[[_Context, AnalysisSpec], None]] = {
-    "summary": _run_summary, "glmm": _run_glmm, "contingency": _run_contingency, "wh_extremes": _run_wh_extremes,
+    "summary": _run_summary, "glmm": _run_glmm, "contingency": _run_contingency, "confusion": _run_confusion,
+    "wh_extremes": _run_wh_extremes,
     "discrimination": _run_discrimination, "masking": _run_masking, "accuracy": _run_accuracy,
 }
