@@ -239,3 +239,26 @@ def test_native_matches_rpy2_engine(name, rscript):
     np.testing.assert_allclose(m.theta.to_numpy(), r.theta[m.theta.index].to_numpy(), rtol=0, atol=TOL_ABS)
     assert abs(m.loglik - r.loglik) < TOL_ABS
     np.testing.assert_allclose(m.se.to_numpy(), r.se[m.se.index].to_numpy(), rtol=TOL_SE_REL)
+
+
+@pytest.mark.r
+def test_seed003_program_ablation_matches_native_anova(rscript, tmp_path):
+    from mrcstats.models.compare import anova
+
+    d = case_data("seed_sum")
+    csv = tmp_path / "seed.csv"
+    d.to_csv(csv, index=False)
+    r = subprocess.run([rscript, str(REPO / "R" / "seed003_glmer.R"), str(csv), "--features", "scaled_tok"],
+                       check=False, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-500:] + r.stderr[-2000:]
+    out = json.loads(r.stdout)["scaled_tok"]
+    m = native_fit("seed_sum")
+    assert_parity(m, out, "native vs R/seed003_glmer.R")
+    np.testing.assert_allclose(gvif(m).gvif, out["gvif"]["gvif"], atol=TOL_CMP)
+    steps = [s["full"] for s in out["ablation"]]
+    fits = [glmer(f, d, contrasts={"LLM": "sum"} if "LLM" in f else None) for f in
+            ["correct ~ 1 + (1 | passage)"] + steps[:-1]] + [m]
+    for i, s in enumerate(out["ablation"]):
+        a = anova(fits[i], fits[i + 1])
+        assert a.df == s["df"]
+        assert abs(a.chisq - s["chisq"]) < TOL_CMP, (s, a.chisq)
