@@ -263,7 +263,9 @@ def _cutoff_table(res: DiscriminationResult, cutoffs: Sequence[float], bootstrap
         ci: dict[str, list[float] | None] = {}
         if bootstrap > 0:
             k = len(keep)
-            w = rng.multinomial(k, np.full(k, 1.0 / k), size=bootstrap).astype(float)  # (B, k)
+            # resample k clusters with replacement, B times: w[b, c] = times cluster c is drawn
+            draws = rng.integers(0, k, size=(bootstrap, k)) + (np.arange(bootstrap) * k)[:, None]
+            w = np.bincount(draws.ravel(), minlength=bootstrap * k).reshape(bootstrap, k).astype(float)
             with np.errstate(invalid="ignore", divide="ignore"):
                 boot = (w @ c[:, has]) / (w @ t[:, has])
             a = (1 - level) / 2
