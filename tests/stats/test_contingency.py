@@ -34,7 +34,8 @@ def _random_tables(seed: int = 20261122) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     out = [np.array([[11, 0], [8, 9]]),                       # seed 004 Table 13
            np.array([[155, 39, 6], [37, 135, 28]]),            # seed 004 Table 16
-           np.array([[0, 5], [5, 0]]), np.array([[3, 1], [1, 3]]), np.array([[1, 2], [0, 0]])]
+           np.array([[0, 5], [5, 0]]), np.array([[3, 1], [1, 3]]), np.array([[1, 2], [0, 0]]),
+           np.array([[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [155, 39, 0, 6]])]  # seed 004 Table 14
     for _ in range(8):  # 2 x 2
         out.append(rng.integers(0, 25, size=(2, 2)))
     for _ in range(14):  # r x c, sparse to moderate
