@@ -137,18 +137,18 @@ def main(argv: list[str] | None = None) -> int:
                         "GLMMs (RACE-h has no public LLM responses)",
             "seed": args.seed,
             "notes": [
-                f"Items: the RACE-h test split ({n_items:,} questions in {n_clusters:,} passages) from "
+                (f"Items: the RACE-h test split ({n_items:,} questions in {n_clusters:,} passages) from "
                 f"{race.name}. Features by mrcstats.features with the {parser} parser: token count "
                 "(nltk word_tokenize of passage, question and options), syntactic density (constituency nodes "
-                "per token), the leading wh-word; scaled_tok and scaled_con are z-scores over items (R scale()).",
-                "IMPORTANT: RACE-h has no public LLM responses, so the responses of Davinci-002, Davinci-003 and "
+                "per token), the leading wh-word; scaled_tok and scaled_con are z-scores over items (R scale())."),
+                ("IMPORTANT: RACE-h has no public LLM responses, so the responses of Davinci-002, Davinci-003 and "
                 "GPT-4 were simulated: one response per model and question from the seed's Appendix B GLMMs "
                 "(fixed effects and passage variance, sum contrasts), on the real items and features. Two response "
                 f"sets: condition '{tok_cond}' from the token-count model (B.1) and '{con_cond}' from the "
                 f"syntactic-density model (B.2); simulation seed {args.seed}. The estimates below are therefore a "
-                "recovery check of the published effects, not new findings about these models.",
-                "The seed's density came from Stanza parses; the offline parser's densities are on a different "
-                "scale, but the simulation uses the z-scored feature, so the truth applies as published.",
+                "recovery check of the published effects, not new findings about these models."),
+                ("The seed's density came from Stanza parses; the offline parser's densities are on a different "
+                "scale, but the simulation uses the z-scored feature, so the truth applies as published."),
                 (f"Syntactic density was computed for {n_syn:,} of the {n_clusters:,} passages"
                  + (f" (the first {args.passages} files in folder order, to bound parsing time; scaled_con is "
                     "z-scored over those items)" if args.passages else "")

@@ -104,13 +104,13 @@ def main(argv: list[str] | None = None) -> int:
             "subtitle": f"{MODEL} outputs from the public ELAGENT code repository",
             "seed": 4,
             "notes": [
-                "Source: ELAGENT result files (Task 1 three-operator expressions, Task 5 bAbI deduction variants, "
+                ("Source: ELAGENT result files (Task 1 three-operator expressions, Task 5 bAbI deduction variants, "
                 "Task 6 predicate types) read with mrcstats.read_log(format='elagent'). Design columns come from the "
                 "file names (move, operand digits, CoT1) and, for Task 5, from the prompt: the statements cited as "
                 "gold evidence decide factual ('Mice are afraid of cats') vs counterfactual ('Cats are afraid of "
-                "mice') evidence and whether the first statement is part of the chain.",
-                "Each cell holds one run (the seed reports mean ± SD over three runs), so the accuracy tables show "
-                "accuracy only. Invalid answers are kept and count as not correct.",
+                "mice') evidence and whether the first statement is part of the chain."),
+                ("Each cell holds one run (the seed reports mean ± SD over three runs), so the accuracy tables show "
+                "accuracy only. Invalid answers are kept and count as not correct."),
             ],
             "logs": [str(log_path)],
             "analyses": [

@@ -331,8 +331,8 @@ def _run_summary(ctx: _Context, a: AnalysisSpec) -> None:
     ctx.table(sec, t)
     ctx.sections.append(sec)
     ctx.methods.append((f"{a.get('title')} ({a.where})", [
-        "Accuracy = correct / all responses per group (invalid answers count as not correct); Wilson score "
-        "interval as R's prop.test(k, n, correct = FALSE); cluster-robust SE (CR0) as Miller (2024), Eq. 4."]))
+        ("Accuracy = correct / all responses per group (invalid answers count as not correct); Wilson score "
+        "interval as R's prop.test(k, n, correct = FALSE); cluster-robust SE (CR0) as Miller (2024), Eq. 4.")]))
 
 
 def _model_frame(ctx: _Context, a: AnalysisSpec) -> pd.DataFrame:
@@ -637,8 +637,9 @@ def _run_wh_extremes(ctx: _Context, a: AnalysisSpec) -> None:
                                        "hardest": str(h["level"]), "p_hardest": float(h["probability"])}
     ctx.sections.append(sec)
     ctx.methods.append((f"Easiest/hardest clusters ({a.where})", [
-        f"The {k} {group} levels with the highest and lowest conditional modes of the {a.get('glmm')} GLMM "
-        "(implied probability plogis(intercept + mode)); each item's wh-word counted once.", _test_method(name, ctx)]))
+        (f"The {k} {group} levels with the highest and lowest conditional modes of the {a.get('glmm')} GLMM "
+         "(implied probability plogis(intercept + mode)); each item's wh-word counted once."),
+        _test_method(name, ctx)]))
 
 
 def _run_discrimination(ctx: _Context, a: AnalysisSpec) -> None:
@@ -670,9 +671,9 @@ def _run_discrimination(ctx: _Context, a: AnalysisSpec) -> None:
                   "lower half); last row: ratio of column shares.", f"{wh} high/low P_d")
     ctx.sections.append(sec)
     ctx.methods.append((f"Discrimination ({a.where})", [
-        f"P_d per {a.get('cluster')} (seed 003 eq. 4-7): p_k = accuracy of model k on the cluster (invalid = not "
+        (f"P_d per {a.get('cluster')} (seed 003 eq. 4-7): p_k = accuracy of model k on the cluster (invalid = not "
         f"correct), clipped to [ε, 1 − ε] with ε = {float(a.get('epsilon')):g}; symmetrised Bernoulli KL divergence "
-        "(natural log) averaged over model pairs.",
+        "(natural log) averaged over model pairs."),
         "Cutoff table: clusters with P_d > cutoff, their items, each model's accuracy and the grand mean "
         f"(cutoffs {', '.join(format_number(c, 0) for c in a.get('cutoffs'))})"
         + (f"; cluster-bootstrap intervals with B = {a.get('bootstrap')}." if a.get("bootstrap") else ".")]))
@@ -726,8 +727,8 @@ def _run_masking(ctx: _Context, a: AnalysisSpec) -> None:
     ctx.headline["masking"] = {f"{r.model}/{r.condition}": {"acc": r.acc, "na": r.na, "ea": r.ea, "ki": r.ki}
                                for r in av.itertuples(index=False)}
     ctx.methods.append((f"Masking ({a.where})", [
-        "Acc(MR) = mean over trials of the per-trial accuracy over all items (invalid = not correct); SD over "
-        "trials; t interval.",
+        ("Acc(MR) = mean over trials of the per-trial accuracy over all items (invalid = not correct); SD over "
+        "trials; t interval."),
         "NA_r = Acc_r / Acc_0; EA_r = Acc_0·√(NA_r·NA^U_r); KI_r = (NA^U_r − NA_r)/(1 − NA_r) (undefined where "
         "NA_r ≥ 1); MR-weighted averages ⟨X⟩ = Σ MR·X / Σ MR (seed 000 §2.3, App. D)"
         + (f"; Acc_0 = {a.get('acc0')}" if a.get("acc0") is not None else "; Acc_0 = accuracy at MR = 0") + "."]))
@@ -756,8 +757,8 @@ def _run_accuracy(ctx: _Context, a: AnalysisSpec) -> None:
     ctx.table(sec, t)
     ctx.sections.append(sec)
     ctx.methods.append((f"{title} ({a.where})", [
-        "Accuracy per cell = correct / all responses (invalid = not correct) per trial; mean and sample SD over "
-        "trials (seed 004 tables)."]))
+        ("Accuracy per cell = correct / all responses (invalid = not correct) per trial; mean and sample SD over "
+        "trials (seed 004 tables).")]))
 
 
 _RUNNERS: dict[str, Callable[[_Context, AnalysisSpec], None]] = {

@@ -110,7 +110,7 @@ def run_demo(outdir: str | Path = "reports", seed: int = 0) -> DemoResult:
     res = DemoResult(report, Path(log_path), log_stats(log), by_model.to_dict()["groups"], dict(truth))
     head = (f"Simulated log `{log_path}` ({len(log)} rows, seed {seed}); report `{report.pdf}` "
             f"({report.pages} pages).")
-    md = "\n".join(["# mrcstats demo", "", head, "", "## Accuracy by model", "", "```", by_model.summary(), "```", ""])
+    md = f"# mrcstats demo\n\n{head}\n\n## Accuracy by model\n\n```\n{by_model.summary()}\n```\n"
     write_text_atomic(out / "demo_summary.md", md)
     write_text_atomic(out / "demo_summary.json", dumps(res.to_dict(), indent=2) + "\n")
     return res
