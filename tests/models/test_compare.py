@@ -249,3 +249,21 @@ def test_lme4_engine_drop1_and_anova_equal_r(glmm_data, rscript):
     np.testing.assert_allclose(a.aic, ref["anova"]["aic"], atol=1e-6)
     np.testing.assert_allclose(a.bic, ref["anova"]["bic"], atol=1e-6)
     assert compare.AnovaResult is type(a)
+
+
+def test_drop1_refuses_a_refit_that_fits_better(glmm_data, monkeypatch):
+    # e.g. weights lost between the fit and the refit: never report a negative LRT silently
+    d = glmm_data()
+    full = _fake_fit("y ~ x + f + (1 | g)", d, -140.0)
+    monkeypatch.setattr("mrcstats.models.fit.glmer",
+                        lambda spec, data, **kw: _fake_fit(spec.formula, data, -120.0))
+    with pytest.raises(ModelError, match="fits better than the full model"):
+        drop1(full)
+
+
+def test_drop1_checks_weight_length(glmm_data):
+    d = glmm_data()
+    full = dataclasses.replace(_fake_fit("y ~ x + f + (1 | g)", d, -140.0),
+                               fit_options={"weights": np.ones(len(d) + 3)})
+    with pytest.raises(InputError, match="weights have"):
+        drop1(full)

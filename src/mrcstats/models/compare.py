@@ -155,6 +155,10 @@ class Drop1Result:
         return "\n".join(lines)
 
 
+#: how much lower -2 logLik a reduced refit may reach (optimizer noise) before drop1 refuses it
+_LRT_SLACK = 0.5
+
+
 def _refit_options(m: GlmerResult, spec) -> dict[str, Any]:
     """The options of ``m``'s fit for a refit of ``spec`` (contrasts only for variables it keeps)."""
     opts = dict(m.fit_options or {})
@@ -183,6 +187,10 @@ def drop1(m: GlmerResult, data: pd.DataFrame | None = None) -> Drop1Result:
     if frame is None:
         raise InputError("drop1(): this fit kept no data to refit on; pass data=<the DataFrame it was fitted to>")
     spec = m.spec
+    w = (m.fit_options or {}).get("weights")
+    if w is not None and not isinstance(w, str) and len(w) != len(frame):
+        raise InputError(f"drop1(): the fit's weights have {len(w)} values but the data to refit on has "
+                         f"{len(frame)} rows; pass data= the DataFrame the model was fitted to")
     terms = spec.droppable()
     fits, npar, aic, chisq, p = [], [], [], [], []
     for label in terms:
@@ -193,6 +201,11 @@ def drop1(m: GlmerResult, data: pd.DataFrame | None = None) -> Drop1Result:
                              f"{label!r}: remove missing values from the data before fitting")
         d_par = m.npar - r.npar
         lrt = (r.aic - 2 * r.npar) - (m.aic - 2 * m.npar)
+        if lrt < -_LRT_SLACK:
+            # a nested model cannot fit better: the refit did not see the same data or weights
+            raise ModelError(f"drop1(): the model without {label!r} fits better than the full model "
+                             f"(-2 logLik lower by {-lrt:.4g}), so the refit does not match the original fit; "
+                             "pass data= with every column the fit used (including the weights)")
         fits.append(r)
         npar.append(d_par)
         aic.append(r.aic)
