@@ -267,3 +267,26 @@ def test_drop1_checks_weight_length(glmm_data):
                                fit_options={"weights": np.ones(len(d) + 3)})
     with pytest.raises(InputError, match="weights have"):
         drop1(full)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(-500.0, -50.0), st.floats(-500.0, -50.0))
+def test_anova_is_symmetric_and_bounded(ll0, ll1):
+    d = _anova_data()
+    small = _fake_fit("y ~ x + (1 | g)", d, ll0)
+    big = _fake_fit("y ~ x + f + (1 | g)", d, ll1)
+    a, b = anova(small, big), anova(big, small)
+    assert a == b
+    assert a.chisq >= 0 and 0 <= a.p <= 1
+    assert a.chisq == pytest.approx(max(0.0, 2 * (ll1 - ll0)))
+
+
+_ANOVA_DATA: list[pd.DataFrame] = []
+
+
+def _anova_data() -> pd.DataFrame:
+    if not _ANOVA_DATA:
+        rng = np.random.default_rng(0)
+        _ANOVA_DATA.append(pd.DataFrame({"g": np.repeat(["a", "b", "c", "d"], 5), "x": rng.normal(size=20),
+                                         "f": rng.choice(["u", "v"], 20), "y": rng.integers(0, 2, 20)}))
+    return _ANOVA_DATA[0]
