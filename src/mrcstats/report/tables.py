@@ -294,7 +294,7 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 _LATEX_UNICODE = {"σ": r"$\sigma$", "±": r"$\pm$", "−": r"$-$", "χ": r"$\chi$", "²": r"$^2$", "≥": r"$\geq$",
                   "≤": r"$\leq$", "×": r"$\times$", "τ": r"$\tau$", "ε": r"$\varepsilon$", "β": r"$\beta$",
-                  "θ": r"$\theta$", "∞": r"$\infty$", "–": "--", "<": r"$<$", ">": r"$>$", "|": r"$|$",
+                  "θ": r"$\theta$", "∞": r"$\infty$", "–": r"\textendash{}", "<": r"$<$", ">": r"$>$", "|": r"$|$",
                   "·": r"$\cdot$", "√": r"$\surd$", "κ": r"$\kappa$", "μ": r"$\mu$",
                   "⟨": r"$\langle$", "⟩": r"$\rangle$", "Σ": r"$\Sigma$"}
 _LATEX_MAP = {**_LATEX_SPECIAL, **_LATEX_UNICODE}
