@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
                 (f"Items: the RACE-h test split ({n_items:,} questions in {n_clusters:,} passages) from "
                 f"{race.name}. Features by mrcstats.features with the {parser} parser: token count "
                 "(nltk word_tokenize of passage, question and options), syntactic density (constituency nodes "
-                "per token), the leading wh-word; scaled_tok and scaled_con are z-scores over items (R scale())."),
+                "per token), the wh-word opening the question's interrogative clause (wh_word_clause, the seed's "
+                "rule); scaled_tok and scaled_con are z-scores over items (R scale())."),
                 ("IMPORTANT: RACE-h has no public LLM responses, so the responses of Davinci-002, Davinci-003 and "
                 "GPT-4 were simulated: one response per model and question from the seed's Appendix B GLMMs "
                 "(fixed effects and passage variance, sum contrasts), on the real items and features. Two response "
@@ -161,9 +162,9 @@ def main(argv: list[str] | None = None) -> int:
                 {"type": "summary", "by": ["condition", "model"], "title": "Simulated accuracy"},
                 glmm("tok", tok_cond),
                 *([glmm("con", con_cond)] if n_syn else []),
-                {"type": "wh_extremes", "glmm": "token count", "n": 100, "B": 2000},
+                {"type": "wh_extremes", "glmm": "token count", "n": 100, "B": 2000, "column": "wh_word_clause"},
                 {"type": "discrimination", "filter": {"condition": tok_cond}, "cutoffs": [0, 5, 10, 15],
-                 "bootstrap": 2000, "n": 100},
+                 "bootstrap": 2000, "n": 100, "wh_column": "wh_word_clause"},
             ],
         }
         res = build_report(spec, out / "seed003_race.pdf")

@@ -300,6 +300,11 @@ def _filter_note(filt: Mapping[str, Any] | None) -> str:
     return ("; rows with " + ", ".join(f"{k} = {v}" for k, v in filt.items())) if filt else ""
 
 
+def _idx(a: AnalysisSpec) -> str:
+    """The analysis' position in the spec (``analyses[3]`` -> ``3``), to keep file names distinct."""
+    return a.where.split("[")[-1].rstrip("]")
+
+
 def _api(module: str, name: str) -> Callable[..., Any]:
     import importlib
 
@@ -324,7 +329,7 @@ def _run_summary(ctx: _Context, a: AnalysisSpec) -> None:
         "accuracy_valid": "Acc. (valid)", "invalid": "Invalid"}),
         caption=f"{a.get('title')} by {', '.join(by) or 'all'}: accuracy over all responses (invalid = not "
                 "correct), Wilson 95% interval, cluster-robust SE (clustered on `cluster`).",
-        label=f"summary_{'_'.join(by)}", stub=len(by),
+        label=f"a{_idx(a)}_summary_{'_'.join(by)}", stub=len(by),
         formats={"Accuracy": "{:.4f}", "95% CI low": "{:.4f}", "95% CI high": "{:.4f}", "SE (cluster)": "{:.4f}",
                  "Acc. (valid)": "{:.4f}"})
     sec = _Section(f"{a.get('title')} by {', '.join(by)}" if by else a.get("title"))
@@ -536,7 +541,7 @@ def _run_contingency(ctx: _Context, a: AnalysisSpec) -> None:
     sec = _Section(f"{kind}: {title}")
     t = contingency_table(counts, tests, caption=f"Counts of {a.get('rows')} by {a.get('cols')} "
                           f"({'one row per item' if a.get('unit') == 'item' else 'all log rows'}).",
-                          label=f"contingency_{a.get('rows')}_{a.get('cols')}")
+                          label=f"a{_idx(a)}_contingency_{a.get('rows')}_{a.get('cols')}")
     ctx.table(sec, t)
     for r in results:
         for why, k in dict(r.skipped).items():
@@ -598,10 +603,10 @@ def _run_confusion(ctx: _Context, a: AnalysisSpec) -> None:
     title = a.get("title") or f"{a.get('gold')} × {a.get('pred')}"
     sec = _Section(f"Confusion matrix: {title}")
     ctx.figure(sec, F.confusion_matrix_plot(counts, xlabel=f"predicted ({a.get('pred')})",
-                                            ylabel=f"gold ({a.get('gold')})"), f"confusion_{_slug(title)}",
+                                            ylabel=f"gold ({a.get('gold')})"), f"a{_idx(a)}_confusion",
                f"Confusion matrix, {title}: rows = gold, columns = predicted, counts in the cells.")
     ctx.table(sec, contingency_table(counts, tests, caption=f"Confusion matrix, {title} (rows gold, columns "
-                                     "predicted).", label=f"confusion_{_slug(title)}"))
+                                     "predicted).", label=f"a{_idx(a)}_confusion"))
     for r in results:
         for why, k in dict(r.skipped).items():
             sec.add("note", f"Left out {k} row(s): {why}.")
@@ -752,7 +757,7 @@ def _run_accuracy(ctx: _Context, a: AnalysisSpec) -> None:
     t = accuracy_table(agg, rows, cols, mean="accuracy", sd=None if one else "sd", percent=a.get("percent"),
                        caption=f"{title}: " + ("accuracy (percent), one trial per cell." if one else
                                                "mean ± SD over trials (percent)."),
-                       label=f"accuracy_{'_'.join(rows)}_{cols}")
+                       label=f"a{_idx(a)}_accuracy_{'_'.join(rows)}_{cols}")
     sec = _Section(title)
     ctx.table(sec, t)
     ctx.sections.append(sec)
