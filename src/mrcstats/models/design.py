@@ -286,7 +286,7 @@ def _model_matrix(spec: ModelSpec, data: pd.DataFrame, contrasts: Mapping[str, s
     names: list[str] = []
     assign: list[int] = []
     if spec.intercept:
-        blocks.append(np.ones((n, 1)))
+        blocks.append(np.ones(n))
         names.append("(Intercept)")
         assign.append(0)
     for ti, t in enumerate(spec.terms, start=1):
@@ -316,11 +316,15 @@ def _model_matrix(spec: ModelSpec, data: pd.DataFrame, contrasts: Mapping[str, s
             # earlier variables vary fastest
             cols = [a * b for b in vc for a in cols]
             cnames = [f"{a}:{b}" if a else b for b in vn for a in cnames]
-        blocks.append(np.column_stack(cols) if cols else np.empty((n, 0)))
+        blocks.extend(np.broadcast_to(c, (n,)) for c in cols)
         names.extend(cnames)
         assign.extend([ti] * len(cnames))
-    X = np.column_stack(blocks) if blocks else np.empty((n, 0))
-    X = np.ascontiguousarray(X, dtype=float)
+    # built column by column into Xᵀ (C order), so X = Xᵀ.T is Fortran-ordered and the
+    # engine's Xᵀ needs no copy
+    XT = np.empty((len(blocks), n))
+    for j, c in enumerate(blocks):
+        XT[j] = c
+    X = XT.T
     return X, assign, names, (used_contrasts, out_levels, out_scaling)
 
 
@@ -551,7 +555,7 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
         k = len(dropped)
         messages.append(f"fixed-effect model matrix is rank deficient so dropping {k} column"
                         f"{'s' if k > 1 else ''} / coefficient{'s' if k > 1 else ''} ({', '.join(dropped)})")
-        X = np.ascontiguousarray(X[:, keep])
+        X = np.asfortranarray(X[:, keep])
         names = [names[j] for j in keep]
         assign = [assign[j] for j in keep]
 

@@ -81,10 +81,14 @@ class BinomialData:
         self.wy = w * y
         self.offset = offset
         self.const = const
-        with np.errstate(divide="ignore", invalid="ignore"):
-            e = np.where(y > 0, y * np.log(np.where(y > 0, y, 1)), 0.0) + \
-                np.where(y < 1, (1 - y) * np.log(np.where(y < 1, 1 - y, 1)), 0.0)
-        self.ent = float(2 * np.sum(w * e))
+        binary = bool(np.all((y == 0) | (y == 1)))
+        if binary:
+            self.ent = 0.0
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                e = np.where(y > 0, y * np.log(np.where(y > 0, y, 1)), 0.0) + \
+                    np.where(y < 1, (1 - y) * np.log(np.where(y < 1, 1 - y, 1)), 0.0)
+            self.ent = float(2 * np.sum(w * e))
         self.unit = bool(np.all(w == 1.0))
         self.n, self.p = X.shape[0], X.shape[1]
 
@@ -100,11 +104,14 @@ class SingleFactor:
 
     def __init__(self, data: BinomialData, codes: np.ndarray, q: int):
         self.d = data
-        self.g = codes
+        self.g = np.ascontiguousarray(codes, dtype=np.intp)
         self.q = q
         self.u = np.zeros(q)
         self.nfev = 0
         self.pirls_iters = 0
+        n = data.n
+        # work buffers reused by every evaluation (fresh 10M-row temporaries cost page faults)
+        self._eta0, self._eta, self._mu, self._r, self._v, self._t = (np.empty(n) for _ in range(6))
 
     def _seg(self, v: np.ndarray) -> np.ndarray:
         return np.bincount(self.g, weights=v, minlength=self.q)
@@ -116,33 +123,46 @@ class SingleFactor:
         f -= d.wy * eta
         return 2 * self._seg(f) + u * u
 
+    def _mu_r_v(self, eta: np.ndarray):
+        """μ, w(y-μ), wμ(1-μ) into the work buffers."""
+        d = self.d
+        mu, r, v = self._mu, self._r, self._v
+        with np.errstate(over="ignore"):
+            np.negative(eta, out=mu)
+            np.exp(mu, out=mu)
+        mu += 1.0
+        np.reciprocal(mu, out=mu)
+        np.multiply(mu, mu, out=v)
+        np.subtract(mu, v, out=v)
+        if d.unit:
+            np.subtract(d.y, mu, out=r)
+        else:
+            np.multiply(d.w, mu, out=r)
+            np.subtract(d.wy, r, out=r)
+            v *= d.w
+        return mu, r, v
+
     def modes(self, eta0: np.ndarray, theta: float, u: np.ndarray | None = None):
         """Converged conditional modes û for fixed (θ, β).
 
-        Returns (u, eta, mu, E, S) with E_j = Σ w(y-μ), S_j = Σ wμ(1-μ) over group j at û.
+        Returns (u, eta, mu, E, S) with E_j = Σ w(y-μ), S_j = Σ wμ(1-μ) over group j at û;
+        eta and mu are work buffers, valid until the next call.
         """
-        d, g = self.d, self.g
+        g = self.g
         u = self.u.copy() if u is None else u.copy()
+        eta = self._eta
         if theta == 0.0:
             u[:] = 0.0
-            eta = eta0.copy()
-            mu = _expit(eta)
-            r = d.wy - d.w * mu
-            return u, eta, mu, self._seg(r), self._seg(d.w * mu * (1 - mu))
-        unit = d.unit
+            eta[:] = eta0
+            mu, r, v = self._mu_r_v(eta)
+            return u, eta, mu, self._seg(r), self._seg(v)
         fcur = None
         th2 = theta * theta
         for it in range(PIRLS_MAXIT):
-            eta = u[g]
+            np.take(u, g, out=eta)
             eta *= theta
             eta += eta0
-            mu = _expit(eta)
-            if unit:
-                r = d.y - mu
-                v = mu - mu * mu
-            else:
-                r = d.wy - d.w * mu
-                v = d.w * mu * (1 - mu)
+            mu, r, v = self._mu_r_v(eta)
             E = self._seg(r)
             S = self._seg(v)
             grad = u - theta * E
@@ -177,34 +197,50 @@ class SingleFactor:
         """(D, gradient in (θ, β)) of the Laplace deviance, warm-starting the modes."""
         d = self.d
         self.nfev += 1
-        eta0 = d.linpred(beta)
+        eta0 = self._eta0
+        if d.p:
+            np.dot(beta, d.XT, out=eta0)
+        else:
+            eta0[:] = 0.0
+        if d.offset is not None:
+            eta0 += d.offset
         u, eta, mu, E, S = self.modes(eta0, theta)
         if keep:
             self.u = u
         th2 = theta * theta
         L = 1.0 + th2 * S
-        f = _softplus(eta)
+        f = self._t
+        # softplus(eta) - y*eta, weighted
+        np.abs(eta, out=f)
+        np.negative(f, out=f)
+        np.exp(f, out=f)
+        np.log1p(f, out=f)
+        np.maximum(eta, 0, out=eta0)          # eta0 is free from here on
+        f += eta0
         if d.unit:
-            f -= d.y * eta
+            np.multiply(d.y, eta, out=eta0)
         else:
             f *= d.w
-            f -= d.wy * eta
+            np.multiply(d.wy, eta, out=eta0)
+        f -= eta0
         D = 2.0 * float(f.sum()) - 2.0 * d.const + float(u @ u) + float(np.log(L).sum())
         if not grad:
             return D, None
-        if d.unit:
-            e = d.y - mu
-            v = mu - mu * mu
-        else:
-            e = d.wy - d.w * mu
-            v = d.w * mu * (1 - mu)
-        t = v * (1 - 2 * mu)
+        e, v = self._r, self._v
+        t = self._t
+        np.multiply(mu, -2.0, out=t)
+        t += 1.0
+        t *= v                                 # t = v (1 - 2 mu)
         T = self._seg(t)
         invL = 1.0 / L
-        a = (th2 * invL)[self.g]
-        comb = t * a
-        comb -= 2.0 * e
-        comb -= v * (th2 * th2 * T * invL * invL)[self.g]
+        comb = eta0
+        np.take(th2 * invL, self.g, out=comb)
+        comb *= t                              # θ² t / L
+        np.multiply(e, 2.0, out=t)
+        comb -= t
+        np.take(th2 * th2 * T * invL * invL, self.g, out=t)
+        t *= v
+        comb -= t
         g_beta = d.XT @ comb
         dudth = (E - theta * S * u) * invL
         g_theta = -2.0 * float(u @ E) + float(((2 * theta * S + th2 * T * (u + theta * dudth)) * invL).sum())
@@ -215,7 +251,7 @@ class SingleFactor:
         eta0 = self.d.linpred(beta)
         u, eta, mu, E, S = self.modes(eta0, theta)
         L = 1.0 + theta * theta * S
-        return {"b": [theta * u], "condvar": [theta * theta / L], "mu": mu, "eta": eta}
+        return {"b": [theta * u], "condvar": [theta * theta / L], "mu": mu.copy(), "eta": eta.copy()}
 
     def rx_vcov(self, theta: float, beta: np.ndarray) -> np.ndarray:
         """lme4's RX-based covariance of β (``pp$unsc()``), the fallback when the Hessian is not PD."""

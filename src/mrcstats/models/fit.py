@@ -88,7 +88,7 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str = "binomial"
 # ----------------------------------------------------------------------------- helpers
 
 
-def _glm_start(d: BinomialData, maxit: int = 25) -> np.ndarray:
+def _glm_start(d: BinomialData, maxit: int = 6) -> np.ndarray:
     """β of the plain logistic GLM (IRLS), the starting value for the GLMM."""
     p = d.p
     beta = np.zeros(p)
