@@ -372,6 +372,10 @@ def _run_glmm(ctx: _Context, a: AnalysisSpec) -> None:
              "Hessian of the deviance in (θ, β), as lme4's default vcov(); Wald z tests.",
              f"Data: {len(data):,} log rows{_filter_note(a.get('filter'))}. Observations used: {res.nobs:,}; groups: " + ", ".join(f"{g} {n:,}" for g, n in dict(res.ngroups).items())
              + f"; converged: {'yes' if res.converged else 'no'}; singular fit: {'yes' if res.singular else 'no'}."]
+    opt = dict(getattr(res, "optinfo", {}) or {})
+    if opt.get("optimizer"):
+        lines.append(f"Optimizer: {opt['optimizer']}" + (f", {opt['nit']} iterations" if "nit" in opt else "")
+                     + (f", {opt['nfev']} deviance evaluations" if "nfev" in opt else "") + ".")
     for m in getattr(res, "messages", ()) or ():
         lines.append(f"Fit message: {m}")
     if a.get("drop1"):
