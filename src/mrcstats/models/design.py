@@ -138,7 +138,9 @@ def _sorted_factorize(s: pd.Series) -> tuple[np.ndarray, list[str]]:
     if s.dtype == object and pd.api.types.infer_dtype(s, skipna=True) not in ("string", "empty"):
         s = s.astype(str)
     codes, uniq = pd.factorize(s, sort=False)
-    labels = [str(x) for x in uniq]
+    labels = np.asarray(uniq, dtype=object).tolist()
+    if not all(type(x) is str for x in labels):
+        labels = [str(x) for x in labels]
     order = sorted(range(len(labels)), key=labels.__getitem__)
     if order != list(range(len(labels))):
         rank = np.empty(len(order), dtype=np.int64)
@@ -160,7 +162,8 @@ def factor_levels(s: pd.Series, given: list[str] | tuple[str, ...] | None, what:
         lv = ["FALSE", "TRUE"]
     elif isinstance(s.dtype, pd.CategoricalDtype):
         codes = np.asarray(s.cat.codes, dtype=np.int64)
-        lv = [str(c) for c in s.cat.categories]
+        cats = s.cat.categories.to_numpy(dtype=object).tolist()
+        lv = cats if all(type(c) is str for c in cats) else [str(c) for c in cats]
     elif _is_numeric(s):
         vals = np.asarray(s, dtype=float)
         uniq, codes = np.unique(vals, return_inverse=True)
@@ -290,7 +293,7 @@ def _model_matrix(spec: ModelSpec, data: pd.DataFrame, contrasts: Mapping[str, s
         names.append("(Intercept)")
         assign.append(0)
     for ti, t in enumerate(spec.terms, start=1):
-        cols = [np.ones(n)]
+        cols: list = [None]          # None stands for a column of ones
         cnames = [""]
         for v in t.variables:
             if v in numeric:
@@ -314,9 +317,9 @@ def _model_matrix(spec: ModelSpec, data: pd.DataFrame, contrasts: Mapping[str, s
                     vc = [(codes == j).astype(float) for j in range(k)]
                     vn = [f"{v.label}{lv[j]}" for j in range(k)]
             # earlier variables vary fastest
-            cols = [a * b for b in vc for a in cols]
+            cols = [b if a is None else a * b for b in vc for a in cols]
             cnames = [f"{a}:{b}" if a else b for b in vn for a in cnames]
-        blocks.extend(np.broadcast_to(c, (n,)) for c in cols)
+        blocks.extend(np.ones(n) if c is None else c for c in cols)
         names.extend(cnames)
         assign.extend([ti] * len(cnames))
     # built column by column into Xᵀ (C order), so X = Xᵀ.T is Fortran-ordered and the
