@@ -28,6 +28,13 @@ from scipy import stats as _st
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models.results import GlmerResult, _fmt_sig
 
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    """Lines of an R-printed table: row names left-aligned, other columns right-aligned."""
+    w = [max(len(r[k]) for r in [head, *rows]) for k in range(len(head))]
+    return [" ".join(c.rjust(w[k]) if k else c.ljust(w[k]) for k, c in enumerate(r)) for r in [head, *rows]]
+
+
 # ----------------------------------------------------------------------------- anova
 
 
@@ -73,10 +80,7 @@ class AnovaResult:
                          _fmt_sig(self.loglik[i], 5), _fmt_sig(self.deviance[i], 5),
                          "" if i == 0 else f"{self.chisq:.4f}", "" if i == 0 else str(self.df),
                          "" if i == 0 or self.p is None else f"{self.p:.4g}"])
-        w = [max(len(r[k]) for r in [head] + rows) for k in range(len(head))]
-        lines.append(" ".join(h.rjust(w[k]) for k, h in enumerate(head)))
-        lines += [" ".join(c.rjust(w[k]) if k else c.ljust(w[k]) for k, c in enumerate(r)) for r in rows]
-        return "\n".join(lines)
+        return "\n".join(lines + _table(head, rows))
 
 
 def anova(m0: GlmerResult, m1: GlmerResult) -> AnovaResult:
@@ -149,10 +153,7 @@ class Drop1Result:
         for i, t in enumerate(self.terms):
             rows.append([t, str(self.npar[i]), _fmt_sig(self.aic[i], 5), f"{self.chisq[i]:.4f}",
                          f"{self.p[i]:.4g}"])
-        w = [max(len(r[k]) for r in [head] + rows) for k in range(len(head))]
-        lines.append(" ".join(h.rjust(w[k]) for k, h in enumerate(head)))
-        lines += [" ".join(c.rjust(w[k]) if k else c.ljust(w[k]) for k, c in enumerate(r)) for r in rows]
-        return "\n".join(lines)
+        return "\n".join(lines + _table(head, rows))
 
 
 #: how much lower -2 logLik a reduced refit may reach (optimizer noise) before drop1 refuses it
@@ -247,10 +248,7 @@ class GvifResult:
         head = ["", "GVIF", "Df", "GVIF^(1/(2*Df))"]
         rows = [[t, f"{g:.6f}", str(d), f"{a:.6f}"] for t, g, d, a in zip(self.terms, self.gvif, self.df,
                                                                          self.gvif_adj)]
-        w = [max(len(r[k]) for r in [head] + rows) for k in range(len(head))]
-        lines = [" ".join(h.rjust(w[k]) for k, h in enumerate(head))]
-        lines += [" ".join(c.rjust(w[k]) if k else c.ljust(w[k]) for k, c in enumerate(r)) for r in rows]
-        return "\n".join(lines + list(self.messages))
+        return "\n".join(_table(head, rows) + list(self.messages))
 
 
 def gvif_from_vcov(vcov: pd.DataFrame, assign: tuple[int, ...] | list[int],
