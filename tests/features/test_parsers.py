@@ -57,6 +57,13 @@ def test_linkgrammar_null_links_then_flat_fallback(lg_parser):
 
 
 @needs_lg
+def test_linkgrammar_trees_keep_every_word(lg_parser):
+    # link-grammar's constituent tree for this sentence's best linkage drops 10 of 11 words
+    r = lg_parser.parse_text("One reason that many colleges adopt the website is to   _")
+    assert r.leaves == 11
+
+
+@needs_lg
 def test_linkgrammar_is_quiet_on_stdout(capfd):
     make_parser(ParserSpec("link-grammar")).parse_text("A test.")
     assert capfd.readouterr().out == ""

@@ -6,6 +6,8 @@ Per sentence (sentences from :func:`mrcstats.features.tokens.split_sentences`):
 2. if that finds no linkage and the sentence has at most ``null_max_words`` words,
    parse again allowing null links (``min_null_count=1``, ``max_null_count``), again
    bounded in time; unlinked words stay in the tree as leaves;
+   (a linkage counts only if its constituent tree keeps every word: link-grammar's
+   ``constituent_tree()`` sometimes drops words, then the next linkage is tried);
 3. if that still fails (or times out, or the sentence is too long for step 2), the
    sentence gets a flat tree, ROOT over one preterminal per NLTK token, and counts in
    ``fallbacks`` -- a text never gets a density from only part of its sentences.
@@ -25,13 +27,15 @@ import re
 from mrcstats.errors import DependencyError
 from mrcstats.features.parsers import ParsedText, parsed_from_trees
 from mrcstats.features.tokens import split_sentences, tokenize
-from mrcstats.features.trees import Tree, flat_tree, normalize, parse_brackets, wrap_leaves
+from mrcstats.features.trees import Tree, flat_tree, leaves, normalize, parse_brackets, wrap_leaves
 
 __all__ = ["LinkGrammarParser", "import_linkgrammar"]
 
 _INSTALL_HINT = ("apt-get install python3-link-grammar link-grammar-dictionaries-en, then "
                  "`bash scripts/post_install.sh .venv/bin/python` to link it into the venv")
 _NULL_WORD = re.compile(r"^\{(.+)\}$")
+_WALLS = ("LEFT-WALL", "RIGHT-WALL")
+_MAX_LINKAGES = 10
 
 
 def import_linkgrammar():
@@ -86,27 +90,36 @@ class LinkGrammarParser:
         self._nulls = lg.ParseOptions(min_null_count=1, max_null_count=self.max_null_count, **common)
         self._version = (f"link-grammar {lg.__version__}; dict {self._dict.linkgrammar_get_dict_version()}; "
                          f"nulls<={self.max_null_count} up to {self.null_max_words} words; "
-                         f"time {self.max_parse_time}s; limit {linkage_limit}; short {short_length}")
+                         f"time {self.max_parse_time}s; limit {linkage_limit}; short {short_length}; complete trees")
 
     @property
     def version(self) -> str:
         return self._version
 
     def _linkage_tree(self, sentence, options) -> Tree | None:
+        """The normalised tree of the best linkage whose constituent tree keeps every word.
+
+        link-grammar's ``constituent_tree()`` occasionally drops words (about one
+        linkage in a hundred on RACE-h); such a tree would count part of a sentence, so
+        the next linkages (by cost) are tried, up to ``_MAX_LINKAGES``.
+        """
         lg = self._lg
         try:
             linkages = sentence.parse(options)
             if len(linkages) == 0:
                 return None
-            linkage = next(iter(linkages))
-            trees = parse_brackets(linkage.constituent_tree(1))
+            for k, linkage in enumerate(linkages):
+                if k >= _MAX_LINKAGES:
+                    break
+                n_words = sum(1 for w in linkage.words() if w not in _WALLS)
+                trees = parse_brackets(linkage.constituent_tree(1))
+                if len(trees) == 1 and len(leaves(trees[0])) == n_words:
+                    return normalize(wrap_leaves(_clean(trees[0])), strip_empty=None)
         except lg.LG_TimerExhausted:
             return None
         except Exception:  # noqa: BLE001 - a tree we cannot read: treat as a failed parse
             return None
-        if len(trees) != 1:
-            return None
-        return normalize(wrap_leaves(_clean(trees[0])), strip_empty=None)
+        return None
 
     def parse_sentence(self, text: str) -> tuple[Tree, bool]:
         """The normalised tree of one sentence and whether it is the flat fallback."""
