@@ -157,3 +157,16 @@ def test_cli_report_json_and_errors(tmp_path, capsys):
     assert err.count("\n") == 1 and "analyses[0] (glmm)" in err and "Traceback" not in err
     code = main(["report", str(tmp_path / "spec.yaml"), "--out", str(tmp_path / "x.txt")])
     assert code == 2 and ".pdf" in capsys.readouterr().err
+
+
+def test_filters_compare_numbers_as_numbers_and_name_missing_columns():
+    from mrcstats.errors import InputError
+    from mrcstats.report.build import apply_filter
+
+    d = pd.DataFrame({"masking_rate": pd.array([0.0, 50.0, None], dtype="Float64"), "c": ["a", "b", "a"]})
+    assert len(apply_filter(d, {"masking_rate": 0})) == 1
+    assert len(apply_filter(d, {"masking_rate": [0, "50"], "c": "b"})) == 1
+    with pytest.raises(InputError, match="no column 'x'"):
+        apply_filter(d, {"x": 1})
+    with pytest.raises(InputError, match="keeps no rows"):
+        apply_filter(d, {"c": "z"})
