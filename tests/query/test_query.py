@@ -143,7 +143,10 @@ def test_kill_and_restart_loses_nothing(tmp_path, stub, make_tasks):
         if proc.poll() is not None:
             break
         time.sleep(0.05)
-    assert proc.poll() is None, "the query finished before it could be killed; raise the stub delay"
+    if proc.poll() is not None:
+        _, err = proc.communicate()
+        raise AssertionError(f"the query finished (exit {proc.returncode}) before it could be killed: "
+                             f"{err.decode(errors='replace')[-2000:]}")
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     before = out.read_text().splitlines()
