@@ -425,10 +425,11 @@ class MultiFactor:
 
     def _eta(self, eta0, theta, u):
         t1, lr = self._lam(theta)
-        eta = eta0 + t1 * u[self.c1]
+        eta = np.take(u[:self.q1] * t1, self.c1)
+        eta += eta0
         u2 = u[self.q1:] * lr
         for c in self.cr:
-            eta = eta + u2[c]
+            eta += np.take(u2, c)
         return eta
 
     def _system(self, theta, v):
@@ -476,8 +477,7 @@ class MultiFactor:
         for it in range(PIRLS_MAXIT):
             eta = self._eta(eta0, theta, u)
             mu = _expit(eta)
-            e = d.wy - d.w * mu
-            v = d.w * mu * (1 - mu)
+            e, v = self._ev(mu)
             a1, a2 = self._zt(theta, e)
             g1 = u[:self.q1] - a1
             g2 = u[self.q1:] - a2
@@ -508,6 +508,15 @@ class MultiFactor:
             else:
                 u, fcur = u - step, None
         raise ModelError(f"penalised IRLS did not converge in {PIRLS_MAXIT} iterations; check for separation")
+
+    def _ev(self, mu):
+        """w(y-μ) and wμ(1-μ)."""
+        d = self.d
+        if d.unit:
+            v = mu * mu
+            np.subtract(mu, v, out=v)
+            return d.y - mu, v
+        return d.wy - d.w * mu, d.w * mu * (1 - mu)
 
     def _pen(self, eta, u):
         d = self.d
@@ -552,13 +561,16 @@ class MultiFactor:
         if keep:
             self.u = u
         f = _softplus(eta)
-        f *= d.w
+        if not d.unit:
+            f *= d.w
         f -= d.wy * eta
         D = 2.0 * float(f.sum()) - 2.0 * d.const + float(u @ u) + self._logdet(D1, cho)
         if not grad:
             return D, None
-        e = d.wy - d.w * mu
-        t = v * (1 - 2 * mu)
+        e = d.y - mu if d.unit else d.wy - d.w * mu
+        t = mu * -2.0
+        t += 1.0
+        t *= v
         h, diag1, diag2, GS, Sinv = self._selinv(theta, D1, C, G, cho)
         # gradient of the penalised deviance part (envelope): -2 eᵀ ∂η/∂φ at fixed u
         nth = len(theta)

@@ -257,7 +257,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         model = MultiFactor(d, [r.codes for r in re], [r.nlevels for r in re])
     p = d.p
     beta0 = _glm_start(d)
-    theta0 = np.ones(k)
+    theta0 = np.ones(k)       # lme4's start
 
     def th_arg(th):
         return float(th[0]) if k == 1 else np.asarray(th, float)
