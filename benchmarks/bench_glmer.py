@@ -86,7 +86,7 @@ def run_r(csv: str, formula: str, control: str, contrasts: str, timeout: float) 
     with tempfile.NamedTemporaryFile("w", suffix=".R", delete=False) as fh:
         fh.write(R_SCRIPT)
     try:
-        out = subprocess.run([rscript, fh.name, csv, formula, control, contrasts], capture_output=True,
+        out = subprocess.run([rscript, fh.name, csv, formula, control, contrasts], capture_output=True, check=False,
                              text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"seconds": float("nan"), "loglik": float("nan"), "error": f"timeout {timeout}s"}

@@ -32,7 +32,7 @@ def lme4_fit(rscript: str, df: pd.DataFrame, formula: str, tmp: Path, sum_contra
     script = tmp / "fit.R"
     script.write_text(_SCRIPT)
     out = subprocess.run([rscript, str(script), str(csv), formula, ",".join(sum_contrasts), str(nagq), str(tol)],
-                         capture_output=True, text=True, timeout=600)
+                         capture_output=True, text=True, timeout=600, check=False)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
     return json.loads(out.stdout)

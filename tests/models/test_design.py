@@ -61,9 +61,9 @@ def test_levels_given_change_reference():
 
 
 def test_levels_sorted_by_code_point():
-    codes, lv = factor_levels(pd.Series(["b", "B", "a", "_x", "é"]), None, "t")
+    _codes, lv = factor_levels(pd.Series(["b", "B", "a", "_x", "é"]), None, "t")
     assert lv == ("B", "_x", "a", "b", "é")
-    codes, lv = factor_levels(pd.Series([10, 2, 2.5]), None, "t")
+    _codes, lv = factor_levels(pd.Series([10, 2, 2.5]), None, "t")
     assert lv == ("2", "2.5", "10")
 
 

@@ -65,8 +65,8 @@ def _glmer(args: argparse.Namespace) -> int:
         if not v:
             raise InputError(f"--levels {k}=...: give the levels separated by commas")
     data = _read_table(args.data)
-    kw = dict(contrasts=contrasts or None, nagq=args.nagq, engine=args.engine, weights=args.weights,
-              levels=levels or None, lme4_defaults=args.lme4_defaults)
+    kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": args.engine, "weights": args.weights,
+              "levels": levels or None, "lme4_defaults": args.lme4_defaults}
     m = glmer(args.formula, data, **kw)
     for msg in m.messages:
         info(f"mrcstats glmer: {msg}")

@@ -13,7 +13,7 @@ from typing import Any
 
 from mrcstats.models.results import GlmerResult
 
-__all__ = ["glmer", "GlmerResult", "anova", "drop1", "gvif", "parse_formula", "build_design"]
+__all__ = ["GlmerResult", "anova", "build_design", "drop1", "glmer", "gvif", "parse_formula"]
 
 _LAZY = {
     "glmer": "mrcstats.models.fit",

@@ -16,15 +16,17 @@
 """
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError, ModelError
-from mrcstats.models.formula import ModelSpec, Term, Variable, _NAME_RE, _unquote, parse_formula
+from mrcstats.models.formula import _NAME_RE, ModelSpec, Variable, _unquote, parse_formula
 
 _CONTRASTS = {"sum": "contr.sum", "contr.sum": "contr.sum", "treatment": "contr.treatment",
               "contr.treatment": "contr.treatment"}
@@ -472,7 +474,7 @@ def _order_reterms(terms: list[ReTerm]) -> list[ReTerm]:
     """lme4 ``mkReTrms``: if any term has more levels than the one before it, reorder
     by ``rev(order(nl))`` (decreasing levels; ties in reverse order of appearance)."""
     nl = [t.nlevels for t in terms]
-    if any(b > a for a, b in zip(nl, nl[1:])):
+    if any(b > a for a, b in itertools.pairwise(nl)):
         asc = sorted(range(len(nl)), key=lambda i: (nl[i], i))
         return [terms[i] for i in reversed(asc)]
     return terms

@@ -27,7 +27,6 @@ import math
 import numpy as np
 from scipy import linalg as sla
 from scipy import sparse
-from scipy.special import expit
 
 from mrcstats.errors import ModelError
 
@@ -249,14 +248,14 @@ class SingleFactor:
     def extras(self, theta: float, beta: np.ndarray):
         """Quantities for the result at (θ, β): modes, condvar of b = θu, μ, deviance residual sum."""
         eta0 = self.d.linpred(beta)
-        u, eta, mu, E, S = self.modes(eta0, theta)
+        u, eta, mu, _E, S = self.modes(eta0, theta)
         L = 1.0 + theta * theta * S
         return {"b": [theta * u], "condvar": [theta * theta / L], "mu": mu.copy(), "eta": eta.copy()}
 
     def rx_vcov(self, theta: float, beta: np.ndarray) -> np.ndarray:
         """lme4's RX-based covariance of β (``pp$unsc()``), the fallback when the Hessian is not PD."""
         d = self.d
-        u, eta, mu, E, S = self.modes(d.linpred(beta), theta)
+        _u, _eta, mu, _E, S = self.modes(d.linpred(beta), theta)
         v = d.w * mu * (1 - mu)
         L = 1.0 + theta * theta * S
         XtWX = (d.XT * v) @ d.XT.T
@@ -270,7 +269,7 @@ class SingleFactor:
         d, g = self.d, self.g
         self.nfev += 1
         eta0 = d.linpred(beta)
-        u, eta, mu, E, S = self.modes(eta0, theta)
+        u, _eta, _mu, _E, S = self.modes(eta0, theta)
         self.u = u
         L = 1.0 + theta * theta * S
         sd = 1.0 / np.sqrt(L)
@@ -471,7 +470,6 @@ class MultiFactor:
         return t1 * self._rowsum(P), lr * self._colsum(P)
 
     def modes(self, eta0, theta, u=None):
-        d = self.d
         u = self.u.copy() if u is None else u.copy()
         fcur = None
         for it in range(PIRLS_MAXIT):
@@ -571,7 +569,7 @@ class MultiFactor:
         t = mu * -2.0
         t += 1.0
         t *= v
-        h, diag1, diag2, GS, Sinv = self._selinv(theta, D1, C, G, cho)
+        h, diag1, diag2, _GS, _Sinv = self._selinv(theta, D1, C, G, cho)
         # gradient of the penalised deviance part (envelope): -2 eᵀ ∂η/∂φ at fixed u
         nth = len(theta)
         # per-term Z_k u_k (with u_rest split per term)
@@ -617,9 +615,9 @@ class MultiFactor:
     def extras(self, theta, beta):
         theta = np.asarray(theta, float)
         eta0 = self.d.linpred(beta)
-        u, eta, mu, (D1, C, G, cho, v) = self.modes(eta0, theta)
-        h, diag1, diag2, GS, Sinv = self._selinv(theta, D1, C, G, cho)
-        t1, lr = self._lam(theta)
+        u, eta, mu, (D1, C, G, cho, _v) = self.modes(eta0, theta)
+        _h, diag1, diag2, _GS, _Sinv = self._selinv(theta, D1, C, G, cho)
+        t1, _lr = self._lam(theta)
         b = [t1 * u[:self.q1]]
         cv = [t1 * t1 * diag1]
         offs = np.cumsum([0] + self.nlev[1:])
@@ -633,7 +631,7 @@ class MultiFactor:
     def rx_vcov(self, theta, beta):
         d = self.d
         theta = np.asarray(theta, float)
-        u, eta, mu, (D1, C, G, cho, v) = self.modes(d.linpred(beta), theta)
+        _u, _eta, _mu, (D1, C, G, cho, v) = self.modes(d.linpred(beta), theta)
         XtWX = (d.XT * v) @ d.XT.T
         cols1, cols2 = [], []
         for k in range(d.p):

@@ -58,7 +58,7 @@ class Term:
     def order(self) -> int:
         return len(self.variables)
 
-    def contains(self, other: "Term") -> bool:
+    def contains(self, other: Term) -> bool:
         """True if every variable of ``other`` is in this term (R's marginality)."""
         return set(other.variables) <= set(self.variables)
 
@@ -150,7 +150,7 @@ class ModelSpec:
                 out.append(t.label)
         return tuple(out)
 
-    def drop(self, label: str) -> "ModelSpec":
+    def drop(self, label: str) -> ModelSpec:
         """The spec with fixed term ``label`` removed (like ``update(m, . ~ . - label)``)."""
         t = self.term(label)
         terms = tuple(x for x in self.terms if x is not t)
@@ -293,7 +293,7 @@ class _Parser:
 
 
 class _Terms:
-    __slots__ = ("terms", "intercept", "random", "slopes")
+    __slots__ = ("intercept", "random", "slopes", "terms")
 
     def __init__(self, terms=None, intercept=None, random=None, slopes=None):
         self.terms: dict[frozenset, None] = terms or {}

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from mrcstats.models.results import GlmerResult
 
 
-def _re_terms(m: "GlmerResult", re_form: str | None) -> list[str]:
+def _re_terms(m: GlmerResult, re_form: str | None) -> list[str]:
     names = list(m.ranef)
     if re_form is None:
         return names
@@ -58,7 +58,7 @@ def _group_labels(frame: pd.DataFrame, factors: list[str]) -> np.ndarray:
     return out.astype(object)
 
 
-def predict(m: "GlmerResult", newdata: pd.DataFrame | None = None, re_form: str | None = None,
+def predict(m: GlmerResult, newdata: pd.DataFrame | None = None, re_form: str | None = None,
             type: str = "link", allow_new_levels: bool = False) -> np.ndarray:
     """Linear predictor (``type="link"``) or probability (``"response"``) per row of ``newdata``."""
     if type not in ("link", "response"):

@@ -12,8 +12,9 @@ models using lme4*, J. Stat. Softw. 67(1); lme4 1.1-31 ``print.summary.merMod``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -92,7 +93,7 @@ class GlmerResult:
                        nagq: int = 1, fit_seconds: float = float("nan"), formula: str | None = None,
                        singular: bool | None = None, optinfo: Mapping[str, Any] | None = None,
                        fit_options: Mapping[str, Any] | None = None, frame: pd.DataFrame | None = None,
-                       ) -> "GlmerResult":
+                       ) -> GlmerResult:
         """Build a result from the estimates; every derived figure is computed here.
 
         ``beta`` follows ``info.column_names``; ``theta`` and ``group_names`` follow lme4's
@@ -262,7 +263,7 @@ def _fmt_sig(v: float, digits: int) -> str:
         return "NA"
     if v == 0:
         return "0"
-    mag = int(math.floor(math.log10(abs(v))))
+    mag = math.floor(math.log10(abs(v)))
     dec = max(0, digits - 1 - mag)
     return f"{v:.{dec}f}"
 
