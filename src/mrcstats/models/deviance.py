@@ -422,13 +422,21 @@ class MultiFactor:
     def _lam(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         return float(theta[0]), np.asarray(theta[1:], float)[self.term_of_rest - 1]
 
+    def _gather(self, a1, a2):
+        """Per observation a1[level of term 1] + Σ_k a2[column of term k] (one gather of the
+        q1 x q2 table when the pair table is dense and there are two terms)."""
+        if self.dense and self.nrest == 1:
+            tab = np.add.outer(a1, a2)
+            return np.take(tab.ravel(), self.key1)
+        out = np.take(a1, self.c1)
+        for c in self.cr:
+            out += np.take(a2, c)
+        return out
+
     def _eta(self, eta0, theta, u):
         t1, lr = self._lam(theta)
-        eta = np.take(u[:self.q1] * t1, self.c1)
+        eta = self._gather(u[:self.q1] * t1, u[self.q1:] * lr)
         eta += eta0
-        u2 = u[self.q1:] * lr
-        for c in self.cr:
-            eta += np.take(u2, c)
         return eta
 
     def _system(self, theta, v):
@@ -536,6 +544,9 @@ class MultiFactor:
             diag1 = 1.0 / D1 + np.asarray(G.multiply(GS).sum(axis=1)).ravel()
         diag2 = np.diag(Sinv)
         t1, lr = self._lam(theta)
+        if self.dense and self.nrest == 1:
+            tab = (t1 * t1) * diag1[:, None] - (2 * t1) * GS * lr[None, :] + (lr * lr * diag2)[None, :]
+            return np.take(tab.ravel(), self.key1), diag1, diag2, GS, Sinv
         h = diag1[self.c1]
         h *= t1 * t1
         n = self.d.n
@@ -585,9 +596,7 @@ class MultiFactor:
         # w_vec = M⁻¹ ΛZᵀ (t∘h) (adjoint trick: dη/dφ contribution via dû is -Z Λ M⁻¹ ∂g/∂φ)
         w1, w2 = self._solve(D1, C, G, cho, a1, a2)
         t1, lr = self._lam(theta)
-        zw = t1 * w1[self.c1]
-        for c in self.cr:
-            zw = zw + lr[c] * w2[c]
+        zw = self._gather(t1 * w1, lr * w2)
         # ∂η/∂β directly = X; via û: -ZΛ M⁻¹ ΛZᵀ V X -> contributes -(v∘zw)ᵀX
         comb_b = -2.0 * e + th - v * zw
         g_beta = d.XT @ comb_b
