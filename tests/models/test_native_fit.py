@@ -127,14 +127,33 @@ def test_analytic_gradient_single_factor():
     assert np.allclose(g, num, rtol=1e-5, atol=1e-5)
 
 
-def test_analytic_gradient_crossed():
-    d = build_design("y ~ cond + x + (1 | id) + (1 | item)", crossed_like(1500))
+@pytest.mark.parametrize("formula, nth", [
+    ("y ~ cond + x + (1 | id) + (1 | item)", 2),
+    ("y ~ cond + x + (1 | id) + (1 | item) + (1 | Gender)", 3),
+    ("y ~ x + (1 | item/cond)", 2),
+])
+def test_analytic_gradient_crossed_and_nested(formula, nth):
+    d = build_design(formula, crossed_like(1500))
     bd = BinomialData(d.X, d.y, d.weights, None, d.loglik_const)
     mf = MultiFactor(bd, [r.codes for r in d.re], [r.nlevels for r in d.re])
-    x = np.array([0.7, 0.4, 0.3, 0.2, -0.1, 0.15])
-    _D, g = mf.evaluate(x[:2], x[2:])
-    num = _fd_grad(lambda z: mf.evaluate(z[:2], z[2:], grad=False)[0], x)
+    rng = np.random.default_rng(1)
+    x = np.concatenate([[0.7, 0.4, 0.3][:nth], rng.normal(0, 0.2, d.X.shape[1])])
+    _D, g = mf.evaluate(x[:nth], x[nth:])
+    num = _fd_grad(lambda z: mf.evaluate(z[:nth], z[nth:], grad=False)[0], x)
     assert np.allclose(g, num, rtol=1e-5, atol=1e-5)
+
+
+def test_crossed_sparse_pair_table_gives_the_same_fit(monkeypatch):
+    import mrcstats.models.deviance as dv
+
+    df = crossed_like(1500)
+    formula = "y ~ cond + x + (1 | id) + (1 | item)"
+    dense = glmer(formula, df)
+    monkeypatch.setattr(dv, "DENSE_PAIRS_MAX", 0)
+    sparse = glmer(formula, df)
+    assert np.allclose(dense.fixef, sparse.fixef, atol=1e-7)
+    assert np.allclose(dense.se, sparse.se, rtol=1e-6)
+    assert sparse.loglik == pytest.approx(dense.loglik, abs=1e-8)
 
 
 def test_agq_one_node_is_laplace():

@@ -32,6 +32,7 @@ from mrcstats.errors import ModelError
 
 PIRLS_TOL = 1e-22      # Newton decrement (squared) below which the modes are converged
 PIRLS_MAXIT = 200
+DENSE_PAIRS_MAX = 8_000_000   # largest q1 x q2 table of pair sums kept dense (crossed terms)
 
 
 def _softplus(eta: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -380,7 +381,7 @@ class MultiFactor:
         # dense (q1 x q2, one bincount) when small enough, else over the observed pairs
         self.nrest = len(self.cr)
         self.nfirst = nlev[1]
-        self.dense = q1 * q2 <= 8_000_000
+        self.dense = q1 * q2 <= min(DENSE_PAIRS_MAX, max(2 * data.n, 200_000))
         keys = np.concatenate([self.c1.astype(np.int64) * q2 + c for c in self.cr])
         if self.dense:
             self.key1 = keys
