@@ -233,6 +233,8 @@ def test_clear_errors():
         glmer("correct ~ scaled_tok + (1 | passage)", df, family="poisson")
     with pytest.raises(InputError, match="engine"):
         glmer("correct ~ scaled_tok + (1 | passage)", df, engine="julia")
+    with pytest.raises(ModelError, match="every response is a success"):
+        glmer("correct ~ scaled_tok + (1 | passage)", df.assign(correct=1))
     df2 = df.assign(item=[f"i{k % 7}" for k in range(len(df))])
     with pytest.raises(ModelError, match="single grouping factor"):
         glmer("correct ~ scaled_tok + (1 | passage) + (1 | item)", df2, nagq=5)

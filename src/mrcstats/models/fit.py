@@ -196,6 +196,19 @@ def _check_conv(grad: np.ndarray, H: np.ndarray, ntheta: int, singular: bool) ->
     return converged, list(dict.fromkeys(msgs))
 
 
+def _rx_vcov_safe(model, theta, beta, msgs: list[str]) -> np.ndarray:
+    """RX-based covariance; a pseudo-inverse with a message when RX is singular."""
+    try:
+        return model.rx_vcov(theta, beta)
+    except np.linalg.LinAlgError:
+        msgs.append("the fixed-effect information matrix is singular (aliased or separated terms); "
+                    "standard errors use its pseudo-inverse and are not reliable")
+        d = model.d
+        mu = model.extras(theta, beta)["mu"]
+        v = d.w * mu * (1 - mu)
+        return np.linalg.pinv((d.XT * v) @ d.XT.T)
+
+
 def _scale_check(XT: np.ndarray) -> list[str]:
     """lme4's ``checkScaleX``: SDs of the non-0/1 columns differing by more than 1000-fold."""
     sds = []
@@ -257,6 +270,10 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
     else:
         model = MultiFactor(d, [r.codes for r in re], [r.nlevels for r in re])
     p = d.p
+    ybar = float(d.wy.sum() / d.w.sum()) if d.w.sum() > 0 else float("nan")
+    if not 0.0 < ybar < 1.0:
+        raise ModelError(f"every response is {'a success' if ybar == 1.0 else 'a failure'} "
+                         f"({design.nobs} rows): a binomial model has nothing to estimate")
     beta0 = _glm_start(d)
     theta0 = np.ones(k)       # lme4's start
 
@@ -278,7 +295,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
                                      options={"xatol": 1e-9})
         theta = np.array([abs(float(r.x))])
         fval, beta = sf.nagq0(theta[0], state["beta"])
-        vcov = sf.rx_vcov(theta[0], beta)
+        vcov = _rx_vcov_safe(sf, theta[0], beta, messages)
         H = None
         grad = np.zeros(1)
         optinfo.update(optimizer="brent", nfev=sf.nfev, fval=fval)
@@ -360,7 +377,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         except np.linalg.LinAlgError:
             cmsgs.append("variance-covariance matrix computed from finite-difference Hessian is\n"
                          "not positive definite or contains NA values: falling back to var-cov estimated from RX")
-            vcov = model.rx_vcov(th_arg(theta), beta)
+            vcov = _rx_vcov_safe(model, th_arg(theta), beta, cmsgs)
     messages += cmsgs
 
     ex = model.extras(th_arg(theta), beta)
