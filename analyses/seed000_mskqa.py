@@ -28,6 +28,14 @@ SEED_TABLE3_RQA = {"strict": 63.27, "regular": 64.67, "partial": 65.48, "lenient
 SEED_ACC0_RQA = 0.8984
 
 
+def _rel(p: Path) -> str:
+    """``p`` relative to the repository when inside it (headline files stay machine-independent)."""
+    try:
+        return str(Path(p).resolve().relative_to(REPO))
+    except ValueError:
+        return str(p)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data", nargs="?", default=str(REPO.parent / "shared" / "data"),
@@ -72,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
                for c in ("strict", "regular", "partial", "lenient") if c in got}
     if "regular" in got:
         compare["na_regular"] = {"ours": round(got["regular"]["na"], 4), "seed": SEED_TABLE3_RQA["na_regular"]}
-    headline = {"pdf": str(res.pdf), "pages": res.pages, "table3_rqa": compare, "skipped": list(res.skipped)}
+    headline = {"pdf": _rel(res.pdf), "pages": res.pages, "table3_rqa": compare, "skipped": list(res.skipped)}
     (out / "headline.json").write_text(json.dumps(headline, indent=2) + "\n")
     print(res.summary())
     for k, v in compare.items():

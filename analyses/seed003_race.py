@@ -67,6 +67,14 @@ def simulate(feats, which: str, seed: int):
     return pd.concat(rows, ignore_index=True)
 
 
+def _rel(p: Path) -> str:
+    """``p`` relative to the repository when inside it (headline files stay machine-independent)."""
+    try:
+        return str(Path(p).resolve().relative_to(REPO))
+    except ValueError:
+        return str(p)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data", nargs="?", default=str(REPO.parent / "shared" / "data"),
@@ -171,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     except MrcstatsError as exc:
         print(f"seed003_race: {exc}", file=sys.stderr)
         return 2
-    headline = {"pdf": str(res.pdf), "pages": res.pages, "parser": parser, "items": n_items,
+    headline = {"pdf": _rel(res.pdf), "pages": res.pages, "parser": parser, "items": n_items,
                 "clusters": n_clusters, **{k: v for k, v in res.headline.items()}, "skipped": list(res.skipped)}
     (out / "headline.json").write_text(json.dumps(headline, indent=2, default=str) + "\n")
     print(res.summary())

@@ -77,6 +77,14 @@ def derived_log(results: Path):
     return mrcstats.validate_log(log)
 
 
+def _rel(p: Path) -> str:
+    """``p`` relative to the repository when inside it (headline files stay machine-independent)."""
+    try:
+        return str(Path(p).resolve().relative_to(REPO))
+    except ValueError:
+        return str(p)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data", nargs="?", default=str(REPO.parent / "shared" / "data"),
@@ -149,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     except MrcstatsError as exc:
         print(f"seed004_elagent: {exc}", file=sys.stderr)
         return 2
-    headline = {"pdf": str(res.pdf), "pages": res.pages, "tests": res.headline.get("tests", {}),
+    headline = {"pdf": _rel(res.pdf), "pages": res.pages, "tests": res.headline.get("tests", {}),
                 "skipped": list(res.skipped)}
     (out / "headline.json").write_text(json.dumps(headline, indent=2) + "\n")
     print(res.summary())
