@@ -7,7 +7,9 @@ prompts, and writes ``reports/seed004_elagent/seed004_elagent.pdf`` (+ LaTeX/CSV
 
 * Task 1 (seed Table 7): accuracy by precedence move (zero/one/two) x prompting (0-shot, CoT1)
   x operand digits (1-5); chi-square and Fisher tests of move x correctness (0-shot, 2 digits) and
-  of prompting x correctness (two moves, 2 digits);
+  of prompting x correctness (two moves, 2 digits); answer types (seed Fig. 2, automated: a wrong
+  answer equal to the value under the standard precedence is a "false precedence" error; the seed
+  counts 73 of 200 for two moves, 2 digits, no CoT);
 * Task 5 (seed Tables 11, 13, 17): accuracy per bAbI variant; Fisher's exact test of factual vs
   counterfactual evidence ("Mice are afraid of cats" / "Cats are afraid of mice") x correctness on
   the original set (the seed reports p = 0.004); evidence position (first statement or not) x
@@ -27,6 +29,8 @@ import re
 import sys
 from pathlib import Path
 
+from mrcstats.errors import MrcstatsError
+
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "gpt-4-1106-preview"
 MOVES = {"baseline": "zero move", "one": "one move", "two": "two moves"}
@@ -41,6 +45,37 @@ def _evidence(prompt: str, numbers: str) -> list[str]:
         if m:
             lines[m.group(1)] = m.group(2).strip().lower()
     return [lines.get(k, "") for k in str(numbers).split()]
+
+
+_T1_QUESTION = re.compile(r"what is the value of\s+([-+*/\d\s.]+?)\s*\?", re.IGNORECASE)
+
+
+def task1_error_types(t1) -> list[str]:
+    """Per Task 1 answer: correct, invalid, false precedence (the answer is the value under the STANDARD
+    precedence, the seed's FP error: 'uses the standard in the subsequent calculations') or other error."""
+    import pandas as pd
+
+    from mrcstats.tasks.elagent.arith import evaluate, parse_expression, standard_precedence
+    from mrcstats.tasks.elagent.scoring import parse_number
+
+    out = []
+    for prompt, pred, corr in zip(t1["prompt"], t1["pred"], t1["correct"]):
+        if not pd.isna(corr) and bool(corr):
+            out.append("correct")
+            continue
+        value = None if pd.isna(pred) else parse_number(pred)
+        found = _T1_QUESTION.findall(str(prompt))
+        if value is None:
+            out.append("invalid")
+            continue
+        try:
+            expr = parse_expression(found[-1])
+            std = evaluate(expr, standard_precedence(expr.ops), "float")
+        except (IndexError, ZeroDivisionError, MrcstatsError):  # unreadable prompt: not classified
+            out.append("other error")
+            continue
+        out.append("false precedence" if abs(float(value) - round(float(std), 1)) <= 0.051 else "other error")
+    return out
 
 
 def derived_log(results: Path):
@@ -58,6 +93,7 @@ def derived_log(results: Path):
         raise SystemExit(f"seed004_elagent: unexpected Task 1 file/condition name {bad!r}")
     t1 = t1.assign(task="task 1", move=m[0].map(MOVES), operators=m[1], digits=m[2].astype(int).astype(str) + "D",
                    approach=np.where(m[3].notna(), "CoT1", "0-shot"))
+    t1["error_type"] = task1_error_types(t1)
     parts.append(t1)
     t5 = mrcstats.read_log(str(results / "task 5"), format="elagent", model=MODEL)
     t5 = t5.assign(task="task 5", variant=t5["condition"].astype(str).map(VARIANTS))
@@ -97,7 +133,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seed004_elagent: {results} not found; pass the shared data folder as the first argument",
               file=sys.stderr)
         return 2
-    from mrcstats.errors import MrcstatsError
     from mrcstats.io import write_log
     from mrcstats.report import build_report
 
@@ -117,15 +152,24 @@ def main(argv: list[str] | None = None) -> int:
                 "file names (move, operand digits, CoT1) and, for Task 5, from the prompt: the statements cited as "
                 "gold evidence decide factual ('Mice are afraid of cats') vs counterfactual ('Cats are afraid of "
                 "mice') evidence and whether the first statement is part of the chain."),
+                ("Task 1 answer types are classified automatically: a wrong numeric answer equal (to 0.05) to the "
+                 "value of the expression under the standard precedence is a 'false precedence' error; other wrong "
+                 "numbers are 'other error'. This is a strict lower bound of the seed's manual FP count (73 of 200), "
+                 "which also counts answers that apply the standard precedence only in part."),
                 ("Each cell holds one run (the seed reports mean ± SD over three runs), so the accuracy tables show "
                 "accuracy only. Invalid answers are kept and count as not correct."),
             ],
             "logs": [str(log_path)],
             "analyses": [
-                {"type": "summary", "by": ["task"], "title": "Accuracy per task"},
+                {"type": "summary", "by": ["task"], "title": "Accuracy"},
                 {"type": "accuracy", "rows": ["move", "approach"], "cols": "digits", "filter": t1,
                  "order": {"move": list(MOVES.values()), "approach": ["0-shot", "CoT1"]},
                  "title": "Task 1: accuracy by move, prompting and operand digits (seed Table 7)"},
+                {"type": "error_types", "rows": "error_type", "cols": "approach", "tests": ["chisq"],
+                 "filter": {**t1, "move": "two moves", "digits": "2D"},
+                 "order": {"error_type": ["false precedence", "other error", "invalid", "correct"],
+                           "approach": ["0-shot", "CoT1"]},
+                 "title": "Task 1: answer types, two moves, 2-digit operands (seed Fig. 2, automated)"},
                 {"type": "contingency", "rows": "move", "cols": "correct", "tests": ["chisq", "fisher"],
                  "filter": {**t1, "approach": "0-shot", "digits": "2D"},
                  "title": "Task 1: precedence move x correctness (0-shot, 2-digit operands)"},
@@ -158,9 +202,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seed004_elagent: {exc}", file=sys.stderr)
         return 2
     headline = {"pdf": _rel(res.pdf), "pages": res.pages, "tests": res.headline.get("tests", {}),
+                "error_types": res.headline.get("error_types", {}),
                 "skipped": list(res.skipped)}
     (out / "headline.json").write_text(json.dumps(headline, indent=2) + "\n")
     print(res.summary())
+    for title, counts in headline["error_types"].items():
+        print(f"  {title}: {counts}")
     for title, tests in headline["tests"].items():
         for name, p in tests.items():
             print(f"  {title}: {name}: p = {p:.4g}")

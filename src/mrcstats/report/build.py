@@ -189,7 +189,7 @@ def build_report(spec: str | Path | Mapping[str, Any] | ReportSpec, out: str | P
 
 
 _SKIP_TITLES = {"glmm": "Fixed effects and random effects", "contingency": "Fisher and chi-square tests",
-                "confusion": "Confusion matrix",
+                "confusion": "Confusion matrix", "error_types": "Error types",
                 "wh_extremes": "Fisher: wh-words of the easiest and hardest clusters",
                 "discrimination": "Discrimination", "masking": "Masking", "accuracy": "Accuracy",
                 "summary": "Accuracy"}
@@ -621,6 +621,36 @@ def _run_confusion(ctx: _Context, a: AnalysisSpec) -> None:
                         + [_test_method(n, ctx) for n, _ in tests]))
 
 
+def _run_error_types(ctx: _Context, a: AnalysisSpec) -> None:
+    crosstab = _api("mrcstats.stats.tables", "crosstab")
+    d = apply_filter(ctx.data, a.get("filter"))
+    rows, cols = a.get("rows"), a.get("cols")
+    results = [_table_test(crosstab, d, rows, cols, test=t, **_fisher_kw(ctx, a.get("simulate"), a.get("B")))
+               for t in a.get("tests")]
+    counts = results[0].table
+    order = dict(a.get("order") or {})
+    if rows in order:
+        counts = counts.reindex([str(v) for v in order[rows]] + [r for r in counts.index
+                                                                 if r not in set(map(str, order[rows]))],
+                                fill_value=0)
+    if cols in order:
+        counts = counts.reindex(columns=[str(v) for v in order[cols]] + [c for c in counts.columns
+                                                                         if c not in set(map(str, order[cols]))],
+                                fill_value=0)
+    tests = [(_test_name(r), r.test) for r in results]
+    title = a.get("title") or f"{rows} by {cols}"
+    sec = _Section(f"Error types: {title}")
+    ctx.figure(sec, F.error_type_bars(counts), f"a{_idx(a)}_error_types",
+               f"{title}: counts of each {rows} per {cols} (seed 004 Fig. 2 layout).")
+    ctx.table(sec, contingency_table(counts, tests, caption=f"{title}: counts of {rows} by {cols}.",
+                                     label=f"a{_idx(a)}_error_types"))
+    ctx.sections.append(sec)
+    ctx.headline.setdefault("error_types", {})[title] = counts.to_dict()
+    ctx.methods.append((f"Error types {title} ({a.where})",
+                        [f"Counts of {rows} by {cols}{_filter_note(a.get('filter'))}."]
+                        + [_test_method(n, ctx) for n, _ in tests]))
+
+
 def _run_wh_extremes(ctx: _Context, a: AnalysisSpec) -> None:
     res, data, _ga = ctx.glmms.get(a.get("glmm"), (None, None, None))
     if res is None:
@@ -772,6 +802,6 @@ def _run_accuracy(ctx: _Context, a: AnalysisSpec) -> None:
 
 _RUNNERS: dict[str, Callable[[_Context, AnalysisSpec], None]] = {
     "summary": _run_summary, "glmm": _run_glmm, "contingency": _run_contingency, "confusion": _run_confusion,
-    "wh_extremes": _run_wh_extremes,
+    "wh_extremes": _run_wh_extremes, "error_types": _run_error_types,
     "discrimination": _run_discrimination, "masking": _run_masking, "accuracy": _run_accuracy,
 }

@@ -356,7 +356,7 @@ def error_type_bars(frame: pd.DataFrame, ylabel: str = "count", title: str | Non
             ax.bar(xs + (j - (n - 1) / 2) * width, f[col], width=width, color=GREYS[j % len(GREYS)],
                    edgecolor="0.0", linewidth=0.4, hatch=hatches[j % len(hatches)], label=str(col))
         ax.set_xticks(xs)
-        ax.set_xticklabels([str(i) for i in f.index])
+        ax.set_xticklabels([str(i) for i in f.index], rotation=25, ha="right")
         ax.set_ylabel(ylabel)
         if title:
             ax.set_title(title)

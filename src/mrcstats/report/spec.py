@@ -37,6 +37,9 @@ Example (``mrcstats report demo.yaml --out reports/demo.pdf``)::
       - type: confusion                   # gold x predicted label, heat map and chi-square
         gold: gold
         pred: pred
+      - type: error_types                 # counts of an error-type column per condition: grouped bars
+        rows: error_type
+        cols: condition
       - type: wh_extremes                 # wh-word x easiest/hardest clusters of a fitted GLMM
         glmm: token count
         n: 100
@@ -81,6 +84,9 @@ _ANALYSES: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
     "confusion": {"gold": ((str,), "gold"), "pred": ((str,), "pred"), "model": ((str,), None),
                   "labels": ((list,), None), "tests": ((list, str), ["chisq"]), "simulate": ((bool,), False),
                   "B": ((int,), 2000), "title": ((str,), None), "filter": ((dict,), {})},
+    "error_types": {"rows": ((str,), "error_type"), "cols": ((str,), "condition"), "title": ((str,), None),
+                    "filter": ((dict,), {}), "order": ((dict,), {}), "tests": ((list, str), ["chisq"]),
+                    "simulate": ((bool,), True), "B": ((int,), 2000)},
     "wh_extremes": {"glmm": ((str,), None), "n": ((int,), 100), "column": ((str,), "wh_word"),
                     "simulate": ((bool,), True), "B": ((int,), 2000)},
     "discrimination": {"cutoffs": ((list,), [0, 5, 10, 15]), "epsilon": ((float, int), 1e-10),
@@ -300,7 +306,7 @@ def _extra_checks(source: str, where: str, typ: str, opts: dict[str, Any], base:
             bad = sorted(set(s) - {"feature", "factor", "raw", "sigmas", "label"})
             if bad:
                 raise _err(source, f"{key}.{bad[0]}", "unknown key; known keys: feature, factor, raw, sigmas, label")
-    elif typ in ("contingency", "confusion"):
+    elif typ in ("contingency", "confusion", "error_types"):
         if typ == "contingency" and opts["unit"] not in ("rows", "item"):
             raise _err(source, f"{where}.unit", f"expected rows or item, got {opts['unit']!r}")
         tests = [opts["tests"]] if isinstance(opts["tests"], str) else list(opts["tests"])
