@@ -52,9 +52,10 @@ def small_log(tmp_path: Path, seed: int = 3) -> Path:
                     for mr in (0, 50, 100):
                         for t in range(2):
                             eta = 1.0 + b + 0.3 * x + u + slope * mr / 100
+                            ok = bool(rng.random() < 1 / (1 + np.exp(-eta)))
                             rows.append({"model": m, "item": f"p{p}:{q}", "cluster": f"p{p}", "trial": t,
-                                         "condition": cond, "masking_rate": float(mr),
-                                         "correct": bool(rng.random() < 1 / (1 + np.exp(-eta))),
+                                         "condition": cond, "masking_rate": float(mr), "correct": ok,
+                                         "gold": "ABC"[q], "pred": "ABC"[q] if ok else "ABC"[(q + 1) % 3],
                                          "scaled_tok": x, "tokens": 300 + 90 * x,
                                          "wh_word": ["what", "which", "why"][q]})
     path = tmp_path / "log.csv"
@@ -83,6 +84,8 @@ analyses:
   - discrimination: {filter: {masking_rate: 0}, cutoffs: [0, 1, 5], n: 10}
   - masking: {}
   - accuracy: {rows: condition, cols: model, filter: {masking_rate: 50}}
+  - confusion: {filter: {masking_rate: 100}}
+  - error_types: {rows: wh_word, cols: model, filter: {masking_rate: 100}, order: {wh_word: [why, what]}}
 """
 
 
@@ -108,7 +111,8 @@ def test_builds_are_byte_identical(built):
 def test_sections_extract_and_pages_render(built, tmp_path):
     _, a, _ = built
     text = pdf_text(a.pdf)
-    for title in ("Methods", "Fixed effects", "Random effects", "Fisher", "Discrimination", "Masking"):
+    for title in ("Methods", "Fixed effects", "Random effects", "Fisher", "Discrimination", "Masking",
+                  "Confusion matrix", "Error types"):
         assert title in text
     assert "correct ~ scaled_tok * model + (1 | cluster)" in text
     assert "contr.sum" in text and "nAGQ = 1" in text and "Software: Python" in text
