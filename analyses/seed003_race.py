@@ -167,6 +167,12 @@ def main(argv: list[str] | None = None) -> int:
             "logs": [str(log_path)],
             "features": str(feats_path),
             "analyses": [
+                *[{"type": "probability", "fixef": TRUTH[w]["fixef"], "feature": TRUTH[w]["feature"],
+                   "factor": "LLM", "levels": list(MODELS), "coding": "sum", "raw": TRUTH[w]["raw"],
+                   "label": TRUTH[w]["label"],
+                   "title": f"Seed Table {1 if w == 'tok' else 2} from the published fixed effects "
+                            f"(Appendix B.{1 if w == 'tok' else 2})"}
+                  for w in (["tok", "con"] if n_syn else ["tok"])],
                 {"type": "summary", "by": ["condition", "model"], "title": "Simulated accuracy"},
                 glmm("tok", tok_cond),
                 *([glmm("con", con_cond)] if n_syn else []),

@@ -189,7 +189,7 @@ def build_report(spec: str | Path | Mapping[str, Any] | ReportSpec, out: str | P
 
 
 _SKIP_TITLES = {"glmm": "Fixed effects and random effects", "contingency": "Fisher and chi-square tests",
-                "confusion": "Confusion matrix", "error_types": "Error types",
+                "confusion": "Confusion matrix", "error_types": "Error types", "probability": "Probabilities",
                 "wh_extremes": "Fisher: wh-words of the easiest and hardest clusters",
                 "discrimination": "Discrimination", "masking": "Masking", "accuracy": "Accuracy",
                 "summary": "Accuracy"}
@@ -651,6 +651,33 @@ def _run_error_types(ctx: _Context, a: AnalysisSpec) -> None:
                         + [_test_method(n, ctx) for n, _ in tests]))
 
 
+def _run_probability(ctx: _Context, a: AnalysisSpec) -> None:
+    rm, rsd = a.get("raw_mean"), a.get("raw_sd")
+    raw = a.get("raw")
+    if raw:
+        if raw not in ctx.data.columns:
+            raise InputError(f"raw: no column {raw!r} in the data")
+        vals = ctx.data.drop_duplicates("item")[raw].astype(float)
+        rm, rsd = float(vals.mean()), float(vals.std(ddof=1))
+    label = a.get("label") or a.get("feature")
+    title = a.get("title") or f"Predicted probabilities at {label} from given fixed effects"
+    t = probability_table(a.get("fixef"), a.get("feature"), a.get("factor"), [str(v) for v in a.get("levels")],
+                          coding=a.get("coding"), sigmas=a.get("sigmas"), raw_mean=rm, raw_sd=rsd,
+                          feature_label=label, labels=a.get("labels"),
+                          caption=f"{title}: P(correct) per {a.get('factor')} at "
+                                  f"{', '.join(format_number(float(x), 0) for x in a.get('sigmas'))} SD of {label}"
+                                  + (f" (raw {raw} in brackets)" if raw else "") + ".",
+                          label=f"a{_idx(a)}_probability")
+    sec = _Section(title)
+    ctx.table(sec, t)
+    ctx.sections.append(sec)
+    ctx.headline.setdefault("probability", {})[title] = t.to_frame().to_dict(orient="records")
+    ctx.methods.append((f"{title} ({a.where})", [
+        (f"P(correct) = logistic(β0 + Σ_j C[m, j] β_j + k·(β_x + Σ_j C[m, j] β_x:j)) from the given fixed effects "
+        f"with contr.{a.get('coding')} contrasts for {a.get('factor')} (levels {', '.join(map(str, a.get('levels')))});"
+        " Grand Mean = logistic of the mean log-odds over levels.")]))
+
+
 def _run_wh_extremes(ctx: _Context, a: AnalysisSpec) -> None:
     res, data, _ga = ctx.glmms.get(a.get("glmm"), (None, None, None))
     if res is None:
@@ -802,6 +829,6 @@ def _run_accuracy(ctx: _Context, a: AnalysisSpec) -> None:
 
 _RUNNERS: dict[str, Callable[[_Context, AnalysisSpec], None]] = {
     "summary": _run_summary, "glmm": _run_glmm, "contingency": _run_contingency, "confusion": _run_confusion,
-    "wh_extremes": _run_wh_extremes, "error_types": _run_error_types,
+    "wh_extremes": _run_wh_extremes, "error_types": _run_error_types, "probability": _run_probability,
     "discrimination": _run_discrimination, "masking": _run_masking, "accuracy": _run_accuracy,
 }

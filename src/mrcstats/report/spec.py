@@ -40,6 +40,12 @@ Example (``mrcstats report demo.yaml --out reports/demo.pdf``)::
       - type: error_types                 # counts of an error-type column per condition: grouped bars
         rows: error_type
         cols: condition
+      - type: probability                 # probability-at-σ table from given (e.g. published) fixed effects
+        fixef: {"(Intercept)": 1.31, x: 0.08, LLM1: -1.12, LLM2: -0.04, "x:LLM1": 0.01, "x:LLM2": 0.0}
+        feature: x
+        factor: LLM
+        levels: [Davinci-002, Davinci-003, GPT-4]
+        coding: sum
       - type: wh_extremes                 # wh-word x easiest/hardest clusters of a fitted GLMM
         glmm: token count
         n: 100
@@ -87,6 +93,10 @@ _ANALYSES: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
     "error_types": {"rows": ((str,), "error_type"), "cols": ((str,), "condition"), "title": ((str,), None),
                     "filter": ((dict,), {}), "order": ((dict,), {}), "tests": ((list, str), ["chisq"]),
                     "simulate": ((bool,), True), "B": ((int,), 2000)},
+    "probability": {"fixef": ((dict,), None), "feature": ((str,), None), "factor": ((str,), None),
+                    "levels": ((list,), None), "coding": ((str,), "sum"), "sigmas": ((list,), [-2, 0, 2, 4]),
+                    "raw": ((str,), None), "raw_mean": ((float, int), None), "raw_sd": ((float, int), None),
+                    "label": ((str,), None), "labels": ((dict,), {}), "title": ((str,), None)},
     "wh_extremes": {"glmm": ((str,), None), "n": ((int,), 100), "column": ((str,), "wh_word"),
                     "simulate": ((bool,), True), "B": ((int,), 2000)},
     "discrimination": {"cutoffs": ((list,), [0, 5, 10, 15]), "epsilon": ((float, int), 1e-10),
@@ -98,7 +108,8 @@ _ANALYSES: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
     "accuracy": {"rows": ((str, list), "condition"), "cols": ((str,), "model"), "title": ((str,), None),
                  "percent": ((bool,), True), "filter": ((dict,), {}), "order": ((dict,), {})},
 }
-_REQUIRED = {"glmm": ("formula",), "contingency": ("rows", "cols"), "wh_extremes": ("glmm",)}
+_REQUIRED = {"glmm": ("formula",), "contingency": ("rows", "cols"), "wh_extremes": ("glmm",),
+             "probability": ("fixef", "feature", "factor", "levels")}
 _TOP = {"title", "subtitle", "seed", "logs", "features", "analyses", "author", "notes"}
 
 
@@ -316,6 +327,13 @@ def _extra_checks(source: str, where: str, typ: str, opts: dict[str, Any], base:
         opts["tests"] = tests
         if opts["B"] < 1:
             raise _err(source, f"{where}.B", f"expected a positive number of replicates, got {opts['B']}")
+    elif typ == "probability":
+        if opts["coding"] not in ("sum", "treatment"):
+            raise _err(source, f"{where}.coding", f"expected sum or treatment, got {opts['coding']!r}")
+        try:
+            opts["fixef"] = {str(k): float(v) for k, v in opts["fixef"].items()}
+        except (TypeError, ValueError):
+            raise _err(source, f"{where}.fixef", "expected a mapping of term names to numbers") from None
     elif typ == "discrimination":
         try:
             opts["cutoffs"] = [float(c) for c in opts["cutoffs"]]
