@@ -229,3 +229,11 @@ def test_top_level_features_callable_after_submodule_import():
 
     df = mrcstats.features(pd.DataFrame({"item": ["a"], "question": ["Whose idea?"]}), parser="none")
     assert df["wh_word"].tolist() == ["whose"]
+
+
+def test_sentence_split_keeps_titles_and_company_abbreviations():
+    assert split_sentences("Mr. Vinken is chairman of Elsevier N.V., the Dutch group. Lorillard Inc., "
+                           "a unit of Loews Corp. that makes cigarettes, stopped. Dr. Smith said no. Then he left.") == [
+        "Mr. Vinken is chairman of Elsevier N.V., the Dutch group.",
+        "Lorillard Inc., a unit of Loews Corp. that makes cigarettes, stopped.",
+        "Dr. Smith said no.", "Then he left."]

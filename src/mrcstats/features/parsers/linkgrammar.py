@@ -26,7 +26,7 @@ import re
 
 from mrcstats.errors import DependencyError
 from mrcstats.features.parsers import ParsedText, parsed_from_trees
-from mrcstats.features.tokens import split_sentences, tokenize
+from mrcstats.features.tokens import SPLITTER_VERSION, split_sentences, tokenize
 from mrcstats.features.trees import Tree, flat_tree, leaves, normalize, parse_brackets, wrap_leaves
 
 __all__ = ["LinkGrammarParser", "import_linkgrammar"]
@@ -94,7 +94,8 @@ class LinkGrammarParser:
                                       **{**common, "short_length": int(null_short_length)})
         self._version = (f"link-grammar {lg.__version__}; dict {self._dict.linkgrammar_get_dict_version()}; "
                          f"nulls<={self.max_null_count} up to {self.null_max_words} words; "
-                         f"time {self.max_parse_time}s; limit {linkage_limit}; short {short_length}/{null_short_length}; complete trees")
+                         f"time {self.max_parse_time}s; limit {linkage_limit}; short {short_length}/{null_short_length}; complete trees; "
+                         f"{SPLITTER_VERSION}")
 
     @property
     def version(self) -> str:
