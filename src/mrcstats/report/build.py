@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mrcstats.errors import InputError, MrcstatsError
+from mrcstats.errors import DependencyError, InputError, MrcstatsError
 from mrcstats.report import figures as F
 from mrcstats.report.pdf import ReportDocument
 from mrcstats.report.spec import AnalysisSpec, ReportSpec, load_spec
@@ -353,7 +353,7 @@ def _run_glmm(ctx: _Context, a: AnalysisSpec) -> None:
                     engine=a.get("engine"), levels=a.get("levels") or None, lme4_defaults=a.get("lme4_defaults"))
     except NotImplementedError as exc:
         raise _Skip(f"the {a.get('engine')} GLMM engine is not available: {exc}") from None
-    except ImportError as exc:
+    except (ImportError, DependencyError) as exc:
         raise _Skip(f"the {a.get('engine')} GLMM engine needs a missing piece: {exc}") from None
     ctx.glmms[name] = (res, data, a)
     labels = dict(a.get("labels") or {})
