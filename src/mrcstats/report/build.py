@@ -547,9 +547,9 @@ def _run_contingency(ctx: _Context, a: AnalysisSpec) -> None:
                           f"({'one row per item' if a.get('unit') == 'item' else 'all log rows'}).",
                           label=f"a{_idx(a)}_contingency_{a.get('rows')}_{a.get('cols')}")
     ctx.table(sec, t)
+    for why, k in dict(results[0].skipped).items():
+        sec.add("note", f"Left out {k} row(s): {why}.")
     for r in results:
-        for why, k in dict(r.skipped).items():
-            sec.add("note", f"Left out {k} row(s): {why}.")
         if getattr(r.test, "warning", None):
             sec.add("note", f"{_test_name(r)}: {r.test.warning}.")
     ctx.sections.append(sec)
@@ -611,9 +611,8 @@ def _run_confusion(ctx: _Context, a: AnalysisSpec) -> None:
                f"Confusion matrix, {title}: rows = gold, columns = predicted, counts in the cells.")
     ctx.table(sec, contingency_table(counts, tests, caption=f"Confusion matrix, {title} (rows gold, columns "
                                      "predicted).", label=f"a{_idx(a)}_confusion"))
-    for r in results:
-        for why, k in dict(r.skipped).items():
-            sec.add("note", f"Left out {k} row(s): {why}.")
+    for why, k in dict(results[0].skipped).items():
+        sec.add("note", f"Left out {k} row(s): {why}.")
     ctx.sections.append(sec)
     ctx.headline.setdefault("tests", {})[title] = {n: _p(r) for n, r in tests}
     ctx.methods.append((f"Confusion matrix {title} ({a.where})",

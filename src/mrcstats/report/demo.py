@@ -54,7 +54,7 @@ def demo_spec(log_name: str, truth: dict[str, Any], seed: int) -> dict[str, Any]
             {"type": "contingency", "rows": "condition", "cols": "correct", "tests": ["fisher", "chisq"],
              "filter": {"masking_rate": 50, "condition": ["strict", "lenient"]},
              "title": "strict vs lenient masking at MR = 50 %"},
-            {"type": "discrimination", "filter": {"masking_rate": 0}, "cutoffs": [0, 1, 2, 5], "n": 50,
+            {"type": "discrimination", "filter": {"masking_rate": 0}, "cutoffs": [0, 0.1, 0.2, 0.5], "n": 50,
              "bootstrap": 500},
             {"type": "masking"},
             {"type": "accuracy", "rows": "condition", "cols": "model", "filter": {"masking_rate": 50},

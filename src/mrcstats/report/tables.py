@@ -776,14 +776,18 @@ def pd_cutoff_table(frame: pd.DataFrame | Any, caption: str = "", label: str = "
         rows.append(["Grand Mean", *f["grand_mean"]])
     for col, name in (("clusters", "Cluster count"), ("items", "Item count"), ("kendall_tau", "Kendall's τ")):
         if col in f.columns:
-            rows.append([name, *f[col]])
-    df = pd.DataFrame(rows, columns=["", *cut_cols])
+            vals = list(f[col])
+            if col != "kendall_tau":
+                vals = [int(v) for v in vals]
+            rows.append([name, *vals])
+    df = pd.DataFrame(rows, columns=["", *cut_cols], dtype=object)
 
     def fmt(v: Any) -> str:
         if _is_missing(v):
             return MISSING
-        v = float(v)
-        return f"{v:,.0f}" if v.is_integer() and abs(v) > 1 else _minus(f"{v:.2f}")
+        if isinstance(v, int | np.integer) and not isinstance(v, bool):
+            return f"{int(v):,}"
+        return _minus(f"{float(v):.2f}")
 
     return Table(df, caption=caption, label=label, formats={c: fmt for c in cut_cols})
 
