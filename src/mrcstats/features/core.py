@@ -78,7 +78,9 @@ class FeatureResult:
 
     ``frame`` is one row per item (columns :func:`feature_columns`); ``skipped`` counts
     items left out by reason; ``parsed``/``cache_hits`` count distinct texts parsed now
-    or read from the cache; ``seconds`` is the wall time of the parsing step.
+    or read from the cache; ``parse_fallbacks`` counts flat-tree sentences over the distinct
+    texts (a passage shared by several items counts once); ``seconds`` is the wall time of
+    the parsing step.
     """
 
     frame: pd.DataFrame
@@ -112,7 +114,8 @@ class FeatureResult:
             lines.append(f"{self.texts} distinct texts: {self.parsed} parsed, {self.cache_hits} from the cache, "
                          f"{self.seconds:.1f} s")
         if self.parser == "link-grammar":
-            lines.append(f"{self.parse_fallbacks} sentences without a linkage got flat trees (parse_fallbacks)")
+            lines.append(f"{self.parse_fallbacks} sentences of the distinct texts had no linkage and got flat "
+                         "trees (per item: parse_fallbacks)")
         if self.skipped:
             lines.append("skipped: " + ", ".join(f"{n} {r}" for r, n in self.skipped.items()))
         num = self.frame.select_dtypes("number")
@@ -279,7 +282,7 @@ def compute_features(source, *, parser: str = "auto", jobs: int = 1, cache: str 
         seconds = time.perf_counter() - t0
 
     rows = []
-    total_fallbacks = 0
+    total_fallbacks = sum(p.fallbacks for p in parsed)  # each distinct text once
     for it, pl in zip(items.items, plan):
         row: dict[str, Any] = {"item": it.item, "cluster": it.cluster,
                                "wh_word": pd.NA if it.question is None else wh_word(it.question),
@@ -301,7 +304,6 @@ def compute_features(source, *, parser: str = "auto", jobs: int = 1, cache: str 
                 nodes += n
                 leaves_ += lv
             row["nodes"], row["leaves"], row["parse_fallbacks"] = nodes, leaves_, fallbacks
-            total_fallbacks += fallbacks
         rows.append(row)
     frame = _finish(rows, syntax)
     return FeatureResult(frame, name, version, dict(items.skipped), dict(items.examples), len(units) if syntax else 0,
