@@ -719,7 +719,9 @@ def _run_discrimination(ctx: _Context, a: AnalysisSpec) -> None:
                "(seed 003 Fig. 4); dotted lines: cutoffs.")
     ctx.table(sec, pd_cutoff_table(cut, caption="Accuracy of each model on the clusters with P_d above each "
                                    "cutoff, grand mean, counts and Kendall's τ against the full ranking "
-                                   "(seed 003 Table 5).", label="pd_cutoffs"))
+                                   "(seed 003 Table 5)" + (f"; 95% percentile intervals from {a.get('bootstrap')} "
+                                   "cluster-bootstrap resamples" if a.get("bootstrap") else "") + ".",
+                                   label="pd_cutoffs"))
     ctx.headline["pd"] = {"clusters": len(pdv), "mean": float(pdv.mean()) if len(pdv) else None,
                           "max": float(pdv.max()) if len(pdv) else None,
                           "cutoffs": [dict(r) for r in cut.to_dict()["cutoffs"]]}

@@ -769,9 +769,17 @@ def pd_cutoff_table(frame: pd.DataFrame | Any, caption: str = "", label: str = "
                     acc[str(c)[len(pre):]] = list(f[c])
     names = dict(labels or {})
     cut_cols = [f"P_d > {format_number(c, 0) if float(c).is_integer() else c}" for c in f["cutoff"]]
+    cis: dict[str, list[Any]] = {}
+    if "accuracy_ci" in f.columns:
+        for m in acc:
+            vals_ci = [(d or {}).get(m) if isinstance(d, Mapping) else None for d in f["accuracy_ci"]]
+            if any(v is not None for v in vals_ci):
+                cis[m] = [f"[{v[0]:.2f}, {v[1]:.2f}]" if v is not None else np.nan for v in vals_ci]
     rows = []
     for m, vals in acc.items():
         rows.append([names.get(m, m), *vals])
+        if m in cis:
+            rows.append([f"{names.get(m, m)} 95% CI", *cis[m]])
     if "grand_mean" in f.columns:
         rows.append(["Grand Mean", *f["grand_mean"]])
     for col, name in (("clusters", "Cluster count"), ("items", "Item count"), ("kendall_tau", "Kendall's τ")):
@@ -787,6 +795,8 @@ def pd_cutoff_table(frame: pd.DataFrame | Any, caption: str = "", label: str = "
             return MISSING
         if isinstance(v, int | np.integer) and not isinstance(v, bool):
             return f"{int(v):,}"
+        if isinstance(v, str):
+            return v
         return _minus(f"{float(v):.2f}")
 
     return Table(df, caption=caption, label=label, formats={c: fmt for c in cut_cols})
