@@ -5,8 +5,8 @@ actually run (formulas, contrasts, engine, nAGQ, tests and their settings,
 software versions, seeds), then one section per analysis with numbered tables
 and figures. Beside ``NAME.pdf`` it writes ``NAME_tables/`` (each table as
 ``.tex`` (booktabs), ``.md``, ``.csv`` and ``.html``) and ``NAME_figures/``
-(vector PDF). Numbers come from the result objects of the other layers
-(``glmer``, ``drop1``, ``gvif``, ``fisher``, ``chisq``, ``discrimination``,
+(vector PDF); files of those types left there by an earlier build are removed
+first. Numbers come from the result objects of the other layers (``glmer``, ``drop1``, ``gvif``, ``fisher``, ``chisq``, ``discrimination``,
 ``masking_indicators``, ``summarize``); this module only lays them out.
 
 An analysis whose building block is not installed is skipped with a note in
@@ -149,6 +149,7 @@ def build_report(spec: str | Path | Mapping[str, Any] | ReportSpec, out: str | P
         raise InputError(f"--out {out}: the report is a PDF; give a path ending in .pdf")
     ctx = _Context(rs, out)
     ctx.log = _read_logs(rs)
+    _clear_outputs(ctx)
     ctx.data = _join_features(ctx.log, rs)
     data_section = _data_summary(ctx)
     for a in rs.analyses:
@@ -193,6 +194,16 @@ _SKIP_TITLES = {"glmm": "Fixed effects and random effects", "contingency": "Fish
                 "wh_extremes": "Fisher: wh-words of the easiest and hardest clusters",
                 "discrimination": "Discrimination", "masking": "Masking", "accuracy": "Accuracy",
                 "summary": "Accuracy"}
+
+
+def _clear_outputs(ctx: _Context) -> None:
+    """Remove the table and figure files of an earlier build of the same report (only the file types this
+    module writes, only in ``NAME_tables/`` and ``NAME_figures/``), so the folders hold exactly this build."""
+    for folder, exts in ((ctx.tables_dir, {".tex", ".md", ".csv", ".html"}), (ctx.figures_dir, {".pdf", ".svg"})):
+        if folder.is_dir():
+            for f in folder.iterdir():
+                if f.is_file() and f.suffix in exts:
+                    f.unlink()
 
 
 def _emit(doc: ReportDocument, sec: _Section) -> None:
