@@ -6,7 +6,8 @@ software versions, seeds), then one section per analysis with numbered tables
 and figures. Beside ``NAME.pdf`` it writes ``NAME_tables/`` (each table as
 ``.tex`` (booktabs), ``.md``, ``.csv`` and ``.html``) and ``NAME_figures/``
 (vector PDF); files of those types left there by an earlier build are removed
-first. Numbers come from the result objects of the other layers (``glmer``, ``drop1``, ``gvif``, ``fisher``, ``chisq``, ``discrimination``,
+first. Numbers come from the result objects of the other layers (``glmer``,
+``drop1``, ``gvif``, ``fisher``, ``chisq``, ``discrimination``,
 ``masking_indicators``, ``summarize``); this module only lays them out.
 
 An analysis whose building block is not installed is skipped with a note in
