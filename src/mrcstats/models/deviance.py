@@ -116,11 +116,24 @@ class SingleFactor:
     def _seg(self, v: np.ndarray) -> np.ndarray:
         return np.bincount(self.g, weights=v, minlength=self.q)
 
-    def _group_obj(self, eta: np.ndarray, u: np.ndarray) -> np.ndarray:
+    def _group_obj(self, eta: np.ndarray, u: np.ndarray, f: np.ndarray | None = None,
+                   tmp: np.ndarray | None = None) -> np.ndarray:
+        """Per-group penalised deviance Σ 2w(softplus(η) - yη) + u² (f, tmp: optional buffers)."""
         d = self.d
-        f = _softplus(eta)
-        f *= d.w
-        f -= d.wy * eta
+        f = np.empty_like(eta) if f is None else f
+        tmp = np.empty_like(eta) if tmp is None else tmp
+        np.abs(eta, out=f)
+        np.negative(f, out=f)
+        np.exp(f, out=f)
+        np.log1p(f, out=f)
+        np.maximum(eta, 0, out=tmp)
+        f += tmp
+        if d.unit:
+            np.multiply(d.y, eta, out=tmp)
+        else:
+            f *= d.w
+            np.multiply(d.wy, eta, out=tmp)
+        f -= tmp
         return 2 * self._seg(f) + u * u
 
     def _mu_r_v(self, eta: np.ndarray):
@@ -176,11 +189,15 @@ class SingleFactor:
             unew = u - step
             if dmax > 1e-4:
                 # step-halving per group where the penalised deviance does not decrease
+                # r and v are free here (E and S are computed); t holds the trial η
                 if fcur is None:
-                    fcur = self._group_obj(eta, u)
+                    fcur = self._group_obj(eta, u, self._r, self._v)
+                eta_n = self._t
                 for _ in range(60):
-                    eta_n = eta0 + theta * unew[g]
-                    fnew = self._group_obj(eta_n, unew)
+                    np.take(unew, g, out=eta_n)
+                    eta_n *= theta
+                    eta_n += eta0
+                    fnew = self._group_obj(eta_n, unew, self._r, self._v)
                     bad = fnew > fcur + 1e-10 * np.abs(fcur)
                     if not bad.any():
                         break
