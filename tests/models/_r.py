@@ -1,7 +1,10 @@
-"""Inline Rscript fits for the native-engine tests (the R parity suite proper is test_r_parity.py)."""
+"""Inline Rscript fits for the native-engine tests (the R parity suite proper is test_r_parity.py).
+
+The R side prints tab-separated ``section<TAB>name<TAB>value`` lines (no jsonlite needed),
+parsed here into a dict.
+"""
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
@@ -11,16 +14,23 @@ _SCRIPT = r"""
 suppressMessages(library(lme4))
 a <- commandArgs(TRUE)
 df <- read.csv(a[1], stringsAsFactors = TRUE)
-cl <- if (nchar(a[3])) setNames(as.list(rep("contr.sum", length(strsplit(a[3], ",")[[1]]))), strsplit(a[3], ",")[[1]]) else NULL
+sums <- if (nchar(a[3])) strsplit(a[3], ",")[[1]] else character(0)
+cl <- if (length(sums)) setNames(as.list(rep("contr.sum", length(sums))), sums) else NULL
 m <- glmer(as.formula(a[2]), data = df, family = binomial, nAGQ = as.integer(a[4]), contrasts = cl,
            control = glmerControl(tolPwrss = as.numeric(a[5])))
-cv <- lapply(ranef(m, condVar = TRUE), function(r) list(mode = r[[1]], condvar = as.numeric(attr(r, "postVar")), level = rownames(r)))
-out <- list(fixef = as.list(fixef(m)), se = as.list(sqrt(diag(as.matrix(vcov(m))))),
-            theta = as.list(getME(m, "theta")), loglik = as.numeric(logLik(m)), deviance = deviance(m),
-            aic = AIC(m), bic = BIC(m), df_resid = df.residual(m),
-            resid_q = as.numeric(quantile(residuals(m, "pearson", scaled = TRUE))), ranef = cv,
-            messages = as.list(m@optinfo$conv$lme4$messages))
-cat(jsonlite::toJSON(out, digits = I(15), auto_unbox = TRUE, null = "null"))
+out <- function(sec, nm, v) cat(paste(sec, nm, sprintf("%.15g", v), sep = "\t"), sep = "\n")
+out("fixef", names(fixef(m)), fixef(m))
+out("se", names(fixef(m)), sqrt(diag(as.matrix(vcov(m)))))
+out("theta", names(getME(m, "theta")), getME(m, "theta"))
+out("scalar", c("loglik", "deviance", "aic", "bic", "df_resid"),
+    c(as.numeric(logLik(m)), deviance(m), AIC(m), BIC(m), df.residual(m)))
+out("resid_q", 1:5, as.numeric(quantile(residuals(m, "pearson", scaled = TRUE))))
+re <- ranef(m, condVar = TRUE)
+for (g in names(re)) {
+  out(paste0("mode:", g), rownames(re[[g]]), re[[g]][[1]])
+  out(paste0("condvar:", g), rownames(re[[g]]), as.numeric(attr(re[[g]], "postVar")))
+}
+for (msg in m@optinfo$conv$lme4$messages) cat(paste("message", "-", gsub("[\t\n]", " ", msg), sep = "\t"), sep = "\n")
 """
 
 
@@ -31,8 +41,28 @@ def lme4_fit(rscript: str, df: pd.DataFrame, formula: str, tmp: Path, sum_contra
     df.to_csv(csv, index=False)
     script = tmp / "fit.R"
     script.write_text(_SCRIPT)
-    out = subprocess.run([rscript, str(script), str(csv), formula, ",".join(sum_contrasts), str(nagq), str(tol)],
+    res = subprocess.run([rscript, str(script), str(csv), formula, ",".join(sum_contrasts), str(nagq), str(tol)],
                          capture_output=True, text=True, timeout=600, check=False)
-    if out.returncode != 0:
-        raise RuntimeError(out.stderr[-2000:])
-    return json.loads(out.stdout)
+    if res.returncode != 0:
+        raise RuntimeError(res.stderr[-2000:])
+    r: dict = {"fixef": {}, "se": {}, "theta": {}, "resid_q": [], "ranef": {}, "messages": []}
+    for line in res.stdout.splitlines():
+        parts = line.split("\t")
+        if len(parts) != 3:
+            continue
+        sec, name, val = parts
+        if sec == "message":
+            r["messages"].append(val)
+        elif sec in ("fixef", "se", "theta"):
+            r[sec][name] = float(val)
+        elif sec == "scalar":
+            r[name] = float(val)
+        elif sec == "resid_q":
+            r["resid_q"].append(float(val))
+        else:
+            kind, g = sec.split(":", 1)
+            entry = r["ranef"].setdefault(g, {"level": [], "mode": [], "condvar": []})
+            if kind == "mode":
+                entry["level"].append(name)
+            entry[kind].append(float(val))
+    return r
