@@ -245,3 +245,20 @@ def test_singular_fit_message_is_kept_not_printed(rscript, capfd):
     assert m.messages == ("boundary (singular) fit: see help('isSingular')",)
     out, err = capfd.readouterr()
     assert "singular" not in out + err
+
+
+def test_starting_r_leaves_child_environment_alone():
+    """rpy2 sets LD_LIBRARY_PATH for R; the engine restores it so child Pythons still start cleanly."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("rpy2", reason="rpy2 (extra mrcstats[r]) not installed")
+    from mrcstats.models import r_engine
+
+    before = os.environ.get("LD_LIBRARY_PATH")
+    if r_engine.lme4_available() is not None:
+        pytest.skip(r_engine.lme4_available())
+    assert os.environ.get("LD_LIBRARY_PATH") == before
+    r = subprocess.run([sys.executable, "-c", "import ssl"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,11 +51,21 @@ def _robjects() -> Any:
     except ImportError as exc:
         raise DependencyError(f"engine='lme4' needs rpy2, which is not installed ({exc}); "
                               f"{_INSTALL_HINT}") from None
+    # rpy2 prepends R's library dirs (and /usr/lib/<arch>) to LD_LIBRARY_PATH when it starts R. The
+    # dynamic loader of this process read that variable at start-up, so the change only reaches child
+    # processes, where it makes a non-system Python load the system libpython (e.g. `_ssl` then fails
+    # with "undefined symbol"). Put it back once R is up.
+    saved_ld = os.environ.get("LD_LIBRARY_PATH")
     try:
         import rpy2.robjects as ro
     except Exception as exc:  # noqa: BLE001 - R missing or incompatible: rpy2 raises various errors here
         raise DependencyError(f"engine='lme4': rpy2 could not start R ({type(exc).__name__}: {exc}); "
                               f"check that R is installed and R_HOME points to it; {_INSTALL_HINT}") from None
+    finally:
+        if saved_ld is None:
+            os.environ.pop("LD_LIBRARY_PATH", None)
+        else:
+            os.environ["LD_LIBRARY_PATH"] = saved_ld
     for pkg in ("lme4", "car"):
         if not ro.r(f'isTRUE(requireNamespace("{pkg}", quietly = TRUE))')[0]:
             raise DependencyError(f"engine='lme4': the R package {pkg} is not installed "
