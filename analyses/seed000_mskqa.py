@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             {"type": "summary", "by": ["condition"], "title": "Accuracy over all masking rates"},
             {"type": "masking", "acc0": SEED_ACC0_RQA},
             {"type": "accuracy", "rows": "masking_rate", "cols": "condition",
+             "order": {"condition": ["strict", "regular", "partial", "lenient"]},
              "title": "Acc(MR) per masking condition (mean ± SD over 10 trials)"},
         ],
     }

@@ -123,6 +123,13 @@ def r_column_decimals(values: Sequence[float], digits: int) -> int:
     return int(min(dec, 15))
 
 
+def _stub_format(v: Any) -> str:
+    """Row labels: integer-valued numbers without decimals (a masking rate 5.0 reads "5"), others as ``g``."""
+    if isinstance(v, float | np.floating) and math.isfinite(v):
+        return str(int(v)) if float(v).is_integer() else _minus(f"{float(v):g}")
+    return format_number(v)
+
+
 def _apply_format(fmt: Formatter | None, v: Any) -> str:
     if fmt is None:
         return format_number(v)
@@ -176,10 +183,10 @@ class Table:
 
     def cells(self) -> list[list[str]]:
         """The formatted body, row by row (what LaTeX/Markdown/HTML show)."""
-        out = []
-        for row in self.data.itertuples(index=False, name=None):
-            out.append([_apply_format(self.formats.get(str(c)), v) for c, v in zip(self.data.columns, row)])
-        return out
+        fmts = [self.formats.get(str(c), _stub_format if i < self.stub else None)
+                for i, c in enumerate(self.data.columns)]
+        return [[_apply_format(f, v) for f, v in zip(fmts, row)]
+                for row in self.data.itertuples(index=False, name=None)]
 
     def to_frame(self) -> pd.DataFrame:
         """The raw values (a copy)."""
