@@ -66,3 +66,18 @@ def lme4_fit(rscript: str, df: pd.DataFrame, formula: str, tmp: Path, sum_contra
                 entry["level"].append(name)
             entry[kind].append(float(val))
     return r
+
+
+def skip_without_rpy2() -> None:
+    """Skip (with the reason) unless the rpy2 engine can start R with lme4 and car.
+
+    Starts R through ``r_engine`` rather than importing ``rpy2.robjects`` directly, so the
+    engine's clean-up of rpy2's LD_LIBRARY_PATH change applies to the whole test session.
+    """
+    import pytest
+
+    from mrcstats.models import r_engine
+
+    reason = r_engine.lme4_available()
+    if reason is not None:
+        pytest.skip(reason)

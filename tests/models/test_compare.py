@@ -19,6 +19,8 @@ from mrcstats.models.design import build_design
 from mrcstats.models.formula import parse_formula
 from mrcstats.models.results import GlmerResult
 
+from ._r import skip_without_rpy2
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -229,7 +231,7 @@ def test_car_errors_match(glmm_data, rscript, tmp_path):
 
 @pytest.mark.r
 def test_lme4_engine_drop1_and_anova_equal_r(glmm_data, rscript):
-    pytest.importorskip("rpy2.robjects", reason="rpy2 not importable (pip install 'mrcstats[r]')")
+    skip_without_rpy2()
     from mrcstats.models import glmer
     from mrcstats.models.r_engine import lme4_fit_dict
 

@@ -14,6 +14,8 @@ import pytest
 from mrcstats.errors import DependencyError, InputError
 from mrcstats.models import glmer, r_engine
 
+from ._r import skip_without_rpy2
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -32,7 +34,7 @@ def no_engine_state(monkeypatch):
 
 
 def _needs_rpy2(rscript):
-    pytest.importorskip("rpy2.robjects", reason="rpy2 not importable (pip install 'mrcstats[r]')")
+    skip_without_rpy2()
 
 
 # ----------------------------------------------------------------------------- without R
@@ -249,16 +251,15 @@ def test_singular_fit_message_is_kept_not_printed(rscript, capfd):
 
 def test_starting_r_leaves_child_environment_alone():
     """rpy2 sets LD_LIBRARY_PATH for R; the engine restores it so child Pythons still start cleanly."""
-    import os
     import subprocess
     import sys
 
-    pytest.importorskip("rpy2", reason="rpy2 (extra mrcstats[r]) not installed")
-    from mrcstats.models import r_engine
-
-    before = os.environ.get("LD_LIBRARY_PATH")
-    if r_engine.lme4_available() is not None:
-        pytest.skip(r_engine.lme4_available())
-    assert os.environ.get("LD_LIBRARY_PATH") == before
-    r = subprocess.run([sys.executable, "-c", "import ssl"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    skip_without_rpy2()
+    code = ("import os, subprocess, sys\n"
+            "before = os.environ.get('LD_LIBRARY_PATH')\n"
+            "from mrcstats.models import r_engine\n"
+            "assert r_engine.lme4_available() is None\n"
+            "assert os.environ.get('LD_LIBRARY_PATH') == before, os.environ.get('LD_LIBRARY_PATH')\n"
+            "subprocess.run([sys.executable, '-c', 'import ssl'], check=True)\n")
+    r = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]

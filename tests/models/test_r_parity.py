@@ -18,6 +18,8 @@ import pytest
 from mrcstats.models import glmer
 from mrcstats.models.compare import drop1, gvif
 
+from ._r import skip_without_rpy2
+
 REPO = Path(__file__).resolve().parents[2]
 FIT_GLMER_R = REPO / "R" / "fit_glmer.R"
 
@@ -216,7 +218,7 @@ def test_native_drop1_and_gvif_match_r(name, rscript, tmp_path_factory):
 @pytest.mark.r
 @pytest.mark.parametrize("name", list(CASES))
 def test_rpy2_engine_matches_rscript(name, rscript, tmp_path_factory):
-    pytest.importorskip("rpy2.robjects", reason="rpy2 not importable (pip install 'mrcstats[r]')")
+    skip_without_rpy2()
     r = r_script_fit(name, rscript, tmp_path_factory.mktemp("parity"))
     m = lme4_fit(name)
     d = diffs(m, r)
@@ -233,7 +235,7 @@ def test_rpy2_engine_matches_rscript(name, rscript, tmp_path_factory):
 @pytest.mark.r
 @pytest.mark.parametrize("name", ["seed_sum"])
 def test_native_matches_rpy2_engine(name, rscript):
-    pytest.importorskip("rpy2.robjects", reason="rpy2 not importable (pip install 'mrcstats[r]')")
+    skip_without_rpy2()
     m, r = native_fit(name), lme4_fit(name)
     np.testing.assert_allclose(m.fixef.to_numpy(), r.fixef[m.fixef.index].to_numpy(), rtol=0, atol=TOL_ABS)
     np.testing.assert_allclose(m.theta.to_numpy(), r.theta[m.theta.index].to_numpy(), rtol=0, atol=TOL_ABS)
