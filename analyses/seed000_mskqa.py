@@ -16,10 +16,11 @@ Usage: python analyses/seed000_mskqa.py [DATA] [--out reports/seed000_mskqa]
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
+
+from mrcstats.report.analysis import analysis_parser, display_path
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -29,18 +30,11 @@ SEED_ACC0_RQA = 0.8984
 
 
 def _rel(p: Path) -> str:
-    """``p`` relative to the repository when inside it (headline files stay machine-independent)."""
-    try:
-        return str(Path(p).resolve().relative_to(REPO))
-    except ValueError:
-        return str(p)
+    return display_path(p, REPO)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("data", nargs="?", default=str(REPO.parent / "shared" / "data"),
-                    help="the shared data folder (default: ../shared/data beside the repository)")
-    ap.add_argument("--out", default=str(REPO / "reports" / "seed000_mskqa"), help="output folder")
+    ap = analysis_parser(__doc__, REPO, "seed000_mskqa")
     args = ap.parse_args(argv)
     rqa = Path(args.data) / "mskqa" / "output" / "RQA"
     if not rqa.is_dir():

@@ -23,12 +23,13 @@ Usage: python analyses/seed003_race.py [DATA] [--out reports/seed003_race] [--pa
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
+
+from mrcstats.report.analysis import analysis_parser, display_path
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = ("Davinci-002", "Davinci-003", "GPT-4")   # sorted (C collation): LLM1, LLM2, reference of sum coding
@@ -68,18 +69,11 @@ def simulate(feats, which: str, seed: int):
 
 
 def _rel(p: Path) -> str:
-    """``p`` relative to the repository when inside it (headline files stay machine-independent)."""
-    try:
-        return str(Path(p).resolve().relative_to(REPO))
-    except ValueError:
-        return str(p)
+    return display_path(p, REPO)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("data", nargs="?", default=str(REPO.parent / "shared" / "data"),
-                    help="the shared data folder (default: ../shared/data beside the repository)")
-    ap.add_argument("--out", default=str(REPO / "reports" / "seed003_race"), help="output folder")
+    ap = analysis_parser(__doc__, REPO, "seed003_race")
     ap.add_argument("--work", default=str(REPO / "reports" / "_work"), help="cache and derived-log folder")
     ap.add_argument("--parser", default="auto", help="feature parser: auto, stanza, link-grammar (default auto)")
     ap.add_argument("--jobs", type=int, default=2, help="parser processes (default 2)")

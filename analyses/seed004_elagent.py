@@ -23,13 +23,13 @@ Usage: python analyses/seed004_elagent.py [DATA] [--out reports/seed004_elagent]
 """
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
 from pathlib import Path
 
 from mrcstats.errors import MrcstatsError
+from mrcstats.report.analysis import analysis_parser, display_path
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "gpt-4-1106-preview"
@@ -114,18 +114,11 @@ def derived_log(results: Path):
 
 
 def _rel(p: Path) -> str:
-    """``p`` relative to the repository when inside it (headline files stay machine-independent)."""
-    try:
-        return str(Path(p).resolve().relative_to(REPO))
-    except ValueError:
-        return str(p)
+    return display_path(p, REPO)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("data", nargs="?", default=str(REPO.parent / "shared" / "data"),
-                    help="the shared data folder (default: ../shared/data beside the repository)")
-    ap.add_argument("--out", default=str(REPO / "reports" / "seed004_elagent"), help="output folder")
+    ap = analysis_parser(__doc__, REPO, "seed004_elagent")
     ap.add_argument("--work", default=str(REPO / "reports" / "_work"), help="folder for the derived log")
     args = ap.parse_args(argv)
     results = Path(args.data) / "elagent" / "results"
