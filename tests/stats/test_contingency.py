@@ -360,3 +360,10 @@ def test_chunked_join_path_agrees(monkeypatch) -> None:
     monkeypatch.setattr(rx, "_CHUNK", 5000)
     assert math.isclose(rxc_exact_pvalue(x, max_entries=2000), full, rel_tol=1e-12)
     assert math.isclose(full, 0.0660297352734594, rel_tol=1e-9)  # R fisher.test
+
+
+@pytest.mark.parametrize("table", [[[2]], [[1, 2, 3]], [[1], [2]]])
+def test_tables_with_fewer_than_two_rows_or_columns_are_refused(table):
+    """As R: fisher.test(matrix(2)) stops with "'x' must have at least 2 rows and columns"."""
+    with pytest.raises(InputError, match="at least 2 rows and 2 columns"):
+        fisher(table)

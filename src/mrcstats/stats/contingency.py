@@ -81,8 +81,10 @@ def as_count_table(table: Any, *, drop_empty: bool = True, where: str = "table")
             raise InputError(f"{where}: expected a two-way table of counts, got {raw.ndim} dimension(s)")
         rl = [str(i + 1) for i in range(raw.shape[0])]
         cl = [str(j + 1) for j in range(raw.shape[1])]
-    if raw.ndim != 2 or raw.shape[0] < 1 or raw.shape[1] < 1:
-        raise InputError(f"{where}: the table is empty; give at least 2 rows and 2 columns of counts")
+    if raw.ndim != 2 or raw.shape[0] < 2 or raw.shape[1] < 2:
+        # R: fisher.test stops with "'x' must have at least 2 rows and columns"
+        raise InputError(f"{where}: the table is {raw.shape[0]} x {raw.shape[1]}; "
+                         "give at least 2 rows and 2 columns of counts")
     counts = np.zeros(raw.shape, dtype=np.int64)
     for i in range(raw.shape[0]):
         for j in range(raw.shape[1]):
