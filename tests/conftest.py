@@ -33,11 +33,12 @@ def _r_status() -> str | None:
         return "Rscript not installed (apt-get install r-base-core r-cran-lme4 r-cran-car)"
     try:
         r = subprocess.run([rscript, "-e", "suppressMessages({library(lme4); library(car)})"],
-                           capture_output=True, text=True, timeout=120)
-    except Exception as exc:  # pragma: no cover
+                           check=False, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as exc:  # pragma: no cover
         return f"Rscript failed: {exc}"
     if r.returncode != 0:
-        return "R packages lme4/car missing: " + r.stderr.strip().splitlines()[-1:][0] if r.stderr else "?"
+        last = (r.stderr.strip().splitlines() or ["(no message)"])[-1]
+        return f"R packages lme4/car missing: {last}"
     return None
 
 

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mrcstats._files import atomic_path, write_text_atomic
-from mrcstats._jsonout import dumps, to_jsonable
+from mrcstats._jsonout import dumps
 
 
 def test_json_conventions():

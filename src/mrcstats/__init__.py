@@ -10,6 +10,7 @@ first use) so that the command line starts fast.
 from __future__ import annotations
 
 from mrcstats._lazy import lazy_exports
+
 __version__ = "0.1.0"
 
 # name -> module that defines it. Each area keeps its own block.
@@ -53,7 +54,7 @@ _API: dict[str, str] = {
     "build_report": "mrcstats.report",
 }
 
-__all__ = sorted(_API) + ["__version__"]
+__all__ = [*sorted(_API), "__version__"]  # noqa: PLE0604
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _API, globals())

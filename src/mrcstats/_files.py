@@ -39,11 +39,10 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None =
     """Open a temporary file beside ``path`` for writing; rename it over ``path`` on success."""
     if "b" in mode:
         encoding = None
-    with atomic_path(path) as tmp:
-        with open(tmp, mode, encoding=encoding) as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
+    with atomic_path(path) as tmp, open(tmp, mode, encoding=encoding) as fh:
+        yield fh
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
