@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 BIN    := $(VENV)/bin
 
-.PHONY: demo test venv venv-dev sysdeps clean
+.PHONY: demo test lint venv venv-dev sysdeps clean
 
 sysdeps:
 	@bash scripts/sysdeps.sh
@@ -30,6 +30,9 @@ demo: sysdeps venv
 
 test: sysdeps venv-dev
 	$(PY) -m pytest -q
+
+lint: venv-dev
+	$(BIN)/ruff check src tests analyses benchmarks
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info src/*.egg-info
