@@ -57,6 +57,17 @@ def test_linkgrammar_null_links_then_flat_fallback(lg_parser):
 
 
 @needs_lg
+def test_linkgrammar_bounds_by_length_not_time(lg_parser):
+    assert lg_parser.max_parse_time >= 30  # a safety net only: results must not depend on load
+    s = "The cat sat on the mat."
+    assert lg_parser.parse_text(s).fallbacks == 0
+    short_only = make_parser(ParserSpec("link-grammar", (("strict_max_words", 3), ("null_max_words", 3))))
+    r = short_only.parse_text(s)  # too long for either pass: flat, without parsing
+    assert r.fallbacks == 1 and r.nodes == 1 + 2 * r.leaves
+    assert short_only.version != lg_parser.version
+
+
+@needs_lg
 def test_linkgrammar_trees_keep_every_word(lg_parser):
     # link-grammar's constituent tree for this sentence's best linkage drops 10 of 11 words
     r = lg_parser.parse_text("One reason that many colleges adopt the website is to   _")
