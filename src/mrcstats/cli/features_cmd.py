@@ -31,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-cache", action="store_true", help="parse everything, read and write no cache")
     p.add_argument("--models-dir", metavar="DIR", help="Stanza models directory (see `mrcstats models download`)")
     p.add_argument("--max-parse-time", type=int, metavar="S",
-                   help="link-grammar: seconds allowed per sentence and pass (default 1)")
+                   help="link-grammar: safety limit in seconds per sentence and pass (default 30); "
+                        "parses are bounded by sentence length, so results do not depend on machine load")
     p.add_argument("--out", metavar="FEATURES.parquet", help="write the feature table here (.parquet or .csv)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
