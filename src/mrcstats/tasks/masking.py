@@ -234,6 +234,10 @@ def _quiet(f: Callable[[], Any]) -> Any:
             os.close(old)
 
 
+#: link-grammar POS pass: longest sentence parsed, most null links allowed (deterministic bounds)
+_LG_MAX_WORDS = 38
+_LG_MAX_NULLS = 8
+
 _LG_POS = {"n": "NOUN", "s": "NOUN", "p": "NOUN", "g": "NOUN", "v": "VERB", "w": "VERB", "q": "VERB",
            "a": "ADJ", "e": "ADV", "b": "PROPN", "m": "PROPN", "f": "PROPN", "l": "PROPN", "t": "PROPN"}
 
@@ -260,13 +264,18 @@ def _tag_linkgrammar(text: str) -> list[Token]:
             return
         words = " ".join(t.text for t in sent)
         tags: list[str | None] = [None] * len(sent)
-        po = lg.ParseOptions(verbosity=0, max_parse_time=5, linkage_limit=100, min_null_count=0,
-                             max_null_count=len(sent))
-        try:
-            linkages = lg.Sentence(words, d, po).parse()
-            lk = next(iter(linkages), None)
-        except Exception:  # noqa: BLE001 - the parser's own errors; fall back to rules
-            lk = None
+        # Bounded by sentence length and null links, not by wall-clock time, so tags never depend
+        # on machine load (the limits of mrcstats.features.parsers.linkgrammar; 30 s is only a
+        # safety net): longer sentences keep their rule-based tags.
+        lk = None
+        if len(sent) <= _LG_MAX_WORDS:
+            po = lg.ParseOptions(verbosity=0, max_parse_time=30, linkage_limit=100, min_null_count=0,
+                                 max_null_count=min(len(sent), _LG_MAX_NULLS))
+            try:
+                linkages = lg.Sentence(words, d, po).parse()
+                lk = next(iter(linkages), None)
+            except Exception:  # noqa: BLE001 - the parser's own errors; fall back to rules
+                lk = None
         if lk is not None:
             j = 0
             for lw in list(lk.words())[1:-1]:
