@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import signal
 import sys
 import threading
 import time
@@ -208,6 +209,16 @@ def _run(cfg: QueryConfig, tasks: list[TaskItem], api_key: str | None, out: Path
 
     bar = progress(total=len(todo), desc=f"query {cfg.model}", unit="req", disable=(
         None if cfg.progress is None else not cfg.progress))
+    # Ctrl-C (SIGINT) only sets `stop`: an asynchronous KeyboardInterrupt inside
+    # concurrent.futures.wait() can leave a future's lock held and hang the pool's shutdown.
+    # A second Ctrl-C gets the previous handler back (plain KeyboardInterrupt).
+    prev_sigint = None
+    if threading.current_thread() is threading.main_thread():
+        def _on_sigint(signum: int, frame: Any) -> None:
+            stop.set()
+            signal.signal(signal.SIGINT, prev_sigint or signal.default_int_handler)
+
+        prev_sigint = signal.signal(signal.SIGINT, _on_sigint)
     try:
 
         def work(task: TaskItem, trial: int) -> dict[str, Any]:
@@ -232,8 +243,8 @@ def _run(cfg: QueryConfig, tasks: list[TaskItem], api_key: str | None, out: Path
 
             try:
                 refill()
-                while inflight:
-                    done, inflight_left = wait(inflight, return_when=FIRST_COMPLETED)
+                while inflight and not stop.is_set():
+                    done, inflight_left = wait(inflight, timeout=0.25, return_when=FIRST_COMPLETED)
                     inflight.clear()
                     inflight.update(inflight_left)
                     for fut in done:
@@ -249,9 +260,15 @@ def _run(cfg: QueryConfig, tasks: list[TaskItem], api_key: str | None, out: Path
                 for fut in inflight:
                     fut.cancel()
                 raise
+            if stop.is_set():  # interrupted: send nothing more; what is in flight is not written
+                interrupted = True
+                for fut in inflight:
+                    fut.cancel()
     except KeyboardInterrupt:
         interrupted = True
     finally:
+        if prev_sigint is not None and signal.getsignal(signal.SIGINT) is not prev_sigint:
+            signal.signal(signal.SIGINT, prev_sigint or signal.default_int_handler)
         bar.close()
         client.close()
     final = load_log(out, repair=False)
