@@ -119,9 +119,17 @@ class SingleFactor:
     def _group_obj(self, eta: np.ndarray, u: np.ndarray, f: np.ndarray | None = None,
                    tmp: np.ndarray | None = None) -> np.ndarray:
         """Per-group penalised deviance Σ 2w(softplus(η) - yη) + u² (f, tmp: optional buffers)."""
-        d = self.d
         f = np.empty_like(eta) if f is None else f
         tmp = np.empty_like(eta) if tmp is None else tmp
+        self._half_dev(eta, f, tmp)
+        return 2 * self._seg(f) + u * u
+
+    def _half_dev(self, eta: np.ndarray, f: np.ndarray, tmp: np.ndarray) -> np.ndarray:
+        """Row terms w(softplus(η) − yη) into ``f``, in place (``tmp`` is scratch); returns ``f``.
+
+        softplus(η) = log1p(exp(−|η|)) + max(η, 0), stable for any η.
+        """
+        d = self.d
         np.abs(eta, out=f)
         np.negative(f, out=f)
         np.exp(f, out=f)
@@ -134,7 +142,7 @@ class SingleFactor:
             f *= d.w
             np.multiply(d.wy, eta, out=tmp)
         f -= tmp
-        return 2 * self._seg(f) + u * u
+        return f
 
     def _mu_r_v(self, eta: np.ndarray):
         """μ, w(y-μ), wμ(1-μ) into the work buffers."""
@@ -226,20 +234,7 @@ class SingleFactor:
             self.u = u
         th2 = theta * theta
         L = 1.0 + th2 * S
-        f = self._t
-        # softplus(eta) - y*eta, weighted
-        np.abs(eta, out=f)
-        np.negative(f, out=f)
-        np.exp(f, out=f)
-        np.log1p(f, out=f)
-        np.maximum(eta, 0, out=eta0)          # eta0 is free from here on
-        f += eta0
-        if d.unit:
-            np.multiply(d.y, eta, out=eta0)
-        else:
-            f *= d.w
-            np.multiply(d.wy, eta, out=eta0)
-        f -= eta0
+        f = self._half_dev(eta, self._t, eta0)  # eta0 is free from here on: scratch
         D = 2.0 * float(f.sum()) - 2.0 * d.const + float(u @ u) + float(np.log(L).sum())
         if not grad:
             return D, None
