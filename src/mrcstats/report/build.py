@@ -210,7 +210,7 @@ def _methods(doc: ReportDocument, rs: ReportSpec, outputs: list[Output]) -> None
 
 def _multiplicity(doc: ReportDocument, tests: list[TestRecord]) -> None:
     """Placeholder until the Holm section lands: lists nothing when fewer than two tests ran."""
-    return None
+    return
 
 
 def _fidelity(doc: ReportDocument, cells: list[Fidelity]) -> None:

@@ -1,6 +1,8 @@
 """``accuracy``: accuracy laid out rows × columns, mean ± SD over trials (seed 004 tables)."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output
 from mrcstats.report.tables import accuracy_table
 from mrcstats.stats.accuracy import summarize
@@ -9,7 +11,7 @@ from mrcstats.stats.accuracy import summarize
 class Accuracy(Analysis):
     type = "accuracy"
     title = "Accuracy"
-    keys = {"rows": Key((str, list), "condition"), "cols": Key((str,), "model"), "percent": Key((bool,), True),
+    keys: ClassVar[dict[str, Key]] = {"rows": Key((str, list), "condition"), "cols": Key((str,), "model"), "percent": Key((bool,), True),
             "order": Key((dict,), {}, help="{column: [values in display order]}")}
 
     def run(self, ctx: Context, a: AnalysisSpec) -> Output:

@@ -1,11 +1,19 @@
 """``confusion``: gold × predicted label counts, heat map, and a test of association."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from mrcstats.report import figures as F
 from mrcstats.report.analyses import _tests as T
-from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output, TestRecord, filter_note
+from mrcstats.report.analyses.base import (
+    Analysis,
+    AnalysisSpec,
+    Context,
+    Key,
+    Output,
+    TestRecord,
+    filter_note,
+)
 from mrcstats.report.analyses.contingency import TEST_KEYS, check_tests
 from mrcstats.report.tables import contingency_table
 from mrcstats.stats.tables import confusion_table
@@ -14,7 +22,7 @@ from mrcstats.stats.tables import confusion_table
 class Confusion(Analysis):
     type = "confusion"
     title = "Confusion matrix"
-    keys = {"gold": Key((str,), "gold"), "pred": Key((str,), "pred"), "model": Key((str,), None),
+    keys: ClassVar[dict[str, Key]] = {"gold": Key((str,), "gold"), "pred": Key((str,), "pred"), "model": Key((str,), None),
             "labels": Key((list,), None), **TEST_KEYS, "tests": Key((list, str), ["chisq"])}
 
     def check(self, opts: dict[str, Any], err: Any, base: Any) -> None:

@@ -1,10 +1,18 @@
 """``contingency``: a cross-table of two log columns with Fisher's and/or Pearson's test."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from mrcstats.report.analyses import _tests as T
-from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output, TestRecord, filter_note
+from mrcstats.report.analyses.base import (
+    Analysis,
+    AnalysisSpec,
+    Context,
+    Key,
+    Output,
+    TestRecord,
+    filter_note,
+)
 from mrcstats.report.tables import contingency_table
 from mrcstats.stats.tables import crosstab
 
@@ -27,7 +35,7 @@ def check_tests(opts: dict[str, Any], err: Any) -> None:
 class Contingency(Analysis):
     type = "contingency"
     title = "Fisher and chi-square tests"
-    keys = {"rows": Key((str,), None, required=True), "cols": Key((str,), None, required=True),
+    keys: ClassVar[dict[str, Key]] = {"rows": Key((str,), None, required=True), "cols": Key((str,), None, required=True),
             "unit": Key((str,), "rows", choices=("rows", "item"), help="item: one row per item"), **TEST_KEYS}
 
     def check(self, opts: dict[str, Any], err: Any, base: Any) -> None:

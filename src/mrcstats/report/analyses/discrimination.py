@@ -1,7 +1,7 @@
 """``discrimination``: the discriminatory power P_d per cluster (seed 003 §3.4), histogram and cutoff table."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from mrcstats.report import figures as F
 from mrcstats.report.analyses import _tests as T
@@ -13,7 +13,7 @@ from mrcstats.stats.discrimination import discrimination
 class Discrimination(Analysis):
     type = "discrimination"
     title = "Discrimination"
-    keys = {"cutoffs": Key((list,), [0, 5, 10, 15]), "epsilon": Key((float, int), 1e-10),
+    keys: ClassVar[dict[str, Key]] = {"cutoffs": Key((list,), [0, 5, 10, 15]), "epsilon": Key((float, int), 1e-10),
             "cluster": Key((str,), "cluster"), "model": Key((str,), "model"), "bootstrap": Key((int,), 0),
             "bins": Key((int,), 30), "wh_column": Key((str,), "wh_word"), "n": Key((int,), 100)}
 
@@ -52,9 +52,9 @@ class Discrimination(Analysis):
                        f"{wh} of the items in the {k} most and {k} least discriminative clusters (seed 003 Table 3, "
                        "lower half); last row: ratio of column shares.", f"{wh} high/low P_d")
         out.methods += [
-            f"P_d per {a.get('cluster')} (seed 003 eq. 4-7): p_k = accuracy of model k on the cluster (invalid = not "
-            f"correct), clipped to [ε, 1 − ε] with ε = {float(a.get('epsilon')):g}; symmetrised Bernoulli KL "
-            "divergence (natural log) averaged over model pairs.",
+            (f"P_d per {a.get('cluster')} (seed 003 eq. 4-7): p_k = accuracy of model k on the cluster (invalid = not "
+             f"correct), clipped to [ε, 1 − ε] with ε = {float(a.get('epsilon')):g}; symmetrised Bernoulli KL "
+             "divergence (natural log) averaged over model pairs."),
             "Cutoff table: clusters with P_d > cutoff, their items, each model's accuracy and the grand mean "
             f"(cutoffs {', '.join(format_number(c, 0) for c in a.get('cutoffs'))})"
             + (f"; cluster-bootstrap intervals with B = {a.get('bootstrap')}." if a.get("bootstrap") else ".")]

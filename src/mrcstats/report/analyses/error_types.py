@@ -1,11 +1,19 @@
 """``error_types``: counts of a category column per condition, grouped bars and a test of association."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from mrcstats.report import figures as F
 from mrcstats.report.analyses import _tests as T
-from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output, TestRecord, filter_note
+from mrcstats.report.analyses.base import (
+    Analysis,
+    AnalysisSpec,
+    Context,
+    Key,
+    Output,
+    TestRecord,
+    filter_note,
+)
 from mrcstats.report.analyses.contingency import TEST_KEYS, check_tests
 from mrcstats.report.tables import contingency_table
 from mrcstats.stats.tables import crosstab
@@ -14,7 +22,7 @@ from mrcstats.stats.tables import crosstab
 class ErrorTypes(Analysis):
     type = "error_types"
     title = "Error types"
-    keys = {"rows": Key((str,), "error_type"), "cols": Key((str,), "condition"), "order": Key((dict,), {}),
+    keys: ClassVar[dict[str, Key]] = {"rows": Key((str,), "error_type"), "cols": Key((str,), "condition"), "order": Key((dict,), {}),
             **TEST_KEYS, "tests": Key((list, str), ["chisq"]), "simulate": Key((bool,), True)}
 
     def check(self, opts: dict[str, Any], err: Any, base: Any) -> None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -28,7 +28,7 @@ _SIGMA_KEYS = {"feature", "factor", "raw", "sigmas", "label"}
 class Glmm(Analysis):
     type = "glmm"
     title = "Fixed effects and random effects"
-    keys = {
+    keys: ClassVar[dict[str, Key]] = {
         "name": Key((str,), None, help="referred to by other analyses (wh_extremes)"),
         "formula": Key((str,), None, required=True), "contrasts": Key((dict,), {}), "levels": Key((dict,), {}),
         "nagq": Key((int,), 1), "engine": Key((str,), "native", choices=("native", "lme4")),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from mrcstats.errors import InputError
 from mrcstats.io import read_log
@@ -16,7 +16,7 @@ from mrcstats.stats.masking import masking_indicators
 class Masking(Analysis):
     type = "masking"
     title = "Masking"
-    keys = {"baseline": Key((str,), None, help="a baseline log (UQA in seed 000) for EA and KI"),
+    keys: ClassVar[dict[str, Key]] = {"baseline": Key((str,), None, help="a baseline log (UQA in seed 000) for EA and KI"),
             "acc0": Key((float, int), None, help="mask-free accuracy (fraction) to normalise by"),
             "models": Key((list,), None)}
 
@@ -71,8 +71,8 @@ class Masking(Analysis):
         out.headline["masking"] = {f"{r.model}/{r.condition}": {"acc": r.acc, "na": r.na, "ea": r.ea, "ki": r.ki}
                                    for r in av.itertuples(index=False)}
         out.methods += [
-            "Acc(MR) = mean over trials of the per-trial accuracy over all items (invalid = not correct); SD over "
-            "trials; t interval.",
+            ("Acc(MR) = mean over trials of the per-trial accuracy over all items (invalid = not correct); SD over "
+             "trials; t interval."),
             "NA_r = Acc_r / Acc_0; EA_r = Acc_0·√(NA_r·NA^U_r); KI_r = (NA^U_r − NA_r)/(1 − NA_r) (undefined where "
             "NA_r ≥ 1); MR-weighted averages ⟨X⟩ = Σ MR·X / Σ MR (seed 000 §2.3, App. D)"
             + (f"; Acc_0 = {a.get('acc0')}" if a.get("acc0") is not None else "; Acc_0 = accuracy at MR = 0") + "."]

@@ -1,7 +1,7 @@
 """``probability``: P(correct) per factor level at kσ of a feature from given (published) fixed effects."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output
 from mrcstats.report.tables import format_number, probability_table
@@ -10,7 +10,7 @@ from mrcstats.report.tables import format_number, probability_table
 class Probability(Analysis):
     type = "probability"
     title = "Probabilities"
-    keys = {"fixef": Key((dict,), None, required=True), "feature": Key((str,), None, required=True),
+    keys: ClassVar[dict[str, Key]] = {"fixef": Key((dict,), None, required=True), "feature": Key((str,), None, required=True),
             "factor": Key((str,), None, required=True), "levels": Key((list,), None, required=True),
             "coding": Key((str,), "sum", choices=("sum", "treatment")), "sigmas": Key((list,), [-2, 0, 2, 4]),
             "raw": Key((str,), None), "raw_mean": Key((float, int), None), "raw_sd": Key((float, int), None),

@@ -1,7 +1,7 @@
 """``summary``: accuracy per group with its interval (:func:`mrcstats.stats.accuracy.summarize`)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output
 from mrcstats.report.tables import Table
@@ -11,7 +11,7 @@ from mrcstats.stats.accuracy import summarize
 class Summary(Analysis):
     type = "summary"
     title = "Accuracy"
-    keys = {"by": Key((list, str), ["model"], help="grouping columns")}
+    keys: ClassVar[dict[str, Key]] = {"by": Key((list, str), ["model"], help="grouping columns")}
 
     def check(self, opts: dict[str, Any], err: Any, base: Any) -> None:
         if isinstance(opts["by"], str):

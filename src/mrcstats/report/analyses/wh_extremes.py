@@ -1,6 +1,8 @@
 """``wh_extremes``: wh-words of the items in the easiest and hardest clusters of a fitted GLMM, Fisher's test."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from mrcstats.errors import InputError
 from mrcstats.report.analyses import _tests as T
 from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output, Skip
@@ -10,7 +12,7 @@ from mrcstats.stats.discrimination import cluster_difficulty
 class WhExtremes(Analysis):
     type = "wh_extremes"
     title = "Fisher: wh-words of the easiest and hardest clusters"
-    keys = {"glmm": Key((str,), None, required=True, help="name of a glmm analysis earlier in the spec"),
+    keys: ClassVar[dict[str, Key]] = {"glmm": Key((str,), None, required=True, help="name of a glmm analysis earlier in the spec"),
             "n": Key((int,), 100), "column": Key((str,), "wh_word"), "simulate": Key((bool,), True),
             "B": Key((int,), 2000)}
 
@@ -39,7 +41,8 @@ class WhExtremes(Analysis):
                           f"{col} easiest/hardest")
         out.headline["easiest_hardest"] = {"easiest": str(e["level"]), "p_easiest": float(e["probability"]),
                                            "hardest": str(h["level"]), "p_hardest": float(h["probability"])}
-        out.methods += [f"The {k} {group} levels with the highest and lowest conditional modes of the {a.get('glmm')} "
-                        "GLMM (implied probability plogis(intercept + mode)); each item's wh-word counted once.",
+        out.methods += [(f"The {k} {group} levels with the highest and lowest conditional modes of the "
+                         f"{a.get('glmm')} GLMM (implied probability plogis(intercept + mode)); each item's wh-word "
+                         "counted once."),
                         T.test_method(out, name)]
         return out
