@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mrcstats._jsonlines import json_lines
 from mrcstats.errors import InputError
 
 
@@ -81,8 +82,6 @@ def _iter_jsonl(p: Path) -> Iterator[StoredItem]:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{p}: no such file") from None
-    from mrcstats.query.log import json_lines
-
     for lineno, row in json_lines(text, str(p), "expected a task file or query log"):
         if not isinstance(row.get("prompt"), str):
             raise InputError(f"{p}, line {lineno}: no 'prompt' string; expected a task file or query log")
