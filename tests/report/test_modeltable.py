@@ -214,3 +214,20 @@ def test_bad_input_is_one_clear_error(fits, args, kw, match):
 def test_lazy_export():
     assert mrcstats.table is table
     assert "table" in dir(mrcstats)
+
+
+def test_readme_example_runs(tmp_path, monkeypatch, capsys):
+    """The Python example of the README's "Side-by-side model tables" section runs as written."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    m = re.search(r"## Side-by-side model tables\n.*?```python\n(.*?)```", text, re.DOTALL)
+    assert m, "README has a Python example in its model-table section"
+    import runpy
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "readme_example.py").write_text(m.group(1))
+    runpy.run_path(str(tmp_path / "readme_example.py"), run_name="readme_example")
+    out = capsys.readouterr().out
+    assert "Tokens (SD)" in out and "Num. groups: passage" in out
+    assert (tmp_path / "models.csv").exists()
