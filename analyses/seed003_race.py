@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             "methods": [
                 (f"Item features by mrcstats.features: token counts with NLTK {nltk_v} (word_tokenize, "
                  "preserve_line=True, no NLTK data); constituency parses by the "
-                 + (f"{parser} parser" + (f" {parser_version}" if parser_version else "") if n_syn else
+                 + (f"{parser} parser" + (f" ({parser_version})" if parser_version else "") if n_syn else
                     "(none: syntax not computed)")
                  + "; wh-words by the seed's rule. Simulation: one response per model and question, "
                  f"numpy default_rng(seed {args.seed}) for the token-count set and seed {args.seed + 1} for the "

@@ -365,7 +365,7 @@ def _data_summary(doc: ReportDocument, rs: ReportSpec, log: pd.DataFrame, featur
                   + (f"Rows skipped while reading: {st['skipped']}." if st["skipped"] else
                      "No rows were skipped while reading."))
     if rs.features is not None:
-        doc.paragraph(f"Item features joined on `item` from {rs.features.name}"
+        doc.paragraph(f"Item features joined on the item identifier from {rs.features.name}"
                       + (f"; {feature_missing:,} rows have no features." if feature_missing else "."))
     for n in rs.notes:
         doc.paragraph(n)

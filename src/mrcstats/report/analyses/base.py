@@ -258,6 +258,11 @@ def _decimals(v: float) -> int:
     return 0 if frac == "0" else len(frac)
 
 
+def _shown(v: float, d: int) -> int:
+    """Decimals to show ours with: one more than the paper's, none for whole numbers of a whole-number column."""
+    return 0 if d == 0 and float(v).is_integer() else d + 1
+
+
 def compare_published(out: Output, table: str, ours: pd.DataFrame, published: Mapping[str, Mapping[str, float]],
                       tolerance: float | Mapping[str, float] | None, label: str, unit: str = "") -> None:
     """Put the paper's values beside ours: a "paper | ours | Δ" table in ``out`` and one :class:`Fidelity`
@@ -294,8 +299,8 @@ def compare_published(out: Output, table: str, ours: pd.DataFrame, published: Ma
                         "tolerance": tol, "within_tolerance": ok})
             delta = round(f.delta, 10) if has else float("nan")
             rows.append({"Row": r, "Column": col, "Paper": format_number(float(paper), d),
-                         "Ours": format_number(val, d + 1) if has else "not in our table",
-                         "Δ (ours − paper)": format_number(delta, d + 1) if has else "–",
+                         "Ours": format_number(val, _shown(val, d)) if has else "not in our table",
+                         "Δ (ours − paper)": format_number(delta, _shown(delta, d)) if has else "–",
                          "Within tolerance": "yes" if ok else f"NO (±{format_number(tol, d + 1)})"})
     bad = sum(1 for r in rows if r["Within tolerance"] != "yes")
     frame = pd.DataFrame(rows)
