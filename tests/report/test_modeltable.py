@@ -231,3 +231,13 @@ def test_readme_example_runs(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "Tokens (SD)" in out and "Num. groups: passage" in out
     assert (tmp_path / "models.csv").exists()
+
+
+def test_to_table_for_the_pdf_route(fits):
+    t = table({"A": fits[0], "B": fits[1]})
+    tab = t.to_table()
+    assert tab.header == ["", "A", "B"]
+    assert tab.cells() == [r[1:] for r in t._rows()]
+    starts = t.block_starts()
+    blocks = [r[0] for r in t._rows()]
+    assert [blocks[i] for i in starts] == ["ranef", "gof"]

@@ -224,6 +224,23 @@ class ModelTable:
         out.append("</table>")
         return "\n".join(out) + "\n"
 
+    def to_table(self) -> Any:
+        """The printed cells as a :class:`mrcstats.report.tables.Table` (strings; for the PDF route).
+
+        That Table draws no rules between the blocks; :meth:`block_starts` gives the row
+        indices where they go, for renderers that draw them.
+        """
+        from mrcstats.report.tables import Table
+
+        rows = self._rows()
+        data = pd.DataFrame([r[1:] for r in rows], columns=["", *self.models], dtype=object)
+        return Table(data, caption=self.caption, label=self.label, notes=self.notes, stub=1)
+
+    def block_starts(self) -> tuple[int, ...]:
+        """Body-row indices where the random-effect and fit blocks begin (where a rule goes)."""
+        rows = self._rows()
+        return tuple(i for i in range(1, len(rows)) if rows[i][0] != rows[i - 1][0])
+
     def write(self, stem: str | Path, formats: Sequence[str] = ("tex", "md", "csv", "html")) -> list[Path]:
         """Write ``stem.<ext>`` for each format, atomically; returns the paths."""
         writers = {"tex": self.to_latex, "md": self.to_markdown, "csv": self.to_csv, "html": self.to_html}
