@@ -144,6 +144,7 @@ def test_ci_exponentiate_inline_and_none(fits):
     row = d[(d["model"] == "(2)") & (d["term"] == "x")].set_index("statistic")["value"]
     assert math.isclose(row["conf_low"], m2.fixef["x"] - z * m2.se["x"], rel_tol=1e-12)
     assert math.isclose(row["conf_high"], m2.fixef["x"] + z * m2.se["x"], rel_tol=1e-12)
+    assert (row["conf_low"], row["conf_high"]) == tuple(m2.confint(0.9).loc["x"])
     assert _cells(t)["x/under"][1].startswith("[") and "90% Wald" in t.notes[0]
     e = table([m2], exponentiate=True, statistic="ci", layout="inline")
     de = e.to_frame().set_index(["term", "statistic"])["value"]
@@ -184,6 +185,7 @@ def test_correlation_rows_when_present(fits):
 
     class WithCor:   # a fit whose tidy table has a random-effect correlation (broom.mixed names)
         nobs, ngroups, aic, bic, loglik = m1.nobs, m1.ngroups, m1.aic, m1.bic, m1.loglik
+        confint = m1.confint
 
         def to_frame(self):
             fr = m1.to_frame()

@@ -15,7 +15,8 @@ Every number comes from the model's own tidy table, :meth:`GlmerResult.to_frame`
 ``coef_table()``), and its ``nobs``/``ngroups``/``aic``/``bic``/``loglik`` fields; nothing
 is refitted or recomputed, except what the options ask for:
 
-* the Wald interval ``β ± z_{1-α/2} SE`` (lme4's ``confint(m, method = "Wald")``);
+* the Wald interval ``β ± z_{1-α/2} SE`` from :meth:`GlmerResult.confint` (lme4's
+  ``confint(m, method = "Wald")``);
 * with ``exponentiate=True`` the odds ratio ``exp(β)``, its interval ``exp(lo), exp(hi)``
   and the delta-method SE ``exp(β) SE`` (as ``modelsummary(exponentiate = TRUE)``);
   random-effect SDs and fit statistics are never exponentiated.
@@ -44,7 +45,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _st
 
 from mrcstats._files import write_text_atomic
 from mrcstats.errors import InputError
@@ -349,7 +349,7 @@ def _ranef_label(term: str, group: str) -> tuple[str, str]:
 
 
 def _check_model(m: Any, name: str) -> pd.DataFrame:
-    missing = [a for a in ("to_frame", "nobs", "ngroups", "aic", "bic", "loglik") if not hasattr(m, a)]
+    missing = [a for a in ("to_frame", "confint", "nobs", "ngroups", "aic", "bic", "loglik") if not hasattr(m, a)]
     if missing:
         raise InputError(f"table: model {name!r} is a {type(m).__name__}, not a fitted GLMM "
                          f"(it has no {', '.join(missing)}); pass results of mrcstats.glmer()")
@@ -371,8 +371,8 @@ def table(models: Sequence[Any] | Mapping[str, Any], *, statistic: str = "se", c
     ----------
     models : a list of :class:`~mrcstats.models.GlmerResult` (columns ``(1)``, ``(2)``, ...) or a
         mapping ``{"Tokens": m1, "Density": m2}`` (its keys are the column headers).
-    statistic : ``"se"`` (standard error in parentheses, the default), ``"ci"`` (Wald interval
-        ``β ± z_{1-α/2} SE`` in brackets, lme4's ``confint(method = "Wald")``) or ``"none"``.
+    statistic : ``"se"`` (standard error in parentheses, the default), ``"ci"`` (the model's
+        ``confint(conf_level)``, Wald ``β ± z_{1-α/2} SE``, in brackets) or ``"none"``.
     conf_level : level of the interval (0.95).
     stars : ``True`` for ``* p < .05, ** p < .01, *** p < .001`` (a legend is added to the
         notes), or a mapping ``{mark: threshold}``; off by default.
@@ -428,7 +428,7 @@ def table(models: Sequence[Any] | Mapping[str, Any], *, statistic: str = "se", c
         raise InputError(f"table: stars must be True/False or a mapping {{mark: p threshold}}, got {stars!r}")
 
     frames = [_check_model(m, n) for m, n in zip(fits, names)]
-    q = float(_st.norm.ppf(0.5 + conf_level / 2))
+    cis = [m.confint(conf_level) for m in fits]
 
     # coefficient rows: union in order of first appearance, then coef_map / coef_rename
     order = list(dict.fromkeys(t for fr in frames for t in fr.loc[fr["effect"] == "fixed", "term"]))
@@ -449,14 +449,14 @@ def table(models: Sequence[Any] | Mapping[str, Any], *, statistic: str = "se", c
         raise InputError(f"table: two coefficients would print under one label: {labels}")
 
     recs: list[dict[str, Any]] = []
-    for name, m, fr in zip(names, fits, frames):
+    for name, m, fr, ci in zip(names, fits, frames, cis):
         fx = fr[fr["effect"] == "fixed"].set_index("term")
         for term, lab in labels.items():
             if term not in fx.index:
                 continue
             r = fx.loc[term]
             b, se = float(r["estimate"]), float(r["std_error"])
-            lo, hi = b - q * se, b + q * se
+            lo, hi = (float(v) for v in ci.loc[term].iloc[:2])
             if exponentiate:
                 b, se, lo, hi = math.exp(b), math.exp(b) * se, math.exp(lo), math.exp(hi)
             for stat, v in (("estimate", b), ("std_error", se), ("conf_low", lo), ("conf_high", hi),
