@@ -242,4 +242,9 @@ def test_to_table_for_the_pdf_route(fits):
     assert tab.cells() == [r[1:] for r in t._rows()]
     starts = t.block_starts()
     blocks = [r[0] for r in t._rows()]
-    assert [blocks[i] for i in starts] == ["ranef", "gof"]
+    assert [blocks[i] for i in starts] == ["ranef", "gof"] and tab.rules == starts
+    # the view's exports are the model table's: rules between blocks in LaTeX, the long form in CSV
+    assert tab.to_latex() == t.to_latex() and tab.to_csv() == t.to_csv() and tab.to_html() == t.to_html()
+    import dataclasses
+    renamed = dataclasses.replace(tab, caption="Table caption set by the report")
+    assert "\\caption{Table caption set by the report}" in renamed.to_latex()

@@ -39,7 +39,7 @@ import io
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +49,9 @@ import pandas as pd
 from mrcstats._files import write_text_atomic
 from mrcstats.errors import InputError
 from mrcstats.report.format import MISSING, format_num
-from mrcstats.report.tables import latex_escape
+from mrcstats.report.tables import Table, latex_escape
 
-__all__ = ["DEFAULT_STARS", "GOF_ROWS", "ModelTable", "table"]
+__all__ = ["DEFAULT_STARS", "GOF_ROWS", "ModelTable", "ModelTableView", "table"]
 
 #: texreg's and R's default thresholds (``*** p < .001, ** p < .01, * p < .05``)
 DEFAULT_STARS: dict[str, float] = {"*": 0.05, "**": 0.01, "***": 0.001}
@@ -224,17 +224,18 @@ class ModelTable:
         out.append("</table>")
         return "\n".join(out) + "\n"
 
-    def to_table(self) -> Any:
-        """The printed cells as a :class:`mrcstats.report.tables.Table` (strings; for the PDF route).
+    def to_table(self) -> Table:
+        """This table as a :class:`mrcstats.report.tables.Table` for the report route.
 
-        That Table draws no rules between the blocks; :meth:`block_starts` gives the row
-        indices where they go, for renderers that draw them.
+        Its cells are the printed strings (what the PDF draws); its exports (``to_latex``,
+        ``to_markdown``, ``to_html``, ``to_csv``, ``write``) are this object's, so the
+        LaTeX keeps the rules between blocks and the CSV the unrounded long form;
+        ``rules`` lists the body rows above which a renderer draws a rule.
         """
-        from mrcstats.report.tables import Table
-
         rows = self._rows()
         data = pd.DataFrame([r[1:] for r in rows], columns=["", *self.models], dtype=object)
-        return Table(data, caption=self.caption, label=self.label, notes=self.notes, stub=1)
+        return ModelTableView(data, caption=self.caption, label=self.label, notes=self.notes, stub=1,
+                              source=self, rules=self.block_starts())
 
     def block_starts(self) -> tuple[int, ...]:
         """Body-row indices where the random-effect and fit blocks begin (where a rule goes)."""
@@ -294,6 +295,38 @@ class ModelTable:
         if self.layout == "inline":
             return [["coef", lab, *(f"{a} {b}".strip() for a, b in zip(top, under))]]
         return [["coef", lab, *top], ["coef", "", *under]]
+
+
+@dataclass(frozen=True)
+class ModelTableView(Table):
+    """A :class:`Table` whose exports are those of the :class:`ModelTable` it shows (see
+    :meth:`ModelTable.to_table`); caption, label and notes follow the view."""
+
+    source: ModelTable | None = None
+    rules: tuple[int, ...] = ()
+
+    def _src(self) -> ModelTable:
+        if self.source is None:  # pragma: no cover - built by ModelTable.to_table only
+            raise InputError("ModelTableView without its ModelTable; build it with ModelTable.to_table()")
+        return replace(self.source, caption=self.caption, label=self.label, notes=tuple(self.notes))
+
+    def to_frame(self) -> pd.DataFrame:
+        return self._src().to_frame()
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._src().to_dict()
+
+    def to_csv(self) -> str:
+        return self._src().to_csv()
+
+    def to_latex(self, float_env: bool = True) -> str:
+        return self._src().to_latex(float_env)
+
+    def to_markdown(self) -> str:
+        return self._src().to_markdown()
+
+    def to_html(self) -> str:
+        return self._src().to_html()
 
 
 def _cell(v: Any, kind: str) -> str:
