@@ -232,6 +232,8 @@ def _table_flowable(table: Table, st: dict[str, Any]):
              ("LEFTPADDING", (0, 0), (-1, -1), 3), ("RIGHTPADDING", (0, 0), (-1, -1), 3)]
     if ncol > table.stub:
         style.append(("ALIGN", (table.stub, 0), (-1, -1), "RIGHT"))
+    for i in getattr(table, "rules", ()):  # rules between blocks (a side-by-side model table)
+        style.append(("LINEABOVE", (0, i + 1), (-1, i + 1), 0.5, "black"))
     t.setStyle(TableStyle(style))
     return t
 
