@@ -111,3 +111,17 @@ def test_unfitted_glmm_skips_the_table_with_a_note(tmp_path, monkeypatch):
     (tmp_path / "spec.yaml").write_text(SPEC)
     r = build_report(tmp_path / "spec.yaml", tmp_path / "r.pdf")
     assert any("density could not be fitted" in s for s in r.skipped)
+
+
+def test_readme_spec_fragment_is_valid(tmp_path):
+    """The README's `modeltable` spec fragment validates after two glmm analyses of those names."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    m = re.search(r"## Side-by-side model tables\n.*?```yaml\n(.*?)```", readme, re.DOTALL)
+    assert m
+    _log(tmp_path)
+    head = ("logs: [log.csv]\nanalyses:\n"
+            "  - glmm: {name: token count, formula: 'correct ~ scaled_tok + (1 | cluster)'}\n"
+            "  - glmm: {name: syntactic density, formula: 'correct ~ scaled_den + (1 | cluster)'}\n")
+    (tmp_path / "s.yaml").write_text(head + m.group(1))
+    spec = load_spec(tmp_path / "s.yaml")
+    assert spec.analyses[-1].type == "modeltable" and spec.analyses[-1].get("statistic") == "ci"
