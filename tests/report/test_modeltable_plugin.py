@@ -57,7 +57,7 @@ def test_registered():
 
 def test_report_lays_the_fits_side_by_side(built):
     tmp, r = built
-    assert not r.skipped and "Models side by side" in r.sections
+    assert not r.skipped and "Models side by side: Tokens, Tokens + density" in r.sections
     tex = (tmp / "r_tables" / "a2_modeltable.tex").read_text()
     assert tex.count("\\midrule") == 3 and "Tokens + density" in tex and "Density (SD)" in tex
     csv = pd.read_csv(tmp / "r_tables" / "a2_modeltable.csv")

@@ -53,7 +53,7 @@ class ModelTableAnalysis(Analysis):
                   coef_map=a.get("coef_map"), coef_rename=a.get("coef_rename") or None,
                   exponentiate=a.get("exponentiate"), gof=tuple(a.get("gof")), layout=a.get("layout"),
                   caption=caption, label=f"a{a.index}_modeltable")
-        out = Output(a.get("title") or "Models side by side")
+        out = Output(a.get("title") or f"Models side by side: {', '.join(models)}")
         out.table(t.to_table())
         out.methods_title = "Models side by side"
         under = {"se": "standard errors", "ci": f"{a.get('conf_level'):.0%} Wald confidence intervals "
