@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from mrcstats.errors import InputError
-from mrcstats.io.detect import FORMATS, Source, detect_format, expand_paths, load_source
+from mrcstats.io.detect import detect_format
+from mrcstats.io.source import FORMATS, Source, expand_paths, load_source
 from mrcstats.io.schema import CORE_COLUMNS, check_duplicates, coerce_log, merge_skipped, validate_log
 
 _TABLE_FORMATS = ("csv", "tsv", "json", "jsonl", "parquet")
@@ -79,11 +80,19 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
         InputError: unreadable, empty or non-UTF-8 files, mixed formats, missing
             columns, non-binary correctness, duplicate keys.
     """
+    if mapping is not None and not isinstance(mapping, Mapping):
+        raise InputError(f"mapping must be a dict {{field: source column}}, e.g. {{'item': 'question_id'}}; got "
+                         f"{type(mapping).__name__} {str(mapping)[:60]!r}")
+    for k, v in (mapping or {}).items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise InputError(f"mapping must map field names to column names (text), got {k!r}: {v!r}")
+    if model is not None and not isinstance(model, str):
+        raise InputError(f"model must be a model name (text), got {type(model).__name__}")
     if format is not None and format not in FORMATS:
         raise InputError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
     if on_duplicate not in ("error", "first", "last"):
         raise InputError(f"on_duplicate must be error, first or last, got {on_duplicate!r}")
-    files = expand_paths(paths if isinstance(paths, (str, os.PathLike)) else list(paths))
+    files = expand_paths(paths)
     sources: list[tuple[Source, str]] = []
     for path in files:
         src = load_source(path)
