@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from mrcstats.cli._common import add_json_flag, info, output, parse_kv, parse_list
-from mrcstats.io.detect import FORMATS as _FORMATS
+from mrcstats.io.source import FORMATS as _FORMATS
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -174,8 +174,10 @@ def expand_paths(paths: Any) -> list[Path]:
     """Expand files and folders (recursively, known extensions, sorted) into a list of files."""
     if isinstance(paths, (str, os.PathLike, bytes)):
         paths = [paths]
-    elif paths is None or not isinstance(paths, (list, tuple)):
+    elif paths is None or isinstance(paths, dict) or not isinstance(paths, (list, tuple)):
         try:
+            if paths is None or isinstance(paths, dict):
+                raise TypeError
             paths = list(paths)
         except TypeError:
             raise InputError(f"paths must be a file or folder name or a list of them, got "
