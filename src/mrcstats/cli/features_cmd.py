@@ -93,12 +93,10 @@ def _features(args: argparse.Namespace) -> int:
 
 
 def _write(df, out: str) -> None:
-    from mrcstats._files import atomic_path
-    from mrcstats.errors import InputError
+    from mrcstats._files import atomic_path, check_output_path
 
+    check_output_path(out, suffixes=(".parquet", ".pq", ".csv"))
     suffix = Path(out).suffix.lower()
-    if suffix not in (".parquet", ".pq", ".csv"):
-        raise InputError(f"--out {out}: use a .parquet or .csv file name")
     with atomic_path(out) as tmp:
         if suffix == ".csv":
             df.to_csv(tmp, index=False)

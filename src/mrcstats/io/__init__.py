@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "KEY_COLUMNS": "mrcstats.io.schema",
     "REQUIRED_COLUMNS": "mrcstats.io.schema",
     "TEXT_COLUMNS": "mrcstats.io.schema",
+    "read_data": "mrcstats.io.reader",
 }
 
 __all__ = ["FORMATS", *sorted(_EXPORTS)]  # noqa: PLE0604

@@ -58,8 +58,12 @@ def _text_columns(cols: list[str], mapping: Mapping[str, str] | None) -> list[st
     return [c for c in cols if c in want]
 
 
-def read_delimited(src: Source, delimiter: str, mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """Read CSV/TSV; id and text columns (model, item, cluster, gold, ...) are read as strings."""
+def read_delimited(src: Source, delimiter: str, mapping: Mapping[str, str] | None = None,
+                   missing: tuple[str, ...] = ("",)) -> pd.DataFrame:
+    """Read CSV/TSV; id and text columns (model, item, cluster, gold, ...) are read as strings.
+
+    Only the cells in ``missing`` are missing values (for logs: only empty cells, so a
+    response "N/A" or an item "NA" stays text)."""
     cols = header_columns(src, delimiter)
     if not cols or not any(c.strip() for c in cols):
         raise InputError(f"{src.name}: no header line; the first line must name the columns")
@@ -68,7 +72,7 @@ def read_delimited(src: Source, delimiter: str, mapping: Mapping[str, str] | Non
     try:
         # only empty cells are missing: a response "N/A" or an item "NA" stays text
         df = pd.read_csv(io.BytesIO(src.data), sep=delimiter, dtype=dtype, engine="c", low_memory=False,
-                         keep_default_na=False, na_values=[""])
+                         keep_default_na=False, na_values=list(missing))
     except pd.errors.EmptyDataError:
         raise InputError(f"{src.name}: file is empty") from None
     except pd.errors.ParserError as exc:
@@ -168,6 +172,23 @@ def read_parquet_table(src: Source) -> pd.DataFrame:
     if len(df) == 0:
         raise InputError(f"{src.name}: Parquet file has no rows")
     return df
+
+
+def read_plain_table(src: Source, fmt: str, mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """A plain table as it is (no log schema): for model data. ``NA`` and empty cells are missing (R)."""
+    if fmt in ("csv", "tsv"):
+        df = read_delimited(src, "," if fmt == "csv" else "\t", mapping, missing=("", "NA"))
+    elif fmt == "json":
+        df = read_json_table(src)
+    elif fmt == "jsonl":
+        df = read_jsonl_table(src)
+    elif fmt == "parquet":
+        df = read_parquet_table(src)
+    else:  # pragma: no cover - dispatcher guards
+        raise InputError(f"{src.name}: {fmt!r} is not a table format")
+    df.columns = [str(c) for c in df.columns]
+    df.attrs.pop("nonfinite", None)
+    return apply_mapping(df, mapping, src.name)
 
 
 def read_table(src: Source, fmt: str, mapping: Mapping[str, str] | None = None) -> pd.DataFrame:

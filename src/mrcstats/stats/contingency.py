@@ -596,7 +596,8 @@ def mcnemar(log: Any, models: Sequence[str] | None = None, *, b: Any = None,
     """Is model A better than model B on the same items? McNemar's test on the paired outcomes.
 
     Call either ``mcnemar(log, models=("A", "B"))`` with a canonical log (rows are
-    paired on ``item``, ``trial`` and ``condition`` when present), or
+    paired on ``item``, ``trial``, ``condition`` and ``masking_rate`` when present: the key of the
+    canonical log without the model; ``keys=`` names other columns), or
     ``mcnemar(a_series, b=b_series)`` with two aligned boolean series.
     Invalid answers (<NA>) count as not correct and are counted in ``n_invalid``;
     rows of one model without a partner are counted in ``n_unpaired``.
@@ -629,14 +630,20 @@ def mcnemar(log: Any, models: Sequence[str] | None = None, *, b: Any = None,
         for nm in (name_a, name_b):
             if nm not in present:
                 raise InputError(f"mcnemar: model {nm!r} is not in the log (models: {sorted(present)[:20]})")
-        key = list(keys) if keys else [c for c in (item, "trial", "condition") if c in log.columns]
+        # the log's key without the model (mrcstats.io.schema.KEY_COLUMNS): a row of A pairs with the row of B
+        # for the same item, trial, condition and masking rate
+        key = list(keys) if keys else [c for c in (item, "trial", "condition", "masking_rate") if c in log.columns]
+        for c in key:
+            if c not in log.columns:
+                raise InputError(f"mcnemar: cannot pair on {c!r}: the log has no such column")
         sub_a = log[log[model].astype(str) == name_a]
         sub_b = log[log[model].astype(str) == name_b]
         for nm, sub in ((name_a, sub_a), (name_b, sub_b)):
             dup = sub.duplicated(key)
             if dup.any():
                 raise InputError(f"mcnemar: model {nm!r} has {int(dup.sum())} repeated rows for the same "
-                                 f"{'/'.join(key)}; pass keys= to say what pairs the rows")
+                                 f"{'/'.join(key)}; say which columns pair the rows with keys= (CLI: --pair-on "
+                                 f"COL,COL), or read the log with --on-duplicate first|last")
         merged = sub_a[key + [correct]].merge(sub_b[key + [correct]], on=key, how="outer",
                                               suffixes=("_a", "_b"), indicator=True)
         both_mask = merged["_merge"] == "both"
