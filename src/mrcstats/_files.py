@@ -37,18 +37,18 @@ def check_output_path(path: Any, *, suffixes: Iterable[str] | None = None, input
     if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
         raise InputError(f"{what}: expected a {kind} name, got {type(path).__name__} {str(path)[:60]!r}")
     p = Path(path)
-    name = p.name.lower()
-    if suffixes is not None and kind == "file":
-        sfx = tuple(s.lower() for s in suffixes)
-        if not name.endswith(sfx):
-            raise InputError(f"{what} {p}: the file ending decides what is written; use one of "
-                             f"{', '.join(sfx)} (e.g. {p.with_suffix(sfx[0]).name if p.suffix else p.name + sfx[0]})")
     try:
         if kind == "file" and p.is_dir():
             raise InputError(f"{what} {p}: is a folder; give a file name inside it (e.g. {p / 'out'}"
                              f"{tuple(suffixes)[0] if suffixes else ''})")
         if kind == "folder" and p.exists() and not p.is_dir():
             raise InputError(f"{what} {p}: is a file, not a folder; give a folder name")
+        name = p.name.lower()
+        if suffixes is not None and kind == "file":
+            sfx = tuple(s.lower() for s in suffixes)
+            if not name.endswith(sfx):
+                raise InputError(f"{what} {p}: the file ending decides what is written; use one of "
+                                 f"{', '.join(sfx)} (e.g. {p.stem or 'out'}{sfx[0]})")
         anc = p.parent if kind == "file" else p
         while not anc.exists() and anc != anc.parent:
             anc = anc.parent
@@ -59,6 +59,8 @@ def check_output_path(path: Any, *, suffixes: Iterable[str] | None = None, input
         if kind == "file" and p.exists() and not os.access(p, os.W_OK) and not os.access(p.parent, os.W_OK):
             raise InputError(f"{what} {p}: the file cannot be replaced (permission denied)")
         for inp in inputs:
+            if inp is None or str(inp) == "":
+                continue
             q = Path(os.fsdecode(inp)) if isinstance(inp, (str, bytes, os.PathLike)) else None
             if q is None or not p.exists() or not q.exists():
                 if q is not None and q.resolve() == p.resolve():

@@ -68,9 +68,11 @@ class QueryConfig:
             raise InputError(f"--top-p must be in [0, 1], got {self.top_p}")
         if not self.model:
             raise InputError("--model must not be empty")
+        from mrcstats._files import check_output_path
         from mrcstats.query.client import completions_url
 
         completions_url(self.base_url)
+        check_output_path(self.out, inputs=[self.taskfile])
 
 
 @dataclass(frozen=True)
