@@ -54,8 +54,9 @@ def _glmer(args: argparse.Namespace) -> int:
     kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": args.engine, "weights": args.weights,
               "levels": levels or None, "lme4_defaults": args.lme4_defaults}
     m = glmer(args.formula, data, **kw)
-    for msg in m.messages:
-        info(f"mrcstats glmer: {msg}")
+    if args.json:  # in text mode the summary lists the messages (once)
+        for msg in m.messages:
+            info(f"mrcstats glmer: {msg}")
     obj = m.to_dict()
     text = [m.summary()]
     if args.ranef:
