@@ -38,6 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _report(args: argparse.Namespace) -> int:
     from mrcstats.report.build import build_report
 
+    from mrcstats._files import check_output_path
+
+    check_output_path(args.out, suffixes=(".pdf",), inputs=[args.spec])
     res = build_report(args.spec, args.out)
     info(res.summary())
     return output(args, res.to_dict(), str(res.pdf))
@@ -46,6 +49,9 @@ def _report(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from mrcstats.report.demo import run_demo
 
+    from mrcstats._files import check_output_path
+
+    check_output_path(args.outdir, what="--outdir", kind="folder")
     res = run_demo(args.outdir, seed=args.seed)
     info(res.summary())
     return output(args, res.to_dict(), _headline_text(res.headline) + f"\nwrote {res.report.pdf}")
