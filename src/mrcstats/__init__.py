@@ -52,6 +52,9 @@ _API: dict[str, str] = {
     "elagent_score": "mrcstats.tasks.elagent",
     # report
     "build_report": "mrcstats.report",
+    # report: side-by-side model tables
+    "table": "mrcstats.report.modeltable",
+    "ModelTable": "mrcstats.report.modeltable",
     # stats: model comparison (issue 16)
     "compare": "mrcstats.stats.compare",
     "compare_scores": "mrcstats.stats.compare",
