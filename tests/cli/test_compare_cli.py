@@ -75,7 +75,7 @@ def test_compare_bad_input_exit_2(capsys, log_path, argv, msg) -> None:
 def test_compare_no_common_items_exit_2(capsys, tmp_path) -> None:
     p = tmp_path / "x.csv"
     p.write_text("model,item,correct\na,1,1\na,2,0\nb,3,1\nb,4,1\n")
-    code, out, err = _run(capsys, "compare", str(p))
+    code, _out, err = _run(capsys, "compare", str(p))
     assert code == 2 and "no items in common" in err
 
 

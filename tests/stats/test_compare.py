@@ -75,11 +75,11 @@ def by_hand(log: pd.DataFrame, clustered: bool, alpha: float = 0.05):
             ub = se_pair(sb, cl)[1 if clustered else 0]
             z = d.mean() / used
             single = (A.loc[common, "k"] == 1).all() and (B.loc[common, "k"] == 1).all()
-            pairs[(a, b)] = dict(n=len(common), diff=d.mean(), se=sp, se_cluster=sc, z=z,
-                                 p=2 * norm.sf(abs(z)), lo=d.mean() - zq * used, hi=d.mean() + zq * used,
-                                 corr=np.corrcoef(sa, sb)[0, 1], vr=used ** 2 / (ua ** 2 + ub ** 2),
-                                 bonly=int(np.sum((sa == 1) & (sb == 0))) if single else None,
-                                 conly=int(np.sum((sa == 0) & (sb == 1))) if single else None)
+            pairs[(a, b)] = {"n": len(common), "diff": d.mean(), "se": sp, "se_cluster": sc, "z": z,
+                                 "p": 2 * norm.sf(abs(z)), "lo": d.mean() - zq * used, "hi": d.mean() + zq * used,
+                                 "corr": np.corrcoef(sa, sb)[0, 1], "vr": used ** 2 / (ua ** 2 + ub ** 2),
+                                 "bonly": int(np.sum((sa == 1) & (sb == 0))) if single else None,
+                                 "conly": int(np.sum((sa == 0) & (sb == 1))) if single else None}
     return models, pairs
 
 

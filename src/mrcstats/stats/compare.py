@@ -76,10 +76,10 @@ from mrcstats.errors import InputError
 
 __all__ = [
     "ADJUST_METHODS",
-    "CompareResult",
     "ITEM_SCORE_COLUMNS",
     "MODEL_FIELDS",
     "PAIR_FIELDS",
+    "CompareResult",
     "compare",
     "compare_scores",
     "p_adjust",
@@ -467,7 +467,7 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
     K = np.zeros((n_models, n_items), dtype=np.int64)
     S[m_codes, i_codes] = pd.to_numeric(sub["score"]).to_numpy(dtype=float)
     K[m_codes, i_codes] = pd.to_numeric(sub["n_trials"]).to_numpy(dtype=np.int64)
-    cl_codes_rows, cl_names = pd.factorize(sub["cluster"].astype(object), sort=False, use_na_sentinel=False)
+    cl_codes_rows, _cl_names = pd.factorize(sub["cluster"].astype(object), sort=False, use_na_sentinel=False)
     item_cl = np.full(n_items, -1, dtype=np.int64)
     item_cl[i_codes] = cl_codes_rows
     chk = item_cl[i_codes] != cl_codes_rows

@@ -78,8 +78,8 @@ class PowerResult:
                 "results": rows}
 
     def summary(self) -> str:
-        lines = [f"Paired comparison power (normal approximation, Miller 2024 Eq. 9-10): alpha = {self.alpha:g} "
-                 f"two-sided, power = {self.power:g}"]
+        lines = [(f"Paired comparison power (normal approximation, Miller 2024 Eq. 9-10): alpha = {self.alpha:g} "
+                 f"two-sided, power = {self.power:g}")]
         for r in self.table.itertuples(index=False):
             who = f"{r.model_a} vs {r.model_b}: " if r.model_a is not None else ""
             base = f"sd_diff = {r.sd_diff:.4g}, design effect = {r.design_effect:.4g}"
