@@ -52,6 +52,9 @@ _API: dict[str, str] = {
     "elagent_score": "mrcstats.tasks.elagent",
     # report
     "build_report": "mrcstats.report",
+    # models: estimated marginal means (emmeans)
+    "emmeans": "mrcstats.models.emmeans",
+    "pairs": "mrcstats.models.emmeans",
 }
 
 __all__ = [*sorted(_API), "__version__"]  # noqa: PLE0604
