@@ -108,8 +108,14 @@ def _glmer(args: argparse.Namespace) -> int:
 def _check_emmeans_args(args: argparse.Namespace) -> None:
     from mrcstats.errors import InputError
 
-    if not args.emmeans and (args.pairs or args.by or args.type != "link" or args.adjust != "tukey"):
-        raise InputError("--by, --type, --pairs and --adjust need --emmeans SPEC (e.g. --emmeans LLM)")
+    if not args.emmeans:
+        if args.pairs or args.by or args.type != "link" or args.adjust != "tukey":
+            raise InputError("--by, --type, --pairs and --adjust need --emmeans SPEC (e.g. --emmeans LLM)")
+        return
+    from mrcstats.models.emmeans import resolve_specs
+    from mrcstats.models.formula import parse_formula
+
+    resolve_specs(parse_formula(args.formula), args.emmeans, args.by)  # bad names fail before the fit
 
 
 def _emmeans_block(args: argparse.Namespace, m, obj: dict, text: list[str]) -> None:

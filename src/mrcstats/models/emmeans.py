@@ -54,6 +54,7 @@ from scipy import stats as _st
 
 from mrcstats.errors import InputError
 from mrcstats.models.design import _is_numeric
+from mrcstats.models.formula import ModelSpec
 from mrcstats.models.predict import linkinv, mu_eta
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -100,10 +101,11 @@ class ReferenceGrid:
         raise KeyError(name)  # pragma: no cover
 
 
-def _fixed_variables(m: GlmerResult) -> dict[str, list]:
+def _fixed_variables(m: GlmerResult | ModelSpec) -> dict[str, list]:
     """column -> the formula Variables that use it, in order of first use."""
+    spec = m if isinstance(m, ModelSpec) else m.info.spec  # type: ignore[union-attr]
     out: dict[str, list] = {}
-    for t in m.info.spec.terms:  # type: ignore[union-attr]
+    for t in spec.terms:
         for v in t.variables:
             out.setdefault(v.column, [])
             if v not in out[v.column]:
@@ -463,18 +465,7 @@ def emmeans(m: GlmerResult, specs: str | Sequence[str] = "LLM", by: str | Sequen
         raise InputError(f"emmeans(): level must be a number in (0, 1), got {level!r}") from None
     if not 0 < level < 1:
         raise InputError(f"emmeans(): level must be in (0, 1), got {level}")
-    if isinstance(specs, str) and "|" in specs:
-        if by is not None:
-            raise InputError(f"emmeans(): specs {specs!r} has '|' and by= is given too; use one of them")
-        specs, by = specs.split("|", 1)
-    if isinstance(specs, str):
-        specs = specs.strip().lstrip("~")
-    fvars = _fixed_variables(m)
-    sp = tuple(dict.fromkeys(_resolve(s, fvars, "specs", m.formula) for s in _names(specs, "specs")))
-    bv = tuple(dict.fromkeys(_resolve(s, fvars, "by", m.formula) for s in _names(by, "by")))
-    both = set(sp) & set(bv)
-    if both:
-        raise InputError(f"emmeans(): {sorted(both)} cannot be both in specs and in by")
+    sp, bv = resolve_specs(m.info.spec, specs, by)  # type: ignore[union-attr]
     rg = reference_grid(m, at)
     facs = sp + bv
     names = [v.name for v in rg.variables]
@@ -532,6 +523,27 @@ def _in_interaction(m: GlmerResult, facs: Sequence[str]) -> bool:
         if set(facs) <= cols and len(cols) > len(facs):
             return True
     return False
+
+
+def resolve_specs(spec: ModelSpec, specs: Any, by: Any = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The ``specs`` and ``by`` columns of :func:`emmeans` for a formula (checked before any fit).
+
+    ``specs``: ``"LLM"``, ``["LLM", "cond"]``, ``"LLM:cond"`` or ``"~ LLM | cond"``; names may be
+    columns or variable labels (``factor(k)``).
+    """
+    if isinstance(specs, str) and "|" in specs:
+        if by is not None:
+            raise InputError(f"emmeans(): specs {specs!r} has '|' and by= is given too; use one of them")
+        specs, by = specs.split("|", 1)
+    if isinstance(specs, str):
+        specs = specs.strip().lstrip("~")
+    fvars = _fixed_variables(spec)
+    sp = tuple(dict.fromkeys(_resolve(s, fvars, "specs", spec.formula) for s in _names(specs, "specs")))
+    bv = tuple(dict.fromkeys(_resolve(s, fvars, "by", spec.formula) for s in _names(by, "by")))
+    both = set(sp) & set(bv)
+    if both:
+        raise InputError(f"emmeans(): {sorted(both)} cannot be both in specs and in by")
+    return sp, bv
 
 
 def _display(v: GridVariable, i: int) -> Any:
