@@ -254,6 +254,9 @@ def test_bad_input(native):
         pairs(emmeans(m, "x"))
     with pytest.raises(InputError, match="result of mrcstats.emmeans"):
         pairs(m)
+    d = make_data(seed=5)
+    with pytest.raises(InputError, match="nested structure"):
+        emmeans(mrcstats.glmer("y ~ x + f/h + (1 | g)", d), "f")
 
 
 def test_rank_deficient_means_are_na():

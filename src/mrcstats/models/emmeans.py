@@ -145,6 +145,7 @@ def reference_grid(m: GlmerResult, at: Mapping[str, Any] | None = None) -> Refer
     if unknown:
         raise InputError(f"at={{...}}: {unknown} {'is' if len(unknown) == 1 else 'are'} not a variable of the fixed "
                          f"part of {m.formula!r}; variables: {list(fvars)}")
+    _refuse_nesting(m, data, fvars)
     variables: list[GridVariable] = []
     for col, vs in fvars.items():
         coerced = [v for v in vs if v.transform in ("factor", "as.factor")]
@@ -178,8 +179,9 @@ def reference_grid(m: GlmerResult, at: Mapping[str, Any] | None = None) -> Refer
             if not vals or not all(math.isfinite(v) for v in vals):
                 raise InputError(f"at={{{col!r}: {at[col]!r}}}: give one or more finite numbers")
         else:
-            uniq = np.unique(x)
-            vals = tuple(float(u) for u in uniq) if uniq.size <= 2 else (float(np.mean(x)),)
+            lo, hi = float(np.min(x)), float(np.max(x))
+            two = bool(np.all((x == lo) | (x == hi)))  # at most two distinct values: kept (cov.keep = "2")
+            vals = tuple(dict.fromkeys((lo, hi))) if two else (float(np.mean(x)),)
         variables.append(GridVariable(col, "covariate", vals, tuple(_fmt_num(v) for v in vals), numeric=True))
     size = math.prod(len(v.values) for v in variables) if variables else 1
     if size > _GRID_LIMIT:
@@ -195,6 +197,24 @@ def reference_grid(m: GlmerResult, at: Mapping[str, Any] | None = None) -> Refer
     if info.dropped_columns:  # type: ignore[union-attr]
         estimable = _estimable(m, data, grid)
     return ReferenceGrid(tuple(variables), np.asarray(X, dtype=float), estimable)
+
+
+def _refuse_nesting(m: GlmerResult, data: pd.DataFrame, fvars: Mapping[str, list]) -> None:
+    """A factor without its own main effect that appears only crossed with other factors
+    (``f/h`` = ``f + f:h``) is nested; emmeans then averages over the cells that occur
+    (``.find_nests``), which is not implemented here."""
+    spec = m.info.spec  # type: ignore[union-attr]
+    factors = {c for c, vs in fvars.items()
+               if any(v.transform in ("factor", "as.factor") for v in vs) or not _is_numeric(data[c])}
+    mains = {t.variables[0].column for t in spec.terms if len(t.variables) == 1}
+    for t in spec.terms:
+        cols = [v.column for v in t.variables]
+        fac = [c for c in cols if c in factors]
+        for c in fac:
+            if c not in mains and len(fac) > 1:
+                raise InputError(f"emmeans(): factor {c!r} appears in {t.label!r} without its own main effect, a "
+                                 f"nested structure (as in 'a/b'); emmeans of nested factors is not supported — "
+                                 f"write the model with crossed factors ('a * b') to use emmeans()")
 
 
 def _fmt_level(x: str, s: pd.Series) -> str:
