@@ -52,6 +52,9 @@ _API: dict[str, str] = {
     "elagent_score": "mrcstats.tasks.elagent",
     # report
     "build_report": "mrcstats.report",
+    # report: side-by-side model tables
+    "table": "mrcstats.report.modeltable",
+    "ModelTable": "mrcstats.report.modeltable",
     # models: estimated marginal means (emmeans)
     "emmeans": "mrcstats.models.emmeans",
     "pairs": "mrcstats.models.emmeans",
