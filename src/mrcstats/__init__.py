@@ -63,6 +63,9 @@ _API: dict[str, str] = {
     "CompareResult": "mrcstats.stats.compare",
     "power": "mrcstats.stats.power",
     "PowerResult": "mrcstats.stats.power",
+    # models: estimated marginal means (emmeans)
+    "emmeans": "mrcstats.models.emmeans",
+    "pairs": "mrcstats.models.emmeans",
 }
 
 __all__ = [*sorted(_API), "__version__"]  # noqa: PLE0604
