@@ -30,9 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from mrcstats.io import log_stats, write_log
-
     from mrcstats._files import check_output_path
+    from mrcstats.io import log_stats, write_log
     from mrcstats.io.reader import LOG_SUFFIXES
 
     if args.out:

@@ -36,9 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from mrcstats.report.build import build_report
-
     from mrcstats._files import check_output_path
+    from mrcstats.report.build import build_report
 
     check_output_path(args.out, suffixes=(".pdf",), inputs=[args.spec])
     res = build_report(args.spec, args.out)
@@ -47,9 +46,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from mrcstats.report.demo import run_demo
-
     from mrcstats._files import check_output_path
+    from mrcstats.report.demo import run_demo
 
     check_output_path(args.outdir, what="--outdir", kind="folder")
     res = run_demo(args.outdir, seed=args.seed)

@@ -10,8 +10,8 @@ import pandas as pd
 
 from mrcstats.errors import InputError
 from mrcstats.io.detect import detect_format
-from mrcstats.io.source import FORMATS, Source, expand_paths, load_source
 from mrcstats.io.schema import CORE_COLUMNS, check_duplicates, coerce_log, merge_skipped, validate_log
+from mrcstats.io.source import FORMATS, Source, expand_paths, load_source
 
 _TABLE_FORMATS = ("csv", "tsv", "json", "jsonl", "parquet")
 #: file endings :func:`write_log` writes (Parquet, or CSV/TSV, optionally gzipped)

@@ -139,12 +139,9 @@ def discrimination(log: pd.DataFrame, cluster: str = "cluster", model: str = "mo
     ``p_k`` is model k's accuracy over all its rows in the cluster (every item and
     trial; <NA> = invalid counts as not correct). See the module docstring for the formula.
     """
-    if not isinstance(log, pd.DataFrame):
-        raise InputError("discrimination: expected a canonical log (pandas DataFrame)")
-    for col in (cluster, model, correct):
-        if col not in log.columns:
-            raise InputError(f"discrimination: the log has no column {col!r} "
-                             f"(columns: {', '.join(map(str, log.columns[:15]))})")
+    from mrcstats.io.schema import require_log
+
+    log = require_log(log, "discrimination", (cluster, model, correct), correct=correct)
     if not (0 <= epsilon < 0.5):
         raise InputError(f"discrimination: epsilon must lie in [0, 0.5), got {epsilon}")
     if len(log) == 0:
