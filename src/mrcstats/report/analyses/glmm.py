@@ -9,6 +9,7 @@ import pandas as pd
 
 from mrcstats.errors import DependencyError, InputError
 from mrcstats.models import drop1, glmer, gvif
+from mrcstats.models.predict import probability_frame
 from mrcstats.report import figures as F
 from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output, Skip, filter_note
 from mrcstats.report.tables import (
@@ -16,7 +17,6 @@ from mrcstats.report.tables import (
     coef_frame,
     fit_statistics_table,
     format_number,
-    probability_frame,
     probability_table,
     random_effects_table,
     regression_table,
