@@ -59,7 +59,7 @@ _API: dict[str, str] = {
     "compare": "mrcstats.stats.compare",
     "compare_scores": "mrcstats.stats.compare",
     "per_item_scores": "mrcstats.stats.compare",
-    "p_adjust": "mrcstats.stats.compare",
+    "p_adjust": "mrcstats.stats.multiplicity",
     "CompareResult": "mrcstats.stats.compare",
     "power": "mrcstats.stats.power",
     "PowerResult": "mrcstats.stats.power",
