@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from mrcstats.report.analyses.accuracy import Accuracy
 from mrcstats.report.analyses.base import Analysis
+from mrcstats.report.analyses.compare import Compare
 from mrcstats.report.analyses.confusion import Confusion
 from mrcstats.report.analyses.contingency import Contingency
 from mrcstats.report.analyses.discrimination import Discrimination
@@ -21,5 +22,6 @@ from mrcstats.report.analyses.wh_extremes import WhExtremes
 ANALYSES: dict[str, type[Analysis]] = {cls.type: cls for cls in (
     Summary, Glmm, Contingency, Confusion, WhExtremes, ErrorTypes, Probability, Discrimination, Masking, Accuracy,
     # new analysis types: append here
+    Compare,
     ModelTableAnalysis,
 )}
