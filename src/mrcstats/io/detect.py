@@ -6,7 +6,8 @@ that text is valid UTF-8, reporting the byte offset and line of the first bad
 byte. :func:`detect_format` then looks at the content:
 
 * ``parquet``: the ``PAR1`` magic; ``inspect``: a zip archive with ``header.json`` (an Inspect ``.eval`` log);
-* JSON documents: ``inspect`` (an Inspect AI log: ``eval`` + ``samples``),
+* JSON documents: ``inspect`` (an Inspect AI log: ``eval`` + ``samples``), ``helm`` (a HELM
+  ``per_instance_stats.json``: a list of ``instance_id`` + ``stats`` objects),
   ``elagent`` (``data`` lists of ``result`` records, or operator-nested
   ``{accuracy, invalid, data: [[prompt, gold, pred, response], ...]}``), else ``json``;
 * JSON lines: ``harness`` (lm-evaluation-harness samples: ``doc_id`` and
@@ -29,7 +30,8 @@ from typing import Any
 from mrcstats.errors import InputError
 
 #: every format name accepted by ``--format``
-FORMATS: tuple[str, ...] = ("csv", "tsv", "json", "jsonl", "parquet", "mskqa", "elagent", "harness", "inspect")
+FORMATS: tuple[str, ...] = ("csv", "tsv", "json", "jsonl", "parquet", "mskqa", "elagent", "harness", "inspect",
+                            "helm")
 #: file name endings a folder listing picks up
 EXTENSIONS: tuple[str, ...] = (".csv", ".tsv", ".txt", ".json", ".jsonl", ".ndjson", ".parquet", ".pq", ".eval")
 
@@ -140,7 +142,7 @@ def expand_paths(paths: str | Path | list[str | Path] | tuple) -> list[Path]:
             if not found:
                 raise InputError(f"{p}: folder has no data files (looked for "
                                  f"{', '.join(EXTENSIONS)}, optionally .gz)")
-            out.extend(found)
+            out.extend(select_run_files(found))
         elif p.exists():
             out.append(p)
         else:
@@ -148,6 +150,27 @@ def expand_paths(paths: str | Path | list[str | Path] | tuple) -> list[Path]:
     if not out:
         raise InputError("no input files given")
     return out
+
+
+def _bare(name: str) -> str:
+    return name.lower().removesuffix(".gz")
+
+
+def select_run_files(files: list[Path]) -> list[Path]:
+    """The data files of a folder listing that holds eval-tool run folders.
+
+    * HELM runs (``per_instance_stats.json`` beside ``scenario_state.json``, ``run_spec.json``, ...): only the
+      ``per_instance_stats.json`` files (the reader opens the others beside each);
+    * lm-evaluation-harness outputs (``samples_<task>_<ts>.jsonl`` beside ``results_<ts>.json``): the samples
+      files only (the reader takes the model name from the results file beside each).
+    """
+    helm = [f for f in files if _bare(f.name) == "per_instance_stats.json"]
+    if helm:
+        return helm
+    samples = any(_bare(f.name).startswith("samples_") and _bare(f.name).endswith(".jsonl") for f in files)
+    if samples:
+        return [f for f in files if not (_bare(f.name).startswith("results") and _bare(f.name).endswith(".json"))]
+    return files
 
 
 def _known_ext(name: str) -> bool:
@@ -176,6 +199,10 @@ def is_mskqa_header(cols: list[str]) -> bool:
 
 
 def _json_kind(obj: Any) -> str:
+    from mrcstats.io.helm import looks_like_helm
+
+    if looks_like_helm(obj):
+        return "helm"
     if isinstance(obj, dict):
         if "samples" in obj and "eval" in obj:
             return "inspect"
