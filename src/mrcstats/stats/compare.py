@@ -647,9 +647,9 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
                 notes.append(f"model {m!r}: the number of trials differs across items ({int(kk.min())} to "
                              f"{int(kk.max())}); items are weighted equally, each by the mean of its trials")
     invalid = items.attrs.get("invalid") or {}
-    for m in names:
-        if invalid.get(m):
-            notes.append(f"model {m!r}: {invalid[m]} invalid answer(s) counted as not correct")
+    inv = [f"{m} {invalid[m]}" for m in names if invalid.get(m)]
+    if inv:
+        notes.append(f"invalid answers counted as not correct: {', '.join(inv)}")
     if np.isnan(p_mc).any() and (K > 1).any():
         notes.append("p_mcnemar is null for pairs with repeated trials (the exact McNemar test needs one binary "
                      "answer per item)")
