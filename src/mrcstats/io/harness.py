@@ -28,8 +28,8 @@ from typing import Any
 import pandas as pd
 
 from mrcstats.errors import InputError
-from mrcstats.io.detect import Source
 from mrcstats.io.schema import missing_columns_error
+from mrcstats.io.source import Source
 
 _TASK_RE = re.compile(r"^samples_(?P<task>.+?)_(?P<ts>\d{4}-\d{2}-\d{2}T[0-9\-\.:]+)$")
 _METRICS = ("acc", "exact_match")
@@ -103,7 +103,7 @@ def model_from_results(results: dict) -> str | None:
 
 def _results_model(src: Source) -> str | None:
     """The model named by the harness results file(s) beside a samples file (None when there is none)."""
-    from mrcstats.io.detect import load_source
+    from mrcstats.io.source import load_source
 
     folder = src.path.parent
     files = sorted(f for f in folder.iterdir() if f.is_file() and f.name.startswith("results")

@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from mrcstats.errors import InputError
-from mrcstats.io.detect import Source
+from mrcstats.io.source import Source
 
 #: exact-match style HELM stats, in the order the reader looks for them
 MAIN_STATS: tuple[str, ...] = ("exact_match", "quasi_exact_match", "prefix_exact_match", "quasi_prefix_exact_match",
@@ -42,7 +42,7 @@ def looks_like_helm(obj: Any) -> bool:
 
 def _sibling(src: Source, name: str) -> Any | None:
     """A JSON file beside ``src`` (``name`` or ``name.gz``), parsed; None when absent."""
-    from mrcstats.io.detect import load_source
+    from mrcstats.io.source import load_source
 
     for cand in (src.path.parent / name, src.path.parent / f"{name}.gz"):
         if cand.is_file():

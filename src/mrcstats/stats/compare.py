@@ -73,6 +73,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
+from mrcstats.stats.multiplicity import check_method, p_adjust
 
 __all__ = [
     "ADJUST_METHODS",
@@ -97,54 +98,6 @@ PAIR_FIELDS: tuple[str, ...] = ("model_a", "model_b", "n_items", "diff", "se", "
                                 "z", "p", "p_adjusted", "p_mcnemar", "corr", "variance_ratio", "boot_ci_low",
                                 "boot_ci_high")
 _UNPAIRED = "model-item scores without a partner in a pair (left out of that pair; summed over pairs)"
-
-
-# --------------------------------------------------------------------------- multiplicity
-
-def p_adjust(p: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:
-    """Adjust p-values for multiple comparisons exactly as R's ``p.adjust(p, method)``.
-
-    With ``m`` the number of non-missing p-values, ``p_(1) <= ... <= p_(m)``:
-
-    * ``bonferroni``: ``min(1, m p_i)``;
-    * ``holm`` (Holm 1979): ``p~_(i) = min(1, max_{j <= i} (m - j + 1) p_(j))``;
-    * ``BH`` (Benjamini & Hochberg 1995; R's ``"BH"``/``"fdr"``):
-      ``p~_(i) = min(1, min_{j >= i} m/j · p_(j))``;
-    * ``none``: unchanged.
-
-    Missing values (NaN) stay missing and do not count in ``m`` (R's ``n = length(p[!is.na(p)])``).
-    """
-    meth = _check_adjust(method)
-    arr = np.asarray(p, dtype=float).copy()
-    ok = ~np.isnan(arr)
-    q = arr[ok]
-    m = len(q)
-    if m == 0 or meth == "none":
-        return arr
-    if meth == "bonferroni":
-        out = np.minimum(1.0, m * q)
-    elif meth == "holm":
-        o = np.argsort(q, kind="stable")
-        i = np.arange(1, m + 1)
-        adj = np.minimum(1.0, np.maximum.accumulate((m - i + 1) * q[o]))
-        out = np.empty(m)
-        out[o] = adj
-    else:  # BH
-        o = np.argsort(-q, kind="stable")
-        i = np.arange(m, 0, -1)
-        adj = np.minimum(1.0, np.minimum.accumulate(m / i * q[o]))
-        out = np.empty(m)
-        out[o] = adj
-    arr[ok] = out
-    return arr
-
-
-def _check_adjust(method: str) -> str:
-    aliases = {"holm": "holm", "bh": "BH", "fdr": "BH", "bonferroni": "bonferroni", "none": "none"}
-    key = str(method).lower() if method is not None else "none"
-    if key not in aliases:
-        raise InputError(f"unknown p-value adjustment {method!r}; choose one of {', '.join(ADJUST_METHODS)}")
-    return aliases[key]
 
 
 # --------------------------------------------------------------------------- step 1: per-item scores
@@ -418,7 +371,7 @@ def compare(log: pd.DataFrame, models: Sequence[str] | None = None, cluster: str
 def _check_args(alpha: float, adjust: str, bootstrap: int) -> None:
     if not (isinstance(alpha, (int, float)) and 0 < float(alpha) < 1):
         raise InputError(f"alpha must be between 0 and 1 (e.g. 0.05), got {alpha!r}")
-    _check_adjust(adjust)
+    check_method(adjust)
     if not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
         raise InputError(f"bootstrap must be a whole number >= 0 (resamples; 0 = none), got {bootstrap!r}")
 
@@ -459,7 +412,7 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
     from mrcstats.stats.contingency import mcnemar_exact_p
 
     _check_args(alpha, adjust, bootstrap)
-    meth = _check_adjust(adjust)
+    meth = check_method(adjust)
     _check_item_scores(items)
     all_codes, all_names = pd.factorize(items["model"], sort=False)
     available = sorted(map(str, all_names))
