@@ -10,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mrcstats.errors import InputError
+from mrcstats.models.design import contrast_matrix
+from mrcstats.models.predict import probability_frame
 from mrcstats.report.tables import (
     Table,
     accuracy_table,
     contingency_table,
-    contrast_matrix,
     format_pvalue,
     latex_escape,
     latex_unescape,
@@ -23,7 +24,6 @@ from mrcstats.report.tables import (
     parse_latex,
     parse_markdown,
     pd_cutoff_table,
-    probability_frame,
     probability_table,
     regression_table,
 )

@@ -33,6 +33,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compare", metavar="REDUCED FORMULA",
                    help="likelihood-ratio test against this reduced model (anova)")
     add_log_options(p)
+    # estimated marginal means (emmeans) -- keep this block separate from other options
+    p.add_argument("--emmeans", metavar="SPEC",
+                   help="estimated marginal means of SPEC (a factor, or 'A:B'), as R's emmeans(m, SPEC)")
+    p.add_argument("--by", metavar="VAR", help="with --emmeans: means (and pairs) within each level of VAR")
+    p.add_argument("--type", choices=("link", "response"), default="link",
+                   help="with --emmeans: logit scale (emmean) or probabilities (prob; pairs as odds ratios)")
+    p.add_argument("--pairs", action="store_true", help="with --emmeans: pairwise contrasts (pairs(em))")
+    p.add_argument("--adjust", choices=("tukey", "holm", "bonferroni", "sidak", "none"), default="tukey",
+                   help="with --pairs: p-value adjustment (default tukey, as emmeans)")
     add_json_flag(p)
     p.set_defaults(func=_glmer)
 
@@ -46,6 +55,7 @@ def _glmer(args: argparse.Namespace) -> int:
     for k, v in levels.items():
         if not v:
             raise InputError(f"--levels {k}=...: give the levels separated by commas")
+    _check_emmeans_args(args)
     from mrcstats.io import read_data
 
     data = read_data(args.data, format=args.fmt, mapping=parse_kv(args.map, "--map") or None, model=args.model,
@@ -78,4 +88,33 @@ def _glmer(args: argparse.Namespace) -> int:
         an = compare.anova(m0, m)
         obj["anova"] = an.to_dict()
         text.append("\n" + an.summary())
+    _emmeans_block(args, m, obj, text)
     return output(args, obj, "\n".join(text))
+
+
+def _check_emmeans_args(args: argparse.Namespace) -> None:
+    from mrcstats.errors import InputError
+
+    if not args.emmeans:
+        if args.pairs or args.by or args.type != "link" or args.adjust != "tukey":
+            raise InputError("--by, --type, --pairs and --adjust need --emmeans SPEC (e.g. --emmeans LLM)")
+        return
+    from mrcstats.models.emmeans import resolve_specs
+    from mrcstats.models.formula import parse_formula
+
+    resolve_specs(parse_formula(args.formula), args.emmeans, args.by)  # bad names fail before the fit
+
+
+def _emmeans_block(args: argparse.Namespace, m, obj: dict, text: list[str]) -> None:
+    """``--emmeans/--by/--type/--pairs/--adjust``: adds ``"emmeans"`` and ``"pairs"`` record lists."""
+    if not args.emmeans:
+        return
+    from mrcstats.models.emmeans import emmeans, pairs
+
+    em = emmeans(m, args.emmeans, by=args.by, type=args.type)
+    obj["emmeans"] = em.records()
+    text.append("\n" + em.summary())
+    if args.pairs:
+        pr = pairs(em, adjust=args.adjust)
+        obj["pairs"] = pr.records()
+        text.append("\n" + pr.summary())

@@ -24,6 +24,21 @@ from mrcstats.models.design import DesignInfo
 from mrcstats.models.formula import ModelSpec
 
 _QNAMES = ("Min", "1Q", "Median", "3Q", "Max")
+COEF_COLUMNS = ("Estimate", "Std. Error", "z value", "Pr(>|z|)")
+
+
+def wald_table(estimate: Mapping[str, float] | pd.Series, se: Mapping[str, float] | pd.Series) -> pd.DataFrame:
+    """lme4's coefficient table from estimates and standard errors given elsewhere (e.g. a paper).
+
+    ``z = estimate / se`` and ``p = 2 * pnorm(-|z|)`` (Wald z tests, as ``summary.merMod``), with the columns
+    and term index of :meth:`GlmerResult.coef_table`; a fitted model's table comes from the fit itself.
+    """
+    est = pd.Series(estimate, dtype=float, name=COEF_COLUMNS[0])
+    s = pd.Series(se, dtype=float).reindex(est.index).rename(COEF_COLUMNS[1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (est / s).rename(COEF_COLUMNS[2])
+    p = pd.Series(2.0 * _st.norm.sf(np.abs(z.to_numpy())), index=est.index, name=COEF_COLUMNS[3])
+    return pd.concat([est, s, z, p], axis=1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -166,7 +181,7 @@ class GlmerResult:
         return len(self.fixef) + len(self.theta)
 
     def coef_table(self) -> pd.DataFrame:
-        """The fixed-effects table of ``summary()`` (Estimate, Std. Error, z value, Pr(>|z|))."""
+        """The fixed-effects table of ``summary()`` (Estimate, Std. Error, z value, Pr(>|z|)), indexed by term."""
         return pd.concat([self.fixef, self.se, self.z, self.p], axis=1)
 
     def predict(self, newdata: pd.DataFrame | None = None, re_form: str | None = None,

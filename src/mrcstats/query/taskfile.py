@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mrcstats._jsonlines import json_lines
 from mrcstats.errors import InputError
-from mrcstats.query.log import json_lines
 
 #: keys the query log writes itself; a task's own fields of these names are refused
 RESERVED = frozenset({"model", "trial", "response", "pred", "correct", "status", "attempts", "error",

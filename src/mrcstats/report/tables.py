@@ -8,15 +8,8 @@ and HTML carry the formatted cells (for people). Every export can be read back
 
 Builders never re-derive what another layer computes: they take result objects
 (``GlmerResult``, contingency/discrimination/masking results) or their
-``to_frame()`` and only lay the numbers out. The one computation here is the
-probability-at-σ table (seed 003, Tables 1-2), which evaluates the fixed-effects
-linear predictor at chosen values of a scaled feature:
-
-    P(correct | model m, x = kσ) = logistic(β0 + Σ_j C[m, j] β_j + k (β_x + Σ_j C[m, j] β_{x:j}))
-
-with ``C`` the contrast matrix of the model factor (R's ``contr.sum`` or
-``contr.treatment``); the "Grand Mean" row averages the per-model log-odds, which
-for sum contrasts is ``logistic(β0 + k β_x)`` as in the seed.
+``to_frame()`` and only lay the numbers out; the probability-at-σ table (seed 003
+Tables 1-2) takes its numbers from :func:`mrcstats.models.predict.probability_frame`.
 """
 from __future__ import annotations
 
@@ -423,16 +416,15 @@ def _as_series(obj: Any, name: str) -> pd.Series:
 
 
 def coef_frame(result: Any) -> pd.DataFrame:
-    """Fixed-effects table (term, estimate, se, z, p) from a GlmerResult-like object or a DataFrame.
+    """``term, estimate, se, z, p`` from a fit's :meth:`~mrcstats.models.GlmerResult.coef_table`, or from a
+    DataFrame of estimates and SEs given elsewhere (a ``term`` column or index; lme4's column names work too),
+    through :func:`mrcstats.models.results.wald_table` — the one coefficient table."""
+    from mrcstats.models.results import wald_table
 
-    Accepts anything with ``fixef``/``se``/``z``/``p`` (mappings or Series keyed by
-    term, as :class:`mrcstats.models.GlmerResult`), or a DataFrame with a ``term``
-    column (or index) and columns named estimate/se/z/p (lme4's names work too).
-    """
     if isinstance(result, pd.DataFrame):
         df = result.copy()
-        if "term" not in df.columns:
-            df = df.rename_axis("term").reset_index()
+        if "term" in df.columns:
+            df = df.set_index("term")
         ren = {}
         for c in df.columns:
             lc = str(c).lower()
@@ -440,29 +432,19 @@ def coef_frame(result: Any) -> pd.DataFrame:
                 ren[c] = "estimate"
             elif lc in ("se", "std. error", "std_error", "stderr", "std.error"):
                 ren[c] = "se"
-            elif lc in ("z", "z value", "z_value", "statistic"):
-                ren[c] = "z"
-            elif lc in ("p", "pr(>|z|)", "p_value", "pvalue", "p.value"):
-                ren[c] = "p"
         df = df.rename(columns=ren)
         missing = [c for c in ("estimate", "se") if c not in df.columns]
         if missing:
             raise InputError(f"regression table: columns {missing} not found among {list(df.columns)}")
-        if "z" not in df.columns:
-            df["z"] = df["estimate"] / df["se"]
-        if "p" not in df.columns:
-            from scipy.stats import norm
-            df["p"] = 2 * norm.sf(np.abs(df["z"]))
-        return df[["term", "estimate", "se", "z", "p"]].reset_index(drop=True)
-    try:
-        fe = _as_series(result.fixef, "fixef")
-        se = _as_series(result.se, "se").reindex(fe.index)
-        z = _as_series(result.z, "z").reindex(fe.index)
-        p = _as_series(result.p, "p").reindex(fe.index)
-    except AttributeError as exc:
-        raise InputError(f"regression table: {type(result).__name__} has no fixef/se/z/p ({exc})") from None
-    return pd.DataFrame({"term": [str(t) for t in fe.index], "estimate": fe.values, "se": se.values,
-                         "z": z.values, "p": p.values})
+        tab = wald_table(df["estimate"], df["se"])
+    elif hasattr(result, "coef_table"):
+        tab = result.coef_table()
+    else:
+        raise InputError(f"regression table: {type(result).__name__} is neither a fit nor a DataFrame")
+    tab = tab.reset_index(names="term")
+    tab.columns = ["term", "estimate", "se", "z", "p"]
+    tab["term"] = tab["term"].astype(str)
+    return tab
 
 
 def regression_table(result: Any, caption: str = "", label: str = "fixef", layout: str = "lme4",
@@ -560,65 +542,6 @@ def anova_table(frame: pd.DataFrame, caption: str = "", label: str = "drop1") ->
 # --------------------------------------------------------------------------- probability at σ
 
 
-def contrast_matrix(levels: Sequence[str], coding: str = "sum") -> tuple[np.ndarray, list[str]]:
-    """R's contrast matrix and the column suffixes lme4 uses in term names.
-
-    ``sum`` (``contr.sum``): level i < k is e_i, the last level is −1 in every column;
-    suffixes ``1..k-1``. ``treatment`` (``contr.treatment``): the first level is the
-    reference (all 0); suffixes are the other level names.
-    """
-    k = len(levels)
-    coding = coding.removeprefix("contr.")
-    if k < 2:
-        raise InputError(f"contrast_matrix: a factor needs at least two levels, got {list(levels)}")
-    if coding == "sum":
-        c = np.vstack([np.eye(k - 1), -np.ones((1, k - 1))])
-        return c, [str(i + 1) for i in range(k - 1)]
-    if coding == "treatment":
-        c = np.vstack([np.zeros((1, k - 1)), np.eye(k - 1)])
-        return c, [str(lv) for lv in levels[1:]]
-    raise InputError(f"contrast_matrix: coding must be 'sum' or 'treatment', got {coding!r}")
-
-
-def _term(fixef: Mapping[str, float], *parts: str) -> float:
-    """Look up an interaction term in either order (``x:LLM1`` or ``LLM1:x``)."""
-    import itertools
-    for perm in itertools.permutations(parts):
-        name = ":".join(perm)
-        if name in fixef:
-            return float(fixef[name])
-    raise InputError(f"probability table: term {':'.join(parts)!r} not among the fixed effects {list(fixef)}")
-
-
-def _expit(x: np.ndarray | float) -> np.ndarray | float:
-    return 1.0 / (1.0 + np.exp(-np.asarray(x, dtype=float)))
-
-
-def probability_frame(fixef: Mapping[str, float], feature: str, factor: str, levels: Sequence[str],
-                      coding: str = "sum", sigmas: Sequence[float] = (-2, 0, 2, 4),
-                      intercept: str = "(Intercept)") -> pd.DataFrame:
-    """Predicted P(correct) per factor level (rows) at ``feature = k`` for k in ``sigmas`` (columns).
-
-    Formula in the module docstring; the last row, "Grand Mean", is the logistic of
-    the mean log-odds over levels (= logistic(β0 + k β_x) under sum contrasts).
-    """
-    fixef = {str(k): float(v) for k, v in dict(fixef).items()}
-    coding = coding.removeprefix("contr.")
-    if intercept not in fixef:
-        raise InputError(f"probability table: no {intercept!r} among the fixed effects {list(fixef)}")
-    c, suffixes = contrast_matrix(levels, coding)
-    b0 = fixef[intercept]
-    bx = _term(fixef, feature)
-    bl = np.array([_term(fixef, f"{factor}{s}") for s in suffixes])
-    bxl = np.array([_term(fixef, feature, f"{factor}{s}") for s in suffixes])
-    k = np.asarray(sigmas, dtype=float)
-    eta = (b0 + c @ bl)[:, None] + k[None, :] * (bx + c @ bxl)[:, None]
-    eta = np.vstack([eta, eta.mean(axis=0, keepdims=True)])
-    out = pd.DataFrame(_expit(eta), columns=[float(s) for s in sigmas])
-    out.insert(0, factor, [str(lv) for lv in levels] + ["Grand Mean"])
-    return out
-
-
 def _sigma_label(s: float) -> str:
     s = float(s)
     txt = f"{s:g}"
@@ -636,6 +559,8 @@ def probability_table(fixef: Mapping[str, float] | Any, feature: str, factor: st
     ``raw_sd`` each column header also shows the raw feature value, ``kσ (mean + k·sd)``.
     ``labels`` renames the factor levels for display.
     """
+    from mrcstats.models.predict import probability_frame
+
     if not isinstance(fixef, Mapping):
         fixef = dict(fixef.fixef)
     pf = probability_frame(fixef, feature, factor, levels, coding, sigmas)
@@ -920,3 +845,27 @@ def masking_indicator_table(frame: pd.DataFrame, caption: str = "", label: str =
     fmts.update({c: "{:.4f}" for c in ("NA", "KI") if c in df.columns})
     notes = ("MR-weighted averages ⟨X⟩ = Σ MR·X(MR) / Σ MR; NA, EA, KI for regular masking.",)
     return Table(df, caption=caption, label=label, formats=fmts, notes=notes)
+
+
+# --------------------------------------------------------------------------- estimated marginal means
+
+
+def emmeans_table(em: Any, caption: str = "", label: str = "emmeans") -> Table:
+    """An :class:`~mrcstats.models.emmeans.EmmeansResult` as emmeans prints it (``prob``/``emmean``, SE,
+    df, asymptotic limits), emmeans's messages as notes."""
+    df = em.to_frame()
+    stub = len(em.specs) + len(em.by)
+    fmts: dict[str, Formatter] = {c: "{:.4f}" for c in df.columns[stub:] if c != "df"}
+    return Table(df, caption=caption, label=label, formats=fmts, notes=tuple(em.notes), stub=stub)
+
+
+def pairs_table(pr: Any, caption: str = "", label: str = "pairs") -> Table:
+    """A :class:`~mrcstats.models.emmeans.PairsResult` as emmeans prints it (``estimate``/``odds.ratio``, SE,
+    df, z.ratio, p.value adjusted as noted)."""
+    df = pr.to_frame()
+    stub = 1 + len(pr.by)
+    fmts: dict[str, Formatter] = {c: "{:.4f}" for c in (pr.est_name, "SE")}
+    fmts.update({"z.ratio": "{:.3f}", "p.value": format_pvalue})
+    if "null" in df.columns:
+        fmts["null"] = "{:g}"
+    return Table(df, caption=caption, label=label, formats=fmts, notes=tuple(pr.notes), stub=stub)

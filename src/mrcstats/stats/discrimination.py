@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
+from mrcstats.models.predict import plogis
 
 __all__ = [
     "ClusterDifficulty",
@@ -397,6 +398,6 @@ def cluster_difficulty(ranef: Any, intercept: float | None = None, *, group: str
         raise InputError(f"cluster_difficulty: {int(modes.isna().sum())} conditional mode(s) are not numbers")
     eta = float(intercept) + modes.to_numpy(dtype=float)
     tab = pd.DataFrame({"level": [str(v) for v in modes.index], "mode": modes.to_numpy(dtype=float),
-                        "eta": eta, "probability": 1.0 / (1.0 + np.exp(-eta))})
+                        "eta": eta, "probability": plogis(eta)})
     tab = tab.sort_values(["mode", "level"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
     return ClusterDifficulty(tab, float(intercept), int(min(n, len(tab))), group)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mrcstats._jsonlines import json_lines
 from mrcstats.errors import InputError
 
 
@@ -75,7 +76,6 @@ def iter_items(path: str | os.PathLike) -> Iterator[StoredItem]:
 
 def _iter_jsonl(p: Path) -> Iterator[StoredItem]:
     from mrcstats.io.files import read_text
-    from mrcstats.query.log import json_lines
 
     text = read_text(p)
 
