@@ -93,6 +93,7 @@ class GlmerResult:
                        nagq: int = 1, fit_seconds: float = float("nan"), formula: str | None = None,
                        singular: bool | None = None, optinfo: Mapping[str, Any] | None = None,
                        fit_options: Mapping[str, Any] | None = None, frame: pd.DataFrame | None = None,
+                       theta_names: Sequence[str] | None = None, varcorr: pd.DataFrame | None = None,
                        ) -> GlmerResult:
         """Build a result from the estimates; every derived figure is computed here.
 
@@ -110,7 +111,7 @@ class GlmerResult:
             C = V / d
         p = 2.0 * _st.norm.sf(np.abs(z))
         th = np.asarray(theta, dtype=float)
-        tnames = [f"{g}.(Intercept)" for g in group_names]
+        tnames = list(theta_names) if theta_names is not None else [f"{g}.(Intercept)" for g in group_names]
         npar = len(names) + len(th)
         m2 = -2.0 * float(loglik)
         aic = m2 + 2 * npar
@@ -119,8 +120,9 @@ class GlmerResult:
             if pearson_resid is None:
                 raise ValueError("from_estimates needs pearson_resid or resid_quantiles")
             resid_quantiles = np.quantile(np.asarray(pearson_resid, float), [0, .25, .5, .75, 1])
-        vc = pd.DataFrame({"group": list(group_names), "name": ["(Intercept)"] * len(th),
-                           "variance": th ** 2, "sd": th})
+        vc = varcorr if varcorr is not None else pd.DataFrame(
+            {"group": list(group_names), "name": ["(Intercept)"] * len(th), "var2": [None] * len(th),
+             "variance": th ** 2, "sd": th})
         if singular is None:
             singular = bool(np.any(th < 1e-4))
         return cls(
