@@ -704,6 +704,16 @@ def _bmatvec(M: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.einsum("kab,kb->ka", M, x)
 
 
+def _rows_blockvec(M: np.ndarray, codes: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """Per row i: M[codes[i]] @ A[i] (M: levels x q x q, A: n x q) without n x q x q temporaries."""
+    q = A.shape[1]
+    out = np.zeros_like(A)
+    for a in range(q):
+        for b in range(q):
+            out[:, a] += np.take(M[:, a, b], codes) * A[:, b]
+    return out
+
+
 class GeneralModel:
     """Laplace deviance and its gradient for any set of random-effects terms in lme4's
     parameterisation (``mkReTrms``): η = Xβ + Σ_k Z_k T_k u_k, u ~ N(0, I).
@@ -925,9 +935,7 @@ class GeneralModel:
         c1, q1, n1 = self.codes[0], self.q1, self.n1
         A1 = A[0]
         if G is None:
-            if q1 == 1:
-                return [A1 * Dinv[:, 0, 0][c1][:, None]], None
-            return [np.einsum("iab,ib->ia", Dinv[c1], A1)], None
+            return [_rows_blockvec(Dinv, c1, A1)], None
         Q2 = self.Q2
         Sinv = sla.cho_solve(cho, np.eye(Q2), check_finite=False)
         Gf = G.reshape(n1 * q1, Q2)
@@ -935,7 +943,7 @@ class GeneralModel:
         K = np.einsum("jak,jbk->jab", GS.reshape(n1, q1, Q2), G)
         M11 = Dinv + K
         GSf, Sf = GS.ravel(), Sinv.ravel()
-        s1 = np.einsum("iab,ib->ia", M11[c1], A1) if q1 > 1 else A1 * M11[:, 0, 0][c1][:, None]
+        s1 = _rows_blockvec(M11, c1, A1)
         out = [s1]
         for a in range(q1):
             row = (c1 * q1 + a) * Q2
@@ -971,17 +979,26 @@ class GeneralModel:
         s, _ = self._rows_minv(A, C, fac)
         h = np.zeros(d.n)
         for Ak, sk in zip(A, s):
-            h += np.einsum("ic,ic->i", Ak, sk) if Ak.shape[1] > 1 else Ak[:, 0] * sk[:, 0]
+            for c in range(Ak.shape[1]):
+                h += Ak[:, c] * sk[:, c]
         th = t * h
         w = self._solve(fac, C, self._zt(A, th))
         U, W = self._split(u), self._split(w)
         rho = -2.0 * e + th - v * self._gather(A, W)
         g_beta = d.XT @ rho
         g_theta = np.empty(self.ntheta)
+        v2 = 2.0 * v
         for k, term in enumerate(self.terms):
-            ck = self.codes[k]
-            Q = rho[:, None] * U[k][ck] + e[:, None] * W[k][ck] + 2.0 * v[:, None] * s[k]
-            ZQ = self.Zs[k].T @ Q
+            ck, nk, Zk = self.codes[k], self.nls[k], self.Zs[k]
+            # ZQ[r, c] = Σ_i z_ik[r] (ρ_i u_k[c] + e_i ω_k[c] + 2 v_i s_ik[c])
+            ZQ = np.empty((Zk.shape[1], self.qs[k]))
+            for r in range(Zk.shape[1]):
+                zr = Zk[:, r]
+                zrho = np.bincount(ck, weights=zr * rho, minlength=nk)
+                ze = np.bincount(ck, weights=zr * e, minlength=nk)
+                zv = zr * v2
+                for c in range(self.qs[k]):
+                    ZQ[r, c] = zrho @ U[k][:, c] + ze @ W[k][:, c] + zv @ s[k][:, c]
             th_k = theta[self.th_off[k]:self.th_off[k + 1]]
             for m, dT in enumerate(term.factor_derivs(th_k)):
                 g_theta[self.th_off[k] + m] = float(np.sum(dT * ZQ))
