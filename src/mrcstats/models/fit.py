@@ -231,6 +231,37 @@ def _scale_check(XT: np.ndarray) -> list[str]:
 # ----------------------------------------------------------------------------- native fit
 
 
+def make_model(d: BinomialData, re) -> SingleFactor | MultiFactor | GeneralModel:
+    """The deviance object for the random-effects terms ``re``.
+
+    One general structure (:class:`GeneralModel`, any lme4 covariance terms); random
+    intercepts have specialised kernels of it: one factor (diagonal L) and several
+    (diagonal block + dense Schur complement)."""
+    if all(r.is_scalar for r in re):
+        if len(re) == 1:
+            return SingleFactor(d, re[0].codes, re[0].nlevels)
+        return MultiFactor(d, [r.codes for r in re], [r.nlevels for r in re])
+    return GeneralModel(d, re)
+
+
+def deviance_function(model):
+    """(θ, β) -> (Laplace deviance, gradient) for any engine model (θ always an array)."""
+    if isinstance(model, SingleFactor):
+        return lambda th, beta, grad=True, keep=True: model.evaluate(float(th[0]), beta, grad=grad, keep=keep)
+    return lambda th, beta, grad=True, keep=True: model.evaluate(np.asarray(th, float), beta, grad=grad, keep=keep)
+
+
+def refit_optimum(model, lower: np.ndarray, x0: np.ndarray, ftol: float = 1e-12) -> tuple[np.ndarray, float, bool]:
+    """Minimise the Laplace deviance over (θ, β) from ``x0`` (L-BFGS-B, analytic gradient);
+    returns (x, deviance, converged). Used by the bootstrap's refits."""
+    k = len(lower)
+    f = deviance_function(model)
+    bounds = [(0.0 if lo == 0 else None, None) for lo in lower] + [(None, None)] * (len(x0) - k)
+    r = optimize.minimize(lambda z: f(z[:k], z[k:]), x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                          options={"maxiter": 2000, "ftol": ftol, "gtol": 1e-6, "maxcor": 20})
+    return r.x.copy(), float(r.fun), bool(r.success)
+
+
 def fit_design(design: Design, nagq: int = 1, t0: float | None = None,
                fit_options: Mapping[str, Any] | None = None) -> GlmerResult:
     """Fit a built :class:`Design` with the native engine; returns a :class:`GlmerResult`.
@@ -275,15 +306,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
     if nagq == 0 and (len(re) != 1 or not scalar):
         raise ModelError("nAGQ = 0 is implemented natively for one random intercept (1 | g); "
                          "use nagq=1 or engine='lme4'")
-    # one general structure (GeneralModel, any lme4 covariance terms); random intercepts
-    # have specialised kernels: one factor (diagonal L) and several (diagonal + dense Schur)
-    model: SingleFactor | MultiFactor | GeneralModel
-    if scalar and len(re) == 1:
-        model = SingleFactor(d, re[0].codes, re[0].nlevels)
-    elif scalar:
-        model = MultiFactor(d, [r.codes for r in re], [r.nlevels for r in re])
-    else:
-        model = GeneralModel(d, re)
+    model = make_model(d, re)
     lower = np.concatenate([r.lower for r in re])
     k = len(lower)
     p = d.p
@@ -419,7 +442,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         ngroups=design.ngroups, ranef=ranef, loglik=loglik, deviance=devres_sum, pearson_resid=pearson,
         nobs=design.nobs, converged=converged, messages=messages, engine="native", nagq=nagq,
         fit_seconds=fit_seconds, singular=singular, optinfo=optinfo, fit_options=fit_options or {},
-        frame=design.frame)
+        frame=design.frame, design=design)
 
 
 def _ranef_frames(re, bs, cvs) -> dict[str, pd.DataFrame]:

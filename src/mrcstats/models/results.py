@@ -85,6 +85,7 @@ class GlmerResult:
     optinfo: Mapping[str, Any] = field(default_factory=dict, repr=False)
     fit_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     frame: pd.DataFrame | None = field(default=None, repr=False)
+    design: Any = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -97,7 +98,7 @@ class GlmerResult:
                        singular: bool | None = None, optinfo: Mapping[str, Any] | None = None,
                        fit_options: Mapping[str, Any] | None = None, frame: pd.DataFrame | None = None,
                        theta_names: Sequence[str] | None = None, varcorr: pd.DataFrame | None = None,
-                       ) -> GlmerResult:
+                       design: Any = None) -> GlmerResult:
         """Build a result from the estimates; every derived figure is computed here.
 
         ``beta`` follows ``info.column_names``; ``theta`` and ``group_names`` follow lme4's
@@ -142,7 +143,7 @@ class GlmerResult:
             converged=bool(converged), singular=bool(singular), messages=tuple(messages),
             resid_quantiles=pd.Series(np.asarray(resid_quantiles, float), index=list(_QNAMES)),
             fit_seconds=float(fit_seconds), info=info, optinfo=dict(optinfo or {}),
-            fit_options=dict(fit_options or {}), frame=frame)
+            fit_options=dict(fit_options or {}), frame=frame, design=design)
 
     # ------------------------------------------------------------------ accessors
     @property
@@ -180,6 +181,15 @@ class GlmerResult:
         """The fixed-effects table of ``summary()`` (Estimate, Std. Error, z value, Pr(>|z|))."""
         return pd.concat([self.fixef, self.se, self.z, self.p], axis=1)
 
+    def confint(self, method: str = "profile", level: float = 0.95, nsim: int = 1000, seed: int | None = None,
+                parm: Any = None, **kw: Any):
+        """lme4's ``confint(m, parm, level, method)``: ``"Wald"``, ``"profile"`` (default, as lme4)
+        or ``"boot"`` (parametric bootstrap, ``nsim`` refits, ``seed``); rows ``.sig01``, …
+        then the fixed effects. See :mod:`mrcstats.models.confint`."""
+        from mrcstats.models.confint import confint
+
+        return confint(self, method=method, level=level, nsim=nsim, seed=seed, parm=parm, **kw)
+
     def predict(self, newdata: pd.DataFrame | None = None, re_form: str | None = None,
                 type: str = "link", allow_new_levels: bool = False) -> np.ndarray:
         """Predictions as lme4's ``predict.merMod``; see :func:`mrcstats.models.predict.predict`."""
@@ -204,8 +214,9 @@ class GlmerResult:
         }
 
     def ranef_dict(self) -> dict[str, dict[str, dict[str, float]]]:
-        """``{group: {level: {"mode", "condvar"}}}`` (the CLI's ``--ranef``)."""
-        return {g: {str(k): {"mode": float(r["mode"]), "condvar": float(r["condvar"])}
+        """``{group: {level: {"mode", "condvar"}}}`` (the CLI's ``--ranef``); for slope terms the
+        keys are the columns (``(Intercept)``, ``x``) and ``condvar:<column>``."""
+        return {g: {str(k): {str(c): float(v) for c, v in r.items()}
                     for k, r in df.iterrows()} for g, df in self.ranef.items()}
 
     def to_frame(self) -> pd.DataFrame:
