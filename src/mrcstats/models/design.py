@@ -255,6 +255,22 @@ def factor_levels(s: pd.Series, given: list[str] | tuple[str, ...] | None, what:
     return m[codes], tuple(given)
 
 
+def _encode_text_columns(frame: pd.DataFrame, levels: Mapping | None) -> pd.DataFrame:
+    """Text columns as pandas categoricals with code-point sorted levels, encoded once here:
+    the design and every refit on ``frame`` (drop1, anova, confint) then work on integer codes."""
+    out = None
+    for c in frame.columns:
+        s = frame[c]
+        if (levels and c in levels) or _is_numeric(s) or pd.api.types.is_bool_dtype(s.dtype) \
+                or isinstance(s.dtype, pd.CategoricalDtype):
+            continue
+        codes, labels = _sorted_factorize(s)
+        if out is None:
+            out = frame.copy(deep=False)
+        out[c] = pd.Categorical.from_codes(codes, categories=pd.Index(labels, dtype=object))
+    return frame if out is None else out
+
+
 def _variable_values(var: Variable, data: pd.DataFrame, where: str):
     """('numeric', array) or ('factor', series) for a variable, transforms applied later."""
     if var.column not in data.columns:
@@ -631,6 +647,7 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
     messages: list[str] = []
     n_dropped = int(miss.sum())
     frame = data.loc[~miss, cols] if n_dropped else data[cols]
+    frame = _encode_text_columns(frame, levels)
     if wvec is not None:
         wvec = wvec[~miss]
         if np.any(wvec < 0):

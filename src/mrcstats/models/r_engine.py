@@ -239,7 +239,7 @@ def fit_lme4(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Mapping
 
     The native design is built first (same parser, same na.omit, same factor levels and
     contrasts), and R receives the levels it chose, so both engines code the model alike;
-    the fixed-effect names and ``assign`` of the result are R's own. ``fit_seconds`` is the
+    the fixed-effect names and ``assign`` of the result are R's own. ``fit_seconds`` here is the
     time of R's ``glmer()`` call alone.
     """
     design = build_design(formula, data, contrasts=contrasts, levels=levels, weights=weights,
