@@ -766,8 +766,18 @@ class GeneralModel:
         self.nfev = 0
         self.pirls_iters = 0
         self._A_key: tuple | None = None
+        self._ckeys: dict[tuple[int, int, int], np.ndarray] = {}
 
     # ------------------------------------------------------------------ pieces
+    def _ckey(self, a: int, k: int, c: int) -> np.ndarray:
+        """Flat index of row i's entry (level₁ column a, term k column c) in the dense C (cached)."""
+        key = (a, k, c)
+        out = self._ckeys.get(key)
+        if out is None:
+            out = (self.codes[0] * self.q1 + a) * self.Q2 + self.base[k] + c
+            self._ckeys[key] = out
+        return out
+
     @property
     def ntheta(self) -> int:
         return int(self.th_off[-1])
@@ -776,7 +786,9 @@ class GeneralModel:
         key = tuple(np.asarray(theta, float).tolist())
         if key != self._A_key:
             self._Ts = [t.factor(theta[self.th_off[k]:self.th_off[k + 1]]) for k, t in enumerate(self.terms)]
-            self._As = [Z @ T for Z, T in zip(self.Zs, self._Ts)]
+            # column-major: every kernel below works on whole columns of A
+            self._As = [np.asfortranarray(Z * T[0, 0]) if T.shape == (1, 1) else np.asfortranarray(Z @ T)
+                        for Z, T in zip(self.Zs, self._Ts)]
             self._A_key = key
         return self._As
 
@@ -820,11 +832,10 @@ class GeneralModel:
         Q2 = self.Q2
         C = np.zeros(n1 * q1 * Q2)
         for a in range(q1):
-            row = (c1 * q1 + a) * Q2
             va = v * A1[:, a]
             for k in self.rest:
                 for c in range(self.qs[k]):
-                    C += np.bincount(row + self.base[k] + c, weights=va * A[k][:, c], minlength=n1 * q1 * Q2)
+                    C += np.bincount(self._ckey(a, k, c), weights=va * A[k][:, c], minlength=n1 * q1 * Q2)
         C = C.reshape(n1 * q1, Q2)
         B = np.eye(Q2)
         for k in self.rest:
@@ -946,10 +957,9 @@ class GeneralModel:
         s1 = _rows_blockvec(M11, c1, A1)
         out = [s1]
         for a in range(q1):
-            row = (c1 * q1 + a) * Q2
             for k in self.rest:
                 for c in range(self.qs[k]):
-                    s1[:, a] -= np.take(GSf, row + self.base[k] + c) * A[k][:, c]
+                    s1[:, a] -= np.take(GSf, self._ckey(a, k, c)) * A[k][:, c]
         for k in self.rest:
             sk = np.zeros((self.d.n, self.qs[k]))
             for c in range(self.qs[k]):
@@ -958,7 +968,7 @@ class GeneralModel:
                     for b in range(self.qs[m]):
                         sk[:, c] += np.take(Sf, rk + self.base[m] + b) * A[m][:, b]
                 for b in range(q1):
-                    sk[:, c] -= np.take(GSf, (c1 * q1 + b) * Q2 + self.base[k] + c) * A1[:, b]
+                    sk[:, c] -= np.take(GSf, self._ckey(b, k, c)) * A1[:, b]
             out.append(sk)
         return out, (M11, Sinv)
 
