@@ -52,6 +52,9 @@ _API: dict[str, str] = {
     "elagent_score": "mrcstats.tasks.elagent",
     # report
     "build_report": "mrcstats.report",
+    # models: confidence intervals (issue 17)
+    "confint": "mrcstats.models.confint",
+    "ConfintResult": "mrcstats.models.confint",
 }
 
 __all__ = [*sorted(_API), "__version__"]  # noqa: PLE0604
