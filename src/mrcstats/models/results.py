@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
+from mrcstats.errors import InputError
 from mrcstats.models.design import DesignInfo
 from mrcstats.models.formula import ModelSpec
 
@@ -190,6 +191,16 @@ class GlmerResult:
         from mrcstats.models.predict import predict
 
         return predict(self, newdata, re_form=re_form, type=type, allow_new_levels=allow_new_levels)
+
+    def confint(self, level: float = 0.95) -> pd.DataFrame:
+        """Wald confidence intervals of the fixed effects, as lme4's ``confint(m, parm = "beta_",
+        method = "Wald")``: ``β ± z_{(1+level)/2} SE``, columns named like R's (``"2.5 %"``, ``"97.5 %"``)."""
+        if isinstance(level, bool) or not isinstance(level, int | float) or not 0 < level < 1:
+            raise InputError(f"confint: level must be a number strictly between 0 and 1, got {level!r}")
+        q = float(_st.norm.ppf(0.5 + level / 2))
+        a = (1 - level) / 2
+        names = [f"{100 * p:.3g} %" for p in (a, 1 - a)]
+        return pd.DataFrame({names[0]: self.fixef - q * self.se, names[1]: self.fixef + q * self.se})
 
     # ------------------------------------------------------------------ output
     def to_dict(self) -> dict[str, Any]:
