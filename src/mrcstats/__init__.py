@@ -55,6 +55,21 @@ _API: dict[str, str] = {
     # report: side-by-side model tables
     "table": "mrcstats.report.modeltable",
     "ModelTable": "mrcstats.report.modeltable",
+    # stats: model comparison (issue 16)
+    "compare": "mrcstats.stats.compare",
+    "compare_scores": "mrcstats.stats.compare",
+    "per_item_scores": "mrcstats.stats.compare",
+    "p_adjust": "mrcstats.stats.multiplicity",
+    "CompareResult": "mrcstats.stats.compare",
+    "power": "mrcstats.stats.power",
+    "PowerResult": "mrcstats.stats.power",
+    # models: estimated marginal means (emmeans)
+    "emmeans": "mrcstats.models.emmeans",
+    "pairs": "mrcstats.models.emmeans",
+
+    # models: confidence intervals (issue 17)
+    "confint": "mrcstats.models.confint",
+    "ConfintResult": "mrcstats.models.confint",
 }
 
 __all__ = [*sorted(_API), "__version__"]  # noqa: PLE0604

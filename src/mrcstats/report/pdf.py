@@ -301,6 +301,8 @@ def _rl_table(table: Table, head: list[str], body: list[list[str]], cols: list[i
              ("LEFTPADDING", (0, 0), (-1, -1), 3), ("RIGHTPADDING", (0, 0), (-1, -1), 3)]
     if len(head) > nstub:
         style.append(("ALIGN", (nstub, 0), (-1, -1), "RIGHT"))
+    for i in getattr(table, "rules", ()):  # rules between blocks (a side-by-side model table)
+        style.append(("LINEABOVE", (0, i + 1), (-1, i + 1), 0.5, "black"))
     t.setStyle(TableStyle(style))
     return t
 

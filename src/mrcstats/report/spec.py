@@ -257,6 +257,10 @@ def load_spec(spec: str | Path | Mapping[str, Any]) -> ReportSpec:
             if opts["name"] in names:
                 raise _err(source, f"{where}.name", f"duplicate GLMM name {opts['name']!r}")
             names.add(opts["name"])
+        for j, ref in enumerate(opts.get("glmms") or []):  # a `glmms` key lists glmm analyses before this one
+            if ref not in names:
+                raise _err(source, f"{where}.glmms[{j}]", f"no glmm analysis named {ref!r} before this one "
+                           f"(named so far: {', '.join(sorted(names)) or 'none'})")
         analyses.append(AnalysisSpec(typ, opts, where))
     for a in analyses:
         if a.type == "wh_extremes" and a.get("glmm") not in names:

@@ -121,7 +121,8 @@ class AccuracySummary:
         rows = []
         for _, r in t.iterrows():
             rows.append([*(_fmt(r[b]) for b in self.by), str(int(r["n"])), f"{r['accuracy']:.4f}",
-                         f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]", f"{r['se_cluster']:.4f}",
+                         f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]",
+                         "NA" if pd.isna(r["se_cluster"]) else f"{r['se_cluster']:.4f}",
                          "NA" if pd.isna(r["accuracy_valid"]) else f"{r['accuracy_valid']:.4f}",
                          str(int(r["invalid"]))])
         widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
@@ -158,6 +159,11 @@ def summarize(log: pd.DataFrame, by: str | Sequence[str] = ("model",), *, cluste
     """
     from mrcstats.io.schema import is_canonical, validate_log
 
+    if not isinstance(log, pd.DataFrame):
+        raise InputError(f"summarize: expected a canonical log (a pandas DataFrame from mrcstats.read_log), got "
+                         f"{type(log).__name__}")
+    if not (isinstance(by, str) or (isinstance(by, Sequence) and all(isinstance(b, str) for b in by))):
+        raise InputError(f"summarize: by must be a column name or a list of them, got {by!r}")
     if not is_canonical(log):
         log = validate_log(log)
     return summarize_frame(log, by, cluster=cluster, level=level, invalid=invalid, trials=trials)
@@ -208,6 +214,8 @@ def summarize_frame(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster:
     r2 = cl.groupby(gcols, sort=True, dropna=False)["_r2"].sum()
     with np.errstate(invalid="ignore", divide="ignore"):
         agg["se_cluster"] = (np.sqrt(r2.reindex(agg.index).to_numpy()) / den.to_numpy()) if cluster else np.nan
+    # one observation has no spread to estimate: NA, not 0 (R: sd(1) is NA)
+    agg.loc[den < 2, "se_cluster"] = np.nan
     lo, hi = wilson_interval(agg["correct"].to_numpy(), den.to_numpy(), level)
     agg["ci_low"], agg["ci_high"] = lo, hi
     from scipy.stats import norm

@@ -126,34 +126,19 @@ def mr_plain_mean(mr: Any, x: Any) -> float:
 
 # ----------------------------------------------------------------------------- accuracy
 def _check_log(log: pd.DataFrame, where: str) -> pd.DataFrame:
-    if not isinstance(log, pd.DataFrame):
-        raise InputError(f"{where}: expected a canonical log DataFrame (mrcstats.read_log), "
-                         f"got {type(log).__name__}")
-    missing = [c for c in ("model", "masking_rate", "correct") if c not in log.columns]
-    if missing:
-        raise InputError(f"{where}: column(s) {', '.join(missing)} missing; a masking log needs model, "
-                         "masking_rate (percent) and correct (read it with `mrcstats.read_log`)")
-    df = pd.DataFrame({
+    """The columns this module uses, validated by the package's one validator (:mod:`mrcstats.io.schema`)."""
+    from mrcstats.io.schema import coerce_masking_rate, require_log
+
+    log = require_log(log, where, ("model", "masking_rate", "correct"))
+    return pd.DataFrame({
         "model": log["model"].astype("string").fillna(""),
         "condition": (log["condition"].astype("string").fillna("") if "condition" in log.columns
                       else pd.Series("", index=log.index, dtype="string")),
         "trial": (pd.to_numeric(log["trial"], errors="coerce") if "trial" in log.columns
                   else pd.Series(0, index=log.index)),
-        "masking_rate": pd.to_numeric(log["masking_rate"], errors="coerce").astype(float),
+        "masking_rate": coerce_masking_rate(log["masking_rate"], where).astype(float),
+        "correct": log["correct"],
     }, index=log.index)
-    corr = log["correct"]
-    try:
-        corr = corr.astype("boolean")
-    except (TypeError, ValueError):
-        raise InputError(f"{where}: column 'correct' must hold True/False/<NA> "
-                         f"(found dtype {corr.dtype}); read the log with `mrcstats.read_log`") from None
-    df["correct"] = corr
-    bad_mr = df["masking_rate"].notna() & ((df["masking_rate"] < 0) | (df["masking_rate"] > 100))
-    if bad_mr.any():
-        row = int(np.flatnonzero(bad_mr.to_numpy())[0])
-        raise InputError(f"{where}: masking_rate must be a percentage in 0..100; row {row} has "
-                         f"{df['masking_rate'].iloc[row]!r}")
-    return df
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,21 @@ import numpy as np
 from mrcstats.errors import InputError
 
 METHODS = ("holm", "bonferroni", "BH", "none")
+#: accepted spellings (case-insensitive; R's "fdr" is "BH")
+_ALIASES = {"holm": "holm", "bonferroni": "bonferroni", "bh": "BH", "fdr": "BH", "none": "none"}
+
+
+def check_method(method: str | None) -> str:
+    """The canonical name of a p-value adjustment (``None`` = ``"none"``), or an InputError naming the choices."""
+    key = "none" if method is None else str(method).lower()
+    if key not in _ALIASES:
+        raise InputError(f"unknown p-value adjustment method {method!r}; choose one of {', '.join(METHODS)}")
+    return _ALIASES[key]
 
 
 def p_adjust(p: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:
     """Adjusted p-values in the input order (R ``p.adjust(p, method)``)."""
-    if method not in METHODS:
-        raise InputError(f"p_adjust: method must be one of {', '.join(METHODS)}, got {method!r}")
+    method = check_method(method)
     x = np.asarray(p, dtype=float)
     if x.ndim != 1:
         raise InputError("p_adjust: give a one-dimensional sequence of p-values")

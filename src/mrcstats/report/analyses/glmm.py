@@ -46,6 +46,9 @@ class Glmm(Analysis):
         "sigma_table": Key((dict, list), None), "loess": Key((bool, dict), False), "ranef": Key((bool, dict), True),
         "truth": Key((dict,), None), "truth_sd": Key((dict,), None),
         "layout": Key((str,), "apa", choices=("apa", "lme4", "compact")), "labels": Key((dict,), {}),
+        "emmeans": Key((str, dict, list), None,
+                       help="estimated marginal means: 'LLM', or {specs, by, type: link|response, at, pairs, "
+                            "adjust: tukey|holm|bonferroni|sidak|none}, or a list of those"),
     }
 
     def check(self, opts: dict[str, Any], err: Any, base: Any) -> None:
@@ -62,6 +65,8 @@ class Glmm(Analysis):
             bad = sorted(set(s) - _SIGMA_KEYS)
             if bad:
                 raise err(f"{key}.{bad[0]}", "unknown key; known keys: feature, factor, raw, sigmas, label")
+        if opts.get("emmeans") is not None:
+            opts["emmeans"] = _check_emmeans(opts["emmeans"], opts["formula"], err)
 
     def run(self, ctx: Context, a: AnalysisSpec) -> Output:
         name = a.get("name")
@@ -127,6 +132,8 @@ class Glmm(Analysis):
         st = a.get("sigma_table")
         for s in [st] if isinstance(st, dict) else (st or []):
             _sigma_section(out, res, data, s, name, labels, a.get("loess"))
+        for j, e in enumerate(a.get("emmeans") or []):
+            _emmeans_section(out, res, e, name, j)
 
         rsec = Output(f"Random effects: {name}")
         tsd = a.get("truth_sd")
@@ -189,6 +196,12 @@ def _methods(res: Any, data: pd.DataFrame, a: AnalysisSpec) -> list[str]:
     if a.get("gvif"):
         lines.append("GVIF: generalized variance inflation factors as car::vif for merMod "
                      "(GVIF, Df, GVIF^(1/(2·Df))).")
+    if a.get("emmeans"):
+        lines.append("Estimated marginal means as R's emmeans 1.8 (reference grid: factors at every level, numeric "
+                     "covariates at their mean, equal weights over the other factors; delta-method SEs from vcov(); "
+                     "asymptotic intervals, back-transformed from the logit scale for probabilities); pairwise "
+                     "contrasts as pairs() (odds ratios on the response scale, tests on the log scale), p values "
+                     "adjusted within each family as noted under each table.")
     if a.get("truth"):
         lines.append("The data were simulated with known fixed effects; the tables show the truth beside the "
                      "estimates.")
@@ -261,3 +274,60 @@ def _sigma_section(out: Output, res: Any, data: pd.DataFrame, s: Mapping[str, An
                    f"LOESS (statsmodels lowess, frac = {frac}, no robustness iterations) of P(correct) against {label} "
                    f"per {factor}, with the {name} GLMM's population-level curve (thin dashed) overlaid (seed 003 "
                    "Fig. 1).")
+
+
+# ----------------------------------------------------------------------------- emmeans: option
+
+
+_EMM_KEYS = {"specs", "by", "type", "at", "pairs", "adjust"}
+
+
+def _check_emmeans(value: Any, formula: str, err: Any) -> list[dict[str, Any]]:
+    """``emmeans:`` as a list of ``{specs, by, type, at, pairs, adjust}`` (names checked against the formula)."""
+    from mrcstats.models.emmeans import ADJUST_METHODS, resolve_specs
+    from mrcstats.models.formula import parse_formula
+
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for j, e in enumerate(items):
+        key = "emmeans" + (f"[{j}]" if isinstance(value, list) else "")
+        if isinstance(e, str):
+            e = {"specs": e}
+        if not isinstance(e, dict) or "specs" not in e:
+            raise err(key, "expected a variable name such as LLM, or a mapping with `specs` "
+                           "(optional: by, type, at, pairs, adjust)")
+        bad = sorted(set(e) - _EMM_KEYS)
+        if bad:
+            raise err(f"{key}.{bad[0]}", f"unknown key; known keys: {', '.join(sorted(_EMM_KEYS))}")
+        e = {"by": None, "type": "link", "at": None, "pairs": False, "adjust": "tukey", **e}
+        if e["type"] not in ("link", "response"):
+            raise err(f"{key}.type", f"expected link or response, got {e['type']!r}")
+        if e["adjust"] not in ADJUST_METHODS:
+            raise err(f"{key}.adjust", f"expected one of {', '.join(ADJUST_METHODS)}, got {e['adjust']!r}")
+        if not isinstance(e["pairs"], bool):
+            raise err(f"{key}.pairs", f"expected true or false, got {e['pairs']!r}")
+        if e["at"] is not None and not isinstance(e["at"], dict):
+            raise err(f"{key}.at", "expected a mapping {variable: value or [values]}")
+        try:
+            resolve_specs(parse_formula(formula), e["specs"], e["by"])
+        except InputError as exc:
+            raise err(key, str(exc)) from None
+        out.append(e)
+    return out
+
+
+def _emmeans_section(out: Output, res: Any, e: Mapping[str, Any], name: str, j: int) -> None:
+    from mrcstats.models.emmeans import emmeans, pairs
+    from mrcstats.report.tables import emmeans_table, pairs_table
+
+    em = emmeans(res, e["specs"], by=e["by"], type=e["type"], at=e["at"])
+    what = " × ".join(em.specs) + (f" by {' × '.join(em.by)}" if em.by else "")
+    scale = "probability of a correct answer" if em.type == "response" else "logit scale"
+    tag = f"{name}_{j}"
+    out.table(emmeans_table(em, caption=f"Estimated marginal means of {what} ({scale}), {name} GLMM; "
+                                        "as R's emmeans.", label=f"emmeans_{tag}"))
+    if e["pairs"]:
+        pr = pairs(em, adjust=e["adjust"])
+        kind = "odds ratios" if em.type == "response" else "differences on the logit scale"
+        out.table(pairs_table(pr, caption=f"Pairwise contrasts of {what} ({kind}, {pr.adjust} adjustment), "
+                                          f"{name} GLMM; as R's pairs(emmeans(...)).", label=f"pairs_{tag}"))

@@ -13,7 +13,6 @@ the files as a canonical log is the job of :mod:`mrcstats.io`.
 """
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,14 +37,12 @@ class StoredItem:
 
 def load_json(path: str | os.PathLike) -> Any:
     """Read a JSON file, turning unreadable input into one clear :class:`InputError`."""
-    p = Path(path)
+    from mrcstats.io.files import read_json
+
     try:
-        with open(p, encoding="utf-8") as fh:
-            return json.load(fh)
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: not a JSON file ({exc}); pass an ELAGENT acc_*.json result file") from None
+        return read_json(path)
+    except InputError as exc:
+        raise InputError(f"{exc}; pass an ELAGENT acc_*.json result file") from None
 
 
 def iter_items(path: str | os.PathLike) -> Iterator[StoredItem]:
@@ -78,10 +75,10 @@ def iter_items(path: str | os.PathLike) -> Iterator[StoredItem]:
 
 
 def _iter_jsonl(p: Path) -> Iterator[StoredItem]:
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
+    from mrcstats.io.files import read_text
+
+    text = read_text(p)
+
     for lineno, row in json_lines(text, str(p), "expected a task file or query log"):
         if not isinstance(row.get("prompt"), str):
             raise InputError(f"{p}, line {lineno}: no 'prompt' string; expected a task file or query log")
