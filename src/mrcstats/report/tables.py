@@ -144,6 +144,9 @@ def _stub_format(v: Any) -> str:
     return format_number(v)
 
 
+_ZERO_STRING = re.compile(r"[−-]?0\.0+")
+
+
 def _apply_format(fmt: Formatter | None, v: Any) -> str:
     if fmt is None:
         return format_number(v)
@@ -152,9 +155,12 @@ def _apply_format(fmt: Formatter | None, v: Any) -> str:
     if callable(fmt):
         return fmt(v)
     try:
-        return _minus(fmt.format(v))
+        out = _minus(fmt.format(v))
     except (ValueError, TypeError):
         return str(v)
+    if _ZERO_STRING.fullmatch(out):   # never a string of zeros: exact 0 prints "0", a tiny value in e-notation
+        return format_number(float(v), 2)
+    return out
 
 
 # --------------------------------------------------------------------------- the Table object
@@ -516,7 +522,7 @@ def regression_table(result: Any, caption: str = "", label: str = "fixef", layou
             df.insert(2, "Truth", [truth.get(t, np.nan) for t in cf["term"]])
             fmts["Truth"] = f"{{:.{de}f}}"
     elif layout == "compact":
-        cells = [f"{_minus(f'{e:.2f}')} ({s:.2f}){signif_stars(p)}" for e, s, p in
+        cells = [f"{format_number(float(e), 2)} ({format_number(float(s), 2)}){signif_stars(p)}" for e, s, p in
                  zip(cf["estimate"], cf["se"], cf["p"])]
         df = pd.DataFrame({"Term": cf["term"], "β (SE)": cells, "p": cf["p"]})
         fmts = {"p": format_pvalue}
