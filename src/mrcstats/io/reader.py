@@ -37,6 +37,10 @@ def read_source(src: Source, fmt: str, mapping: Mapping[str, str] | None = None,
         from mrcstats.io.harness import read_harness
 
         df = _post_map(read_harness(src, model), mapping, src)
+    elif fmt == "helm":
+        from mrcstats.io.helm import read_helm
+
+        df = _post_map(read_helm(src, model), mapping, src)
     elif fmt == "inspect":
         from mrcstats.io.inspect_ai import read_inspect
 
