@@ -66,6 +66,10 @@ _API: dict[str, str] = {
     # models: estimated marginal means (emmeans)
     "emmeans": "mrcstats.models.emmeans",
     "pairs": "mrcstats.models.emmeans",
+
+    # models: confidence intervals (issue 17)
+    "confint": "mrcstats.models.confint",
+    "ConfintResult": "mrcstats.models.confint",
 }
 
 __all__ = [*sorted(_API), "__version__"]  # noqa: PLE0604

@@ -89,6 +89,15 @@ def _group_labels(frame: pd.DataFrame, factors: list[str]) -> np.ndarray:
     return out.astype(object)
 
 
+def _term_columns(r, data: pd.DataFrame):
+    from mrcstats.models.design import _model_matrix
+    from mrcstats.models.formula import ModelSpec, Response
+
+    sub = ModelSpec(formula=r.text, response=Response(text=""), terms=r.terms, intercept=r.intercept)
+    Z, _a, cn, _i = _model_matrix(sub, data, {}, None, None, "newdata")
+    return Z, cn
+
+
 def predict(m: GlmerResult, newdata: pd.DataFrame | None = None, re_form: str | None = None,
             type: str = "link", allow_new_levels: bool = False) -> np.ndarray:
     """Linear predictor (``type="link"``) or probability (``"response"``) per row of ``newdata``."""
@@ -105,6 +114,9 @@ def predict(m: GlmerResult, newdata: pd.DataFrame | None = None, re_form: str | 
     random = {r.name: list(r.factors) for r in spec.random}
     for t in terms:
         needed.update(random[t])
+        for r in spec.random:
+            if r.name == t:
+                needed.update(r.slopes)
     missing = [c for c in needed if c not in data.columns]
     if missing:
         raise InputError(f"newdata: column(s) {sorted(missing)} used by the model are missing")
@@ -119,15 +131,25 @@ def predict(m: GlmerResult, newdata: pd.DataFrame | None = None, re_form: str | 
     e = X @ m.fixef.to_numpy()
     for t in terms:
         lab = _group_labels(sub, random[t])
-        modes = m.ranef[t]["mode"]
-        idx = pd.Index(modes.index.astype(str))
+        frame = m.ranef[t]
+        idx = pd.Index(frame.index.astype(str))
         pos = idx.get_indexer(pd.Index(np.asarray(lab, dtype=str)))
         new = pos < 0
         if new.any() and not allow_new_levels:
             raise InputError(f"newdata: level(s) {sorted(set(np.asarray(lab)[new].tolist()))[:5]} of {t!r} were not "
                              "in the fit; pass allow_new_levels=True to predict them with a zero random effect")
-        vals = modes.to_numpy()
-        e = e + np.where(new, 0.0, vals[np.where(new, 0, pos)])
+        safe = np.where(new, 0, pos)
+        for r in spec.random:
+            if r.name != t:
+                continue
+            if r.is_scalar:
+                col = frame["mode"] if "mode" in frame.columns else frame["(Intercept)"]
+                e = e + np.where(new, 0.0, col.to_numpy()[safe])
+                continue
+            # Z of the term's left-hand side on newdata: Σ_c z_ic b_j[c]
+            Z, cn = _term_columns(r, sub)
+            for c, name in enumerate(cn):
+                e = e + np.where(new, 0.0, Z[:, c] * frame[name].to_numpy()[safe])
     eta[ok] = e
     if type == "response":
         return linkinv(eta)

@@ -461,7 +461,7 @@ def table(models: Sequence[Any] | Mapping[str, Any], *, statistic: str = "se", c
         raise InputError(f"table: stars must be True/False or a mapping {{mark: p threshold}}, got {stars!r}")
 
     frames = [_check_model(m, n) for m, n in zip(fits, names)]
-    cis = [m.confint(conf_level) for m in fits]
+    cis = [m.confint("Wald", conf_level, parm="beta_").to_frame() for m in fits]
 
     # coefficient rows: union in order of first appearance, then coef_map / coef_rename
     order = list(dict.fromkeys(t for fr in frames for t in fr.loc[fr["effect"] == "fixed", "term"]))

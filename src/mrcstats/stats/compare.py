@@ -159,6 +159,7 @@ def per_item_scores(log: pd.DataFrame, cluster: str = "cluster") -> pd.DataFrame
     counts = np.bincount(key, minlength=size)
     present = np.flatnonzero(counts)
     mi, ii = np.divmod(present, n_items)
+
     def labels(names: Any, codes: np.ndarray) -> Any:
         # convert the (few) distinct labels, then take: fast for Arrow-backed strings
         return pd.array(np.asarray(names, dtype=object).astype(str), dtype="string").take(codes)
