@@ -52,6 +52,10 @@ _API: dict[str, str] = {
     "elagent_score": "mrcstats.tasks.elagent",
     # report
     "build_report": "mrcstats.report",
+    # item response theory and evaluation subsets
+    "irt": "mrcstats.stats.irt",
+    "subset": "mrcstats.stats.subsets",
+    "subset_eval": "mrcstats.stats.subsets",
 }
 
 __all__ = [*sorted(_API), "__version__"]  # noqa: PLE0604

@@ -411,6 +411,8 @@ def fit_irt(data: pd.DataFrame | ResponseMatrix, model: str = "2pl", *, quadratu
     converged = False
     it = 0
     n_full = 2 * I if key == "2pl" else I + 1
+    flat = 0
+    last_step = None
     ev = _evaluate(key, par, th0, s, n, x, w, psd)
     try:
         while it < max_iter:
@@ -426,6 +428,8 @@ def fit_irt(data: pd.DataFrame | ResponseMatrix, model: str = "2pl", *, quadratu
             else:
                 par_px = par
             newton, emstep = _directions(key, par_px, ev, s, n, psd)
+            if key == "2pl":
+                newton = _safeguard_items(par_px, newton, emstep, ev, s, n, psd)
             full = _full_direction(key, par_px, ev, s, n, psd) if n_full <= _FULL_MAX else None
             accepted = None
             for direction in ((full, newton, emstep) if full is not None else (newton, emstep)):
@@ -444,11 +448,34 @@ def fit_irt(data: pd.DataFrame | ResponseMatrix, model: str = "2pl", *, quadratu
                 change = 0.0
             else:
                 change = float(np.max(np.abs(accepted[0] - par)))
+                gain = accepted[1]["obj"] - ev["obj"]
+                step_vec = accepted[0] - par
                 par, ev = accepted
+                # the iteration converges linearly along a slow direction (abilities against items):
+                # when two successive steps point the same way, extrapolate along it while it pays
+                if last_step is not None and change > tol:
+                    cosv = float(step_vec @ last_step) / (np.linalg.norm(step_vec) * np.linalg.norm(last_step) + 1e-300)
+                    if cosv > 0.9:
+                        best = None
+                        for tau in (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0):
+                            cand = par + tau * step_vec
+                            cand[:I] = np.clip(cand[:I], math.log(_A_MIN), math.log(_A_MAX))
+                            ev_x = _evaluate(key, cand, ev["modes"], s, n, x, w, psd)
+                            if np.isfinite(ev_x["obj"]) and ev_x["obj"] > (best[1]["obj"] if best else ev["obj"]):
+                                best = (cand, ev_x)
+                            else:
+                                break
+                        if best is not None:
+                            gain = best[1]["obj"] - (ev["obj"] - gain)
+                            step_vec = best[0] - (par - step_vec)
+                            par, ev = best
+                last_step = step_vec
+                # the objective is flat to rounding: parameter moves below tol are no longer measurable
+                flat = flat + 1 if gain <= 1e-12 * abs(ev["obj"]) else 0
             bar.update(1)
             if _DEBUG:
                 print(it, change, ev["obj"], file=sys.stderr)
-            if change < tol:
+            if change < tol or flat >= 5:
                 converged = True
                 break
     finally:
@@ -631,6 +658,62 @@ def _full_direction(key: str, par: np.ndarray, ev: dict[str, Any], s: np.ndarray
     out[:I] = np.clip(out[:I], -1.0, 1.0)
     out[I:] = np.clip(out[I:], -2.0, 2.0)
     return out
+
+
+def _item_gain(par: np.ndarray, new: np.ndarray, cols: np.ndarray, ev: dict[str, Any], s: np.ndarray,
+               n: np.ndarray, prior_sd: float | None) -> np.ndarray:
+    """Change of the objective when only item ``i`` (for each i in ``cols``) moves from ``par``
+    to ``new``, the quadrature nodes held fixed (2PL): ``sum_j log sum_q w_jq L_ij(new)/L_ij(old)``."""
+    I = s.shape[1]
+    nodes, post = ev["nodes"], ev["post"]
+    a0, d0 = np.exp(par[:I][cols]), par[I:][cols]
+    a1, d1 = np.exp(new[:I][cols]), new[I:][cols]
+    sc, nc = s[:, cols], n[:, cols]
+    acc = np.zeros_like(sc)
+    for q in range(nodes.shape[1]):
+        th = nodes[:, q, None]
+        e0 = th * a0[None, :] + d0[None, :]
+        e1 = th * a1[None, :] + d1[None, :]
+        diff = sc * (e1 - e0) - nc * (np.logaddexp(0.0, e1) - np.logaddexp(0.0, e0))
+        acc += post[:, q, None] * np.exp(np.minimum(diff, 700.0))
+    gain = np.log(acc).sum(axis=0)
+    if prior_sd is not None:
+        mu = float(par[:I].mean())
+        gain -= ((new[:I][cols] - mu) ** 2 - (par[:I][cols] - mu) ** 2) / (2 * prior_sd ** 2)
+    return gain
+
+
+def _safeguard_items(par: np.ndarray, newton: np.ndarray, emstep: np.ndarray, ev: dict[str, Any],
+                     s: np.ndarray, n: np.ndarray, prior_sd: float | None) -> np.ndarray:
+    """Per-item step control for the 2PL: items whose Newton step is large are checked on their
+    own objective change (nodes fixed) and halved, or given the EM step, until it does not fall."""
+    I = s.shape[1]
+    step = newton.copy()
+    big = np.flatnonzero(np.maximum(np.abs(newton[:I]), np.abs(newton[I:])) > 0.05)
+    if len(big) == 0:
+        return step
+    cols = big
+    t_ = np.ones(len(cols))
+    use_em = np.zeros(len(cols), bool)
+    for round_ in range(10):
+        dirn_a = np.where(use_em, emstep[:I][cols], newton[:I][cols])
+        dirn_d = np.where(use_em, emstep[I:][cols], newton[I:][cols])
+        new = par.copy()
+        new[:I][cols] = np.clip(par[:I][cols] + t_ * dirn_a, math.log(_A_MIN), math.log(_A_MAX))
+        new[I:][cols] = par[I:][cols] + t_ * dirn_d
+        g = _item_gain(par, new, cols, ev, s, n, prior_sd)
+        bad = ~(g >= -1e-10)
+        if not bad.any():
+            break
+        # halve; after three halvings of the Newton step switch that item to the EM step
+        switch = bad & ~use_em & (t_ <= 0.125)
+        use_em = use_em | switch
+        t_ = np.where(switch, 1.0, np.where(bad, t_ * 0.5, t_))
+        if round_ == 9:
+            t_ = np.where(bad, 0.0, t_)
+    step[:I][cols] = np.where(t_ > 0, t_ * np.where(use_em, emstep[:I][cols], newton[:I][cols]), 0.0)
+    step[I:][cols] = np.where(t_ > 0, t_ * np.where(use_em, emstep[I:][cols], newton[I:][cols]), 0.0)
+    return step
 
 
 def _directions(key: str, par: np.ndarray, ev: dict[str, Any], s: np.ndarray, n: np.ndarray,
