@@ -52,6 +52,20 @@ _API: dict[str, str] = {
     "elagent_score": "mrcstats.tasks.elagent",
     # report
     "build_report": "mrcstats.report",
+    # report: side-by-side model tables
+    "table": "mrcstats.report.modeltable",
+    "ModelTable": "mrcstats.report.modeltable",
+    # stats: model comparison (issue 16)
+    "compare": "mrcstats.stats.compare",
+    "compare_scores": "mrcstats.stats.compare",
+    "per_item_scores": "mrcstats.stats.compare",
+    "p_adjust": "mrcstats.stats.multiplicity",
+    "CompareResult": "mrcstats.stats.compare",
+    "power": "mrcstats.stats.power",
+    "PowerResult": "mrcstats.stats.power",
+    # models: estimated marginal means (emmeans)
+    "emmeans": "mrcstats.models.emmeans",
+    "pairs": "mrcstats.models.emmeans",
     # item response theory and evaluation subsets
     "irt": "mrcstats.stats.irt",
     "subset": "mrcstats.stats.subsets",

@@ -36,16 +36,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from mrcstats._files import check_output_path
     from mrcstats.report.build import build_report
 
+    check_output_path(args.out, suffixes=(".pdf",), inputs=[args.spec])
     res = build_report(args.spec, args.out)
     info(res.summary())
     return output(args, res.to_dict(), str(res.pdf))
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from mrcstats._files import check_output_path
     from mrcstats.report.demo import run_demo
 
+    check_output_path(args.outdir, what="--outdir", kind="folder")
     res = run_demo(args.outdir, seed=args.seed)
     info(res.summary())
     return output(args, res.to_dict(), _headline_text(res.headline) + f"\nwrote {res.report.pdf}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -207,6 +207,23 @@ def _variable_values(var: Variable, data: pd.DataFrame, where: str):
     if _is_numeric(s):
         return "numeric", s
     return "factor", s
+
+
+def contrast_matrix(levels: Sequence[str], coding: str = "sum") -> tuple[np.ndarray, list[str]]:
+    """R's contrast matrix of a factor with ``levels`` and the column suffixes lme4 gives the terms.
+
+    ``sum`` (``contr.sum``): level i < k is e_i, the last level is −1 in every column; suffixes ``1..k-1``.
+    ``treatment`` (``contr.treatment``): the first level is the reference (all 0); suffixes are the other
+    level names. The same matrices build X in :func:`build_design`.
+    """
+    k = len(levels)
+    kind = "contr." + coding.removeprefix("contr.")
+    if k < 2:
+        raise InputError(f"contrast_matrix: a factor needs at least two levels, got {list(levels)}")
+    if kind not in ("contr.sum", "contr.treatment"):
+        raise InputError(f"contrast_matrix: coding must be 'sum' or 'treatment', got {coding!r}")
+    suffixes = [str(i + 1) for i in range(k - 1)] if kind == "contr.sum" else [str(lv) for lv in levels[1:]]
+    return _contrast_matrix(kind, k), suffixes
 
 
 def _contrast_matrix(kind: str, k: int) -> np.ndarray:

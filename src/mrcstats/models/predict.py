@@ -8,20 +8,51 @@ random intercepts named in ``re_form``: ``None`` = all (lme4's ``re.form = NULL`
 the fit are an error unless ``allow_new_levels=True`` (then their effect is 0, lme4's
 ``allow.new.levels = TRUE``). ``type="response"`` applies the inverse logit.
 Rows with a missing predictor give NaN (R's ``na.pass``).
+
+:func:`probability_frame` predicts from fixed effects given without a fit (e.g. a paper's
+coefficients, seed 003 Tables 1-2): population-level P(correct) per factor level at chosen
+values of one covariate,
+
+    P(correct | level m, x = k) = plogis(β0 + Σ_j C[m, j] β_j + k (β_x + Σ_j C[m, j] β_{x:j}))
+
+with ``C`` the factor's contrast matrix (:func:`mrcstats.models.design.contrast_matrix`); the
+"Grand Mean" row is plogis of the mean log-odds over levels (= plogis(β0 + k β_x) under sum contrasts).
 """
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
-from mrcstats.models.design import factor_levels
+from mrcstats.models.design import contrast_matrix, factor_levels
 
 if TYPE_CHECKING:  # pragma: no cover
     from mrcstats.models.results import GlmerResult
+
+
+_THRESH = 30.0
+_EPS = float(np.finfo(float).eps)
+
+
+def linkinv(eta):
+    """Inverse logit as R's ``binomial()$linkinv`` (C ``logit_linkinv``: clamped beyond |eta| > 30)."""
+    eta = np.asarray(eta, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        tmp = np.where(eta < -_THRESH, _EPS, np.where(eta > _THRESH, 1.0 / _EPS, np.exp(np.clip(eta, -_THRESH, _THRESH))))
+        return tmp / (1.0 + tmp)
+
+
+def mu_eta(eta):
+    """dμ/dη of the logit link as R's ``binomial()$mu.eta`` (C ``logit_mu_eta``)."""
+    eta = np.asarray(eta, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(np.clip(eta, -_THRESH, _THRESH))
+        return np.where(np.abs(eta) > _THRESH, _EPS, e / ((1.0 + e) * (1.0 + e)))
 
 
 def _re_terms(m: GlmerResult, re_form: str | None) -> list[str]:
@@ -99,5 +130,43 @@ def predict(m: GlmerResult, newdata: pd.DataFrame | None = None, re_form: str | 
         e = e + np.where(new, 0.0, vals[np.where(new, 0, pos)])
     eta[ok] = e
     if type == "response":
-        return 1.0 / (1.0 + np.exp(-eta))
+        return linkinv(eta)
     return eta
+
+
+def plogis(x: np.ndarray | float) -> np.ndarray:
+    """The inverse logit ``1 / (1 + exp(-x))`` (R's ``plogis``), as a float array."""
+    return 1.0 / (1.0 + np.exp(-np.asarray(x, dtype=float)))
+
+
+def _term(fixef: Mapping[str, float], *parts: str) -> float:
+    """Look up an interaction term in either order (``x:LLM1`` or ``LLM1:x``)."""
+    for perm in itertools.permutations(parts):
+        name = ":".join(perm)
+        if name in fixef:
+            return float(fixef[name])
+    raise InputError(f"probability table: term {':'.join(parts)!r} not among the fixed effects {list(fixef)}")
+
+
+def probability_frame(fixef: Mapping[str, float], feature: str, factor: str, levels: Sequence[str],
+                      coding: str = "sum", sigmas: Sequence[float] = (-2, 0, 2, 4),
+                      intercept: str = "(Intercept)") -> pd.DataFrame:
+    """Predicted P(correct) per factor level (rows) at ``feature = k`` for k in ``sigmas`` (columns).
+
+    Formula in the module docstring; the last row, "Grand Mean", is plogis of the mean log-odds over levels.
+    """
+    fixef = {str(k): float(v) for k, v in dict(fixef).items()}
+    coding = coding.removeprefix("contr.")
+    if intercept not in fixef:
+        raise InputError(f"probability table: no {intercept!r} among the fixed effects {list(fixef)}")
+    c, suffixes = contrast_matrix(levels, coding)
+    b0 = fixef[intercept]
+    bx = _term(fixef, feature)
+    bl = np.array([_term(fixef, f"{factor}{s}") for s in suffixes])
+    bxl = np.array([_term(fixef, feature, f"{factor}{s}") for s in suffixes])
+    k = np.asarray(sigmas, dtype=float)
+    eta = (b0 + c @ bl)[:, None] + k[None, :] * (bx + c @ bxl)[:, None]
+    eta = np.vstack([eta, eta.mean(axis=0, keepdims=True)])
+    out = pd.DataFrame(plogis(eta), columns=[float(s) for s in sigmas])
+    out.insert(0, factor, [str(lv) for lv in levels] + ["Grand Mean"])
+    return out

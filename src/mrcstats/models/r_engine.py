@@ -87,6 +87,14 @@ def lme4_available() -> str | None:
     return None
 
 
+def r_versions() -> str:
+    """``"R 4.2.2, lme4 1.1.31"``: the R and lme4 behind the lme4 engine (for a report's Methods)."""
+    ro = _robjects()
+    r = ro.r('paste0(R.version$major, ".", R.version$minor)')[0]
+    lme4 = ro.r('as.character(packageVersion("lme4"))')[0]
+    return f"R {r}, lme4 {lme4}"
+
+
 def _r_column(ro: Any, s: pd.Series) -> Any:
     """One pandas column as an R vector (missing values -> NA)."""
     miss = s.isna().to_numpy()

@@ -20,10 +20,26 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
+from mrcstats.errors import InputError
 from mrcstats.models.design import DesignInfo
 from mrcstats.models.formula import ModelSpec
 
 _QNAMES = ("Min", "1Q", "Median", "3Q", "Max")
+COEF_COLUMNS = ("Estimate", "Std. Error", "z value", "Pr(>|z|)")
+
+
+def wald_table(estimate: Mapping[str, float] | pd.Series, se: Mapping[str, float] | pd.Series) -> pd.DataFrame:
+    """lme4's coefficient table from estimates and standard errors given elsewhere (e.g. a paper).
+
+    ``z = estimate / se`` and ``p = 2 * pnorm(-|z|)`` (Wald z tests, as ``summary.merMod``), with the columns
+    and term index of :meth:`GlmerResult.coef_table`; a fitted model's table comes from the fit itself.
+    """
+    est = pd.Series(estimate, dtype=float, name=COEF_COLUMNS[0])
+    s = pd.Series(se, dtype=float).reindex(est.index).rename(COEF_COLUMNS[1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (est / s).rename(COEF_COLUMNS[2])
+    p = pd.Series(2.0 * _st.norm.sf(np.abs(z.to_numpy())), index=est.index, name=COEF_COLUMNS[3])
+    return pd.concat([est, s, z, p], axis=1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -134,7 +150,8 @@ class GlmerResult:
             theta=pd.Series(th, index=tnames, name="theta"),
             varcorr=vc, ranef=dict(ranef), loglik=float(loglik), aic=aic, bic=bic, minus2loglik=m2,
             deviance=float(deviance), df_resid=int(nobs - npar), nobs=int(nobs), ngroups=dict(ngroups),
-            converged=bool(converged), singular=bool(singular), messages=tuple(messages),
+            converged=bool(converged), singular=bool(singular),
+            messages=tuple(dict.fromkeys([*messages, *separation_messages(names, beta, se)])),  # each once
             resid_quantiles=pd.Series(np.asarray(resid_quantiles, float), index=list(_QNAMES)),
             fit_seconds=float(fit_seconds), info=info, optinfo=dict(optinfo or {}),
             fit_options=dict(fit_options or {}), frame=frame)
@@ -165,7 +182,7 @@ class GlmerResult:
         return len(self.fixef) + len(self.theta)
 
     def coef_table(self) -> pd.DataFrame:
-        """The fixed-effects table of ``summary()`` (Estimate, Std. Error, z value, Pr(>|z|))."""
+        """The fixed-effects table of ``summary()`` (Estimate, Std. Error, z value, Pr(>|z|)), indexed by term."""
         return pd.concat([self.fixef, self.se, self.z, self.p], axis=1)
 
     def predict(self, newdata: pd.DataFrame | None = None, re_form: str | None = None,
@@ -174,6 +191,16 @@ class GlmerResult:
         from mrcstats.models.predict import predict
 
         return predict(self, newdata, re_form=re_form, type=type, allow_new_levels=allow_new_levels)
+
+    def confint(self, level: float = 0.95) -> pd.DataFrame:
+        """Wald confidence intervals of the fixed effects, as lme4's ``confint(m, parm = "beta_",
+        method = "Wald")``: ``β ± z_{(1+level)/2} SE``, columns named like R's (``"2.5 %"``, ``"97.5 %"``)."""
+        if isinstance(level, bool) or not isinstance(level, int | float) or not 0 < level < 1:
+            raise InputError(f"confint: level must be a number strictly between 0 and 1, got {level!r}")
+        q = float(_st.norm.ppf(0.5 + level / 2))
+        a = (1 - level) / 2
+        names = [f"{100 * p:.3g} %" for p in (a, 1 - a)]
+        return pd.DataFrame({names[0]: self.fixef - q * self.se, names[1]: self.fixef + q * self.se})
 
     # ------------------------------------------------------------------ output
     def to_dict(self) -> dict[str, Any]:
@@ -255,6 +282,29 @@ class GlmerResult:
         return self.summary()
 
 
+#: a fixed effect is flagged as separated when |estimate| > SEPARATION_ESTIMATE and its SE exceeds
+#: SEPARATION_SE_RATIO * |estimate| (logit scale): the likelihood is flat in that direction
+SEPARATION_ESTIMATE = 10.0
+SEPARATION_SE_RATIO = 10.0
+
+
+def separation_messages(names: Sequence[str], beta: np.ndarray, se: np.ndarray) -> list[str]:
+    """Warnings for fixed effects that look (quasi-)separated: a huge estimate with a far larger SE.
+
+    Under separation the maximum likelihood estimate is infinite; the optimizer stops at
+    some large value (e.g. 17.49 with SE 4445) whose Wald z and p mean nothing. Criterion:
+    ``|b| > 10`` and ``SE > 10 |b|`` on the logit scale (cf. Heinze & Schemper 2002;
+    R's glm warns "fitted probabilities numerically 0 or 1 occurred").
+    """
+    out = []
+    for n, b, s in zip(names, np.asarray(beta, float), np.asarray(se, float)):
+        if np.isfinite(b) and abs(b) > SEPARATION_ESTIMATE and (not np.isfinite(s) or s > SEPARATION_SE_RATIO * abs(b)):
+            out.append(f"possible separation: {n} = {b:.4g} with SE {s:.4g}; the outcome is (almost) perfectly "
+                       f"predicted along this term, so its estimate, SE, z and p are not reliable (check the "
+                       f"cross-table of the outcome and this term; drop or merge the offending level)")
+    return out
+
+
 # ----------------------------------------------------------------------------- formatting
 
 
@@ -263,6 +313,8 @@ def _fmt_sig(v: float, digits: int) -> str:
         return "NA"
     if v == 0:
         return "0"
+    if abs(v) < 1e-4 or abs(v) >= 1e15:  # R's format(): scientific where fixed notation would be long
+        return f"{v:.{digits}g}"
     mag = math.floor(math.log10(abs(v)))
     dec = max(0, digits - 1 - mag)
     return f"{v:.{dec}f}"

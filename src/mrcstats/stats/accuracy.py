@@ -19,6 +19,20 @@ For a group of ``n`` rows with scores ``x_i`` (1 = correct; 0 = wrong *or invali
   ``sqrt(sandwich::vcovCL(lm(x ~ 1), cluster = ~cluster, type = "HC0", cadjust = FALSE))``
   and statsmodels' ``OLS(...).fit(cov_type="cluster", cov_kwds={"use_correction": False})``.
   With one row per cluster it is the plain ``sqrt(p (1 - p) / n)``.
+* the clustered 95% interval ``accuracy ± z * se_cluster`` (``ci_low_cluster``, ``ci_high_cluster``;
+  Miller 2024, Eq. 5), clipped to [0, 1]: the interval for logs with several rows per cluster
+  (repeated trials of an item, questions of a passage), where Wilson's treats rows as independent.
+
+The conventions are parameters, so this is the one accuracy of the package (ELAGENT scoring and the
+masking curves call it too):
+
+* ``invalid="wrong"`` (default) counts an invalid answer as not correct (denominator: all rows);
+  ``invalid="exclude"`` leaves invalid answers out (denominator: valid rows; ``accuracy`` is then
+  ``accuracy_valid`` and the intervals are over the valid rows);
+* ``trials="pool"`` (default) pools the trials; ``trials="mean"`` takes the mean over trials of the
+  per-trial accuracy (seed 000's Acc(MR), seed 004's tables) and adds ``trials``, ``sd`` (sample SD
+  over trials, R ``sd``), ``se_trials`` and the t interval ``ci_low_t``/``ci_high_t``
+  (R ``t.test(acc_t)$conf.int``).
 """
 from __future__ import annotations
 
@@ -66,13 +80,17 @@ class AccuracySummary:
     """Accuracy per group (see the module docstring for the formulas).
 
     ``table`` has the ``by`` columns, then ``n``, ``correct``, ``accuracy``,
-    ``accuracy_valid``, ``invalid``, ``ci_low``, ``ci_high``, ``se_cluster`` and
-    ``clusters`` (number of clusters in the group).
+    ``accuracy_valid``, ``invalid``, ``ci_low``, ``ci_high`` (Wilson), ``se_cluster``,
+    ``clusters`` (number of clusters in the group), ``ci_low_cluster``, ``ci_high_cluster``
+    and, with ``trials="mean"``, ``trials``, ``sd``, ``se_trials``, ``ci_low_t``, ``ci_high_t``.
     """
 
     by: tuple[str, ...]
     table: pd.DataFrame = field(repr=False)
     level: float = 0.95
+    invalid: str = "wrong"      # the convention used: "wrong" or "exclude"
+    trials: str = "pool"        # "pool" or "mean"
+    cluster: str | None = "cluster"
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -103,7 +121,8 @@ class AccuracySummary:
         rows = []
         for _, r in t.iterrows():
             rows.append([*(_fmt(r[b]) for b in self.by), str(int(r["n"])), f"{r['accuracy']:.4f}",
-                         f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]", f"{r['se_cluster']:.4f}",
+                         f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]",
+                         "NA" if pd.isna(r["se_cluster"]) else f"{r['se_cluster']:.4f}",
                          "NA" if pd.isna(r["accuracy_valid"]) else f"{r['accuracy_valid']:.4f}",
                          str(int(r["invalid"]))])
         widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
@@ -124,31 +143,54 @@ def _fmt(v: Any) -> str:
 
 
 def summarize(log: pd.DataFrame, by: str | Sequence[str] = ("model",), *, cluster: str = "cluster",
-              level: float = 0.95) -> AccuracySummary:
-    """Accuracy, accuracy over valid answers, invalid count, Wilson CI and cluster-robust SE per group.
+              level: float = 0.95, invalid: str = "wrong", trials: str = "pool") -> AccuracySummary:
+    """Accuracy, accuracy over valid answers, invalid count, Wilson and clustered intervals per group.
 
     Args:
         log: a canonical log (``correct`` nullable boolean; other frames are validated first).
         by: grouping column(s); ``[]`` for one overall row.
-        cluster: the clustering column for ``se_cluster`` (default ``cluster``: passage/group).
-        level: confidence level of the Wilson interval.
+        cluster: the clustering column for ``se_cluster`` (default ``cluster``: passage/group; ``item`` when
+            the log names no cluster).
+        level: confidence level of the intervals.
+        invalid: ``"wrong"`` (invalid = not correct) or ``"exclude"`` (over valid answers only).
+        trials: ``"pool"`` or ``"mean"`` (mean over trials of the per-trial accuracy, with SD and t interval).
 
-    References: Wilson (1927); Miller (2024), "Adding Error Bars to Evals", Eq. 4.
+    References: Wilson (1927); Miller (2024), "Adding Error Bars to Evals", Eqs. 4-5.
     """
     from mrcstats.io.schema import is_canonical, validate_log
 
+    if not isinstance(log, pd.DataFrame):
+        raise InputError(f"summarize: expected a canonical log (a pandas DataFrame from mrcstats.read_log), got "
+                         f"{type(log).__name__}")
+    if not (isinstance(by, str) or (isinstance(by, Sequence) and all(isinstance(b, str) for b in by))):
+        raise InputError(f"summarize: by must be a column name or a list of them, got {by!r}")
     if not is_canonical(log):
         log = validate_log(log)
+    return summarize_frame(log, by, cluster=cluster, level=level, invalid=invalid, trials=trials)
+
+
+def summarize_frame(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster: str | None = "cluster",
+                    level: float = 0.95, invalid: str = "wrong", trials: str = "pool") -> AccuracySummary:
+    """:func:`summarize` on a frame already checked by the caller: ``correct`` (boolean with <NA> = invalid),
+    the ``by`` columns, ``cluster`` (or None: no cluster SE) and, for ``trials="mean"``, ``trial``."""
     by_cols = [by] if isinstance(by, str) else list(by)
-    for c in [*by_cols, cluster]:
+    need = [*by_cols, *([cluster] if cluster else []), *(["trial"] if trials == "mean" else [])]
+    for c in need:
         if c not in log.columns:
             raise InputError(f"no column {c!r} in the log to group by; columns: {', '.join(map(str, log.columns))}")
     if not 0 < level < 1:
         raise InputError(f"level must be between 0 and 1, got {level}")
+    if invalid not in ("wrong", "exclude"):
+        raise InputError(f"invalid must be 'wrong' (invalid = not correct) or 'exclude', got {invalid!r}")
+    if trials not in ("pool", "mean"):
+        raise InputError(f"trials must be 'pool' or 'mean', got {trials!r}")
     corr = log["correct"]
     x = corr.fillna(False).to_numpy(dtype=float)
     inv = corr.isna().to_numpy(dtype=float)
-    work = pd.DataFrame({"_x": x, "_inv": inv, "_cl": log[cluster].to_numpy()})
+    work = pd.DataFrame({"_x": x, "_inv": inv,
+                         "_cl": log[cluster].to_numpy() if cluster else np.arange(len(log))})
+    if trials == "mean":
+        work["_t"] = log["trial"].to_numpy()
     for i, b in enumerate(by_cols):
         work[f"_g{i}"] = pd.Series(log[b].array)
     gcols = [f"_g{i}" for i in range(len(by_cols))]
@@ -158,17 +200,56 @@ def summarize(log: pd.DataFrame, by: str | Sequence[str] = ("model",), *, cluste
     grp = work.groupby(gcols, sort=True, dropna=False)
     agg = grp.agg(n=("_x", "size"), correct=("_x", "sum"), invalid=("_inv", "sum"),
                   clusters=("_cl", "nunique"))
-    agg["accuracy"] = agg["correct"] / agg["n"]
+    valid = agg["n"] - agg["invalid"]
+    agg["accuracy_valid"] = np.where(valid > 0, agg["correct"] / valid.where(valid > 0, 1), np.nan)
+    # the rows the accuracy is over, by convention
+    use = work if invalid == "wrong" else work[work["_inv"] == 0]
+    den = agg["n"] if invalid == "wrong" else valid
+    with np.errstate(invalid="ignore", divide="ignore"):
+        agg["accuracy"] = agg["correct"] / den.where(den > 0, np.nan)
     # cluster residual sums: sum_{i in c}(x_i - xbar_g) = S_c - n_c * xbar_g
-    cl = work.groupby([*gcols, "_cl"], sort=False, dropna=False)["_x"].agg(["sum", "size"]).reset_index()
+    cl = use.groupby([*gcols, "_cl"], sort=False, dropna=False)["_x"].agg(["sum", "size"]).reset_index()
     cl = cl.merge(agg["accuracy"].reset_index(), on=gcols, how="left")
     cl["_r2"] = (cl["sum"] - cl["size"] * cl["accuracy"]) ** 2
     r2 = cl.groupby(gcols, sort=True, dropna=False)["_r2"].sum()
-    agg["se_cluster"] = np.sqrt(r2.reindex(agg.index).to_numpy()) / agg["n"].to_numpy()
-    valid = agg["n"] - agg["invalid"]
-    agg["accuracy_valid"] = np.where(valid > 0, agg["correct"] / valid.where(valid > 0, 1), np.nan)
-    lo, hi = wilson_interval(agg["correct"].to_numpy(), agg["n"].to_numpy(), level)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        agg["se_cluster"] = (np.sqrt(r2.reindex(agg.index).to_numpy()) / den.to_numpy()) if cluster else np.nan
+    # one observation has no spread to estimate: NA, not 0 (R: sd(1) is NA)
+    agg.loc[den < 2, "se_cluster"] = np.nan
+    lo, hi = wilson_interval(agg["correct"].to_numpy(), den.to_numpy(), level)
     agg["ci_low"], agg["ci_high"] = lo, hi
+    from scipy.stats import norm
+
+    z = float(norm.ppf(0.5 + level / 2.0))
+    agg["ci_low_cluster"] = np.clip(agg["accuracy"] - z * agg["se_cluster"], 0.0, 1.0)
+    agg["ci_high_cluster"] = np.clip(agg["accuracy"] + z * agg["se_cluster"], 0.0, 1.0)
+    extra: list[str] = []
+    if trials == "mean":
+        per = use.groupby([*gcols, "_t"], sort=True, dropna=False)["_x"].agg(["sum", "size"]).reset_index()
+        if invalid == "wrong":
+            per["acc_t"] = per["sum"] / per["size"]
+        else:
+            tot = work.groupby([*gcols, "_t"], sort=True, dropna=False)["_x"].size().reset_index(name="_all")
+            per = tot.merge(per, on=[*gcols, "_t"], how="left").fillna({"sum": 0.0, "size": 0})
+            per["acc_t"] = np.where(per["size"] > 0, per["sum"] / per["size"].where(per["size"] > 0, 1), np.nan)
+        stats_rows = {}
+        from scipy import stats as _st
+
+        for key, g in per.groupby(gcols, sort=True, dropna=False):
+            xs = g["acc_t"].to_numpy(float)
+            xs = xs[~np.isnan(xs)]
+            nt = len(xs)
+            mean = float(xs.mean()) if nt else np.nan
+            sd = float(xs.std(ddof=1)) if nt > 1 else np.nan
+            se = sd / np.sqrt(nt) if nt > 1 else np.nan
+            half = float(_st.t.ppf(0.5 + level / 2, nt - 1)) * se if nt > 1 else np.nan
+            stats_rows[key if isinstance(key, tuple) else (key,)] = (nt, mean, sd, se, mean - half, mean + half)
+        keys = [k if isinstance(k, tuple) else (k,) for k in agg.index]
+        cols = np.array([stats_rows[k] for k in keys], dtype=float).reshape(len(keys), 6)
+        agg["trials"] = cols[:, 0].astype("int64")
+        agg["accuracy"] = cols[:, 1]
+        agg["sd"], agg["se_trials"], agg["ci_low_t"], agg["ci_high_t"] = cols[:, 2], cols[:, 3], cols[:, 4], cols[:, 5]
+        extra = ["trials", "sd", "se_trials", "ci_low_t", "ci_high_t"]
     table = agg.reset_index()
     if by_cols:
         table = table.rename(columns={f"_g{i}": b for i, b in enumerate(by_cols)})
@@ -177,5 +258,6 @@ def summarize(log: pd.DataFrame, by: str | Sequence[str] = ("model",), *, cluste
     for c in ("n", "correct", "invalid", "clusters"):
         table[c] = table[c].astype("int64")
     table = table[[*by_cols, "n", "correct", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high",
-                   "se_cluster", "clusters"]]
-    return AccuracySummary(by=tuple(by_cols), table=table, level=level)
+                   "se_cluster", "clusters", "ci_low_cluster", "ci_high_cluster", *extra]]
+    return AccuracySummary(by=tuple(by_cols), table=table, level=level, invalid=invalid, trials=trials,
+                           cluster=cluster)

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
+from mrcstats.models.predict import plogis
 
 __all__ = [
     "ClusterDifficulty",
@@ -106,9 +107,29 @@ class DiscriminationResult:
             lines.append(f"  {k} cluster(s) without P_d: {why}")
         return "\n".join(lines)
 
-    def cutoffs(self, cutoffs: Sequence[float] = DEFAULT_CUTOFFS, bootstrap: int = 2000,
+    def default_cutoffs(self) -> list[float]:
+        """0 and the quartiles of P_d (R ``quantile(type = 7)``), to 3 significant digits.
+
+        The seed's cutoffs 0, 5, 10, 15 fit its P_d scale; on data whose P_d peaks at 0.16
+        they select nothing, so the default follows the data: each cutoff keeps about
+        100 %, 75 %, 50 % and 25 % of the clusters. ``[0]`` when no cluster has a P_d.
+        """
+        s = self.pd.dropna()
+        if s.empty:
+            return [0.0]
+        qs = np.quantile(s.to_numpy(dtype=float), [0.25, 0.5, 0.75])
+        out = [0.0]
+        for q in qs:
+            v = float(f"{q:.3g}")
+            if v > out[-1]:
+                out.append(v)
+        return out
+
+    def cutoffs(self, cutoffs: Sequence[float] | None = DEFAULT_CUTOFFS, bootstrap: int = 2000,
                 seed: int | None = None, level: float = 0.95) -> CutoffTable:
-        """Seed Table 5 for the given cutoffs (see :class:`CutoffTable`)."""
+        """Seed Table 5 for the given cutoffs (see :class:`CutoffTable`); ``None``: :meth:`default_cutoffs`."""
+        if cutoffs is None:
+            cutoffs = self.default_cutoffs()
         return _cutoff_table(self, cutoffs, bootstrap, seed, level)
 
 
@@ -119,12 +140,9 @@ def discrimination(log: pd.DataFrame, cluster: str = "cluster", model: str = "mo
     ``p_k`` is model k's accuracy over all its rows in the cluster (every item and
     trial; <NA> = invalid counts as not correct). See the module docstring for the formula.
     """
-    if not isinstance(log, pd.DataFrame):
-        raise InputError("discrimination: expected a canonical log (pandas DataFrame)")
-    for col in (cluster, model, correct):
-        if col not in log.columns:
-            raise InputError(f"discrimination: the log has no column {col!r} "
-                             f"(columns: {', '.join(map(str, log.columns[:15]))})")
+    from mrcstats.io.schema import require_log
+
+    log = require_log(log, "discrimination", (cluster, model, correct), correct=correct)
     if not (0 <= epsilon < 0.5):
         raise InputError(f"discrimination: epsilon must lie in [0, 0.5), got {epsilon}")
     if len(log) == 0:
@@ -380,6 +398,6 @@ def cluster_difficulty(ranef: Any, intercept: float | None = None, *, group: str
         raise InputError(f"cluster_difficulty: {int(modes.isna().sum())} conditional mode(s) are not numbers")
     eta = float(intercept) + modes.to_numpy(dtype=float)
     tab = pd.DataFrame({"level": [str(v) for v in modes.index], "mode": modes.to_numpy(dtype=float),
-                        "eta": eta, "probability": 1.0 / (1.0 + np.exp(-eta))})
+                        "eta": eta, "probability": plogis(eta)})
     tab = tab.sort_values(["mode", "level"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
     return ClusterDifficulty(tab, float(intercept), int(min(n, len(tab))), group)
