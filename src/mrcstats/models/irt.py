@@ -365,7 +365,7 @@ class IrtFit:
 def fit_irt(data: pd.DataFrame | ResponseMatrix, model: str = "2pl", *, quadrature: int = 21,
             prior_sd: float | None = 1.0, tol: float = 1e-8, max_iter: int = 2000,
             progress: bool | None = None, model_col: str = "model", item_col: str = "item",
-            correct_col: str = "correct") -> IrtFit:
+            correct_col: str = "correct", quiet: bool = False) -> IrtFit:
     """Fit a 1PL or 2PL item response model by marginal maximum likelihood (EM, adaptive GH).
 
     ``data``: a canonical log (models answer items; trials pooled as binomial counts) or a
@@ -541,7 +541,7 @@ def fit_irt(data: pd.DataFrame | ResponseMatrix, model: str = "2pl", *, quadratu
     p_all = rm.p
     not_fitted = pd.Series(p_all[~mask], index=pd.Index(np.asarray(rm.items)[~mask], name="item"), name="p")
     n_par = 2 * I if key == "2pl" else I + 1
-    if not converged:
+    if not converged and not quiet:
         print(f"irt: EM stopped after {max_iter} iterations without reaching tol = {tol:g}", file=sys.stderr)
     return IrtFit(key, items, abilities, loglik, n_par, J, int(n.sum()), it, converged, int(quadrature),
                   prior_sd if key == "2pl" else None, mu_a if use_prior else None, not_fitted,
