@@ -471,6 +471,18 @@ def forest_plot(frame: pd.DataFrame, label: str = "model", est: str = "accuracy"
     return fig
 
 
+def _plain_log_axis(axis) -> None:
+    """Log axis with plain-number labels at 1-2-5 steps and no minor labels."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    lo, hi = axis.get_view_interval()
+    ticks = [m * 10.0 ** e for e in range(-3, 4) for m in (1, 2, 5) if lo <= m * 10.0 ** e <= hi]
+    if len(ticks) >= 2:
+        axis.set_major_locator(FixedLocator(ticks))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def item_map_plot(items: pd.DataFrame, a: str = "a", b: str = "b", title: str | None = None):
     """Item map: IRT difficulty b (x) against discrimination a (y, log scale), one point per fitted item."""
     _require(items, [a, b], "item_map_plot")
@@ -481,6 +493,7 @@ def item_map_plot(items: pd.DataFrame, a: str = "a", b: str = "b", title: str | 
         ax.scatter(f[b], f[a], s=4 if len(f) > 2000 else 9, color=PALETTE[0], alpha=0.5 if len(f) > 500 else 0.9,
                    linewidths=0)
         ax.set_yscale("log")
+        _plain_log_axis(ax.yaxis)
         ax.set_xlabel("difficulty b (ability units)")
         ax.set_ylabel("discrimination a (log scale)")
         ax.set_title(title or f"{len(f):,} items", fontsize=7)
@@ -497,6 +510,7 @@ def pd_vs_a_plot(items: pd.DataFrame, pd_col: str = "pd", a: str = "a", rho: flo
         ax.scatter(f[a], f[pd_col], s=4 if len(f) > 2000 else 9, color=PALETTE[1],
                    alpha=0.5 if len(f) > 500 else 0.9, linewidths=0)
         ax.set_xscale("log")
+        _plain_log_axis(ax.xaxis)
         ax.set_xlabel("IRT discrimination a (log scale)")
         ax.set_ylabel("P_d (nats)")
         if rho is not None and np.isfinite(rho):
