@@ -22,11 +22,19 @@ are not the MML difficulties.
 ``s_j`` the inverse square root of the posterior curvature. With thousands of items per
 model the posterior is very sharp and a fixed grid (BILOG, girth) would miss it.
 
-**Estimation.** EM (Bock-Aitkin) with the posterior weights on the adaptive nodes; the
-M-step is one Fisher-scoring step per item, vectorised over items, in ``(log a_i, d_i)``.
-A parameter-expanded step (PX-EM; Liu, Rubin & Wu 1998, Biometrika 85: 755-770) rescales
-the ability distribution to mean 0 and variance 1 after every iteration, which removes
-EM's slow convergence along the scale direction (few models, many items).
+**Estimation.** Each iteration evaluates the posterior of every ability on its adaptive
+nodes (the E-step of Bock-Aitkin EM), rescales the ability scale so that the posterior means
+average 0 and the second moments 1 (a parameter-expanded step, PX-EM; Liu, Rubin & Wu 1998,
+Biometrika 85: 755-770 -- it removes EM's slow convergence along the scale direction when
+there are few models and many items), then takes a Newton step with the observed
+information (Louis 1982): the full matrix up to 1,200 parameters (quadratic convergence; the
+Rasch/GLMM check), otherwise each item's own 2 x 2 block, vectorised over items, with the
+EM (complete-data information) step as the fall-back for an item whose step does not raise
+its own objective (checked with the nodes held fixed). The step is halved until the
+marginal objective does not fall, and when successive steps point the same way the
+iteration extrapolates along them while the objective keeps rising. Converged when the
+largest parameter change is below ``tol`` or the objective has stopped changing (relative
+1e-12) for five iterations.
 
 **Discrimination prior (2PL).** ``log a_i ~ N(mu_a, prior_sd^2)`` with ``mu_a`` estimated
 (empirical Bayes: the discriminations are shrunk towards their geometric mean, and the
@@ -36,10 +44,11 @@ finite slope; the estimates are then posterior modes, and ``loglik`` is the marg
 log-likelihood at them (not its maximum). ``prior_sd=None`` gives plain ML with the bound
 ``0.001 <= a_i <= 100``. The 1PL has no prior.
 
-**Standard errors** come from each item's own block of the observed information (Louis
-1982, JRSS B 44: 226-233: complete-data information minus the posterior variance of the
-complete-data score, plus the prior's curvature), ignoring covariances between items (the
-full matrix has ``(2 I)^2`` entries); ``se_b`` by the delta method.
+**Standard errors** come from the observed information (Louis 1982, JRSS B 44: 226-233:
+complete-data information minus the posterior variance of the complete-data score, plus
+the prior's curvature): the full matrix up to 1,200 parameters (``se_method = "full"``;
+the Rasch SEs then equal lme4's), else each item's own block, ignoring covariances between
+items (``"item blocks"``: the full matrix has ``(2 I)^2`` entries); ``se_b`` by the delta method.
 
 **Abilities** are EAP (posterior mean and SD over the adaptive nodes).
 ``aic = -2 logLik + 2 k``, ``bic = -2 logLik + k log(J)`` with ``k = 2 I`` (2PL) or ``I + 1``
@@ -61,7 +70,6 @@ from mrcstats.errors import InputError
 __all__ = ["IrtFit", "ResponseMatrix", "fit_irt", "response_matrix", "score_abilities"]
 
 _A_MIN, _A_MAX = 1e-3, 100.0
-_DEBUG = False
 
 
 # --------------------------------------------------------------------------- data
@@ -473,8 +481,6 @@ def fit_irt(data: pd.DataFrame | ResponseMatrix, model: str = "2pl", *, quadratu
                 # the objective is flat to rounding: parameter moves below tol are no longer measurable
                 flat = flat + 1 if gain <= 1e-12 * abs(ev["obj"]) else 0
             bar.update(1)
-            if _DEBUG:
-                print(it, change, ev["obj"], file=sys.stderr)
             if change < tol or flat >= 5:
                 converged = True
                 break
