@@ -38,7 +38,7 @@ def main() -> None:
     args = ap.parse_args()
     from mrcstats.models.irt import fit_irt, marginal_loglik, response_matrix
 
-    log, y, th, a, b = simulate(args.models, args.items)
+    log, y, _th, a, b = simulate(args.models, args.items)
     rm = response_matrix(log)
     t0 = time.perf_counter()
     fit = fit_irt(rm, "2pl")
