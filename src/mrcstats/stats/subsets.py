@@ -235,12 +235,16 @@ def _pd_items(log: pd.DataFrame, items: Sequence[str], models: Sequence[str], co
 
 
 def _select(method: str, rm: ResponseMatrix, k: int, rng: np.random.Generator, *, log: pd.DataFrame,
-            cols: Mapping[str, str], fit: IrtFit | None) -> tuple[np.ndarray, np.ndarray | None]:
+            cols: Mapping[str, str], fit: IrtFit | None,
+            cache: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     n_items = len(rm.items)
     if method == "random":
         return _pick_random(n_items, k, rng), None
     if method == "pd":
-        return _pick_top(_pd_items(log, rm.items, rm.models, cols), k, rng), None
+        cache = {} if cache is None else cache
+        if "pd" not in cache:  # the same for every k of a fold
+            cache["pd"] = _pd_items(log, rm.items, rm.models, cols)
+        return _pick_top(cache["pd"], k, rng), None
     if method == "irt-info":
         if fit is None:
             fit = fit_irt(rm, "2pl", tol=1e-5)
@@ -406,9 +410,10 @@ def subset_eval(log: pd.DataFrame, ks: Sequence[int] = (25, 50, 100, 200, 400),
                 # training share correct of every item (items without variation keep it as their prediction)
                 with np.errstate(invalid="ignore"):
                     p_train = tr.s.sum(0) / tr.n.sum(0)
+                cache: dict[str, Any] = {}
                 for method in ms:
                     for k in kk:
-                        idx, w = _select(method, tr, k, rng, log=log, cols=cols, fit=fit)
+                        idx, w = _select(method, tr, k, rng, log=log, cols=cols, fit=fit, cache=cache)
                         est = _estimate(method, idx, w, y[test], rm.s[test], rm.n[test], fit, fit_index, p_train)
                         for name, vals in est.items():
                             for j, v in zip(test, vals):
