@@ -94,7 +94,7 @@ def workdir(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("readme")
     log = simulate_log(seed=1, models=("gpt-4", "llama", "mistral"), n_passages=12, questions_per_passage=3,
-                       masking_rates=(0,), conditions=("regular",), trials=1)
+                       masking_rates=(0,), conditions=("regular",), trials=1).log
     res = log.rename(columns={"item": "question_id", "cluster": "src"})
     res["LLM"] = res["model"]
     res.to_csv(d / "results.csv", index=False)
@@ -132,7 +132,7 @@ def namespace(workdir):
 
     # enough passages for the examples' 100 easiest / hardest clusters (RACE-h has 1,000+)
     log = simulate_log(seed=2, n_passages=220, questions_per_passage=2, masking_rates=(0,), conditions=("regular",),
-                       trials=1)
+                       trials=1).log
     feats = mrcstats.features(log, parser="none")
     return {"mrcstats": mrcstats, "df": df, "newdata": df.head(5), "log": log, "features": feats,
             "glmm_result": mrcstats.glmer("correct ~ scaled_tok + (1 | cluster)", log)}
