@@ -147,9 +147,8 @@ def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: st
                          f"read one format at a time (or pass --format)")
     if fmts[0] not in _TABLE_FORMATS:
         return read_log(files, format=fmts[0], mapping=mapping, model=model, on_duplicate=on_duplicate)
-    from mrcstats.io.tabular import read_plain_table
-
     from mrcstats.io.schema import coerce_correct
+    from mrcstats.io.tabular import read_plain_table
 
     frames = [read_plain_table(s, fmts[0], mapping) for s in srcs]
     for s, f in zip(srcs, frames):
