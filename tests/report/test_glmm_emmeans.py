@@ -1,4 +1,4 @@
-"""The ``glmm`` analysis's ``emmeans:`` option: the means and pairs tables in the PDF and beside it."""
+"""The ``glmm`` analysis's ``emmeans:`` and ``confint:`` options: their tables in the PDF and beside it."""
 from __future__ import annotations
 
 import shutil
@@ -25,6 +25,7 @@ analyses:
       emmeans:
         - {specs: model, type: response, pairs: true}
         - {specs: model, by: condition, pairs: true, adjust: holm}
+      confint: Wald
 """
 
 
@@ -57,12 +58,26 @@ def test_tables_beside_the_pdf(built):
     assert (em["prob"] - ref["prob"]).abs().max() < 1e-9
 
 
+def test_confint_table(built):
+    import mrcstats
+
+    ci = pd.read_csv(built.pdf.parent / "r_tables" / "confint_tok.csv")
+    assert list(ci.columns) == ["Parameter", "2.5 %", "97.5 %"]
+    assert ci["Parameter"].iloc[0] == ".sig01" and ci["2.5 %"].isna().iloc[0]  # Wald: NA for .sig rows, as lme4
+    log = pd.read_csv(built.pdf.parent.parent / "log.csv")
+    m = mrcstats.glmer("correct ~ scaled_tok * model + condition + (1 | cluster)", log[log.masking_rate == 0],
+                       contrasts={"model": "sum"})
+    ref = m.confint(method="Wald").to_frame()
+    assert abs(ci["97.5 %"].iloc[1] - ref.iloc[1, 1]) < 1e-9
+
+
 @pytest.mark.skipif(not shutil.which("pdftotext"), reason="poppler-utils (pdftotext) not installed")
 def test_pdf_shows_the_tables(built):
     text = pdf_text(built.pdf)
     assert "Estimated marginal means of model" in text and "odds.ratio" in text and "asymp.LCL" in text
     assert "tukey method for comparing a family of 3 estimates" in text
     assert "holm method for 3 tests" in text
+    assert "confidence intervals (Wald)" in text
 
 
 def test_bad_emmeans_option(tmp_path):
@@ -74,3 +89,7 @@ def test_bad_emmeans_option(tmp_path):
     (tmp_path / "s2.yaml").write_text(SPEC.replace("adjust: holm", "adjust: scheffe"))
     with pytest.raises(InputError, match=r"emmeans\[1\].adjust"):
         build_report(tmp_path / "s2.yaml", tmp_path / "r.pdf")
+    (tmp_path / "s3.yaml").write_text(SPEC.replace("scaled_tok * model", "scaled_tok * model + condition")
+                                      .replace("confint: Wald", "confint: {method: bayes}"))
+    with pytest.raises(InputError, match=r"confint.method"):
+        build_report(tmp_path / "s3.yaml", tmp_path / "r.pdf")

@@ -46,6 +46,9 @@ class Glmm(Analysis):
         "sigma_table": Key((dict, list), None), "loess": Key((bool, dict), False), "ranef": Key((bool, dict), True),
         "truth": Key((dict,), None), "truth_sd": Key((dict,), None),
         "layout": Key((str,), "apa", choices=("apa", "lme4", "compact")), "labels": Key((dict,), {}),
+        "confint": Key((bool, str, dict), None,
+                       help="confidence intervals as lme4's confint(): true (profile), 'Wald'|'profile'|'boot', "
+                            "or {method, level, nsim, seed}"),
         "emmeans": Key((str, dict, list), None,
                        help="estimated marginal means: 'LLM', or {specs, by, type: link|response, at, pairs, "
                             "adjust: tukey|holm|bonferroni|sidak|none}, or a list of those"),
@@ -67,6 +70,8 @@ class Glmm(Analysis):
                 raise err(f"{key}.{bad[0]}", "unknown key; known keys: feature, factor, raw, sigmas, label")
         if opts.get("emmeans") is not None:
             opts["emmeans"] = _check_emmeans(opts["emmeans"], opts["formula"], err)
+        if opts.get("confint") not in (None, False):
+            opts["confint"] = _check_confint(opts["confint"], err)
 
     def run(self, ctx: Context, a: AnalysisSpec) -> Output:
         name = a.get("name")
@@ -134,6 +139,8 @@ class Glmm(Analysis):
             _sigma_section(out, res, data, s, name, labels, a.get("loess"))
         for j, e in enumerate(a.get("emmeans") or []):
             _emmeans_section(out, res, e, name, j)
+        if a.get("confint"):
+            _confint_section(out, res, a.get("confint"), name, ctx.seed)
 
         rsec = Output(f"Random effects: {name}")
         tsd = a.get("truth_sd")
@@ -196,6 +203,15 @@ def _methods(res: Any, data: pd.DataFrame, a: AnalysisSpec) -> list[str]:
     if a.get("gvif"):
         lines.append("GVIF: generalized variance inflation factors as car::vif for merMod "
                      "(GVIF, Df, GVIF^(1/(2·Df))).")
+    if a.get("confint"):
+        c = a.get("confint")
+        how = {"Wald": "Wald intervals (estimate ± z·SE; none for the random-effect parameters, as lme4)",
+               "profile": "likelihood-profile intervals (signed square root of the deviance difference, as "
+                          "lme4's profile() + confint())",
+               "boot": f"parametric-bootstrap percentile intervals ({c['nsim']} simulated refits, as lme4's "
+                       "bootMer)"}[c["method"]]
+        lines.append(f"Confidence intervals ({c['level']:g}): {how}; rows .sig01, … are the random-effect SDs and "
+                     "correlations in lme4's order.")
     if a.get("emmeans"):
         lines.append("Estimated marginal means as R's emmeans 1.8 (reference grid: factors at every level, numeric "
                      "covariates at their mean, equal weights over the other factors; delta-method SEs from vcov(); "
@@ -331,3 +347,43 @@ def _emmeans_section(out: Output, res: Any, e: Mapping[str, Any], name: str, j: 
         kind = "odds ratios" if em.type == "response" else "differences on the logit scale"
         out.table(pairs_table(pr, caption=f"Pairwise contrasts of {what} ({kind}, {pr.adjust} adjustment), "
                                           f"{name} GLMM; as R's pairs(emmeans(...)).", label=f"pairs_{tag}"))
+
+
+# ----------------------------------------------------------------------------- confint: option
+
+
+def _check_confint(value: Any, err: Any) -> dict[str, Any]:
+    """``confint:`` as ``{method, level, nsim, seed}`` (lme4's ``confint.merMod`` arguments)."""
+    c: dict[str, Any] = {"method": "profile"} if value is True else {"method": value} if isinstance(value, str) \
+        else dict(value)
+    bad = sorted(set(c) - {"method", "level", "nsim", "seed"})
+    if bad:
+        raise err(f"confint.{bad[0]}", "unknown key; known keys: method, level, nsim, seed")
+    c = {"method": "profile", "level": 0.95, "nsim": 1000, "seed": None, **c}
+    if c["method"] not in ("Wald", "profile", "boot"):
+        raise err("confint.method", f"expected Wald, profile or boot, got {c['method']!r}")
+    if not isinstance(c["level"], (int, float)) or not 0 < float(c["level"]) < 1:
+        raise err("confint.level", f"expected a number between 0 and 1, got {c['level']!r}")
+    if not isinstance(c["nsim"], int) or c["nsim"] < 1:
+        raise err("confint.nsim", f"expected a positive integer, got {c['nsim']!r}")
+    c["level"] = float(c["level"])
+    return c
+
+
+def _confint_section(out: Output, res: Any, c: Mapping[str, Any], name: str, seed: int) -> None:
+    from mrcstats.report.tables import anova_table
+
+    ci = res.confint(method=c["method"], level=c["level"], nsim=c["nsim"],
+                     seed=c["seed"] if c["seed"] is not None else seed)
+    frame = ci.to_frame()
+    frame.index.name = "Parameter"
+    t = anova_table(frame, caption=f"{c['level']:.0%} confidence intervals ({c['method']}) of the {name} GLMM; as "
+                                   "lme4's confint().", label=f"confint_{name}")
+    notes = list(ci.messages)
+    if c["method"] == "boot":
+        notes.append(f"{ci.nsim} parametric-bootstrap refits (seed {ci.seed}), {ci.n_failed} failed.")
+    if notes:
+        import dataclasses
+
+        t = dataclasses.replace(t, notes=tuple(notes))
+    out.table(t)
