@@ -94,11 +94,11 @@ def run_demo(outdir: str | Path = "reports", seed: int = 0) -> DemoResult:
     from mrcstats.io import log_stats, write_log
     from mrcstats.report.build import build_report
     from mrcstats.stats.accuracy import summarize
-    from mrcstats.tasks.simulate import simulate
+    from mrcstats.tasks.simulate import simulate_log
 
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
-    sim = simulate(seed=seed, **DEMO_SIM)
+    sim = simulate_log(seed=seed, **DEMO_SIM)
     log, truth = sim.log, sim.truth
     log_path = write_log(log, out / "demo_log.parquet")
     spec = demo_spec("demo_log.parquet", truth, seed)

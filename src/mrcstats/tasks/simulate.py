@@ -17,9 +17,8 @@ slope ``g``. ``scaled_tok`` is the passage's token count (whitespace tokens of
 is stored in the log beside ``n_tokens``. A small share of answers
 (``invalid_rate``) is made invalid at random (``correct`` <NA>, ``pred`` <NA>).
 
-:func:`simulate` returns a :class:`SimulatedLog`: the canonical log (``.log``) and the truth
-(``.truth``, an explicit field, not DataFrame metadata); :func:`simulate_log` returns the log alone.
-The truth holds ``formula``, ``fixef`` (lme4-style names,
+:func:`simulate_log` returns a :class:`SimulatedLog`: the canonical log (``.log``) and the truth
+(``.truth``, an explicit field, not DataFrame metadata): ``formula``, ``fixef`` (lme4-style names,
 reference model = first in sorted order), ``sd_passage``, ``masking_slope``
 (per condition, logit change from 0 to 100 percent), ``u`` (the drawn passage
 effects) and the generating arguments. Deterministic given ``seed``.
@@ -85,12 +84,7 @@ def _passage(rng: np.random.Generator, n_tokens: int) -> str:
     return " ".join(words)
 
 
-def simulate_log(seed: int = 0, **kw: Any) -> pd.DataFrame:
-    """The canonical log of :func:`simulate` (same arguments), without the truth."""
-    return simulate(seed, **kw).log
-
-
-def simulate(seed: int = 0, *, models: Sequence[str] = DEFAULT_MODELS, n_passages: int = 12,
+def simulate_log(seed: int = 0, *, models: Sequence[str] = DEFAULT_MODELS, n_passages: int = 12,
                  questions_per_passage: int = 3, conditions: Sequence[str] = DEFAULT_CONDITIONS,
                  masking_rates: Sequence[float] = DEFAULT_RATES, trials: int = 2,
                  beta: dict[str, Any] | None = None, sd_passage: float = 0.8,
@@ -105,7 +99,7 @@ def simulate(seed: int = 0, *, models: Sequence[str] = DEFAULT_MODELS, n_passage
     conditions = list(conditions)
     rates = np.asarray(list(masking_rates), dtype=float)
     if len(models) < 1 or n_passages < 2 or questions_per_passage < 1 or trials < 1 or len(rates) < 1:
-        raise InputError("simulate needs >= 1 model, >= 2 passages, >= 1 question, trial and masking rate")
+        raise InputError("simulate_log needs >= 1 model, >= 2 passages, >= 1 question, trial and masking rate")
     if not 0 <= invalid_rate < 1:
         raise InputError(f"invalid_rate must be in [0, 1), got {invalid_rate}")
     if len(set(models)) != len(models):
@@ -226,9 +220,9 @@ class SimulatedLog:
 
 
 def true_accuracy(sim: SimulatedLog) -> np.ndarray:
-    """The true P(correct) of every row of a :func:`simulate` log (before invalid answers)."""
+    """The true P(correct) of every row of a :func:`simulate_log` log (before invalid answers)."""
     if not isinstance(sim, SimulatedLog):
-        raise InputError("true_accuracy needs the SimulatedLog that simulate returned (log and truth)")
+        raise InputError("true_accuracy needs the SimulatedLog that simulate_log returned (log and truth)")
     log, t = sim.log, sim.truth
     fx = t["fixef"]
     b_m = np.array([fx.get(f"model{m}", 0.0) for m in log["model"]], dtype=float)
