@@ -95,7 +95,7 @@ def detect_format(src: Source) -> str:
             first = src.data.lstrip().split(b"\n", 1)[0]
             try:
                 rec = json.loads(first)
-            except json.JSONDecodeError:
+            except ValueError:  # JSONDecodeError, or bytes json guesses to be UTF-16/32 that do not decode
                 raise InputError(f"{src.name}: looks like JSON but neither the file nor its first line "
                                  f"parses; fix the JSON or pass --format") from None
             if isinstance(rec, dict) and "doc_id" in rec and ("filtered_resps" in rec or "resps" in rec):

@@ -86,6 +86,9 @@ class Source:
         """Parse one JSON document; a repeated key raises :class:`InputError` naming ``where``."""
         try:
             return json.loads(data, object_pairs_hook=_pairs_hook, parse_constant=self._constant)
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{self.name}: {where}: not text in one encoding ({exc.encoding} guessed: {exc.reason} "
+                             f"at byte {exc.start}); save the file as UTF-8") from None
         except _DuplicateKey as exc:
             raise InputError(f"{self.name}: {where}: key {exc.key!r} appears twice in one JSON object; only one "
                              f"value can be kept, so fix the file (remove or rename one of them)") from None
