@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
 
     out = Path(args.out)
     spec = {
-        "title": "Seed 000 re-analysis: masked question answering (MskQA, RQA)",
+        "title": "Seed 000 reproduction: masked question answering (MskQA, RQA)",
         "subtitle": "gpt-4o-mini answers from the maskcode repository; four masking conditions, 10 trials",
         "seed": 0,
         "notes": [
@@ -54,15 +54,33 @@ def main(argv: list[str] | None = None) -> int:
             "gpt-4o-mini), read with mrcstats.read_log(format='mskqa'). Invalid answers (-1, empty, out of range) "
             "are kept and counted as not correct, as the seed does."),
             (f"The indicator table normalises by the seed's mask-free accuracy Acc_0 = {SEED_ACC0_RQA} (Table 3). "
-            "EA and KI need the UQA baseline outputs, which the shared data does not include; they stay empty."),
+             "EA and KI need the UQA baseline outputs, which the shared data does not include; they stay empty "
+             "(see Not reproduced)."),
         ],
         "logs": [{"path": str(rqa), "format": "mskqa"}],
+        "methods": [
+            ("Invalid answers (an empty cell, -1, 0, a non-number or a number beyond the item's choices) are kept "
+             "and count as not correct in every accuracy, as the seed divides by all questions. The 95% intervals "
+             "of accuracies are clustered by item, since each item is answered in 10 trials."),
+        ],
+        "not_reproduced": [
+            {"what": "UQA and AQA rows of seed Table 3, and Figs. 2 (right), 3-6",
+             "reason": "the shared data holds the RQA outputs of gpt-4o-mini only (UQA has its input file, no "
+                       "outputs; no AQA, Llama 3.2 or GPT-4o outputs)"},
+        ],
         "analyses": [
-            {"type": "summary", "by": ["condition"], "title": "Accuracy over all masking rates"},
-            {"type": "masking", "acc0": SEED_ACC0_RQA},
+            {"type": "summary", "by": ["condition"], "title": "Accuracy over all masking rates",
+             "cluster": "item"},
+            {"type": "masking", "acc0": SEED_ACC0_RQA,
+             "published": {"gpt-4o-mini-2024-07-18": {"Acc strict": SEED_TABLE3_RQA["strict"],
+                                           "Acc regular": SEED_TABLE3_RQA["regular"],
+                                           "Acc partial": SEED_TABLE3_RQA["partial"],
+                                           "Acc lenient": SEED_TABLE3_RQA["lenient"],
+                                           "NA": SEED_TABLE3_RQA["na_regular"]}},
+             "tolerance": {"NA": 0.00005, "*": 0.005}},
             {"type": "accuracy", "rows": "masking_rate", "cols": "condition",
              "order": {"condition": ["strict", "regular", "partial", "lenient"]},
-             "title": "Acc(MR) per masking condition (mean ± SD over 10 trials)"},
+             "cluster": "item", "title": "Acc(MR) per masking condition (mean over 10 trials)"},
         ],
     }
     try:

@@ -6,12 +6,12 @@ Reads the GPT-4 (gpt-4-1106-preview) item-level outputs in ``DATA/elagent/result
 prompts, and writes ``reports/seed004_elagent/seed004_elagent.pdf`` (+ LaTeX/CSV tables):
 
 * Task 1 (seed Table 7): accuracy by precedence move (zero/one/two) x prompting (0-shot, CoT1)
-  x operand digits (1-5); chi-square and Fisher tests of move x correctness (0-shot, 2 digits) and
-  of prompting x correctness (two moves, 2 digits); answer types (seed Fig. 2, automated: a wrong
+  x operand digits (1-5); chi-square and Fisher tests of move × correctness (0-shot, 2 digits) and
+  of prompting × correctness (two moves, 2 digits); answer types (seed Fig. 2, automated: a wrong
   answer equal to the value under the standard precedence is a "false precedence" error; the seed
   counts 73 of 200 for two moves, 2 digits, no CoT);
 * Task 5 (seed Tables 11, 13, 17): accuracy per bAbI variant; Fisher's exact test of factual vs
-  counterfactual evidence ("Mice are afraid of cats" / "Cats are afraid of mice") x correctness on
+  counterfactual evidence ("Mice are afraid of cats" / "Cats are afraid of mice") × correctness on
   the original set (the seed reports p = 0.004); evidence position (first statement or not) x
   correctness; variant x outcome (right / wrong / invalid);
 * Task 6 (seed Table 12): accuracy per predicate type and predicate type x outcome.
@@ -34,6 +34,15 @@ from mrcstats.report.analysis import analysis_parser, display_path
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "gpt-4-1106-preview"
 MOVES = {"baseline": "zero move", "one": "one move", "two": "two moves"}
+#: seed 004 Table 7 (percent): move / approach x operand digits
+SEED_TABLE7 = {
+    "zero move / 0-shot": [99.0, 95.0, 67.5, 31.5, 20.0], "zero move / CoT1": [100.0, 98.5, 69.0, 28.0, 20.5],
+    "one move / 0-shot": [75.0, 58.5, 40.5, 17.5, 14.5], "one move / CoT1": [94.5, 97.5, 73.0, 35.5, 32.5],
+    "two moves / 0-shot": [54.0, 39.5, 32.5, 15.5, 13.5], "two moves / CoT1": [92.0, 94.0, 79.5, 48.5, 46.0],
+}
+#: seed 004 Table 11 (Task 5, percent) and Table 12, row "Ran Pred" (Task 6, percent; the shared files)
+SEED_TABLE11 = {"Base": 90.80, "Ran": 95.20, "Neg": 98.80, "Quan": 91.20, "Ext": 85.60}
+SEED_TABLE12_RAN_PRED = {"NT & NS": 99.00, "NT & S": 87.00, "T & NS": 83.00, "T & S": 52.00}
 VARIANTS = {"origin": "Base", "random": "Ran", "neg": "Neg", "quant": "Quan", "derive": "Ext"}
 PREDICATES = {"NTNS": "NT & NS", "NTS": "NT & S", "TNS": "T & NS", "TS": "T & S"}
 
@@ -136,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         t1, t5 = {"task": "task 1"}, {"task": "task 5"}
         origin = {"task": "task 5", "variant": "Base"}
         spec = {
-            "title": "Seed 004 re-analysis: ELAGENT tasks 1, 5 and 6 (GPT-4)",
+            "title": "Seed 004 reproduction: ELAGENT tasks 1, 5 and 6 (GPT-4)",
             "subtitle": f"{MODEL} outputs from the public ELAGENT code repository",
             "seed": 4,
             "notes": [
@@ -149,15 +158,36 @@ def main(argv: list[str] | None = None) -> int:
                  "value of the expression under the standard precedence is a 'false precedence' error; other wrong "
                  "numbers are 'other error'. This is a strict lower bound of the seed's manual FP count (73 of 200), "
                  "which also counts answers that apply the standard precedence only in part."),
-                ("Each cell holds one run (the seed reports mean ± SD over three runs), so the accuracy tables show "
-                "accuracy only. Invalid answers are kept and count as not correct."),
+                ("Each cell holds one run, so the accuracy tables show its accuracy with a 95% Wilson interval. "
+                 "Invalid answers are kept and count as not correct."),
             ],
             "logs": [str(log_path)],
+            "methods": [
+                ("Accuracy counts an invalid answer (no bracketed answer could be extracted) as not correct, as the "
+                 "ELAGENT scripts do; the chi-square and Fisher tests against correctness leave invalid answers out "
+                 "(each analysis says how many). Task 1 answers are compared after rounding to one decimal, as the "
+                 "ELAGENT scoring script does."),
+            ],
+            "not_reproduced": [
+                {"what": "Task 2 (seed Tables 8 and 20)",
+                 "reason": "the shared results hold a single Task 2 file (acc_reverse_two_3_1.json: one move setting, "
+                           "3-digit operands), not the two-move configurations of the table"},
+                {"what": "Tasks 3 and 4 (seed Tables 9-10, 14-16, 18, 21-23, 28-29)",
+                 "reason": "the shared results hold no Task 3 or Task 4 outputs"},
+                {"what": "Task 6, row Ran Ent of seed Table 12",
+                 "reason": "the shared Task 6 files are the random-predicate runs (their accuracies equal the Ran "
+                           "Pred row); the random-entity runs are not included"},
+                {"what": "Table 6 and the mean ± SD over three runs of Appendix A (Tables 19-25)",
+                 "reason": "the shared files hold one run per cell (top_p = 0); the tables here give that run's "
+                           "accuracy with a 95% interval"},
+            ],
             "analyses": [
                 {"type": "summary", "by": ["task"], "title": "Accuracy"},
                 {"type": "accuracy", "rows": ["move", "approach"], "cols": "digits", "filter": t1,
                  "order": {"move": list(MOVES.values()), "approach": ["0-shot", "CoT1"]},
-                 "title": "Task 1: accuracy by move, prompting and operand digits (seed Table 7)"},
+                 "title": "Task 1: accuracy by move, prompting and operand digits (seed Table 7)",
+                 "published": {r: {f"{d + 1}D": v for d, v in enumerate(vals)} for r, vals in SEED_TABLE7.items()},
+                 "tolerance": 0.05},
                 {"type": "error_types", "rows": "error_type", "cols": "approach", "tests": ["chisq"],
                  "filter": {**t1, "move": "two moves", "digits": "2D"},
                  "order": {"error_type": ["false precedence", "other error", "invalid", "correct"],
@@ -165,29 +195,31 @@ def main(argv: list[str] | None = None) -> int:
                  "title": "Task 1: answer types, two moves, 2-digit operands (seed Fig. 2, automated)"},
                 {"type": "contingency", "rows": "move", "cols": "correct", "tests": ["chisq", "fisher"],
                  "filter": {**t1, "approach": "0-shot", "digits": "2D"},
-                 "title": "Task 1: precedence move x correctness (0-shot, 2-digit operands)"},
+                 "title": "Task 1: precedence move × correctness (0-shot, 2-digit operands)"},
                 {"type": "contingency", "rows": "approach", "cols": "correct", "tests": ["fisher", "chisq"],
                  "filter": {**t1, "move": "two moves", "digits": "2D"},
-                 "title": "Task 1: 0-shot vs CoT1 x correctness (two moves, 2-digit operands)"},
+                 "title": "Task 1: 0-shot vs CoT1 × correctness (two moves, 2-digit operands)"},
                 {"type": "accuracy", "rows": "model", "cols": "variant", "filter": t5,
                  "order": {"variant": list(VARIANTS.values())},
-                 "title": "Task 5: accuracy per bAbI variant (seed Table 11)"},
+                 "title": "Task 5: accuracy per bAbI variant (seed Table 11)",
+                 "published": {MODEL: SEED_TABLE11}, "tolerance": 0.005},
                 {"type": "contingency", "rows": "evidence_type", "cols": "correct", "tests": ["fisher"],
                  "filter": {**origin, "evidence_type": ["factual", "counterfactual"]},
-                 "title": "Task 5: factual vs counterfactual evidence x correctness (seed Table 13)"},
+                 "title": "Task 5: factual vs counterfactual evidence × correctness (seed Table 13)"},
                 {"type": "contingency", "rows": "evidence_position", "cols": "correct", "tests": ["fisher", "chisq"],
-                 "filter": origin, "title": "Task 5: evidence position x correctness (seed Table 17)"},
+                 "filter": origin, "title": "Task 5: evidence position × correctness (seed Table 17)"},
                 {"type": "contingency", "rows": "variant", "cols": "outcome", "tests": ["chisq", "fisher"],
-                 "simulate": True, "B": 2000, "filter": t5, "title": "Task 5: variant x outcome"},
+                 "simulate": True, "B": 2000, "filter": t5, "title": "Task 5: variant × outcome"},
                 {"type": "accuracy", "rows": "model", "cols": "predicate", "filter": {"task": "task 6"},
                  "order": {"predicate": list(PREDICATES.values())},
-                 "title": "Task 6: accuracy per predicate type (seed Table 12)"},
+                 "title": "Task 6: accuracy per predicate type (seed Table 12, row Ran Pred)",
+                 "published": {MODEL: SEED_TABLE12_RAN_PRED}, "tolerance": 0.005},
                 {"type": "confusion", "gold": "gold", "pred": "pred", "tests": ["chisq"],
                  "filter": {"task": "task 6"},
                  "title": "Task 6: gold vs predicted choice (the gold choice is fixed by the predicate type)"},
                 {"type": "contingency", "rows": "predicate", "cols": "outcome", "tests": ["chisq", "fisher"],
                  "simulate": True, "B": 2000, "filter": {"task": "task 6"},
-                 "title": "Task 6: predicate type x outcome"},
+                 "title": "Task 6: predicate type × outcome"},
             ],
         }
         res = build_report(spec, out / "seed004_elagent.pdf")
@@ -201,9 +233,12 @@ def main(argv: list[str] | None = None) -> int:
     print(res.summary())
     for title, counts in headline["error_types"].items():
         print(f"  {title}: {counts}")
+    from mrcstats.report.format import format_p
+
     for title, tests in headline["tests"].items():
         for name, p in tests.items():
-            print(f"  {title}: {name}: p = {p:.4g}")
+            fp = format_p(p)
+            print(f"  {title}: {name}: p {fp}" if fp[0] in "<>" else f"  {title}: {name}: p = {fp}")
     return 0
 
 

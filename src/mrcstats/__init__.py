@@ -66,10 +66,13 @@ _API: dict[str, str] = {
     # models: estimated marginal means (emmeans)
     "emmeans": "mrcstats.models.emmeans",
     "pairs": "mrcstats.models.emmeans",
-
     # models: confidence intervals (issue 17)
     "confint": "mrcstats.models.confint",
     "ConfintResult": "mrcstats.models.confint",
+    # item response theory and evaluation subsets
+    "irt": "mrcstats.stats.irt",
+    "subset": "mrcstats.stats.subsets",
+    "subset_eval": "mrcstats.stats.subsets",
 }
 
 __all__ = [*sorted(_API), "__version__"]  # noqa: PLE0604

@@ -55,7 +55,9 @@ def test_levels_flag_and_text_output(seed_csv):
 
 @pytest.mark.parametrize("args, text", [
     (["--formula", "correct ~ nope + (1 | passage)"], "not in the data"),
-    (["--formula", "correct ~ scaled_tok + (1 + scaled_tok | passage)"], "--engine lme4"),
+    (["--formula", "correct ~ scaled_tok + (0 | passage)"], "(0 | passage) has no columns"),
+    (["--formula", "correct ~ scaled_tok + (1 + scaled_tok | passage)", "--nagq", "5"],
+     "single scalar random-effects term"),
     (["--formula", "correct ~ LLM + (1 | passage)", "--contrasts", "LLM"], "NAME=VALUE"),
 ])
 def test_errors_are_one_line_exit_2(seed_csv, args, text):

@@ -10,7 +10,7 @@ from mrcstats.cli import build_parser, main
 from mrcstats.io import write_log
 from mrcstats.tasks.simulate import simulate_log
 
-LOG_COMMANDS = ("ingest", "summary", "glmer", "discrim", "mcnemar", "masking", "features")
+LOG_COMMANDS = ("ingest", "summary", "glmer", "discrim", "mcnemar", "masking", "features")  # + elagent score
 
 
 @pytest.fixture(scope="module")

@@ -144,7 +144,7 @@ def test_ci_exponentiate_inline_and_none(fits):
     row = d[(d["model"] == "(2)") & (d["term"] == "x")].set_index("statistic")["value"]
     assert math.isclose(row["conf_low"], m2.fixef["x"] - z * m2.se["x"], rel_tol=1e-12)
     assert math.isclose(row["conf_high"], m2.fixef["x"] + z * m2.se["x"], rel_tol=1e-12)
-    assert (row["conf_low"], row["conf_high"]) == tuple(m2.confint(0.9).loc["x"])
+    assert (row["conf_low"], row["conf_high"]) == tuple(m2.confint("Wald", 0.9, parm="beta_").to_frame().loc["x"])
     assert _cells(t)["x/under"][1].startswith("[") and "90% Wald" in t.notes[0]
     e = table([m2], exponentiate=True, statistic="ci", layout="inline")
     de = e.to_frame().set_index(["term", "statistic"])["value"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -175,3 +176,40 @@ def test_filters_compare_numbers_as_numbers_and_name_missing_columns():
         apply_filter(d, {"x": 1})
     with pytest.raises(InputError, match="keeps no rows"):
         apply_filter(d, {"c": "z"})
+
+
+#: what must never appear in a report a person reads
+_ZEROS = re.compile(r"(?<![\w.])[−-]?0\.000+(?![\d])")        # a string of zeros: 0.000, 0.0000 (axis ticks
+#                                                               such as 0.0 are allowed)
+_P_ZERO = re.compile(r"\bp\s*=\s*[−-]?(?:0(?:\.0*)?|\.0+)(?![\d.])")  # p = 0, p = 0.000, p = .000
+_INTERNAL = re.compile(r"analyses\[\d+\]|Spec: given in Python|\battrs\[|_Skip|Traceback")
+
+
+def assert_clean_text(text: str, where: str) -> None:
+    """The rules every PDF obeys: no strings of zeros, no p = 0, no internal identifiers."""
+    for rx, what in ((_ZEROS, "a string of zeros"), (_P_ZERO, "p = 0"), (_INTERNAL, "an internal identifier")):
+        m = rx.search(text)
+        assert m is None, f"{where}: {what} {m.group(0)!r} in …{text[max(m.start() - 80, 0):m.end() + 40]}…"
+
+
+def test_clean_text_rules_catch_what_they_should():
+    for bad in ("p = 0", "p = 0.000,", "SE 0.0000 here", "(p = .000)", "in analyses[3] (glmm)"):
+        with pytest.raises(AssertionError):
+            assert_clean_text(bad, "x")
+    assert_clean_text("p = .004, p < .001, 0.052 [0.011, 0.093], 10.05, 2.0e-05, 0 rows", "x")
+
+
+@needs_poppler
+def test_pdf_text_has_no_zero_strings_p_zero_or_internal_names(built):
+    _, a, _ = built
+    assert_clean_text(pdf_text(a.pdf), str(a.pdf))
+
+
+@needs_poppler
+@pytest.mark.parametrize("pdf", sorted((Path(__file__).resolve().parents[2] / "reports").glob("**/*.pdf")),
+                         ids=lambda p: p.name)
+def test_tracked_report_pdfs_are_clean(pdf):
+    """The committed demo and seed reports obey the same rules (their figure PDFs hold no text of ours)."""
+    if pdf.parent.name.endswith("_figures"):
+        pytest.skip("figure file")
+    assert_clean_text(pdf_text(pdf), str(pdf))

@@ -12,7 +12,7 @@ from mrcstats.tasks.simulate import simulate_log, true_accuracy
 
 
 def test_default_shape_and_schema():
-    log = simulate_log(0)
+    log = simulate_log(0).log
     assert len(log) == 3 * 12 * 3 * 4 * 21 * 2
     assert list(log.columns[:13]) == list(CANONICAL_COLUMNS)
     assert sorted(log["condition"].unique()) == ["lenient", "partial", "regular", "strict"]
@@ -27,28 +27,31 @@ def test_default_shape_and_schema():
 
 
 def test_deterministic_and_roundtrip(tmp_path):
-    a, b = simulate_log(3), simulate_log(3)
+    sa, sb = simulate_log(3), simulate_log(3)
+    a, b = sa.log, sb.log
     pd.testing.assert_frame_equal(a, b)
-    assert a.attrs["truth"] == b.attrs["truth"]
-    assert not simulate_log(4)["correct"].equals(a["correct"])
+    assert sa.truth == sb.truth
+    assert json.loads(json.dumps(sa.to_dict()))["fixef"] == sa.truth["fixef"]
+    assert not simulate_log(4).log["correct"].equals(a["correct"])
     back = read_log(write_log(a, tmp_path / "s.parquet"))
     pd.testing.assert_frame_equal(a, back)
-    assert back.attrs["truth"] == json.loads(json.dumps(a.attrs["truth"]))
 
 
 def test_masking_lowers_accuracy_by_condition():
-    log = simulate_log(1, trials=3)
+    sim = simulate_log(1, trials=3)
+    log = sim.log
     acc = log.groupby(["condition", log["masking_rate"] >= 50])["correct"].apply(lambda s: s.fillna(False).mean())
     for c in ("regular", "partial", "strict", "lenient"):
         assert acc[(c, True)] < acc[(c, False)]
-    p = true_accuracy(log)
+    p = true_accuracy(sim)
     assert abs(log["correct"].astype(float).mean() - p.mean()) < 0.03
 
 
 @pytest.mark.r
 def test_glmm_truth_recovered_by_lme4(rscript, tmp_path):
-    log = simulate_log(7, n_passages=80, questions_per_passage=4, conditions=("regular",), masking_rates=(0,),
+    sim = simulate_log(7, n_passages=80, questions_per_passage=4, conditions=("regular",), masking_rates=(0,),
                        trials=6, invalid_rate=0.0)
+    log = sim.log
     csv = tmp_path / "sim.csv"
     log[["model", "cluster", "scaled_tok", "correct"]].assign(correct=log["correct"].astype(int)).to_csv(
         csv, index=False)
@@ -64,7 +67,7 @@ def test_glmm_truth_recovered_by_lme4(rscript, tmp_path):
         pytest.skip("R package jsonlite missing")
     assert r.returncode == 0, r.stderr
     fit = json.loads(r.stdout)
-    truth = log.attrs["truth"]
+    truth = sim.truth
     for name, val in truth["fixef"].items():
         est, se = fit["fixef"][name], fit["se"][name]
         assert abs(est - val) < 4 * se, (name, est, val, se)

@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "tasks_cmd",     # elagent ...
     "report_cmd",    # report, demo
     "compare_cmd",   # compare, power
+    "irt_cmd",       # irt, subset, subset-eval
 )
 
 

@@ -44,6 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         description="Score a response log (any format `mrcstats ingest` reads, e.g. a query "
                                     "log) per group.")
     s.add_argument("log", nargs="+", metavar="LOG")
+    from mrcstats.cli._common import add_log_options
+
+    add_log_options(s)
     s.add_argument("--metrics", default="accuracy", help="comma list of accuracy, exact, bleu, morph")
     s.add_argument("--by", default="model,condition", help="grouping columns (default model,condition)")
     s.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -84,10 +87,9 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from mrcstats.cli._common import output, parse_list
-    from mrcstats.io import read_log
+    from mrcstats.cli._common import output, parse_list, read_log_args
     from mrcstats.tasks.elagent.scoring import score_log
 
-    log = read_log(args.log)
+    log = read_log_args(args, args.log, "elagent score")
     table = score_log(log, parse_list(args.metrics, "--metrics"), parse_list(args.by, "--by"))
     return output(args, {"groups": table, "skipped": log.attrs.get("skipped", {})}, table.to_string(index=False))

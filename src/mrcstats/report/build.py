@@ -264,7 +264,7 @@ def _multiplicity(doc: ReportDocument, tests: list[TestRecord], method: str, tab
         vis = pd.DataFrame({"Hypothesis": raw["test"], "Test": raw["method"], "Statistic": raw["statistic"],
                             "p": raw["p"], f"p ({method})": adj})
         t = PairTable(vis, raw=raw, caption=f"Family: {_family_name(fam)}; {len(ts)} tests, unadjusted p and p "
-                      f"adjusted by {_METHOD_NAMES[method]}.", label=f"multiplicity_{i + 1}",
+                      f"adjusted by {_METHOD_NAMES[method]}.", label=f"multiplicity_{i + 1}", stub=2,
                       formats={"p": format_p, f"p ({method})": format_p,
                                "Statistic": lambda v: v or "–"})
         paths += t.write(tables_dir / slug(t.label))
@@ -279,9 +279,8 @@ def _fidelity(doc: ReportDocument, cells: list[Fidelity]) -> None:
     from mrcstats.report.tables import format_number
 
     doc.heading("Fidelity")
-    doc.paragraph("Published values (spec key `published:`) beside ours: a cell counts as reproduced when "
-                  "|ours − paper| is within the stated tolerance (by default half a unit in the last decimal the "
-                  "paper prints).")
+    doc.paragraph("The paper's published values beside ours: a cell counts as reproduced when |ours − paper| is "
+                  "within the stated tolerance (half a unit in the last decimal the paper prints unless stated).")
     by: dict[str, list[Fidelity]] = {}
     for c in cells:
         by.setdefault(c.table, []).append(c)
@@ -291,8 +290,8 @@ def _fidelity(doc: ReportDocument, cells: list[Fidelity]) -> None:
         txt = f"{table}: {len(cs) - len(bad)} of {len(cs)} published cells reproduced"
         if bad:
             txt += "; outside the tolerance: " + "; ".join(
-                f"{c.cell} (paper {format_number(c.paper, 4).rstrip('0').rstrip('.')}, ours "
-                + (f"{format_number(c.ours, 4).rstrip('0').rstrip('.')}, Δ {format_number(c.delta, 4)}"
+                f"{c.cell} (paper {c.paper:g}, ours "
+                + (f"{round(c.ours, 6):g}, Δ {format_number(round(c.delta, 6), 2)}"
                    if c.ours == c.ours else "missing") + ")" for c in bad)
         lines.append(txt + ".")
     doc.bullets(lines)
@@ -345,6 +344,12 @@ def _join_features(log: pd.DataFrame, rs: ReportSpec) -> tuple[pd.DataFrame, int
     return out, missing
 
 
+def _some(values: list[str], n: int = 8) -> str:
+    """The first ``n`` values, then how many more."""
+    vals = [v or "(none)" for v in values]
+    return ", ".join(vals) if len(vals) <= n else f"{len(vals)} ({', '.join(vals[:n])}, …)"
+
+
 def _data_summary(doc: ReportDocument, rs: ReportSpec, log: pd.DataFrame, feature_missing: int) -> None:
     from mrcstats.io.schema import log_stats
 
@@ -353,14 +358,14 @@ def _data_summary(doc: ReportDocument, rs: ReportSpec, log: pd.DataFrame, featur
     sources = ", ".join(str(s.path.name) for s in rs.logs)
     doc.paragraph(f"Logs: {sources}. {st['rows']:,} responses from {len(st['models'])} model(s) "
                   f"({', '.join(st['models'])}) on {st['items']:,} items in {st['clusters']:,} clusters; "
-                  f"conditions: {', '.join(c or '(none)' for c in st['conditions'])}; trials: "
+                  f"conditions: {_some(st['conditions'])}; trials: "
                   f"{log['trial'].nunique()}.")
     inv = sum(st["invalid"].values())
     doc.paragraph(f"Invalid or missing answers (kept, counted as not correct in accuracy): {inv:,}. "
                   + (f"Rows skipped while reading: {st['skipped']}." if st["skipped"] else
                      "No rows were skipped while reading."))
     if rs.features is not None:
-        doc.paragraph(f"Item features joined on `item` from {rs.features.name}"
+        doc.paragraph(f"Item features joined on the item identifier from {rs.features.name}"
                       + (f"; {feature_missing:,} rows have no features." if feature_missing else "."))
     for n in rs.notes:
         doc.paragraph(n)

@@ -58,7 +58,7 @@ def demo_spec(log_name: str, truth: dict[str, Any], seed: int) -> dict[str, Any]
              "bootstrap": 500},
             {"type": "masking"},
             {"type": "accuracy", "rows": "condition", "cols": "model", "filter": {"masking_rate": 50},
-             "title": "Accuracy at masking rate 50 % (mean ± SD over trials)"},
+             "title": "Accuracy at masking rate 50 % (mean over 2 trials, 95% CI)"},
         ],
     }
 
@@ -98,8 +98,8 @@ def run_demo(outdir: str | Path = "reports", seed: int = 0) -> DemoResult:
 
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
-    log = simulate_log(seed=seed, **DEMO_SIM)
-    truth = log.attrs["truth"]
+    sim = simulate_log(seed=seed, **DEMO_SIM)
+    log, truth = sim.log, sim.truth
     log_path = write_log(log, out / "demo_log.parquet")
     spec = demo_spec("demo_log.parquet", truth, seed)
     text = ("# mrcstats report spec of the demo (mrcstats demo writes it; mrcstats report demo.yaml --out demo.pdf "

@@ -469,3 +469,75 @@ def forest_plot(frame: pd.DataFrame, label: str = "model", est: str = "accuracy"
         if title:
             ax.set_title(title)
     return fig
+
+
+def _plain_log_axis(axis) -> None:
+    """Log axis with plain-number labels at 1-2-5 steps and no minor labels."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    lo, hi = axis.get_view_interval()
+    ticks = [m * 10.0 ** e for e in range(-3, 4) for m in (1, 2, 5) if lo <= m * 10.0 ** e <= hi]
+    if len(ticks) >= 2:
+        axis.set_major_locator(FixedLocator(ticks))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def item_map_plot(items: pd.DataFrame, a: str = "a", b: str = "b", title: str | None = None):
+    """Item map: IRT difficulty b (x) against discrimination a (y, log scale), one point per fitted item."""
+    _require(items, [a, b], "item_map_plot")
+    f = items[[a, b]].apply(pd.to_numeric, errors="coerce")
+    f = f[np.isfinite(f[a]) & np.isfinite(f[b]) & (f[a] > 0)]
+    fig, ax = new_figure("column", 0.72)
+    with figure_style():
+        ax.scatter(f[b], f[a], s=4 if len(f) > 2000 else 9, color=PALETTE[0], alpha=0.5 if len(f) > 500 else 0.9,
+                   linewidths=0)
+        ax.set_yscale("log")
+        _plain_log_axis(ax.yaxis)
+        ax.set_xlabel("difficulty b (ability units)")
+        ax.set_ylabel("discrimination a (log scale)")
+        ax.set_title(title or f"{len(f):,} items", fontsize=7)
+    return fig
+
+
+def pd_vs_a_plot(items: pd.DataFrame, pd_col: str = "pd", a: str = "a", rho: float | None = None):
+    """Seed 003's discriminatory power P_d (y) against the IRT discrimination a (x, log scale)."""
+    _require(items, [pd_col, a], "pd_vs_a_plot")
+    f = items[[pd_col, a]].apply(pd.to_numeric, errors="coerce")
+    f = f[np.isfinite(f[pd_col]) & np.isfinite(f[a]) & (f[a] > 0)]
+    fig, ax = new_figure("column", 0.72)
+    with figure_style():
+        ax.scatter(f[a], f[pd_col], s=4 if len(f) > 2000 else 9, color=PALETTE[1],
+                   alpha=0.5 if len(f) > 500 else 0.9, linewidths=0)
+        ax.set_xscale("log")
+        _plain_log_axis(ax.xaxis)
+        ax.set_xlabel("IRT discrimination a (log scale)")
+        ax.set_ylabel("P_d (nats)")
+        if rho is not None and np.isfinite(rho):
+            ax.set_title(f"Spearman rho = {rho:.2f}, {len(f):,} items", fontsize=7)
+    return fig
+
+
+def subset_error_plot(results: pd.DataFrame, metric: str = "mae", ylabel: str | None = None):
+    """Held-out error (or tau) against subset size k, one line per method x estimator, t intervals as bars."""
+    _require(results, ["method", "estimator", "k", metric], "subset_error_plot")
+    fig, ax = new_figure("column", 0.8)
+    lo, hi = f"{metric}_ci_low", f"{metric}_ci_high"
+    with figure_style():
+        for i, ((m, e), g) in enumerate(results.groupby(["method", "estimator"], sort=True)):
+            g = g.sort_values("k")
+            st = style_for(i)
+            yerr = None
+            if lo in g.columns and hi in g.columns and g[lo].notna().any():
+                yerr = np.vstack([g[metric] - g[lo], g[hi] - g[metric]])
+            ax.errorbar(g["k"], g[metric], yerr=yerr, label=f"{m} / {e}", capsize=1.5, markersize=3,
+                        linewidth=0.9, **st)
+        ax.set_xscale("log")
+        ks = sorted(results["k"].unique())
+        ax.set_xticks(ks)
+        ax.set_xticklabels([str(k) for k in ks])
+        ax.minorticks_off()
+        ax.set_xlabel("subset size k (items)")
+        ax.set_ylabel(ylabel or ("mean absolute error of accuracy" if metric == "mae" else metric))
+        _legend(ax, fontsize=5.5, ncol=2)
+    return fig

@@ -15,7 +15,7 @@ Every number comes from the model's own tidy table, :meth:`GlmerResult.to_frame`
 ``coef_table()``), and its ``nobs``/``ngroups``/``aic``/``bic``/``loglik`` fields; nothing
 is refitted or recomputed, except what the options ask for:
 
-* the Wald interval ``β ± z_{1-α/2} SE`` from :meth:`GlmerResult.confint` (lme4's
+* the Wald interval ``β ± z_{1-α/2} SE`` from :meth:`GlmerResult.confint` with ``method="Wald"`` (lme4's
   ``confint(m, method = "Wald")``);
 * with ``exponentiate=True`` the odds ratio ``exp(β)``, its interval ``exp(lo), exp(hi)``
   and the delta-method SE ``exp(β) SE`` (as ``modelsummary(exponentiate = TRUE)``);

@@ -283,13 +283,14 @@ def load_spec(spec: str | Path | Mapping[str, Any]) -> ReportSpec:
 
 
 def _published(source: str, key: str, value: Mapping[str, Any]) -> dict[str, dict[str, float]]:
-    """``published: {row: {column: number}}`` (or ``{row: number}`` for a one-column table), validated."""
+    """``published: {row: {column: number}}`` (or ``{row: number}`` for a one-column table), validated.
+    ``tolerance:`` (a number or ``{row, column or "row / column": number}``) says how close counts as reproduced."""
     out: dict[str, dict[str, float]] = {}
     for row, cells in value.items():
         if not isinstance(cells, Mapping):
             cells = {"": cells}
         try:
-            out[str(row)] = {str(c): float(v) for c, v in cells.items()}
+            out[str(row)] = {str(c): float(v) for c, v in cells.items() if not isinstance(v, bool)}
         except (TypeError, ValueError):
             raise _err(source, f"{key}.{row}", "expected numbers (the paper's values)") from None
     return out

@@ -64,11 +64,11 @@ def format_number(v: Any, digits: int = 3) -> str:
             return "∞" if x > 0 else "−∞"
         if x == 0:
             return "0"
+        if digits == 0 and not x.is_integer():   # 0.1 with 0 decimals would print as 0
+            return _minus(f"{x:g}")
         s = f"{x:.{digits}f}"
         if float(s) == 0:
             return _minus(f"{x:.1e}")
-        if digits == 0 and not x.is_integer():   # 0.1 with 0 decimals would print as 0
-            return _minus(f"{x:g}")
         return _minus(s)
     return str(v)
 
@@ -702,6 +702,8 @@ def contingency_table(counts: pd.DataFrame, tests: Sequence[tuple[str, Any]] = (
         counts = pd.DataFrame(counts)
     names = dict(labels or {})
     t = counts.copy()
+    if t.index.name:
+        t.index.name = str(t.index.name).replace("_", " ").capitalize()
     t.columns = [names.get(str(c), str(c)) for c in t.columns]
     t.index = pd.Index([names.get(str(r), str(r)) for r in t.index], name=t.index.name)
     stub = str(t.index.name or "")

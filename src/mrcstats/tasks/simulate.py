@@ -17,14 +17,16 @@ slope ``g``. ``scaled_tok`` is the passage's token count (whitespace tokens of
 is stored in the log beside ``n_tokens``. A small share of answers
 (``invalid_rate``) is made invalid at random (``correct`` <NA>, ``pred`` <NA>).
 
-The truth is in ``log.attrs["truth"]``: ``formula``, ``fixef`` (lme4-style names,
+:func:`simulate_log` returns a :class:`SimulatedLog`: the canonical log (``.log``) and the truth
+(``.truth``, an explicit field, not DataFrame metadata): ``formula``, ``fixef`` (lme4-style names,
 reference model = first in sorted order), ``sd_passage``, ``masking_slope``
 (per condition, logit change from 0 to 100 percent), ``u`` (the drawn passage
 effects) and the generating arguments. Deterministic given ``seed``.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -87,7 +89,7 @@ def simulate_log(seed: int = 0, *, models: Sequence[str] = DEFAULT_MODELS, n_pas
                  masking_rates: Sequence[float] = DEFAULT_RATES, trials: int = 2,
                  beta: dict[str, Any] | None = None, sd_passage: float = 0.8,
                  masking_slope: dict[str, float] | None = None, invalid_rate: float = 0.02,
-                 tokens: tuple[int, int] = (40, 260)) -> pd.DataFrame:
+                 tokens: tuple[int, int] = (40, 260)) -> SimulatedLog:
     """Simulate a canonical log with a known GLMM truth (see the module docstring).
 
     The default (3 models x 12 passages x 3 questions x 4 conditions x 21 rates x 2
@@ -182,7 +184,7 @@ def simulate_log(seed: int = 0, *, models: Sequence[str] = DEFAULT_MODELS, n_pas
         fixef[f"model{lv}"] = float(v)
     for lv, v in zip(levels[1:], tok_llm):
         fixef[f"scaled_tok:model{lv}"] = float(v)
-    log.attrs["truth"] = {
+    truth = {
         "formula": "correct ~ scaled_tok * model + (1 | cluster)",
         "formula_paper": "correct ~ scaled_tok * LLM + (1 | passage)",
         "applies_to": "rows with masking_rate == 0 (all rows add masking_slope[condition] * masking_rate / 100)",
@@ -194,14 +196,34 @@ def simulate_log(seed: int = 0, *, models: Sequence[str] = DEFAULT_MODELS, n_pas
         "invalid_rate": float(invalid_rate),
         "seed": int(seed),
     }
-    return log
+    return SimulatedLog(log, truth)
 
 
-def true_accuracy(log: pd.DataFrame) -> np.ndarray:
+@dataclass(frozen=True)
+class SimulatedLog:
+    """A simulated canonical log and the truth that generated it (module docstring)."""
+
+    log: pd.DataFrame = field(repr=False)
+    truth: Mapping[str, Any]
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.log.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The truth without the per-passage effects ``u``, and the number of rows."""
+        return {"rows": len(self.log), **{k: v for k, v in self.truth.items() if k != "u"}}
+
+    def summary(self) -> str:
+        t = self.truth
+        return (f"simulated log: {len(self.log):,} rows, seed {t['seed']}; truth {t['formula']} with "
+                f"passage SD {t['sd_passage']}")
+
+
+def true_accuracy(sim: SimulatedLog) -> np.ndarray:
     """The true P(correct) of every row of a :func:`simulate_log` log (before invalid answers)."""
-    t = log.attrs.get("truth")
-    if not t:
-        raise InputError("the log has no attrs['truth']; it was not made by simulate_log")
+    if not isinstance(sim, SimulatedLog):
+        raise InputError("true_accuracy needs the SimulatedLog that simulate_log returned (log and truth)")
+    log, t = sim.log, sim.truth
     fx = t["fixef"]
     b_m = np.array([fx.get(f"model{m}", 0.0) for m in log["model"]], dtype=float)
     bt_m = np.array([fx.get(f"scaled_tok:model{m}", 0.0) for m in log["model"]], dtype=float)

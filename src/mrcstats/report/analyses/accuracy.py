@@ -11,6 +11,7 @@ from mrcstats.report.analyses.base import (
     Output,
     cluster_words,
     compare_published,
+    words,
 )
 from mrcstats.report.tables import accuracy_table
 from mrcstats.stats.accuracy import summarize
@@ -45,9 +46,11 @@ class Accuracy(Analysis):
         title = a.get("title") or f"Accuracy by {', '.join(rows)} and {cols}"
         trials = (f"mean over {ntrials} trials (= pooled accuracy)" if ntrials > 1 else "one trial per cell")
         labels = dict(a.get("labels") or {})
-        for c in [*rows, cols]:
-            agg[c] = agg[c].astype(str).map(lambda v: labels.get(v, v))
-        t = accuracy_table(agg, rows, cols, mean="accuracy", lo=lo, hi=hi,
+        if labels:
+            for c in [*rows, cols]:
+                agg[c] = agg[c].map(lambda v: labels.get(str(v), v))
+        heads = {c: words(c).capitalize() for c in rows}
+        t = accuracy_table(agg.rename(columns=heads), [heads[c] for c in rows], cols, mean="accuracy", lo=lo, hi=hi,
                            sd="sd" if a.get("sd") and ntrials > 1 else None, percent=a.get("percent"),
                            caption=f"{title}: accuracy in percent ({trials}; invalid answers count as not correct) "
                                    f"with its 95% {how}.",

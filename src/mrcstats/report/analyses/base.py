@@ -53,7 +53,8 @@ COMMON_KEYS: dict[str, Key] = {
     "title": Key((str,), None, help="section title"),
     "filter": Key((dict,), {}, help="{column: value or [values]}: rows kept for this analysis"),
     "published": Key((dict,), None, help="the paper's values of the main table: {row: {column: value}}"),
-    "tolerance": Key((float, int), None, help="largest |ours - paper| counted as reproduced (table units)"),
+    "tolerance": Key((float, int, dict), None, help="largest |ours - paper| counted as reproduced (table units): "
+                     "a number or {row, column or \"row / column\": number}"),
 }
 
 
@@ -222,6 +223,12 @@ def filter_note(filt: Mapping[str, Any] | None, lead: str = "; ") -> str:
         if filt else ""
 
 
+def words(col: str) -> str:
+    """A column name as words in titles and captions (``wh_word`` → ``wh-word``, ``masking_rate`` → ``masking rate``)."""
+    return {"wh_word": "wh-word", "wh_word_clause": "wh-word (interrogative clause)", "correct": "correctness"}.get(
+        col, col.replace("_", " "))
+
+
 def slug(s: str) -> str:
     """A file-name-safe form of ``s``."""
     import re
@@ -238,7 +245,9 @@ def cluster_words(data: pd.DataFrame, cluster: str) -> str:
     if cluster == "item" or ("item" in data.columns and cluster in data.columns
                              and data[cluster].astype(str).equals(data["item"].astype(str))):
         return "item"
-    return f"`{cluster}`"
+    if cluster == "cluster":
+        return "cluster (passage or item group)"
+    return cluster.replace("_", " ")
 
 
 def _decimals(v: float) -> int:
@@ -249,6 +258,11 @@ def _decimals(v: float) -> int:
     return 0 if frac == "0" else len(frac)
 
 
+def _shown(v: float, d: int) -> int:
+    """Decimals to show ours with: one more than the paper's, none for whole numbers of a whole-number column."""
+    return 0 if d == 0 and float(v).is_integer() else d + 1
+
+
 def compare_published(out: Output, table: str, ours: pd.DataFrame, published: Mapping[str, Mapping[str, float]],
                       tolerance: float | Mapping[str, float] | None, label: str, unit: str = "") -> None:
     """Put the paper's values beside ours: a "paper | ours | Δ" table in ``out`` and one :class:`Fidelity`
@@ -256,8 +270,9 @@ def compare_published(out: Output, table: str, ours: pd.DataFrame, published: Ma
 
     ``ours``: our numbers, rows and columns keyed as the spec's ``published:`` mapping
     (``{row: {column: value}}``; a column key ``""`` means the table's only column). ``tolerance``:
-    the largest |ours − paper| still counted as reproduced — one number, ``{row: number}``, or by default
-    half a unit in the last decimal the paper prints (17.5 → 0.05, 0.7198 → 0.00005).
+    the largest |ours − paper| still counted as reproduced — one number, or a mapping looked up by
+    ``"row / column"``, row, column, then ``"*"``; by default half a unit in the last decimal of the
+    paper's value (17.5 → 0.05, 0.7198 → 0.00005; give the tolerance when the paper prints trailing zeros).
     """
     from mrcstats.report.tables import PairTable, format_number
 
@@ -266,26 +281,30 @@ def compare_published(out: Output, table: str, ours: pd.DataFrame, published: Ma
         for c, paper in cells.items():
             col = c if c or ours.shape[1] != 1 else ours.columns[0]
             val = float(ours.loc[r, col]) if r in ours.index and col in ours.columns else float("nan")
+            default = 0.5 * 10 ** -_decimals(paper)
             if tolerance is None:
-                tol = 0.5 * 10 ** -_decimals(paper)
+                tol = default
             elif isinstance(tolerance, Mapping):
-                tol = float(tolerance.get(r, tolerance.get("*", 0.5 * 10 ** -_decimals(paper))))
+                tol = next((float(tolerance[k]) for k in (f"{r} / {col}", r, col, "*") if k in tolerance), default)
             else:
                 tol = float(tolerance)
+            has = not math.isnan(val)
+            if has:
+                val = round(val, 10)
             f = Fidelity(table, f"{r} / {col}" if col else r, float(paper), val, tol)
             out.fidelity.append(f)
-            d = _decimals(paper)
-            has = not math.isnan(val)
+            d = max(_decimals(paper), round(-math.log10(2 * tol)) if tol > 0 else 0)
             ok = f.ok if has else False
             raw.append({"row": r, "column": col, "paper": float(paper), "ours": val, "delta": f.delta,
                         "tolerance": tol, "within_tolerance": ok})
+            delta = round(f.delta, 10) if has else float("nan")
             rows.append({"Row": r, "Column": col, "Paper": format_number(float(paper), d),
-                         "Ours": format_number(val, max(d, 1) + 1) if has else "not in our table",
-                         "Δ (ours − paper)": format_number(f.delta, max(d, 1) + 1) if has else "–",
-                         "Within tolerance": "yes" if ok else f"NO (±{format_number(tol, max(d, 1) + 1)})"})
+                         "Ours": format_number(val, _shown(val, d)) if has else "not in our table",
+                         "Δ (ours − paper)": format_number(delta, _shown(delta, d)) if has else "–",
+                         "Within tolerance": "yes" if ok else f"NO (±{format_number(tol, d + 1)})"})
     bad = sum(1 for r in rows if r["Within tolerance"] != "yes")
     frame = pd.DataFrame(rows)
-    out.table(PairTable(frame, raw=pd.DataFrame(raw), caption=f"{table}: the paper's values beside ours{(' (' + unit + ')') if unit else ''}; "
-                    f"{len(rows) - bad} of {len(rows)} cells within tolerance"
-                    + (f", {bad} outside (marked NO)." if bad else "."), label=f"{label}_published", stub=2,
-                    formats={c: str for c in frame.columns}))
+    out.table(PairTable(frame, raw=pd.DataFrame(raw), caption=f"{table}: the paper's values beside ours"
+                        f"{(' (' + unit + ')') if unit else ''}; {len(rows) - bad} of {len(rows)} cells within "
+                        "tolerance" + (f", {bad} outside (marked NO)." if bad else "."), label=f"{label}_published",
+                        stub=2, formats={c: str for c in frame.columns}))

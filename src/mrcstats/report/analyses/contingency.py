@@ -11,6 +11,7 @@ from mrcstats.report.analyses.base import (
     Key,
     Output,
     filter_note,
+    words,
 )
 from mrcstats.report.tables import contingency_table
 from mrcstats.stats.tables import crosstab
@@ -29,10 +30,6 @@ def check_tests(opts: dict[str, Any], err: Any) -> None:
     opts["tests"] = tests
     if opts["B"] < 1:
         raise err("B", f"expected a positive number of replicates, got {opts['B']}")
-
-
-def _words(col: str) -> str:
-    return {"correct": "correctness"}.get(col, col.replace("_", " "))
 
 
 class Contingency(Analysis):
@@ -59,7 +56,7 @@ class Contingency(Analysis):
         out = Output(f"{kind}: {title}")
         out.methods_title = f"Contingency table: {title}"
         labels = T.CORRECT_LABELS if cols == "correct" or rows == "correct" else {}
-        out.table(contingency_table(counts, tests, caption=f"Counts of {_words(rows)} by {_words(cols)} "
+        out.table(contingency_table(counts, tests, caption=f"Counts of {words(rows)} by {words(cols)} "
                                     f"({'one row per item' if a.get('unit') == 'item' else 'one row per response'}"
                                     f"{filter_note(a.get('filter'), lead=', ')}).",
                                     label=f"a{a.index}_contingency_{rows}_{cols}",
@@ -72,7 +69,7 @@ class Contingency(Analysis):
                 out.note(f"{T.test_name(r)}: {r.test.warning}.")
         out.headline.setdefault("tests", {})[title] = {n: T.p_of(r) for n, r in tests}
         out.tests.append(T.record(tests[0][0], results[0], title, int(counts.to_numpy().sum())))
-        out.methods += [(f"Counts of {_words(rows)} by {_words(cols)}{filter_note(a.get('filter'))}; invalid "
+        out.methods += [(f"Counts of {words(rows)} by {words(cols)}{filter_note(a.get('filter'))}; invalid "
                          "answers (missing correctness) are left out of tables against correctness and counted.")] + \
             [T.test_method(out, n) for n, _ in tests]
         return out

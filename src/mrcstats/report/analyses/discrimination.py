@@ -7,7 +7,15 @@ import pandas as pd
 
 from mrcstats.report import figures as F
 from mrcstats.report.analyses import _tests as T
-from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output, compare_published
+from mrcstats.report.analyses.base import (
+    Analysis,
+    AnalysisSpec,
+    Context,
+    Key,
+    Output,
+    compare_published,
+    words,
+)
 from mrcstats.report.tables import format_number, pd_cutoff_table
 from mrcstats.stats.discrimination import discrimination
 
@@ -69,8 +77,9 @@ class Discrimination(Analysis):
             groups = {"Highest P_d": list(s.index[-k:][::-1]), "Lowest P_d": list(s.index[:k])}
             data = ddata if a.get("cluster") == "cluster" else ddata.assign(cluster=ddata[a.get("cluster")])
             T.wh_table(out, ctx.seed, data, groups, wh, True, 2000, "wh_pd",
-                       f"{wh} of the items in the {k} most and {k} least discriminative clusters (seed 003 Table 3, "
-                       "lower half); last row: ratio of column shares.", f"{wh} high/low P_d")
+                       f"{words(wh).capitalize()} of the items in the {k} most and {k} least discriminative clusters "
+                       "(seed 003 Table 3, lower half); last row: ratio of column shares.",
+                       f"{words(wh)}: most vs least discriminative clusters")
         out.methods += [
             (f"P_d per {a.get('cluster')} (seed 003 eq. 4-7): p_k = accuracy of model k on the cluster (invalid = not "
              f"correct), clipped to [ε, 1 − ε] with ε = {float(a.get('epsilon')):g}; symmetrised Bernoulli KL "

@@ -89,7 +89,7 @@ class Glmm(Analysis):
         out = Output(f"Fixed effects: {name}")
         out.methods_title = f"GLMM '{name}'"
         out.methods += _methods(res, data, a)
-        out.leave_out("invalid answer or missing model variable (rows dropped as R's na.omit)", len(data) - res.nobs)
+        out.leave_out("invalid answer or a missing model variable, dropped as R's na.omit", len(data) - res.nobs)
         if res.engine == "lme4":
             from mrcstats.models.r_engine import r_versions
 

@@ -13,6 +13,7 @@ from mrcstats.report.analyses.contingency import Contingency
 from mrcstats.report.analyses.discrimination import Discrimination
 from mrcstats.report.analyses.error_types import ErrorTypes
 from mrcstats.report.analyses.glmm import Glmm
+from mrcstats.report.analyses.irt import Irt, SubsetEval
 from mrcstats.report.analyses.masking import Masking
 from mrcstats.report.analyses.modeltable import ModelTableAnalysis
 from mrcstats.report.analyses.probability import Probability
@@ -24,4 +25,6 @@ ANALYSES: dict[str, type[Analysis]] = {cls.type: cls for cls in (
     # new analysis types: append here
     Compare,
     ModelTableAnalysis,
+    Irt,
+    SubsetEval,
 )}

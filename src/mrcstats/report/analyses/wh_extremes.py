@@ -5,7 +5,7 @@ from typing import ClassVar
 
 from mrcstats.errors import InputError
 from mrcstats.report.analyses import _tests as T
-from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output, Skip
+from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output, Skip, words
 from mrcstats.stats.discrimination import cluster_difficulty
 
 
@@ -27,7 +27,7 @@ class WhExtremes(Analysis):
         group = next(iter(dict(res.ranef)))
         k = min(n, len(dict(res.ranef)[group]) // 2)
         cd = cluster_difficulty(res, n=k)
-        out = Output(f"Fisher: {col} of the easiest and hardest clusters")
+        out = Output(f"Fisher: {words(col)} of the easiest and hardest clusters")
         out.methods_title = "Easiest and hardest clusters"
         e, h = cd.easiest.iloc[0], cd.hardest.iloc[0]
         out.text(f"Easiest {group}: {e['level']} (implied P(correct) {e['probability']:.2f} for the mean model); "
@@ -36,9 +36,9 @@ class WhExtremes(Analysis):
             data = data.assign(cluster=data[group])
         name = T.wh_table(out, ctx.seed, data, cd, col, a.get("simulate"), a.get("B"),
                           f"wh_extremes_{a.get('glmm')}",
-                          f"{col} of the items in the {k} easiest and {k} hardest {group} clusters (conditional "
+                          f"{words(col).capitalize()} of the items in the {k} easiest and {k} hardest {group} clusters (conditional "
                           f"modes of the {a.get('glmm')} GLMM; seed 003 Table 3); last row: ratio of column shares.",
-                          f"{col} easiest/hardest")
+                          f"{words(col)}: easiest vs hardest clusters")
         out.headline["easiest_hardest"] = {"easiest": str(e["level"]), "p_easiest": float(e["probability"]),
                                            "hardest": str(h["level"]), "p_hardest": float(h["probability"])}
         out.methods += [(f"The {k} {group} levels with the highest and lowest conditional modes of the "
