@@ -1,9 +1,9 @@
 """Every code example in README.md runs: Python blocks are executed, CLI lines are run in-process.
 
 The examples run in a temporary folder holding small generated stand-ins for the files they name
-(``results.csv``, ``log.parquet``, ``TABLE.csv``, ``trees.csv``, ``log.jsonl``), with two
+(``results.csv``, ``log.parquet``, ``log.csv``, ``TABLE.csv``, ``trees.csv``, ``log.jsonl``), with
 substitutions for speed: ``parser="auto"``/``--parser link-grammar`` become ``none`` (the parsers are
-tested in tests/features) and optional ``[--flag VALUE]`` parts are dropped. What cannot run offline on
+tested in tests/features), ``nsim=1000`` becomes 20, and optional ``[--flag VALUE]`` parts are dropped. What cannot run offline on
 generated data is skipped by a rule with its reason (``SKIP``); a block that no rule covers must run, so
 a new README example is tested as soon as it is written.
 """
@@ -94,7 +94,7 @@ def workdir(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("readme")
     log = simulate_log(seed=1, models=("gpt-4", "llama", "mistral"), n_passages=12, questions_per_passage=3,
-                       masking_rates=(0,), conditions=("regular",), trials=1)
+                       masking_rates=(0,), conditions=("regular",), trials=1).log
     res = log.rename(columns={"item": "question_id", "cluster": "src"})
     res["LLM"] = res["model"]
     res.to_csv(d / "results.csv", index=False)
@@ -103,6 +103,11 @@ def workdir(tmp_path_factory):
     pd.DataFrame({"item": ["a", "b"], "tree": ["(ROOT (S (NP (DT The) (NN cat)) (VP (VBD sat))))",
                                               "(ROOT (S (NP (PRP It)) (VP (VBD rained))))"]}).to_csv(
         d / "trees.csv", index=False)
+    rng = np.random.default_rng(5)
+    lc = pd.DataFrame({"model": rng.choice(["m1", "m2", "m3", "m4", "m5", "m6"], 600),
+                       "item": rng.integers(0, 50, 600).astype(str), "x": rng.normal(size=600)})
+    lc["correct"] = (rng.random(600) < 1 / (1 + np.exp(-0.4 * lc["x"]))).astype(int)
+    lc.to_csv(d / "log.csv", index=False)
     q = log.head(12).copy()
     q["status"] = "ok"
     q["prompt"] = "What is 1 + 1? Answer in brackets."
@@ -122,13 +127,14 @@ def namespace(workdir):
                        "LLM": rng.choice(["gpt4", "llama", "mistral"], n)})
     eta = 0.5 * (df.LLM == "gpt4") - 0.4 * (df.LLM == "llama") + 0.3 * df.scaled_tok
     df["correct"] = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
+    df["x"], df["cond"], df["g"] = df["scaled_tok"], rng.choice(["a", "b"], n), (df["passage"].astype(int) % 8)
     from mrcstats.tasks.simulate import simulate_log
 
     # enough passages for the examples' 100 easiest / hardest clusters (RACE-h has 1,000+)
     log = simulate_log(seed=2, n_passages=220, questions_per_passage=2, masking_rates=(0,), conditions=("regular",),
-                       trials=1)
+                       trials=1).log
     feats = mrcstats.features(log, parser="none")
-    return {"df": df, "newdata": df.head(5), "log": log, "features": feats,
+    return {"mrcstats": mrcstats, "df": df, "newdata": df.head(5), "log": log, "features": feats,
             "glmm_result": mrcstats.glmer("correct ~ scaled_tok + (1 | cluster)", log)}
 
 
@@ -144,7 +150,7 @@ def test_readme_example(lang, code, workdir, namespace, monkeypatch, capsys):
         if code.lstrip().startswith("# src/mrcstats/report/analyses/"):  # a plug-in template: it must import
             exec(compile(code, "README", "exec"), {})  # noqa: S102 - the README is ours
             return
-        code = code.replace('parser="auto"', 'parser="none"')
+        code = code.replace('parser="auto"', 'parser="none"').replace("nsim=1000", "nsim=20")
         exec(compile(code, "README", "exec"), {**namespace})  # noqa: S102 - the README is ours
         return
     from mrcstats.cli import main

@@ -17,7 +17,7 @@ LOG_COMMANDS = ("ingest", "summary", "glmer", "discrim", "mcnemar", "masking", "
 def demo_log(tmp_path_factory):
     """A small log shaped like the demo's: three models, masking rates and conditions, two trials."""
     p = tmp_path_factory.mktemp("demo") / "demo_log.parquet"
-    write_log(simulate_log(seed=0, n_passages=10, questions_per_passage=2, masking_rates=(0, 50, 100)), p)
+    write_log(simulate_log(seed=0, n_passages=10, questions_per_passage=2, masking_rates=(0, 50, 100)).log, p)
     return p
 
 

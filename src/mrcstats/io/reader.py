@@ -127,13 +127,14 @@ def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: st
     """Read a data table for a model fit: a plain table as it is, any other source as a canonical log.
 
     The files are loaded and their format detected exactly as :func:`read_log` does (gzip,
-    encodings, Git LFS pointers, duplicate column names, every format). A table with the
-    log's fields (``model``, ``item``, ``correct``, after ``mapping``/``model``) and every
-    source that only makes sense as a log (``mskqa``, ``elagent``, ``harness``, ``inspect``)
-    is read with :func:`read_log` (the canonical schema: ``correct`` true/false/<NA>, ...);
-    any other table (``csv``, ``tsv``, ``json``, ``jsonl``, ``parquet``) is returned with its
-    own columns (``mapping`` renames, ``model`` fills a ``model`` column; empty cells and
-    ``NA`` are missing, as R's ``read.csv``), since a GLMM's data need not be a response log.
+    encodings, Git LFS pointers, duplicate column names, every format). A source that only
+    makes sense as a log (``mskqa``, ``elagent``, ``harness``, ``inspect``) is read with
+    :func:`read_log`; a table (``csv``, ``tsv``, ``json``, ``jsonl``, ``parquet``) is
+    returned with its own columns and rows (a GLMM's data need not be a response log, and
+    may repeat a model-item pair): ``mapping`` renames, ``model`` fills a ``model`` column,
+    empty cells and ``NA`` are missing (R's ``read.csv``), and a ``correct`` column is read
+    with the log's correctness words (:func:`mrcstats.io.schema.coerce_correct`: true/false,
+    0/1, yes/no; ``invalid`` or empty = <NA>).
     ``attrs["skipped"]`` counts rows left out.
     """
     _check_read_args(format, mapping, model, on_duplicate)
@@ -146,12 +147,13 @@ def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: st
                          f"read one format at a time (or pass --format)")
     if fmts[0] not in _TABLE_FORMATS:
         return read_log(files, format=fmts[0], mapping=mapping, model=model, on_duplicate=on_duplicate)
+    from mrcstats.io.schema import coerce_correct
     from mrcstats.io.tabular import read_plain_table
 
     frames = [read_plain_table(s, fmts[0], mapping) for s in srcs]
-    if all(all(c in f.columns for c in ("item", "correct")) and ("model" in f.columns or model) for f in frames):
-        # a response log written as a table: the log schema applies (correct true/false/invalid, trial, ...)
-        return read_log(files, format=fmts[0], mapping=mapping, model=model, on_duplicate=on_duplicate)
+    for s, f in zip(srcs, frames):
+        if "correct" in f.columns:  # the log's correctness words (true/false/invalid, yes/no, 0/1) read alike
+            f["correct"] = coerce_correct(f["correct"], s.name)
     df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True, sort=False)
     if model is not None:
         df["model"] = df["model"].fillna(model) if "model" in df.columns else model
