@@ -66,6 +66,7 @@ CASES = {
     "trt": ("y ~ x * f + h + (1 | g)", ()),
     "sum": ("y ~ x * f + h + (1 | g)", ("f", "h")),
     "tr": ("y ~ scale(x) + f * h + log(z) + b01 + factor(k) + (1 | g)", ()),
+    "slope": ("y ~ x * f + h + (1 + x | g)", ()),
 }
 #: name -> (case, specs, by, type, adjust or "" for the means)
 JOBS = {
@@ -83,6 +84,7 @@ JOBS = {
     "tr_pairs_two": ("tr", "f,h", "", "response", "tukey"),
     "tr_k_pairs": ("tr", "k", "", "link", "bonferroni"),
     "tr_by_pairs": ("tr", "h", "f", "link", "none"),
+    "slope_pairs": ("slope", "f", "h", "response", "tukey"),
 }
 
 

@@ -371,19 +371,14 @@ def _check_confint(value: Any, err: Any) -> dict[str, Any]:
 
 
 def _confint_section(out: Output, res: Any, c: Mapping[str, Any], name: str, seed: int) -> None:
-    from mrcstats.report.tables import anova_table
+    from mrcstats.report.tables import Table
 
     ci = res.confint(method=c["method"], level=c["level"], nsim=c["nsim"],
                      seed=c["seed"] if c["seed"] is not None else seed)
-    frame = ci.to_frame()
-    frame.index.name = "Parameter"
-    t = anova_table(frame, caption=f"{c['level']:.0%} confidence intervals ({c['method']}) of the {name} GLMM; as "
-                                   "lme4's confint().", label=f"confint_{name}")
+    frame = ci.to_frame().astype(float).reset_index(names="Parameter")
     notes = list(ci.messages)
     if c["method"] == "boot":
         notes.append(f"{ci.nsim} parametric-bootstrap refits (seed {ci.seed}), {ci.n_failed} failed.")
-    if notes:
-        import dataclasses
-
-        t = dataclasses.replace(t, notes=tuple(notes))
-    out.table(t)
+    out.table(Table(frame, caption=f"{c['level']:.0%} confidence intervals ({c['method']}) of the {name} GLMM; as "
+                                   "lme4's confint().", label=f"confint_{name}",
+                    formats={col: "{:.4f}" for col in frame.columns[1:]}, notes=tuple(notes)))
