@@ -199,17 +199,31 @@ def _loglik_rows(theta: np.ndarray, a: np.ndarray, d: np.ndarray, s: np.ndarray,
 
 def _modes(theta0: np.ndarray, a: np.ndarray, d: np.ndarray, s: np.ndarray, n: np.ndarray,
            mean: float = 0.0, sd: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """Posterior modes of theta_j and the posterior curvature there (Newton, vectorised)."""
-    th = theta0.copy()
+    """Posterior modes of theta_j and the posterior curvature there.
+
+    Safeguarded Newton (Numerical Recipes' rtsafe), vectorised over models: the score
+    ``g(theta) = sum_i a_i (s_ij - n_ij P_ij) - (theta - mean) / sd^2`` falls monotonically, so a
+    bracket is kept and a Newton step leaving it is replaced by bisection (with steep items a
+    plain Newton iteration can cycle between two points)."""
     a2 = a * a
-    for _ in range(100):
+    lim = 50.0 * sd + abs(mean)
+    lo = np.full(len(theta0), mean - lim)
+    hi = np.full(len(theta0), mean + lim)
+    th = np.clip(theta0, lo + 1e-9, hi - 1e-9).astype(float)
+    h = np.ones_like(th)
+    for _ in range(200):
         eta = th[:, None] * a[None, :] + d[None, :]
         p = 1.0 / (1.0 + np.exp(-eta))
         g = (s - n * p) @ a - (th - mean) / sd ** 2
         h = (n * p * (1 - p)) @ a2 + 1.0 / sd ** 2
-        step = np.clip(g / h, -2.0, 2.0)
-        th = th + step
-        if np.max(np.abs(step)) < 1e-11:
+        lo = np.where(g > 0, th, lo)
+        hi = np.where(g <= 0, th, hi)
+        new = th + g / h
+        out = ~((new > lo) & (new < hi))
+        new = np.where(out, 0.5 * (lo + hi), new)
+        step = np.abs(new - th)
+        th = new
+        if np.max(np.minimum(step, hi - lo)) < 1e-11:
             break
     eta = th[:, None] * a[None, :] + d[None, :]
     p = 1.0 / (1.0 + np.exp(-eta))
