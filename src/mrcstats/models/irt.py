@@ -177,6 +177,13 @@ def response_matrix(log: pd.DataFrame, *, model: str = "model", item: str = "ite
 
 # --------------------------------------------------------------------------- numerics
 
+def _expit(x: np.ndarray) -> np.ndarray:
+    """The logistic function without overflow warnings (scipy's expit)."""
+    from scipy.special import expit
+
+    return expit(x)
+
+
 def _gh(q: int) -> tuple[np.ndarray, np.ndarray]:
     x, w = np.polynomial.hermite.hermgauss(q)
     return x, w
@@ -213,7 +220,7 @@ def _modes(theta0: np.ndarray, a: np.ndarray, d: np.ndarray, s: np.ndarray, n: n
     h = np.ones_like(th)
     for _ in range(200):
         eta = th[:, None] * a[None, :] + d[None, :]
-        p = 1.0 / (1.0 + np.exp(-eta))
+        p = _expit(eta)
         g = (s - n * p) @ a - (th - mean) / sd ** 2
         h = (n * p * (1 - p)) @ a2 + 1.0 / sd ** 2
         lo = np.where(g > 0, th, lo)
@@ -226,7 +233,7 @@ def _modes(theta0: np.ndarray, a: np.ndarray, d: np.ndarray, s: np.ndarray, n: n
         if np.max(np.minimum(step, hi - lo)) < 1e-11:
             break
     eta = th[:, None] * a[None, :] + d[None, :]
-    p = 1.0 / (1.0 + np.exp(-eta))
+    p = _expit(eta)
     h = (n * p * (1 - p)) @ a2 + 1.0 / sd ** 2
     return th, h
 
@@ -266,7 +273,7 @@ def _item_sums(nodes: np.ndarray, post: np.ndarray, a: np.ndarray, d: np.ndarray
         th = nodes[:, q]
         wq = post[:, q]
         eta = th[:, None] * a[None, :] + d[None, :]
-        p = 1.0 / (1.0 + np.exp(-eta))
+        p = _expit(eta)
         r = s - n * p
         v = n * p * (1 - p)
         wt = wq * th
@@ -337,7 +344,7 @@ class IrtFit:
         """P(correct) for each ability (rows) and fitted item (columns)."""
         th = np.atleast_1d(np.asarray(theta, dtype=float))
         a, d = self.items["a"].to_numpy(), self.items["d"].to_numpy()
-        return 1.0 / (1.0 + np.exp(-(th[:, None] * a[None, :] + d[None, :])))
+        return _expit(th[:, None] * a[None, :] + d[None, :])
 
     def information(self, theta: Sequence[float] | np.ndarray) -> pd.DataFrame:
         """Item information ``I_i(theta) = a_i^2 P (1 - P)``: abilities down, items across."""
@@ -623,7 +630,7 @@ def _full_information(key: str, par: np.ndarray, ev: dict[str, Any], s: np.ndarr
         th = nodes[:, q]
         wq = post[:, q]
         eta = th[:, None] * a[None, :] + d[None, :]
-        p = 1.0 / (1.0 + np.exp(-eta))
+        p = _expit(eta)
         r = s - n * p
         v = n * p * (1 - p)
         ra = r * (a[None, :] * th[:, None])
