@@ -177,6 +177,13 @@ def response_matrix(log: pd.DataFrame, *, model: str = "model", item: str = "ite
 
 # --------------------------------------------------------------------------- numerics
 
+def _expit(x: np.ndarray) -> np.ndarray:
+    """The logistic function without overflow warnings (scipy's expit)."""
+    from scipy.special import expit
+
+    return expit(x)
+
+
 def _gh(q: int) -> tuple[np.ndarray, np.ndarray]:
     x, w = np.polynomial.hermite.hermgauss(q)
     return x, w
@@ -199,20 +206,34 @@ def _loglik_rows(theta: np.ndarray, a: np.ndarray, d: np.ndarray, s: np.ndarray,
 
 def _modes(theta0: np.ndarray, a: np.ndarray, d: np.ndarray, s: np.ndarray, n: np.ndarray,
            mean: float = 0.0, sd: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """Posterior modes of theta_j and the posterior curvature there (Newton, vectorised)."""
-    th = theta0.copy()
+    """Posterior modes of theta_j and the posterior curvature there.
+
+    Safeguarded Newton (Numerical Recipes' rtsafe), vectorised over models: the score
+    ``g(theta) = sum_i a_i (s_ij - n_ij P_ij) - (theta - mean) / sd^2`` falls monotonically, so a
+    bracket is kept and a Newton step leaving it is replaced by bisection (with steep items a
+    plain Newton iteration can cycle between two points)."""
     a2 = a * a
-    for _ in range(100):
+    lim = 50.0 * sd + abs(mean)
+    lo = np.full(len(theta0), mean - lim)
+    hi = np.full(len(theta0), mean + lim)
+    th = np.clip(theta0, lo + 1e-9, hi - 1e-9).astype(float)
+    h = np.ones_like(th)
+    for _ in range(200):
         eta = th[:, None] * a[None, :] + d[None, :]
-        p = 1.0 / (1.0 + np.exp(-eta))
+        p = _expit(eta)
         g = (s - n * p) @ a - (th - mean) / sd ** 2
         h = (n * p * (1 - p)) @ a2 + 1.0 / sd ** 2
-        step = np.clip(g / h, -2.0, 2.0)
-        th = th + step
-        if np.max(np.abs(step)) < 1e-11:
+        lo = np.where(g > 0, th, lo)
+        hi = np.where(g <= 0, th, hi)
+        new = th + g / h
+        out = ~((new > lo) & (new < hi))
+        new = np.where(out, 0.5 * (lo + hi), new)
+        step = np.abs(new - th)
+        th = new
+        if np.max(np.minimum(step, hi - lo)) < 1e-11:
             break
     eta = th[:, None] * a[None, :] + d[None, :]
-    p = 1.0 / (1.0 + np.exp(-eta))
+    p = _expit(eta)
     h = (n * p * (1 - p)) @ a2 + 1.0 / sd ** 2
     return th, h
 
@@ -252,7 +273,7 @@ def _item_sums(nodes: np.ndarray, post: np.ndarray, a: np.ndarray, d: np.ndarray
         th = nodes[:, q]
         wq = post[:, q]
         eta = th[:, None] * a[None, :] + d[None, :]
-        p = 1.0 / (1.0 + np.exp(-eta))
+        p = _expit(eta)
         r = s - n * p
         v = n * p * (1 - p)
         wt = wq * th
@@ -323,7 +344,7 @@ class IrtFit:
         """P(correct) for each ability (rows) and fitted item (columns)."""
         th = np.atleast_1d(np.asarray(theta, dtype=float))
         a, d = self.items["a"].to_numpy(), self.items["d"].to_numpy()
-        return 1.0 / (1.0 + np.exp(-(th[:, None] * a[None, :] + d[None, :])))
+        return _expit(th[:, None] * a[None, :] + d[None, :])
 
     def information(self, theta: Sequence[float] | np.ndarray) -> pd.DataFrame:
         """Item information ``I_i(theta) = a_i^2 P (1 - P)``: abilities down, items across."""
@@ -609,7 +630,7 @@ def _full_information(key: str, par: np.ndarray, ev: dict[str, Any], s: np.ndarr
         th = nodes[:, q]
         wq = post[:, q]
         eta = th[:, None] * a[None, :] + d[None, :]
-        p = 1.0 / (1.0 + np.exp(-eta))
+        p = _expit(eta)
         r = s - n * p
         v = n * p * (1 - p)
         ra = r * (a[None, :] * th[:, None])
