@@ -20,7 +20,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="model name for sources that do not name one")
     p.add_argument("--on-duplicate", choices=("error", "first", "last"), default="error",
                    help="repeated (model, item, trial, condition) keys: error (default) or keep first/last")
-    p.add_argument("--out", metavar="LOG.parquet", help="write the canonical log here (.parquet or .csv)")
+    p.add_argument("--out", metavar="LOG.parquet|DIR/",
+                   help="write the canonical log here (.parquet or .csv); a path ending in / writes a "
+                        "partitioned dataset folder (as --dataset)")
+    p.add_argument("--dataset", metavar="DIR",
+                   help="write a hive-partitioned Parquet dataset (by model) instead: streamed in bounded memory, "
+                        "validated chunk by chunk, renamed into place at the end; read lazily by summary etc.")
     add_json_flag(p)
     p.set_defaults(func=_ingest)
 
@@ -42,6 +47,19 @@ def _ingest(args: argparse.Namespace) -> int:
     from mrcstats.io import log_stats, read_log, write_log
 
     mapping = parse_kv(args.map, "--map")
+    target = args.dataset or (args.out if args.out and args.out.endswith(("/", "\\")) else None)
+    if target:
+        from mrcstats.io.dataset import dataset_stats, write_dataset
+
+        if args.dataset and args.out:
+            from mrcstats.errors import InputError
+
+            raise InputError("give either --out or --dataset, not both")
+        ds = write_dataset(args.paths, target, format=args.format, mapping=mapping or None, model=args.model,
+                           on_duplicate=args.on_duplicate)
+        info(f"wrote {len(ds)} rows in {len(ds.files)} files to the dataset {ds.path}")
+        stats = dataset_stats(ds)
+        return output(args, stats, _ingest_text(stats))
     log = read_log(args.paths, format=args.format, mapping=mapping or None, model=args.model,
                    on_duplicate=args.on_duplicate)
     if args.out:
@@ -66,11 +84,11 @@ def _ingest_text(s: dict) -> str:
 
 
 def _summary(args: argparse.Namespace) -> int:
-    from mrcstats.io import read_log
+    from mrcstats.io import open_log
     from mrcstats.stats.accuracy import summarize
 
     mapping = parse_kv(args.map, "--map")
-    log = read_log(args.log, format=args.format, mapping=mapping or None, model=args.model)
+    log = open_log(args.log, format=args.format, mapping=mapping or None, model=args.model)  # lazy for a dataset
     by = parse_list(args.by, "--by")
     res = summarize(log, by=by)
     return output(args, res.to_dict(), res.summary())

@@ -83,6 +83,12 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
         raise InputError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
     if on_duplicate not in ("error", "first", "last"):
         raise InputError(f"on_duplicate must be error, first or last, got {on_duplicate!r}")
+    single = paths if isinstance(paths, (str, os.PathLike)) else (paths[0] if len(paths) == 1 else None)
+    if single is not None and format in (None, "dataset"):
+        from mrcstats.io.dataset import is_dataset, open_dataset
+
+        if is_dataset(single):  # a partitioned dataset folder (mrcstats ingest --dataset): load it
+            return check_duplicates(open_dataset(single).to_log(), on_duplicate, str(single), {})
     files = expand_paths(paths if isinstance(paths, (str, os.PathLike)) else list(paths))
     sources: list[tuple[Source, str]] = []
     for path in files:
@@ -114,6 +120,18 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
     log.attrs = {**base, "skipped": skipped, "format": sources[0][1],
                  "sources": [str(f) for f in files]}
     return log
+
+
+def open_log(paths: str | os.PathLike | Sequence[str | os.PathLike], **kwargs):
+    """A lazy :class:`~mrcstats.io.dataset.LogDataset` when ``paths`` names one dataset folder, else
+    :func:`read_log` (an in-memory canonical log). Analyses accept either."""
+    single = paths if isinstance(paths, (str, os.PathLike)) else (paths[0] if len(paths) == 1 else None)
+    if single is not None and not kwargs.get("mapping") and not kwargs.get("model"):
+        from mrcstats.io.dataset import is_dataset, open_dataset
+
+        if is_dataset(single):
+            return open_dataset(single)
+    return read_log(paths, **kwargs)
 
 
 def _same_columns(frames: list[pd.DataFrame]) -> bool:

@@ -123,31 +123,39 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def summarize(log: pd.DataFrame, by: str | Sequence[str] = ("model",), *, cluster: str = "cluster",
+def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = "cluster",
               level: float = 0.95) -> AccuracySummary:
     """Accuracy, accuracy over valid answers, invalid count, Wilson CI and cluster-robust SE per group.
 
     Args:
-        log: a canonical log (``correct`` nullable boolean; other frames are validated first).
+        log: a canonical log (``correct`` nullable boolean; other frames are validated first), or a
+            :class:`~mrcstats.io.dataset.LogDataset` (a dataset folder, larger than memory: the
+            per-group moments are computed by DuckDB SQL, :func:`mrcstats.stats._sql.summary_moments`,
+            and finished here, identical to the in-memory path).
         by: grouping column(s); ``[]`` for one overall row.
         cluster: the clustering column for ``se_cluster`` (default ``cluster``: passage/group).
         level: confidence level of the Wilson interval.
 
     References: Wilson (1927); Miller (2024), "Adding Error Bars to Evals", Eq. 4.
     """
+    from mrcstats.io.dataset import LogDataset
     from mrcstats.io.schema import is_canonical, validate_log
 
+    by_cols = [by] if isinstance(by, str) else list(by)
+    if not 0 < level < 1:
+        raise InputError(f"level must be between 0 and 1, got {level}")
+    if isinstance(log, LogDataset):  # larger than memory: the per-group moments come from DuckDB SQL
+        from mrcstats.stats._sql import summary_moments
+
+        return finish_summary(summary_moments(log, by_cols, cluster), by_cols, level)
     if not is_canonical(log):
         log = validate_log(log)
-    by_cols = [by] if isinstance(by, str) else list(by)
     for c in [*by_cols, cluster]:
         if c not in log.columns:
             raise InputError(f"no column {c!r} in the log to group by; columns: {', '.join(map(str, log.columns))}")
-    if not 0 < level < 1:
-        raise InputError(f"level must be between 0 and 1, got {level}")
     corr = log["correct"]
-    x = corr.fillna(False).to_numpy(dtype=float)
-    inv = corr.isna().to_numpy(dtype=float)
+    x = corr.fillna(False).to_numpy(dtype=np.int64)
+    inv = corr.isna().to_numpy(dtype=np.int64)
     work = pd.DataFrame({"_x": x, "_inv": inv, "_cl": log[cluster].to_numpy()})
     for i, b in enumerate(by_cols):
         work[f"_g{i}"] = pd.Series(log[b].array)
@@ -155,27 +163,51 @@ def summarize(log: pd.DataFrame, by: str | Sequence[str] = ("model",), *, cluste
     if not gcols:
         work["_g"] = 0
         gcols = ["_g"]
-    grp = work.groupby(gcols, sort=True, dropna=False)
-    agg = grp.agg(n=("_x", "size"), correct=("_x", "sum"), invalid=("_inv", "sum"),
-                  clusters=("_cl", "nunique"))
-    agg["accuracy"] = agg["correct"] / agg["n"]
-    # cluster residual sums: sum_{i in c}(x_i - xbar_g) = S_c - n_c * xbar_g
-    cl = work.groupby([*gcols, "_cl"], sort=False, dropna=False)["_x"].agg(["sum", "size"]).reset_index()
-    cl = cl.merge(agg["accuracy"].reset_index(), on=gcols, how="left")
-    cl["_r2"] = (cl["sum"] - cl["size"] * cl["accuracy"]) ** 2
-    r2 = cl.groupby(gcols, sort=True, dropna=False)["_r2"].sum()
-    agg["se_cluster"] = np.sqrt(r2.reindex(agg.index).to_numpy()) / agg["n"].to_numpy()
-    valid = agg["n"] - agg["invalid"]
-    agg["accuracy_valid"] = np.where(valid > 0, agg["correct"] / valid.where(valid > 0, 1), np.nan)
-    lo, hi = wilson_interval(agg["correct"].to_numpy(), agg["n"].to_numpy(), level)
-    agg["ci_low"], agg["ci_high"] = lo, hi
-    table = agg.reset_index()
+    # per (group, cluster): rows m_c, correct s_c, invalid; then the integer moments per group
+    cl = work.groupby([*gcols, "_cl"], sort=False, dropna=False).agg(
+        s=("_x", "sum"), m=("_x", "size"), inv=("_inv", "sum")).reset_index()
+    cl["ss"], cl["sm"], cl["mm"] = cl["s"] * cl["s"], cl["s"] * cl["m"], cl["m"] * cl["m"]
+    mom = cl.groupby(gcols, sort=True, dropna=False).agg(
+        n=("m", "sum"), correct=("s", "sum"), invalid=("inv", "sum"), clusters=("s", "size"),
+        ss=("ss", "sum"), sm=("sm", "sum"), mm=("mm", "sum")).reset_index()
     if by_cols:
-        table = table.rename(columns={f"_g{i}": b for i, b in enumerate(by_cols)})
+        mom = mom.rename(columns={f"_g{i}": b for i, b in enumerate(by_cols)})
     else:
-        table = table.drop(columns=["_g"])
+        mom = mom.drop(columns=["_g"])
+    return finish_summary(mom, by_cols, level)
+
+
+def finish_summary(moments: pd.DataFrame, by: Sequence[str], level: float = 0.95) -> AccuracySummary:
+    """The summary table from per-group integer moments (the one place the formulas are evaluated).
+
+    ``moments`` has the ``by`` columns and, per group, ``n`` (rows), ``correct`` (k), ``invalid``,
+    ``clusters`` and, over the group's clusters c with m_c rows and s_c correct, ``ss`` = Σ s_c²,
+    ``sm`` = Σ s_c m_c, ``mm`` = Σ m_c² (from pandas in memory, or DuckDB SQL over a dataset).
+    The cluster residual sum of squares is evaluated exactly in integers::
+
+        Σ_c (s_c - m_c k/n)² = (n² ss - 2 n k sm + k² mm) / n²,   se_cluster = sqrt(n² ss - 2 n k sm + k² mm) / n²
+    """
+    import math
+
+    by_cols = list(by)
+    t = moments.sort_values(by_cols, kind="stable", na_position="last").reset_index(drop=True) \
+        if by_cols else moments.reset_index(drop=True)
+    n_i = [int(v) for v in t["n"]]
+    k_i = [int(v) for v in t["correct"]]
+    rss = [n * n * int(ss) - 2 * n * k * int(sm) + k * k * int(mm)
+           for n, k, ss, sm, mm in zip(n_i, k_i, t["ss"], t["sm"], t["mm"])]
+    se = np.array([math.sqrt(max(r, 0)) / (n * n) if n else float("nan") for r, n in zip(rss, n_i)], dtype=float)
+    table = t[by_cols].copy()
     for c in ("n", "correct", "invalid", "clusters"):
-        table[c] = table[c].astype("int64")
+        table[c] = t[c].astype("int64").to_numpy()
+    n = table["n"].to_numpy(dtype=float)
+    k = table["correct"].to_numpy(dtype=float)
+    table["accuracy"] = k / n
+    valid = table["n"] - table["invalid"]
+    table["accuracy_valid"] = np.where(valid > 0, k / valid.where(valid > 0, 1).to_numpy(dtype=float), np.nan)
+    lo, hi = wilson_interval(k, n, level)
+    table["ci_low"], table["ci_high"] = lo, hi
+    table["se_cluster"] = se
     table = table[[*by_cols, "n", "correct", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high",
                    "se_cluster", "clusters"]]
     return AccuracySummary(by=tuple(by_cols), table=table, level=level)
