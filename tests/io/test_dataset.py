@@ -1,0 +1,152 @@
+"""Log datasets: streamed atomic writer, lazy DuckDB handle, schema/partition errors, summary in SQL."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mrcstats.errors import InputError
+from mrcstats.io import read_log
+from mrcstats.io.dataset import DatasetWriter, dataset_stats, is_dataset, open_dataset, write_dataset
+from mrcstats.io.schema import log_stats
+from mrcstats.stats.accuracy import summarize
+from mrcstats.tasks.simulate import simulate_log
+
+KEYS = ["model", "item", "trial", "condition", "masking_rate"]
+
+
+@pytest.fixture(scope="module")
+def sim():
+    return simulate_log(1, n_passages=6, questions_per_passage=2, masking_rates=(0, 50, 100))
+
+
+def _sorted(df):
+    return df.sort_values(KEYS).reset_index(drop=True)
+
+
+def test_writer_roundtrip_and_lazy_read(sim, tmp_path):
+    out = tmp_path / "ds"
+    with DatasetWriter(out) as w:
+        w.write(sim.iloc[:700], "first")
+        w.write(sim.iloc[700:], "second")
+    assert is_dataset(out) and not list(tmp_path.glob(".ds.tmp-*"))
+    ds = open_dataset(out)
+    assert len(ds) == len(sim) and ds.columns[0] == "model"
+    back = read_log(out)                       # read_log on a dataset folder: loaded in memory
+    pd.testing.assert_frame_equal(_sorted(sim), _sorted(back))
+    assert dataset_stats(ds) == log_stats(sim)
+
+
+def test_ingest_files_and_dataset_input(sim, tmp_path):
+    a, b = tmp_path / "a.parquet", tmp_path / "b.csv"
+    half = sim[sim["model"] != "gamma-70b"]
+    half.to_parquet(a)
+    sim[sim["model"] == "gamma-70b"].to_csv(b, index=False)
+    ds = write_dataset([a], tmp_path / "d1", chunk_rows=500)   # parquet streamed in 500-row chunks
+    assert len(ds) == len(half)
+    ds2 = write_dataset([tmp_path / "d1"], tmp_path / "d2", chunk_rows=333)   # a dataset as input
+    pd.testing.assert_frame_equal(_sorted(ds.to_log()), _sorted(ds2.to_log()))
+
+
+def test_mismatched_schema_names_file_and_leaves_nothing(sim, tmp_path):
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    sim.iloc[:500].to_parquet(a)
+    sim.iloc[500:].assign(extra=1.0).to_parquet(b)
+    with pytest.raises(InputError, match=r"b\.parquet: its columns differ.*extra column\(s\) 'extra'"):
+        write_dataset([a, b], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+
+
+def test_existing_dataset_kept_when_ingest_fails(sim, tmp_path):
+    out = tmp_path / "ds"
+    write_dataset([_write(sim.iloc[:300], tmp_path / "ok.parquet")], out)
+    bad = sim.iloc[300:400].copy()
+    bad["correct"] = bad["correct"].astype("string").fillna("")
+    bad.iloc[5, bad.columns.get_loc("correct")] = "maybe"
+    with pytest.raises(InputError, match="bad.parquet.*row 6.*correctness"):
+        write_dataset([_write(bad, tmp_path / "bad.parquet")], out)
+    assert len(open_dataset(out)) == 300
+
+
+def _write(df, path):
+    df.to_parquet(path)
+    return path
+
+
+def test_duplicate_keys_across_chunks(sim, tmp_path):
+    a = _write(sim.iloc[:400], tmp_path / "a.parquet")
+    b = _write(sim.iloc[390:500], tmp_path / "b.parquet")
+    with pytest.raises(InputError, match="duplicate .* across input files"):
+        write_dataset([a, b], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_foreign_file_and_corrupt_partition_name_the_file(sim, tmp_path):
+    out = tmp_path / "ds"
+    write_dataset([_write(sim, tmp_path / "s.parquet")], out)
+    part = sorted(out.glob("model=beta-13b/*.parquet"))[0]
+    pd.DataFrame({"item": ["x"], "other": [1]}).to_parquet(out / "model=beta-13b" / "stray.parquet")
+    with pytest.raises(InputError, match=r"stray\.parquet: its schema differs .*missing column"):
+        open_dataset(out)
+    (out / "model=beta-13b" / "stray.parquet").unlink()
+    part.write_bytes(b"PAR1 not really parquet")
+    with pytest.raises(InputError, match=rf"{part.name}: cannot read this Parquet file"):
+        open_dataset(out)
+    with pytest.raises(InputError, match=rf"{part.name}"):
+        read_log(out)
+
+
+@pytest.mark.parametrize("by", [["model"], ["condition", "masking_rate"], [], ["cluster"]])
+def test_summary_sql_equals_in_memory(sim, tmp_path, by):
+    out = tmp_path / "ds"
+    write_dataset([_write(sim, tmp_path / "s.parquet")], out, chunk_rows=777)
+    a = summarize(sim, by=by).to_frame()
+    b = summarize(open_dataset(out), by=by).to_frame()
+    pd.testing.assert_frame_equal(a, b, rtol=1e-12, atol=0)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 2**31 - 1), st.integers(1, 4), st.integers(1, 12), st.floats(0, 0.5))
+def test_summary_sql_property(tmp_path_factory, seed, n_models, n_clusters, p_invalid):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for m in range(n_models):
+        for c in range(n_clusters):
+            for q in range(int(rng.integers(1, 5))):
+                v = rng.random() < rng.random()
+                rows.append({"model": f"m{m}", "item": f"c{c}q{q}", "cluster": f"c{c}",
+                             "correct": pd.NA if rng.random() < p_invalid else bool(v)})
+    df = pd.DataFrame(rows).astype({"correct": "boolean"})
+    d = tmp_path_factory.mktemp("p")
+    with DatasetWriter(d / "ds") as w:
+        w.write(df)
+    a = summarize(df, by="model").to_frame()
+    b = summarize(open_dataset(d / "ds"), by="model").to_frame()
+    pd.testing.assert_frame_equal(a, b, rtol=1e-12, atol=0)
+
+
+def test_cli_ingest_dataset_and_summary(sim, tmp_path, capsys):
+    from mrcstats.cli import main
+
+    src = _write(sim, tmp_path / "s.parquet")
+    assert main(["ingest", str(src), "--dataset", str(tmp_path / "ds"), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["rows"] == len(sim) and got["models"] == sorted(sim["model"].unique())
+    assert main(["summary", str(tmp_path / "ds"), "--by", "model", "--json"]) == 0
+    groups = json.loads(capsys.readouterr().out)["groups"]
+    want = summarize(sim, by="model").to_dict()["groups"]
+    assert [g["model"] for g in groups] == [g["model"] for g in want]
+    for g, w in zip(groups, want):
+        assert {k: v for k, v in g.items() if k != "model"} == pytest.approx({k: v for k, v in w.items() if k != "model"},
+                                                                             rel=1e-12)
+    assert main(["ingest", str(src), "--out", str(tmp_path / "ds2") + "/"]) == 0
+    assert is_dataset(tmp_path / "ds2")
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "x.txt").write_text("x")
+    assert main(["ingest", str(src), "--dataset", str(tmp_path / "junk")]) == 2
+    assert "not a log dataset" in capsys.readouterr().err
