@@ -52,6 +52,12 @@ _API: dict[str, str] = {
     "elagent_score": "mrcstats.tasks.elagent",
     # report
     "build_report": "mrcstats.report",
+    # scale: log datasets larger than memory (DuckDB), out-of-core GLMMs, Dask
+    "open_log": "mrcstats.io",
+    "open_dataset": "mrcstats.io",
+    "write_dataset": "mrcstats.io",
+    "glmer_outofcore": "mrcstats.models.outofcore",
+    "leaderboard_log": "mrcstats.tasks.leaderboard",
 }
 
 __all__ = [*sorted(_API), "__version__"]  # noqa: PLE0604

@@ -225,19 +225,35 @@ class LogDataset:
         except ImportError:  # pragma: no cover - dask is an extra
             raise InputError("engine='dask' needs dask: pip install 'mrcstats[dask]'") from None
         cols = list(columns) if columns is not None else self.columns
-        return dd.from_map(_read_fragment, list(self.files), path=str(self.path), columns=cols,
-                           schema=self.schema)
+        meta = pd.DataFrame({c: pd.Series([], dtype=_pandas_dtype(self.schema.field(c).type)) for c in cols})
+        return dd.from_map(_read_fragment, list(self.files), path=str(self.path), cols=cols, meta=meta,
+                           enforce_metadata=False)
 
 
-def _read_fragment(file: str, path: str, columns: list[str], schema) -> pd.DataFrame:
+def _pandas_dtype(t) -> Any:
+    import pyarrow as pa
+
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_floating(t):
+        return "Float64"
+    if pa.types.is_integer(t):
+        return "int64"
+    return object
+
+
+def _read_fragment(file: str, path: str, cols: list[str]) -> pd.DataFrame:
     """One dataset file as a frame with the partition column filled in (a Dask partition)."""
     import urllib.parse
 
     import pyarrow.parquet as pq
 
+    import pyarrow as pa
+
+    columns = cols
     cols = [c for c in columns if c != PARTITION]
     t = pq.read_table(file, columns=cols)
-    df = t.to_pandas()
+    df = t.to_pandas(types_mapper={pa.bool_(): pd.BooleanDtype(), pa.float64(): pd.Float64Dtype()}.get)
     if PARTITION in columns:
         seg = [s for s in Path(file).relative_to(path).parts if s.startswith(PARTITION + "=")]
         val = urllib.parse.unquote(seg[0].split("=", 1)[1]) if seg else None

@@ -70,6 +70,11 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str = "binomial"
         raise InputError(f"nagq must be a whole number 0..25, got {nagq!r}") from None
     if not 0 <= nagq <= 25:
         raise InputError(f"nagq must be between 0 and 25, got {nagq}")
+    if engine in ("duckdb", "dask") or not isinstance(data, pd.DataFrame):
+        from mrcstats.models.outofcore import glmer_outofcore  # datasets larger than memory, Dask (issue 19)
+
+        return glmer_outofcore(formula, data, engine=None if engine == "native" else engine,
+                               contrasts=contrasts, levels=levels, nagq=nagq)
     if engine == "lme4":
         from mrcstats.models.r_engine import fit_lme4
 
