@@ -52,6 +52,20 @@ _API: dict[str, str] = {
     "elagent_score": "mrcstats.tasks.elagent",
     # report
     "build_report": "mrcstats.report",
+    # report: side-by-side model tables
+    "table": "mrcstats.report.modeltable",
+    "ModelTable": "mrcstats.report.modeltable",
+    # stats: model comparison (issue 16)
+    "compare": "mrcstats.stats.compare",
+    "compare_scores": "mrcstats.stats.compare",
+    "per_item_scores": "mrcstats.stats.compare",
+    "p_adjust": "mrcstats.stats.compare",
+    "CompareResult": "mrcstats.stats.compare",
+    "power": "mrcstats.stats.power",
+    "PowerResult": "mrcstats.stats.power",
+    # models: estimated marginal means (emmeans)
+    "emmeans": "mrcstats.models.emmeans",
+    "pairs": "mrcstats.models.emmeans",
     # scale: log datasets larger than memory (DuckDB), out-of-core GLMMs, Dask
     "open_log": "mrcstats.io",
     "open_dataset": "mrcstats.io",

@@ -1,12 +1,107 @@
-"""Atomic file writes and flushed append-only logs."""
+"""Atomic file writes, the one output-path check every writer shares, and flushed append-only logs.
+
+:func:`check_output_path` is called by every writer (through :func:`atomic_path`, and by
+the commands with the inputs and the file endings they accept): a folder, a path below
+a file, an unwritable place, an unknown ending (``--out x.txt`` for a Parquet log) and
+an output equal to an input all stop with one :class:`~mrcstats.errors.InputError`
+before anything is written. Temporary files are named ``.NAME.<pid>.XXXX.tmp``; one
+left by a process that was killed mid-write is removed by the next write to ``NAME``.
+"""
 from __future__ import annotations
 
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
+
+from mrcstats.errors import InputError
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def check_output_path(path: Any, *, suffixes: Iterable[str] | None = None, inputs: Iterable[Any] = (),
+                      what: str = "--out", kind: str = "file") -> Path:
+    """Check that ``path`` can be written as a new or replaced ``kind`` ("file" or "folder"); return it.
+
+    Raises :class:`InputError` (one line: what, where, how to fix) when ``path`` is not a
+    path, is an existing folder (for a file) or file (for a folder), lies below a file, lies
+    in a folder that cannot be written, does not end in one of ``suffixes`` (case-insensitive,
+    e.g. ``(".parquet", ".csv")``), or is the same file as one of ``inputs``.
+    """
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise InputError(f"{what}: expected a {kind} name, got {type(path).__name__} {str(path)[:60]!r}")
+    p = Path(path)
+    try:
+        if kind == "file" and p.is_dir():
+            raise InputError(f"{what} {p}: is a folder; give a file name inside it (e.g. {p / 'out'}"
+                             f"{tuple(suffixes)[0] if suffixes else ''})")
+        if kind == "folder" and p.exists() and not p.is_dir():
+            raise InputError(f"{what} {p}: is a file, not a folder; give a folder name")
+        name = p.name.lower()
+        if suffixes is not None and kind == "file":
+            sfx = tuple(s.lower() for s in suffixes)
+            if not name.endswith(sfx):
+                raise InputError(f"{what} {p}: the file ending decides what is written; use one of "
+                                 f"{', '.join(sfx)} (e.g. {p.stem or 'out'}{sfx[0]})")
+        anc = p.parent if kind == "file" else p
+        while not anc.exists() and anc != anc.parent:
+            anc = anc.parent
+        if anc.exists() and not anc.is_dir():
+            raise InputError(f"{what} {p}: cannot write below {anc}, which is a file, not a folder")
+        if anc.exists() and not os.access(anc, os.W_OK | os.X_OK):
+            raise InputError(f"{what} {p}: cannot write in {anc} (permission denied); choose another place")
+        if kind == "file" and p.exists() and not os.access(p, os.W_OK) and not os.access(p.parent, os.W_OK):
+            raise InputError(f"{what} {p}: the file cannot be replaced (permission denied)")
+        for inp in inputs:
+            if inp is None or str(inp) == "":
+                continue
+            q = Path(os.fsdecode(inp)) if isinstance(inp, (str, bytes, os.PathLike)) else None
+            if q is None or not p.exists() or not q.exists():
+                if q is not None and q.resolve() == p.resolve():
+                    raise InputError(f"{what} {p}: is also an input; write the output to another file")
+                continue
+            if os.path.samefile(p, q):
+                raise InputError(f"{what} {p}: is the input {q}; writing it would destroy the input, so give "
+                                 f"another output name")
+    except OSError as exc:
+        raise InputError(f"{what} {p}: cannot be written ({_why(exc)})") from None
+    return p
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def clean_stale_temps(target: Path) -> int:
+    """Remove ``.NAME.<pid>.XXXX.tmp`` files beside ``target`` left by processes that no longer run."""
+    n = 0
+    prefix = f".{target.name}."
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return 0
+    for e in entries:
+        if not (e.name.startswith(prefix) and e.name.endswith(".tmp")):
+            continue
+        pid_part = e.name[len(prefix):].split(".", 1)[0]
+        if not pid_part.isdigit() or _pid_alive(int(pid_part)):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(e.path)
+            n += 1
+    return n
 
 
 @contextlib.contextmanager
@@ -14,11 +109,16 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it replaces ``path`` atomically.
 
     Use for writers that want a file name (``df.to_parquet(tmp)``). On error the
-    temporary file is removed and ``path`` is left untouched.
+    temporary file is removed and ``path`` is left untouched. The path is checked first
+    (:func:`check_output_path`); stale temporary files of killed writers are removed.
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    target = check_output_path(path, what="cannot write")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale_temps(target)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise InputError(f"cannot write {target}: {_why(exc)} in {target.parent}") from None
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -27,7 +127,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp_path, 0o666 & ~umask)
-        os.replace(tmp_path, target)
+        try:
+            os.replace(tmp_path, target)
+        except OSError as exc:
+            raise InputError(f"cannot write {target}: {_why(exc)}") from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()

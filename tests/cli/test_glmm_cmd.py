@@ -69,3 +69,30 @@ def test_errors_are_one_line_exit_2(seed_csv, args, text):
 def test_missing_file(tmp_path):
     r = _run(str(tmp_path / "none.csv"), "--formula", "y ~ x + (1|g)")
     assert r.returncode == 2 and "no such file" in r.stderr
+
+
+# --------------------------------------------------------------------------- --emmeans / --pairs
+
+
+def test_emmeans_and_pairs_json(seed_csv):
+    """``--emmeans LLM --type response --pairs``: the means and odds ratios as emmeans's columns, df "Inf"."""
+    r = _run(str(seed_csv), "--formula", "correct ~ scaled_tok * LLM + (1 | passage)", "--contrasts", "LLM=sum",
+             "--emmeans", "LLM", "--type", "response", "--pairs", "--adjust", "holm", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert [e["LLM"] for e in d["emmeans"]] == ["davinci2", "davinci3", "gpt4"]
+    assert list(d["emmeans"][0]) == ["LLM", "prob", "SE", "df", "asymp.LCL", "asymp.UCL"]
+    assert all(e["df"] == "Inf" and 0 < e["asymp.LCL"] < e["prob"] < e["asymp.UCL"] < 1 for e in d["emmeans"])
+    assert [p["contrast"] for p in d["pairs"]] == ["davinci2 / davinci3", "davinci2 / gpt4", "davinci3 / gpt4"]
+    assert list(d["pairs"][0]) == ["contrast", "odds.ratio", "SE", "df", "null", "z.ratio", "p.value"]
+    assert "fixef" in d
+
+
+@pytest.mark.parametrize("args, text", [
+    (["--emmeans", "nope"], "not a variable of the fixed part"),
+    (["--pairs"], "need --emmeans"),
+])
+def test_emmeans_bad_input(seed_csv, args, text):
+    r = _run(str(seed_csv), "--formula", "correct ~ scaled_tok * LLM + (1 | passage)", *args, "--json")
+    assert r.returncode == 2 and r.stdout == ""
+    assert text in r.stderr and "Traceback" not in r.stderr

@@ -65,7 +65,8 @@ def test_inspect(tmp_path):
     assert set(log["model"]) == {"openai/gpt-4o"}
     assert log["correct"].isna().tolist() == [False, False, True, False]
     assert log["correct"].fillna(False).tolist() == [True, False, False, True]
-    assert log["response"].iloc[0] == "ANSWER: A" and (log["trial"] == 1).all()
+    assert log["response"].iloc[0] == "ANSWER: A" and (log["trial"] == 0).all()
+    assert log["item"].tolist() == ["mmlu:0", "mmlu:1", "mmlu:2", "mmlu:3"]
     p.write_text(json.dumps(_inspect_log(["C", "P"])))
     with pytest.raises(SchemaError, match="row 2, column 'correct'"):
         read_log(p)

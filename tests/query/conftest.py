@@ -20,6 +20,7 @@ class Stub:
     def __init__(self) -> None:
         self.fail = lambda prompt, n: None
         self.delay = 0.0
+        self.echo_auth = False  # error bodies repeat the Authorization header (a careless endpoint)
         self.requests: list[dict] = []
         self.counts: dict[str, int] = {}
         self.lock = threading.Lock()
@@ -68,7 +69,8 @@ def _handler(stub: Stub):
             with stub.lock:
                 stub.requests.append(rec)
             if status:
-                self._send(status, {"error": {"message": f"injected {status}"}},
+                echo = f"; you sent Authorization: {self.headers.get('Authorization')}" if stub.echo_auth else ""
+                self._send(status, {"error": {"message": f"injected {status}{echo}"}},
                            {"Retry-After": "0"} if status == 429 else None)
                 return
             m = re.search(r"ANSWER=(\S+)", prompt)

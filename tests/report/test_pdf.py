@@ -135,12 +135,13 @@ def test_latex_tables_beside_the_pdf(built):
 def test_missing_pieces_are_skipped_with_a_note(tmp_path, monkeypatch):
     small_log(tmp_path)
     (tmp_path / "spec.yaml").write_text("logs: [log.csv]\nanalyses: [discrimination]\n")
-    import mrcstats.report.build as B
+    from mrcstats.report.analyses.base import Skip
+    from mrcstats.report.analyses.discrimination import Discrimination
 
-    def missing(module, name):
-        raise B._Skip(f"{module}.{name} is not available in this installation")
+    def missing(self, ctx, a):
+        raise Skip("mrcstats.stats.discrimination is not available in this installation")
 
-    monkeypatch.setattr(B, "_api", missing)
+    monkeypatch.setattr(Discrimination, "run", missing)
     r = build_report(tmp_path / "spec.yaml", tmp_path / "s.pdf")
     assert r.skipped and "not available" in r.skipped[0]
     assert r.pdf.exists()

@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "query_cmd",     # query
     "tasks_cmd",     # elagent ...
     "report_cmd",    # report, demo
+    "compare_cmd",   # compare, power
 )
 
 

@@ -49,3 +49,37 @@ def parse_list(text: str | None, flag: str, cast=str) -> list:
         return [cast(x.strip()) for x in text.split(",") if x.strip()]
     except ValueError as exc:
         raise InputError(f"{flag}: cannot read {text!r} as a comma-separated list ({exc})") from None
+
+
+def add_log_options(p: argparse.ArgumentParser, on_duplicate: bool = True) -> None:
+    """The options every command that reads a log takes, with one meaning everywhere (as ``ingest``)."""
+    from mrcstats.io.source import FORMATS
+
+    p.add_argument("--format", dest="fmt", choices=FORMATS, metavar="FMT",
+                   help=f"source format (default: detected by content): {', '.join(FORMATS)}")
+    p.add_argument("--map", action="append", metavar="FIELD=COLUMN", default=[],
+                   help="name the source column for a log field, e.g. --map item=question_id (repeatable)")
+    p.add_argument("--model", metavar="NAME", help="model name for sources that do not name one")
+    if on_duplicate:
+        p.add_argument("--on-duplicate", choices=("error", "first", "last"), default="error",
+                       help="repeated (model, item, trial, condition) keys: error (default) or keep first/last")
+
+
+def read_log_args(args: argparse.Namespace, paths: Any, cmd: str, what: str = "", report: bool = True):
+    """Read a log the way ``ingest`` does (``--format``, ``--map``, ``--model``, ``--on-duplicate``) through
+    :func:`mrcstats.io.read_log`, and report every skipped row on stderr."""
+    from mrcstats.io import read_log
+
+    mapping = parse_kv(getattr(args, "map", None), "--map")
+    log = read_log(paths, format=getattr(args, "fmt", None), mapping=mapping or None,
+                   model=getattr(args, "model", None), on_duplicate=getattr(args, "on_duplicate", "error"))
+    if report:
+        report_skipped(log, cmd, what)
+    return log
+
+
+def report_skipped(log: Any, cmd: str, what: str = "") -> None:
+    """One stderr line per reason rows were left out while reading (``log.attrs["skipped"]``)."""
+    for why, n in (getattr(log, "attrs", {}).get("skipped") or {}).items():
+        if n:
+            info(f"mrcstats {cmd}: {what + ': ' if what else ''}{n} row(s) skipped while reading: {why}")

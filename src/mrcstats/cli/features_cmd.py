@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mrcstats.cli._common import add_json_flag, info, output
+from mrcstats.cli._common import add_json_flag, add_log_options, info, output, read_log_args
 
 _PARSERS = ("auto", "stanza", "link-grammar", "trees", "none")
 
@@ -20,6 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "text columns or from --items (RACE JSON files/folder, or a CSV/Parquet table with "
                     "item and tree columns for --parser trees).")
     p.add_argument("log", nargs="*", metavar="LOG", help="a canonical log (or any source `ingest` reads)")
+    add_log_options(p)
     p.add_argument("--items", metavar="PATH",
                    help="items instead of a log: RACE JSON file(s)/folder, or a CSV/TSV/Parquet item table")
     p.add_argument("--parser", choices=_PARSERS, default="auto",
@@ -61,12 +62,14 @@ def _features(args: argparse.Namespace) -> int:
         raise InputError("give either a LOG or --items PATH (not both, not neither)")
     if args.jobs < 1:
         raise InputError(f"--jobs must be at least 1, got {args.jobs}")
+    if args.out:
+        from mrcstats._files import check_output_path
+
+        check_output_path(args.out, suffixes=(".parquet", ".pq", ".csv"), inputs=[*args.log, args.items or ""])
     if args.items:
         source = load_items(args.items)
     else:
-        from mrcstats.io import read_log
-
-        log = read_log(args.log)
+        log = read_log_args(args, args.log, "features")
         source = items_from_frame(log, source=", ".join(args.log))
     cache = None
     if not args.no_cache and args.parser not in ("none", "trees"):
@@ -93,12 +96,10 @@ def _features(args: argparse.Namespace) -> int:
 
 
 def _write(df, out: str) -> None:
-    from mrcstats._files import atomic_path
-    from mrcstats.errors import InputError
+    from mrcstats._files import atomic_path, check_output_path
 
+    check_output_path(out, suffixes=(".parquet", ".pq", ".csv"))
     suffix = Path(out).suffix.lower()
-    if suffix not in (".parquet", ".pq", ".csv"):
-        raise InputError(f"--out {out}: use a .parquet or .csv file name")
     with atomic_path(out) as tmp:
         if suffix == ".csv":
             df.to_csv(tmp, index=False)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats.cli._common import add_json_flag, info, output, parse_kv
+from mrcstats.cli._common import add_json_flag, add_log_options, info, output, parse_kv, report_skipped
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -12,8 +12,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "glmer", help="binomial GLMM (random intercepts), lme4-exact",
         description="Fit a binomial generalized linear mixed model as lme4's glmer(formula, data, "
                     "family = binomial): native engine (lme4's Laplace/AGQ objective with the conditional "
-                    "modes fully converged) or lme4 through rpy2. DATA is a CSV or Parquet file.")
-    p.add_argument("data", metavar="DATA", help="CSV or Parquet file (a canonical log or any table)")
+                    "modes fully converged) or lme4 through rpy2. DATA: any table or log mrcstats ingest "
+                    "reads (CSV/TSV/JSON/JSONL/Parquet, gzip, folders; maskcode, ELAGENT, harness, Inspect).")
+    p.add_argument("data", nargs="+", metavar="DATA", help="a table or log: file(s) or folder(s) of one format")
     p.add_argument("--formula", required=True,
                    help="R/lme4 formula, e.g. 'correct ~ scaled_tok * LLM + (1 | passage)'")
     p.add_argument("--contrasts", action="append", default=[], metavar="NAME=sum|treatment",
@@ -31,28 +32,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ranef", action="store_true", help="conditional modes and variances of the random effects")
     p.add_argument("--compare", metavar="REDUCED FORMULA",
                    help="likelihood-ratio test against this reduced model (anova)")
+    add_log_options(p)
+    # estimated marginal means (emmeans) -- keep this block separate from other options
+    p.add_argument("--emmeans", metavar="SPEC",
+                   help="estimated marginal means of SPEC (a factor, or 'A:B'), as R's emmeans(m, SPEC)")
+    p.add_argument("--by", metavar="VAR", help="with --emmeans: means (and pairs) within each level of VAR")
+    p.add_argument("--type", choices=("link", "response"), default="link",
+                   help="with --emmeans: logit scale (emmean) or probabilities (prob; pairs as odds ratios)")
+    p.add_argument("--pairs", action="store_true", help="with --emmeans: pairwise contrasts (pairs(em))")
+    p.add_argument("--adjust", choices=("tukey", "holm", "bonferroni", "sidak", "none"), default="tukey",
+                   help="with --pairs: p-value adjustment (default tukey, as emmeans)")
     add_json_flag(p)
     p.set_defaults(func=_glmer)
-
-
-def _read_table(path: str):
-    import os
-
-    import pandas as pd
-
-    from mrcstats.errors import InputError
-
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file")
-    low = path.lower()
-    try:
-        if low.endswith((".parquet", ".pq")):
-            return pd.read_parquet(path)
-        if low.endswith((".tsv", ".tsv.gz", ".tab")):
-            return pd.read_csv(path, sep="\t")
-        return pd.read_csv(path)
-    except (ValueError, OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read as CSV/Parquet ({exc})") from None
 
 
 def _glmer(args: argparse.Namespace) -> int:
@@ -64,12 +55,18 @@ def _glmer(args: argparse.Namespace) -> int:
     for k, v in levels.items():
         if not v:
             raise InputError(f"--levels {k}=...: give the levels separated by commas")
-    data = _read_table(args.data)
+    _check_emmeans_args(args)
+    from mrcstats.io import read_data
+
+    data = read_data(args.data, format=args.fmt, mapping=parse_kv(args.map, "--map") or None, model=args.model,
+                     on_duplicate=args.on_duplicate)
+    report_skipped(data, "glmer")
     kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": args.engine, "weights": args.weights,
               "levels": levels or None, "lme4_defaults": args.lme4_defaults}
     m = glmer(args.formula, data, **kw)
-    for msg in m.messages:
-        info(f"mrcstats glmer: {msg}")
+    if args.json:  # in text mode the summary lists the messages (once)
+        for msg in m.messages:
+            info(f"mrcstats glmer: {msg}")
     obj = m.to_dict()
     text = [m.summary()]
     if args.ranef:
@@ -91,4 +88,33 @@ def _glmer(args: argparse.Namespace) -> int:
         an = compare.anova(m0, m)
         obj["anova"] = an.to_dict()
         text.append("\n" + an.summary())
+    _emmeans_block(args, m, obj, text)
     return output(args, obj, "\n".join(text))
+
+
+def _check_emmeans_args(args: argparse.Namespace) -> None:
+    from mrcstats.errors import InputError
+
+    if not args.emmeans:
+        if args.pairs or args.by or args.type != "link" or args.adjust != "tukey":
+            raise InputError("--by, --type, --pairs and --adjust need --emmeans SPEC (e.g. --emmeans LLM)")
+        return
+    from mrcstats.models.emmeans import resolve_specs
+    from mrcstats.models.formula import parse_formula
+
+    resolve_specs(parse_formula(args.formula), args.emmeans, args.by)  # bad names fail before the fit
+
+
+def _emmeans_block(args: argparse.Namespace, m, obj: dict, text: list[str]) -> None:
+    """``--emmeans/--by/--type/--pairs/--adjust``: adds ``"emmeans"`` and ``"pairs"`` record lists."""
+    if not args.emmeans:
+        return
+    from mrcstats.models.emmeans import emmeans, pairs
+
+    em = emmeans(m, args.emmeans, by=args.by, type=args.type)
+    obj["emmeans"] = em.records()
+    text.append("\n" + em.summary())
+    if args.pairs:
+        pr = pairs(em, adjust=args.adjust)
+        obj["pairs"] = pr.records()
+        text.append("\n" + pr.summary())

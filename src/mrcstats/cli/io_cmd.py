@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats.cli._common import add_json_flag, info, output, parse_kv, parse_list
-from mrcstats.io.detect import FORMATS as _FORMATS
+from mrcstats.cli._common import add_json_flag, add_log_options, info, output, parse_list, read_log_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,12 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "ELAGENT, lm-eval-harness, Inspect AI), validate them and write the "
                                    "canonical log (Parquet) atomically.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders, all of one format")
-    p.add_argument("--format", choices=_FORMATS, help="source format (default: detected by content)")
-    p.add_argument("--map", action="append", metavar="FIELD=COLUMN", default=[],
-                   help="name the source column for a log field, e.g. --map item=question_id (repeatable)")
-    p.add_argument("--model", help="model name for sources that do not name one")
-    p.add_argument("--on-duplicate", choices=("error", "first", "last"), default="error",
-                   help="repeated (model, item, trial, condition) keys: error (default) or keep first/last")
+    add_log_options(p)
     p.add_argument("--out", metavar="LOG.parquet|DIR/",
                    help="write the canonical log here (.parquet or .csv); a path ending in / writes a "
                         "partitioned dataset folder (as --dataset)")
@@ -31,41 +25,47 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     s = sub.add_parser("summary", help="accuracy per group with Wilson CI and cluster-robust SE",
                        description="Accuracy per group (invalid answers count as not correct), accuracy over "
-                                   "valid answers, invalid count, Wilson 95%% CI and the cluster-robust SE "
+                                   "valid answers, invalid count, Wilson 95% CI and the cluster-robust SE "
                                    "(clustered on 'cluster', Miller 2024).")
-    s.add_argument("log", nargs="+", metavar="LOG", help="a canonical log (or any source read_log reads)")
+    s.add_argument("log", nargs="+", metavar="LOG", help="a canonical log, a dataset folder (mrcstats ingest --dataset; "
+                   "aggregated lazily in DuckDB) or any source read_log reads")
     s.add_argument("--by", default="model", metavar="COL[,COL...]", help="grouping columns (default: model)")
-    s.add_argument("--format", choices=_FORMATS, help="source format (default: detected by content)")
-    s.add_argument("--map", action="append", metavar="FIELD=COLUMN", default=[],
-                   help="name the source column for a log field (repeatable)")
-    s.add_argument("--model", help="model name for sources that do not name one")
+    add_log_options(s)
     add_json_flag(s)
     s.set_defaults(func=_summary)
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from mrcstats.io import log_stats, read_log, write_log
+    from mrcstats.io import log_stats, write_log
 
-    mapping = parse_kv(args.map, "--map")
+    from mrcstats._files import check_output_path
+    from mrcstats.io.reader import LOG_SUFFIXES
+
     target = args.dataset or (args.out if args.out and args.out.endswith(("/", "\\")) else None)
     if target:
-        from mrcstats.io.dataset import dataset_stats, write_dataset
-
-        if args.dataset and args.out:
-            from mrcstats.errors import InputError
-
-            raise InputError("give either --out or --dataset, not both")
-        ds = write_dataset(args.paths, target, format=args.format, mapping=mapping or None, model=args.model,
-                           on_duplicate=args.on_duplicate)
-        info(f"wrote {len(ds)} rows in {len(ds.files)} files to the dataset {ds.path}")
-        stats = dataset_stats(ds)
-        return output(args, stats, _ingest_text(stats))
-    log = read_log(args.paths, format=args.format, mapping=mapping or None, model=args.model,
-                   on_duplicate=args.on_duplicate)
+        return _ingest_dataset(args, target)
+    if args.out:
+        check_output_path(args.out, suffixes=LOG_SUFFIXES, inputs=args.paths)
+    log = read_log_args(args, args.paths, "ingest", report=False)  # the text output lists them
     if args.out:
         write_log(log, args.out)
         info(f"wrote {len(log)} rows to {args.out}")
     stats = log_stats(log)
+    return output(args, stats, _ingest_text(stats))
+
+
+def _ingest_dataset(args: argparse.Namespace, target: str) -> int:
+    from mrcstats.cli._common import parse_kv
+    from mrcstats.errors import InputError
+    from mrcstats.io.dataset import dataset_stats, write_dataset
+
+    if args.dataset and args.out:
+        raise InputError("give either --out or --dataset, not both")
+    mapping = parse_kv(args.map, "--map")
+    ds = write_dataset(args.paths, target, format=args.fmt, mapping=mapping or None, model=args.model,
+                       on_duplicate=args.on_duplicate)
+    info(f"wrote {len(ds)} rows in {len(ds.files)} files to the dataset {ds.path}")
+    stats = dataset_stats(ds)
     return output(args, stats, _ingest_text(stats))
 
 
@@ -84,11 +84,14 @@ def _ingest_text(s: dict) -> str:
 
 
 def _summary(args: argparse.Namespace) -> int:
-    from mrcstats.io import open_log
     from mrcstats.stats.accuracy import summarize
 
-    mapping = parse_kv(args.map, "--map")
-    log = open_log(args.log, format=args.format, mapping=mapping or None, model=args.model)  # lazy for a dataset
+    from mrcstats.io.dataset import is_dataset, open_dataset
+
+    if len(args.log) == 1 and is_dataset(args.log[0]) and not args.map and not args.model and not args.fmt:
+        log = open_dataset(args.log[0])        # a dataset folder: lazy, aggregated by DuckDB
+    else:
+        log = read_log_args(args, args.log, "summary")
     by = parse_list(args.by, "--by")
     res = summarize(log, by=by)
     return output(args, res.to_dict(), res.summary())

@@ -13,13 +13,13 @@ import argparse
 import os
 import warnings
 
-from mrcstats.cli._common import add_json_flag, info, output
+from mrcstats.cli._common import add_json_flag, add_log_options, info, output, read_log_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this area's subcommands to the mrcstats parser."""
     p = sub.add_parser("masking", help="accuracy-masking-rate curves and NA/EA/KI indicators (MskQA)",
-                       description="Acc(MR) per model x condition (mean, SD and 95%% CI over trials; invalid "
+                       description="Acc(MR) per model x condition (mean, SD and 95% CI over trials; invalid "
                                    "answers count as not correct), and the NA, EA, KI indicators with their "
                                    "MR-weighted averages (Sato & Matsuzaki, MskQA).")
     p.add_argument("log", nargs="+", metavar="LOG", help="response log file(s) or folder(s) (any read_log format)")
@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="background-knowledge baseline log(s) (UQA in the seed); enables EA and KI")
     p.add_argument("--acc0", type=float, metavar="X",
                    help="mask-free accuracy as a fraction (e.g. 0.8984); default: Acc at MR = 0")
-    p.add_argument("--format", dest="fmt", metavar="FMT", help="input format (default: detected), e.g. mskqa")
+    add_log_options(p)
     add_json_flag(p)
     p.set_defaults(func=_masking)
 
@@ -56,28 +56,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_mask)
 
 
-def _read(paths: list[str], fmt: str | None):
-    from mrcstats.io import read_log
-
-    return read_log(paths, format=fmt)
-
-
-def _skipped_note(log, what: str) -> None:
-    skipped = getattr(log, "attrs", {}).get("skipped") or {}
-    for why, n in skipped.items():
-        if n:
-            info(f"mrcstats masking: {what}: {n} row(s) skipped: {why}")
-
-
 def _masking(args: argparse.Namespace) -> int:
     from mrcstats.stats.masking import masking_indicators
 
-    log = _read(args.log, args.fmt)
-    _skipped_note(log, "LOG")
+    log = read_log_args(args, args.log, "masking", "LOG")
     base = None
     if args.baseline:
-        base = _read(args.baseline, args.fmt)
-        _skipped_note(base, "baseline")
+        base = read_log_args(args, args.baseline, "masking", "baseline")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = masking_indicators(log, baseline=base, acc0=args.acc0)

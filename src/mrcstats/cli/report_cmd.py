@@ -51,6 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _report(args: argparse.Namespace) -> int:
     from mrcstats.report.build import build_report
 
+    from mrcstats._files import check_output_path
+
+    check_output_path(args.out, suffixes=(".pdf",), inputs=[args.spec])
     res = build_report(args.spec, args.out)
     info(res.summary())
     return output(args, res.to_dict(), str(res.pdf))
@@ -61,6 +64,9 @@ def _demo(args: argparse.Namespace) -> int:
         return _demo_leaderboard(args)
     from mrcstats.report.demo import run_demo
 
+    from mrcstats._files import check_output_path
+
+    check_output_path(args.outdir, what="--outdir", kind="folder")
     res = run_demo(args.outdir, seed=args.seed)
     info(res.summary())
     return output(args, res.to_dict(), _headline_text(res.headline) + f"\nwrote {res.report.pdf}")

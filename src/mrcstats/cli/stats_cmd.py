@@ -4,25 +4,27 @@
   -> ``{"p", "odds_ratio", "conf_int"}`` (:func:`mrcstats.stats.contingency.fisher`);
 * ``mrcstats chisq TABLE.csv [--no-correct] [--json]``
   -> ``{"statistic", "df", "p", "expected", "cramers_v"}`` (:func:`~mrcstats.stats.contingency.chisq`);
-* ``mrcstats discrim LOG [--cluster COL] [--model COL] [--epsilon E] [--cutoffs 0,5,10,15]
+* ``mrcstats discrim LOG [--cluster COL] [--epsilon E] [--cutoffs 0,5,10,15]
   [--bootstrap B] [--seed S] [--json]`` -> ``{"pd": {cluster: P_d}, "cutoffs": [...]}``
-  (:mod:`mrcstats.stats.discrimination`);
-* ``mrcstats mcnemar LOG --models A,B [--json]``
+  (:mod:`mrcstats.stats.discrimination`); without ``--cutoffs`` the cutoffs are 0 and the
+  quartiles of P_d (printed on stderr);
+* ``mrcstats mcnemar LOG --models A,B [--pair-on COLS] [--json]``
   -> ``{"n_items", "a_only", "b_only", "p_exact", "statistic", "p_asymptotic"}``.
 
 TABLE.csv: the first row holds the column labels, the first column the row labels.
+Logs are read as ``ingest`` reads them (``--format``, ``--map``, ``--model NAME``, ``--on-duplicate``).
 """
 from __future__ import annotations
 
 import argparse
 
-from mrcstats.cli._common import add_json_flag, info, output, parse_list
+from mrcstats.cli._common import add_json_flag, add_log_options, info, output, parse_list, read_log_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this area's subcommands to the mrcstats parser."""
     p = sub.add_parser("fisher", help="Fisher's exact test on a table of counts (as R's fisher.test)",
-                       description="Fisher's exact test: 2 x 2 p-value, conditional MLE odds ratio and 95%% CI; "
+                       description="Fisher's exact test: 2 x 2 p-value, conditional MLE odds ratio and 95% CI; "
                                    "r x c exact p-value (network algorithm) or a Monte Carlo p-value. "
                                    "TABLE.csv: first row column labels, first column row labels.")
     p.add_argument("table", metavar="TABLE.csv")
@@ -50,13 +52,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "with Kendall's tau against the full ranking and cluster-bootstrap CIs.")
     p.add_argument("log", nargs="+", metavar="LOG", help="canonical log (e.g. from mrcstats ingest) or any read_log input")
     p.add_argument("--cluster", default="cluster", metavar="COL", help="cluster column (cluster)")
-    p.add_argument("--model", default="model", metavar="COL", help="model column (model)")
     p.add_argument("--epsilon", type=float, default=1e-10, metavar="E", help="smoothing constant (1e-10)")
-    p.add_argument("--cutoffs", default="0,5,10,15", metavar="LIST", help="P_d cutoffs (0,5,10,15)")
+    p.add_argument("--cutoffs", default=None, metavar="LIST",
+                   help="P_d cutoffs, e.g. 0,5,10,15 (seed 003); default 0 and the P_d quartiles, printed")
     p.add_argument("--bootstrap", type=int, default=2000, metavar="B",
                    help="cluster-bootstrap resamples for the accuracy CIs (2000; 0 = none)")
     p.add_argument("--seed", type=int, default=None, metavar="S", help="bootstrap seed")
-    p.add_argument("--format", dest="fmt", metavar="FMT", help="input format (default: detected)")
+    add_log_options(p)
     add_json_flag(p)
     p.set_defaults(func=_discrim)
 
@@ -65,19 +67,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "items and McNemar's chi-square with continuity correction.")
     p.add_argument("log", nargs="+", metavar="LOG", help="canonical log or any read_log input")
     p.add_argument("--models", required=True, metavar="A,B", help="the two models to compare")
-    p.add_argument("--format", dest="fmt", metavar="FMT", help="input format (default: detected)")
+    p.add_argument("--pair-on", metavar="COL[,COL...]",
+                   help="columns that pair a row of A with a row of B (default: item, trial, condition, "
+                        "masking_rate: the log's key without the model)")
+    add_log_options(p)
     add_json_flag(p)
     p.set_defaults(func=_mcnemar)
-
-
-def _read_log(paths: list[str], fmt: str | None, cmd: str):
-    from mrcstats.io import read_log
-
-    log = read_log(paths, format=fmt)
-    for why, n in (getattr(log, "attrs", {}).get("skipped") or {}).items():
-        if n:
-            info(f"mrcstats {cmd}: {n} row(s) skipped while reading: {why}")
-    return log
 
 
 def _fisher(args: argparse.Namespace) -> int:
@@ -103,9 +98,13 @@ def _chisq(args: argparse.Namespace) -> int:
 def _discrim(args: argparse.Namespace) -> int:
     from mrcstats.stats.discrimination import discrimination
 
-    cutoffs = parse_list(args.cutoffs, "--cutoffs", float)
-    log = _read_log(args.log, args.fmt, "discrim")
-    res = discrimination(log, cluster=args.cluster, model=args.model, epsilon=args.epsilon)
+    cutoffs = parse_list(args.cutoffs, "--cutoffs", float) if args.cutoffs is not None else None
+    log = read_log_args(args, args.log, "discrim")
+    res = discrimination(log, cluster=args.cluster, epsilon=args.epsilon)
+    if cutoffs is None:
+        cutoffs = res.default_cutoffs()
+        info("mrcstats discrim: cutoffs " + ", ".join(f"{c:g}" for c in cutoffs)
+             + " (0 and the P_d quartiles; choose others with --cutoffs)")
     tab = res.cutoffs(cutoffs, bootstrap=args.bootstrap, seed=args.seed)
     obj = {"pd": res.to_dict()["pd"], "cutoffs": tab.to_dict()["cutoffs"]}
     return output(args, obj, res.summary() + "\n\n" + tab.summary())
@@ -118,6 +117,7 @@ def _mcnemar(args: argparse.Namespace) -> int:
     models = parse_list(args.models, "--models")
     if len(models) != 2:
         raise InputError(f"--models needs exactly two model names separated by a comma, got {args.models!r}")
-    log = _read_log(args.log, args.fmt, "mcnemar")
-    res = mcnemar(log, models=models)
+    log = read_log_args(args, args.log, "mcnemar")
+    keys = parse_list(args.pair_on, "--pair-on") or None
+    res = mcnemar(log, models=models, keys=keys)
     return output(args, res.to_dict(), res.summary())

@@ -66,6 +66,9 @@ def _generate(args: argparse.Namespace) -> int:
         opts = {"variant": args.variant}
     else:
         opts = {"ptype": args.ptype}
+    from mrcstats._files import check_output_path
+
+    check_output_path(args.out)
     rows = generate(task, args.n, seed=args.seed, **opts)
     write_taskfile(rows, args.out)
     info(f"elagent generate: wrote {len(rows)} {task} items to {args.out}")

@@ -12,7 +12,7 @@ by reason. :func:`write_log` writes Parquet (lossless) or CSV atomically.
 from __future__ import annotations
 
 from mrcstats._lazy import lazy_exports
-from mrcstats.io.detect import FORMATS
+from mrcstats.io.source import FORMATS
 
 # name -> defining module; imported on first use so ``mrcstats --help`` stays light
 _EXPORTS: dict[str, str] = {
@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "KEY_COLUMNS": "mrcstats.io.schema",
     "REQUIRED_COLUMNS": "mrcstats.io.schema",
     "TEXT_COLUMNS": "mrcstats.io.schema",
+    "read_data": "mrcstats.io.reader",
     "open_log": "mrcstats.io.reader",
     "open_dataset": "mrcstats.io.dataset",
     "write_dataset": "mrcstats.io.dataset",

@@ -1,9 +1,8 @@
-"""Loading raw files (gzip, BOMs, encodings) and detecting their format by content.
+"""Detecting the format of a loaded file by its content.
 
-:func:`load_source` reads a file once: it decompresses gzip (by magic bytes, not
-name), strips a UTF-8 BOM, converts UTF-16 text (with a BOM) to UTF-8, and checks
-that text is valid UTF-8, reporting the byte offset and line of the first bad
-byte. :func:`detect_format` then looks at the content:
+Files are loaded once by :func:`mrcstats.io.source.load_source` (gzip, BOMs, UTF-16,
+Git LFS pointers, UTF-8 check; re-exported here). :func:`detect_format` then looks
+at the content:
 
 * ``parquet``: the ``PAR1`` magic; ``inspect``: a zip archive with ``header.json`` (an Inspect ``.eval`` log);
 * JSON documents: ``inspect`` (an Inspect AI log: ``eval`` + ``samples``),
@@ -17,157 +16,41 @@ byte. :func:`detect_format` then looks at the content:
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import json
 import re
-import zlib
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from mrcstats.errors import InputError
+from mrcstats.io.elagent import looks_like_elagent
+from mrcstats.io.source import EXTENSIONS, FORMATS, ZIP_MAGIC, Source, expand_paths, load_source
 
-#: every format name accepted by ``--format``
-FORMATS: tuple[str, ...] = ("csv", "tsv", "json", "jsonl", "parquet", "mskqa", "elagent", "harness", "inspect")
-#: file name endings a folder listing picks up
-EXTENSIONS: tuple[str, ...] = (".csv", ".tsv", ".txt", ".json", ".jsonl", ".ndjson", ".parquet", ".pq", ".eval")
+__all__ = ["EXTENSIONS", "FORMATS", "MSKQA_ANSWER_RE", "Source", "detect_format", "expand_paths",
+           "header_columns", "is_mskqa_header", "load_source"]
 
-ZIP_MAGIC = b"PK\x03\x04"
+
 MSKQA_ANSWER_RE = re.compile(r"^answer_(.+)_(\d+(?:\.\d+)?)$")
-_UNSET = object()
-
-
-@dataclass
-class Source:
-    """One input file, read once: decompressed bytes (UTF-8 for text) and a lazily parsed JSON value."""
-
-    path: Path
-    data: bytes
-    binary: bool = False
-    _json: Any = field(default=_UNSET, repr=False)
-
-    @property
-    def name(self) -> str:
-        return str(self.path)
-
-    @property
-    def stem(self) -> str:
-        """File name without ``.gz`` and the format extension."""
-        n = self.path.name
-        if n.lower().endswith(".gz"):
-            n = n[:-3]
-        return n.rsplit(".", 1)[0] if "." in n else n
-
-    def text(self) -> str:
-        return self.data.decode("utf-8")
-
-    def json(self) -> Any:
-        """The whole file parsed as one JSON document (errors name the line and column)."""
-        if self._json is _UNSET:
-            try:
-                self._json = json.loads(self.data)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{self.name}: not valid JSON at line {exc.lineno}, column {exc.colno}: "
-                                 f"{exc.msg}") from None
-        return self._json
-
-    def json_lines(self) -> list[Any]:
-        """The file parsed as JSON lines (blank lines ignored; errors name the line)."""
-        out = []
-        for i, line in enumerate(self.data.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{self.name}: line {i} is not valid JSON ({exc.msg} at column {exc.colno}); "
-                                 f"expected one JSON object per line") from None
-        return out
-
-
-def load_source(path: str | Path) -> Source:
-    """Read ``path`` (gzip transparently) and return a checked :class:`Source`.
-
-    Raises :class:`InputError` for a missing or empty file and for text that is not
-    UTF-8 (naming the byte offset and line of the first undecodable byte).
-    """
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{p}: is a folder; pass the folder itself to read every file in it") from None
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read ({exc.strerror})") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise InputError(f"{p}: corrupt gzip data ({exc})") from None
-    if raw[:4] in (b"PAR1", ZIP_MAGIC):
-        return Source(p, raw, binary=True)
-    if raw[:3] == b"\xef\xbb\xbf":
-        raw = raw[3:]
-    elif raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        try:
-            raw = raw.decode("utf-16").encode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{p}: bad UTF-16 text at byte {exc.start}; re-save the file as UTF-8") from None
-    if not raw.strip():
-        raise InputError(f"{p}: file is empty")
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        bad = raw[exc.start:exc.end]
-        raise InputError(f"{p}: not UTF-8 text: undecodable byte(s) {bad!r} at byte offset {exc.start} "
-                         f"(line {line}); re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
-    return Source(p, raw)
-
-
-def expand_paths(paths: str | Path | list[str | Path] | tuple) -> list[Path]:
-    """Expand files and folders (recursively, known extensions, sorted) into a list of files."""
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
-    out: list[Path] = []
-    for item in paths:
-        p = Path(item)
-        if p.is_dir():
-            found = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")
-                           and _known_ext(f.name))
-            if not found:
-                raise InputError(f"{p}: folder has no data files (looked for "
-                                 f"{', '.join(EXTENSIONS)}, optionally .gz)")
-            out.extend(found)
-        elif p.exists():
-            out.append(p)
-        else:
-            raise InputError(f"{p}: no such file or folder")
-    if not out:
-        raise InputError("no input files given")
-    return out
-
-
-def _known_ext(name: str) -> bool:
-    n = name.lower()
-    n = n.removesuffix(".gz")
-    return n.endswith(EXTENSIONS)
 
 
 def _first_line(data: bytes) -> str:
-    end = data.find(b"\n")
-    line = data[: end if end >= 0 else min(len(data), 1 << 20)]
-    return line.decode("utf-8", errors="replace").rstrip("\r")
+    """The first line of a text file; a line ends at CRLF, LF or a bare CR (as pandas reads it)."""
+    head = data[: 1 << 20]
+    ends = [i for i in (head.find(b"\n"), head.find(b"\r")) if i >= 0]
+    line = head[: min(ends)] if ends else head
+    return line.decode("utf-8", errors="replace")
 
 
 def header_columns(src: Source, delimiter: str | None = None) -> list[str]:
-    """Column names of a delimited text file (its first line)."""
+    """Column names of a delimited text file (its first record; a quoted name may hold a line break)."""
     line = _first_line(src.data)
     if delimiter is None:
         delimiter = "\t" if line.count("\t") > line.count(",") else ","
-    return next(csv.reader(io.StringIO(line), delimiter=delimiter), [])
+    text = src.data[: 1 << 20].decode("utf-8", errors="replace")
+    try:
+        return next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True), [])
+    except csv.Error as exc:
+        raise InputError(f"{src.name}: cannot read the header line as {'TSV' if delimiter == chr(9) else 'CSV'} "
+                         f"({exc}); the first line must name the columns") from None
 
 
 def is_mskqa_header(cols: list[str]) -> bool:
@@ -179,8 +62,6 @@ def _json_kind(obj: Any) -> str:
     if isinstance(obj, dict):
         if "samples" in obj and "eval" in obj:
             return "inspect"
-        from mrcstats.io.elagent import looks_like_elagent
-
         if looks_like_elagent(obj):
             return "elagent"
     return "json"

@@ -25,8 +25,8 @@ import pandas as pd
 
 from mrcstats.errors import InputError
 from mrcstats.io.answers import parse_number
-from mrcstats.io.detect import Source
-from mrcstats.io.schema import SchemaError
+from mrcstats.io.source import Source
+from mrcstats.errors import SchemaError
 
 _RESULT = {"right": True, "wrong": False, "invalid": None}
 

@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from mrcstats.errors import InputError
-from mrcstats.io.detect import Source
+from mrcstats.io.source import Source
 from mrcstats.io.schema import missing_columns_error
 
 _TASK_RE = re.compile(r"^samples_(?P<task>.+?)_(?P<ts>\d{4}-\d{2}-\d{2}T[0-9\-\.:]+)$")

@@ -7,9 +7,18 @@ give ``correct``; ``N`` (no answer) is invalid (<NA>); partial credit (``P``, 0.
 is not binary and is rejected. The first scorer is used (its name is in the
 ``scorer`` column).
 
-model = ``eval.model`` (or ``--model``); item = sample ``id``; trial = ``epoch``;
-task column = ``eval.task``; gold = ``target``; pred = the scorer's ``answer``;
-response = the first output choice's text.
+model = ``eval.model`` (or ``--model``); item = ``<task>:<sample id>`` with task =
+``eval.task`` (the file name when the log names none), as the harness reader's
+``<task>:<doc_id>``, so two tasks that both number their samples from 1 stay apart;
+cluster = item; trial = ``epoch - 1`` (Inspect counts epochs from 1, trials count
+from 0 everywhere else); ``task`` and ``sample_id`` columns keep the originals;
+gold = ``target``; pred = the scorer's ``answer``; response = the first output
+choice's text.
+
+A log whose ``status`` is not ``success`` (``cancelled``, ``error``, ``started``)
+holds only the samples that ran: they are read, the samples that never ran are
+counted in ``attrs["skipped"]`` (``"not run: Inspect log status 'cancelled'"``), and
+a warning names the status and the counts.
 """
 from __future__ import annotations
 
@@ -19,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from mrcstats.errors import InputError
-from mrcstats.io.detect import Source
+from mrcstats.io.source import Source
 
 _VALUE = {"C": True, "I": False, "N": None, "CORRECT": True, "INCORRECT": False}
 
@@ -80,6 +89,7 @@ def read_inspect(src: Source, model: str | None = None) -> pd.DataFrame:
     samples = obj["samples"]
     if not samples:
         raise InputError(f"{src.name}: Inspect log has no samples (status {obj.get('status')!r})")
+    task = str(ev.get("task") or src.stem)
     rows = []
     for i, s in enumerate(samples):
         scores = s.get("scores") or {}
@@ -94,19 +104,52 @@ def read_inspect(src: Source, model: str | None = None) -> pd.DataFrame:
         out = s.get("output") or {}
         choices = out.get("choices") or []
         resp = _content((choices[0].get("message") or {}).get("content")) if choices else None
+        epoch = s.get("epoch", 1)
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+            raise InputError(f"{src.name}: sample {i + 1} (id {s.get('id')!r}) has epoch {epoch!r}; Inspect "
+                             f"epochs are whole numbers from 1")
+        sid = str(s.get("id", i + 1))
         rows.append({
-            "item": str(s.get("id", i)),
-            "trial": s.get("epoch", 1),
+            "item": f"{task}:{sid}",
+            "trial": epoch - 1,
             "correct": _score_value(value),
             "response": resp,
             "pred": sc.get("answer") if isinstance(sc, dict) else None,
             "gold": _text(s.get("target")),
             "question": _text(s.get("input")),
             "scorer": scorer,
-            "task": ev.get("task"),
+            "task": task,
+            "sample_id": sid,
         })
     df = pd.DataFrame(rows)
     df["model"] = ev.get("model") or model
     if df["model"].isna().all():
         raise InputError(f"{src.name}: the log names no model; pass --model NAME")
+    status = obj.get("status")
+    if status not in (None, "success"):
+        expected = _expected_samples(ev)
+        missing = max(expected - len(df), 0) if expected is not None else None
+        reason = f"not run: Inspect log status {status!r}"
+        if missing:
+            df.attrs["skipped"] = {reason: missing}
+        import warnings
+
+        shown = f"{len(df)} of {expected}" if expected is not None else f"{len(df)}"
+        warnings.warn(f"{src.name}: the Inspect run ended with status {status!r}; read the {shown} sample(s) "
+                      f"it holds" + (f", {missing} never ran (counted as skipped)" if missing else ""),
+                      stacklevel=2)
     return df
+
+
+def _expected_samples(ev: dict[str, Any]) -> int | None:
+    """Samples x epochs the run was set up for (``eval.dataset`` and ``eval.config``), when the log says."""
+    ds = ev.get("dataset") or {}
+    cfg = ev.get("config") or {}
+    n = len(ds["sample_ids"]) if isinstance(ds.get("sample_ids"), list) else ds.get("samples")
+    if not isinstance(n, int) or isinstance(n, bool):
+        return None
+    limit = cfg.get("limit")
+    if isinstance(limit, int) and not isinstance(limit, bool):
+        n = min(n, limit)
+    epochs = cfg.get("epochs") or 1
+    return n * epochs if isinstance(epochs, int) and not isinstance(epochs, bool) else n

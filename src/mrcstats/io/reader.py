@@ -4,14 +4,18 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from mrcstats.errors import InputError
-from mrcstats.io.detect import FORMATS, Source, detect_format, expand_paths, load_source
+from mrcstats.io.detect import detect_format
+from mrcstats.io.source import FORMATS, Source, expand_paths, load_source
 from mrcstats.io.schema import CORE_COLUMNS, check_duplicates, coerce_log, merge_skipped, validate_log
 
 _TABLE_FORMATS = ("csv", "tsv", "json", "jsonl", "parquet")
+#: file endings :func:`write_log` writes (Parquet, or CSV/TSV, optionally gzipped)
+LOG_SUFFIXES: tuple[str, ...] = (".parquet", ".pq", ".csv", ".csv.gz", ".tsv", ".tsv.gz")
 
 
 def read_source(src: Source, fmt: str, mapping: Mapping[str, str] | None = None,
@@ -79,17 +83,15 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
         InputError: unreadable, empty or non-UTF-8 files, mixed formats, missing
             columns, non-binary correctness, duplicate keys.
     """
-    if format is not None and format not in FORMATS:
-        raise InputError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
-    if on_duplicate not in ("error", "first", "last"):
-        raise InputError(f"on_duplicate must be error, first or last, got {on_duplicate!r}")
-    single = paths if isinstance(paths, (str, os.PathLike)) else (paths[0] if len(paths) == 1 else None)
-    if single is not None and format in (None, "dataset"):
+    _check_read_args(format, mapping, model, on_duplicate)
+    single = paths if isinstance(paths, (str, os.PathLike)) else (
+        paths[0] if isinstance(paths, (list, tuple)) and len(paths) == 1 else None)
+    if isinstance(single, (str, os.PathLike)) and format is None:
         from mrcstats.io.dataset import is_dataset, open_dataset
 
         if is_dataset(single):  # a partitioned dataset folder (mrcstats ingest --dataset): load it
             return check_duplicates(open_dataset(single).to_log(), on_duplicate, str(single), {})
-    files = expand_paths(paths if isinstance(paths, (str, os.PathLike)) else list(paths))
+    files = expand_paths(paths)
     sources: list[tuple[Source, str]] = []
     for path in files:
         src = load_source(path)
@@ -125,13 +127,62 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
 def open_log(paths: str | os.PathLike | Sequence[str | os.PathLike], **kwargs):
     """A lazy :class:`~mrcstats.io.dataset.LogDataset` when ``paths`` names one dataset folder, else
     :func:`read_log` (an in-memory canonical log). Analyses accept either."""
-    single = paths if isinstance(paths, (str, os.PathLike)) else (paths[0] if len(paths) == 1 else None)
-    if single is not None and not kwargs.get("mapping") and not kwargs.get("model"):
+    single = paths if isinstance(paths, (str, os.PathLike)) else (
+        paths[0] if isinstance(paths, (list, tuple)) and len(paths) == 1 else None)
+    if isinstance(single, (str, os.PathLike)) and not kwargs.get("mapping") and not kwargs.get("model"):
         from mrcstats.io.dataset import is_dataset, open_dataset
 
         if is_dataset(single):
             return open_dataset(single)
     return read_log(paths, **kwargs)
+
+
+def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str | None = None,
+              mapping: Mapping[str, str] | None = None, model: str | None = None,
+              on_duplicate: str = "error") -> pd.DataFrame:
+    """Read a data table for a model fit: a plain table as it is, any other source as a canonical log.
+
+    The files are loaded and their format detected exactly as :func:`read_log` does (gzip,
+    encodings, Git LFS pointers, duplicate column names, every format). A plain table
+    (``csv``, ``tsv``, ``json``, ``jsonl``, ``parquet``) is returned with its own columns
+    (``mapping`` renames, ``model`` fills a ``model`` column; empty cells and ``NA`` are
+    missing, as R's ``read.csv``), since a GLMM's data need not be a response log; a
+    source that only makes sense as a log (``mskqa``, ``elagent``, ``harness``,
+    ``inspect``) is read with :func:`read_log`. ``attrs["skipped"]`` counts rows left out.
+    """
+    _check_read_args(format, mapping, model, on_duplicate)
+    files = expand_paths(paths)
+    srcs = [load_source(p) for p in files]
+    fmts = [format or detect_format(s) for s in srcs]
+    if any(f != fmts[0] for f in fmts):
+        i = next(i for i, f in enumerate(fmts) if f != fmts[0])
+        raise InputError(f"mixed formats in one call: {files[0]} is {fmts[0]} but {files[i]} is {fmts[i]}; "
+                         f"read one format at a time (or pass --format)")
+    if fmts[0] not in _TABLE_FORMATS:
+        return read_log(files, format=fmts[0], mapping=mapping, model=model, on_duplicate=on_duplicate)
+    from mrcstats.io.tabular import read_plain_table
+
+    frames = [read_plain_table(s, fmts[0], mapping) for s in srcs]
+    df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True, sort=False)
+    if model is not None:
+        df["model"] = df["model"].fillna(model) if "model" in df.columns else model
+    df.attrs = {"skipped": {}, "format": fmts[0], "sources": [str(f) for f in files]}
+    return df
+
+
+def _check_read_args(format: Any, mapping: Any, model: Any, on_duplicate: Any) -> None:
+    if mapping is not None and not isinstance(mapping, Mapping):
+        raise InputError(f"mapping must be a dict {{field: source column}}, e.g. {{'item': 'question_id'}}; got "
+                         f"{type(mapping).__name__} {str(mapping)[:60]!r}")
+    for k, v in (mapping or {}).items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise InputError(f"mapping must map field names to column names (text), got {k!r}: {v!r}")
+    if model is not None and not isinstance(model, str):
+        raise InputError(f"model must be a model name (text), got {type(model).__name__}")
+    if format is not None and format not in FORMATS:
+        raise InputError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+    if on_duplicate not in ("error", "first", "last"):
+        raise InputError(f"on_duplicate must be error, first or last, got {on_duplicate!r}")
 
 
 def _same_columns(frames: list[pd.DataFrame]) -> bool:
@@ -147,15 +198,16 @@ def _restore_dtypes(log: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_log(df: pd.DataFrame, path: str | os.PathLike) -> Path:
-    """Validate ``df`` and write it atomically: Parquet (lossless; default) or CSV (by extension).
+    """Validate ``df`` and write it atomically: Parquet (``.parquet``/``.pq``, lossless) or CSV/TSV
+    (``.csv``/``.tsv``, optionally ``.gz``), by the file ending; any other ending raises :class:`InputError`.
 
     ``df.attrs`` (JSON-serialisable parts) travel in the Parquet metadata, so
     :func:`read_log` gives back the same frame. Returns the path written.
     """
-    from mrcstats._files import atomic_path
+    from mrcstats._files import atomic_path, check_output_path
 
+    target = check_output_path(path, suffixes=LOG_SUFFIXES, what="write_log")
     log = validate_log(df)
-    target = Path(path)
     name = target.name.lower()
     with atomic_path(target) as tmp:
         if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):

@@ -268,17 +268,53 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
     return out
 
 
+#: the largest trial index: every integer up to it is exact as a float too (2**53 - 1)
+MAX_TRIAL = 2**53 - 1
+
+
 def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:
+    """Trials as int64: whole numbers in ``0..MAX_TRIAL``; an empty cell is trial 0.
+
+    Refused (naming the row): non-numbers, fractions, NaN/inf, negatives and numbers
+    beyond :data:`MAX_TRIAL` (a float like 1e20 has no exact integer, and casting it
+    would wrap to -9223372036854775808).
+    """
+    fix = "trial is a 0-based repetition index (a whole number 0, 1, 2, ...)"
     if pd.api.types.is_integer_dtype(s.dtype) and not s.isna().any():
+        arr = s.to_numpy(dtype="int64") if not pd.api.types.is_unsigned_integer_dtype(s.dtype) else None
+        if arr is None:  # uint64 may exceed int64
+            u = s.to_numpy(dtype="uint64")
+            bad = u > MAX_TRIAL
+        else:
+            bad = (arr < 0) | (arr > MAX_TRIAL)
+        if bad.any():
+            pos = int(np.flatnonzero(bad)[0])
+            raise SchemaError(f"{_where(source, pos, 'trial')}trial {show_value(s.iloc[pos])} is out of range "
+                              f"0..{MAX_TRIAL}; {fix}")
         return s.to_numpy(dtype="int64")
-    num = pd.to_numeric(s, errors="coerce") if not pd.api.types.is_numeric_dtype(s.dtype) else s
-    arr = pd.Series(num).astype("Float64")
-    vals = arr.to_numpy(dtype=float, na_value=np.nan)
-    filled = np.where(np.isnan(vals) & s.isna().to_numpy(), 0.0, vals)
-    bad = np.isnan(filled) | (filled != np.round(filled))
+    if s.dtype == object or isinstance(s.dtype, pd.StringDtype):
+        text = s.astype("string").str.strip()
+        missing = text.isna() | (text == "")
+        num = pd.to_numeric(text.mask(missing), errors="coerce")
+    elif isinstance(s.dtype, pd.BooleanDtype) or s.dtype == bool:
+        raise SchemaError(f"{_where(source, 0, 'trial')}trial must be an integer, got booleans; {fix}")
+    else:
+        num = s
+        missing = s.isna()
+    vals = pd.Series(num).astype("Float64").to_numpy(dtype=float, na_value=np.nan)
+    miss = np.asarray(missing, dtype=bool)
+    filled = np.where(np.isnan(vals) & miss, 0.0, vals)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(filled) | (filled != np.round(filled))
+        out_of_range = ~bad & ((filled < 0) | (filled > MAX_TRIAL))
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
-        raise SchemaError(f"{_where(source, pos, 'trial')}trial must be an integer, got {show_value(s.iloc[pos])}")
+        raise SchemaError(f"{_where(source, pos, 'trial')}trial must be an integer, got {show_value(s.iloc[pos])}; "
+                          f"{fix}")
+    if out_of_range.any():
+        pos = int(np.flatnonzero(out_of_range)[0])
+        raise SchemaError(f"{_where(source, pos, 'trial')}trial {show_value(s.iloc[pos])} is out of range "
+                          f"0..{MAX_TRIAL}; {fix}")
     return filled.astype("int64")
 
 

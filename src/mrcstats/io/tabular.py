@@ -13,10 +13,12 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
-from mrcstats.io.detect import Source, header_columns
+from mrcstats.io.detect import header_columns
+from mrcstats.io.source import Source
 from mrcstats.io.schema import STRING_COLUMNS, SchemaError
 
 #: source columns read as text whatever they look like (ids keep leading zeros)
@@ -56,16 +58,21 @@ def _text_columns(cols: list[str], mapping: Mapping[str, str] | None) -> list[st
     return [c for c in cols if c in want]
 
 
-def read_delimited(src: Source, delimiter: str, mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """Read CSV/TSV; id and text columns (model, item, cluster, gold, ...) are read as strings."""
+def read_delimited(src: Source, delimiter: str, mapping: Mapping[str, str] | None = None,
+                   missing: tuple[str, ...] = ("",)) -> pd.DataFrame:
+    """Read CSV/TSV; id and text columns (model, item, cluster, gold, ...) are read as strings.
+
+    Only the cells in ``missing`` are missing values (for logs: only empty cells, so a
+    response "N/A" or an item "NA" stays text)."""
     cols = header_columns(src, delimiter)
     if not cols or not any(c.strip() for c in cols):
         raise InputError(f"{src.name}: no header line; the first line must name the columns")
+    check_unique_columns(cols, src.name)
     dtype: dict[str, Any] = {c: "string" for c in _text_columns(cols, mapping)}
     try:
         # only empty cells are missing: a response "N/A" or an item "NA" stays text
         df = pd.read_csv(io.BytesIO(src.data), sep=delimiter, dtype=dtype, engine="c", low_memory=False,
-                         keep_default_na=False, na_values=[""])
+                         keep_default_na=False, na_values=list(missing))
     except pd.errors.EmptyDataError:
         raise InputError(f"{src.name}: file is empty") from None
     except pd.errors.ParserError as exc:
@@ -77,6 +84,33 @@ def read_delimited(src: Source, delimiter: str, mapping: Mapping[str, str] | Non
     if len(df) == 0:
         raise InputError(f"{src.name}: has a header but no data rows")
     return df
+
+
+def check_unique_columns(cols: list[str], source: str) -> None:
+    """Refuse a table whose header names a column twice (which one would be the data?)."""
+    seen: set[str] = set()
+    dups = []
+    for c in cols:
+        if c in seen and c not in dups:
+            dups.append(c)
+        seen.add(c)
+    if dups:
+        pos = [i + 1 for i, c in enumerate(cols) if c == dups[0]]
+        raise InputError(f"{source}: column {dups[0]!r} appears {len(pos)} times in the header (columns "
+                         f"{', '.join(map(str, pos))})" + (f"; also {', '.join(map(repr, dups[1:]))}" if dups[1:]
+                                                           else "")
+                         + "; rename or remove the repeated columns so each name is used once")
+
+
+def _nonfinite_cells(records: list[Any]) -> dict[str, int]:
+    """``{field: first record index}`` of NaN/Infinity values (only looked for when the parser met one)."""
+    out: dict[str, int] = {}
+    for i, r in enumerate(records):
+        if isinstance(r, dict):
+            for k, v in r.items():
+                if isinstance(v, float) and not np.isfinite(v) and k not in out:
+                    out[k] = i
+    return out
 
 
 def _records_frame(records: Any, src: Source) -> pd.DataFrame:
@@ -102,8 +136,12 @@ def _records_frame(records: Any, src: Source) -> pd.DataFrame:
         raise InputError(f"{src.name}: record {bad + 1} is a {type(records[bad]).__name__}, expected a JSON "
                          f"object with named fields")
     if any(isinstance(v, dict) for v in records[0].values()):
-        return pd.json_normalize(records, sep=".")
-    return pd.DataFrame.from_records(records)
+        df = pd.json_normalize(records, sep=".")
+    else:
+        df = pd.DataFrame.from_records(records)
+    if src.nonfinite:
+        df.attrs["nonfinite"] = _nonfinite_cells(records)
+    return df
 
 
 def read_json_table(src: Source) -> pd.DataFrame:
@@ -122,13 +160,35 @@ def read_parquet_table(src: Source) -> pd.DataFrame:
     from pyarrow.lib import ArrowException
 
     try:
+        names = pq.ParquetFile(io.BytesIO(src.data)).schema_arrow.names
+        check_unique_columns([str(c) for c in names], src.name)
         table = pq.read_table(io.BytesIO(src.data))
     except (ArrowException, OSError, ValueError) as exc:
-        raise InputError(f"{src.name}: cannot read Parquet ({exc})") from None
+        if isinstance(exc, InputError):
+            raise
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"{src.name}: cannot read Parquet ({msg})") from None
     df = table.to_pandas()
     if len(df) == 0:
         raise InputError(f"{src.name}: Parquet file has no rows")
     return df
+
+
+def read_plain_table(src: Source, fmt: str, mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """A plain table as it is (no log schema): for model data. ``NA`` and empty cells are missing (R)."""
+    if fmt in ("csv", "tsv"):
+        df = read_delimited(src, "," if fmt == "csv" else "\t", mapping, missing=("", "NA"))
+    elif fmt == "json":
+        df = read_json_table(src)
+    elif fmt == "jsonl":
+        df = read_jsonl_table(src)
+    elif fmt == "parquet":
+        df = read_parquet_table(src)
+    else:  # pragma: no cover - dispatcher guards
+        raise InputError(f"{src.name}: {fmt!r} is not a table format")
+    df.columns = [str(c) for c in df.columns]
+    df.attrs.pop("nonfinite", None)
+    return apply_mapping(df, mapping, src.name)
 
 
 def read_table(src: Source, fmt: str, mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
@@ -146,6 +206,12 @@ def read_table(src: Source, fmt: str, mapping: Mapping[str, str] | None = None) 
     else:  # pragma: no cover - dispatcher guards
         raise InputError(f"{src.name}: {fmt!r} is not a table format")
     df.columns = [str(c) for c in df.columns]
+    nonfinite = df.attrs.pop("nonfinite", None)
+    if nonfinite:
+        col = (mapping or {}).get("trial", "trial")
+        if col in nonfinite:
+            raise SchemaError(f"{src.name}: record {nonfinite[col] + 1}, field {col!r}: trial must be an integer, "
+                              f"got NaN or Infinity; trial is a 0-based repetition index")
     df = apply_mapping(df, mapping, src.name)
     return derive_correct(df, src.name)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from mrcstats.models.results import GlmerResult
 
-__all__ = ["GlmerResult", "anova", "build_design", "drop1", "glmer", "gvif", "parse_formula"]
+__all__ = ["GlmerResult", "anova", "build_design", "drop1", "emmeans", "glmer", "gvif", "pairs", "parse_formula"]
 
 _LAZY = {
     "glmer": "mrcstats.models.fit",
@@ -22,6 +22,8 @@ _LAZY = {
     "anova": "mrcstats.models.compare",
     "drop1": "mrcstats.models.compare",
     "gvif": "mrcstats.models.compare",
+    "emmeans": "mrcstats.models.emmeans",
+    "pairs": "mrcstats.models.emmeans",
 }
 
 

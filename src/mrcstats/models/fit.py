@@ -62,7 +62,13 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str = "binomial"
     Bates, Mächler, Bolker & Walker (2015), J. Stat. Softw. 67(1): eq. (30)-(31) (the
     Laplace deviance), sec. 5.3 (PIRLS); lme4 1.1-31 ``glmer``, ``vcov.merMod``, ``checkConv``.
     """
-    if family not in ("binomial", "binomial(logit)", "binomial(link = \"logit\")"):
+    if not isinstance(formula, (str, ModelSpec)):
+        raise InputError(f"glmer: formula must be R formula text such as 'correct ~ x + (1 | cluster)', got "
+                         f"{type(formula).__name__}")
+    if not isinstance(data, pd.DataFrame):
+        raise InputError(f"glmer: data must be a pandas DataFrame (e.g. mrcstats.read_log(...) or "
+                         f"mrcstats.io.read_data(...)), got {type(data).__name__}")
+    if not isinstance(family, str) or family not in ("binomial", "binomial(logit)", "binomial(link = \"logit\")"):
         raise InputError(f"family {family!r} is not supported; only 'binomial' (logit link)")
     try:
         nagq = int(nagq)

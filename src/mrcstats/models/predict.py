@@ -24,6 +24,26 @@ if TYPE_CHECKING:  # pragma: no cover
     from mrcstats.models.results import GlmerResult
 
 
+_THRESH = 30.0
+_EPS = float(np.finfo(float).eps)
+
+
+def linkinv(eta):
+    """Inverse logit as R's ``binomial()$linkinv`` (C ``logit_linkinv``: clamped beyond |eta| > 30)."""
+    eta = np.asarray(eta, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        tmp = np.where(eta < -_THRESH, _EPS, np.where(eta > _THRESH, 1.0 / _EPS, np.exp(np.clip(eta, -_THRESH, _THRESH))))
+        return tmp / (1.0 + tmp)
+
+
+def mu_eta(eta):
+    """dμ/dη of the logit link as R's ``binomial()$mu.eta`` (C ``logit_mu_eta``)."""
+    eta = np.asarray(eta, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(np.clip(eta, -_THRESH, _THRESH))
+        return np.where(np.abs(eta) > _THRESH, _EPS, e / ((1.0 + e) * (1.0 + e)))
+
+
 def _re_terms(m: GlmerResult, re_form: str | None) -> list[str]:
     names = list(m.ranef)
     if re_form is None:
@@ -99,5 +119,5 @@ def predict(m: GlmerResult, newdata: pd.DataFrame | None = None, re_form: str | 
         e = e + np.where(new, 0.0, vals[np.where(new, 0, pos)])
     eta[ok] = e
     if type == "response":
-        return 1.0 / (1.0 + np.exp(-eta))
+        return linkinv(eta)
     return eta

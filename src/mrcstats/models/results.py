@@ -134,7 +134,8 @@ class GlmerResult:
             theta=pd.Series(th, index=tnames, name="theta"),
             varcorr=vc, ranef=dict(ranef), loglik=float(loglik), aic=aic, bic=bic, minus2loglik=m2,
             deviance=float(deviance), df_resid=int(nobs - npar), nobs=int(nobs), ngroups=dict(ngroups),
-            converged=bool(converged), singular=bool(singular), messages=tuple(messages),
+            converged=bool(converged), singular=bool(singular),
+            messages=tuple(dict.fromkeys([*messages, *separation_messages(names, beta, se)])),  # each once
             resid_quantiles=pd.Series(np.asarray(resid_quantiles, float), index=list(_QNAMES)),
             fit_seconds=float(fit_seconds), info=info, optinfo=dict(optinfo or {}),
             fit_options=dict(fit_options or {}), frame=frame)
@@ -255,6 +256,29 @@ class GlmerResult:
         return self.summary()
 
 
+#: a fixed effect is flagged as separated when |estimate| > SEPARATION_ESTIMATE and its SE exceeds
+#: SEPARATION_SE_RATIO * |estimate| (logit scale): the likelihood is flat in that direction
+SEPARATION_ESTIMATE = 10.0
+SEPARATION_SE_RATIO = 10.0
+
+
+def separation_messages(names: Sequence[str], beta: np.ndarray, se: np.ndarray) -> list[str]:
+    """Warnings for fixed effects that look (quasi-)separated: a huge estimate with a far larger SE.
+
+    Under separation the maximum likelihood estimate is infinite; the optimizer stops at
+    some large value (e.g. 17.49 with SE 4445) whose Wald z and p mean nothing. Criterion:
+    ``|b| > 10`` and ``SE > 10 |b|`` on the logit scale (cf. Heinze & Schemper 2002;
+    R's glm warns "fitted probabilities numerically 0 or 1 occurred").
+    """
+    out = []
+    for n, b, s in zip(names, np.asarray(beta, float), np.asarray(se, float)):
+        if np.isfinite(b) and abs(b) > SEPARATION_ESTIMATE and (not np.isfinite(s) or s > SEPARATION_SE_RATIO * abs(b)):
+            out.append(f"possible separation: {n} = {b:.4g} with SE {s:.4g}; the outcome is (almost) perfectly "
+                       f"predicted along this term, so its estimate, SE, z and p are not reliable (check the "
+                       f"cross-table of the outcome and this term; drop or merge the offending level)")
+    return out
+
+
 # ----------------------------------------------------------------------------- formatting
 
 
@@ -263,6 +287,8 @@ def _fmt_sig(v: float, digits: int) -> str:
         return "NA"
     if v == 0:
         return "0"
+    if abs(v) < 1e-4 or abs(v) >= 1e15:  # R's format(): scientific where fixed notation would be long
+        return f"{v:.{digits}g}"
     mag = math.floor(math.log10(abs(v)))
     dec = max(0, digits - 1 - mag)
     return f"{v:.{dec}f}"

@@ -8,7 +8,9 @@ errors with exponential backoff and jitter
 server's ``Retry-After``), at most ``max_attempts`` attempts; then the outcome
 is ``failed``. Other 4xx responses fail at once; 401/403/404 raise
 :class:`EndpointError` because every request would fail the same way.
-The API key only goes into the ``Authorization`` header.
+The API key only goes into the ``Authorization`` header; every error text (a server's body,
+an exception) is passed through :func:`mrcstats.query.redact.redact` first, so neither the key nor
+credentials inside ``--base-url`` reach the log or stderr.
 """
 from __future__ import annotations
 
@@ -44,17 +46,20 @@ def completions_url(base_url: str) -> str:
     """``http://host:8000/v1`` -> ``http://host:8000/v1/chat/completions`` (a full URL is kept)."""
     from urllib.parse import urlsplit
 
+    from mrcstats.query.redact import redact, url_secrets
+
     url = base_url.strip().rstrip("/")
     how = "give e.g. http://127.0.0.1:8000/v1 or https://api.openai.com/v1"
+    shown = redact(base_url, url_secrets(base_url))
     if not url.startswith(("http://", "https://")):
-        raise InputError(f"--base-url {base_url!r} must start with http:// or https://; {how}")
+        raise InputError(f"--base-url {shown!r} must start with http:// or https://; {how}")
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError as exc:
-        raise InputError(f"--base-url {base_url!r} is not a valid URL ({exc}); {how}") from None
+        raise InputError(f"--base-url {shown!r} is not a valid URL ({redact(exc)}); {how}") from None
     if not parts.hostname or any(c.isspace() for c in url):
-        raise InputError(f"--base-url {base_url!r} has no host or contains spaces; {how}")
+        raise InputError(f"--base-url {shown!r} has no host or contains spaces; {how}")
     return url if url.endswith("/chat/completions") else url + "/chat/completions"
 
 
@@ -68,7 +73,14 @@ class ChatClient:
 
         if max_attempts < 1:
             raise InputError(f"--max-attempts must be at least 1, got {max_attempts}")
+        from mrcstats.query.redact import redact, url_secrets
+
         self.url = completions_url(base_url)
+        #: the key and URL credentials: redacted from every error text this client produces
+        self.secrets = [s for s in (api_key, *url_secrets(base_url)) if s]
+        self._redact = lambda text: redact(text, self.secrets)
+        #: the URL as shown in messages (credentials redacted)
+        self.shown_url = self._redact(self.url)
         headers = {"Content-Type": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
@@ -104,23 +116,24 @@ class ChatClient:
             try:
                 r = self._client.post(self.url, json=payload)
             except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
-                raise EndpointError(f"cannot send to {self.url}: {exc}; check --base-url") from None
+                raise EndpointError(self._redact(f"cannot send to {self.shown_url}: {exc}; check --base-url")) \
+                    from None
             except httpx.TransportError as exc:  # connection refused/reset, timeouts
-                error = f"{type(exc).__name__}: {exc}"
+                error = self._redact(f"{type(exc).__name__}: {exc}")
             else:
                 if r.status_code == 200:
                     out = _parse(r, attempt)
                     if out is not None:
                         return out
-                    error = f"HTTP 200 with a body that is not a chat completion: {r.text[:200]!r}"
+                    error = self._redact(f"HTTP 200 with a body that is not a chat completion: {r.text[:200]!r}")
                 elif r.status_code in FATAL_STATUS:
-                    raise EndpointError(f"{self.url} answered HTTP {r.status_code} ({_brief(r)}); check "
-                                        f"--base-url, --model and --api-key-env")
+                    raise EndpointError(self._redact(f"{self.shown_url} answered HTTP {r.status_code} ({_brief(r)}); "
+                                                     f"check --base-url, --model and --api-key-env"))
                 elif r.status_code in RETRY_STATUS:
-                    error = f"HTTP {r.status_code}: {_brief(r)}"
+                    error = self._redact(f"HTTP {r.status_code}: {_brief(r)}")
                     retry_after = _retry_after(r)
                 else:
-                    return Outcome("failed", attempt, error=f"HTTP {r.status_code}: {_brief(r)}")
+                    return Outcome("failed", attempt, error=self._redact(f"HTTP {r.status_code}: {_brief(r)}"))
             if attempt < self.max_attempts and self.stop.wait(self._delay(attempt, retry_after)):
                 break
         return Outcome("failed", attempt, error=error)

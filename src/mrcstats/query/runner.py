@@ -55,6 +55,13 @@ class QueryConfig:
     timeout: float = 120.0
     progress: bool | None = None
 
+    def secrets(self) -> list[str]:
+        """What must never be written: the API key and any credentials inside ``base_url``."""
+        from mrcstats.query.redact import url_secrets
+
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        return [s for s in (key, *url_secrets(self.base_url)) if s]
+
     def validate(self) -> None:
         if self.trials < 1:
             raise InputError(f"--trials must be at least 1, got {self.trials}")
@@ -68,9 +75,11 @@ class QueryConfig:
             raise InputError(f"--top-p must be in [0, 1], got {self.top_p}")
         if not self.model:
             raise InputError("--model must not be empty")
+        from mrcstats._files import check_output_path
         from mrcstats.query.client import completions_url
 
         completions_url(self.base_url)
+        check_output_path(self.out, inputs=[self.taskfile])
 
 
 @dataclass(frozen=True)
@@ -138,6 +147,7 @@ def _payload(cfg: QueryConfig, task: TaskItem, trial: int) -> dict[str, Any]:
 
 def _row(cfg: QueryConfig, task: TaskItem, trial: int, payload: dict, outcome: Any, started: str,
          latency: float) -> dict[str, Any]:
+    from mrcstats.query.redact import redact
     from mrcstats.tasks.elagent.scoring import extract, score
 
     pred = extract(outcome.response, task.scorer, task.gold) if outcome.status == "ok" else None
@@ -146,7 +156,8 @@ def _row(cfg: QueryConfig, task: TaskItem, trial: int, payload: dict, outcome: A
         "model": cfg.model, "item": task.item, "trial": trial, "condition": task.condition,
         "cluster": task.cluster if task.cluster is not None else task.item,
         "correct": correct, "response": outcome.response, "gold": task.gold, "pred": pred,
-        "status": outcome.status, "attempts": outcome.attempts, "error": outcome.error,
+        "status": outcome.status, "attempts": outcome.attempts,
+        "error": None if outcome.error is None else redact(outcome.error, cfg.secrets()),
         "prompt": task.prompt,
         "temperature": payload.get("temperature"), "top_p": payload.get("top_p"), "seed": payload.get("seed"),
         "max_tokens": payload.get("max_tokens"),

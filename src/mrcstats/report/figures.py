@@ -381,3 +381,80 @@ def bar_plot(frame: pd.DataFrame, x: str, y: str, err: str | None = None, ylabel
         if title:
             ax.set_title(title)
     return fig
+
+
+def pairwise_matrix_plot(diff: pd.DataFrame, significant: pd.DataFrame | None = None, title: str | None = None,
+                         percent: bool = True, ax=None):
+    """Pairwise differences (row model minus column model) as a diverging grey map; ``*`` marks significant cells.
+
+    ``diff``: a square models × models frame (NaN on the diagonal); ``significant``: a boolean frame of the same
+    shape (e.g. adjusted p < α). Rows and columns keep the given order (e.g. the ranking).
+    """
+    m = diff.astype(float)
+    k = m.shape[0]
+    scale = 100.0 if percent else 1.0
+    if ax is None:
+        side = min(max(2.6, 0.32 * k + 1.2), 6.9)
+        fig, ax = new_figure(side, 0.9 if k > 3 else 0.8)
+    else:
+        fig = ax.figure
+    with figure_style():
+        vals = m.to_numpy() * scale
+        vmax = float(np.nanmax(np.abs(vals))) if np.isfinite(vals).any() else 1.0
+        vmax = vmax or 1.0
+        # vector quads and a stepped colour map (no raster images: the report embeds figures as vector PDF)
+        cmap = _mpl().colormaps["RdGy_r"].resampled(11)
+        im = ax.pcolormesh(np.arange(k + 1) - 0.5, np.arange(k + 1) - 0.5, np.ma.masked_invalid(vals), cmap=cmap,
+                           vmin=-vmax, vmax=vmax)
+        ax.set_xlim(-0.5, k - 0.5)
+        ax.set_ylim(k - 0.5, -0.5)
+        ax.set_aspect("equal")
+        fs = 7 if k <= 8 else (5.5 if k <= 14 else 4)
+        if k <= 24:
+            for (r, c), v in np.ndenumerate(vals):
+                if r == c or not np.isfinite(v):
+                    continue
+                star = "*" if significant is not None and bool(significant.iat[r, c]) else ""
+                txt = f"{round(v, 1) + 0.0:.1f}" if percent else f"{round(v, 2) + 0.0:.2f}"
+                ax.text(c, r, txt + star, ha="center", va="center",
+                        fontsize=fs, color="white" if abs(v) > 0.6 * vmax else "black")
+        elif significant is not None:
+            rr, cc = np.nonzero(significant.to_numpy(dtype=bool))
+            ax.scatter(cc, rr, marker="*", s=4, color="black", linewidths=0)
+        ax.set_xticks(range(k))
+        ax.set_xticklabels([str(c) for c in m.columns], rotation=45, ha="right", fontsize=fs + 0.5)
+        ax.set_yticks(range(k))
+        ax.set_yticklabels([str(i) for i in m.index], fontsize=fs + 0.5)
+        ax.spines[:].set_visible(False)
+        ax.tick_params(length=0)
+        cb = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
+        cb.set_label("row − column" + (" (points)" if percent else ""), fontsize=6.5)
+        cb.ax.tick_params(labelsize=6)
+        if title:
+            ax.set_title(title)
+    return fig
+
+
+def forest_plot(frame: pd.DataFrame, label: str = "model", est: str = "accuracy", lo: str = "ci_low",
+                hi: str = "ci_high", xlabel: str = "accuracy (%)", percent: bool = True, title: str | None = None):
+    """Estimates with their confidence intervals, one row per label, top to bottom in the frame's order."""
+    _require(frame, [label, est, lo, hi], "forest_plot")
+    scale = 100.0 if percent else 1.0
+    k = len(frame)
+    fig, ax = new_figure("column", min(max(0.25, 0.075 * k + 0.18), 2.4))
+    with figure_style():
+        ys = np.arange(k)[::-1]
+        e = frame[est].to_numpy(dtype=float) * scale
+        lo_ = frame[lo].to_numpy(dtype=float) * scale
+        hi_ = frame[hi].to_numpy(dtype=float) * scale
+        ax.hlines(ys, lo_, hi_, color="0.25", linewidth=0.9)
+        ax.plot(e, ys, "s", color="0.0", markersize=3)
+        ax.set_yticks(ys)
+        ax.set_yticklabels([str(v) for v in frame[label]], fontsize=7 if k <= 20 else 5)
+        ax.set_xlabel(xlabel)
+        ax.set_ylim(-0.7, k - 0.3)
+        ax.grid(axis="x", color="0.9", linewidth=0.5)
+        ax.set_axisbelow(True)
+        if title:
+            ax.set_title(title)
+    return fig

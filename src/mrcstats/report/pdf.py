@@ -224,7 +224,8 @@ def _table_flowable(table: Table, st: dict[str, Any]):
     lens = [max([len(h)] + [len(r[i]) for r in table.cells()] or [1]) for i, h in enumerate(table.header)]
     lens = [min(max(n, 4), 40) for n in lens]
     tot = float(sum(lens)) or 1.0
-    widths = [avail * n / tot for n in lens] if tot * 0.19 * cm > avail else [n * 0.19 * cm + 0.35 * cm for n in lens]
+    natural = [n * 0.19 * cm + 0.35 * cm for n in lens]
+    widths = [avail * n / tot for n in lens] if sum(natural) > avail else natural
     t = RLTable([head, *body], colWidths=widths, repeatRows=1, hAlign="LEFT")
     style = [("LINEABOVE", (0, 0), (-1, 0), 1.0, "black"), ("LINEBELOW", (0, 0), (-1, 0), 0.5, "black"),
              ("LINEBELOW", (0, -1), (-1, -1), 1.0, "black"), ("VALIGN", (0, 0), (-1, -1), "TOP"),

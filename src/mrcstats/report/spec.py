@@ -70,47 +70,12 @@ from pathlib import Path
 from typing import Any
 
 from mrcstats.errors import InputError
+from mrcstats.report.analyses.base import COMMON_KEYS, AnalysisSpec, NotReproduced
+from mrcstats.report.analyses.registry import ANALYSES
 
-#: analysis type -> {key: (expected python types, default)}
-_ANALYSES: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
-    "summary": {"by": ((list, str), ["model"]), "title": ((str,), "Accuracy"), "filter": ((dict,), {})},
-    "glmm": {
-        "name": ((str,), None), "formula": ((str,), None), "contrasts": ((dict,), {}), "levels": ((dict,), {}),
-        "nagq": ((int,), 1), "engine": ((str,), "native"), "lme4_defaults": ((bool,), False),
-        "drop1": ((bool,), False), "gvif": ((bool,), False), "sigma_table": ((dict, list), None),
-        "loess": ((bool, dict), False), "ranef": ((bool, dict), True), "truth": ((dict,), None),
-        "truth_sd": ((dict,), None), "layout": ((str,), "lme4"), "labels": ((dict,), {}),
-        "filter": ((dict,), {}),
-    },
-    "contingency": {
-        "rows": ((str,), None), "cols": ((str,), None), "unit": ((str,), "rows"),
-        "tests": ((list, str), ["fisher"]), "simulate": ((bool,), False), "B": ((int,), 2000),
-        "title": ((str,), None), "filter": ((dict,), {}),
-    },
-    "confusion": {"gold": ((str,), "gold"), "pred": ((str,), "pred"), "model": ((str,), None),
-                  "labels": ((list,), None), "tests": ((list, str), ["chisq"]), "simulate": ((bool,), False),
-                  "B": ((int,), 2000), "title": ((str,), None), "filter": ((dict,), {})},
-    "error_types": {"rows": ((str,), "error_type"), "cols": ((str,), "condition"), "title": ((str,), None),
-                    "filter": ((dict,), {}), "order": ((dict,), {}), "tests": ((list, str), ["chisq"]),
-                    "simulate": ((bool,), True), "B": ((int,), 2000)},
-    "probability": {"fixef": ((dict,), None), "feature": ((str,), None), "factor": ((str,), None),
-                    "levels": ((list,), None), "coding": ((str,), "sum"), "sigmas": ((list,), [-2, 0, 2, 4]),
-                    "raw": ((str,), None), "raw_mean": ((float, int), None), "raw_sd": ((float, int), None),
-                    "label": ((str,), None), "labels": ((dict,), {}), "title": ((str,), None)},
-    "wh_extremes": {"glmm": ((str,), None), "n": ((int,), 100), "column": ((str,), "wh_word"),
-                    "simulate": ((bool,), True), "B": ((int,), 2000)},
-    "discrimination": {"cutoffs": ((list,), [0, 5, 10, 15]), "epsilon": ((float, int), 1e-10),
-                       "cluster": ((str,), "cluster"), "model": ((str,), "model"), "bootstrap": ((int,), 0),
-                       "bins": ((int,), 30), "wh_column": ((str,), "wh_word"), "n": ((int,), 100),
-                       "filter": ((dict,), {})},
-    "masking": {"baseline": ((str,), None), "acc0": ((float, int), None), "models": ((list,), None),
-                "filter": ((dict,), {})},
-    "accuracy": {"rows": ((str, list), "condition"), "cols": ((str,), "model"), "title": ((str,), None),
-                 "percent": ((bool,), True), "filter": ((dict,), {}), "order": ((dict,), {})},
-}
-_REQUIRED = {"glmm": ("formula",), "contingency": ("rows", "cols"), "wh_extremes": ("glmm",),
-             "probability": ("fixef", "feature", "factor", "levels")}
-_TOP = {"title", "subtitle", "seed", "logs", "features", "analyses", "author", "notes"}
+__all__ = ["AnalysisSpec", "LogSpec", "ReportSpec", "load_spec"]
+
+_TOP = {"title", "subtitle", "seed", "logs", "features", "analyses", "author", "notes", "not_reproduced"}
 
 
 @dataclass(frozen=True)
@@ -118,16 +83,6 @@ class LogSpec:
     path: Path
     format: str | None = None
     model: str | None = None
-
-
-@dataclass(frozen=True)
-class AnalysisSpec:
-    type: str
-    options: Mapping[str, Any]
-    where: str  # "analyses[2]" for messages
-
-    def get(self, key: str) -> Any:
-        return self.options.get(key)
 
 
 @dataclass(frozen=True)
@@ -144,6 +99,7 @@ class ReportSpec:
     source: str = "<dict>"
     base_dir: Path = field(default_factory=Path.cwd)
     notes: tuple[str, ...] = ()
+    not_reproduced: tuple[NotReproduced, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"title": self.title, "subtitle": self.subtitle, "seed": self.seed,
@@ -252,7 +208,7 @@ def load_spec(spec: str | Path | Mapping[str, Any]) -> ReportSpec:
 
     an_raw = raw.get("analyses")
     if an_raw is None:
-        raise _err(source, "analyses", f"missing; give a list of analyses (types: {', '.join(_ANALYSES)})")
+        raise _err(source, "analyses", f"missing; give a list of analyses (types: {', '.join(ANALYSES)})")
     if not isinstance(an_raw, Sequence) or isinstance(an_raw, str):
         raise _err(source, "analyses", "expected a list of mappings, each with a `type`")
     analyses = []
@@ -268,21 +224,31 @@ def load_spec(spec: str | Path | Mapping[str, Any]) -> ReportSpec:
             (t, opts), = a.items()
             a = {"type": t, **(opts or {})}
         typ = a.pop("type", None)
-        if typ not in _ANALYSES:
-            raise _err(source, f"{where}.type", f"expected one of {', '.join(_ANALYSES)}, got {typ!r}")
-        schema = _ANALYSES[typ]
+        if typ not in ANALYSES:
+            raise _err(source, f"{where}.type", f"expected one of {', '.join(ANALYSES)}, got {typ!r}")
+        plugin = ANALYSES[typ]()
+        schema = {**COMMON_KEYS, **plugin.keys}
         bad = sorted(set(map(str, a)) - set(schema))
         if bad:
             raise _err(source, f"{where}.{bad[0]}", f"unknown key for a {typ} analysis; known keys: "
                        f"{', '.join(sorted(schema))}")
         opts = {}
-        for k, (types, default) in schema.items():
-            v = _check_type(source, f"{where}.{k}", a.get(k, default), types)
+        for k, key in schema.items():
+            default = key.default
+            v = _check_type(source, f"{where}.{k}", a.get(k, default), key.types)
+            if key.choices is not None and v is not None and v not in key.choices:
+                raise _err(source, f"{where}.{k}", f"expected {' or '.join(map(str, key.choices))}, got {v!r}")
             opts[k] = v
-        for k in _REQUIRED.get(typ, ()):
-            if not opts.get(k):
+        for k, key in schema.items():
+            if key.required and not opts.get(k):
                 raise _err(source, f"{where}.{k}", f"missing; a {typ} analysis needs it")
-        _extra_checks(source, where, typ, opts, base)
+
+        def err(key: str, msg: str, _where: str = where) -> InputError:
+            return _err(source, f"{_where}.{key}", msg)
+
+        plugin.check(opts, err, base)
+        if opts.get("published") is not None:
+            opts["published"] = _published(source, f"{where}.published", opts["published"])
         if typ == "glmm":
             opts["name"] = opts.get("name") or f"model {len([x for x in analyses if x.type == 'glmm']) + 1}"
             if opts["name"] in names:
@@ -293,60 +259,25 @@ def load_spec(spec: str | Path | Mapping[str, Any]) -> ReportSpec:
         if a.type == "wh_extremes" and a.get("glmm") not in names:
             raise _err(source, f"{a.where}.glmm", f"no glmm analysis named {a.get('glmm')!r} "
                        f"(named: {', '.join(sorted(names)) or 'none'})")
+    nr_raw = _check_type(source, "not_reproduced", raw.get("not_reproduced", []), (list,)) or []
+    not_rep = []
+    for i, item in enumerate(nr_raw):
+        if not isinstance(item, Mapping) or set(item) != {"what", "reason"}:
+            raise _err(source, f"not_reproduced[{i}]", "expected a mapping with `what` and `reason`")
+        not_rep.append(NotReproduced(str(item["what"]), str(item["reason"])))
     return ReportSpec(title=title, subtitle=subtitle, author=author, seed=int(seed), logs=tuple(logs),
                       analyses=tuple(analyses), features=fpath, source=source, base_dir=base,
-                      notes=tuple(notes))
+                      notes=tuple(notes), not_reproduced=tuple(not_rep))
 
 
-def _extra_checks(source: str, where: str, typ: str, opts: dict[str, Any], base: Path) -> None:
-    if typ == "glmm":
-        if opts["engine"] not in ("native", "lme4"):
-            raise _err(source, f"{where}.engine", f"expected native or lme4, got {opts['engine']!r}")
-        if not 0 <= opts["nagq"] <= 25:
-            raise _err(source, f"{where}.nagq", f"expected an integer from 0 to 25, got {opts['nagq']}")
-        if opts["layout"] not in ("lme4", "compact"):
-            raise _err(source, f"{where}.layout", f"expected lme4 or compact, got {opts['layout']!r}")
-        for k, v in opts["contrasts"].items():
-            if v not in ("sum", "treatment"):
-                raise _err(source, f"{where}.contrasts.{k}", f"expected sum or treatment, got {v!r}")
-        st = opts.get("sigma_table")
-        for j, s in enumerate([st] if isinstance(st, dict) else (st or [])):
-            key = f"{where}.sigma_table" + (f"[{j}]" if isinstance(st, list) else "")
-            if not isinstance(s, dict) or "feature" not in s or "factor" not in s:
-                raise _err(source, key, "expected a mapping with `feature` and `factor` (optional: raw, sigmas, label)")
-            bad = sorted(set(s) - {"feature", "factor", "raw", "sigmas", "label"})
-            if bad:
-                raise _err(source, f"{key}.{bad[0]}", "unknown key; known keys: feature, factor, raw, sigmas, label")
-    elif typ in ("contingency", "confusion", "error_types"):
-        if typ == "contingency" and opts["unit"] not in ("rows", "item"):
-            raise _err(source, f"{where}.unit", f"expected rows or item, got {opts['unit']!r}")
-        tests = [opts["tests"]] if isinstance(opts["tests"], str) else list(opts["tests"])
-        for t in tests:
-            if t not in ("fisher", "chisq"):
-                raise _err(source, f"{where}.tests", f"expected fisher and/or chisq, got {t!r}")
-        opts["tests"] = tests
-        if opts["B"] < 1:
-            raise _err(source, f"{where}.B", f"expected a positive number of replicates, got {opts['B']}")
-    elif typ == "probability":
-        if opts["coding"] not in ("sum", "treatment"):
-            raise _err(source, f"{where}.coding", f"expected sum or treatment, got {opts['coding']!r}")
+def _published(source: str, key: str, value: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """``published: {row: {column: number}}`` (or ``{row: number}`` for a one-column table), validated."""
+    out: dict[str, dict[str, float]] = {}
+    for row, cells in value.items():
+        if not isinstance(cells, Mapping):
+            cells = {"": cells}
         try:
-            opts["fixef"] = {str(k): float(v) for k, v in opts["fixef"].items()}
+            out[str(row)] = {str(c): float(v) for c, v in cells.items()}
         except (TypeError, ValueError):
-            raise _err(source, f"{where}.fixef", "expected a mapping of term names to numbers") from None
-    elif typ == "discrimination":
-        try:
-            opts["cutoffs"] = [float(c) for c in opts["cutoffs"]]
-        except (TypeError, ValueError):
-            raise _err(source, f"{where}.cutoffs", f"expected a list of numbers, got {opts['cutoffs']!r}") from None
-    elif typ == "masking":
-        if opts.get("baseline"):
-            bp = Path(opts["baseline"])
-            bp = bp if bp.is_absolute() else base / bp
-            if not bp.exists():
-                raise _err(source, f"{where}.baseline", f"{bp} does not exist")
-            opts["baseline"] = str(bp)
-        if opts.get("acc0") is not None and not 0 < float(opts["acc0"]) <= 1:
-            raise _err(source, f"{where}.acc0", f"a fraction in (0, 1] (0.8984 for 89.84 %), got {opts['acc0']}")
-    elif typ == "summary" and isinstance(opts["by"], str):
-        opts["by"] = [c.strip() for c in opts["by"].split(",") if c.strip()]
+            raise _err(source, f"{key}.{row}", "expected numbers (the paper's values)") from None
+    return out

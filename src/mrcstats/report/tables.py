@@ -920,3 +920,27 @@ def masking_indicator_table(frame: pd.DataFrame, caption: str = "", label: str =
     fmts.update({c: "{:.4f}" for c in ("NA", "KI") if c in df.columns})
     notes = ("MR-weighted averages ⟨X⟩ = Σ MR·X(MR) / Σ MR; NA, EA, KI for regular masking.",)
     return Table(df, caption=caption, label=label, formats=fmts, notes=notes)
+
+
+# --------------------------------------------------------------------------- estimated marginal means
+
+
+def emmeans_table(em: Any, caption: str = "", label: str = "emmeans") -> Table:
+    """An :class:`~mrcstats.models.emmeans.EmmeansResult` as emmeans prints it (``prob``/``emmean``, SE,
+    df, asymptotic limits), emmeans's messages as notes."""
+    df = em.to_frame()
+    stub = len(em.specs) + len(em.by)
+    fmts: dict[str, Formatter] = {c: "{:.4f}" for c in df.columns[stub:] if c != "df"}
+    return Table(df, caption=caption, label=label, formats=fmts, notes=tuple(em.notes), stub=stub)
+
+
+def pairs_table(pr: Any, caption: str = "", label: str = "pairs") -> Table:
+    """A :class:`~mrcstats.models.emmeans.PairsResult` as emmeans prints it (``estimate``/``odds.ratio``, SE,
+    df, z.ratio, p.value adjusted as noted)."""
+    df = pr.to_frame()
+    stub = 1 + len(pr.by)
+    fmts: dict[str, Formatter] = {c: "{:.4f}" for c in (pr.est_name, "SE")}
+    fmts.update({"z.ratio": "{:.3f}", "p.value": format_pvalue})
+    if "null" in df.columns:
+        fmts["null"] = "{:g}"
+    return Table(df, caption=caption, label=label, formats=fmts, notes=tuple(pr.notes), stub=stub)

@@ -49,6 +49,9 @@ class ExactTooLarge(InputError):
     """The exact network is too large for the configured limits; use the Monte Carlo p-value."""
 
 
+#: the largest table total the exact network takes (its log-factorial table alone is 8 bytes per count);
+#: R's FEXACT stops far earlier on such tables ("FEXACT error 40 ... out of workspace")
+MAX_EXACT_N = 10_000_000
 #: FEXACT's tolerance on the log-probability scale (fexact.c: ``tol = 3.45254e-7``)
 FEXACT_TOL = 3.45254e-7
 _MERGE = 1e-9
@@ -141,7 +144,8 @@ def rxc_exact_pvalue(table: np.ndarray, *, tol: float = FEXACT_TOL, max_nodes: i
     Raises :class:`ExactTooLarge` (an :class:`InputError`) when the network grows past
     ``max_nodes`` nodes, ``max_edges`` arcs or ``max_entries`` live paths (``5 *
     max_entries`` when they can be joined in chunks), R's "FEXACT error 7 ... consider
-    simulate.p.value"; memory stays below roughly 100 bytes per path or arc.
+    simulate.p.value", and at once when the table total exceeds :data:`MAX_EXACT_N` (R's
+    "FEXACT error 40"); memory stays below roughly 100 bytes per path or arc.
     """
     x = np.asarray(table, dtype=np.int64)
     if x.shape[0] > x.shape[1]:
@@ -151,6 +155,11 @@ def rxc_exact_pvalue(table: np.ndarray, *, tol: float = FEXACT_TOL, max_nodes: i
     rows = x.sum(axis=1)
     cols = np.sort(x.sum(axis=0))
     n = int(rows.sum())
+    if n > MAX_EXACT_N:
+        raise ExactTooLarge(
+            f"the exact Fisher test is limited to tables with at most {MAX_EXACT_N:,} counts in all and this "
+            f"one has {n:,} (R's fisher.test stops with 'FEXACT error 40' on such tables); use the Monte Carlo "
+            "p-value (simulate=True / --simulate, e.g. --B 100000), or chisq for counts this large")
     lf = _lfact(n)
     s_obs = float(lf[x].sum())
     thresh = s_obs - tol           # tables with sum log x! >= thresh count

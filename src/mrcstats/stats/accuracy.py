@@ -103,7 +103,8 @@ class AccuracySummary:
         rows = []
         for _, r in t.iterrows():
             rows.append([*(_fmt(r[b]) for b in self.by), str(int(r["n"])), f"{r['accuracy']:.4f}",
-                         f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]", f"{r['se_cluster']:.4f}",
+                         f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]",
+                         "NA" if pd.isna(r["se_cluster"]) else f"{r['se_cluster']:.4f}",
                          "NA" if pd.isna(r["accuracy_valid"]) else f"{r['accuracy_valid']:.4f}",
                          str(int(r["invalid"]))])
         widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
@@ -141,6 +142,8 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
     from mrcstats.io.dataset import LogDataset
     from mrcstats.io.schema import is_canonical, validate_log
 
+    if not (isinstance(by, str) or (isinstance(by, Sequence) and all(isinstance(b, str) for b in by))):
+        raise InputError(f"summarize: by must be a column name or a list of them, got {by!r}")
     by_cols = [by] if isinstance(by, str) else list(by)
     if not 0 < level < 1:
         raise InputError(f"level must be between 0 and 1, got {level}")
@@ -148,6 +151,9 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
         from mrcstats.stats._sql import summary_moments
 
         return finish_summary(summary_moments(log, by_cols, cluster), by_cols, level)
+    if not isinstance(log, pd.DataFrame):
+        raise InputError(f"summarize: expected a canonical log (a pandas DataFrame from mrcstats.read_log, or a "
+                         f"dataset from mrcstats.open_log), got {type(log).__name__}")
     if not is_canonical(log):
         log = validate_log(log)
     for c in [*by_cols, cluster]:
@@ -208,6 +214,8 @@ def finish_summary(moments: pd.DataFrame, by: Sequence[str], level: float = 0.95
     lo, hi = wilson_interval(k, n, level)
     table["ci_low"], table["ci_high"] = lo, hi
     table["se_cluster"] = se
+    # one observation has no spread to estimate: NA, not 0 (R: sd(1) is NA)
+    table.loc[table["n"] < 2, "se_cluster"] = np.nan
     table = table[[*by_cols, "n", "correct", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high",
                    "se_cluster", "clusters"]]
     return AccuracySummary(by=tuple(by_cols), table=table, level=level)

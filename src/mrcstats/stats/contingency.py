@@ -37,6 +37,7 @@ __all__ = [
     "chisq",
     "fisher",
     "mcnemar",
+    "mcnemar_exact_p",
     "r2dtable",
     "read_count_table",
 ]
@@ -97,6 +98,9 @@ def as_count_table(table: Any, *, drop_empty: bool = True, where: str = "table")
                 raise InputError(
                     f"{where}: row {rl[i]!r}, column {cl[j]!r} holds {v!r}; "
                     "every cell must be a non-negative whole number (a count)")
+            if f > 2**53:
+                raise InputError(f"{where}: row {rl[i]!r}, column {cl[j]!r} holds {v!r}, more than the largest "
+                                 f"exact count 2^53; check the table")
             counts[i, j] = int(f)
     dropped_r: tuple[str, ...] = ()
     dropped_c: tuple[str, ...] = ()
@@ -333,6 +337,10 @@ def r2dtable(B: int, row_sums: Sequence[int], col_sums: Sequence[int],
     cols = np.asarray(col_sums, dtype=np.int64)
     if rows.sum() != cols.sum():
         raise InputError("r2dtable: the row sums and column sums have different totals")
+    if int(rows.sum()) >= 10**9:  # numpy's hypergeometric sampler takes fewer than 1e9 items
+        raise InputError(f"the Monte Carlo p-value draws tables of fewer than 1,000,000,000 counts and this one "
+                         f"has {int(rows.sum()):,}; for counts this large use the chi-square test (chisq), "
+                         f"which is accurate here")
     r, c = len(rows), len(cols)
     out = np.zeros((B, r, c), dtype=np.int64)
     rem = np.tile(cols, (B, 1))
@@ -590,13 +598,31 @@ def _as_bool_array(s: Any, name: str) -> tuple[np.ndarray, int]:
     return vals, miss
 
 
+def mcnemar_exact_p(a_only: Any, b_only: Any) -> Any:
+    """Exact McNemar p-value: two-sided exact binomial test of ``a_only`` among ``a_only + b_only`` discordant pairs.
+
+    R's ``binom.test(a_only, a_only + b_only, 0.5)$p.value``: with ``p = 1/2`` the binomial is
+    symmetric, so ``p = min(1, 2 P(X <= min(a_only, b_only)))``, ``X ~ Bin(a_only + b_only, 1/2)``;
+    1 when there are no discordant pairs. Vectorised over arrays of counts.
+    """
+    from scipy.stats import binom
+
+    a = np.asarray(a_only, dtype=float)
+    b = np.asarray(b_only, dtype=float)
+    n = a + b
+    with np.errstate(invalid="ignore"):
+        p = np.where(n > 0, np.minimum(1.0, 2.0 * binom.cdf(np.minimum(a, b), np.maximum(n, 1), 0.5)), 1.0)
+    return float(p) if p.ndim == 0 else p
+
+
 def mcnemar(log: Any, models: Sequence[str] | None = None, *, b: Any = None,
             model: str = "model", item: str = "item", correct: str = "correct",
             keys: Sequence[str] | None = None) -> McNemarResult:
     """Is model A better than model B on the same items? McNemar's test on the paired outcomes.
 
     Call either ``mcnemar(log, models=("A", "B"))`` with a canonical log (rows are
-    paired on ``item``, ``trial`` and ``condition`` when present), or
+    paired on ``item``, ``trial``, ``condition`` and ``masking_rate`` when present: the key of the
+    canonical log without the model; ``keys=`` names other columns), or
     ``mcnemar(a_series, b=b_series)`` with two aligned boolean series.
     Invalid answers (<NA>) count as not correct and are counted in ``n_invalid``;
     rows of one model without a partner are counted in ``n_unpaired``.
@@ -605,7 +631,7 @@ def mcnemar(log: Any, models: Sequence[str] | None = None, *, b: Any = None,
     ``X2 = (|a_only - b_only| - 1)^2 / (a_only + b_only)`` on 1 df (R ``mcnemar.test``,
     continuity correction applied only when ``a_only != b_only``).
     """
-    from scipy.stats import binomtest, chi2
+    from scipy.stats import chi2
 
     n_unpaired = 0
     if b is not None:
@@ -629,14 +655,20 @@ def mcnemar(log: Any, models: Sequence[str] | None = None, *, b: Any = None,
         for nm in (name_a, name_b):
             if nm not in present:
                 raise InputError(f"mcnemar: model {nm!r} is not in the log (models: {sorted(present)[:20]})")
-        key = list(keys) if keys else [c for c in (item, "trial", "condition") if c in log.columns]
+        # the log's key without the model (mrcstats.io.schema.KEY_COLUMNS): a row of A pairs with the row of B
+        # for the same item, trial, condition and masking rate
+        key = list(keys) if keys else [c for c in (item, "trial", "condition", "masking_rate") if c in log.columns]
+        for c in key:
+            if c not in log.columns:
+                raise InputError(f"mcnemar: cannot pair on {c!r}: the log has no such column")
         sub_a = log[log[model].astype(str) == name_a]
         sub_b = log[log[model].astype(str) == name_b]
         for nm, sub in ((name_a, sub_a), (name_b, sub_b)):
             dup = sub.duplicated(key)
             if dup.any():
                 raise InputError(f"mcnemar: model {nm!r} has {int(dup.sum())} repeated rows for the same "
-                                 f"{'/'.join(key)}; pass keys= to say what pairs the rows")
+                                 f"{'/'.join(key)}; say which columns pair the rows with keys= (CLI: --pair-on "
+                                 f"COL,COL), or read the log with --on-duplicate first|last")
         merged = sub_a[key + [correct]].merge(sub_b[key + [correct]], on=key, how="outer",
                                               suffixes=("_a", "_b"), indicator=True)
         both_mask = merged["_merge"] == "both"
@@ -654,7 +686,7 @@ def mcnemar(log: Any, models: Sequence[str] | None = None, *, b: Any = None,
     b_only = int(np.sum(~xa & xb))
     neither = int(np.sum(~xa & ~xb))
     disc = a_only + b_only
-    p_exact = float(binomtest(a_only, disc, 0.5).pvalue) if disc > 0 else 1.0
+    p_exact = float(mcnemar_exact_p(a_only, b_only))
     if disc > 0:
         d = abs(a_only - b_only)
         stat = float(((d - 1) ** 2 if d != 0 else 0.0) / disc)
@@ -666,32 +698,11 @@ def mcnemar(log: Any, models: Sequence[str] | None = None, *, b: Any = None,
 
 
 def read_count_table(path: Any) -> pd.DataFrame:
-    """Read a table of counts from CSV: the first row holds column labels, the first column row labels.
+    """Read a table of counts from CSV (first row column labels, first column row labels).
 
-    Every other cell must be a non-negative whole number; otherwise :class:`InputError`
-    names the file, the row and the column.
+    The reader lives in :mod:`mrcstats.io.tables` (every file is read in ``io``); this is its
+    historical name here.
     """
-    from pathlib import Path
+    from mrcstats.io.tables import read_count_table as _read
 
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"{p}: no such file (expected a CSV table of counts)")
-    try:
-        df = pd.read_csv(p, dtype=str, keep_default_na=False, index_col=0)
-    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-        raise InputError(f"{p}: cannot read as CSV ({exc})") from None
-    if df.shape[0] < 1 or df.shape[1] < 1:
-        raise InputError(f"{p}: the table needs a header row of column labels, then one row per "
-                         "category starting with its label")
-    for i, r in enumerate(df.index):
-        for j, c in enumerate(df.columns):
-            v = str(df.iat[i, j]).strip()
-            try:
-                f = float(v)
-                ok = math.isfinite(f) and f >= 0 and f == math.floor(f)
-            except ValueError:
-                ok = False
-            if not ok:
-                raise InputError(f"{p}: line {i + 2}, row {str(r)!r}, column {str(c)!r} holds {v!r}; "
-                                 "every cell must be a non-negative whole number (a count)")
-    return df.apply(lambda s: s.astype(float).astype(np.int64))
+    return _read(path)

@@ -106,9 +106,29 @@ class DiscriminationResult:
             lines.append(f"  {k} cluster(s) without P_d: {why}")
         return "\n".join(lines)
 
-    def cutoffs(self, cutoffs: Sequence[float] = DEFAULT_CUTOFFS, bootstrap: int = 2000,
+    def default_cutoffs(self) -> list[float]:
+        """0 and the quartiles of P_d (R ``quantile(type = 7)``), to 3 significant digits.
+
+        The seed's cutoffs 0, 5, 10, 15 fit its P_d scale; on data whose P_d peaks at 0.16
+        they select nothing, so the default follows the data: each cutoff keeps about
+        100 %, 75 %, 50 % and 25 % of the clusters. ``[0]`` when no cluster has a P_d.
+        """
+        s = self.pd.dropna()
+        if s.empty:
+            return [0.0]
+        qs = np.quantile(s.to_numpy(dtype=float), [0.25, 0.5, 0.75])
+        out = [0.0]
+        for q in qs:
+            v = float(f"{q:.3g}")
+            if v > out[-1]:
+                out.append(v)
+        return out
+
+    def cutoffs(self, cutoffs: Sequence[float] | None = DEFAULT_CUTOFFS, bootstrap: int = 2000,
                 seed: int | None = None, level: float = 0.95) -> CutoffTable:
-        """Seed Table 5 for the given cutoffs (see :class:`CutoffTable`)."""
+        """Seed Table 5 for the given cutoffs (see :class:`CutoffTable`); ``None``: :meth:`default_cutoffs`."""
+        if cutoffs is None:
+            cutoffs = self.default_cutoffs()
         return _cutoff_table(self, cutoffs, bootstrap, seed, level)
 
 

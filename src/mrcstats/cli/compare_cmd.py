@@ -1,0 +1,113 @@
+"""CLI subcommands ``compare`` and ``power`` (argument parsing only; logic in :mod:`mrcstats.stats.compare`).
+
+* ``mrcstats compare LOG [--models a,b,...] [--cluster COL] [--adjust holm|BH|bonferroni|none]
+  [--bootstrap B] [--seed S] [--alpha A] [--condition C] [--json]``
+  -> ``{"models": [...], "pairs": [...], "adjust", "cluster", "skipped", ...}``;
+* ``mrcstats power --sd-diff SD (--n-items N | --effect D) [--design-effect X] [--alpha A] [--power P]``, or
+  ``mrcstats power LOG [--models ...] [--cluster COL] [--n-items N | --effect D]`` (each pair's observed
+  paired SD and design effect) -> ``{"alpha", "power", "z_alpha", "z_beta", "results": [...]}``.
+"""
+from __future__ import annotations
+
+import argparse
+
+from mrcstats.cli._common import add_json_flag, info, output, parse_list
+
+
+def _add_log_args(p: argparse.ArgumentParser, nargs: str) -> None:
+    p.add_argument("log", nargs=nargs, metavar="LOG", help="canonical log (e.g. from mrcstats ingest) or any "
+                                                           "read_log input (harness/HELM output folders too)")
+    p.add_argument("--models", metavar="A,B,...", help="models to compare (all pairs among them; default: all)")
+    p.add_argument("--cluster", metavar="COL", help="column grouping items (passage, subject) for cluster-robust "
+                                                    "SEs and the cluster bootstrap (default: items independent)")
+    p.add_argument("--condition", metavar="C", help="keep only this condition (logs with several conditions)")
+    p.add_argument("--format", dest="fmt", metavar="FMT", help="input format (default: detected)")
+    p.add_argument("--model", dest="model_name", metavar="NAME", help="model name for sources that do not name one")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``compare`` and ``power`` to the mrcstats parser."""
+    p = sub.add_parser("compare", help="rank models and compare every pair: paired, clustered, adjusted p-values",
+                       description="Per model: accuracy, CLT and cluster-robust SEs, CI, rank. Per pair (paired on "
+                                   "item): difference, paired SE, CI, z, p, p adjusted across pairs, exact "
+                                   "McNemar p, correlation, variance saved by pairing, optional cluster-bootstrap "
+                                   "CI (Miller 2024, 'Adding Error Bars to Evals').")
+    _add_log_args(p, "+")
+    p.add_argument("--adjust", default="holm", choices=("holm", "BH", "bonferroni", "none"),
+                   help="p-value adjustment across pairs, as R's p.adjust (holm)")
+    p.add_argument("--bootstrap", type=int, default=0, metavar="B",
+                   help="cluster-bootstrap resamples for the CI of each difference (0 = none)")
+    p.add_argument("--seed", type=int, default=None, metavar="S", help="bootstrap seed")
+    p.add_argument("--alpha", type=float, default=0.05, metavar="A", help="1 - confidence level (0.05)")
+    add_json_flag(p)
+    p.set_defaults(func=_compare)
+
+    p = sub.add_parser("power", help="minimum detectable difference or items needed for a paired comparison",
+                       description="Normal approximation for a paired two-sided test (Miller 2024 Eq. 9-10): "
+                                   "MDE = (z_a + z_b) sd_diff sqrt(deff / n); n = (z_a + z_b)^2 sd_diff^2 deff / "
+                                   "effect^2. From --sd-diff, or from a log (each pair's observed SD and design "
+                                   "effect).")
+    _add_log_args(p, "*")
+    p.add_argument("--sd-diff", type=float, metavar="SD", help="SD of the per-item score differences")
+    p.add_argument("--n-items", type=int, metavar="N", help="items in the comparison (gives the MDE)")
+    p.add_argument("--effect", type=float, metavar="D", help="difference to detect (gives the items needed)")
+    p.add_argument("--design-effect", type=float, default=1.0, metavar="X",
+                   help="variance inflation from clustering with --sd-diff (1)")
+    p.add_argument("--alpha", type=float, default=0.05, metavar="A", help="two-sided level (0.05)")
+    p.add_argument("--power", type=float, default=0.8, metavar="P", help="power (0.8)")
+    add_json_flag(p)
+    p.set_defaults(func=_power)
+
+
+def _load(args: argparse.Namespace, cmd: str):
+    from mrcstats.errors import InputError
+    from mrcstats.io import read_log
+
+    log = read_log(args.log, format=args.fmt, model=args.model_name)
+    for why, n in (log.attrs.get("skipped") or {}).items():
+        if n:
+            info(f"mrcstats {cmd}: {n} row(s) skipped while reading: {why}")
+    if args.condition is not None:
+        keep = log["condition"].astype(str) == args.condition
+        if not keep.any():
+            shown = ", ".join(sorted(repr(c) for c in log["condition"].astype(str).unique())[:20])
+            raise InputError(f"--condition {args.condition!r} matches no row; conditions: {shown}")
+        attrs = dict(log.attrs)
+        log = log[keep.to_numpy()].reset_index(drop=True)
+        log.attrs = attrs
+    return log
+
+
+def _run_compare(args: argparse.Namespace, cmd: str, bootstrap: int = 0, seed=None, adjust: str = "holm",
+                 alpha: float = 0.05):
+    from mrcstats.stats.compare import compare
+
+    models = parse_list(args.models, "--models") if args.models else None
+    return compare(_load(args, cmd), models=models, cluster=args.cluster, alpha=alpha, adjust=adjust,
+                   bootstrap=bootstrap, seed=seed)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    res = _run_compare(args, "compare", bootstrap=args.bootstrap, seed=args.seed, adjust=args.adjust,
+                       alpha=args.alpha)
+    return output(args, res.to_dict(), res.summary())
+
+
+def _power(args: argparse.Namespace) -> int:
+    from mrcstats.errors import InputError
+    from mrcstats.stats.power import power
+
+    if (args.n_items is None) == (args.effect is None) and not (args.log and args.effect is None):
+        raise InputError("give exactly one of --n-items (for the minimum detectable difference) or --effect "
+                         "(for the items needed)")
+    if args.log:
+        if args.sd_diff is not None:
+            raise InputError("give either a LOG (each pair's observed SD) or --sd-diff, not both")
+        src = _run_compare(args, "power")
+    elif args.sd_diff is None:
+        raise InputError("give --sd-diff SD (the SD of per-item differences) or a LOG to take it from")
+    else:
+        src = args.sd_diff
+    res = power(src, n_items=args.n_items, effect=args.effect, alpha=args.alpha, power=args.power,
+                design_effect=args.design_effect)
+    return output(args, res.to_dict(), res.summary())

@@ -1,0 +1,211 @@
+"""Loading raw input files once: gzip, BOMs, encodings, Git LFS pointers, JSON with its pitfalls.
+
+:func:`load_source` reads a file once: it decompresses gzip (by magic bytes, not
+name), strips a UTF-8 BOM, converts UTF-16 text (with a BOM) to UTF-8, refuses a
+Git LFS pointer (the data was never fetched) and checks that text is valid UTF-8,
+reporting the byte offset and line of the first bad byte. :class:`Source` parses
+JSON lazily and refuses a repeated key in one object (``{"correct": 1, "correct": 0}``
+would otherwise keep the last value without a word); the non-standard constants
+``NaN``/``Infinity`` are kept as floats and where they occur is recorded
+(:attr:`Source.nonfinite`), so the schema can refuse them in key columns.
+
+This module is the bottom of :mod:`mrcstats.io`: it imports no reader, so the
+format detection (:mod:`mrcstats.io.detect`) and every reader import it without a cycle.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mrcstats.errors import InputError
+
+#: every format name accepted by ``--format``
+FORMATS: tuple[str, ...] = ("csv", "tsv", "json", "jsonl", "parquet", "mskqa", "elagent", "harness", "inspect")
+#: file name endings a folder listing picks up
+EXTENSIONS: tuple[str, ...] = (".csv", ".tsv", ".txt", ".json", ".jsonl", ".ndjson", ".parquet", ".pq", ".eval")
+ZIP_MAGIC = b"PK\x03\x04"
+#: the first line of a Git LFS pointer file (https://github.com/git-lfs/git-lfs/blob/main/docs/spec.md)
+LFS_MAGIC = b"version https://git-lfs.github.com/spec/"
+_UNSET = object()
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
+    return d
+
+
+@dataclass
+class Source:
+    """One input file, read once: decompressed bytes (UTF-8 for text) and a lazily parsed JSON value."""
+
+    path: Path
+    data: bytes
+    binary: bool = False
+    _json: Any = field(default=_UNSET, repr=False)
+    #: True once a parse met ``NaN``/``Infinity``/``-Infinity`` (not JSON, but Python writes them)
+    nonfinite: bool = field(default=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return str(self.path)
+
+    @property
+    def stem(self) -> str:
+        """File name without ``.gz`` and the format extension."""
+        n = self.path.name
+        if n.lower().endswith(".gz"):
+            n = n[:-3]
+        return n.rsplit(".", 1)[0] if "." in n else n
+
+    def text(self) -> str:
+        return self.data.decode("utf-8")
+
+    def _constant(self, name: str) -> float:
+        self.nonfinite = True
+        return float(name.replace("Infinity", "inf"))
+
+    def loads(self, data: bytes | str, where: str) -> Any:
+        """Parse one JSON document; a repeated key raises :class:`InputError` naming ``where``."""
+        try:
+            return json.loads(data, object_pairs_hook=_pairs_hook, parse_constant=self._constant)
+        except _DuplicateKey as exc:
+            raise InputError(f"{self.name}: {where}: key {exc.key!r} appears twice in one JSON object; only one "
+                             f"value can be kept, so fix the file (remove or rename one of them)") from None
+
+    def json(self) -> Any:
+        """The whole file parsed as one JSON document (errors name the line and column)."""
+        if self._json is _UNSET:
+            try:
+                self._json = self.loads(self.data, "JSON document")
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{self.name}: not valid JSON at line {exc.lineno}, column {exc.colno}: "
+                                 f"{exc.msg}") from None
+        return self._json
+
+    def json_lines(self) -> list[Any]:
+        """The file parsed as JSON lines (blank lines ignored; errors name the line)."""
+        out = []
+        for i, line in enumerate(self.data.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                out.append(self.loads(line, f"line {i}"))
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{self.name}: line {i} is not valid JSON ({exc.msg} at column {exc.colno}); "
+                                 f"expected one JSON object per line") from None
+        return out
+
+
+def check_path_arg(path: Any, what: str = "path") -> Path:
+    """``path`` as a :class:`Path`; anything but ``str``/``os.PathLike`` raises :class:`InputError`."""
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"{what} must be a file or folder name (str or pathlib.Path), got {type(path).__name__}"
+                         + (" (None)" if path is None else f" {path!r}"[:80]))
+    p = Path(path)
+    if not str(p).strip() or str(path) == "":
+        raise InputError(f"{what} is empty; give a file or folder name")
+    return p
+
+
+def load_source(path: str | Path) -> Source:
+    """Read ``path`` (gzip transparently) and return a checked :class:`Source`.
+
+    Raises :class:`InputError` for a missing or empty file, a Git LFS pointer, and for
+    text that is not UTF-8 (naming the byte offset and line of the first undecodable byte).
+    """
+    p = check_path_arg(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{p}: is a folder; pass the folder itself to read every file in it") from None
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputError(f"{p}: corrupt gzip data ({exc})") from None
+    if raw[:4] in (b"PAR1", ZIP_MAGIC):
+        return Source(p, raw, binary=True)
+    if raw[:3] == b"\xef\xbb\xbf":
+        raw = raw[3:]
+    elif raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            raw = raw.decode("utf-16").encode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{p}: bad UTF-16 text at byte {exc.start}; re-save the file as UTF-8") from None
+    if raw.startswith(LFS_MAGIC):
+        raise InputError(f"{p}: is a Git LFS pointer, not the data (the file was cloned without its LFS "
+                         f"content); run `git lfs pull` in its repository, then read it again")
+    if not raw.strip():
+        raise InputError(f"{p}: file is empty")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        bad = raw[exc.start:exc.end]
+        raise InputError(f"{p}: not UTF-8 text: undecodable byte(s) {bad!r} at byte offset {exc.start} "
+                         f"(line {line}); re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+    return Source(p, raw)
+
+
+def expand_paths(paths: Any) -> list[Path]:
+    """Expand files and folders (recursively, known extensions, sorted) into a list of files."""
+    if isinstance(paths, (str, os.PathLike, bytes)):
+        paths = [paths]
+    elif paths is None or isinstance(paths, dict) or not isinstance(paths, (list, tuple)):
+        try:
+            if paths is None or isinstance(paths, dict):
+                raise TypeError
+            paths = list(paths)
+        except TypeError:
+            raise InputError(f"paths must be a file or folder name or a list of them, got "
+                             f"{type(paths).__name__}") from None
+    out: list[Path] = []
+    for item in paths:
+        p = check_path_arg(item)
+        try:
+            is_dir, exists = p.is_dir(), p.exists()
+        except OSError as exc:  # e.g. a name too long
+            raise InputError(f"{p}: cannot open ({exc.strerror or exc})") from None
+        if is_dir:
+            found = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")
+                           and _known_ext(f.name))
+            if not found:
+                raise InputError(f"{p}: folder has no data files (looked for "
+                                 f"{', '.join(EXTENSIONS)}, optionally .gz)")
+            out.extend(found)
+        elif exists:
+            out.append(p)
+        else:
+            raise InputError(f"{p}: no such file or folder")
+    if not out:
+        raise InputError("no input files given")
+    return out
+
+
+def _known_ext(name: str) -> bool:
+    n = name.lower()
+    n = n.removesuffix(".gz")
+    return n.endswith(EXTENSIONS)

@@ -1,0 +1,70 @@
+"""Helpers shared by the table-test plug-ins (contingency, confusion, error types, wh-word tables)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mrcstats.report.analyses.base import Output
+
+TEST_TEXT = {
+    "fisher": ("Fisher's exact test as R's fisher.test: for 2×2 tables the exact p, the conditional maximum-likelihood "
+               "odds ratio and its 95% interval; for r×c tables the exact p (network algorithm) or, where stated, a "
+               "Monte Carlo p from B Patefield random tables, (1 + #{sim ≥ obs}) / (B + 1), seeded."),
+    "chisq": ("Pearson's chi-square test of independence as R's chisq.test (Yates' continuity correction for 2×2 "
+              "tables only); a note flags expected counts below 5."),
+}
+
+
+def fisher_kw(seed: int, simulate: bool, B: int) -> dict[str, Any]:
+    return {"simulate": simulate, "B": B, "seed": seed}
+
+
+def table_test(fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+    """Run a stats table builder; if the exact r×c Fisher network outgrows memory, use its Monte Carlo p."""
+    try:
+        return fn(*args, **kw)
+    except MemoryError:
+        kw["simulate"] = True
+        return fn(*args, **kw)
+
+
+def test_name(res: Any) -> str:
+    """The test's name as printed ("Fisher's exact test (Monte Carlo p, B = 2000, seed 4)")."""
+    t = getattr(res, "test", res)
+    if type(t).__name__.startswith("Fisher"):
+        mc = getattr(t, "method", "") == "monte-carlo"
+        return "Fisher's exact test" + (f" (Monte Carlo p, B = {t.B}, seed {t.seed})" if mc else " (exact)")
+    return "Pearson's chi-square test" + (" with Yates' correction" if getattr(t, "correct", False) else "")
+
+
+def test_method(out: Output, name: str) -> str:
+    """Register the shared method paragraph of the test and return the analysis' one-line mention."""
+    key = "fisher" if name.startswith("Fisher") else "chisq"
+    out.test_methods[key] = TEST_TEXT[key]
+    return f"Test: {name}."
+
+
+def p_of(res: Any) -> Any:
+    d = res.to_dict() if hasattr(res, "to_dict") else dict(res)
+    return d.get("p")
+
+
+def wh_table(out: Output, seed: int, data: Any, groups: Any, col: str, simulate: bool, B: int, label: str,
+             caption: str, key: str) -> str:
+    """The wh-word × group table with Fisher's test (seed 003 Table 3), added to ``out``; returns the test name."""
+    from mrcstats.report.analyses.base import TestRecord
+    from mrcstats.report.tables import contingency_table
+    from mrcstats.stats.tables import wh_word_table
+
+    feats = data.drop_duplicates("item")[["item", col]]
+    tt = table_test(wh_word_table, data, feats, groups, wh_col=col, test="fisher", **fisher_kw(seed, simulate, B))
+    counts = tt.table.copy()
+    counts.index.name = ""
+    name = test_name(tt)
+    out.table(contingency_table(counts, [(name, tt.test)], ratio_rows=True, label=label, caption=caption))
+    for why, k in dict(tt.skipped).items():
+        out.leave_out(why, k)
+        out.note(f"Left out {k} item(s): {why}.")
+    out.headline.setdefault("tests", {})[key] = {name: tt.test.p}
+    out.tests.append(TestRecord("report", key, name, float(tt.test.p)))
+    return name

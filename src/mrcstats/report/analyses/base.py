@@ -1,0 +1,231 @@
+"""The analysis plug-in interface: a spec in, an :class:`Output` (what to lay out and what to report) out.
+
+An analysis type is one class in one module of this package, listed in
+:mod:`mrcstats.report.analyses.registry`. It declares
+
+* ``type`` — the name used in the spec (``- type: glmm``);
+* ``title`` — the section title used when the analysis is skipped;
+* ``keys`` — its spec keys, ``{name: Key(types, default, required=..., choices=...)}``; every analysis also
+  takes the :data:`COMMON_KEYS` (``title``, ``filter``, ``published``, ``tolerance``);
+* ``check(opts, err, base)`` — optional extra validation/normalisation of its options (``err(key, msg)``
+  builds the :class:`~mrcstats.errors.InputError` naming the spec file and key);
+* ``run(ctx, spec) -> Output`` — the computation, calling ``stats``/``models`` by plain imports, and the
+  layout: tables (:class:`~mrcstats.report.tables.Table`), matplotlib figures (built with
+  :mod:`mrcstats.report.figures`), paragraphs and notes, in order.
+
+The :class:`Output` also carries what the report collects across analyses: Methods lines, rows left out
+and why, the p-values of the hypothesis tests run (adjusted together for multiplicity), "paper | ours"
+fidelity checks, analyses that could not be reproduced, and headline numbers for scripts.
+An analysis raises :class:`Skip` when a building block is missing (the report notes it and goes on)
+and :class:`~mrcstats.errors.InputError` for bad input (the report stops, naming the analysis).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from mrcstats.errors import InputError
+from mrcstats.report.tables import Table
+
+
+class Skip(Exception):
+    """A building block is missing: the analysis is skipped, with this message as the note."""
+
+
+@dataclass(frozen=True)
+class Key:
+    """One spec key of an analysis: accepted Python types, default, and whether it must be given."""
+
+    types: tuple[type, ...]
+    default: Any = None
+    required: bool = False
+    choices: tuple[Any, ...] | None = None
+    help: str = ""
+
+
+#: keys every analysis takes
+COMMON_KEYS: dict[str, Key] = {
+    "title": Key((str,), None, help="section title"),
+    "filter": Key((dict,), {}, help="{column: value or [values]}: rows kept for this analysis"),
+    "published": Key((dict,), None, help="the paper's values of the main table: {row: {column: value}}"),
+    "tolerance": Key((float, int), None, help="largest |ours - paper| counted as reproduced (table units)"),
+}
+
+
+@dataclass(frozen=True)
+class AnalysisSpec:
+    """One validated entry of the spec's ``analyses`` list."""
+
+    type: str
+    options: Mapping[str, Any]
+    where: str  # "analyses[2]": for error messages only, never printed in the PDF
+
+    def get(self, key: str) -> Any:
+        return self.options.get(key)
+
+    @property
+    def index(self) -> int:
+        """Position in the spec (keeps file names of repeated analysis types distinct)."""
+        return int(self.where.split("[")[-1].rstrip("]"))
+
+
+@dataclass(frozen=True)
+class TestRecord:
+    """One hypothesis test of a report (adjusted with the others of its family for multiplicity)."""
+
+    family: str        # tests sharing a family are adjusted together ("report" by default)
+    label: str         # what was tested, in words
+    test: str          # test name ("Fisher's exact test (exact)")
+    p: float
+    statistic: str = ""  # e.g. "χ²(2) = 5.31", already formatted
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """One published number set beside ours."""
+
+    table: str
+    cell: str
+    paper: float
+    ours: float
+    tolerance: float
+
+    @property
+    def delta(self) -> float:
+        return self.ours - self.paper
+
+    @property
+    def ok(self) -> bool:
+        return abs(self.delta) <= self.tolerance + 1e-12
+
+
+@dataclass(frozen=True)
+class NotReproduced:
+    """A published result the data cannot support, with the reason."""
+
+    what: str
+    reason: str
+
+
+@dataclass
+class Output:
+    """What one analysis hands to the report: layout blocks in order, plus what the report collects.
+
+    Build it with the helper methods (``out.table(t)``, ``out.figure(fig, name, caption)``,
+    ``out.text(...)``, ``out.note(...)``, ``out.code(...)``, ``out.heading(...)``) and fill the lists.
+    """
+
+    title: str
+    blocks: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = field(default_factory=list)
+    methods: list[str] = field(default_factory=list)
+    methods_title: str | None = None
+    left_out: dict[str, int] = field(default_factory=dict)      # rows left out by this analysis, by reason
+    tests: list[TestRecord] = field(default_factory=list)
+    fidelity: list[Fidelity] = field(default_factory=list)
+    not_reproduced: list[NotReproduced] = field(default_factory=list)
+    test_methods: dict[str, str] = field(default_factory=dict)  # shared method paragraphs, by key
+    software: list[str] = field(default_factory=list)           # extra software used ("R 4.2.2, lme4 1.1-31")
+    headline: dict[str, Any] = field(default_factory=dict)
+    sections: list[Output] = field(default_factory=list)        # further sections (e.g. random effects)
+
+    # ---- layout blocks
+    def table(self, t: Table) -> None:
+        self.blocks.append(("table", (t,), {}))
+
+    def figure(self, fig: Any, name: str, caption: str, width_in: float | None = None) -> None:
+        self.blocks.append(("figure", (fig, name, caption), {"width_in": width_in}))
+
+    def text(self, s: str) -> None:
+        self.blocks.append(("para", (s,), {}))
+
+    def note(self, s: str) -> None:
+        self.blocks.append(("note", (s,), {}))
+
+    def code(self, s: str) -> None:
+        self.blocks.append(("code", (s,), {}))
+
+    def heading(self, s: str) -> None:
+        self.blocks.append(("h2", (s,), {}))
+
+    def leave_out(self, reason: str, n: int) -> None:
+        """Count ``n`` rows left out of this analysis for ``reason`` (reported in its notes and Methods)."""
+        if n:
+            self.left_out[reason] = self.left_out.get(reason, 0) + int(n)
+
+
+class Context:
+    """What an analysis can read: the data (log joined with features), the seed, earlier results."""
+
+    def __init__(self, data: pd.DataFrame, log: pd.DataFrame, seed: int, tables_dir: Path | None = None) -> None:
+        self.data = data
+        self.log = log
+        self.seed = seed
+        #: results other analyses refer to by name (``glmm`` stores ``(result, data, spec)``)
+        self.glmms: dict[str, tuple[Any, pd.DataFrame, AnalysisSpec]] = {}
+        #: extra table files written beside the PDF but not shown (e.g. a compact layout)
+        self.extra_tables: list[Table] = []
+
+    def rows(self, a: AnalysisSpec) -> pd.DataFrame:
+        """The data rows an analysis uses: ``filter`` applied."""
+        return apply_filter(self.data, a.get("filter"))
+
+
+class Analysis:
+    """Base class of an analysis plug-in (see the module docstring)."""
+
+    type: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    keys: ClassVar[dict[str, Key]] = {}
+
+    def check(self, opts: dict[str, Any], err: Callable[[str, str], InputError], base: Path) -> None:
+        """Validate/normalise ``opts`` in place beyond types and required keys (default: nothing)."""
+
+    def run(self, ctx: Context, a: AnalysisSpec) -> Output:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+# ----------------------------------------------------------------------------- helpers for plug-ins
+
+
+def apply_filter(data: pd.DataFrame, filt: Mapping[str, Any] | None) -> pd.DataFrame:
+    """Rows whose column ``k`` holds one of the values ``filt[k]`` (numbers compared as numbers)."""
+    d = data
+    for k, v in (filt or {}).items():
+        if k not in d.columns:
+            raise InputError(f"filter: no column {k!r} in the log (columns: {', '.join(map(str, d.columns))})")
+        vals = v if isinstance(v, list) else [v]
+        col = d[k]
+        if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+            try:
+                keep = col.astype("Float64").isin([float(x) for x in vals]).fillna(False)
+            except (TypeError, ValueError):
+                raise InputError(f"filter.{k}: column {k!r} is numeric; give numbers, got {vals!r}") from None
+        else:
+            keep = col.astype(str).isin([str(x) for x in vals])
+        d = d[keep.to_numpy(dtype=bool)]
+    if len(d) == 0:
+        raise InputError(f"filter {dict(filt or {})} keeps no rows")
+    return d
+
+
+def filter_note(filt: Mapping[str, Any] | None) -> str:
+    """``"; rows with condition = strict, masking_rate = 50"`` (empty without a filter)."""
+    def val(v: Any) -> str:
+        return ", ".join(map(str, v)) if isinstance(v, list) else str(v)
+
+    return ("; rows with " + ", ".join(f"{k} = {val(v)}" for k, v in filt.items())) if filt else ""
+
+
+def slug(s: str) -> str:
+    """A file-name-safe form of ``s``."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", s).strip("_") or "x"
+
+
+def names(values: Sequence[Any]) -> str:
+    return ", ".join(map(str, values))

@@ -1,0 +1,145 @@
+"""``compare``: rank models and compare every pair (paired, clustered, multiplicity-adjusted; Miller 2024).
+
+Spec keys: ``models`` (default all), ``cluster`` (column for cluster-robust SEs; default none), ``adjust``
+(holm | BH | bonferroni | none), ``bootstrap`` (cluster-bootstrap resamples, 0 = none), ``alpha``.
+Lays out the ranking table, the pairwise matrix of differences with significance marks after adjustment,
+a forest plot of the accuracies with their CIs, and the pairs table (written beside the PDF when long).
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output, filter_note
+from mrcstats.report.tables import Table
+
+
+def _pct(v: Any) -> str:
+    import math
+
+    return "NA" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{round(float(v), 1) + 0.0:.1f}"
+
+
+def _p(v: Any) -> str:
+    from mrcstats.report.format import format_p
+
+    return format_p(v)
+
+
+class Compare(Analysis):
+    type = "compare"
+    title = "Model comparison"
+    keys: ClassVar[dict[str, Key]] = {
+        "models": Key((list,), None, help="models to compare (all pairs among them; default all)"),
+        "cluster": Key((str,), None, help="column grouping items, for cluster-robust SEs"),
+        "adjust": Key((str,), "holm", choices=("holm", "BH", "bonferroni", "none"),
+                      help="p-value adjustment across pairs (R's p.adjust)"),
+        "bootstrap": Key((int,), 0, help="cluster-bootstrap resamples for the CI of each difference"),
+        "alpha": Key((float,), 0.05, help="1 - confidence level; significance level of the marks"),
+    }
+
+    def check(self, opts: dict[str, Any], err: Any, base: Any) -> None:
+        if opts["bootstrap"] < 0:
+            raise err("bootstrap", f"expected 0 or a positive number of resamples, got {opts['bootstrap']}")
+        if not 0 < opts["alpha"] < 1:
+            raise err("alpha", f"expected a number between 0 and 1, got {opts['alpha']}")
+        if opts["models"] is not None:
+            opts["models"] = [str(m) for m in opts["models"]]
+
+    def run(self, ctx: Context, a: AnalysisSpec) -> Output:
+        from mrcstats.report.figures import forest_plot, pairwise_matrix_plot
+        from mrcstats.stats.compare import compare
+
+        res = compare(ctx.rows(a), models=a.get("models"), cluster=a.get("cluster"), alpha=a.get("alpha"),
+                      adjust=a.get("adjust"), bootstrap=a.get("bootstrap"), seed=ctx.seed)
+        alpha = res.alpha
+        lvl = f"{100 * (1 - alpha):g}%"
+        title = a.get("title") or self.title
+        out = Output(title)
+        rk = res.ranking()
+        se_col = "se_cluster" if res.cluster else "se"
+        tab = rk[["rank", "model", "n_items", "accuracy", se_col, "ci_low", "ci_high"]].copy()
+        tab.columns = ["Rank", "Model", "Items", "Accuracy (%)", "SE (%)", f"{lvl} CI low", f"{lvl} CI high"]
+        tab[tab.columns[3:]] = tab[tab.columns[3:]] * 100.0
+        se_words = (f"cluster-robust SE clustered on {res.cluster} (small-sample factor G/(G−1))" if res.cluster
+                    else "CLT standard error (items independent)")
+        out.table(Table(tab, caption=f"{title}: models ranked by accuracy (percent) with the {se_words} and "
+                                     f"{lvl} normal confidence interval.",
+                        label=f"a{a.index}_compare_ranking", stub=2,
+                        formats={c: _pct for c in tab.columns[3:]}))
+        # (table values are percent: the CSV beside the PDF holds the same numbers unrounded)
+        order = list(rk["model"])
+        diff = res.matrix("diff").loc[order, order]
+        padj = res.matrix("p_adjusted").loc[order, order]
+        sig = padj.lt(alpha).fillna(False)
+        adj_name = {"holm": "Holm", "BH": "Benjamini–Hochberg", "bonferroni": "Bonferroni",
+                    "none": "no"}[res.adjust]
+        out.figure(pairwise_matrix_plot(diff, sig), f"a{a.index}_compare_matrix",
+                   f"Pairwise accuracy differences (row − column, percentage points), paired on items; * = "
+                   f"{adj_name}-adjusted p < {alpha:g} over all {len(res.pairs)} pairs.")
+        out.figure(forest_plot(rk), f"a{a.index}_compare_forest",
+                   f"Accuracy with {lvl} confidence intervals ({se_words}), in rank order.")
+        pairs = res.pairs.copy()
+        se_used = pairs["se_cluster"] if res.cluster else pairs["se"]
+        ptab = pairs[["model_a", "model_b", "n_items", "diff"]].copy()
+        ptab["se"] = se_used
+        ptab["ci_low"], ptab["ci_high"] = pairs["ci_low"], pairs["ci_high"]
+        ptab["p"], ptab["p_adj"], ptab["p_mcnemar"] = pairs["p"], pairs["p_adjusted"], pairs["p_mcnemar"]
+        ptab["corr"], ptab["var_ratio"] = pairs["corr"], pairs["variance_ratio"]
+        head = ["Model A", "Model B", "Items", "Diff (pts)", "SE (pts)", "CI low", "CI high", "p",
+                f"p ({adj_name})", "p McNemar", "r", "Var. ratio"]
+        if res.bootstrap:
+            ptab["boot_lo"], ptab["boot_hi"] = pairs["boot_ci_low"], pairs["boot_ci_high"]
+            head += ["Boot. low", "Boot. high"]
+        ptab.columns = head
+        for c in ("Diff (pts)", "SE (pts)", "CI low", "CI high", "Boot. low", "Boot. high"):
+            if c in ptab.columns:
+                ptab[c] = ptab[c] * 100.0
+        fm = {c: _pct for c in ("Diff (pts)", "SE (pts)", "CI low", "CI high", "Boot. low", "Boot. high")}
+        fm.update({c: _p for c in ("p", f"p ({adj_name})", "p McNemar")})
+        fm.update({"r": "{:.2f}", "Var. ratio": "{:.2f}"})
+        fm = {k: v for k, v in fm.items() if k in ptab.columns}
+        full = Table(ptab, caption=f"{title}: every pair (A − B, percentage points), paired on items.",
+                     label=f"a{a.index}_compare_pairs", formats=fm, stub=2)
+        ctx.extra_tables.append(full)
+        lvl_ci = f"{lvl} CI"
+        same_n = ptab["Items"].nunique() == 1
+        compact = ptab[["Model A", "Model B", "Diff (pts)"] if same_n else ["Model A", "Model B", "Items",
+                                                                          "Diff (pts)"]].copy()
+        compact[lvl_ci] = [f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in zip(ptab["CI low"], ptab["CI high"])]
+        compact[f"p ({adj_name})"] = ptab[f"p ({adj_name})"]
+        compact["p McNemar"] = ptab["p McNemar"]
+        compact["Corr."] = ptab["r"]
+        compact["Var. ratio"] = ptab["Var. ratio"]
+        if res.bootstrap:
+            compact["Bootstrap CI"] = [f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in zip(ptab["Boot. low"],
+                                                                                    ptab["Boot. high"])]
+        cfm = {k: v for k, v in fm.items() if k in compact.columns}
+        cfm["Corr."] = "{:.2f}"
+        if len(compact) <= 45:
+            out.table(Table(compact, caption=f"{title}: every pair (A − B, percentage points), paired on "
+                                             + (f"{int(ptab['Items'].iloc[0])} items each" if same_n else "items")
+                                             + f"; CI from the {'clustered' if res.cluster else 'paired'} SE; Corr. = "
+                                             f"correlation of the per-item scores; Var. ratio = paired / unpaired "
+                                             f"variance. All columns (SEs, z, unadjusted p): table file "
+                                             f"{full.label}.csv.",
+                            label=f"a{a.index}_compare_pairs_pdf", formats=cfm, stub=2))
+        else:
+            out.note(f"The {len(ptab)} pairs are in the table file {full.label}.csv beside this report.")
+        for why, n in res.skipped.items():
+            if n:
+                out.note(f"Left out: {n} {why}.")
+        for n in res.notes:
+            if not n.startswith("clustered SEs"):
+                out.note(n[0].upper() + n[1:] + ".")
+        out.headline["compare"] = {"ranking": list(rk["model"]),
+                                   "significant_pairs": int(pairs["p_adjusted"].lt(alpha).sum())}
+        out.methods.append(
+            f"Model comparison{filter_note(a.get('filter'))} following Miller (2024, 'Adding Error Bars to Evals'): "
+            f"per-item scores (mean over trials; invalid = not correct); accuracy SE by the CLT (Eq. 2)"
+            + (f", clustered on {res.cluster} (Eq. 4 with G/(G−1))" if res.cluster else "")
+            + f"; pairs compared on the items both models answered through the per-item differences (Eq. 8), "
+              f"z-test with {adj_name} adjustment across pairs (R's p.adjust); exact McNemar p = "
+              f"binom.test on the discordant items (single-trial data)"
+            + (f"; percentile cluster bootstrap of each difference, B = {res.bootstrap}, seed {ctx.seed}"
+               if res.bootstrap else "") + ".")
+        return out

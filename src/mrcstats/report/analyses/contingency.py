@@ -1,0 +1,71 @@
+"""``contingency``: a cross-table of two log columns with Fisher's and/or Pearson's test."""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from mrcstats.report.analyses import _tests as T
+from mrcstats.report.analyses.base import (
+    Analysis,
+    AnalysisSpec,
+    Context,
+    Key,
+    Output,
+    TestRecord,
+    filter_note,
+)
+from mrcstats.report.tables import contingency_table
+from mrcstats.stats.tables import crosstab
+
+#: keys of the analyses that run table tests
+TEST_KEYS = {"tests": Key((list, str), ["fisher"], help="fisher and/or chisq"),
+             "simulate": Key((bool,), False, help="Monte Carlo p for Fisher's r×c test"),
+             "B": Key((int,), 2000, help="Monte Carlo replicates")}
+
+
+def check_tests(opts: dict[str, Any], err: Any) -> None:
+    tests = [opts["tests"]] if isinstance(opts["tests"], str) else list(opts["tests"])
+    for t in tests:
+        if t not in ("fisher", "chisq"):
+            raise err("tests", f"expected fisher and/or chisq, got {t!r}")
+    opts["tests"] = tests
+    if opts["B"] < 1:
+        raise err("B", f"expected a positive number of replicates, got {opts['B']}")
+
+
+class Contingency(Analysis):
+    type = "contingency"
+    title = "Fisher and chi-square tests"
+    keys: ClassVar[dict[str, Key]] = {"rows": Key((str,), None, required=True), "cols": Key((str,), None, required=True),
+            "unit": Key((str,), "rows", choices=("rows", "item"), help="item: one row per item"), **TEST_KEYS}
+
+    def check(self, opts: dict[str, Any], err: Any, base: Any) -> None:
+        check_tests(opts, err)
+
+    def run(self, ctx: Context, a: AnalysisSpec) -> Output:
+        d = ctx.rows(a)
+        if a.get("unit") == "item":
+            d = d.drop_duplicates("item")
+        rows, cols = a.get("rows"), a.get("cols")
+        results = [T.table_test(crosstab, d, rows, cols, test=t, **T.fisher_kw(ctx.seed, a.get("simulate"),
+                                                                                   a.get("B")))
+                   for t in a.get("tests")]
+        tests = [(T.test_name(r), r.test) for r in results]
+        counts = results[0].table
+        title = a.get("title") or f"{rows} × {cols}"
+        kind = "Fisher" if "fisher" in a.get("tests") else "Chi-square"
+        out = Output(f"{kind}: {title}")
+        out.methods_title = f"Contingency table: {title}"
+        out.table(contingency_table(counts, tests, caption=f"Counts of {rows} by {cols} "
+                                    f"({'one row per item' if a.get('unit') == 'item' else 'all log rows'}).",
+                                    label=f"a{a.index}_contingency_{rows}_{cols}"))
+        for why, k in dict(results[0].skipped).items():
+            out.leave_out(why, k)
+            out.note(f"Left out {k} row(s): {why}.")
+        for r in results:
+            if getattr(r.test, "warning", None):
+                out.note(f"{T.test_name(r)}: {r.test.warning}.")
+        out.headline.setdefault("tests", {})[title] = {n: T.p_of(r) for n, r in tests}
+        out.tests.append(TestRecord("report", title, tests[0][0], float(T.p_of(tests[0][1]))))
+        out.methods += [f"Counts of {rows} by {cols}{filter_note(a.get('filter'))}."] + \
+            [T.test_method(out, n) for n, _ in tests]
+        return out

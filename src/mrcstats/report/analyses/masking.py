@@ -1,0 +1,79 @@
+"""``masking``: accuracy against masking rate per condition and the NA/EA/KI indicators (seed 000)."""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any, ClassVar
+
+from mrcstats.errors import InputError
+from mrcstats.io import read_log
+from mrcstats.report import figures as F
+from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output
+from mrcstats.report.tables import masking_indicator_table
+from mrcstats.stats.masking import masking_indicators
+
+
+class Masking(Analysis):
+    type = "masking"
+    title = "Masking"
+    keys: ClassVar[dict[str, Key]] = {"baseline": Key((str,), None, help="a baseline log (UQA in seed 000) for EA and KI"),
+            "acc0": Key((float, int), None, help="mask-free accuracy (fraction) to normalise by"),
+            "models": Key((list,), None)}
+
+    def check(self, opts: dict[str, Any], err: Any, base: Path) -> None:
+        if opts.get("baseline"):
+            bp = Path(opts["baseline"])
+            bp = bp if bp.is_absolute() else base / bp
+            if not bp.exists():
+                raise err("baseline", f"{bp} does not exist")
+            opts["baseline"] = str(bp)
+        if opts.get("acc0") is not None and not 0 < float(opts["acc0"]) <= 1:
+            raise err("acc0", f"a fraction in (0, 1] (0.8984 for 89.84 %), got {opts['acc0']}")
+
+    def run(self, ctx: Context, a: AnalysisSpec) -> Output:
+        log = ctx.rows(a)
+        if "masking_rate" not in log.columns or log["masking_rate"].isna().all():
+            raise InputError("the log has no masking rates (column masking_rate); a masking analysis needs them")
+        if a.get("models"):
+            log = log[log["model"].astype(str).isin(a.get("models"))]
+        base = read_log(a.get("baseline")) if a.get("baseline") else None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = masking_indicators(log, baseline=base, acc0=a.get("acc0"))
+        acc = res.accuracy.to_frame()
+        out = Output("Masking: accuracy against masking rate")
+        models = sorted(acc["model"].unique())
+        for start in range(0, len(models), 3):
+            chunk = models[start:start + 3]
+            fig, axes = F.new_figure("page", 0.36, 1, len(chunk), sharey=True, squeeze=False)
+            for ax, m in zip(axes[0], chunk):
+                F.masking_curves(acc[acc["model"] == m], ax=ax, title=str(m))
+            ntr = int(acc[acc["model"].isin(chunk)]["n_trials"].max())
+            out.figure(fig, f"masking_curves_{start // 3 + 1}",
+                       f"Accuracy of {', '.join(chunk)} against the masking rate per masking condition: mean over "
+                       f"{ntr} trial(s); band = {res.accuracy.level:.0%} t interval over trials (seed 000 Figs. 2-6).")
+        av = res.averages[res.averages["kind"] == "weighted"]
+        out.table(masking_indicator_table(av, caption="MR-weighted average accuracy per masking condition and "
+                                          "the NA, EA and KI indicators of regular masking (seed 000 Table 3)"
+                                          + ("" if res.has_baseline else "; EA and KI need a baseline log "
+                                             "(UQA in the seed) and are empty here") + ".",
+                                          label="masking_indicators"))
+        tab = res.to_frame()
+        cond = "regular" if "regular" in set(tab["condition"]) else tab["condition"].iloc[0]
+        ind = tab[tab["condition"] == cond]
+        cols = [c for c in ("na", "ea", "ki") if c in ind.columns and ind[c].notna().any()]
+        if cols:
+            out.figure(F.indicator_plot(ind, group="model", indicators=cols), "masking_indicators",
+                       f"{', '.join(c.upper() for c in cols)} against the masking rate ({cond} masking; seed 000 "
+                       "Fig. 7).")
+        for n in res.notes:
+            out.note(n)
+        out.headline["masking"] = {f"{r.model}/{r.condition}": {"acc": r.acc, "na": r.na, "ea": r.ea, "ki": r.ki}
+                                   for r in av.itertuples(index=False)}
+        out.methods += [
+            ("Acc(MR) = mean over trials of the per-trial accuracy over all items (invalid = not correct); SD over "
+             "trials; t interval."),
+            "NA_r = Acc_r / Acc_0; EA_r = Acc_0·√(NA_r·NA^U_r); KI_r = (NA^U_r − NA_r)/(1 − NA_r) (undefined where "
+            "NA_r ≥ 1); MR-weighted averages ⟨X⟩ = Σ MR·X / Σ MR (seed 000 §2.3, App. D)"
+            + (f"; Acc_0 = {a.get('acc0')}" if a.get("acc0") is not None else "; Acc_0 = accuracy at MR = 0") + "."]
+        return out

@@ -1,0 +1,51 @@
+"""``probability``: P(correct) per factor level at kσ of a feature from given (published) fixed effects."""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output
+from mrcstats.report.tables import format_number, probability_table
+
+
+class Probability(Analysis):
+    type = "probability"
+    title = "Probabilities"
+    keys: ClassVar[dict[str, Key]] = {"fixef": Key((dict,), None, required=True), "feature": Key((str,), None, required=True),
+            "factor": Key((str,), None, required=True), "levels": Key((list,), None, required=True),
+            "coding": Key((str,), "sum", choices=("sum", "treatment")), "sigmas": Key((list,), [-2, 0, 2, 4]),
+            "raw": Key((str,), None), "raw_mean": Key((float, int), None), "raw_sd": Key((float, int), None),
+            "label": Key((str,), None), "labels": Key((dict,), {})}
+
+    def check(self, opts: dict[str, Any], err: Any, base: Any) -> None:
+        try:
+            opts["fixef"] = {str(k): float(v) for k, v in opts["fixef"].items()}
+        except (TypeError, ValueError):
+            raise err("fixef", "expected a mapping of term names to numbers") from None
+
+    def run(self, ctx: Context, a: AnalysisSpec) -> Output:
+        from mrcstats.errors import InputError
+
+        rm, rsd = a.get("raw_mean"), a.get("raw_sd")
+        raw = a.get("raw")
+        if raw:
+            if raw not in ctx.data.columns:
+                raise InputError(f"raw: no column {raw!r} in the data")
+            vals = ctx.data.drop_duplicates("item")[raw].astype(float)
+            rm, rsd = float(vals.mean()), float(vals.std(ddof=1))
+        label = a.get("label") or a.get("feature")
+        title = a.get("title") or f"Predicted probabilities at {label} from given fixed effects"
+        t = probability_table(a.get("fixef"), a.get("feature"), a.get("factor"), [str(v) for v in a.get("levels")],
+                              coding=a.get("coding"), sigmas=a.get("sigmas"), raw_mean=rm, raw_sd=rsd,
+                              feature_label=label, labels=a.get("labels"),
+                              caption=f"{title}: P(correct) per {a.get('factor')} at "
+                                      f"{', '.join(format_number(float(x), 0) for x in a.get('sigmas'))} SD of {label}"
+                                      + (f" (raw {raw} in brackets)" if raw else "") + ".",
+                              label=f"a{a.index}_probability")
+        out = Output(title)
+        out.table(t)
+        out.headline.setdefault("probability", {})[title] = t.to_frame().to_dict(orient="records")
+        out.methods.append(
+            f"P(correct) = logistic(β0 + Σ_j C[m, j] β_j + k·(β_x + Σ_j C[m, j] β_x:j)) from the given fixed effects "
+            f"with contr.{a.get('coding')} contrasts for {a.get('factor')} (levels "
+            f"{', '.join(map(str, a.get('levels')))}); Grand Mean = logistic of the mean log-odds over levels.")
+        return out

@@ -1,0 +1,689 @@
+"""Compare models on a benchmark: paired, clustered, multiplicity-adjusted (Miller 2024).
+
+Two steps with a public seam between them:
+
+1. :func:`per_item_scores` turns a canonical log into one row per ``(model, item)``:
+   ``model, item, cluster, score, n_trials`` — ``score`` is the mean over the item's
+   trials of the 0/1 correctness, invalid answers counting as not correct (as in
+   ``mrcstats summary``). Any other producer of that frame (e.g. a DuckDB query over a
+   Parquet dataset) can feed step 2 directly.
+2. :func:`compare_scores` computes every statistic from those per-item scores;
+   :func:`compare` is step 1 then step 2.
+
+Notation (Miller 2024, "Adding Error Bars to Evals", arXiv:2411.00640): ``s_i`` is
+the score of item ``i`` (the mean of its ``K_i`` trials), ``n`` the number of items,
+``s̄`` their mean, ``G`` the number of clusters, ``z = Φ⁻¹(1 - α/2)``.
+
+**Per model** (all items the model answered)::
+
+    accuracy   = s̄ = (1/n) Σ_i s_i
+    se         = sqrt( (1/(n-1)) Σ_i (s_i - s̄)² / n )              CLT SE (Miller §2.1, Eq. 2)
+    se_cluster = sqrt( G/(G-1) · Σ_c ( Σ_{i∈c} (s_i - s̄) )² ) / n  clustered SE (Miller §2.2, Eq. 4)
+
+``se_cluster`` is Miller's Eq. 4 (the CR0 sandwich of an intercept-only regression,
+:func:`mrcstats.stats.accuracy.cluster_se`) times the small-sample factor ``G/(G-1)``
+on the variance: R's ``sqrt(sandwich::vcovCL(lm(s ~ 1), cluster = ~cluster,
+type = "HC0", cadjust = TRUE))``. With one item per cluster it equals ``se``
+exactly. CI: ``s̄ ± z · se_used`` with ``se_used = se_cluster`` when ``cluster`` is
+given, else ``se``. ``rank`` 1 is the highest accuracy (ties share the lower rank).
+
+**Per pair** (model a vs model b, paired on ``item``; items only one of them answered
+are left out and counted in ``skipped``), with ``d_i = s_{a,i} - s_{b,i}`` on the
+``n`` common items (Miller §4.2, Eq. 8, paired differences)::
+
+    diff           = d̄ = accuracy of a - accuracy of b (on the common items)
+    se             = sqrt( Var(d) / n ),  Var(d) = Var(s_a) + Var(s_b) - 2 Cov(s_a, s_b)
+    se_cluster     = as above with d_i in place of s_i
+    z = diff / se_used,  p = 2 (1 - Φ(|z|)),  CI = diff ± z_{1-α/2} · se_used
+    corr           = Pearson correlation of s_a and s_b on the common items
+    variance_ratio = se_used² / (se_used(a)² + se_used(b)²)       paired / unpaired (Miller Eq. 7)
+
+``variance_ratio`` below 1 is the variance pairing saves over an unpaired comparison
+of the same items (the unpaired SEs use the same estimator, clustered or not, on the
+common items). ``p_mcnemar`` (single-trial items only) is the exact McNemar test:
+the two-sided exact binomial test of ``b`` = #(a right, b wrong) among the ``b + c``
+discordant items, R's ``binom.test(b, b + c)$p.value``
+(:func:`mrcstats.stats.contingency.mcnemar_exact_p`). ``p_adjusted`` is ``p``
+adjusted across all reported pairs by :func:`p_adjust` (R's ``p.adjust``).
+
+**Bootstrap** (``bootstrap = B > 0``): the percentile interval of ``diff`` over ``B``
+resamples of clusters (of items without ``cluster``) with replacement; a resample is a
+vector of multinomial cluster counts ``w`` and ``diff* = Σ_c w_c D_c / Σ_c w_c n_c``
+(``D_c``, ``n_c``: sum of ``d_i`` and number of items in cluster ``c``), computed for
+all resamples at once as a matrix product.
+
+**Repeated samples** (some item has ``K_i > 1``; Miller §3.1, Eq. 5-6): with
+binary trials the within-item variance of item ``i`` is ``σ̂_i² = K_i/(K_i-1) ·
+s_i (1 - s_i)`` (the sample variance of its trials) and
+``Var(s̄) = (Var(x) + E[σ²/K]) / n``. Reported per model: ``within_var`` =
+mean ``σ̂_i²`` over items with ``K_i ≥ 2``, ``between_var`` = ``Var(s_i) -
+mean(σ̂_i²/K_i)`` (``Var(x)``, floored at 0), ``se_single = sqrt((between_var +
+within_var)/n)`` (the SE one trial per item would give) and ``se_reduction = 1 -
+se/se_single`` (what the K samples bought). A note says when ``K_i`` differs across
+items.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mrcstats.errors import InputError
+
+__all__ = [
+    "ADJUST_METHODS",
+    "ITEM_SCORE_COLUMNS",
+    "MODEL_FIELDS",
+    "PAIR_FIELDS",
+    "CompareResult",
+    "compare",
+    "compare_scores",
+    "p_adjust",
+    "per_item_scores",
+]
+
+#: the columns of :func:`per_item_scores` (the seam between the log and the statistics)
+ITEM_SCORE_COLUMNS: tuple[str, ...] = ("model", "item", "cluster", "score", "n_trials")
+#: ``--adjust`` choices; ``BH`` = Benjamini-Hochberg (R's ``"BH"``/``"fdr"``)
+ADJUST_METHODS: tuple[str, ...] = ("holm", "BH", "bonferroni", "none")
+#: the per-model fields of ``compare(...).to_dict()["models"]``
+MODEL_FIELDS: tuple[str, ...] = ("model", "n_items", "accuracy", "se", "se_cluster", "ci_low", "ci_high", "rank")
+#: the per-pair fields of ``compare(...).to_dict()["pairs"]``
+PAIR_FIELDS: tuple[str, ...] = ("model_a", "model_b", "n_items", "diff", "se", "se_cluster", "ci_low", "ci_high",
+                                "z", "p", "p_adjusted", "p_mcnemar", "corr", "variance_ratio", "boot_ci_low",
+                                "boot_ci_high")
+_UNPAIRED = "model-item scores without a partner in a pair (left out of that pair; summed over pairs)"
+
+
+# --------------------------------------------------------------------------- multiplicity
+
+def p_adjust(p: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:
+    """Adjust p-values for multiple comparisons exactly as R's ``p.adjust(p, method)``.
+
+    With ``m`` the number of non-missing p-values, ``p_(1) <= ... <= p_(m)``:
+
+    * ``bonferroni``: ``min(1, m p_i)``;
+    * ``holm`` (Holm 1979): ``p~_(i) = min(1, max_{j <= i} (m - j + 1) p_(j))``;
+    * ``BH`` (Benjamini & Hochberg 1995; R's ``"BH"``/``"fdr"``):
+      ``p~_(i) = min(1, min_{j >= i} m/j · p_(j))``;
+    * ``none``: unchanged.
+
+    Missing values (NaN) stay missing and do not count in ``m`` (R's ``n = length(p[!is.na(p)])``).
+    """
+    meth = _check_adjust(method)
+    arr = np.asarray(p, dtype=float).copy()
+    ok = ~np.isnan(arr)
+    q = arr[ok]
+    m = len(q)
+    if m == 0 or meth == "none":
+        return arr
+    if meth == "bonferroni":
+        out = np.minimum(1.0, m * q)
+    elif meth == "holm":
+        o = np.argsort(q, kind="stable")
+        i = np.arange(1, m + 1)
+        adj = np.minimum(1.0, np.maximum.accumulate((m - i + 1) * q[o]))
+        out = np.empty(m)
+        out[o] = adj
+    else:  # BH
+        o = np.argsort(-q, kind="stable")
+        i = np.arange(m, 0, -1)
+        adj = np.minimum(1.0, np.minimum.accumulate(m / i * q[o]))
+        out = np.empty(m)
+        out[o] = adj
+    arr[ok] = out
+    return arr
+
+
+def _check_adjust(method: str) -> str:
+    aliases = {"holm": "holm", "bh": "BH", "fdr": "BH", "bonferroni": "bonferroni", "none": "none"}
+    key = str(method).lower() if method is not None else "none"
+    if key not in aliases:
+        raise InputError(f"unknown p-value adjustment {method!r}; choose one of {', '.join(ADJUST_METHODS)}")
+    return aliases[key]
+
+
+# --------------------------------------------------------------------------- step 1: per-item scores
+
+def per_item_scores(log: pd.DataFrame, cluster: str = "cluster") -> pd.DataFrame:
+    """One row per ``(model, item)``: ``model, item, cluster, score, n_trials``.
+
+    ``score`` is the mean over the item's trials of the correctness (invalid = not
+    correct, as ``summary``); ``n_trials`` the number of trials; ``cluster`` the value of
+    the ``cluster`` column (each item must lie in one cluster). The log must hold one
+    condition (and masking rate): filter it first, e.g. ``log[log.condition == "x"]``.
+    Rows are ordered by model (sorted) then item (first appearance).
+
+    ``attrs``: ``skipped`` (from the log) and ``invalid`` (``{model: invalid answers}``).
+
+    Raises:
+        InputError: a missing cluster column, an item in two clusters, several conditions.
+    """
+    from mrcstats.io.schema import is_canonical, validate_log
+
+    if not isinstance(log, pd.DataFrame):
+        raise InputError(f"expected a canonical log (pandas DataFrame), got {type(log).__name__}")
+    if not is_canonical(log):
+        log = validate_log(log)
+    if cluster not in log.columns:
+        raise InputError(f"no cluster column {cluster!r} in the log; columns: {', '.join(map(str, log.columns))}; "
+                         f"name an existing column (e.g. --cluster cluster) or map one when reading "
+                         f"(--map cluster=COLUMN)")
+    if len(log) == 0:
+        raise InputError("the log has no rows")
+    cond = log["condition"].astype(object).to_numpy()
+    mr = log["masking_rate"].to_numpy(dtype=float, na_value=np.nan)
+    n_cond = len(pd.DataFrame({"c": cond, "m": mr}).drop_duplicates())
+    if n_cond > 1:
+        shown = ", ".join(repr(c) for c in sorted(map(str, pd.unique(cond)))[:10])
+        raise InputError(f"the log holds {n_cond} conditions/masking rates (conditions: {shown}); compare models "
+                         f"within one: filter the log (Python: log[log.condition == 'x']; CLI: --condition X)")
+    m_codes, m_names = pd.factorize(log["model"].astype(object), sort=True)
+    i_codes, i_names = pd.factorize(log["item"].astype(object), sort=False)
+    c_codes, c_names = pd.factorize(log[cluster].astype(object), sort=False, use_na_sentinel=False)
+    n_items = len(i_names)
+    # one cluster per item
+    first = np.full(n_items, -1, dtype=np.int64)
+    order = np.arange(len(i_codes))[::-1]
+    first[i_codes[order]] = c_codes[order]
+    bad = first[i_codes] != c_codes
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        it = i_names[i_codes[r]]
+        raise InputError(f"item {it!r} lies in two clusters ({c_names[first[i_codes[r]]]!r} and "
+                         f"{c_names[c_codes[r]]!r}, {cluster!r} column, row {r + 1}); each item must belong to one "
+                         f"cluster")
+    x = log["correct"].fillna(False).to_numpy(dtype=float)
+    inv = log["correct"].isna().to_numpy()
+    key = m_codes.astype(np.int64) * n_items + i_codes
+    size = len(m_names) * n_items
+    sums = np.bincount(key, weights=x, minlength=size)
+    counts = np.bincount(key, minlength=size)
+    present = np.flatnonzero(counts)
+    mi, ii = np.divmod(present, n_items)
+    out = pd.DataFrame({
+        "model": pd.array(np.asarray(m_names, dtype=object)[mi], dtype="string"),
+        "item": pd.array(np.asarray(i_names, dtype=object)[ii], dtype="string"),
+        "cluster": pd.array(np.asarray(c_names, dtype=object)[first[ii]].astype(str), dtype="string"),
+        "score": sums[present] / counts[present],
+        "n_trials": counts[present].astype(np.int64),
+    })
+    invalid = np.bincount(m_codes, weights=inv.astype(float), minlength=len(m_names))
+    out.attrs["skipped"] = dict(log.attrs.get("skipped", {}) or {})
+    out.attrs["invalid"] = {str(m): int(v) for m, v in zip(m_names, invalid)}
+    return out
+
+
+def _check_item_scores(items: pd.DataFrame) -> None:
+    if not isinstance(items, pd.DataFrame):
+        raise InputError(f"per-item scores must be a DataFrame, got {type(items).__name__}")
+    miss = [c for c in ITEM_SCORE_COLUMNS if c not in items.columns]
+    if miss:
+        raise InputError(f"per-item scores need the columns {', '.join(ITEM_SCORE_COLUMNS)}; missing "
+                         f"{', '.join(miss)} (build them with mrcstats.per_item_scores(log))")
+    score = pd.to_numeric(items["score"], errors="coerce").to_numpy(dtype=float)
+    if np.isnan(score).any():
+        r = int(np.flatnonzero(np.isnan(score))[0])
+        raise InputError(f"per-item scores, row {r + 1}: score {items['score'].iloc[r]!r} is not a number")
+    k = pd.to_numeric(items["n_trials"], errors="coerce").to_numpy(dtype=float)
+    bad = np.isnan(k) | (k < 1) | (k != np.round(k))
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise InputError(f"per-item scores, row {r + 1}: n_trials must be a whole number >= 1, got "
+                         f"{items['n_trials'].iloc[r]!r}")
+    if items.duplicated(["model", "item"]).any():
+        r = int(np.flatnonzero(items.duplicated(["model", "item"]).to_numpy())[0])
+        raise InputError(f"per-item scores, row {r + 1}: model {items['model'].iloc[r]!r} has item "
+                         f"{items['item'].iloc[r]!r} twice; give one row per (model, item)")
+
+
+# --------------------------------------------------------------------------- result
+
+@dataclass(frozen=True)
+class CompareResult:
+    """Models ranked and compared pair by pair (see the module docstring for every formula).
+
+    ``models`` has :data:`MODEL_FIELDS` plus ``clusters`` (clusters among its items);
+    ``pairs`` has :data:`PAIR_FIELDS` plus ``n_unpaired`` (the two models' items left
+    out because the other model lacks them), ``a_only``/``b_only`` (discordant counts,
+    single-trial data), ``se_a``/``se_b`` (unpaired SEs on the common items, same
+    estimator as ``se_used``) and ``clusters``; ``repeated`` (or None) the
+    repeated-sample table; ``skipped`` ``{reason: count}``; ``notes`` plain sentences.
+    """
+
+    models: pd.DataFrame = field(repr=False)
+    pairs: pd.DataFrame = field(repr=False)
+    adjust: str = "holm"
+    cluster: str | None = None
+    alpha: float = 0.05
+    bootstrap: int = 0
+    seed: int | None = None
+    repeated: pd.DataFrame | None = field(default=None, repr=False)
+    skipped: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def to_frame(self) -> pd.DataFrame:
+        """The pairs table (one row per pair)."""
+        return self.pairs.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``mrcstats compare --json`` object (numbers unrounded, NaN -> None)."""
+        def recs(df: pd.DataFrame, cols: Sequence[str]) -> list[dict[str, Any]]:
+            return [{c: _plain(r[c]) for c in cols} for r in df[list(cols)].to_dict(orient="records")]
+        out: dict[str, Any] = {
+            "models": recs(self.models, MODEL_FIELDS),
+            "pairs": recs(self.pairs, PAIR_FIELDS),
+            "adjust": self.adjust,
+            "cluster": self.cluster,
+            "skipped": dict(self.skipped),
+            "alpha": self.alpha,
+            "bootstrap": self.bootstrap,
+            "repeated": None if self.repeated is None else recs(self.repeated, list(self.repeated.columns)),
+            "notes": list(self.notes),
+        }
+        return out
+
+    def ranking(self) -> pd.DataFrame:
+        """The models table sorted by rank."""
+        return self.models.sort_values(["rank", "model"], kind="stable").reset_index(drop=True)
+
+    def matrix(self, value: str = "diff") -> pd.DataFrame:
+        """A models x models matrix of a pair field (row minus column for ``diff``; symmetric otherwise)."""
+        names = list(self.models["model"])
+        mat = pd.DataFrame(np.nan, index=names, columns=names)
+        sign = -1.0 if value in ("diff", "z", "ci_low", "ci_high", "boot_ci_low", "boot_ci_high") else 1.0
+        for r in self.pairs.itertuples(index=False):
+            v = getattr(r, value)
+            v = np.nan if v is None else float(v)
+            mat.loc[r.model_a, r.model_b] = v
+            mat.loc[r.model_b, r.model_a] = sign * v if value in ("diff", "z") else v
+        return mat
+
+    def summary(self) -> str:
+        """Ranking and pairs as plain-text tables."""
+        lvl = f"{100 * (1 - self.alpha):g}%"
+        se_name = f"clustered on {self.cluster!r} (CR, G/(G-1))" if self.cluster else "CLT, unclustered"
+        lines = [f"Models ranked by accuracy (SE {se_name}; {lvl} CI)"]
+        rk = self.ranking()
+        head = ["rank", "model", "n_items", "accuracy", "se", "se_cluster", f"{lvl} CI"]
+        rows = [[str(int(r["rank"])), str(r["model"]), str(int(r["n_items"])), _f(r["accuracy"]), _f(r["se"]),
+                 _f(r["se_cluster"]), f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]"] for _, r in rk.iterrows()]
+        lines += _table(head, rows)
+        adj = {"holm": "Holm", "BH": "Benjamini-Hochberg", "bonferroni": "Bonferroni", "none": "none"}[self.adjust]
+        lines += ["", f"Pairs (paired on item; diff = a - b; p adjusted: {adj}; * adjusted p < {self.alpha:g})"]
+        head = ["model_a", "model_b", "n", "diff", "se_used", f"{lvl} CI", "p", "p_adj", "p_mcnemar", "corr",
+                "var_ratio"]
+        if self.bootstrap:
+            head.append("boot CI")
+        rows = []
+        for _, r in self.pairs.iterrows():
+            se = r["se_cluster"] if self.cluster else r["se"]
+            star = " *" if (r["p_adjusted"] is not None and not pd.isna(r["p_adjusted"])
+                            and r["p_adjusted"] < self.alpha) else ""
+            row = [str(r["model_a"]), str(r["model_b"]), str(int(r["n_items"])), _f(r["diff"]), _f(se),
+                   f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]", _g(r["p"]), _g(r["p_adjusted"]) + star,
+                   _g(r["p_mcnemar"]), _f(r["corr"], 3), _f(r["variance_ratio"], 3)]
+            if self.bootstrap:
+                row.append(f"[{_f(r['boot_ci_low'])}, {_f(r['boot_ci_high'])}]")
+            rows.append(row)
+        lines += _table(head, rows)
+        if self.repeated is not None:
+            lines += ["", "Repeated samples (Miller 2024 §3.1): within-item variance and the SE the K samples buy"]
+            head = ["model", "trials", "within_var", "between_var", "se", "se_single", "se_reduction"]
+            rows = [[str(r["model"]), _f(r["trials_mean"], 2), _f(r["within_var"]), _f(r["between_var"]),
+                     _f(r["se"]), _f(r["se_single"]), _f(r["se_reduction"], 3)] for _, r in self.repeated.iterrows()]
+            lines += _table(head, rows)
+        if self.skipped:
+            lines += [""] + [f"skipped: {n} {why}" for why, n in self.skipped.items() if n]
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def _plain(v: Any) -> Any:
+    if v is None or v is pd.NA:
+        return None
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return None if math.isnan(float(v)) else float(v)
+    return v
+
+
+def _f(v: Any, digits: int = 4) -> str:
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+        return "NA"
+    return f"{float(v):.{digits}f}"
+
+
+def _g(v: Any) -> str:
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+        return "NA"
+    return f"{float(v):.3g}"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(head)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    return out
+
+
+# --------------------------------------------------------------------------- step 2: statistics
+
+def compare(log: pd.DataFrame, models: Sequence[str] | None = None, cluster: str | None = None,
+            alpha: float = 0.05, adjust: str = "holm", bootstrap: int = 0,
+            seed: int | None = None) -> CompareResult:
+    """Is model A better than model B, by how much, how sure — for every pair of models in a log.
+
+    Args:
+        log: a canonical log of one condition (invalid answers count as not correct).
+        models: the models to compare (all pairs among them); default every model in the log.
+        cluster: a column grouping items (passage, subject) for cluster-robust SEs and the
+            cluster bootstrap; None = items independent.
+        alpha: 1 - the confidence level of every interval, and the significance mark level.
+        adjust: ``holm`` (default), ``BH``, ``bonferroni`` or ``none``: p-values adjusted across
+            all pairs as R's ``p.adjust``.
+        bootstrap: resamples for the percentile bootstrap CI of each difference (0 = none).
+        seed: the bootstrap's random seed (results are identical for the same seed).
+
+    Returns:
+        :class:`CompareResult`. Formulas and references: the module docstring (Miller 2024,
+        arXiv:2411.00640, Eq. 2, 4, 7, 8; §3.1; R's ``p.adjust`` and ``binom.test``).
+
+    Raises:
+        InputError: fewer than two models, an unknown model, a missing cluster column, two
+            models without common items, several conditions in the log, bad arguments.
+    """
+    _check_args(alpha, adjust, bootstrap)
+    if isinstance(log, pd.DataFrame) and cluster is not None and cluster not in log.columns:
+        raise InputError(f"no cluster column {cluster!r} in the log; columns: {', '.join(map(str, log.columns))}; "
+                         f"name an existing column with --cluster, or map one when reading (--map cluster=COLUMN)")
+    items = per_item_scores(log, cluster=cluster or "cluster")
+    return compare_scores(items, models=models, clustered=cluster is not None, cluster_name=cluster, alpha=alpha,
+                          adjust=adjust, bootstrap=bootstrap, seed=seed)
+
+
+def _check_args(alpha: float, adjust: str, bootstrap: int) -> None:
+    if not (isinstance(alpha, (int, float)) and 0 < float(alpha) < 1):
+        raise InputError(f"alpha must be between 0 and 1 (e.g. 0.05), got {alpha!r}")
+    _check_adjust(adjust)
+    if not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
+        raise InputError(f"bootstrap must be a whole number >= 0 (resamples; 0 = none), got {bootstrap!r}")
+
+
+def _pick_models(available: list[str], models: Sequence[str] | None) -> list[str]:
+    if models is None:
+        chosen = list(available)
+    else:
+        if isinstance(models, str):
+            models = [models]
+        chosen = [str(m) for m in models]
+        unknown = [m for m in chosen if m not in set(available)]
+        if unknown:
+            shown = ", ".join(repr(m) for m in available[:30]) + (" ..." if len(available) > 30 else "")
+            raise InputError(f"unknown model{'s' if len(unknown) > 1 else ''} "
+                             f"{', '.join(repr(m) for m in unknown)}; the log has {shown}")
+        dup = sorted({m for m in chosen if chosen.count(m) > 1})
+        if dup:
+            raise InputError(f"model {dup[0]!r} is listed twice; name each model once")
+    if len(chosen) < 2:
+        only = repr(chosen[0]) if chosen else "none"
+        raise InputError(f"compare needs at least two models; {'the log has' if models is None else 'got'} only "
+                         f"{only}")
+    return chosen
+
+
+def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, clustered: bool = False,
+                   cluster_name: str | None = None, alpha: float = 0.05, adjust: str = "holm",
+                   bootstrap: int = 0, seed: int | None = None) -> CompareResult:
+    """The statistics of :func:`compare` from per-item scores (the frame of :func:`per_item_scores`).
+
+    ``clustered=True`` uses the ``cluster`` column for cluster-robust SEs and the cluster
+    bootstrap (``cluster_name`` only labels the result). See the module docstring.
+    """
+    from scipy.stats import norm
+
+    from mrcstats.stats.accuracy import cluster_se
+    from mrcstats.stats.contingency import mcnemar_exact_p
+
+    _check_args(alpha, adjust, bootstrap)
+    meth = _check_adjust(adjust)
+    _check_item_scores(items)
+    available = sorted(map(str, pd.unique(items["model"].astype(object))))
+    names = _pick_models(available, models)
+    sub = items[items["model"].astype(object).isin(names)]
+    i_codes, i_names = pd.factorize(sub["item"].astype(object), sort=False)
+    m_index = {m: k for k, m in enumerate(names)}
+    m_codes = sub["model"].astype(object).map(m_index).to_numpy(dtype=np.int64)
+    n_models, n_items = len(names), len(i_names)
+    S = np.full((n_models, n_items), np.nan)
+    K = np.zeros((n_models, n_items), dtype=np.int64)
+    S[m_codes, i_codes] = pd.to_numeric(sub["score"]).to_numpy(dtype=float)
+    K[m_codes, i_codes] = pd.to_numeric(sub["n_trials"]).to_numpy(dtype=np.int64)
+    cl_codes_rows, _cl_names = pd.factorize(sub["cluster"].astype(object), sort=False, use_na_sentinel=False)
+    item_cl = np.full(n_items, -1, dtype=np.int64)
+    item_cl[i_codes] = cl_codes_rows
+    chk = item_cl[i_codes] != cl_codes_rows
+    if chk.any():
+        r = int(np.flatnonzero(chk)[0])
+        raise InputError(f"item {i_names[i_codes[r]]!r} lies in two clusters; each item must belong to one cluster")
+    if not clustered:
+        item_cl = np.arange(n_items, dtype=np.int64)
+    n_cl = int(item_cl.max()) + 1 if n_items else 0
+    F = ~np.isnan(S)
+    zq = float(norm.ppf(1 - alpha / 2))
+
+    # ---- per model
+    mrows = []
+    for k, m in enumerate(names):
+        mask = F[k]
+        x = S[k, mask]
+        n = len(x)
+        acc = float(x.mean())
+        se = float(np.std(x, ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
+        g = len(np.unique(item_cl[mask]))
+        if clustered:
+            sec = float(cluster_se(x, item_cl[mask]) * math.sqrt(g / (g - 1))) if g > 1 else float("nan")
+        else:
+            sec = float("nan")
+        used = sec if clustered else se
+        mrows.append({"model": m, "n_items": n, "accuracy": acc, "se": se, "se_cluster": sec,
+                      "ci_low": acc - zq * used, "ci_high": acc + zq * used, "clusters": g})
+    mtab = pd.DataFrame(mrows)
+    mtab["rank"] = mtab["accuracy"].rank(ascending=False, method="min").astype("int64")
+    mtab = mtab[[*MODEL_FIELDS, "clusters"]]
+
+    # ---- per pair
+    pairs = [(a, b) for a in range(n_models) for b in range(a + 1, n_models)]
+    full = F.all(axis=1)
+    Xz = np.where(F, S, 0.0)
+    # cluster sums and sizes per model (valid for pairs whose two item sets coincide)
+    C = np.zeros((n_models, n_cl))
+    NC = np.zeros((n_models, n_cl))
+    for k in range(n_models):
+        C[k] = np.bincount(item_cl, weights=Xz[k], minlength=n_cl)
+        NC[k] = np.bincount(item_cl, weights=F[k].astype(float), minlength=n_cl)
+    single = (K <= 1)
+    prow = []
+    boot_jobs: list[tuple[int, np.ndarray, np.ndarray]] = []  # (pair index, D_c, n_c) for own-resample pairs
+    shared_pairs: list[int] = []
+    skipped_unpaired = 0
+    for idx, (a, b) in enumerate(pairs):
+        same = bool(full[a] and full[b]) or bool(np.array_equal(F[a], F[b]))
+        if same:
+            common = F[a]
+        else:
+            common = F[a] & F[b]
+        n = int(common.sum())
+        n_unp = int(F[a].sum() + F[b].sum() - 2 * n)
+        skipped_unpaired += n_unp
+        if n == 0:
+            raise InputError(f"models {names[a]!r} and {names[b]!r} have no items in common; a paired comparison "
+                             f"needs items both answered (check the item ids, or compare other models)")
+        xa, xb = S[a, common], S[b, common]
+        d = xa - xb
+        diff = float(d.mean())
+        if n > 1:
+            va, vb, vd = (float(np.var(v, ddof=1)) for v in (xa, xb, d))
+        else:
+            va = vb = vd = float("nan")
+        se = math.sqrt(vd / n) if n > 1 else float("nan")
+        se_a = math.sqrt(va / n) if n > 1 else float("nan")
+        se_b = math.sqrt(vb / n) if n > 1 else float("nan")
+        if same:
+            Dc = C[a] - C[b]
+            nc = NC[a]
+            Ca, Cb = C[a], C[b]
+        else:
+            cc = item_cl[common]
+            Dc = np.bincount(cc, weights=d, minlength=n_cl)
+            nc = np.bincount(cc, minlength=n_cl).astype(float)
+            Ca = np.bincount(cc, weights=xa, minlength=n_cl)
+            Cb = np.bincount(cc, weights=xb, minlength=n_cl)
+        present = nc > 0
+        g = int(present.sum())
+        if clustered:
+            if g > 1:
+                fac = g / (g - 1)
+                sec = math.sqrt(fac * float(np.sum((Dc[present] - nc[present] * diff) ** 2))) / n
+                ma, mb = float(xa.mean()), float(xb.mean())
+                se_a = math.sqrt(fac * float(np.sum((Ca[present] - nc[present] * ma) ** 2))) / n
+                se_b = math.sqrt(fac * float(np.sum((Cb[present] - nc[present] * mb) ** 2))) / n
+            else:
+                sec = se_a = se_b = float("nan")
+            used = sec
+        else:
+            sec = float("nan")
+            used = se
+        if used > 0:
+            z = diff / used
+            p = float(2.0 * norm.sf(abs(z)))
+        elif used == 0:
+            z = 0.0 if diff == 0 else math.copysign(math.inf, diff)
+            p = 1.0 if diff == 0 else 0.0
+        else:
+            z = p = float("nan")
+        denom = se_a ** 2 + se_b ** 2
+        vratio = used ** 2 / denom if denom > 0 else float("nan")
+        if va > 0 and vb > 0:
+            corr = float(np.corrcoef(xa, xb)[0, 1])
+        else:
+            corr = float("nan")
+        a_only = b_only = None
+        p_mc = float("nan")
+        if bool(single[a, common].all() and single[b, common].all()):
+            a_only = int(np.sum(xa * (1.0 - xb)))
+            b_only = int(np.sum((1.0 - xa) * xb))
+            p_mc = float(mcnemar_exact_p(a_only, b_only))
+        prow.append({"model_a": names[a], "model_b": names[b], "n_items": n, "diff": diff, "se": se,
+                     "se_cluster": sec, "ci_low": diff - zq * used, "ci_high": diff + zq * used, "z": z, "p": p,
+                     "p_adjusted": float("nan"), "p_mcnemar": p_mc, "corr": corr, "variance_ratio": vratio,
+                     "boot_ci_low": float("nan"), "boot_ci_high": float("nan"), "n_unpaired": n_unp,
+                     "a_only": a_only, "b_only": b_only, "se_a": se_a, "se_b": se_b, "clusters": g})
+        if bootstrap:
+            if full[a] and full[b]:
+                shared_pairs.append(idx)
+            else:
+                boot_jobs.append((idx, Dc[present], nc[present]))
+    ptab = pd.DataFrame(prow)
+    ptab["p_adjusted"] = p_adjust(ptab["p"].to_numpy(dtype=float), meth)
+    if bootstrap:
+        nc_all = np.bincount(item_cl, minlength=n_cl).astype(float)
+        lo, hi = _bootstrap(pairs, shared_pairs, boot_jobs, C, nc_all, bootstrap, seed, alpha)
+        ptab["boot_ci_low"], ptab["boot_ci_high"] = lo, hi
+    ptab["a_only"] = ptab["a_only"].astype("Int64")
+    ptab["b_only"] = ptab["b_only"].astype("Int64")
+
+    # ---- repeated samples, notes, skipped
+    notes: list[str] = []
+    repeated = None
+    if (K > 1).any():
+        repeated = _repeated_table(names, S, K, F)
+        for k, m in enumerate(names):
+            kk = K[k, F[k]]
+            if kk.min() != kk.max():
+                notes.append(f"model {m!r}: the number of trials differs across items ({int(kk.min())} to "
+                             f"{int(kk.max())}); items are weighted equally, each by the mean of its trials")
+    invalid = items.attrs.get("invalid") or {}
+    for m in names:
+        if invalid.get(m):
+            notes.append(f"model {m!r}: {invalid[m]} invalid answer(s) counted as not correct")
+    if any(r["p_mcnemar"] != r["p_mcnemar"] for r in prow) and (K > 1).any():
+        notes.append("p_mcnemar is null for pairs with repeated trials (the exact McNemar test needs one binary "
+                     "answer per item)")
+    if clustered:
+        notes.append(f"clustered SEs: CR sandwich with the small-sample factor G/(G-1) on the variance, G = clusters "
+                     f"({n_cl} in all)")
+    skipped = dict(items.attrs.get("skipped", {}) or {})
+    if skipped_unpaired:
+        skipped[_UNPAIRED] = skipped_unpaired
+    return CompareResult(models=mtab, pairs=ptab, adjust=meth, cluster=cluster_name if clustered else None,
+                         alpha=float(alpha), bootstrap=int(bootstrap), seed=seed, repeated=repeated,
+                         skipped=skipped, notes=tuple(notes))
+
+
+def _repeated_table(names: list[str], S: np.ndarray, K: np.ndarray, F: np.ndarray) -> pd.DataFrame:
+    rows = []
+    for k, m in enumerate(names):
+        s, kk = S[k, F[k]], K[k, F[k]].astype(float)
+        n = len(s)
+        multi = kk >= 2
+        sig2 = np.where(multi, kk / np.maximum(kk - 1, 1) * s * (1 - s), np.nan)
+        within = float(np.nanmean(sig2)) if multi.any() else float("nan")
+        var_s = float(np.var(s, ddof=1)) if n > 1 else float("nan")
+        e_sig_k = float(np.mean(np.where(multi, sig2 / kk, 0.0))) if multi.any() else float("nan")
+        between = max(var_s - e_sig_k, 0.0) if not math.isnan(e_sig_k) else float("nan")
+        se = math.sqrt(var_s / n) if n > 1 else float("nan")
+        se_single = math.sqrt((between + within) / n) if not math.isnan(within) else float("nan")
+        rows.append({"model": m, "n_items": n, "trials_mean": float(kk.mean()), "trials_min": int(kk.min()),
+                     "trials_max": int(kk.max()), "within_var": within, "between_var": between, "se": se,
+                     "se_single": se_single,
+                     "se_reduction": 1 - se / se_single if se_single and se_single > 0 else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def _bootstrap(pairs: list[tuple[int, int]], shared: list[int], jobs: list[tuple[int, np.ndarray, np.ndarray]],
+               C: np.ndarray, nc_full: np.ndarray, B: int, seed: int | None,
+               alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile cluster-bootstrap CIs of every pair's difference (multinomial cluster weights x cluster sums)."""
+    from mrcstats._progress import progress
+
+    rng = np.random.default_rng(seed)
+    lo = np.full(len(pairs), np.nan)
+    hi = np.full(len(pairs), np.nan)
+    q = [alpha / 2, 1 - alpha / 2]
+    block = 250
+    bar = progress(total=(len(shared) > 0) * B + len(jobs), desc="bootstrap", unit="rs")
+    if shared:
+        nc = nc_full
+        keep = nc > 0
+        nc_k = nc[keep]
+        G = int(keep.sum())
+        Ck = C[:, keep]
+        a_idx = np.array([pairs[i][0] for i in shared])
+        b_idx = np.array([pairs[i][1] for i in shared])
+        draws = np.empty((B, len(shared)))
+        for start in range(0, B, block):
+            nb = min(block, B - start)
+            W = rng.multinomial(G, np.full(G, 1.0 / G), size=nb).astype(float)
+            T = W @ Ck.T                       # nb x models: resampled cluster sums
+            den = W @ nc_k                      # nb: resampled item counts
+            draws[start:start + nb] = (T[:, a_idx] - T[:, b_idx]) / den[:, None]
+            bar.update(nb)
+        qs = np.quantile(draws, q, axis=0)
+        lo[shared], hi[shared] = qs[0], qs[1]
+    for idx, Dc, nc in jobs:
+        G = len(Dc)
+        W = rng.multinomial(G, np.full(G, 1.0 / G), size=B).astype(float)
+        vals = (W @ Dc) / (W @ nc)
+        lo[idx], hi[idx] = np.quantile(vals, q)
+        bar.update(1)
+    bar.close()
+    return lo, hi

@@ -1,0 +1,99 @@
+"""``mrcstats compare`` / ``mrcstats power`` end to end through the console entry point."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mrcstats.cli import main
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture()
+def log_path(tmp_path):
+    from mrcstats.io import write_log
+
+    rng = np.random.default_rng(7)
+    rows = []
+    for m, skill in (("alpha", 0.8), ("beta", 0.55), ("gamma", 0.3)):
+        for c in range(30):
+            for i in range(3):
+                for t in range(2 if m == "gamma" else 1):
+                    rows.append({"model": m, "item": f"p{c}#{i}", "cluster": f"p{c}", "trial": t,
+                                 "correct": bool(rng.random() < skill)})
+    p = tmp_path / "log.parquet"
+    write_log(pd.DataFrame(rows), p)
+    return p
+
+
+def test_compare_json(capsys, log_path) -> None:
+    code, out, err = _run(capsys, "compare", str(log_path), "--cluster", "cluster", "--bootstrap", "50", "--seed",
+                          "1", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert [m["model"] for m in d["models"]] == ["alpha", "beta", "gamma"]
+    assert d["models"][0]["rank"] == 1 and d["cluster"] == "cluster" and d["adjust"] == "holm"
+    assert len(d["pairs"]) == 3
+    ab = d["pairs"][0]
+    assert (ab["model_a"], ab["model_b"]) == ("alpha", "beta")
+    assert ab["se_cluster"] is not None and ab["boot_ci_low"] is not None and ab["p_mcnemar"] is not None
+    assert d["pairs"][1]["p_mcnemar"] is None  # gamma has two trials per item
+    assert d["repeated"] is not None
+    from mrcstats.io import read_log
+    from mrcstats.stats.compare import compare
+
+    ref = compare(read_log(str(log_path)), cluster="cluster", bootstrap=50, seed=1).to_dict()
+    assert d["pairs"][0]["p_adjusted"] == ref["pairs"][0]["p_adjusted"]  # not rounded
+
+
+def test_compare_text_and_models(capsys, log_path) -> None:
+    code, out, err = _run(capsys, "compare", str(log_path), "--models", "gamma,alpha", "--adjust", "BH")
+    assert code == 0, err
+    assert "Models ranked by accuracy" in out and "Benjamini-Hochberg" in out
+    assert "gamma    alpha" in out
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["--models", "alpha"], "at least two models"),
+    (["--models", "alpha,zeta"], "unknown model 'zeta'"),
+    (["--cluster", "passage"], "no cluster column 'passage'"),
+    (["--condition", "masked"], "matches no row"),
+])
+def test_compare_bad_input_exit_2(capsys, log_path, argv, msg) -> None:
+    code, out, err = _run(capsys, "compare", str(log_path), *argv)
+    assert code == 2 and out == ""
+    assert msg in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_compare_no_common_items_exit_2(capsys, tmp_path) -> None:
+    p = tmp_path / "x.csv"
+    p.write_text("model,item,correct\na,1,1\na,2,0\nb,3,1\nb,4,1\n")
+    code, _out, err = _run(capsys, "compare", str(p))
+    assert code == 2 and "no items in common" in err
+
+
+def test_compare_one_model_exit_2(capsys, tmp_path) -> None:
+    p = tmp_path / "x.csv"
+    p.write_text("model,item,correct\na,1,1\na,2,0\n")
+    code, out, err = _run(capsys, "compare", str(p), "--json")
+    assert code == 2 and out == "" and "at least two models" in err
+
+
+def test_power_cli(capsys, log_path) -> None:
+    code, out, err = _run(capsys, "power", "--sd-diff", "0.3333333333333333", "--effect", "0.03", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["results"][0]["n_required"] == 969
+    code, out, err = _run(capsys, "power", str(log_path), "--cluster", "cluster", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert len(d["results"]) == 3 and all(r["mde"] > 0 for r in d["results"])
+    code, out, err = _run(capsys, "power", "--sd-diff", "0.4")
+    assert code == 2 and "--n-items" in err

@@ -1,0 +1,43 @@
+"""Issue 14 reproducers in glmer's API and printing."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mrcstats.errors import InputError
+from mrcstats.models import glmer
+from mrcstats.models.results import _fmt_sig, separation_messages
+
+
+@pytest.mark.parametrize("formula,data", [(123, pd.DataFrame({"y": [1]})), ("y ~ 1 + (1|g)", 123),
+                                          ("y ~ 1 + (1|g)", "data.csv"), (None, None)])
+def test_glmer_type_checks(formula, data):
+    with pytest.raises(InputError, match="glmer"):
+        glmer(formula, data)
+
+
+def test_variance_printed_sanely():
+    assert _fmt_sig(5.21e-17, 4) == "5.21e-17"
+    assert _fmt_sig(0.05183, 4) == "0.05183" and _fmt_sig(1.234567, 4) == "1.235"
+
+
+def test_separation_flagged():
+    msgs = separation_messages(["(Intercept)", "xc"], np.array([0.1, 17.49]), np.array([0.2, 4445.0]))
+    assert len(msgs) == 1 and "xc = 17.49 with SE 4445" in msgs[0]
+    assert not separation_messages(["x"], np.array([2.0]), np.array([0.5]))
+
+
+def test_separated_fit_warns_once_and_singular_message_once():
+    rng = np.random.default_rng(1)
+    n = 300
+    x = rng.choice(["a", "b", "c"], n)
+    y = (rng.random(n) < 0.5).astype(int)
+    y[x == "c"] = 1
+    df = pd.DataFrame({"y": y, "x": x, "g": rng.integers(0, 15, n)})
+    m = glmer("y ~ x + (1 | g)", df)
+    assert any(s.startswith("possible separation: xc") for s in m.messages)
+    assert len(m.messages) == len(set(m.messages))
+    text = m.summary()
+    for msg in m.messages:
+        assert text.count(msg) == 1

@@ -1,0 +1,85 @@
+"""The one output-path check every writer shares, and stale temporary files of killed writers."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from mrcstats._files import atomic_path, check_output_path, clean_stale_temps, write_text_atomic
+from mrcstats.cli import main
+from mrcstats.errors import InputError
+from mrcstats.io import write_log
+
+LOG = pd.DataFrame({"model": ["a", "b"], "item": ["1", "1"], "correct": [True, False]})
+
+
+def test_folder_below_file_and_ending(tmp_path):
+    (tmp_path / "f.csv").write_text("x")
+    with pytest.raises(InputError, match="is a folder"):
+        write_log(LOG, tmp_path)
+    with pytest.raises(InputError, match="below .*which is a file"):
+        write_log(LOG, tmp_path / "f.csv" / "x.parquet")
+    for bad in ("x.txt", "x.xlsx", "x"):
+        with pytest.raises(InputError, match="file ending decides"):
+            write_log(LOG, tmp_path / bad)
+    assert not any(p.name.startswith("x") for p in tmp_path.iterdir())
+    write_log(LOG, tmp_path / "ok.csv.gz")
+
+
+def test_unwritable_place_is_clear(tmp_path):
+    with pytest.raises(InputError, match="cannot write"):
+        write_text_atomic("/proc/mrcstats-test.txt", "x")
+    if os.geteuid() != 0:  # root may write anywhere
+        d = tmp_path / "ro"
+        d.mkdir()
+        d.chmod(0o500)
+        with pytest.raises(InputError, match="permission denied"):
+            write_log(LOG, d / "x.parquet")
+
+
+def test_same_as_input(tmp_path):
+    p = tmp_path / "in.csv"
+    p.write_text("model,item,correct\na,1,1\n")
+    with pytest.raises(InputError, match="is the input"):
+        check_output_path(p, inputs=[str(p)])
+    assert main(["ingest", str(p), "--out", str(p)]) == 2
+    assert p.read_text() == "model,item,correct\na,1,1\n"
+
+
+def test_cli_out_paths(tmp_path, capsys):
+    p = tmp_path / "in.csv"
+    p.write_text("model,item,correct\na,1,1\n")
+    (tmp_path / "d").mkdir()
+    for out in ("x.txt", "d", "in.csv/x.parquet"):
+        assert main(["ingest", str(p), "--out", str(tmp_path / out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err and "error:" in err
+    assert main(["report", str(p), "--out", str(tmp_path / "in.csv" / "r.pdf")]) == 2
+    assert "which is a file" in capsys.readouterr().err
+    assert main(["demo", "--outdir", str(p)]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+
+
+def test_stale_temp_of_killed_writer_is_removed(tmp_path):
+    target = tmp_path / "log.parquet"
+    # a writer killed mid-write: its temp file stays, named with its (now dead) pid
+    code = ("import os, sys; sys.path.insert(0, %r); from mrcstats._files import atomic_path\n"
+            "with atomic_path(%r) as tmp:\n    tmp.write_text('half'); os._exit(9)" % (sys.path[0], str(target)))
+    subprocess.run([sys.executable, "-c", code], check=False)
+    stale = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert len(stale) == 1 and stale[0].name.startswith(".log.parquet.")
+    write_log(LOG, target)
+    assert [p.name for p in tmp_path.iterdir()] == ["log.parquet"]
+
+
+def test_live_writer_temp_is_kept(tmp_path):
+    target = tmp_path / "x.txt"
+    live = tmp_path / f".x.txt.{os.getpid()}.abcd.tmp"
+    live.write_text("mine")
+    assert clean_stale_temps(target) == 0 and live.exists()
+    with atomic_path(target) as tmp:
+        tmp.write_text("ok")
+    assert live.exists() and target.read_text() == "ok"
