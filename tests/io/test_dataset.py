@@ -150,3 +150,30 @@ def test_cli_ingest_dataset_and_summary(sim, tmp_path, capsys):
     (tmp_path / "junk" / "x.txt").write_text("x")
     assert main(["ingest", str(src), "--dataset", str(tmp_path / "junk")]) == 2
     assert "not a log dataset" in capsys.readouterr().err
+
+
+def test_compare_per_item_scores_from_sql(sim, tmp_path):
+    from mrcstats.stats.compare import compare, per_item_scores
+
+    write_dataset([_write(sim, tmp_path / "s.parquet")], tmp_path / "ds", chunk_rows=600)
+    ds = open_dataset(tmp_path / "ds")
+    with pytest.raises(InputError, match="conditions"):
+        per_item_scores(ds)
+    one = sim[(sim["condition"] == "strict") & (sim["masking_rate"] == 50)].reset_index(drop=True)
+    sub = ds.filter(condition="strict", masking_rate=50)
+    a = per_item_scores(one).sort_values(["model", "item"]).reset_index(drop=True)
+    b = per_item_scores(sub)
+    pd.testing.assert_frame_equal(a, b)
+    assert b.attrs["invalid"] == a.attrs["invalid"]
+    ra, rb = compare(one, cluster="cluster"), compare(sub, cluster="cluster")
+    pd.testing.assert_frame_equal(ra.to_frame(), rb.to_frame(), rtol=1e-12)
+
+
+def test_cli_compare_on_dataset(sim, tmp_path, capsys):
+    from mrcstats.cli import main
+
+    write_dataset([_write(sim[sim["masking_rate"] == 0], tmp_path / "s.parquet")], tmp_path / "ds")
+    assert main(["compare", str(tmp_path / "ds"), "--condition", "regular", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["pairs"]) == 3
+    assert main(["compare", str(tmp_path / "ds"), "--condition", "nope"]) == 2
+    assert "matches no row" in capsys.readouterr().err

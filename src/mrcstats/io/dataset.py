@@ -126,7 +126,33 @@ class LogDataset:
     files: tuple[str, ...]
     schema: Any = field(repr=False)
     meta: dict[str, Any] = field(default_factory=dict, repr=False)
+    where: tuple[tuple[str, Any], ...] = ()
     _state: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def filter(self, **equals: Any) -> LogDataset:
+        """A handle on the rows where every ``column == value`` (``None``: the column is null); lazy."""
+        for c in equals:
+            if c not in self.schema.names:
+                raise InputError(f"no column {c!r} in the dataset {self.path} to filter on; columns: "
+                                 f"{', '.join(self.schema.names)}")
+        meta = {k: v for k, v in self.meta.items() if k != "rows"}
+        return LogDataset(self.path, self.files, self.schema, meta, self.where + tuple(equals.items()))
+
+    def _where_sql(self) -> str:
+        if not self.where:
+            return ""
+        parts = []
+        for c, v in self.where:
+            col = '"' + c.replace('"', '""') + '"'
+            if v is None or (isinstance(v, float) and np.isnan(v)):
+                parts.append(f"{col} IS NULL")
+            elif isinstance(v, (bool, np.bool_)):
+                parts.append(f"{col} = {'TRUE' if v else 'FALSE'}")
+            elif isinstance(v, (int, float, np.integer, np.floating)):
+                parts.append(f"{col} = {float(v)!r}")
+            else:
+                parts.append(f"{col} = '" + str(v).replace("'", "''") + "'")
+        return " WHERE " + " AND ".join(parts)
 
     @property
     def columns(self) -> list[str]:
@@ -174,7 +200,7 @@ class LogDataset:
             # URI-encoded hive values as pyarrow wrote them, and the model stays text
             glob = str(self.path / f"{PARTITION}=*" / "*.parquet").replace("'", "''")
             con.execute(f"CREATE VIEW log AS SELECT * FROM read_parquet('{glob}', hive_partitioning = true, "
-                        f"hive_types = {{'{PARTITION}': 'VARCHAR'}})")
+                        f"hive_types = {{'{PARTITION}': 'VARCHAR'}}){self._where_sql()}")
             self._state[key] = con
         return con
 
@@ -205,7 +231,11 @@ class LogDataset:
         from mrcstats.io.schema import validate_log
 
         try:
-            table = self.arrow().to_table()
+            if self.where:
+                table = self.connection().execute("SELECT * FROM log").fetch_arrow_table()
+                table = table.select([c for c in self.schema.names])
+            else:
+                table = self.arrow().to_table()
         except OSError as exc:
             raise InputError(f"{self.path}: cannot read the dataset ({_first_line(exc)})") from None
         df = table.to_pandas(types_mapper={__import__("pyarrow").string(): pd.StringDtype()}.get)

@@ -8,8 +8,8 @@ second copy of any statistic:
 
 * :func:`summary_moments` -> :func:`mrcstats.stats.accuracy.finish_summary`
   (per group n, k, invalid, clusters and the integer cluster moments Σs², Σsm, Σm²);
-* :func:`per_item_scores` -> the per-item score table (model, item, cluster, mean, n) of
-  ``compare``;
+* :func:`per_item_scores` -> the per-item score table (model, item, cluster, score, n_trials),
+  the seam of :func:`mrcstats.stats.compare.compare`;
 * :func:`cell_counts` -> binomial counts per covariate pattern (GLMM collapse, contingency tables).
 
 Only identifiers that are columns of the dataset are interpolated (quoted); values go in
@@ -77,24 +77,43 @@ def summary_moments(ds: Any, by: Sequence[str], cluster: str = "cluster") -> pd.
     return canonical_dtypes(out, by, ds)
 
 
-def per_item_scores(ds: Any, *, model: str = "model", item: str = "item", cluster: str = "cluster",
-                    where: str | None = None, params: Sequence[Any] | None = None) -> pd.DataFrame:
-    """Per (model, item): its cluster, the mean score over trials (invalid = 0) and the number of trials.
+def per_item_scores(ds: Any, cluster: str = "cluster") -> pd.DataFrame:
+    """:func:`mrcstats.stats.compare.per_item_scores` of a dataset: one row per (model, item) with
+    ``model, item, cluster, score, n_trials`` (score = mean correctness over trials, invalid = 0).
 
-    Columns ``model, item, cluster, mean, n`` sorted by model and item (the per-item-scores seam of
-    ``compare``). ``mean = sum(correct) / n`` with invalid answers counted as not correct.
+    Rows are sorted by model, then item (a dataset has no row order to keep). The same checks as the
+    in-memory seam: one condition / masking rate, each item in one cluster. ``attrs``: ``skipped``
+    and ``invalid`` (per model).
     """
-    check_columns(ds, [model, item, cluster], "score items by")
-    sql = (f"SELECT {q(model)} AS model, {q(item)} AS item, min({q(cluster)}) AS cluster, "
-           f"count(*) FILTER (WHERE correct) AS k, count(*) AS n FROM log "
-           f"{('WHERE ' + where) if where else ''} GROUP BY 1, 2 ORDER BY 1, 2")
-    out = ds.sql(sql, params)
-    out["mean"] = out["k"].to_numpy(dtype=float) / out["n"].to_numpy(dtype=float)
-    out = out[["model", "item", "cluster", "mean", "n"]]
-    for c in ("model", "item", "cluster"):
-        out[c] = out[c].astype("string")
-    out["n"] = out["n"].astype("int64")
-    return out
+    check_columns(ds, ["model", "item", cluster, "condition", "masking_rate"], "score items by")
+    c = q(cluster)
+    cond = ds.sql("SELECT DISTINCT condition, masking_rate FROM log ORDER BY ALL LIMIT 11")
+    if len(cond) > 1:
+        shown = ", ".join(repr(str(x)) for x in sorted(set(cond["condition"]))[:10])
+        raise InputError(f"the log holds {len(cond)}{'+' if len(cond) > 10 else ''} conditions/masking rates "
+                         f"(conditions: {shown}); compare models within one: filter it (Python: "
+                         f"dataset.filter(condition='x'); CLI: --condition X)")
+    two = ds.sql(f"SELECT item, min({c}) AS a, max({c}) AS b FROM log GROUP BY item "
+                 f"HAVING count(DISTINCT {c}) > 1 LIMIT 1")
+    if len(two):
+        r = two.iloc[0]
+        raise InputError(f"item {r['item']!r} lies in two clusters ({r['a']!r} and {r['b']!r}, {cluster!r} "
+                         f"column); each item must belong to one cluster")
+    out = ds.sql(f"SELECT model, item, min({c}) AS cluster, count(*) FILTER (WHERE correct) AS k, "
+                 f"count(*) AS n FROM log GROUP BY model, item ORDER BY model, item")
+    if out.empty:
+        raise InputError("the log has no rows")
+    inv = ds.sql("SELECT model, count(*) FILTER (WHERE correct IS NULL) AS i FROM log GROUP BY model "
+                 "ORDER BY model")
+    items = pd.DataFrame({
+        "model": out["model"].astype("string"), "item": out["item"].astype("string"),
+        "cluster": out["cluster"].astype(str).astype("string"),
+        "score": out["k"].to_numpy(dtype=float) / out["n"].to_numpy(dtype=float),
+        "n_trials": out["n"].astype("int64"),
+    })
+    items.attrs["skipped"] = ds.skipped
+    items.attrs["invalid"] = {str(m): int(i) for m, i in zip(inv["model"], inv["i"])}
+    return items
 
 
 def cell_counts(ds: Any, columns: Sequence[str], *, response: str = "correct",
