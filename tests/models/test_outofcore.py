@@ -82,3 +82,17 @@ def test_bad_input(board):
         glmer_outofcore("y ~ 1 + (1 | g)", pd.DataFrame({"y": [0, 2, 1], "g": ["a", "b", "a"]}), engine="memory")
     with pytest.raises(InputError, match="engine"):
         glmer_outofcore(CROSSED, board, engine="spark")
+
+
+def test_cli_glmer_on_dataset(board, capsys):
+    import json
+
+    from mrcstats.cli import main
+
+    f = "correct ~ 1 + (1 | model)"
+    assert main(["glmer", "--formula", f, str(board.path), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["engine"] == "native (duckdb collapse)" and got["nobs"] == board.sql(
+        "SELECT count(correct) AS n FROM log")["n"].iloc[0]
+    assert main(["glmer", "--formula", f, str(board.path), "--scheduler", "tcp://x:1"]) == 2
+    assert "--scheduler goes with --engine dask" in capsys.readouterr().err
