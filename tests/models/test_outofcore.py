@@ -43,7 +43,7 @@ def test_single_factor_collapse_equals_rows(tmp_path):
     rows = mrcstats.glmer(f, log)
     mem = glmer_outofcore(f, log, engine="memory")
     _close(rows, mem, 1e-6)
-    assert mem.optinfo["collapse"]["cells"] == 30 and "fitted exactly on 30 binomial cells" in mem.messages[0]
+    assert mem.optinfo["collapse"]["cells"] == 30 and "30 cells (one per distinct scaled_tok, model, cluster)" in mem.messages[0]
     assert mem.optinfo["collapse"]["dropped"]["response"] == int(log["correct"].isna().sum())
     log.to_parquet(tmp_path / "s.parquet")
     ds = write_dataset(tmp_path / "s.parquet", tmp_path / "ds")

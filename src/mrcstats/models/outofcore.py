@@ -16,12 +16,13 @@ equivalence of Bernoulli and binomial responses). The fit here therefore
    (``engine="duckdb"``, the default for datasets), or ``dask.dataframe`` partitions on a
    cluster, reduced on the client (``engine="dask"``) — producing the cell table; the counts
    are integers, so every backend gives the same table exactly;
-2. fits ``cbind(k, n - k) ~ rhs`` on the cells with the native engine
-   (:func:`mrcstats.models.fit.glmer`), in memory: the cells are usually 10-100x fewer than
-   the rows (trials, repeated conditions, item-level covariates);
-3. reports the fit in row terms: ``nobs`` = rows used, the log-likelihood without the
-   binomial coefficients Σ log C(n, k) (as the Bernoulli fit), and a message saying the fit
-   is exact and how many cells it used. Residuals (quantiles) are per cell.
+2. fits ``cbind(successes, failures) ~ rhs`` with the native engine
+   (:func:`mrcstats.models.fit.glmer`) in memory on at most two weighted rows per cell, its
+   successes ``cbind(k, 0)`` and its failures ``cbind(0, n - k)``: the binomial coefficients are
+   then all 1, so the log-likelihood, AIC and BIC are those of the row-level fit; the cells are
+   usually 10-100x fewer than the rows (trials, repeated conditions, item-level covariates);
+3. reports the fit in row terms (``nobs`` = rows used) with a message saying the fit is exact
+   and how many cells it used (``optinfo["collapse"]``). Residuals (quantiles) are per weighted row.
 
 Rows with a missing response (invalid answers) or a missing formula variable are left out, as
 ``glmer`` does, and counted in the result's messages.
@@ -287,25 +288,30 @@ def glmer_outofcore(formula: str, data: Any, *, engine: str | None = None, sched
     if cells.empty:
         raise InputError("no rows left to fit: every response or formula variable is missing")
     rows = int(cells["n"].sum())
-    kname, nname = _free_names(cols)
-    cells = cells.rename(columns={"k": kname, "n": nname})
+    sname, fname = _free_names(cols)
+    # each cell as (at most) two weighted Bernoulli rows, its successes cbind(k, 0) and failures cbind(0, n-k):
+    # the log-likelihood then has no binomial coefficients (log C(k, k) = 0), exactly the row-level one, and
+    # a group never collapses to a single row (lme4's check: levels < observations)
+    k = cells["k"].to_numpy(np.int64)
+    n = cells["n"].to_numpy(np.int64)
+    succ = cells.loc[k > 0, cols].assign(**{sname: k[k > 0], fname: 0})
+    fail = cells.loc[n - k > 0, cols].assign(**{sname: 0, fname: (n - k)[n - k > 0]})
+    wrows = pd.concat([succ, fail], ignore_index=True)
     rhs = formula.split("~", 1)[1].strip()
-    res = glmer(f"cbind({kname}, {nname} - {kname}) ~ {rhs}", cells, contrasts=contrasts, levels=levels,
-                nagq=nagq)
-    # back to row terms: the Bernoulli log-likelihood has no binomial coefficients
-    const = float(_log_choose(cells[nname].to_numpy(float), cells[kname].to_numpy(float)).sum())
-    loglik = res.loglik - const
+    res = glmer(f"cbind({sname}, {fname}) ~ {rhs}", wrows, contrasts=contrasts, levels=levels, nagq=nagq)
+    loglik = res.loglik
     npar = len(res.fixef) + len(res.theta)
-    msgs = [f"fitted exactly on {len(cells):,} binomial cells (cbind(k, n - k) per distinct "
-            f"{', '.join(cols)}) collapsed from {rows:,} rows by the {backend.name} pass "
-            f"(same likelihood, estimates and SEs as the row-level fit; residuals are per cell)"]
+    msgs = [f"fitted exactly on binomial counts: {len(cells):,} cells (one per distinct {', '.join(cols)}) "
+            f"collapsed from {rows:,} rows by the {backend.name} pass, given to the engine as {len(wrows):,} "
+            f"weighted rows cbind(successes, failures) (same likelihood, estimates and SEs as the row-level fit; "
+            f"residuals are per weighted row)"]
     if dropped["response"]:
         msgs.append(f"{dropped['response']:,} row(s) with a missing response (invalid answers) left out")
     if dropped["covariate"]:
         msgs.append(f"{dropped['covariate']:,} row(s) with a missing formula variable left out")
     opt = dict(res.optinfo)
-    opt["collapse"] = {"rows": rows, "cells": int(len(cells)), "backend": backend.name,
-                       "dropped": dropped, "pass_seconds": t_pass, "loglik_const": const}
+    opt["collapse"] = {"rows": rows, "cells": int(len(cells)), "weighted_rows": int(len(wrows)),
+                       "backend": backend.name, "dropped": dropped, "pass_seconds": t_pass}
     return dataclasses.replace(
         res, formula=spec.formula, loglik=loglik, minus2loglik=-2 * loglik, aic=-2 * loglik + 2 * npar,
         bic=-2 * loglik + np.log(rows) * npar, nobs=rows, df_resid=rows - npar,
@@ -314,16 +320,10 @@ def glmer_outofcore(formula: str, data: Any, *, engine: str | None = None, sched
 
 
 def _free_names(cols: Sequence[str]) -> tuple[str, str]:
-    k, n = "k_", "n_"
+    k, n = "successes_", "failures_"
     while k in cols or n in cols:
         k, n = k + "_", n + "_"
     return k, n
-
-
-def _log_choose(n: np.ndarray, k: np.ndarray) -> np.ndarray:
-    from scipy.special import gammaln
-
-    return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
 
 
 __all__ = ["glmer_outofcore", "pass_backend", "dask_client", "MemoryPass", "DuckDBPass", "DaskPass", "ModelError"]
