@@ -410,11 +410,16 @@ class DatasetWriter:
 
     def write(self, frame: pd.DataFrame, source: str | None = None, *, on_duplicate: str = "error") -> int:
         """Validate and append one chunk; returns the rows written."""
-        from mrcstats.io.schema import is_canonical, merge_skipped, validate_log
+        from mrcstats.io.schema import check_duplicates, coerce_log, is_canonical, merge_skipped
 
-        if self.validate or not is_canonical(frame):
-            frame = validate_log(frame, on_duplicate=on_duplicate, source=source)
-        self.skipped = merge_skipped(self.skipped, frame.attrs.get("skipped", {}) or {})
+        # validate_log = coerce_log + check_duplicates; a chunk already coerced by a reader is not coerced twice
+        attrs = dict(frame.attrs)
+        if not is_canonical(frame):
+            frame = coerce_log(frame, source=source)
+        skipped = dict(attrs.get("skipped", {}) or {})
+        if self.validate:
+            frame = check_duplicates(frame, on_duplicate, source, skipped)
+        self.skipped = merge_skipped(self.skipped, skipped)
         if len(frame) == 0:
             return 0
         schema = arrow_schema_of(frame)
@@ -544,7 +549,7 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
                 src = open_dataset(f)
                 w.skipped = {**w.skipped}
                 for batch in src.batches(src.columns, chunk_rows):
-                    df = batch.to_pandas()
+                    df = batch.to_pandas(types_mapper=_NULLABLE.get)
                     df = derive_correct(apply_mapping(df, mapping, str(f)), str(f))
                     w.write(coerce_log(df, source=str(f), model=model), str(f), on_duplicate=on_duplicate)
                 from mrcstats.io.schema import merge_skipped
@@ -564,6 +569,24 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
                 w.write(df, str(f), on_duplicate=on_duplicate)
         w.extra_meta["format"] = fmt0
         return w.close()
+
+
+class _Nullable(dict):
+    """Arrow -> pandas dtypes keeping nulls without object columns (bool, string, float, int)."""
+
+    def get(self, t, default=None):  # noqa: D102
+        import pyarrow as pa
+
+        if pa.types.is_boolean(t):
+            return pd.BooleanDtype()
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            return pd.StringDtype("pyarrow")
+        if pa.types.is_floating(t):
+            return pd.Float64Dtype()
+        return default
+
+
+_NULLABLE = _Nullable()
 
 
 def _detect_cheap(path: Path) -> str | None:
@@ -590,7 +613,7 @@ def _parquet_chunks(path: Path, mapping: Mapping[str, str] | None, model: str | 
         raise InputError(f"{path}: Parquet file has no rows")
     try:
         for batch in pf.iter_batches(batch_size=chunk_rows):
-            df = batch.to_pandas()
+            df = batch.to_pandas(types_mapper=_NULLABLE.get)
             df.columns = [str(c) for c in df.columns]
             df = derive_correct(apply_mapping(df, mapping, str(path)), str(path))
             yield coerce_log(df, source=str(path), model=model)
