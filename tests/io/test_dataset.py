@@ -177,3 +177,26 @@ def test_cli_compare_on_dataset(sim, tmp_path, capsys):
     assert len(json.loads(capsys.readouterr().out)["pairs"]) == 3
     assert main(["compare", str(tmp_path / "ds"), "--condition", "nope"]) == 2
     assert "matches no row" in capsys.readouterr().err
+
+
+def test_discrimination_crosstab_masking_from_sql(sim, tmp_path):
+    from mrcstats.stats.discrimination import discrimination
+    from mrcstats.stats.masking import masking_accuracy
+    from mrcstats.stats.tables import condition_outcome_table, crosstab
+
+    write_dataset([_write(sim, tmp_path / "s.parquet")], tmp_path / "ds", chunk_rows=900)
+    ds = open_dataset(tmp_path / "ds")
+    a, b = discrimination(sim), discrimination(ds)
+    pd.testing.assert_series_equal(a.pd, b.pd, rtol=1e-12)
+    pd.testing.assert_frame_equal(a.accuracy, b.accuracy, rtol=1e-12, check_names=False)
+    ta, tb = a.cutoffs([0, 0.1]), b.cutoffs([0, 0.1])
+    pd.testing.assert_frame_equal(ta.to_frame(), tb.to_frame(), rtol=1e-12)
+    for rows, cols in (("condition", "correct"), ("masking_rate", "pred"), ("model", "condition")):
+        x, y = crosstab(sim, rows, cols), crosstab(ds, rows, cols)
+        pd.testing.assert_frame_equal(x.table, y.table, check_names=True)
+        assert x.skipped == y.skipped
+        assert x.to_dict() == y.to_dict()
+    ma, mb = masking_accuracy(sim), masking_accuracy(ds)
+    pd.testing.assert_frame_equal(ma.table, mb.table, rtol=1e-12)
+    assert ma.notes == mb.notes
+    del condition_outcome_table

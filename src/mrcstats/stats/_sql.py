@@ -137,3 +137,46 @@ def cell_counts(ds: Any, columns: Sequence[str], *, response: str = "correct",
     out["k"] = out["k"].astype("int64")
     out["n"] = out["n"].astype("int64")
     return out, dropped
+
+
+def cluster_model_counts(ds: Any, cluster: str = "cluster", model: str = "model", correct: str = "correct",
+                         item: str | None = "item") -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """P_d's sufficient statistics: per (cluster, model) ``k`` (correct; invalid = not correct) and ``n``
+    rows, clusters and models as text (as :func:`mrcstats.stats.discrimination.discrimination` casts them);
+    and, with ``item``, the distinct (cluster, item) pairs."""
+    check_columns(ds, [cluster, model, correct] + ([item] if item else []), "compute P_d by")
+    counts = ds.sql(f"SELECT {q(cluster)}::VARCHAR AS cluster, {q(model)}::VARCHAR AS model, "
+                    f"count(*) FILTER (WHERE {q(correct)}) AS k, count(*) AS n FROM log GROUP BY ALL")
+    items = None
+    if item:
+        items = ds.sql(f"SELECT DISTINCT {q(cluster)}::VARCHAR AS cluster, {q(item)}::VARCHAR AS item FROM log")
+    return counts, items
+
+
+def pair_counts(ds: Any, rows: str, cols: str) -> tuple[pd.DataFrame, int]:
+    """Counts of the distinct (``rows``, ``cols``) values (both present) and the rows with either missing,
+    for :func:`mrcstats.stats.tables.crosstab` (the labels are made text in Python, as in memory)."""
+    check_columns(ds, [rows, cols], "cross-tabulate")
+    tab = ds.sql(f"SELECT {q(rows)} AS a, {q(cols)} AS b, count(*) AS n FROM log "
+                 f"WHERE {q(rows)} IS NOT NULL AND {q(cols)} IS NOT NULL GROUP BY ALL")
+    miss = ds.sql(f"SELECT count(*) AS m FROM log WHERE {q(rows)} IS NULL OR {q(cols)} IS NULL")
+    return canonical_dtypes(tab.rename(columns={"a": rows, "b": cols}), [rows, cols], ds) \
+        if rows != cols else tab, int(miss["m"].iloc[0])
+
+
+def masking_trial_counts(ds: Any) -> tuple[pd.DataFrame, int]:
+    """Masking curves' sufficient statistics: per (model, condition, masking_rate, trial) ``n`` rows,
+    ``k`` correct, ``v`` valid answers; and the number of rows without a masking rate."""
+    check_columns(ds, ["model", "condition", "masking_rate", "trial", "correct"], "compute masking curves by")
+    tab = ds.sql("SELECT coalesce(model, '') AS model, coalesce(condition, '') AS condition, masking_rate, trial, "
+                 "count(*) AS n, count(*) FILTER (WHERE correct) AS k, count(correct) AS v FROM log "
+                 "WHERE masking_rate IS NOT NULL GROUP BY ALL ORDER BY ALL")
+    miss = ds.sql("SELECT count(*) AS m FROM log WHERE masking_rate IS NULL")
+    bad = ds.sql("SELECT masking_rate FROM log WHERE masking_rate < 0 OR masking_rate > 100 LIMIT 1")
+    if len(bad):
+        raise InputError(f"masking_accuracy: masking_rate must be a percentage in 0..100; the dataset has "
+                         f"{bad['masking_rate'].iloc[0]!r}")
+    for c in ("n", "k", "v", "trial"):
+        tab[c] = tab[c].astype("int64")
+    tab["masking_rate"] = tab["masking_rate"].astype(float)
+    return tab, int(miss["m"].iloc[0])

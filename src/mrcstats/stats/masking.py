@@ -230,6 +230,17 @@ def masking_accuracy(log: pd.DataFrame, *, level: float = 0.95) -> MaskingAccura
     """
     if not 0 < level < 1:
         raise InputError(f"level must be between 0 and 1, got {level!r}")
+    from mrcstats.io.dataset import LogDataset
+
+    if isinstance(log, LogDataset):  # larger than memory: per-trial counts from DuckDB SQL
+        from mrcstats.stats._sql import masking_trial_counts
+
+        per_trial, n_no_mr = masking_trial_counts(log)
+        notes = [f"{n_no_mr} row(s) without a masking_rate left out"] if n_no_mr else []
+        if per_trial.empty:
+            raise InputError("masking_accuracy: the log has no rows with a masking_rate; "
+                             "read maskcode outputs with `mrcstats.read_log(..., format='mskqa')`")
+        return _curves(per_trial, level, notes)
     df = _check_log(log, "masking_accuracy")
     notes: list[str] = []
     no_mr = df["masking_rate"].isna()
@@ -250,6 +261,12 @@ def masking_accuracy(log: pd.DataFrame, *, level: float = 0.95) -> MaskingAccura
     per_trial = (df.groupby(_KEYS + ["trial"], sort=True)
                  .agg(n=("is_correct", "size"), k=("is_correct", "sum"), v=("is_valid", "sum"))
                  .reset_index())
+    return _curves(per_trial, level, notes)
+
+
+def _curves(per_trial: pd.DataFrame, level: float, notes: list[str]) -> MaskingAccuracy:
+    """The curves from per (model, condition, masking_rate, trial) counts n, k (correct), v (valid)."""
+    per_trial = per_trial.copy()
     per_trial["acc_t"] = per_trial["k"] / per_trial["n"]
     from scipy import stats as _st
 
