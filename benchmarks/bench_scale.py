@@ -51,7 +51,8 @@ def timed(cmd: list[str], *, stdout=None, mem_gb: float | None = None, label: st
     # byte-code cache outside the tree: without it every process recompiles numpy/scipy/pandas (~10 s loaded)
     env["PYTHONPYCACHEPREFIX"] = env.get("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "bench_pycache"))
     env["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS", "1")
-    r = subprocess.run(full, stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    r = subprocess.run(full, stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                       check=False)
     wall = time.perf_counter() - t
     m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", r.stderr)
     rss = int(m.group(1)) / 1024 / 1024 if m else float("nan")

@@ -89,7 +89,7 @@ def test_duplicate_keys_across_chunks(sim, tmp_path):
 def test_foreign_file_and_corrupt_partition_name_the_file(sim, tmp_path):
     out = tmp_path / "ds"
     write_dataset([_write(sim, tmp_path / "s.parquet")], out)
-    part = sorted(out.glob("model=beta-13b/*.parquet"))[0]
+    part = min(out.glob("model=beta-13b/*.parquet"))
     pd.DataFrame({"item": ["x"], "other": [1]}).to_parquet(out / "model=beta-13b" / "stray.parquet")
     with pytest.raises(InputError, match=r"stray\.parquet: its schema differs .*missing column"):
         open_dataset(out)

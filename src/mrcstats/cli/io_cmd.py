@@ -36,9 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from mrcstats.io import log_stats, write_log
-
     from mrcstats._files import check_output_path
+    from mrcstats.io import log_stats, write_log
     from mrcstats.io.reader import LOG_SUFFIXES
 
     target = args.dataset or (args.out if args.out and args.out.endswith(("/", "\\")) else None)
@@ -84,9 +83,8 @@ def _ingest_text(s: dict) -> str:
 
 
 def _summary(args: argparse.Namespace) -> int:
-    from mrcstats.stats.accuracy import summarize
-
     from mrcstats.io.dataset import is_dataset, open_dataset
+    from mrcstats.stats.accuracy import summarize
 
     if len(args.log) == 1 and is_dataset(args.log[0]) and not args.map and not args.model and not args.fmt:
         log = open_dataset(args.log[0])        # a dataset folder: lazy, aggregated by DuckDB

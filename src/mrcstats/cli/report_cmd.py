@@ -49,9 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from mrcstats.report.build import build_report
-
     from mrcstats._files import check_output_path
+    from mrcstats.report.build import build_report
 
     check_output_path(args.out, suffixes=(".pdf",), inputs=[args.spec])
     res = build_report(args.spec, args.out)
@@ -62,9 +61,8 @@ def _report(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     if args.models is not None or args.items is not None or args.out is not None:
         return _demo_leaderboard(args)
-    from mrcstats.report.demo import run_demo
-
     from mrcstats._files import check_output_path
+    from mrcstats.report.demo import run_demo
 
     check_output_path(args.outdir, what="--outdir", kind="folder")
     res = run_demo(args.outdir, seed=args.seed)

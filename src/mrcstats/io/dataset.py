@@ -276,9 +276,8 @@ def _read_fragment(file: str, path: str, cols: list[str]) -> pd.DataFrame:
     """One dataset file as a frame with the partition column filled in (a Dask partition)."""
     import urllib.parse
 
-    import pyarrow.parquet as pq
-
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
     columns = cols
     cols = [c for c in columns if c != PARTITION]
@@ -399,7 +398,7 @@ class DatasetWriter:
         self._k = 0
         self._counts: dict[str, int] = {}
 
-    def __enter__(self) -> DatasetWriter:
+    def __enter__(self) -> DatasetWriter:  # noqa: PYI034
         return self
 
     def __exit__(self, et, ev, tb) -> None:
@@ -574,7 +573,7 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
 class _Nullable(dict):
     """Arrow -> pandas dtypes keeping nulls without object columns (bool, string, float, int)."""
 
-    def get(self, t, default=None):  # noqa: D102
+    def get(self, t, default=None):
         import pyarrow as pa
 
         if pa.types.is_boolean(t):

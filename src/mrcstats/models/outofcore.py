@@ -301,16 +301,16 @@ def glmer_outofcore(formula: str, data: Any, *, engine: str | None = None, sched
     res = glmer(f"cbind({sname}, {fname}) ~ {rhs}", wrows, contrasts=contrasts, levels=levels, nagq=nagq)
     loglik = res.loglik
     npar = len(res.fixef) + len(res.theta)
-    msgs = [f"fitted exactly on binomial counts: {len(cells):,} cells (one per distinct {', '.join(cols)}) "
-            f"collapsed from {rows:,} rows by the {backend.name} pass, given to the engine as {len(wrows):,} "
-            f"weighted rows cbind(successes, failures) (same likelihood, estimates and SEs as the row-level fit; "
-            f"residuals are per weighted row)"]
+    msgs = [(f"fitted exactly on binomial counts: {len(cells):,} cells (one per distinct {', '.join(cols)}) "
+             f"collapsed from {rows:,} rows by the {backend.name} pass, given to the engine as {len(wrows):,} "
+             f"weighted rows cbind(successes, failures) (same likelihood, estimates and SEs as the row-level "
+             f"fit; residuals are per weighted row)")]
     if dropped["response"]:
         msgs.append(f"{dropped['response']:,} row(s) with a missing response (invalid answers) left out")
     if dropped["covariate"]:
         msgs.append(f"{dropped['covariate']:,} row(s) with a missing formula variable left out")
     opt = dict(res.optinfo)
-    opt["collapse"] = {"rows": rows, "cells": int(len(cells)), "weighted_rows": int(len(wrows)),
+    opt["collapse"] = {"rows": rows, "cells": len(cells), "weighted_rows": len(wrows),
                        "backend": backend.name, "dropped": dropped, "pass_seconds": t_pass}
     return dataclasses.replace(
         res, formula=spec.formula, loglik=loglik, minus2loglik=-2 * loglik, aic=-2 * loglik + 2 * npar,
@@ -326,4 +326,4 @@ def _free_names(cols: Sequence[str]) -> tuple[str, str]:
     return k, n
 
 
-__all__ = ["glmer_outofcore", "pass_backend", "dask_client", "MemoryPass", "DuckDBPass", "DaskPass", "ModelError"]
+__all__ = ["DaskPass", "DuckDBPass", "MemoryPass", "ModelError", "dask_client", "glmer_outofcore", "pass_backend"]
