@@ -200,3 +200,19 @@ def test_discrimination_crosstab_masking_from_sql(sim, tmp_path):
     pd.testing.assert_frame_equal(ma.table, mb.table, rtol=1e-12)
     assert ma.notes == mb.notes
     del condition_outcome_table
+
+
+def test_summary_on_dask_equals_in_memory(sim, tmp_path):
+    pytest.importorskip("distributed")
+    from distributed import Client, LocalCluster
+
+    write_dataset([_write(sim, tmp_path / "s.parquet")], tmp_path / "ds", chunk_rows=900)
+    ds = open_dataset(tmp_path / "ds")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl, \
+            Client(cl) as client:
+        for by in (["model"], ["condition", "masking_rate"], []):
+            a = summarize(sim, by=by).to_frame()
+            b = summarize(ds, by=by, engine="dask", scheduler=client).to_frame()
+            pd.testing.assert_frame_equal(a, b, rtol=1e-12, atol=0)
+    with pytest.raises(InputError, match="engine"):
+        summarize(ds, engine="spark")

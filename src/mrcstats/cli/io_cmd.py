@@ -30,6 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("log", nargs="+", metavar="LOG", help="a canonical log, a dataset folder (mrcstats ingest --dataset; "
                    "aggregated lazily in DuckDB) or any source read_log reads")
     s.add_argument("--by", default="model", metavar="COL[,COL...]", help="grouping columns (default: model)")
+    s.add_argument("--engine", choices=("duckdb", "memory", "dask"), default=None,
+                   help="aggregation engine (default: DuckDB for a dataset folder, pandas otherwise)")
+    s.add_argument("--scheduler", metavar="ADDRESS",
+                   help="--engine dask: address of a running Dask scheduler (default: in-process)")
     add_log_options(s)
     add_json_flag(s)
     s.set_defaults(func=_summary)
@@ -91,5 +95,9 @@ def _summary(args: argparse.Namespace) -> int:
     else:
         log = read_log_args(args, args.log, "summary")
     by = parse_list(args.by, "--by")
-    res = summarize(log, by=by)
+    if args.scheduler and args.engine != "dask":
+        from mrcstats.errors import InputError
+
+        raise InputError("--scheduler goes with --engine dask")
+    res = summarize(log, by=by, engine=args.engine, scheduler=args.scheduler)
     return output(args, res.to_dict(), res.summary())

@@ -128,10 +128,27 @@ class DaskPass:
         return cells, dropped
 
 
-def _meta(cols: list[str]) -> pd.DataFrame:
+    def group_counts(self, cols: Sequence[str], response: str = "correct") -> pd.DataFrame:
+        """Per distinct ``cols`` (nulls kept as a group): ``n`` rows, ``k`` correct, ``inv`` null responses;
+        partial counts per partition on the workers, summed on the client (integers: exact)."""
+        cols = list(cols)
+        parts = self.ddf[[*cols, response]].map_partitions(_partial_groups, cols, response,
+                                                           meta=_meta(cols, ("n", "k", "inv")))
+        got = parts.compute() if self.client is None else self.client.compute(parts).result()
+        out = got.groupby(cols, sort=True, dropna=False, observed=True)[["n", "k", "inv"]].sum().reset_index()
+        return out.astype({"n": "int64", "k": "int64", "inv": "int64"})
+
+
+def _partial_groups(frame: pd.DataFrame, cols: list[str], response: str) -> pd.DataFrame:
+    y, miss = _response_values(frame[response], response)
+    work = frame[cols].astype(object).copy()
+    work["n"], work["k"], work["inv"] = 1, y.astype(np.int64), miss.astype(np.int64)
+    return work.groupby(cols, sort=False, dropna=False)[["n", "k", "inv"]].sum().reset_index()
+
+
+def _meta(cols: list[str], values: tuple[str, ...] = ("k", "n", "_kind")) -> pd.DataFrame:
     d = {c: pd.Series([], dtype=object) for c in cols}
-    d.update({"k": pd.Series([], dtype="int64"), "n": pd.Series([], dtype="int64"),
-              "_kind": pd.Series([], dtype="int64")})
+    d.update({v: pd.Series([], dtype="int64") for v in values})
     return pd.DataFrame(d)
 
 

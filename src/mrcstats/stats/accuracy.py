@@ -125,7 +125,7 @@ def _fmt(v: Any) -> str:
 
 
 def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = "cluster",
-              level: float = 0.95) -> AccuracySummary:
+              level: float = 0.95, engine: str | None = None, scheduler: Any = None) -> AccuracySummary:
     """Accuracy, accuracy over valid answers, invalid count, Wilson CI and cluster-robust SE per group.
 
     Args:
@@ -136,6 +136,9 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
         by: grouping column(s); ``[]`` for one overall row.
         cluster: the clustering column for ``se_cluster`` (default ``cluster``: passage/group).
         level: confidence level of the Wilson interval.
+        engine: ``"dask"`` aggregates a dataset (or frame) on Dask partitions, reduced on the client
+            (``scheduler``: an address or ``distributed.Client``); default: DuckDB for a dataset, pandas
+            for a frame. Every engine gives the same integer moments, so the same table.
 
     References: Wilson (1927); Miller (2024), "Adding Error Bars to Evals", Eq. 4.
     """
@@ -147,6 +150,22 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
     by_cols = [by] if isinstance(by, str) else list(by)
     if not 0 < level < 1:
         raise InputError(f"level must be between 0 and 1, got {level}")
+    if engine not in (None, "duckdb", "memory", "dask"):
+        raise InputError(f"summarize: engine must be duckdb, memory or dask, got {engine!r}")
+    if engine == "dask":  # partial (group, cluster) counts on the workers, moments on the client
+        from mrcstats.models.outofcore import pass_backend
+
+        cl = pass_backend(log, "dask", scheduler).group_counts([*by_cols, cluster])
+        if isinstance(log, LogDataset):
+            from mrcstats.stats._sql import canonical_dtypes
+
+            cl = canonical_dtypes(cl, by_cols, log)
+        elif isinstance(log, pd.DataFrame):
+            cl = cl.astype({b: log[b].dtype for b in by_cols})
+        return finish_summary(_moments(cl.rename(columns={cluster: "_cl", "k": "s", "n": "m"}), by_cols),
+                              by_cols, level)
+    if isinstance(log, LogDataset) and engine == "memory":
+        log = log.to_log()
     if isinstance(log, LogDataset):  # larger than memory: the per-group moments come from DuckDB SQL
         from mrcstats.stats._sql import summary_moments
 
@@ -172,15 +191,24 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
     # per (group, cluster): rows m_c, correct s_c, invalid; then the integer moments per group
     cl = work.groupby([*gcols, "_cl"], sort=False, dropna=False).agg(
         s=("_x", "sum"), m=("_x", "size"), inv=("_inv", "sum")).reset_index()
+    if by_cols:
+        cl = cl.rename(columns={f"_g{i}": b for i, b in enumerate(by_cols)})
+    else:
+        cl = cl.drop(columns=["_g"])
+    return finish_summary(_moments(cl, by_cols), by_cols, level)
+
+
+def _moments(cl: pd.DataFrame, by_cols: list[str]) -> pd.DataFrame:
+    """Per group: n, correct, invalid, clusters, ss, sm, mm from per (group, cluster) ``s``, ``m``, ``inv``."""
+    cl = cl.copy()
     cl["ss"], cl["sm"], cl["mm"] = cl["s"] * cl["s"], cl["s"] * cl["m"], cl["m"] * cl["m"]
+    if not by_cols:
+        cl["_g"] = 0
+    gcols = by_cols or ["_g"]
     mom = cl.groupby(gcols, sort=True, dropna=False).agg(
         n=("m", "sum"), correct=("s", "sum"), invalid=("inv", "sum"), clusters=("s", "size"),
         ss=("ss", "sum"), sm=("sm", "sum"), mm=("mm", "sum")).reset_index()
-    if by_cols:
-        mom = mom.rename(columns={f"_g{i}": b for i, b in enumerate(by_cols)})
-    else:
-        mom = mom.drop(columns=["_g"])
-    return finish_summary(mom, by_cols, level)
+    return mom.drop(columns=["_g"]) if not by_cols else mom
 
 
 def finish_summary(moments: pd.DataFrame, by: Sequence[str], level: float = 0.95) -> AccuracySummary:
