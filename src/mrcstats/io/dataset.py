@@ -454,7 +454,7 @@ class DatasetWriter:
             d.mkdir(exist_ok=True)
             k = self._counts.get(name, 0)
             self._counts[name] = k + 1
-            pq.write_table(part, d / f"part-{self._k:06d}-{k:04d}.parquet", compression="zstd")
+            pq.write_table(part, d / f"part-{self._k:06d}-{k:04d}.parquet", compression="snappy")
         self._k += 1
 
     def close(self, *, check_keys: bool = True) -> LogDataset:
