@@ -143,6 +143,7 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=20000)
     ap.add_argument("--slice-models", type=int, default=500, help="models in the equality slice (500 = 10M rows)")
     ap.add_argument("--dask-models", type=int, default=50, help="models in the Dask slice (50 = 1M rows)")
+    ap.add_argument("--jobs", type=int, default=2, help="ingest processes (2)")
     ap.add_argument("--work", default=None, help="work folder (default: a temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep the generated data")
     ap.add_argument("--skip-glmm", action="store_true")
@@ -156,7 +157,8 @@ def main() -> None:
     try:
         gen = timed([*mrc, "demo", "--models", str(args.models), "--items", str(args.items), "--out",
                      str(work / "gen"), "--json"], label="generate")
-        ing = timed([*mrc, "ingest", str(work / "gen"), "--dataset", str(work / "ds"), "--json"],
+        ing = timed([*mrc, "ingest", str(work / "gen"), "--dataset", str(work / "ds"), "--jobs", str(args.jobs),
+                     "--json"],
                     stdout=subprocess.DEVNULL, label="ingest --dataset")
         summ = timed([*mrc, "summary", str(work / "ds"), "--by", "model", "--json"], label="summary --by model")
         results.update(generate=gen, ingest=ing, summary=summ)

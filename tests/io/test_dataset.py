@@ -42,14 +42,22 @@ def test_writer_roundtrip_and_lazy_read(sim, tmp_path):
 
 
 def test_ingest_files_and_dataset_input(sim, tmp_path):
-    a, b = tmp_path / "a.parquet", tmp_path / "b.csv"
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
     half = sim[sim["model"] != "gamma-70b"]
     half.to_parquet(a)
-    sim[sim["model"] == "gamma-70b"].to_csv(b, index=False)
+    sim[sim["model"] == "gamma-70b"].to_parquet(b)
+    c = tmp_path / "c.csv"
+    half.iloc[:50].to_csv(c, index=False)
+    with pytest.raises(InputError, match="mixed formats"):
+        write_dataset([a, c], tmp_path / "dx")
+    csv = write_dataset([c], tmp_path / "dc")             # a non-Parquet source: read with its reader
+    assert len(csv) == 50
     ds = write_dataset([a], tmp_path / "d1", chunk_rows=500)   # parquet streamed in 500-row chunks
     assert len(ds) == len(half)
     ds2 = write_dataset([tmp_path / "d1"], tmp_path / "d2", chunk_rows=333)   # a dataset as input
     pd.testing.assert_frame_equal(_sorted(ds.to_log()), _sorted(ds2.to_log()))
+    ds3 = write_dataset([a, b], tmp_path / "d3", jobs=2)                      # two processes
+    pd.testing.assert_frame_equal(_sorted(ds3.to_log()), _sorted(sim))
 
 
 def test_mismatched_schema_names_file_and_leaves_nothing(sim, tmp_path):
@@ -58,6 +66,8 @@ def test_mismatched_schema_names_file_and_leaves_nothing(sim, tmp_path):
     sim.iloc[500:].assign(extra=1.0).to_parquet(b)
     with pytest.raises(InputError, match=r"b\.parquet: its columns differ.*extra column\(s\) 'extra'"):
         write_dataset([a, b], tmp_path / "out")
+    with pytest.raises(InputError, match=r"b\.parquet: its columns differ"):
+        write_dataset([a, b], tmp_path / "out", jobs=2)
     assert not (tmp_path / "out").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
 

@@ -20,6 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", metavar="DIR",
                    help="write a hive-partitioned Parquet dataset (by model) instead: streamed in bounded memory, "
                         "validated chunk by chunk, renamed into place at the end; read lazily by summary etc.")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="with --dataset: read the inputs in N processes (default 1)")
     add_json_flag(p)
     p.set_defaults(func=_ingest)
 
@@ -66,7 +68,7 @@ def _ingest_dataset(args: argparse.Namespace, target: str) -> int:
         raise InputError("give either --out or --dataset, not both")
     mapping = parse_kv(args.map, "--map")
     ds = write_dataset(args.paths, target, format=args.fmt, mapping=mapping or None, model=args.model,
-                       on_duplicate=args.on_duplicate)
+                       on_duplicate=args.on_duplicate, jobs=args.jobs)
     info(f"wrote {len(ds)} rows in {len(ds.files)} files to the dataset {ds.path}")
     stats = dataset_stats(ds)
     return output(args, stats, _ingest_text(stats))

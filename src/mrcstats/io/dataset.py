@@ -381,13 +381,19 @@ class DatasetWriter:
     (or :meth:`abort`) the temporary folder is removed: nothing is half-written.
     """
 
-    def __init__(self, out: str | os.PathLike, *, validate: bool = True):
+    def __init__(self, out: str | os.PathLike, *, validate: bool = True, tmp: Path | None = None,
+                 prefix: str = ""):
         self.out = Path(out)
-        if self.out.exists() and not (self.out.is_dir() and (is_dataset(self.out) or not any(self.out.iterdir()))):
-            raise InputError(f"{self.out}: exists and is not a log dataset; choose another --dataset folder")
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = self.out.parent / f".{self.out.name}.tmp-{uuid.uuid4().hex[:8]}"
-        self.tmp.mkdir()
+        self.prefix = prefix
+        if tmp is not None:   # a part writer (another process) adding files to the owner's temporary folder
+            self.tmp = Path(tmp)
+        else:
+            if self.out.exists() and not (self.out.is_dir() and (is_dataset(self.out)
+                                                                  or not any(self.out.iterdir()))):
+                raise InputError(f"{self.out}: exists and is not a log dataset; choose another --dataset folder")
+            self.out.parent.mkdir(parents=True, exist_ok=True)
+            self.tmp = self.out.parent / f".{self.out.name}.tmp-{uuid.uuid4().hex[:8]}"
+            self.tmp.mkdir()
         self.validate = validate
         self.schema = None
         self.first: str | None = None
@@ -454,8 +460,29 @@ class DatasetWriter:
             d.mkdir(exist_ok=True)
             k = self._counts.get(name, 0)
             self._counts[name] = k + 1
-            pq.write_table(part, d / f"part-{self._k:06d}-{k:04d}.parquet", compression="snappy")
+            pq.write_table(part, d / f"part-{self.prefix}{self._k:06d}-{k:04d}.parquet", compression="snappy")
         self._k += 1
+
+    def state(self) -> dict[str, Any]:
+        """What a part writer wrote (for :meth:`merge` in the owner)."""
+        return {"schema": self.schema, "first": self.first, "rows": self.rows, "skipped": self.skipped,
+                "counts": self._counts}
+
+    def merge(self, st: dict[str, Any]) -> None:
+        """Add a part writer's :meth:`state`; its schema must equal this dataset's."""
+        from mrcstats.io.schema import merge_skipped
+
+        if st["schema"] is not None:
+            if self.schema is None:
+                self.schema, self.first = st["schema"], st["first"]
+            elif not st["schema"].equals(self.schema):
+                raise InputError(f"{st['first'] or 'a chunk'}: its columns differ from {self.first or 'the first chunk'} "
+                                 f"({_schema_diff(self.schema, st['schema'])}); all inputs of one dataset need the "
+                                 f"same columns (ingest them into separate datasets, or map them to the same fields)")
+        self.rows += st["rows"]
+        self.skipped = merge_skipped(self.skipped, st["skipped"])
+        for m, c in st["counts"].items():
+            self._counts[m] = self._counts.get(m, 0) + c
 
     def close(self, *, check_keys: bool = True) -> LogDataset:
         """Write ``_mrcstats.json``, check keys across chunks, rename into place; returns the handle."""
@@ -513,61 +540,119 @@ def _check_keys(ds: LogDataset, models: list[str]) -> None:
 def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike, *,
                   format: str | None = None, mapping: Mapping[str, str] | None = None,
                   model: str | None = None, on_duplicate: str = "error",
-                  chunk_rows: int = CHUNK_ROWS) -> LogDataset:
+                  chunk_rows: int = CHUNK_ROWS, jobs: int = 1) -> LogDataset:
     """Ingest any number of response-log files into a dataset folder, streamed and atomic.
 
     Parquet sources are read in chunks of ``chunk_rows`` rows (Arrow record batches); other
-    formats one file at a time with their reader (:func:`mrcstats.io.reader.read_source`).
-    Each chunk is validated with the canonical schema; all chunks must share one schema.
-    Returns the :class:`LogDataset` written (``skipped`` counts dropped rows by reason).
+    formats one file at a time with their reader (:func:`mrcstats.io.reader.read_source`); a
+    dataset folder file by file. Each chunk is validated with the canonical schema; all chunks
+    must share one schema. ``jobs > 1`` reads the inputs in that many processes (they write into
+    the same temporary folder; the result is the same dataset). Returns the
+    :class:`LogDataset` written (``skipped`` counts dropped rows by reason).
     """
     from mrcstats._progress import progress
     from mrcstats.io.detect import FORMATS, detect_format, expand_paths, load_source
+    from mrcstats.io.schema import merge_skipped
+
+    if format is not None and format not in FORMATS:
+        raise InputError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+    if not isinstance(jobs, int) or jobs < 1:
+        raise InputError(f"jobs must be a whole number >= 1, got {jobs!r}")
+    given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if any(Path(p).resolve() == Path(out).resolve() for p in given):
+        raise InputError(f"{out}: the dataset to write is also an input; write to another folder")
+    units: list[tuple[str, str, str]] = []    # (kind, path, format or dataset root)
+    sources: list[str] = []
+    skipped: dict[str, int] = {}
+    fmt0 = None
+    for p in given:
+        if is_dataset(p):   # a dataset folder: each of its files is a unit (model from the path)
+            src = open_dataset(p)
+            fmt = "parquet"
+            units += [("fragment", f, str(src.path)) for f in src.files]
+            skipped = merge_skipped(skipped, src.skipped)
+            sources.append(str(p))
+            pairs = [(Path(p), fmt)]
+        else:
+            pairs = [(f, format or _detect_cheap(f) or detect_format(load_source(f))) for f in expand_paths(p)]
+        for f, fmt in pairs:
+            if fmt0 is not None and fmt != fmt0:
+                raise InputError(f"mixed formats in one call: {given[0]} is {fmt0} but {f} is {fmt}; "
+                                 f"read one format at a time (or pass --format)")
+            fmt0 = fmt
+            if not is_dataset(f):
+                sources.append(str(f))
+                units.append(("parquet" if fmt == "parquet" and not str(f).lower().endswith(".gz") else "other",
+                              str(f), fmt))
+    opts = {"mapping": dict(mapping) if mapping else None, "model": model, "on_duplicate": on_duplicate,
+            "chunk_rows": chunk_rows}
+    with DatasetWriter(out) as w:
+        w.sources = sources
+        w.skipped = skipped
+        if jobs == 1 or len(units) == 1:
+            bar = progress(units, desc="ingest", unit="file", disable=None if len(units) > 1 else True)
+            for u in bar:
+                _write_unit(w, u, **opts)
+        else:
+            import concurrent.futures as cf
+            import multiprocessing as mp
+
+            groups = [units[i::jobs] for i in range(jobs)]
+            with cf.ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork")) as ex:
+                futs = [ex.submit(_ingest_part, str(w.tmp), f"j{i:02d}-", g, opts) for i, g in enumerate(groups)]
+                states = [f.result() for f in futs]
+            for st in states:
+                for one in st:
+                    w.merge(one)
+        w.extra_meta["format"] = fmt0
+        return w.close()
+
+
+def _ingest_part(tmp: str, prefix: str, units: list, opts: dict) -> list[dict[str, Any]]:
+    """One process's share of :func:`write_dataset`: the states of its units, in order (first schema kept)."""
+    out = []
+    for i, u in enumerate(units):
+        w = DatasetWriter(Path(tmp).parent / "unused", tmp=Path(tmp), prefix=f"{prefix}{i:06d}-")
+        _write_unit(w, u, **opts)
+        out.append(w.state())
+    return out
+
+
+def _write_unit(w: DatasetWriter, unit: tuple[str, str, str], *, mapping, model, on_duplicate,
+                chunk_rows) -> None:
+    from mrcstats.io.detect import load_source
     from mrcstats.io.reader import read_source
     from mrcstats.io.schema import coerce_log
     from mrcstats.io.tabular import apply_mapping, derive_correct
 
-    if format is not None and format not in FORMATS:
-        raise InputError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
-    given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    if any(Path(p).resolve() == Path(out).resolve() for p in given):
-        raise InputError(f"{out}: the dataset to write is also an input; write to another folder")
-    files: list[Any] = []
-    for p in given:   # a dataset folder is one input (streamed from its files), anything else is expanded
-        files.extend([Path(p)] if is_dataset(p) else expand_paths(p))
-    with DatasetWriter(out) as w:
-        w.sources = [str(f) for f in files]
-        fmt0 = None
-        bar = progress(files, desc="ingest", unit="file", disable=None if len(files) > 1 else True)
-        for f in bar:
-            if is_dataset(f):
-                fmt = "parquet"
-                if fmt0 is not None and fmt != fmt0:
-                    raise InputError(f"mixed formats in one call: {files[0]} is {fmt0} but {f} is a dataset")
-                fmt0 = fmt
-                src = open_dataset(f)
-                w.skipped = {**w.skipped}
-                for batch in src.batches(src.columns, chunk_rows):
-                    df = batch.to_pandas(types_mapper=_NULLABLE.get)
-                    df = derive_correct(apply_mapping(df, mapping, str(f)), str(f))
-                    w.write(coerce_log(df, source=str(f), model=model), str(f), on_duplicate=on_duplicate)
-                from mrcstats.io.schema import merge_skipped
+    kind, f, extra = unit
+    if kind == "fragment":
+        df = _read_fragment_nullable(f, extra)
+        df = derive_correct(apply_mapping(df, mapping, f), f)
+        w.write(coerce_log(df, source=f, model=model), f, on_duplicate=on_duplicate)
+    elif kind == "parquet":
+        for chunk in _parquet_chunks(Path(f), mapping, model, chunk_rows):
+            w.write(chunk, f, on_duplicate=on_duplicate)
+    else:
+        w.write(read_source(load_source(f), extra, mapping, model), f, on_duplicate=on_duplicate)
 
-                w.skipped = merge_skipped(w.skipped, src.skipped)
-                continue
-            fmt = format or _detect_cheap(f) or detect_format(load_source(f))
-            if fmt0 is not None and fmt != fmt0:
-                raise InputError(f"mixed formats in one call: {files[0]} is {fmt0} but {f} is {fmt}; "
-                                 f"read one format at a time (or pass --format)")
-            fmt0 = fmt
-            if fmt == "parquet" and not str(f).lower().endswith(".gz"):
-                for chunk in _parquet_chunks(Path(f), mapping, model, chunk_rows):
-                    w.write(chunk, str(f), on_duplicate=on_duplicate)
-            else:
-                df = read_source(load_source(f), fmt, mapping, model)
-                w.write(df, str(f), on_duplicate=on_duplicate)
-        w.extra_meta["format"] = fmt0
-        return w.close()
+
+def _read_fragment_nullable(file: str, root: str) -> pd.DataFrame:
+    """A dataset file with nullable dtypes and its ``model`` from the partition folder name."""
+    import urllib.parse
+
+    import pyarrow.parquet as pq
+
+    try:
+        t = pq.read_table(file)
+    except Exception as exc:  # noqa: BLE001
+        raise InputError(f"{file}: cannot read this Parquet file of the dataset ({_first_line(exc)})") from None
+    df = t.to_pandas(types_mapper=_NULLABLE.get)
+    seg = [x for x in Path(file).relative_to(root).parts if x.startswith(PARTITION + "=")]
+    if PARTITION not in df.columns:
+        val = urllib.parse.unquote(seg[0].split("=", 1)[1]) if seg else None
+        df.insert(0, PARTITION, pd.Series(pd.array([val] * len(df), dtype="string")))
+    return df
 
 
 class _Nullable(dict):
