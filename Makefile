@@ -25,10 +25,13 @@ venv-dev: venv
 	  $(PY) -m pip install -q -e '.[r]' || echo "rpy2 did not install; the lme4 engine tests will skip" >&2; \
 	fi
 
-demo: sysdeps venv
+# the demo needs no R and no parser: no Debian packages are installed for it
+demo: venv
 	$(BIN)/mrcstats demo --outdir reports
 
-test: sysdeps venv-dev
+test:
+	@echo "make test: installs Debian's R/lme4/car/link-grammar/poppler (as root, once), the package and its test tools (pytest, hypothesis, ruff, rpy2), then runs about 1,000 tests; expect 10-15 minutes on 2 cores (see README)" >&2
+	@$(MAKE) --no-print-directory sysdeps venv-dev
 	$(PY) -m pytest -q
 
 lint: venv-dev

@@ -66,8 +66,8 @@ def test_cli_out_paths(tmp_path, capsys):
 def test_stale_temp_of_killed_writer_is_removed(tmp_path):
     target = tmp_path / "log.parquet"
     # a writer killed mid-write: its temp file stays, named with its (now dead) pid
-    code = ("import os, sys; sys.path.insert(0, %r); from mrcstats._files import atomic_path\n"
-            "with atomic_path(%r) as tmp:\n    tmp.write_text('half'); os._exit(9)" % (sys.path[0], str(target)))
+    code = ("import os; from mrcstats._files import atomic_path\n"
+            f"with atomic_path({str(target)!r}) as tmp:\n    tmp.write_text('half'); os._exit(9)")
     subprocess.run([sys.executable, "-c", code], check=False)
     stale = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     assert len(stale) == 1 and stale[0].name.startswith(".log.parquet.")

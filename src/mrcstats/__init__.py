@@ -59,13 +59,17 @@ _API: dict[str, str] = {
     "compare": "mrcstats.stats.compare",
     "compare_scores": "mrcstats.stats.compare",
     "per_item_scores": "mrcstats.stats.compare",
-    "p_adjust": "mrcstats.stats.compare",
+    "p_adjust": "mrcstats.stats.multiplicity",
     "CompareResult": "mrcstats.stats.compare",
     "power": "mrcstats.stats.power",
     "PowerResult": "mrcstats.stats.power",
     # models: estimated marginal means (emmeans)
     "emmeans": "mrcstats.models.emmeans",
     "pairs": "mrcstats.models.emmeans",
+
+    # models: confidence intervals (issue 17)
+    "confint": "mrcstats.models.confint",
+    "ConfintResult": "mrcstats.models.confint",
     # scale: log datasets larger than memory (DuckDB), out-of-core GLMMs, Dask
     "open_log": "mrcstats.io",
     "open_dataset": "mrcstats.io",

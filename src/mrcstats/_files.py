@@ -40,7 +40,7 @@ def check_output_path(path: Any, *, suffixes: Iterable[str] | None = None, input
     try:
         if kind == "file" and p.is_dir():
             raise InputError(f"{what} {p}: is a folder; give a file name inside it (e.g. {p / 'out'}"
-                             f"{tuple(suffixes)[0] if suffixes else ''})")
+                             f"{next(iter(suffixes)) if suffixes else ''})")
         if kind == "folder" and p.exists() and not p.is_dir():
             raise InputError(f"{what} {p}: is a file, not a folder; give a folder name")
         name = p.name.lower()

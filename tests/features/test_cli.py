@@ -79,7 +79,7 @@ def test_features_from_log(tmp_path, capsys):
     (["features"], "either a LOG or --items"),
     (["features", "--items", "/nonexistent/x"], "no such file"),
     (["features", "--items", "{csv}", "--parser", "trees", "--jobs", "0"], "--jobs"),
-    (["features", "--items", "{csv}", "--parser", "trees", "--out", "x.txt"], ".parquet or .csv"),
+    (["features", "--items", "{csv}", "--parser", "trees", "--out", "x.txt"], "use one of .parquet"),
 ])
 def test_features_errors_one_line_exit_2(argv, msg, trees_csv, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)

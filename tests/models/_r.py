@@ -25,7 +25,7 @@ out("theta", names(getME(m, "theta")), getME(m, "theta"))
 out("scalar", c("loglik", "deviance", "aic", "bic", "df_resid"),
     c(as.numeric(logLik(m)), deviance(m), AIC(m), BIC(m), df.residual(m)))
 out("resid_q", 1:5, as.numeric(quantile(residuals(m, "pearson", scaled = TRUE))))
-re <- ranef(m, condVar = TRUE)
+re <- if (identical(a[6], "0")) list() else ranef(m, condVar = TRUE)
 for (g in names(re)) {
   out(paste0("mode:", g), rownames(re[[g]]), re[[g]][[1]])
   out(paste0("condvar:", g), rownames(re[[g]]), as.numeric(attr(re[[g]], "postVar")))
@@ -35,13 +35,14 @@ for (msg in m@optinfo$conv$lme4$messages) cat(paste("message", "-", gsub("[\t\n]
 
 
 def lme4_fit(rscript: str, df: pd.DataFrame, formula: str, tmp: Path, sum_contrasts=(), nagq: int = 1,
-             tol: float = 1e-13) -> dict:
+             tol: float = 1e-13, ranef: bool = True) -> dict:
     """Fit with lme4 (tolPwrss tightened) on the same data; returns the figures as a dict."""
     csv = tmp / "data.csv"
     df.to_csv(csv, index=False)
     script = tmp / "fit.R"
     script.write_text(_SCRIPT)
-    res = subprocess.run([rscript, str(script), str(csv), formula, ",".join(sum_contrasts), str(nagq), str(tol)],
+    res = subprocess.run([rscript, str(script), str(csv), formula, ",".join(sum_contrasts), str(nagq), str(tol),
+                          "1" if ranef else "0"],
                          capture_output=True, text=True, timeout=600, check=False)
     if res.returncode != 0:
         raise RuntimeError(res.stderr[-2000:])

@@ -115,8 +115,9 @@ def test_random_terms_nested_crossed_and_order():
 
 def test_errors():
     df = _df()
-    with pytest.raises(ModelError, match="random slopes"):
-        build_design("y ~ x + (1 + x|g)", df)
+    d = build_design("y ~ x + (1 + x|g)", df)
+    assert d.re[0].cnames == ("(Intercept)", "x")
+    assert d.re[0].theta_names == ("g.(Intercept)", "g.x.(Intercept)", "g.x")
     with pytest.raises(ModelError, match="no random-effects term"):
         build_design("y ~ x", df)
     with pytest.raises(InputError, match="not in the data"):

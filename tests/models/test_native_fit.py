@@ -227,8 +227,8 @@ def test_separation_and_all_correct_groups_give_finite_tables():
 
 def test_clear_errors():
     df = seed_like(30)
-    with pytest.raises(ModelError, match="engine='lme4'"):
-        glmer("correct ~ scaled_tok + (1 + scaled_tok | passage)", df)
+    with pytest.raises(ModelError, match="single scalar random-effects term"):
+        glmer("correct ~ scaled_tok + (1 + scaled_tok | passage)", df, nagq=5)
     with pytest.raises(InputError, match="nagq"):
         glmer("correct ~ scaled_tok + (1 | passage)", df, nagq=30)
     with pytest.raises(InputError, match="family"):
@@ -238,7 +238,7 @@ def test_clear_errors():
     with pytest.raises(ModelError, match="every response is a success"):
         glmer("correct ~ scaled_tok + (1 | passage)", df.assign(correct=1))
     df2 = df.assign(item=[f"i{k % 7}" for k in range(len(df))])
-    with pytest.raises(ModelError, match="single grouping factor"):
+    with pytest.raises(ModelError, match="single scalar random-effects term"):
         glmer("correct ~ scaled_tok + (1 | passage) + (1 | item)", df2, nagq=5)
 
 

@@ -159,9 +159,13 @@ def test_nagq_and_cbind(llm_data, rscript):
 @pytest.mark.r
 def test_random_slopes_go_through_lme4(llm_data, rscript):
     _needs_rpy2(rscript)
-    m = glmer("y ~ x + (1 + x | g)", llm_data(groups=80), engine="lme4")
+    d = llm_data(groups=80)
+    m = glmer("y ~ x + (1 + x | g)", d, engine="lme4")
     assert list(m.theta.index) == ["g.(Intercept)", "g.x.(Intercept)", "g.x"]
-    assert list(m.varcorr["name"]) == ["(Intercept)", "x"]
+    assert list(m.varcorr["name"]) == ["(Intercept)", "x", "(Intercept)"]
+    assert m.varcorr["var2"].iloc[2] == "x"
+    nat = glmer("y ~ x + (1 + x | g)", d)           # the native engine fits the same model
+    assert np.max(np.abs(nat.theta - m.theta)) < 1e-4 and abs(nat.loglik - m.loglik) < 1e-4
 
 
 @pytest.mark.r

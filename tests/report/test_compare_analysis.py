@@ -24,7 +24,7 @@ def _log(path, models=5, clusters=25, per=4, seed=5):
 def test_compare_analysis_builds(tmp_path):
     _log(tmp_path / "log.csv")
     (tmp_path / "s.yaml").write_text("logs: [log.csv]\nseed: 3\n"
-                                     "analyses:\n  - {type: compare, cluster: cluster, bootstrap: 200}\n")
+                                     "analyses:\n  - {type: compare, cluster: cluster, bootstrap: 50}\n")
     r = build_report(tmp_path / "s.yaml", tmp_path / "r.pdf")
     assert not r.skipped
     assert "Model comparison" in r.sections

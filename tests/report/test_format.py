@@ -51,6 +51,7 @@ def test_format_p_monte_carlo():
     assert format_p(0.02, mc_b=100000) == ".020 (MC SE .0004, B = 100,000)"
     assert format_p(0.0004, mc_b=100000) == "< .001 (MC, B = 100,000)"
     assert format_p(None, mc_b=2000) == MISSING
+    assert format_p(np.float64(0.048), mc_b=np.int64(2000)) == ".048 (MC SE .005, B = 2000)"
 
 
 @pytest.mark.parametrize("kw, match", [
@@ -93,6 +94,8 @@ def test_format_stat_and_ci():
     assert format_stat("z", 2.1) == "z = 2.10"
     assert format_stat("t", -2.1, 18.43) == "t(18.43) = −2.10"
     assert format_stat("F", 4.2, (1, 20)) == "F(1, 20) = 4.20"
+    assert format_stat("F", np.float64(4.2), np.array([1, 20])) == "F(1, 20) = 4.20"
+    assert format_stat("chi2", 5.311, np.int64(2)) == "χ²(2) = 5.31"
     assert format_stat("G2", 3.0, 1) == "G²(1) = 3.00"
     assert format_ci(0.052, 0.011, 0.093, "difference") == "0.052 [0.011, 0.093]"
     assert format_ci(1.847, 1.2, 2.85, "odds_ratio") == "1.85 [1.20, 2.85]"

@@ -144,6 +144,7 @@ def test_ci_exponentiate_inline_and_none(fits):
     row = d[(d["model"] == "(2)") & (d["term"] == "x")].set_index("statistic")["value"]
     assert math.isclose(row["conf_low"], m2.fixef["x"] - z * m2.se["x"], rel_tol=1e-12)
     assert math.isclose(row["conf_high"], m2.fixef["x"] + z * m2.se["x"], rel_tol=1e-12)
+    assert (row["conf_low"], row["conf_high"]) == tuple(m2.confint(0.9).loc["x"])
     assert _cells(t)["x/under"][1].startswith("[") and "90% Wald" in t.notes[0]
     e = table([m2], exponentiate=True, statistic="ci", layout="inline")
     de = e.to_frame().set_index(["term", "statistic"])["value"]
@@ -184,6 +185,7 @@ def test_correlation_rows_when_present(fits):
 
     class WithCor:   # a fit whose tidy table has a random-effect correlation (broom.mixed names)
         nobs, ngroups, aic, bic, loglik = m1.nobs, m1.ngroups, m1.aic, m1.bic, m1.loglik
+        confint = m1.confint
 
         def to_frame(self):
             fr = m1.to_frame()
@@ -231,3 +233,18 @@ def test_readme_example_runs(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "Tokens (SD)" in out and "Num. groups: passage" in out
     assert (tmp_path / "models.csv").exists()
+
+
+def test_to_table_for_the_pdf_route(fits):
+    t = table({"A": fits[0], "B": fits[1]})
+    tab = t.to_table()
+    assert tab.header == ["", "A", "B"]
+    assert tab.cells() == [r[1:] for r in t._rows()]
+    starts = t.block_starts()
+    blocks = [r[0] for r in t._rows()]
+    assert [blocks[i] for i in starts] == ["ranef", "gof"] and tab.rules == starts
+    # the view's exports are the model table's: rules between blocks in LaTeX, the long form in CSV
+    assert tab.to_latex() == t.to_latex() and tab.to_csv() == t.to_csv() and tab.to_html() == t.to_html()
+    import dataclasses
+    renamed = dataclasses.replace(tab, caption="Table caption set by the report")
+    assert "\\caption{Table caption set by the report}" in renamed.to_latex()

@@ -10,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mrcstats.errors import InputError
+from mrcstats.models.design import contrast_matrix
+from mrcstats.models.predict import probability_frame
 from mrcstats.report.tables import (
     Table,
     accuracy_table,
     contingency_table,
-    contrast_matrix,
     format_pvalue,
     latex_escape,
     latex_unescape,
@@ -23,7 +24,6 @@ from mrcstats.report.tables import (
     parse_latex,
     parse_markdown,
     pd_cutoff_table,
-    probability_frame,
     probability_table,
     regression_table,
 )
@@ -104,7 +104,7 @@ def test_contingency_accuracy_cutoff_and_masking_tables_round_trip():
     t = contingency_table(counts, [("Fisher's exact test", {"p": 0.0039, "odds_ratio": float("inf"),
                                                             "conf_int": [1.5, float("inf")]})])
     assert t.cells()[-1] == ["Total", "19", "9", "28"]
-    assert "p = 0.00390" in t.notes[0] and "∞" in t.notes[0]
+    assert "p = .004" in t.notes[0] and "∞" in t.notes[0]   # APA: three decimals, no leading zero
     _roundtrip(t)
     back = Table.read_csv(t.to_csv())
     assert back["Total"].tolist() == [11, 17, 28]

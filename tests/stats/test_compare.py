@@ -83,9 +83,10 @@ def by_hand(log: pd.DataFrame, clustered: bool, alpha: float = 0.05):
     return models, pairs
 
 
+@pytest.mark.parametrize("drop", [0.0, 0.05])  # every item answered (matrix path) / some missing (pair loop)
 @pytest.mark.parametrize("clustered", [False, True])
-def test_matches_numpy_by_hand(clustered: bool) -> None:
-    log = make_log(drop=0.05)
+def test_matches_numpy_by_hand(clustered: bool, drop: float) -> None:
+    log = make_log(drop=drop)
     res = compare(log, cluster="cluster" if clustered else None)
     models, pairs = by_hand(log, clustered)
     for r in res.models.itertuples(index=False):
@@ -107,8 +108,11 @@ def test_matches_numpy_by_hand(clustered: bool) -> None:
         if clustered:
             assert r.se_cluster == pytest.approx(h["se_cluster"], rel=1e-10)
         assert (r.a_only, r.b_only) == (h["bonly"], h["conly"])
-    assert res.skipped  # dropped items are counted
-    assert sum(res.skipped.values()) == int(res.pairs["n_unpaired"].sum())
+    if drop:
+        assert res.skipped  # dropped items are counted
+        assert sum(res.skipped.values()) == int(res.pairs["n_unpaired"].sum())
+    else:
+        assert not res.skipped
 
 
 def test_singleton_clusters_equal_plain_se() -> None:

@@ -133,7 +133,7 @@ def test_bootstrap_interval_covers_estimate() -> None:
 
 
 def test_discrimination_bad_input() -> None:
-    with pytest.raises(InputError, match="no column 'passage'"):
+    with pytest.raises(InputError, match="missing required column 'passage'"):
         discrimination(synthetic_log(), cluster="passage")
     with pytest.raises(InputError, match="epsilon"):
         discrimination(synthetic_log(), epsilon=0.7)

@@ -170,7 +170,7 @@ def test_bad_input_is_an_input_error():
         masking_indicators(log[log.masking_rate > 0])
     bad = log.copy()
     bad["masking_rate"] = bad["masking_rate"] * 10
-    with pytest.raises(InputError, match="0..100"):
+    with pytest.raises(InputError, match="outside 0-100"):
         masking_accuracy(bad)
 
 

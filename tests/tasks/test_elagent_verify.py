@@ -112,7 +112,7 @@ def test_worked_example_is_skipped_and_stated_float_repr_read():
 def test_unreadable_files(tmp_path):
     p = tmp_path / "x.json"
     p.write_text("{not json")
-    with pytest.raises(InputError, match="not a JSON file"):
+    with pytest.raises(InputError, match="not valid JSON at line 1"):
         verify_files([p])
     p.write_text(json.dumps({"a": 1}))
     with pytest.raises(InputError, match="no 'data' list"):

@@ -9,7 +9,7 @@ from mrcstats.cli._common import add_json_flag, add_log_options, info, output, p
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``glmer`` to the mrcstats parser."""
     p = sub.add_parser(
-        "glmer", help="binomial GLMM (random intercepts), lme4-exact",
+        "glmer", help="binomial GLMM (random intercepts and slopes), lme4-exact",
         description="Fit a binomial generalized linear mixed model as lme4's glmer(formula, data, "
                     "family = binomial): native engine (lme4's Laplace/AGQ objective with the conditional "
                     "modes fully converged) or lme4 through rpy2. DATA: any table or log mrcstats ingest "
@@ -47,6 +47,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pairs", action="store_true", help="with --emmeans: pairwise contrasts (pairs(em))")
     p.add_argument("--adjust", choices=("tukey", "holm", "bonferroni", "sidak", "none"), default="tukey",
                    help="with --pairs: p-value adjustment (default tukey, as emmeans)")
+
+    p.add_argument("--confint", choices=("Wald", "profile", "boot"), metavar="METHOD",
+                   help="confidence intervals as lme4's confint(m, method=): Wald, profile or boot")
+    p.add_argument("--level", type=float, default=0.95, help="confidence level of --confint (default 0.95)")
+    p.add_argument("--nsim", type=int, default=1000, metavar="N", help="bootstrap samples for --confint boot")
+    p.add_argument("--seed", type=int, default=None, metavar="S", help="random seed for --confint boot")
     add_json_flag(p)
     p.set_defaults(func=_glmer)
 
@@ -94,6 +100,12 @@ def _glmer(args: argparse.Namespace) -> int:
         obj["ranef"] = m.ranef_dict()
         for g, df in m.ranef.items():
             text.append(f"\nRandom effects ({g}): conditional modes and variances\n{df.to_string()}")
+    if args.confint:
+        ci = m.confint(args.confint, level=args.level, nsim=args.nsim, seed=args.seed)
+        for msg in ci.messages:
+            info(f"mrcstats glmer: confint: {msg}")
+        obj["confint"] = ci.to_dict()
+        text.append("\n" + ci.summary())
     if args.drop1 or args.gvif or args.compare:
         from mrcstats.models import compare
     if args.drop1:

@@ -86,16 +86,13 @@ def _mskcal(args: argparse.Namespace) -> int:
 
 
 def _mask(args: argparse.Namespace) -> int:
-    from mrcstats.errors import InputError
     from mrcstats.tasks.masking import mask_text
 
     text = args.text
     if os.path.isfile(text):
-        try:
-            with open(text, encoding="utf-8") as fh:
-                text = fh.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{args.text}: cannot read as UTF-8 text ({exc})") from None
+        from mrcstats.io.files import read_text
+
+        text = read_text(text)
     from mrcstats.cli._common import parse_list
 
     res = mask_text(text, rate=args.rate, condition=args.condition, seed=args.seed, tagger=args.tagger,

@@ -211,17 +211,14 @@ def items_from_race(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> I
         files.extend(_race_files(p))
     out = ItemSet([])
     for f in files:
+        from mrcstats.io.files import read_json
+
+        if not os.access(f, os.R_OK):
+            raise InputError(f"{f}: cannot read (permission denied)")
         try:
-            raw = f.read_bytes().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            out.skip(SKIP_UNREADABLE, f"{f.name} (not UTF-8: {exc.reason} at byte {exc.start})")
-            continue
-        except OSError as exc:
-            raise InputError(f"{f}: cannot read ({exc.strerror})") from None
-        try:
-            obj = json.loads(raw)
-        except ValueError as exc:
-            out.skip(SKIP_UNREADABLE, f"{f.name} (not JSON: {exc})")
+            obj = read_json(f)
+        except InputError as exc:  # not UTF-8, not JSON, empty, an LFS pointer: counted, not fatal
+            out.skip(SKIP_UNREADABLE, f"{f.name} ({str(exc).split(': ', 1)[-1]})")
             continue
         if not isinstance(obj, dict) or not {"article", "questions", "options"} <= obj.keys():
             raise InputError(f"{f}: not a RACE file (expected a JSON object with 'article', 'questions', "
@@ -245,18 +242,9 @@ def load_items(path: str | os.PathLike) -> ItemSet:
     if not p.exists():
         raise InputError(f"{p}: no such file or folder")
     if p.is_file() and p.suffix.lower() in TABLE_SUFFIXES:
-        import pandas as pd
+        from mrcstats.io.files import read_string_table
 
-        try:
-            if p.suffix.lower() in (".parquet", ".pq"):
-                df = pd.read_parquet(p)
-            else:
-                df = pd.read_csv(p, sep="\t" if p.suffix.lower() == ".tsv" else ",", dtype=str,
-                                 keep_default_na=False, na_values=[""], encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
-        except (ValueError, OSError) as exc:
-            raise InputError(f"{p}: cannot read the item table ({exc})") from None
+        df = read_string_table(p, missing=("",))
         return items_from_frame(df, source=str(p))
     if p.is_file() and p.suffix.lower() not in RACE_SUFFIXES:
         raise InputError(f"{p}: unknown item file type {p.suffix!r}; give a .csv/.tsv/.parquet item table "

@@ -5,7 +5,8 @@ Git LFS pointers, UTF-8 check; re-exported here). :func:`detect_format` then loo
 at the content:
 
 * ``parquet``: the ``PAR1`` magic; ``inspect``: a zip archive with ``header.json`` (an Inspect ``.eval`` log);
-* JSON documents: ``inspect`` (an Inspect AI log: ``eval`` + ``samples``),
+* JSON documents: ``inspect`` (an Inspect AI log: ``eval`` + ``samples``), ``helm`` (a HELM
+  ``per_instance_stats.json``: a list of ``instance_id`` + ``stats`` objects),
   ``elagent`` (``data`` lists of ``result`` records, or operator-nested
   ``{accuracy, invalid, data: [[prompt, gold, pred, response], ...]}``), else ``json``;
 * JSON lines: ``harness`` (lm-evaluation-harness samples: ``doc_id`` and
@@ -59,6 +60,10 @@ def is_mskqa_header(cols: list[str]) -> bool:
 
 
 def _json_kind(obj: Any) -> str:
+    from mrcstats.io.helm import looks_like_helm
+
+    if looks_like_helm(obj):
+        return "helm"
     if isinstance(obj, dict):
         if "samples" in obj and "eval" in obj:
             return "inspect"

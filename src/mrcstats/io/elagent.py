@@ -23,10 +23,9 @@ from typing import Any
 
 import pandas as pd
 
-from mrcstats.errors import InputError
+from mrcstats.errors import InputError, SchemaError
 from mrcstats.io.answers import parse_number
 from mrcstats.io.source import Source
-from mrcstats.errors import SchemaError
 
 _RESULT = {"right": True, "wrong": False, "invalid": None}
 

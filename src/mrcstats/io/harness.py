@@ -6,7 +6,11 @@ Each line: ``doc_id``, ``doc``, ``target``, ``arguments``, ``resps``,
 (0/1); a generation whose filtered answer is the harness's ``"[invalid]"`` fallback
 (or empty) is an invalid answer (``correct`` <NA>).
 
-* model: a ``model`` field if the records have one, else ``model`` (``--model NAME``);
+* model: a ``model`` field if the records have one, else ``model`` (``--model NAME``), else the model of
+  the run's ``results_<timestamp>.json`` beside the samples file (``model_name``, else ``pretrained=`` of
+  ``config.model_args``, else ``config.model``; the results file with the samples file's timestamp when
+  there are several) — so a folder of harness output folders (``--output_path`` of several models,
+  one ``<model>/`` folder each) reads as one log of several models;
 * ``task`` column: from the file name (``samples_gsm8k_2024-05-01T10-00-00.jsonl`` -> ``gsm8k``);
 * item = ``<task>:<doc_id>``, cluster = item;
 * condition = the ``filter`` name when a file scores several filters
@@ -24,8 +28,8 @@ from typing import Any
 import pandas as pd
 
 from mrcstats.errors import InputError
-from mrcstats.io.source import Source
 from mrcstats.io.schema import missing_columns_error
+from mrcstats.io.source import Source
 
 _TASK_RE = re.compile(r"^samples_(?P<task>.+?)_(?P<ts>\d{4}-\d{2}-\d{2}T[0-9\-\.:]+)$")
 _METRICS = ("acc", "exact_match")
@@ -74,6 +78,54 @@ def _text(v: Any) -> str | None:
     return str(v)
 
 
+def model_from_results(results: dict) -> str | None:
+    """The model a harness ``results_<ts>.json`` names: ``model_name``, else ``pretrained=`` of
+    ``config.model_args``, else ``config.model``."""
+    if not isinstance(results, dict):
+        return None
+    if results.get("model_name"):
+        return str(results["model_name"])
+    cfg = results.get("config") or {}
+    args = cfg.get("model_args") if isinstance(cfg, dict) else None
+    if isinstance(args, str):
+        for part in args.split(","):
+            k, _, v = part.partition("=")
+            if k.strip() in ("pretrained", "model", "model_name", "path") and v.strip():
+                return v.strip()
+    elif isinstance(args, dict):
+        for k in ("pretrained", "model", "model_name", "path"):
+            if args.get(k):
+                return str(args[k])
+    if isinstance(cfg, dict) and cfg.get("model"):
+        return str(cfg["model"])
+    return None
+
+
+def _results_model(src: Source) -> str | None:
+    """The model named by the harness results file(s) beside a samples file (None when there is none)."""
+    from mrcstats.io.source import load_source
+
+    folder = src.path.parent
+    files = sorted(f for f in folder.iterdir() if f.is_file() and f.name.startswith("results")
+                   and f.name.removesuffix(".gz").endswith(".json"))
+    if not files:
+        return None
+    m = _TASK_RE.match(src.stem)
+    ts = m.group("ts") if m else None
+    same = [f for f in files if ts and ts in f.name]
+    found = {}
+    for f in same or files:
+        name = model_from_results(load_source(f).json())
+        if name:
+            found[f.name] = name
+    models = sorted(set(found.values()))
+    if len(models) > 1:
+        raise InputError(f"{src.name}: the results files beside it name different models "
+                         f"({', '.join(f'{k}: {v}' for k, v in found.items())}); keep one run per folder or pass "
+                         f"--model NAME")
+    return models[0] if models else None
+
+
 def read_harness(src: Source, model: str | None = None) -> pd.DataFrame:
     """Read one harness samples file into rows with canonical field names (see module docstring)."""
     recs = src.json() if src.data.lstrip()[:1] == b"[" else src.json_lines()
@@ -117,7 +169,10 @@ def read_harness(src: Source, model: str | None = None) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     if df["model"].isna().all():
         if model is None:
-            raise InputError(f"{src.name}: harness samples do not name the model; pass --model NAME")
+            model = _results_model(src)
+        if model is None:
+            raise InputError(f"{src.name}: harness samples do not name the model and no results_*.json beside "
+                             f"them does; pass --model NAME")
         df["model"] = model
     elif model is not None:
         df["model"] = df["model"].fillna(model)

@@ -10,8 +10,8 @@ import pandas as pd
 
 from mrcstats.errors import InputError
 from mrcstats.io.detect import detect_format
-from mrcstats.io.source import FORMATS, Source, expand_paths, load_source
 from mrcstats.io.schema import CORE_COLUMNS, check_duplicates, coerce_log, merge_skipped, validate_log
+from mrcstats.io.source import FORMATS, Source, expand_paths, load_source
 
 _TABLE_FORMATS = ("csv", "tsv", "json", "jsonl", "parquet")
 #: file endings :func:`write_log` writes (Parquet, or CSV/TSV, optionally gzipped)
@@ -37,6 +37,10 @@ def read_source(src: Source, fmt: str, mapping: Mapping[str, str] | None = None,
         from mrcstats.io.harness import read_harness
 
         df = _post_map(read_harness(src, model), mapping, src)
+    elif fmt == "helm":
+        from mrcstats.io.helm import read_helm
+
+        df = _post_map(read_helm(src, model), mapping, src)
     elif fmt == "inspect":
         from mrcstats.io.inspect_ai import read_inspect
 
@@ -143,12 +147,14 @@ def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: st
     """Read a data table for a model fit: a plain table as it is, any other source as a canonical log.
 
     The files are loaded and their format detected exactly as :func:`read_log` does (gzip,
-    encodings, Git LFS pointers, duplicate column names, every format). A plain table
-    (``csv``, ``tsv``, ``json``, ``jsonl``, ``parquet``) is returned with its own columns
-    (``mapping`` renames, ``model`` fills a ``model`` column; empty cells and ``NA`` are
-    missing, as R's ``read.csv``), since a GLMM's data need not be a response log; a
-    source that only makes sense as a log (``mskqa``, ``elagent``, ``harness``,
-    ``inspect``) is read with :func:`read_log`. ``attrs["skipped"]`` counts rows left out.
+    encodings, Git LFS pointers, duplicate column names, every format). A table with the
+    log's fields (``model``, ``item``, ``correct``, after ``mapping``/``model``) and every
+    source that only makes sense as a log (``mskqa``, ``elagent``, ``harness``, ``inspect``)
+    is read with :func:`read_log` (the canonical schema: ``correct`` true/false/<NA>, ...);
+    any other table (``csv``, ``tsv``, ``json``, ``jsonl``, ``parquet``) is returned with its
+    own columns (``mapping`` renames, ``model`` fills a ``model`` column; empty cells and
+    ``NA`` are missing, as R's ``read.csv``), since a GLMM's data need not be a response log.
+    ``attrs["skipped"]`` counts rows left out.
     """
     _check_read_args(format, mapping, model, on_duplicate)
     files = expand_paths(paths)
@@ -163,6 +169,9 @@ def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: st
     from mrcstats.io.tabular import read_plain_table
 
     frames = [read_plain_table(s, fmts[0], mapping) for s in srcs]
+    if all(all(c in f.columns for c in ("item", "correct")) and ("model" in f.columns or model) for f in frames):
+        # a response log written as a table: the log schema applies (correct true/false/invalid, trial, ...)
+        return read_log(files, format=fmts[0], mapping=mapping, model=model, on_duplicate=on_duplicate)
     df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True, sort=False)
     if model is not None:
         df["model"] = df["model"].fillna(model) if "model" in df.columns else model

@@ -234,25 +234,7 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
         out["condition"] = pd.Series(pd.array(np.full(n, "", dtype=object), dtype=STRING_DTYPE), index=out.index)
     out["trial"] = _coerce_trial(out["trial"], source) if "trial" in out else np.zeros(n, dtype="int64")
     if "masking_rate" in out:
-        mr = out["masking_rate"]
-        if not pd.api.types.is_numeric_dtype(mr.dtype) or isinstance(mr.dtype, pd.BooleanDtype):
-            text = mr.astype("string").str.strip()
-            text = text.mask(text.str.lower().isin(_NULL))
-            num = pd.to_numeric(text.str.rstrip("%"), errors="coerce")
-            bad = (num.isna() & text.notna()).to_numpy(dtype=bool, na_value=False)
-            if bad.any():
-                pos = int(np.flatnonzero(bad)[0])
-                raise SchemaError(f"{_where(source, pos, 'masking_rate')}masking rate must be a number "
-                                  f"(percent 0-100), got {show_value(mr.iloc[pos])}")
-            mr = num
-        out["masking_rate"] = mr.astype("Float64")
-        vals = out["masking_rate"].to_numpy(dtype=float, na_value=np.nan)
-        with np.errstate(invalid="ignore"):
-            bad = (vals < 0) | (vals > 100)
-        if bad.any():
-            pos = int(np.flatnonzero(bad)[0])
-            raise SchemaError(f"{_where(source, pos, 'masking_rate')}masking rate {vals[pos]:g} is outside 0-100 "
-                              f"(it is a percent: write 35 for 35%)")
+        out["masking_rate"] = coerce_masking_rate(out["masking_rate"], source)
     else:
         out["masking_rate"] = _na_float(n)
     out["correct"] = coerce_correct(out["correct"], source)
@@ -270,6 +252,54 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
 
 #: the largest trial index: every integer up to it is exact as a float too (2**53 - 1)
 MAX_TRIAL = 2**53 - 1
+
+
+def coerce_masking_rate(mr: pd.Series, source: str | None = None) -> pd.Series:
+    """Masking rates as ``Float64`` percents in 0..100 (``"35%"`` and ``"35"`` read as 35; empty = null)."""
+    if not pd.api.types.is_numeric_dtype(mr.dtype) or isinstance(mr.dtype, pd.BooleanDtype):
+        text = mr.astype("string").str.strip()
+        text = text.mask(text.str.lower().isin(_NULL))
+        num = pd.to_numeric(text.str.rstrip("%"), errors="coerce")
+        bad = (num.isna() & text.notna()).to_numpy(dtype=bool, na_value=False)
+        if bad.any():
+            pos = int(np.flatnonzero(bad)[0])
+            raise SchemaError(f"{_where(source, pos, 'masking_rate')}masking rate must be a number "
+                              f"(percent 0-100), got {show_value(mr.iloc[pos])}")
+        mr = num
+    out = pd.Series(mr, copy=False).astype("Float64")
+    vals = out.to_numpy(dtype=float, na_value=np.nan)
+    with np.errstate(invalid="ignore"):
+        bad = (vals < 0) | (vals > 100) | np.isinf(vals)
+    if bad.any():
+        pos = int(np.flatnonzero(bad)[0])
+        raise SchemaError(f"{_where(source, pos, 'masking_rate')}masking rate {vals[pos]:g} is outside 0-100 "
+                          f"(it is a percent: write 35 for 35%)")
+    return out
+
+
+def require_log(log: Any, where: str, columns: tuple[str, ...] = REQUIRED_COLUMNS,
+                correct: str | None = "correct") -> pd.DataFrame:
+    """The check every analysis of a log calls at its boundary (one validator for the whole package).
+
+    ``log`` must be a DataFrame. A frame with the canonical required columns (``model``, ``item``,
+    ``correct``) that is not yet canonical is validated in full (:func:`validate_log`); then the
+    ``columns`` the analysis needs must be present (:class:`SchemaError` lists what was found),
+    and the ``correct`` column (an analysis may name another one) is coerced to nullable boolean
+    by :func:`coerce_correct`. Returns the (possibly new) frame; the input is never modified.
+    """
+    if not isinstance(log, pd.DataFrame):
+        raise SchemaError(f"{where}: expected a canonical log (a pandas DataFrame, e.g. from mrcstats.read_log), "
+                          f"got {type(log).__name__}")
+    if all(c in log.columns for c in REQUIRED_COLUMNS) and not is_canonical(log):
+        log = validate_log(log, source=where)
+    missing = [c for c in columns if c not in log.columns]
+    if missing:
+        raise missing_columns_error(missing, [str(c) for c in log.columns], where,
+                                    "name an existing column, or read the log with mrcstats.read_log")
+    if correct is not None and correct in log.columns and not isinstance(log[correct].dtype, pd.BooleanDtype):
+        log = log.copy(deep=False)
+        log[correct] = coerce_correct(log[correct], where, correct)
+    return log
 
 
 def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:

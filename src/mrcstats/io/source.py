@@ -25,7 +25,8 @@ from typing import Any
 from mrcstats.errors import InputError
 
 #: every format name accepted by ``--format``
-FORMATS: tuple[str, ...] = ("csv", "tsv", "json", "jsonl", "parquet", "mskqa", "elagent", "harness", "inspect")
+FORMATS: tuple[str, ...] = ("csv", "tsv", "json", "jsonl", "parquet", "mskqa", "elagent", "harness", "inspect",
+                            "helm")
 #: file name endings a folder listing picks up
 EXTENSIONS: tuple[str, ...] = (".csv", ".tsv", ".txt", ".json", ".jsonl", ".ndjson", ".parquet", ".pq", ".eval")
 ZIP_MAGIC = b"PK\x03\x04"
@@ -195,7 +196,7 @@ def expand_paths(paths: Any) -> list[Path]:
             if not found:
                 raise InputError(f"{p}: folder has no data files (looked for "
                                  f"{', '.join(EXTENSIONS)}, optionally .gz)")
-            out.extend(found)
+            out.extend(select_run_files(found))
         elif exists:
             out.append(p)
         else:
@@ -203,6 +204,27 @@ def expand_paths(paths: Any) -> list[Path]:
     if not out:
         raise InputError("no input files given")
     return out
+
+
+def _bare(name: str) -> str:
+    return name.lower().removesuffix(".gz")
+
+
+def select_run_files(files: list[Path]) -> list[Path]:
+    """The data files of a folder listing that holds eval-tool run folders.
+
+    * HELM runs (``per_instance_stats.json`` beside ``scenario_state.json``, ``run_spec.json``, ...): only the
+      ``per_instance_stats.json`` files (the reader opens the others beside each);
+    * lm-evaluation-harness outputs (``samples_<task>_<ts>.jsonl`` beside ``results_<ts>.json``): the samples
+      files only (the reader takes the model name from the results file beside each).
+    """
+    helm = [f for f in files if _bare(f.name) == "per_instance_stats.json"]
+    if helm:
+        return helm
+    samples = any(_bare(f.name).startswith("samples_") and _bare(f.name).endswith(".jsonl") for f in files)
+    if samples:
+        return [f for f in files if not (_bare(f.name).startswith("results") and _bare(f.name).endswith(".json"))]
+    return files
 
 
 def _known_ext(name: str) -> bool:

@@ -18,8 +18,8 @@ import pandas as pd
 
 from mrcstats.errors import InputError
 from mrcstats.io.detect import header_columns
-from mrcstats.io.source import Source
 from mrcstats.io.schema import STRING_COLUMNS, SchemaError
+from mrcstats.io.source import Source
 
 #: source columns read as text whatever they look like (ids keep leading zeros)
 _TEXT_FIELDS = STRING_COLUMNS

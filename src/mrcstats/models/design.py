@@ -12,13 +12,14 @@
 * column names as R prints them (``LLM1``, ``scaled_tok:LLM1``, ``periodp2``, ``GenderM``),
   the first variable of an interaction varying fastest; ``assign`` maps columns to terms;
 * a rank-deficient X loses its aliased columns with lme4's message;
-* random-effect terms are ordered as lme4's ``mkReTrms`` (decreasing number of levels).
+* random-effect terms are ordered as lme4's ``mkReTrms`` (decreasing number of levels); a
+  term's Z columns are the model matrix of its left-hand side (``(1 + x | g)``: ``(Intercept)``, ``x``).
 """
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError, ModelError
-from mrcstats.models.formula import _NAME_RE, ModelSpec, Variable, _unquote, parse_formula
+from mrcstats.models.formula import _NAME_RE, ModelSpec, Response, Variable, _unquote, parse_formula
 
 _CONTRASTS = {"sum": "contr.sum", "contr.sum": "contr.sum", "treatment": "contr.treatment",
               "contr.treatment": "contr.treatment"}
@@ -63,19 +64,81 @@ class DesignInfo:
 
 @dataclass(frozen=True, eq=False)
 class ReTerm:
-    """One random intercept: ``codes[i]`` is row i's level index into ``levels``."""
+    """One random-effects term ``(lhs | g)`` in lme4's parameterisation (``mkReTrms``).
+
+    ``codes[i]`` is row i's level index into ``levels``; ``Z`` (n x q, ``None`` for a
+    random intercept) holds the left-hand side's model-matrix columns named ``cnames``
+    (lme4's ``cnms``). The term type is lme4's unstructured covariance: the relative
+    covariance factor of one level is the lower-triangular q x q matrix T filled column
+    by column from θ (``theta_names`` as ``getME(m, "theta")``), lower bound 0 on its
+    diagonal, start at the identity; b_j = T u_j with u_j ~ N(0, I). A new term type
+    (e.g. an IRT 2PL loading) implements the same few methods: ``ntheta``,
+    ``theta_names``, ``lower``, ``start``, ``factor``, ``factor_derivs``.
+    """
 
     name: str
     codes: np.ndarray
     levels: tuple[str, ...]
+    cnames: tuple[str, ...] = ("(Intercept)",)
+    Z: np.ndarray | None = None
 
     @property
     def nlevels(self) -> int:
         return len(self.levels)
 
     @property
+    def q(self) -> int:
+        return len(self.cnames)
+
+    @property
+    def is_scalar(self) -> bool:
+        """A random intercept ``(1 | g)`` (the engine's fast paths)."""
+        return self.Z is None
+
+    @property
+    def ntheta(self) -> int:
+        return self.q * (self.q + 1) // 2
+
+    def _tri(self) -> list[tuple[int, int]]:
+        """(row, col) of θ's entries in T: the lower triangle column by column."""
+        return [(i, j) for j in range(self.q) for i in range(j, self.q)]
+
+    @property
+    def theta_names(self) -> tuple[str, ...]:
+        c = self.cnames
+        return tuple(f"{self.name}.{c[i]}" if i == j else f"{self.name}.{c[i]}.{c[j]}" for i, j in self._tri())
+
+    @property
     def theta_name(self) -> str:
-        return f"{self.name}.(Intercept)"
+        return self.theta_names[0]
+
+    @property
+    def lower(self) -> np.ndarray:
+        return np.array([0.0 if i == j else -np.inf for i, j in self._tri()])
+
+    @property
+    def start(self) -> np.ndarray:
+        return np.array([1.0 if i == j else 0.0 for i, j in self._tri()])
+
+    def factor(self, theta: np.ndarray) -> np.ndarray:
+        """T (q x q lower triangular) from this term's θ."""
+        T = np.zeros((self.q, self.q))
+        for k, (i, j) in enumerate(self._tri()):
+            T[i, j] = theta[k]
+        return T
+
+    def factor_derivs(self, theta: np.ndarray) -> list[np.ndarray]:
+        """dT/dθ_m for each of this term's θ entries (constant for this term type)."""
+        out = []
+        for i, j in self._tri():
+            E = np.zeros((self.q, self.q))
+            E[i, j] = 1.0
+            out.append(E)
+        return out
+
+    def zcol(self, c: int) -> np.ndarray | None:
+        """Column c of Z (None stands for a column of ones)."""
+        return None if self.Z is None else self.Z[:, c]
 
 
 @dataclass(frozen=True, eq=False)
@@ -192,6 +255,22 @@ def factor_levels(s: pd.Series, given: list[str] | tuple[str, ...] | None, what:
     return m[codes], tuple(given)
 
 
+def _encode_text_columns(frame: pd.DataFrame, levels: Mapping | None) -> pd.DataFrame:
+    """Text columns as pandas categoricals with code-point sorted levels, encoded once here:
+    the design and every refit on ``frame`` (drop1, anova, confint) then work on integer codes."""
+    out = None
+    for c in frame.columns:
+        s = frame[c]
+        if (levels and c in levels) or _is_numeric(s) or pd.api.types.is_bool_dtype(s.dtype) \
+                or isinstance(s.dtype, pd.CategoricalDtype):
+            continue
+        codes, labels = _sorted_factorize(s)
+        if out is None:
+            out = frame.copy(deep=False)
+        out[c] = pd.Categorical.from_codes(codes, categories=pd.Index(labels, dtype=object))
+    return frame if out is None else out
+
+
 def _variable_values(var: Variable, data: pd.DataFrame, where: str):
     """('numeric', array) or ('factor', series) for a variable, transforms applied later."""
     if var.column not in data.columns:
@@ -207,6 +286,23 @@ def _variable_values(var: Variable, data: pd.DataFrame, where: str):
     if _is_numeric(s):
         return "numeric", s
     return "factor", s
+
+
+def contrast_matrix(levels: Sequence[str], coding: str = "sum") -> tuple[np.ndarray, list[str]]:
+    """R's contrast matrix of a factor with ``levels`` and the column suffixes lme4 gives the terms.
+
+    ``sum`` (``contr.sum``): level i < k is e_i, the last level is −1 in every column; suffixes ``1..k-1``.
+    ``treatment`` (``contr.treatment``): the first level is the reference (all 0); suffixes are the other
+    level names. The same matrices build X in :func:`build_design`.
+    """
+    k = len(levels)
+    kind = "contr." + coding.removeprefix("contr.")
+    if k < 2:
+        raise InputError(f"contrast_matrix: a factor needs at least two levels, got {list(levels)}")
+    if kind not in ("contr.sum", "contr.treatment"):
+        raise InputError(f"contrast_matrix: coding must be 'sum' or 'treatment', got {coding!r}")
+    suffixes = [str(i + 1) for i in range(k - 1)] if kind == "contr.sum" else [str(lv) for lv in levels[1:]]
+    return _contrast_matrix(kind, k), suffixes
 
 
 def _contrast_matrix(kind: str, k: int) -> np.ndarray:
@@ -470,6 +566,37 @@ def _group_codes(factors: tuple[str, ...], data: pd.DataFrame, where: str) -> tu
     return codes.astype(np.int64), tuple(labels)
 
 
+def _slope_term(r, frame: pd.DataFrame, codes: np.ndarray, lv: tuple[str, ...], data: pd.DataFrame,
+                where: str) -> ReTerm:
+    """A term with a left-hand side beyond ``1``: Z is the model matrix of the left-hand side
+    (R's ``model.matrix(~ lhs)``, treatment contrasts), checked so that its covariance can
+    be estimated."""
+    sub = ModelSpec(formula=r.text, response=Response(text=""), terms=r.terms, intercept=r.intercept)
+    Z, _assign, cn, _info = _model_matrix(sub, frame, {}, None, None, where, full_data=data)
+    Z = np.ascontiguousarray(Z)
+    q, nl = Z.shape[1], len(lv)
+    if q > nl:
+        raise InputError(f"random-effects term {r.text}: {q} columns ({', '.join(cn)}) but only {nl} levels of "
+                         f"{r.name!r}; a {q} x {q} covariance cannot be estimated from {nl} groups — use fewer "
+                         "slope columns (a factor with fewer levels, or a numeric variable)")
+    keep = _rank_columns(Z)
+    if len(keep) < q:
+        bad = [cn[j] for j in range(q) if j not in keep]
+        raise InputError(f"random-effects term {r.text}: column(s) {bad} are linear combinations of the others; "
+                         "remove them from the term")
+    if r.intercept:
+        cnt = np.bincount(codes, minlength=nl).astype(float)
+        for c in range(1, q):
+            x = Z[:, c]
+            mean = np.bincount(codes, weights=x, minlength=nl) / np.maximum(cnt, 1)
+            dev = x - mean[codes]
+            if float(np.max(np.abs(dev))) <= 1e-10 * max(1.0, float(np.max(np.abs(x)))):
+                raise InputError(f"random-effects term {r.text}: {cn[c]!r} is constant within every level of "
+                                 f"{r.name!r}, so its random slope is confounded with the random intercept; "
+                                 f"drop it from the term (keep it as a fixed effect) or use (1 | {r.name})")
+    return ReTerm(r.name, codes, lv, tuple(cn), Z)
+
+
 def _order_reterms(terms: list[ReTerm]) -> list[ReTerm]:
     """lme4 ``mkReTrms``: if any term has more levels than the one before it, reorder
     by ``rev(order(nl))`` (decreasing levels; ties in reverse order of appearance)."""
@@ -495,9 +622,6 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
     spec = parse_formula(formula) if isinstance(formula, str) else formula
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"{where}: expected a pandas DataFrame, got {type(data).__name__}")
-    if spec.random_slopes and not allow_slopes:
-        raise ModelError(f"formula {spec.formula!r}: random slopes {list(spec.random_slopes)} are not supported by "
-                         "the native engine; use engine='lme4' (CLI: --engine lme4)")
     if not spec.random:
         raise ModelError(f"formula {spec.formula!r}: no random-effects term such as (1 | g); "
                          "glmer needs at least one (use a GLM otherwise)")
@@ -540,6 +664,7 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
     messages: list[str] = []
     n_dropped = int(miss.sum())
     frame = data.loc[~miss, cols] if n_dropped else data[cols]
+    frame = _encode_text_columns(frame, levels)
     if wvec is not None:
         wvec = wvec[~miss]
         if np.any(wvec < 0):
@@ -581,9 +706,15 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
         const = float(np.sum(fac * (gammaln(m + 1) - gammaln(k + 1) - gammaln(m - k + 1))))
 
     re_terms = []
+    group_cache: dict[tuple[str, ...], tuple[np.ndarray, tuple[str, ...]]] = {}
     for r in spec.random:
-        codes, lv = _group_codes(r.factors, frame, where)
-        re_terms.append(ReTerm(r.name, codes, lv))
+        if r.factors not in group_cache:
+            group_cache[r.factors] = _group_codes(r.factors, frame, where)
+        codes, lv = group_cache[r.factors]
+        if r.is_scalar:
+            re_terms.append(ReTerm(r.name, codes, lv))
+        else:
+            re_terms.append(_slope_term(r, frame, codes, lv, data, where))
     re_terms = _order_reterms(re_terms)
     nobs = len(frame)
     for t in re_terms:
@@ -593,6 +724,10 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
         if t.nlevels >= nobs:
             raise ModelError(f"number of levels of grouping factor {t.name!r} ({t.nlevels}) must be < number of "
                              f"observations ({nobs}); each group needs more than one row")
+        if t.nlevels * t.q >= nobs:   # lme4's check.nobs.vs.nRE = "stop"
+            raise InputError(f"random-effects term for {t.name!r} ({', '.join(t.cnames)}): number of observations "
+                             f"(={nobs}) <= number of random effects (={t.nlevels * t.q}); the random-effects "
+                             "parameters are unidentifiable — simplify the term")
 
     info = DesignInfo(spec=spec, column_names=tuple(names), assign=tuple(assign), contrasts=used_contr,
                       xlevels=xlevels, scaling=scaling, dropped_columns=dropped)

@@ -664,3 +664,384 @@ class MultiFactor:
         W1, W2 = self._solve(D1, C, G, cho, A1, A2)
         RX = XtWX - (A1.T @ W1 + A2.T @ W2)
         return np.linalg.inv(RX)
+
+
+# ----------------------------------------------------------------------------- general terms
+
+
+def _binv(D: np.ndarray) -> np.ndarray:
+    """Inverses of a stack of small SPD matrices (k x q x q); closed forms for q <= 2."""
+    q = D.shape[1]
+    if q == 1:
+        return 1.0 / D
+    if q == 2:
+        a, b, c = D[:, 0, 0], D[:, 0, 1], D[:, 1, 1]
+        det = a * c - b * b
+        out = np.empty_like(D)
+        out[:, 0, 0] = c / det
+        out[:, 1, 1] = a / det
+        out[:, 0, 1] = out[:, 1, 0] = -b / det
+        return out
+    return np.linalg.inv(D)
+
+
+def _blogdet(D: np.ndarray) -> float:
+    q = D.shape[1]
+    if q == 1:
+        return float(np.log(D[:, 0, 0]).sum())
+    if q == 2:
+        return float(np.log(D[:, 0, 0] * D[:, 1, 1] - D[:, 0, 1] ** 2).sum())
+    sign, ld = np.linalg.slogdet(D)
+    if np.any(sign <= 0):  # pragma: no cover
+        raise ModelError("penalised IRLS: a random-effects block is not positive definite")
+    return float(ld.sum())
+
+
+def _bmatvec(M: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Per row M[k] @ x[k] for stacks (k x q x q) and (k x q)."""
+    if M.shape[1] == 1:
+        return M[:, :, 0] * x
+    return np.einsum("kab,kb->ka", M, x)
+
+
+def _rows_blockvec(M: np.ndarray, codes: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """Per row i: M[codes[i]] @ A[i] (M: levels x q x q, A: n x q) without n x q x q temporaries."""
+    q = A.shape[1]
+    out = np.zeros_like(A)
+    for a in range(q):
+        for b in range(q):
+            out[:, a] += np.take(M[:, a, b], codes) * A[:, b]
+    return out
+
+
+class GeneralModel:
+    """Laplace deviance and its gradient for any set of random-effects terms in lme4's
+    parameterisation (``mkReTrms``): η = Xβ + Σ_k Z_k T_k u_k, u ~ N(0, I).
+
+    The penalised system M = I + Λᵀ Zᵀ W Z Λ is ordered as lme4's Z (per term, level by
+    level, the term's columns together). The first term (most levels) is block-diagonal
+    (one q₁ x q₁ block per level); the other terms form a dense block of size
+    Q₂ = Σ levels x columns, eliminated through the Schur complement
+    S = B - Cᵀ D⁻¹ C, so each PIRLS pass is O(N) plus O(levels₁ q₁ Q₂ + Q₂³). A single
+    term is block-diagonal and solved group by group. log|L|² = Σ log|D_j| + log|S|.
+
+    Gradient: with A = ZΛ (rows a_i), e = w(y - μ), v = wμ(1-μ), t = v(1 - 2μ),
+    h_i = a_iᵀ M⁻¹ a_i, s_i = M⁻¹ a_i (only its entries at row i's levels) and
+    ω = M⁻¹ Aᵀ(t∘h) (the adjoint of the modes),
+    ∂D/∂β = Xᵀ ρ, ρ = -2e + t∘h - v∘(Aω); and for θ_m of term k (dT = ∂T_k/∂θ_m)
+    ∂D/∂θ_m = Σ_{r,c} dT[r,c] Σ_i z_ik[r] (ρ_i u_k[c] + e_i ω_k[c] + 2 v_i s_ik[c]).
+    """
+
+    DENSE_MAX = 6000          # Q₂ limit (dense Schur complement)
+    PAIRS_MAX = 30_000_000    # levels₁ q₁ x Q₂ limit (dense C)
+
+    def __init__(self, data: BinomialData, terms) -> None:
+        self.d = data
+        self.terms = list(terms)
+        n = data.n
+        t1 = self.terms[0]
+        self.q1, self.n1 = t1.q, t1.nlevels
+        self.codes = [np.ascontiguousarray(t.codes, dtype=np.intp) for t in self.terms]
+        self.Zs = [np.ones((n, 1)) if t.Z is None else np.asarray(t.Z, float) for t in self.terms]
+        self.qs = [t.q for t in self.terms]
+        self.nls = [t.nlevels for t in self.terms]
+        self.nth = [t.ntheta for t in self.terms]
+        self.th_off = np.concatenate([[0], np.cumsum(self.nth)]).astype(int)
+        rest = list(range(1, len(self.terms)))
+        self.rest = rest
+        sizes = [self.nls[k] * self.qs[k] for k in rest]
+        self.Q2 = int(sum(sizes))
+        self.base_off = {k: int(o) for k, o in zip(rest, np.concatenate([[0], np.cumsum(sizes)])[:-1])}
+        if self.Q2 > self.DENSE_MAX:
+            raise ModelError(f"the native engine handles several random-effects terms when all but the largest "
+                             f"have at most {self.DENSE_MAX} random effects in total (here {self.Q2}); "
+                             "use engine='lme4'")
+        if rest and self.n1 * self.q1 * self.Q2 > self.PAIRS_MAX:
+            raise ModelError(f"the native engine's dense coupling of the random-effects terms would have "
+                             f"{self.n1 * self.q1 * self.Q2} entries (limit {self.PAIRS_MAX}); use engine='lme4'")
+        # row i's column index (level x columns) in the rest block, per rest term
+        self.base = {k: self.base_off[k] + self.codes[k] * self.qs[k] for k in rest}
+        self.nu = self.n1 * self.q1 + self.Q2
+        self.u = np.zeros(self.nu)
+        self.nfev = 0
+        self.pirls_iters = 0
+        self._A_key: tuple | None = None
+        self._ckeys: dict[tuple[int, int, int], np.ndarray] = {}
+
+    # ------------------------------------------------------------------ pieces
+    def _ckey(self, a: int, k: int, c: int) -> np.ndarray:
+        """Flat index of row i's entry (level₁ column a, term k column c) in the dense C (cached)."""
+        key = (a, k, c)
+        out = self._ckeys.get(key)
+        if out is None:
+            out = (self.codes[0] * self.q1 + a) * self.Q2 + self.base[k] + c
+            self._ckeys[key] = out
+        return out
+
+    @property
+    def ntheta(self) -> int:
+        return int(self.th_off[-1])
+
+    def _A(self, theta: np.ndarray) -> list[np.ndarray]:
+        key = tuple(np.asarray(theta, float).tolist())
+        if key != self._A_key:
+            self._Ts = [t.factor(theta[self.th_off[k]:self.th_off[k + 1]]) for k, t in enumerate(self.terms)]
+            # column-major: every kernel below works on whole columns of A
+            self._As = [np.asfortranarray(Z * T[0, 0]) if T.shape == (1, 1) else np.asfortranarray(Z @ T)
+                        for Z, T in zip(self.Zs, self._Ts)]
+            self._A_key = key
+        return self._As
+
+    def _split(self, u: np.ndarray) -> list[np.ndarray]:
+        """u as per-term (levels x q) arrays (views)."""
+        out = [u[:self.n1 * self.q1].reshape(self.n1, self.q1)]
+        for k in self.rest:
+            o = self.base_off[k]
+            out.append(u[self.n1 * self.q1 + o:self.n1 * self.q1 + o + self.nls[k] * self.qs[k]]
+                       .reshape(self.nls[k], self.qs[k]))
+        return out
+
+    def _gather(self, A: list[np.ndarray], U: list[np.ndarray]) -> np.ndarray:
+        """Σ_k Σ_c A_k[i, c] U_k[level_k(i), c] per row."""
+        out = np.zeros(self.d.n)
+        for Ak, Uk, ck in zip(A, U, self.codes):
+            for c in range(Ak.shape[1]):
+                out += Ak[:, c] * np.take(Uk[:, c], ck)
+        return out
+
+    def _zt(self, A: list[np.ndarray], r: np.ndarray) -> np.ndarray:
+        """Aᵀ r as a flat vector in u's order."""
+        parts = []
+        for Ak, ck, nl in zip(A, self.codes, self.nls):
+            parts.append(np.stack([np.bincount(ck, weights=Ak[:, c] * r, minlength=nl)
+                                   for c in range(Ak.shape[1])], axis=1).ravel())
+        return np.concatenate(parts)
+
+    def _system(self, A: list[np.ndarray], v: np.ndarray):
+        """D (levels₁ x q₁ x q₁), C (levels₁ q₁ x Q₂) and B (Q₂ x Q₂) of M."""
+        q1, n1, c1 = self.q1, self.n1, self.codes[0]
+        A1 = A[0]
+        D = np.empty((n1, q1, q1))
+        for a in range(q1):
+            for b in range(a, q1):
+                D[:, a, b] = np.bincount(c1, weights=v * A1[:, a] * A1[:, b], minlength=n1)
+                D[:, b, a] = D[:, a, b]
+            D[:, a, a] += 1.0
+        if not self.rest:
+            return D, None, None
+        Q2 = self.Q2
+        C = np.zeros(n1 * q1 * Q2)
+        for a in range(q1):
+            va = v * A1[:, a]
+            for k in self.rest:
+                for c in range(self.qs[k]):
+                    C += np.bincount(self._ckey(a, k, c), weights=va * A[k][:, c], minlength=n1 * q1 * Q2)
+        C = C.reshape(n1 * q1, Q2)
+        B = np.eye(Q2)
+        for k in self.rest:
+            qk, nk, ck = self.qs[k], self.nls[k], self.codes[k]
+            blk = np.empty((nk, qk, qk))
+            for a in range(qk):
+                for b in range(a, qk):
+                    blk[:, a, b] = np.bincount(ck, weights=v * A[k][:, a] * A[k][:, b], minlength=nk)
+                    blk[:, b, a] = blk[:, a, b]
+            o = self.base_off[k]
+            for j in range(nk):
+                B[o + j * qk:o + (j + 1) * qk, o + j * qk:o + (j + 1) * qk] += blk[j]
+        if len(self.rest) > 1:
+            for k in self.rest:
+                for m in self.rest:
+                    if k == m:
+                        continue
+                    for a in range(self.qs[k]):
+                        for b in range(self.qs[m]):
+                            B += np.bincount((self.base[k] + a) * Q2 + self.base[m] + b,
+                                             weights=v * A[k][:, a] * A[m][:, b], minlength=Q2 * Q2).reshape(Q2, Q2)
+        return D, C, B
+
+    def _factor(self, D, C, B):
+        Dinv = _binv(D)
+        if C is None:
+            return Dinv, None, None, _blogdet(D)
+        n1, q1, Q2 = self.n1, self.q1, self.Q2
+        C3 = C.reshape(n1, q1, Q2)
+        G = np.einsum("jab,jbk->jak", Dinv, C3) if q1 > 1 else Dinv[:, :, :1] * C3
+        S = B - C.T @ G.reshape(n1 * q1, Q2)
+        try:
+            cho = sla.cho_factor(S, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:  # pragma: no cover
+            raise ModelError("penalised IRLS: the random-effects system is not positive definite") from None
+        ld = _blogdet(D) + 2.0 * float(np.log(np.diag(cho[0])).sum())
+        return Dinv, G, cho, ld
+
+    def _solve(self, fac, C, r: np.ndarray) -> np.ndarray:
+        """M⁻¹ r (r flat in u's order, or u-order x m)."""
+        Dinv, G, cho, _ld = fac
+        n1, q1 = self.n1, self.q1
+        m1 = n1 * q1
+        r1, r2 = r[:m1], r[m1:]
+        if G is None:
+            if r.ndim == 1:
+                return _bmatvec(Dinv, r1.reshape(n1, q1)).ravel()
+            return np.einsum("jab,jbm->jam", Dinv, r1.reshape(n1, q1, -1)).reshape(m1, -1)
+        Gf = G.reshape(m1, self.Q2)
+        y2 = sla.cho_solve(cho, r2 - Gf.T @ r1, check_finite=False)
+        t = r1 - C @ y2
+        if r.ndim == 1:
+            x1 = _bmatvec(Dinv, t.reshape(n1, q1)).ravel()
+        else:
+            x1 = np.einsum("jab,jbm->jam", Dinv, t.reshape(n1, q1, -1)).reshape(m1, -1)
+        return np.concatenate([x1, y2])
+
+    def _pen(self, eta: np.ndarray, u: np.ndarray) -> float:
+        d = self.d
+        f = _softplus(eta)
+        if not d.unit:
+            f *= d.w
+        f -= d.wy * eta
+        return 2 * float(f.sum()) + float(u @ u)
+
+    def _ev(self, mu):
+        d = self.d
+        v = mu * (1 - mu)
+        if d.unit:
+            return d.y - mu, v
+        return d.wy - d.w * mu, d.w * v
+
+    # ------------------------------------------------------------------ PIRLS
+    def modes(self, eta0: np.ndarray, theta: np.ndarray, u: np.ndarray | None = None):
+        A = self._A(theta)
+        u = self.u.copy() if u is None else u.copy()
+        fcur = None
+        for _it in range(PIRLS_MAXIT):
+            eta = eta0 + self._gather(A, self._split(u))
+            mu = _expit(eta)
+            e, v = self._ev(mu)
+            g = u - self._zt(A, e)
+            D, C, B = self._system(A, v)
+            fac = self._factor(D, C, B)
+            step = self._solve(fac, C, g)
+            dec = float(g @ step)
+            self.pirls_iters += 1
+            if dec < PIRLS_TOL * max(1, len(step)):
+                return u, eta, mu, e, v, C, fac
+            if dec > 1e-3:
+                f0 = self._pen(eta, u) if fcur is None else fcur
+                s = 1.0
+                for _ in range(40):
+                    un = u - s * step
+                    f1 = self._pen(eta0 + self._gather(A, self._split(un)), un)
+                    if f1 <= f0 + 1e-12 * abs(f0):
+                        break
+                    s /= 2
+                u, fcur = un, f1
+            else:
+                u, fcur = u - step, None
+        raise ModelError(f"penalised IRLS did not converge in {PIRLS_MAXIT} iterations; check for separation")
+
+    # ------------------------------------------------------------------ selected inverse
+    def _rows_minv(self, A, C, fac):
+        """Per row and term k the entries of M⁻¹ a_i at row i's levels of term k (n x q_k)."""
+        Dinv, G, cho, _ld = fac
+        c1, q1, n1 = self.codes[0], self.q1, self.n1
+        A1 = A[0]
+        if G is None:
+            return [_rows_blockvec(Dinv, c1, A1)], None
+        Q2 = self.Q2
+        Sinv = sla.cho_solve(cho, np.eye(Q2), check_finite=False)
+        Gf = G.reshape(n1 * q1, Q2)
+        GS = Gf @ Sinv
+        K = np.einsum("jak,jbk->jab", GS.reshape(n1, q1, Q2), G)
+        M11 = Dinv + K
+        GSf, Sf = GS.ravel(), Sinv.ravel()
+        s1 = _rows_blockvec(M11, c1, A1)
+        out = [s1]
+        for a in range(q1):
+            for k in self.rest:
+                for c in range(self.qs[k]):
+                    s1[:, a] -= np.take(GSf, self._ckey(a, k, c)) * A[k][:, c]
+        for k in self.rest:
+            sk = np.zeros((self.d.n, self.qs[k]))
+            for c in range(self.qs[k]):
+                rk = (self.base[k] + c) * Q2
+                for m in self.rest:
+                    for b in range(self.qs[m]):
+                        sk[:, c] += np.take(Sf, rk + self.base[m] + b) * A[m][:, b]
+                for b in range(q1):
+                    sk[:, c] -= np.take(GSf, self._ckey(b, k, c)) * A1[:, b]
+            out.append(sk)
+        return out, (M11, Sinv)
+
+    # ------------------------------------------------------------------ deviance
+    def evaluate(self, theta, beta, grad: bool = True, keep: bool = True):
+        d = self.d
+        self.nfev += 1
+        theta = np.asarray(theta, float)
+        eta0 = d.linpred(beta)
+        u, eta, mu, e, v, C, fac = self.modes(eta0, theta)
+        if keep:
+            self.u = u
+        D = self._pen(eta, u) - 2.0 * d.const + fac[3]
+        if not grad:
+            return D, None
+        A = self._A(theta)
+        t = v * (1 - 2 * mu)
+        s, _ = self._rows_minv(A, C, fac)
+        h = np.zeros(d.n)
+        for Ak, sk in zip(A, s):
+            for c in range(Ak.shape[1]):
+                h += Ak[:, c] * sk[:, c]
+        th = t * h
+        w = self._solve(fac, C, self._zt(A, th))
+        U, W = self._split(u), self._split(w)
+        rho = -2.0 * e + th - v * self._gather(A, W)
+        g_beta = d.XT @ rho
+        g_theta = np.empty(self.ntheta)
+        v2 = 2.0 * v
+        for k, term in enumerate(self.terms):
+            ck, nk, Zk = self.codes[k], self.nls[k], self.Zs[k]
+            # ZQ[r, c] = Σ_i z_ik[r] (ρ_i u_k[c] + e_i ω_k[c] + 2 v_i s_ik[c])
+            ZQ = np.empty((Zk.shape[1], self.qs[k]))
+            for r in range(Zk.shape[1]):
+                zr = Zk[:, r]
+                zrho = np.bincount(ck, weights=zr * rho, minlength=nk)
+                ze = np.bincount(ck, weights=zr * e, minlength=nk)
+                zv = zr * v2
+                for c in range(self.qs[k]):
+                    ZQ[r, c] = zrho @ U[k][:, c] + ze @ W[k][:, c] + zv @ s[k][:, c]
+            th_k = theta[self.th_off[k]:self.th_off[k + 1]]
+            for m, dT in enumerate(term.factor_derivs(th_k)):
+                g_theta[self.th_off[k] + m] = float(np.sum(dT * ZQ))
+        return D, np.concatenate([g_theta, g_beta])
+
+    def extras(self, theta, beta):
+        """Modes b_k = u_k T_kᵀ (levels x q) and their conditional covariances T M⁻¹_jj Tᵀ."""
+        theta = np.asarray(theta, float)
+        eta0 = self.d.linpred(beta)
+        u, eta, mu, _e, _v, C, fac = self.modes(eta0, theta)
+        A = self._A(theta)
+        _s, extra = self._rows_minv(A, C, fac)
+        Dinv = fac[0]
+        U = self._split(u)
+        b, cv = [], []
+        for k, T in enumerate(self._Ts):
+            b.append(U[k] @ T.T)
+            if k == 0:
+                blocks = extra[0] if extra is not None else Dinv
+            else:
+                Sinv = extra[1]
+                qk, o = self.qs[k], self.base_off[k]
+                idx = o + np.arange(self.nls[k])[:, None] * qk + np.arange(qk)[None, :]
+                blocks = Sinv[idx[:, :, None], idx[:, None, :]]
+            cv.append(np.einsum("ab,jbc,dc->jad", T, blocks, T))
+        return {"b": b, "condvar": cv, "mu": mu, "eta": eta}
+
+    def rx_vcov(self, theta, beta):
+        d = self.d
+        theta = np.asarray(theta, float)
+        _u, _eta, _mu, _e, v, C, fac = self.modes(d.linpred(beta), theta)
+        A = self._A(theta)
+        XtWX = (d.XT * v) @ d.XT.T
+        AVX = np.stack([self._zt(A, v * d.XT[k]) for k in range(d.p)], axis=1)
+        RX = XtWX - AVX.T @ self._solve(fac, C, AVX)
+        return np.linalg.inv(RX)

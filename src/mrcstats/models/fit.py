@@ -27,7 +27,7 @@ from scipy.special import expit
 
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models.design import Design, build_design
-from mrcstats.models.deviance import BinomialData, MultiFactor, SingleFactor, _softplus
+from mrcstats.models.deviance import BinomialData, GeneralModel, MultiFactor, SingleFactor, _softplus
 from mrcstats.models.formula import ModelSpec
 from mrcstats.models.results import GlmerResult
 
@@ -56,12 +56,16 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str = "binomial"
     Returns
     -------
     GlmerResult
+        ``fit_seconds`` is the wall time of this whole call from the data frame (model frame,
+        encoding of text columns, fit, standard errors); text columns are encoded once into
+        categoricals kept in ``frame``, so refits (drop1, anova, confint) skip that work.
 
     References
     ----------
     Bates, Mächler, Bolker & Walker (2015), J. Stat. Softw. 67(1): eq. (30)-(31) (the
     Laplace deviance), sec. 5.3 (PIRLS); lme4 1.1-31 ``glmer``, ``vcov.merMod``, ``checkConv``.
     """
+    t0 = time.perf_counter()        # fit_seconds: the whole call, from the data frame to the result
     if not isinstance(formula, (str, ModelSpec)):
         raise InputError(f"glmer: formula must be R formula text such as 'correct ~ x + (1 | cluster)', got "
                          f"{type(formula).__name__}")
@@ -85,11 +89,15 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str = "binomial"
     if engine == "lme4":
         from mrcstats.models.r_engine import fit_lme4
 
-        return fit_lme4(formula, data, contrasts=contrasts, nagq=nagq, weights=weights, levels=levels,
-                        lme4_defaults=lme4_defaults)
+        res = fit_lme4(formula, data, contrasts=contrasts, nagq=nagq, weights=weights, levels=levels,
+                       lme4_defaults=lme4_defaults)
+        import dataclasses
+
+        opt = dict(res.optinfo)
+        opt["r_glmer_seconds"] = res.fit_seconds     # R's glmer() call alone
+        return dataclasses.replace(res, fit_seconds=time.perf_counter() - t0, optinfo=opt)
     if engine != "native":
         raise InputError(f"engine {engine!r}: use 'native' or 'lme4'")
-    t0 = time.perf_counter()
     design = build_design(formula, data, contrasts=contrasts, levels=levels, weights=weights)
     res = fit_design(design, nagq=nagq, t0=t0,
                      fit_options={"contrasts": dict(contrasts or {}), "levels": dict(levels or {}),
@@ -243,6 +251,37 @@ def _scale_check(XT: np.ndarray) -> list[str]:
 # ----------------------------------------------------------------------------- native fit
 
 
+def make_model(d: BinomialData, re) -> SingleFactor | MultiFactor | GeneralModel:
+    """The deviance object for the random-effects terms ``re``.
+
+    One general structure (:class:`GeneralModel`, any lme4 covariance terms); random
+    intercepts have specialised kernels of it: one factor (diagonal L) and several
+    (diagonal block + dense Schur complement)."""
+    if all(r.is_scalar for r in re):
+        if len(re) == 1:
+            return SingleFactor(d, re[0].codes, re[0].nlevels)
+        return MultiFactor(d, [r.codes for r in re], [r.nlevels for r in re])
+    return GeneralModel(d, re)
+
+
+def deviance_function(model):
+    """(θ, β) -> (Laplace deviance, gradient) for any engine model (θ always an array)."""
+    if isinstance(model, SingleFactor):
+        return lambda th, beta, grad=True, keep=True: model.evaluate(float(th[0]), beta, grad=grad, keep=keep)
+    return lambda th, beta, grad=True, keep=True: model.evaluate(np.asarray(th, float), beta, grad=grad, keep=keep)
+
+
+def refit_optimum(model, lower: np.ndarray, x0: np.ndarray, ftol: float = 1e-12) -> tuple[np.ndarray, float, bool]:
+    """Minimise the Laplace deviance over (θ, β) from ``x0`` (L-BFGS-B, analytic gradient);
+    returns (x, deviance, converged). Used by the bootstrap's refits."""
+    k = len(lower)
+    f = deviance_function(model)
+    bounds = [(0.0 if lo == 0 else None, None) for lo in lower] + [(None, None)] * (len(x0) - k)
+    r = optimize.minimize(lambda z: f(z[:k], z[k:]), x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                          options={"maxiter": 2000, "ftol": ftol, "gtol": 1e-6, "maxcor": 20})
+    return r.x.copy(), float(r.fun), bool(r.success)
+
+
 def fit_design(design: Design, nagq: int = 1, t0: float | None = None,
                fit_options: Mapping[str, Any] | None = None) -> GlmerResult:
     """Fit a built :class:`Design` with the native engine; returns a :class:`GlmerResult`.
@@ -278,25 +317,28 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
     X, y, w = design.X, design.y, design.weights
     d = BinomialData(X, y, w, design.offset, design.loglik_const)
     re = design.re
-    k = len(re)
     messages = list(design.messages) + _scale_check(d.XT)
-    if nagq > 1 and k != 1:
-        raise ModelError(f"nAGQ = {nagq} needs a single grouping factor (the model has {k}); "
-                         "use nagq=1 (Laplace) or nagq=0")
-    if k == 1:
-        model: SingleFactor | MultiFactor = SingleFactor(d, re[0].codes, re[0].nlevels)
-    else:
-        model = MultiFactor(d, [r.codes for r in re], [r.nlevels for r in re])
+    scalar = all(r.is_scalar for r in re)
+    if nagq > 1 and (len(re) != 1 or not scalar):
+        have = ", ".join("(" + " + ".join(r.cnames) + " | " + r.name + ")" for r in re)
+        raise ModelError(f"nAGQ = {nagq} needs a single scalar random-effects term such as (1 | g) (the model has "
+                         f"{have}); use nagq=1 (Laplace), as lme4 requires")
+    if nagq == 0 and (len(re) != 1 or not scalar):
+        raise ModelError("nAGQ = 0 is implemented natively for one random intercept (1 | g); "
+                         "use nagq=1 or engine='lme4'")
+    model = make_model(d, re)
+    lower = np.concatenate([r.lower for r in re])
+    k = len(lower)
     p = d.p
     ybar = float(d.wy.sum() / d.w.sum()) if d.w.sum() > 0 else float("nan")
     if not 0.0 < ybar < 1.0:
         raise ModelError(f"every response is {'a success' if ybar == 1.0 else 'a failure'} "
                          f"({design.nobs} rows): a binomial model has nothing to estimate")
     beta0 = _glm_start(d)
-    theta0 = np.ones(k)       # lme4's start
+    theta0 = np.concatenate([r.start for r in re])       # lme4's start
 
     def th_arg(th):
-        return float(th[0]) if k == 1 else np.asarray(th, float)
+        return float(th[0]) if isinstance(model, SingleFactor) else np.asarray(th, float)
 
     optinfo: dict[str, Any] = {}
     if nagq == 0:
@@ -324,7 +366,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
             return D, g
 
         x0 = np.concatenate([theta0, beta0])
-        bounds = [(0.0, None)] * k + [(None, None)] * p
+        bounds = [(0.0 if lo == 0 else None, None) for lo in lower] + [(None, None)] * p
         r = optimize.minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
                               options={"maxiter": 2000, "ftol": 1e-10, "gtol": 1e-5, "maxcor": 20})
         x, fval, grad = r.x.copy(), float(r.fun), np.asarray(r.jac, float)
@@ -342,7 +384,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
             except np.linalg.LinAlgError:
                 break
             xn = x - step
-            xn[:k] = np.maximum(xn[:k], 0)
+            xn[:k] = np.maximum(xn[:k], lower)
             if np.max(np.abs(xn - x)) == 0:
                 break
             Dn, gn = model.evaluate(th_arg(xn[:k]), xn[k:])
@@ -380,7 +422,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         optinfo.update(nfev=model.nfev, fval=fval, grad=grad.tolist(), hessian=H.tolist(), par=x.tolist())
         vcov = None
 
-    singular = bool(np.any(theta < SINGULAR_TOL))
+    singular = bool(np.any(theta[lower == 0] < SINGULAR_TOL))
     if nagq == 0:
         converged, cmsgs = True, (["boundary (singular) fit: see help('isSingular')"] if singular else [])
     else:
@@ -412,13 +454,69 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         loglik = -0.5 * fval
     else:
         loglik = -0.5 * fval
-    ranef = {}
-    for r_, b, cv in zip(re, ex["b"], ex["condvar"]):
-        ranef[r_.name] = pd.DataFrame({"mode": b, "condvar": cv}, index=pd.Index(r_.levels, name=r_.name, dtype=object))
+    ranef = _ranef_frames(re, ex["b"], ex["condvar"])
     fit_seconds = time.perf_counter() - t0
     return GlmerResult.from_estimates(
         info=design.info, beta=beta, vcov=vcov, theta=theta, group_names=[r_.name for r_ in re],
+        theta_names=[n for r_ in re for n in r_.theta_names], varcorr=varcorr_frame(re, theta),
         ngroups=design.ngroups, ranef=ranef, loglik=loglik, deviance=devres_sum, pearson_resid=pearson,
         nobs=design.nobs, converged=converged, messages=messages, engine="native", nagq=nagq,
         fit_seconds=fit_seconds, singular=singular, optinfo=optinfo, fit_options=fit_options or {},
-        frame=design.frame)
+        frame=design.frame, design=design)
+
+
+def _ranef_frames(re, bs, cvs) -> dict[str, pd.DataFrame]:
+    """``ranef(m, condVar = TRUE)`` per grouping factor: a random intercept alone gives
+    columns ``mode``/``condvar``; otherwise one column per random-effect column (lme4's
+    ``cnms``, terms of the same factor side by side) and ``condvar:<name>`` (the diagonal
+    of ``postVar``)."""
+    groups: dict[str, list] = {}
+    for r_, b, cv in zip(re, bs, cvs):
+        groups.setdefault(r_.name, []).append((r_, b, cv))
+    out = {}
+    for g, items in groups.items():
+        r0 = items[0][0]
+        idx = pd.Index(r0.levels, name=g, dtype=object)
+        if len(items) == 1 and r0.is_scalar:
+            b, cv = items[0][1], items[0][2]
+            out[g] = pd.DataFrame({"mode": np.ravel(b), "condvar": np.ravel(cv)}, index=idx)
+            continue
+        cols: dict[str, np.ndarray] = {}
+        var: dict[str, np.ndarray] = {}
+        for r_, b, cv in items:
+            b = np.asarray(b).reshape(r_.nlevels, r_.q)
+            cv = np.asarray(cv).reshape(r_.nlevels, r_.q, r_.q)
+            for c, name in enumerate(r_.cnames):
+                cols[name] = b[:, c]
+                var[f"condvar:{name}"] = cv[:, c, c]
+        out[g] = pd.DataFrame({**cols, **var}, index=idx)
+    return out
+
+
+def varcorr_frame(re, theta) -> pd.DataFrame:
+    """lme4's ``as.data.frame(VarCorr(m))``: per term the variances/SDs of its columns then
+    the covariances/correlations (lower triangle, column by column); groups named as R
+    (a factor appearing in several terms: ``g``, ``g.1``). Columns ``group, name, var2,
+    variance, sd`` (for correlation rows ``variance`` is the covariance and ``sd`` the
+    correlation, as ``vcov``/``sdcor``)."""
+    theta = np.asarray(theta, float)
+    rows = []
+    seen: dict[str, int] = {}
+    off = 0
+    for r_ in re:
+        th = theta[off:off + r_.ntheta]
+        off += r_.ntheta
+        n = seen.get(r_.name, 0)
+        seen[r_.name] = n + 1
+        grp = r_.name if n == 0 else f"{r_.name}.{n}"
+        T = r_.factor(th)
+        S = T @ T.T
+        sd = np.sqrt(np.diag(S))
+        for c, name in enumerate(r_.cnames):
+            rows.append({"group": grp, "name": name, "var2": None, "variance": float(S[c, c]), "sd": float(sd[c])})
+        for j in range(r_.q):
+            for i in range(j + 1, r_.q):
+                cor = S[i, j] / (sd[i] * sd[j]) if sd[i] > 0 and sd[j] > 0 else float("nan")
+                rows.append({"group": grp, "name": r_.cnames[j], "var2": r_.cnames[i], "variance": float(S[i, j]),
+                             "sd": float(cor)})
+    return pd.DataFrame(rows, columns=["group", "name", "var2", "variance", "sd"])

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mrcstats.errors import InputError
 
@@ -65,17 +65,42 @@ class Term:
 
 @dataclass(frozen=True)
 class RandomTerm:
-    """A random intercept ``(1 | g)``; ``factors`` are the columns crossed into ``g``.
+    """A random-effects term ``(lhs | g)`` as lme4's ``findbars``/``mkReTrms`` read it.
 
-    ``name`` is lme4's group name (``passage``, ``b:a``).
+    ``factors`` are the columns crossed into the grouping factor ``g`` (``name`` is
+    lme4's group name: ``passage``, ``b:a``); ``terms`` are the left-hand side's model
+    terms besides the intercept (``x`` in ``(1 + x | g)``), ``intercept`` whether the
+    left-hand side has one. ``(1 | g)`` is ``terms=()``, ``intercept=True``.
     """
 
     factors: tuple[str, ...]
-    slopes: tuple[str, ...] = ()  # non-empty only for refused random slopes
+    terms: tuple[Term, ...] = ()
+    intercept: bool = True
 
     @property
     def name(self) -> str:
         return ":".join(self.factors)
+
+    @property
+    def is_scalar(self) -> bool:
+        """True for a random intercept ``(1 | g)``."""
+        return self.intercept and not self.terms
+
+    @property
+    def slopes(self) -> tuple[str, ...]:
+        """Data columns of the left-hand side (``()`` for a random intercept)."""
+        return tuple(dict.fromkeys(v.column for t in self.terms for v in t.variables))
+
+    @property
+    def lhs(self) -> str:
+        labels = [t.label for t in self.terms]
+        if not self.intercept:
+            return " + ".join(["0"] + labels)
+        return " + ".join(["1"] + labels)
+
+    @property
+    def text(self) -> str:
+        return f"({self.lhs} | {self.name})"
 
 
 @dataclass(frozen=True)
@@ -112,7 +137,11 @@ class ModelSpec:
     terms: tuple[Term, ...]
     intercept: bool
     random: tuple[RandomTerm, ...] = ()
-    random_slopes: tuple[str, ...] = field(default=())  # texts of refused random-slope bars
+
+    @property
+    def random_slopes(self) -> tuple[str, ...]:
+        """Texts of the random-effects terms that are not plain intercepts (``(1 + x | g)``)."""
+        return tuple(r.text for r in self.random if not r.is_scalar)
 
     @property
     def term_labels(self) -> tuple[str, ...]:
@@ -155,17 +184,17 @@ class ModelSpec:
         t = self.term(label)
         terms = tuple(x for x in self.terms if x is not t)
         return dataclasses.replace(self, terms=terms, formula=deparse(self.response, terms, self.intercept,
-                                                                      self.random, self.random_slopes))
+                                                                      self.random))
 
     def fixed_rhs(self) -> str:
         parts = ([] if self.intercept else ["0"]) + list(self.term_labels)
         return " + ".join(parts) if parts else "1"
 
 
-def deparse(response: Response, terms, intercept: bool, random, random_slopes=()) -> str:
+def deparse(response: Response, terms, intercept: bool, random) -> str:
     """Formula text of a spec (R's ``deparse`` spacing: ``y ~ a + b + (1 | g)``)."""
     rhs = ([] if intercept else ["0"]) + [t.label for t in terms]
-    rhs += [f"(1 | {r.name})" for r in random] + list(random_slopes)
+    rhs += [r.text for r in random]
     return f"{response.text} ~ {' + '.join(rhs) if rhs else '1'}"
 
 
@@ -173,7 +202,7 @@ def deparse(response: Response, terms, intercept: bool, random, random_slopes=()
 
 _NAME_RE = re.compile(r"`[^`]+`|[A-Za-z.][A-Za-z0-9._]*")
 _TOKEN_RE = re.compile(r"\s*(?:(`[^`]+`|[A-Za-z.][A-Za-z0-9._]*)|(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
-                       r"|(%in%|[-+*/:^()|~,]))")
+                       r"|(%in%|\|\||[-+*/:^()|~,]))")
 
 
 def _is_syntactic(name: str) -> bool:
@@ -202,7 +231,7 @@ def _tokenize(text: str) -> list[str]:
 # AST nodes are tuples: ("var", Variable) ("num", str) ("bin", op, a, b) ("neg", a) ("paren", a)
 # ("bar", lhs, rhs) ("call", name, args)
 
-_BINARY_PREC = {"|": 1, "+": 2, "-": 2, "*": 3, "/": 3, "%in%": 4, ":": 5, "^": 7}
+_BINARY_PREC = {"|": 1, "||": 1, "+": 2, "-": 2, "*": 3, "/": 3, "%in%": 4, ":": 5, "^": 7}
 
 
 class _Parser:
@@ -293,13 +322,12 @@ class _Parser:
 
 
 class _Terms:
-    __slots__ = ("intercept", "random", "slopes", "terms")
+    __slots__ = ("intercept", "random", "terms")
 
-    def __init__(self, terms=None, intercept=None, random=None, slopes=None):
+    def __init__(self, terms=None, intercept=None, random=None):
         self.terms: dict[frozenset, None] = terms or {}
         self.intercept: bool | None = intercept  # None = not mentioned
         self.random: list[RandomTerm] = random or []
-        self.slopes: list[str] = slopes or []
 
 
 def _evaluate(node, p: _Parser) -> _Terms:
@@ -314,7 +342,7 @@ def _evaluate(node, p: _Parser) -> _Terms:
         raise p.err(f"the number {node[1]} cannot be a term (only 1 and 0 can)")
     if kind == "paren":
         inner = node[1]
-        if inner[0] == "bin" and inner[1] == "|":
+        if inner[0] == "bin" and inner[1] in ("|", "||"):
             return _random(inner, p)
         return _evaluate(inner, p)
     if kind == "neg":
@@ -341,7 +369,7 @@ def _evaluate(node, p: _Parser) -> _Terms:
         return _Terms({frozenset([var]): None})
     if kind == "bin":
         op, a, b = node[1], node[2], node[3]
-        if op == "|":
+        if op in ("|", "||"):
             raise p.err("a random-effects term must be in parentheses, e.g. (1 | g)")
         if op == "^":
             if b[0] != "num" or not b[1].isdigit():
@@ -356,7 +384,7 @@ def _evaluate(node, p: _Parser) -> _Terms:
         ta = _evaluate(a, p)
         if op == "-":
             tb = _evaluate(b, p)
-            out = _Terms(dict(ta.terms), ta.intercept, list(ta.random), list(ta.slopes))
+            out = _Terms(dict(ta.terms), ta.intercept, list(ta.random))
             for t in tb.terms:
                 out.terms.pop(t, None)
             if tb.intercept is True:
@@ -371,7 +399,7 @@ def _evaluate(node, p: _Parser) -> _Terms:
             terms = dict(ta.terms)
             terms.update(tb.terms)
             inter = tb.intercept if tb.intercept is not None else ta.intercept
-            return _Terms(terms, inter, ta.random + tb.random, ta.slopes + tb.slopes)
+            return _Terms(terms, inter, ta.random + tb.random)
         if op == "*":
             return _product(ta, tb, p, keep_parts=True)
         if op == ":":
@@ -383,7 +411,7 @@ def _evaluate(node, p: _Parser) -> _Terms:
             terms = dict(ta.terms)
             for t in tb.terms:
                 terms[allvars | t] = None
-            return _Terms(terms, ta.intercept, ta.random + tb.random, ta.slopes + tb.slopes)
+            return _Terms(terms, ta.intercept, ta.random + tb.random)
     raise p.err("cannot read this formula")  # pragma: no cover
 
 
@@ -401,25 +429,41 @@ def _product(ta: _Terms, tb: _Terms, p: _Parser, keep_parts: bool) -> _Terms:
 
 
 def _random(node, p: _Parser) -> _Terms:
-    lhs, rhs = node[2], node[3]
-    text_lhs = _node_text(lhs)
-    # grouping: name, a:b, a/b (nested)
+    """A bar ``(lhs | g)`` or ``(lhs || g)`` as lme4's ``findbars``/``expandDoubleVerts``.
+
+    The left-hand side is read as a model formula (``1 + x``, ``x`` = ``1 + x``,
+    ``0 + x``, ``x - 1``); ``||`` splits it into uncorrelated terms ``(1 | g) + (0 + x | g)``
+    (numeric variables only, as lme4's expansion is documented for).
+    """
+    op, lhs, rhs = node[1], node[2], node[3]
+    bar = f"({_node_text(lhs)} {op} {_node_text(rhs)})"
     groups = _group_factors(rhs, p)
-    slopes: list[str] = []
-    if not (lhs[0] == "num" and lhs[1] == "1"):
-        fixed = _evaluate(lhs, p)
-        names = sorted({v.label for t in fixed.terms for v in t})
-        if fixed.terms:
-            slopes = names
-        elif fixed.intercept is not False:
-            slopes = []
+    if lhs[0] == "num" and lhs[1] in ("1", "1.0"):
+        terms, intercept = [], True
+    else:
+        try:
+            fixed = _evaluate(lhs, p)
+        except InputError as exc:
+            raise p.err(f"random-effects term {bar}: {exc}") from None
+        if fixed.random:
+            raise p.err(f"random-effects term {bar}: a bar inside a bar")
+        order: dict[Variable, int] = {}
+        _collect_vars(lhs, order)
+        terms = [Term(tuple(sorted(t, key=lambda v: order.get(v, 10**9)))) for t in fixed.terms if t]
+        terms.sort(key=lambda t: t.order)
+        intercept = fixed.intercept is not False
+        if not terms and not intercept:
+            raise p.err(f"random-effects term {bar} has no columns (0 and no variable); "
+                        "write (1 | g) for a random intercept")
+    out: list[RandomTerm] = []
+    for g in groups:
+        if op == "||":
+            if intercept:
+                out.append(RandomTerm(tuple(g)))
+            out.extend(RandomTerm(tuple(g), (t,), False) for t in terms)
         else:
-            slopes = ["0"]
-    if slopes:
-        text = f"({text_lhs} | {_node_text(rhs)})"
-        return _Terms(slopes=[text],
-                      random=[RandomTerm(tuple(g), tuple(s for s in slopes if s != "0")) for g in groups])
-    return _Terms(random=[RandomTerm(tuple(g)) for g in groups])
+            out.append(RandomTerm(tuple(g), tuple(terms), intercept))
+    return _Terms(random=out)
 
 
 def _group_factors(node, p: _Parser) -> list[list[str]]:
@@ -557,12 +601,12 @@ def parse_formula(text: str) -> ModelSpec:
     random = []
     seen = set()
     for r in ts.random:
-        if r.name in seen and not r.slopes:
+        if r.text in seen:
             continue
-        seen.add(r.name)
+        seen.add(r.text)
         random.append(r)
     return ModelSpec(formula=_normalise(text), response=response, terms=tuple(terms), intercept=intercept,
-                     random=tuple(random), random_slopes=tuple(ts.slopes))
+                     random=tuple(random))
 
 
 def _collect_vars(node, order: dict) -> None:
@@ -576,7 +620,7 @@ def _collect_vars(node, order: dict) -> None:
     elif kind in ("paren", "neg"):
         _collect_vars(node[1], order)
     elif kind == "bin":
-        if node[1] == "|":
+        if node[1] in ("|", "||"):
             return
         _collect_vars(node[2], order)
         _collect_vars(node[3], order)

@@ -87,6 +87,14 @@ def lme4_available() -> str | None:
     return None
 
 
+def r_versions() -> str:
+    """``"R 4.2.2, lme4 1.1.31"``: the R and lme4 behind the lme4 engine (for a report's Methods)."""
+    ro = _robjects()
+    r = ro.r('paste0(R.version$major, ".", R.version$minor)')[0]
+    lme4 = ro.r('as.character(packageVersion("lme4"))')[0]
+    return f"R {r}, lme4 {lme4}"
+
+
 def _r_column(ro: Any, s: pd.Series) -> Any:
     """One pandas column as an R vector (missing values -> NA)."""
     miss = s.isna().to_numpy()
@@ -239,7 +247,7 @@ def fit_lme4(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Mapping
 
     The native design is built first (same parser, same na.omit, same factor levels and
     contrasts), and R receives the levels it chose, so both engines code the model alike;
-    the fixed-effect names and ``assign`` of the result are R's own. ``fit_seconds`` is the
+    the fixed-effect names and ``assign`` of the result are R's own. ``fit_seconds`` here is the
     time of R's ``glmer()`` call alone.
     """
     design = build_design(formula, data, contrasts=contrasts, levels=levels, weights=weights,
@@ -298,14 +306,19 @@ def result_from_lme4(r: Mapping[str, Any], design: Design, *, fit_options: Mappi
         optinfo={"tol_pwrss": r.get("tol_pwrss"), "lme4_version": r.get("lme4_version"),
                  "lme4_defaults": r.get("lme4_defaults")},
         fit_options=fit_options, frame=data)
-    if slopes:  # random slopes: lme4's theta (Cholesky factor entries) and VarCorr as R gives them
-        rows = []
-        for g, vc in r["varcorr"].items():
-            for nm, var, sd in zip(_as_list(vc["name"]), _as_list(vc["variance"]), _as_list(vc["sd"])):
-                rows.append({"group": g, "name": nm, "variance": float(var), "sd": float(sd)})
-        res = dataclasses.replace(res, theta=pd.Series([float(r["theta"][t]) for t in tnames], index=tnames,
-                                                       name="theta"),
-                                  varcorr=pd.DataFrame(rows))
+    if slopes:  # random slopes: lme4's theta (Cholesky factor entries); VarCorr with correlations
+        theta = pd.Series([float(r["theta"][t]) for t in tnames], index=tnames, name="theta")
+        if tnames == [n for t in design.re for n in t.theta_names]:
+            from mrcstats.models.fit import varcorr_frame
+
+            vcf = varcorr_frame(design.re, theta.to_numpy())
+        else:  # pragma: no cover - lme4 ordered the terms differently: SDs as R gives them
+            rows = []
+            for g, vc in r["varcorr"].items():
+                for nm, var, sd in zip(_as_list(vc["name"]), _as_list(vc["variance"]), _as_list(vc["sd"])):
+                    rows.append({"group": g, "name": nm, "var2": None, "variance": float(var), "sd": float(sd)})
+            vcf = pd.DataFrame(rows)
+        res = dataclasses.replace(res, theta=theta, varcorr=vcf)
     return res
 
 

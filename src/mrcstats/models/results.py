@@ -24,6 +24,21 @@ from mrcstats.models.design import DesignInfo
 from mrcstats.models.formula import ModelSpec
 
 _QNAMES = ("Min", "1Q", "Median", "3Q", "Max")
+COEF_COLUMNS = ("Estimate", "Std. Error", "z value", "Pr(>|z|)")
+
+
+def wald_table(estimate: Mapping[str, float] | pd.Series, se: Mapping[str, float] | pd.Series) -> pd.DataFrame:
+    """lme4's coefficient table from estimates and standard errors given elsewhere (e.g. a paper).
+
+    ``z = estimate / se`` and ``p = 2 * pnorm(-|z|)`` (Wald z tests, as ``summary.merMod``), with the columns
+    and term index of :meth:`GlmerResult.coef_table`; a fitted model's table comes from the fit itself.
+    """
+    est = pd.Series(estimate, dtype=float, name=COEF_COLUMNS[0])
+    s = pd.Series(se, dtype=float).reindex(est.index).rename(COEF_COLUMNS[1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (est / s).rename(COEF_COLUMNS[2])
+    p = pd.Series(2.0 * _st.norm.sf(np.abs(z.to_numpy())), index=est.index, name=COEF_COLUMNS[3])
+    return pd.concat([est, s, z, p], axis=1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,9 +51,12 @@ class GlmerResult:
         ``se`` from the Hessian of the deviance in (θ, β), as lme4's default ``vcov``;
         ``z = fixef / se``; ``p = 2 Φ(-|z|)`` (``Pr(>|z|)``).
     vcov, corr : pandas.DataFrame, covariance and correlation of the fixed effects.
-    theta : pandas.Series, lme4's ``getME(m, "theta")`` keyed ``"<group>.(Intercept)"``;
-        for random intercepts θ is the standard deviation of the intercept.
-    varcorr : pandas.DataFrame with columns ``group, name, variance, sd`` (``VarCorr``).
+    theta : pandas.Series, lme4's ``getME(m, "theta")``: per term the lower triangle of the
+        relative covariance factor T, column by column, keyed ``"g.(Intercept)"``,
+        ``"g.x.(Intercept)"``, ``"g.x"``; for random intercepts θ is the SD of the intercept.
+    varcorr : pandas.DataFrame with columns ``group, name, var2, variance, sd``, rows as
+        ``as.data.frame(VarCorr(m))``: SD rows (``var2`` None) then correlation rows
+        (``variance`` = covariance, ``sd`` = correlation of ``name`` and ``var2``).
     ranef : mapping group -> DataFrame indexed by level, columns ``mode`` (conditional
         mode, ``ranef(m)``) and ``condvar`` (its conditional variance, ``attr(, "postVar")``).
     loglik, aic, bic, minus2loglik : as ``logLik``/``AIC``/``BIC``/``-2*logLik``; for cbind
@@ -82,6 +100,7 @@ class GlmerResult:
     optinfo: Mapping[str, Any] = field(default_factory=dict, repr=False)
     fit_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     frame: pd.DataFrame | None = field(default=None, repr=False)
+    design: Any = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -93,7 +112,8 @@ class GlmerResult:
                        nagq: int = 1, fit_seconds: float = float("nan"), formula: str | None = None,
                        singular: bool | None = None, optinfo: Mapping[str, Any] | None = None,
                        fit_options: Mapping[str, Any] | None = None, frame: pd.DataFrame | None = None,
-                       ) -> GlmerResult:
+                       theta_names: Sequence[str] | None = None, varcorr: pd.DataFrame | None = None,
+                       design: Any = None) -> GlmerResult:
         """Build a result from the estimates; every derived figure is computed here.
 
         ``beta`` follows ``info.column_names``; ``theta`` and ``group_names`` follow lme4's
@@ -110,7 +130,7 @@ class GlmerResult:
             C = V / d
         p = 2.0 * _st.norm.sf(np.abs(z))
         th = np.asarray(theta, dtype=float)
-        tnames = [f"{g}.(Intercept)" for g in group_names]
+        tnames = list(theta_names) if theta_names is not None else [f"{g}.(Intercept)" for g in group_names]
         npar = len(names) + len(th)
         m2 = -2.0 * float(loglik)
         aic = m2 + 2 * npar
@@ -119,8 +139,9 @@ class GlmerResult:
             if pearson_resid is None:
                 raise ValueError("from_estimates needs pearson_resid or resid_quantiles")
             resid_quantiles = np.quantile(np.asarray(pearson_resid, float), [0, .25, .5, .75, 1])
-        vc = pd.DataFrame({"group": list(group_names), "name": ["(Intercept)"] * len(th),
-                           "variance": th ** 2, "sd": th})
+        vc = varcorr if varcorr is not None else pd.DataFrame(
+            {"group": list(group_names), "name": ["(Intercept)"] * len(th), "var2": [None] * len(th),
+             "variance": th ** 2, "sd": th})
         if singular is None:
             singular = bool(np.any(th < 1e-4))
         return cls(
@@ -138,7 +159,7 @@ class GlmerResult:
             messages=tuple(dict.fromkeys([*messages, *separation_messages(names, beta, se)])),  # each once
             resid_quantiles=pd.Series(np.asarray(resid_quantiles, float), index=list(_QNAMES)),
             fit_seconds=float(fit_seconds), info=info, optinfo=dict(optinfo or {}),
-            fit_options=dict(fit_options or {}), frame=frame)
+            fit_options=dict(fit_options or {}), frame=frame, design=design)
 
     # ------------------------------------------------------------------ accessors
     @property
@@ -165,9 +186,25 @@ class GlmerResult:
     def npar(self) -> int:
         return len(self.fixef) + len(self.theta)
 
+    def _varcorr(self) -> pd.DataFrame:
+        """``varcorr`` with the ``var2`` column (None on SD rows) even for older results."""
+        vc = self.varcorr
+        if "var2" not in vc.columns:
+            vc = vc.assign(var2=None)
+        return vc
+
     def coef_table(self) -> pd.DataFrame:
-        """The fixed-effects table of ``summary()`` (Estimate, Std. Error, z value, Pr(>|z|))."""
+        """The fixed-effects table of ``summary()`` (Estimate, Std. Error, z value, Pr(>|z|)), indexed by term."""
         return pd.concat([self.fixef, self.se, self.z, self.p], axis=1)
+
+    def confint(self, method: str = "profile", level: float = 0.95, nsim: int = 1000, seed: int | None = None,
+                parm: Any = None, **kw: Any):
+        """lme4's ``confint(m, parm, level, method)``: ``"Wald"``, ``"profile"`` (default, as lme4)
+        or ``"boot"`` (parametric bootstrap, ``nsim`` refits, ``seed``); rows ``.sig01``, …
+        then the fixed effects. See :mod:`mrcstats.models.confint`."""
+        from mrcstats.models.confint import confint
+
+        return confint(self, method=method, level=level, nsim=nsim, seed=seed, parm=parm, **kw)
 
     def predict(self, newdata: pd.DataFrame | None = None, re_form: str | None = None,
                 type: str = "link", allow_new_levels: bool = False) -> np.ndarray:
@@ -184,14 +221,18 @@ class GlmerResult:
             "ngroups": dict(self.ngroups),
             "fixef": self.fixef.to_dict(), "se": self.se.to_dict(), "z": self.z.to_dict(), "p": self.p.to_dict(),
             "theta": self.theta.to_dict(),
+            "varcorr": [{"group": r.group, "name": r.name, "var2": r.var2 if isinstance(r.var2, str) else None,
+                         "variance": float(r.variance),
+                         "sd": float(r.sd)} for r in self._varcorr().itertuples(index=False)],
             "loglik": self.loglik, "aic": self.aic, "bic": self.bic, "minus2loglik": self.minus2loglik,
             "deviance": self.deviance, "df_resid": self.df_resid, "converged": self.converged,
             "singular": self.singular, "messages": list(self.messages), "fit_seconds": self.fit_seconds,
         }
 
     def ranef_dict(self) -> dict[str, dict[str, dict[str, float]]]:
-        """``{group: {level: {"mode", "condvar"}}}`` (the CLI's ``--ranef``)."""
-        return {g: {str(k): {"mode": float(r["mode"]), "condvar": float(r["condvar"])}
+        """``{group: {level: {"mode", "condvar"}}}`` (the CLI's ``--ranef``); for slope terms the
+        keys are the columns (``(Intercept)``, ``x``) and ``condvar:<column>``."""
+        return {g: {str(k): {str(c): float(v) for c, v in r.items()}
                     for k, r in df.iterrows()} for g, df in self.ranef.items()}
 
     def to_frame(self) -> pd.DataFrame:
@@ -200,8 +241,10 @@ class GlmerResult:
         fx.columns = ["term", "estimate", "std_error", "statistic", "p_value"]
         fx.insert(0, "effect", "fixed")
         fx.insert(1, "group", None)
-        rx = pd.DataFrame({"effect": "ran_pars", "group": list(self.varcorr["group"]),
-                           "term": ["sd__(Intercept)"] * len(self.varcorr), "estimate": list(self.varcorr["sd"]),
+        vc = self._varcorr()
+        terms = [f"cor__{r.name}.{r.var2}" if isinstance(r.var2, str) else f"sd__{r.name}" for r in vc.itertuples()]
+        rx = pd.DataFrame({"effect": "ran_pars", "group": list(vc["group"]),
+                           "term": terms, "estimate": list(vc["sd"]),
                            "std_error": np.nan, "statistic": np.nan, "p_value": np.nan})
         return pd.concat([fx, rx], ignore_index=True)
 
@@ -229,13 +272,7 @@ class GlmerResult:
         out.append(" ".join(x.rjust(wq) for x in q))
         out.append("")
         out.append("Random effects:")
-        g = ["Groups"] + list(self.varcorr["group"])
-        nm = ["Name"] + list(self.varcorr["name"])
-        va = ["Variance"] + [_fmt_sig(v, 4) for v in self.varcorr["variance"]]
-        sd = ["Std.Dev."] + [_fmt_sig(v, 4) for v in self.varcorr["sd"]]
-        wg, wn, wv = max(map(len, g)), max(map(len, nm)), max(map(len, va))
-        for a, b, c, d in zip(g, nm, va, sd):
-            out.append(f" {a.ljust(wg)} {b.ljust(wn)} {c.ljust(wv)} {d}")
+        out.extend(_varcorr_lines(self._varcorr()))
         grp = "; ".join(f"{k}, {v}" for k, v in self.ngroups.items())
         out.append(f"Number of obs: {self.nobs}, groups:  {grp}")
         out.append("")
@@ -280,6 +317,37 @@ def separation_messages(names: Sequence[str], beta: np.ndarray, se: np.ndarray) 
 
 
 # ----------------------------------------------------------------------------- formatting
+
+
+def _varcorr_lines(vc: pd.DataFrame) -> list[str]:
+    """lme4's ``print(VarCorr(m))`` block of ``summary``: Groups, Name, Variance, Std.Dev.
+    and, when a term has several columns, the lower triangle of correlations (``Corr``)."""
+    sdrows = vc[vc["var2"].isna()]
+    cors = vc[vc["var2"].notna()]
+    cor = {(r.group, r.name, r.var2): r.sd for r in cors.itertuples()}
+    g, nm, va, sd, cr = ["Groups"], ["Name"], ["Variance"], ["Std.Dev."], ["Corr"]
+    prev = None
+    names_in_group: list[str] = []
+    for r in sdrows.itertuples():
+        if r.group != prev:
+            names_in_group = []
+        g.append(r.group if r.group != prev else "")
+        prev = r.group
+        nm.append(r.name)
+        va.append(_fmt_sig(r.variance, 4))
+        sd.append(_fmt_sig(r.sd, 4))
+        cr.append(" ".join(f"{cor.get((r.group, o, r.name), float('nan')):.2f}".rjust(5)
+                           for o in names_in_group))
+        names_in_group.append(r.name)
+    wg, wn, wv, ws = (max(map(len, x)) for x in (g, nm, va, sd))
+    with_corr = len(cors) > 0
+    lines = []
+    for a, b, c, d, e in zip(g, nm, va, sd, cr):
+        line = f" {a.ljust(wg)} {b.ljust(wn)} {c.ljust(wv)} {d.ljust(ws) if with_corr else d}"
+        if with_corr:
+            line += f" {e}"
+        lines.append(line.rstrip())
+    return lines
 
 
 def _fmt_sig(v: float, digits: int) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mrcstats._files import atomic_open
+from mrcstats._jsonlines import json_lines
 from mrcstats.errors import InputError
 
 Key = tuple[str, str, str, int]  # model, item, condition, trial
@@ -98,22 +99,6 @@ def log_lock(path: str | os.PathLike) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-
-def json_lines(text: str, where: str, hint: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line number, object)`` for each non-blank line of JSONL ``text``; a line that is
-    not a JSON object raises :class:`InputError` naming ``where``, the line and ``hint``."""
-    # split on "\n" only: str.splitlines() would also split inside strings at U+0085, U+2028, ...
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{where}, line {lineno}: not JSON ({exc.msg}); {hint}") from None
-        if not isinstance(obj, dict):
-            raise InputError(f"{where}, line {lineno}: expected a JSON object, got {type(obj).__name__}; {hint}")
-        yield lineno, obj
 
 
 def compact(path: str | os.PathLike, rows: list[dict[str, Any]]) -> int:

@@ -61,6 +61,6 @@ def url_secrets(url: str) -> list[str]:
     if parts.password:
         out.append(parts.password)
     for k, v in parse_qsl(parts.query, keep_blank_values=False):
-        if re.fullmatch(_CRED_NAMES, k, flags=re.I):
+        if re.fullmatch(_CRED_NAMES, k, flags=re.IGNORECASE):
             out.append(v)
     return [x for x in out if len(x) >= 4]

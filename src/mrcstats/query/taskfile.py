@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mrcstats._jsonlines import json_lines
 from mrcstats.errors import InputError
-from mrcstats.query.log import json_lines
 
 #: keys the query log writes itself; a task's own fields of these names are refused
 RESERVED = frozenset({"model", "trial", "response", "pred", "correct", "status", "attempts", "error",
@@ -32,13 +32,16 @@ class TaskItem:
 
 def read_taskfile(path: str | os.PathLike) -> list[TaskItem]:
     """Read and validate ``path``; raises :class:`InputError` naming the line and field on bad input."""
+    from mrcstats.io.files import read_text
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"task file {p}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"task file {p}: not UTF-8 text ({exc})") from None
+        text = read_text(p, "task file")
+    except InputError as exc:
+        if "file is empty" in str(exc):
+            text = ""  # reported below as "no tasks"
+        else:
+            raise
     items: list[TaskItem] = []
     seen: dict[tuple[str, str], int] = {}
     for lineno, obj in json_lines(text, f"task file {p}", "write one JSON object per line"):

@@ -122,7 +122,7 @@ def build_report(spec: str | Path | Mapping[str, Any] | ReportSpec, out: str | P
             table_paths_, figure_paths_ = _emit(doc, sec, tables_dir, figures_dir)
             table_paths += table_paths_
             figure_paths += figure_paths_
-    _multiplicity(doc, [t for o in outputs for t in o.tests])
+    table_paths += _multiplicity(doc, [t for o in outputs for t in o.tests], rs.multiplicity, tables_dir)
     _fidelity(doc, [f for o in outputs for f in o.fidelity])
     _not_reproduced(doc, [*rs.not_reproduced, *(n for o in outputs for n in o.not_reproduced)])
     if skipped:
@@ -191,7 +191,11 @@ def _emit(doc: ReportDocument, sec: Output, tables_dir: Path, figures_dir: Path)
 
 def _methods(doc: ReportDocument, rs: ReportSpec, outputs: list[Output]) -> None:
     doc.heading("Methods")
-    doc.paragraph(f"Software: {_versions()}. Report seed: {rs.seed}.")
+    extra = sorted({sw for o in outputs for sw in o.software})
+    doc.paragraph(f"Software: {_versions()}" + (f"; {'; '.join(extra)}" if extra else "") + ". "
+                  f"Random seed of the report (Monte Carlo tests, bootstrap, sampled figure points): {rs.seed}.")
+    for m in rs.methods:
+        doc.paragraph(m)
     test_methods: dict[str, str] = {}
     for o in outputs:
         if not o.methods:
@@ -200,27 +204,106 @@ def _methods(doc: ReportDocument, rs: ReportSpec, outputs: list[Output]) -> None
         for ln in o.methods:
             doc.paragraph(ln)
         if o.left_out:
-            doc.paragraph("Rows left out: " + "; ".join(f"{n:,} ({why})" for why, n in o.left_out.items()) + ".")
+            doc.paragraph("Rows left out of this analysis: " + "; ".join(f"{n:,} ({why})" for why, n in
+                                                                            o.left_out.items()) + ".")
         test_methods.update(o.test_methods)
     if test_methods:
         doc.heading("Statistical tests", 2)
         for text in test_methods.values():
             doc.paragraph(text)
+    tests = [t for o in outputs for t in o.tests]
+    if tests:
+        doc.heading("Multiplicity", 2)
+        fams = _families(tests)
+        multi = {f: ts for f, ts in fams.items() if len(ts) > 1}
+        if rs.multiplicity == "none":
+            doc.paragraph("No correction for multiple testing was applied (multiplicity: none); the p-values are "
+                          "unadjusted.")
+        elif multi:
+            doc.paragraph(f"Where a report runs a family of tests, the p-values are adjusted with "
+                          f"{_METHOD_NAMES[rs.multiplicity]} (R's p.adjust(p, \"{rs.multiplicity}\")) within each "
+                          f"family: " + "; ".join(f"{_family_name(f)} ({len(ts)} tests)" for f, ts in multi.items())
+                          + ". The section Multiplicity lists the unadjusted and adjusted p-values; the tables "
+                          "show unadjusted p-values. Wald tests of single GLMM coefficients are not adjusted.")
+        else:
+            doc.paragraph("Each family holds a single test, so no adjustment for multiplicity was needed.")
 
 
-def _multiplicity(doc: ReportDocument, tests: list[TestRecord]) -> None:
-    """Placeholder until the Holm section lands: lists nothing when fewer than two tests ran."""
-    return
+_METHOD_NAMES = {"holm": "Holm's step-down method (Holm 1979)", "bonferroni": "the Bonferroni correction",
+                 "BH": "the Benjamini-Hochberg false-discovery-rate method", "none": "no correction"}
+
+
+def _family_name(f: str) -> str:
+    return "the table tests of this report" if f == "report" else f
+
+
+def _families(tests: list[TestRecord]) -> dict[str, list[TestRecord]]:
+    fams: dict[str, list[TestRecord]] = {}
+    for t in tests:
+        fams.setdefault(t.family, []).append(t)
+    return fams
+
+
+def _multiplicity(doc: ReportDocument, tests: list[TestRecord], method: str, tables_dir: Path) -> list[Path]:
+    """A table of every family with ≥ 2 tests: unadjusted and adjusted p (R's p.adjust)."""
+    from mrcstats.report.format import format_p
+    from mrcstats.report.tables import PairTable
+    from mrcstats.stats.multiplicity import p_adjust
+
+    fams = {f: ts for f, ts in _families(tests).items() if len(ts) > 1}
+    if not fams or method == "none":
+        return []
+    doc.heading("Multiplicity")
+    doc.paragraph(f"p-values adjusted with {_METHOD_NAMES[method]} within each family of tests "
+                  f"(R's p.adjust(p, \"{method}\")).")
+    paths: list[Path] = []
+    for i, (fam, ts) in enumerate(fams.items()):
+        adj = p_adjust([t.p for t in ts], method)
+        raw = pd.DataFrame({"test": [t.label for t in ts], "method": [t.test for t in ts],
+                            "statistic": [t.statistic for t in ts], "p": [t.p for t in ts], "p_adjusted": adj})
+        vis = pd.DataFrame({"Hypothesis": raw["test"], "Test": raw["method"], "Statistic": raw["statistic"],
+                            "p": raw["p"], f"p ({method})": adj})
+        t = PairTable(vis, raw=raw, caption=f"Family: {_family_name(fam)}; {len(ts)} tests, unadjusted p and p "
+                      f"adjusted by {_METHOD_NAMES[method]}.", label=f"multiplicity_{i + 1}",
+                      formats={"p": format_p, f"p ({method})": format_p,
+                               "Statistic": lambda v: v or "–"})
+        paths += t.write(tables_dir / slug(t.label))
+        doc.table(t)
+    return paths
 
 
 def _fidelity(doc: ReportDocument, cells: list[Fidelity]) -> None:
-    return None
+    """Per published table: cells within tolerance, and each cell outside it."""
+    if not cells:
+        return
+    from mrcstats.report.tables import format_number
+
+    doc.heading("Fidelity")
+    doc.paragraph("Published values (spec key `published:`) beside ours: a cell counts as reproduced when "
+                  "|ours − paper| is within the stated tolerance (by default half a unit in the last decimal the "
+                  "paper prints).")
+    by: dict[str, list[Fidelity]] = {}
+    for c in cells:
+        by.setdefault(c.table, []).append(c)
+    lines = []
+    for table, cs in by.items():
+        bad = [c for c in cs if not (c.ok and c.ours == c.ours)]
+        txt = f"{table}: {len(cs) - len(bad)} of {len(cs)} published cells reproduced"
+        if bad:
+            txt += "; outside the tolerance: " + "; ".join(
+                f"{c.cell} (paper {format_number(c.paper, 4).rstrip('0').rstrip('.')}, ours "
+                + (f"{format_number(c.ours, 4).rstrip('0').rstrip('.')}, Δ {format_number(c.delta, 4)}"
+                   if c.ours == c.ours else "missing") + ")" for c in bad)
+        lines.append(txt + ".")
+    doc.bullets(lines)
 
 
 def _not_reproduced(doc: ReportDocument, items: list[NotReproduced]) -> None:
     if items:
         doc.heading("Not reproduced")
-        doc.bullets([f"{n.what}: {n.reason}" for n in items])
+        doc.paragraph("Published analyses that this report does not reproduce, and why:")
+        doc.bullets([f"{n.what}: {n.reason}." if not n.reason.endswith(".") else f"{n.what}: {n.reason}"
+                     for n in items])
 
 
 # ----------------------------------------------------------------------------- data

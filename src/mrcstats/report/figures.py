@@ -1,10 +1,13 @@
-"""Publication figures (matplotlib, vector) in one greyscale-readable style.
+"""Publication figures (matplotlib, vector) in one colour-blind-safe style.
 
 Every function takes tidy frames (the ``to_frame()`` of a result object, or a
 canonical log) and returns a :class:`matplotlib.figure.Figure` sized for a
 two-column paper (:data:`COLUMN_WIDTH` or :data:`PAGE_WIDTH` inches wide).
-Groups are told apart by line style and marker as well as grey level, so the
-figures survive black-and-white printing. :func:`save_figure` writes PDF/SVG
+Groups (models, conditions) get one colour of the Okabe-Ito palette (Okabe & Ito
+2008; distinguishable with the common colour-vision deficiencies) together with
+their own line style and marker, so the figures also survive black-and-white
+printing; every axis is labelled with its unit and every multi-group figure has
+a legend. :func:`save_figure` writes PDF/SVG
 deterministically (no creation date, a fixed SVG hash salt).
 
 Figures (seed numbers in brackets): LOESS of P(correct) against a scaled
@@ -33,7 +36,9 @@ from mrcstats.errors import InputError
 COLUMN_WIDTH = 3.35
 PAGE_WIDTH = 6.9
 
-#: grey levels, line styles and markers cycled together (readable in greyscale)
+#: the Okabe-Ito palette (black, orange, sky blue, bluish green, vermillion, blue, reddish purple, yellow)
+PALETTE = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#D55E00", "#0072B2", "#CC79A7", "#F0E442")
+#: kept for callers that want grey levels (single-series fills)
 GREYS = ("0.0", "0.5", "0.3", "0.65", "0.15", "0.8")
 LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1)), (0, (1, 1)))
 MARKERS = ("o", "s", "^", "D", "v", "x")
@@ -62,8 +67,8 @@ def figure_style() -> Iterator[None]:
 
 
 def style_for(i: int) -> dict[str, Any]:
-    """Colour (grey), line style and marker of the ``i``-th group."""
-    return {"color": GREYS[i % len(GREYS)], "linestyle": LINESTYLES[i % len(LINESTYLES)],
+    """Colour (Okabe-Ito), line style and marker of the ``i``-th group: all three differ between groups."""
+    return {"color": PALETTE[i % len(PALETTE)], "linestyle": LINESTYLES[i % len(LINESTYLES)],
             "marker": MARKERS[i % len(MARKERS)]}
 
 
@@ -171,16 +176,17 @@ def loess_plot(data: pd.DataFrame, x: str, y: str = "correct", by: str = "model"
             # and drag the curve to 0 or 1
             fit = lowess(yv[keep], xv[keep], frac=frac, it=0, return_sorted=True)
             st = style_for(i)
-            ax.plot(fit[:, 0], fit[:, 1], color=st["color"], linestyle=st["linestyle"], label=names.get(g, g),
-                    linewidth=1.3)
+            ax.plot(fit[:, 0], fit[:, 1], color=st["color"], linestyle=st["linestyle"], marker=st["marker"],
+                    markevery=max(len(fit) // 8, 1), label=names.get(g, g), linewidth=1.3)
             if glmm is not None:
                 gg = glmm[glmm[by].astype(str) == g].sort_values(x)
-                ax.plot(gg[x], gg["p"], color=st["color"], linestyle=(0, (2, 1.5)), linewidth=0.7, alpha=0.9)
+                ax.plot(gg[x], gg["p"], color=st["color"], linestyle=(0, (2, 1.5)), linewidth=0.8, alpha=0.9)
         ax.set_xlabel(xlabel or f"{x} (SD from the mean)")
-        ax.set_ylabel("P(correct)")
+        ax.set_ylabel("P(correct) (probability)")
         ax.set_ylim(-0.02, 1.02)
         if glmm is not None:
-            ax.plot([], [], color="0.4", linestyle=(0, (2, 1.5)), linewidth=0.7, label="GLMM (fixed effects)")
+            ax.plot([], [], color="0.4", linestyle=(0, (2, 1.5)), linewidth=0.8,
+                    label="GLMM, fixed effects (thin dashed, model's colour)")
         _legend(ax, loc="lower left")
     return fig
 
@@ -215,36 +221,37 @@ def caterpillar_plot(ranef: pd.DataFrame, level: str = "level", mode: str = "mod
 
 
 def pd_histogram(values: Sequence[float] | pd.Series, bins: int | Sequence[float] = 30, cutoffs: Sequence[float] = (),
-                 xlabel: str = "discriminatory power P_d"):
+                 xlabel: str = "discriminatory power P_d (nats)"):
     """Histogram of P_d over clusters (seed 003 Fig. 4), cutoffs as vertical dotted lines."""
     v = pd.to_numeric(pd.Series(values), errors="coerce").dropna().to_numpy(dtype=float)
     fig, ax = new_figure("column", 0.65)
     with figure_style():
-        ax.hist(v, bins=bins, color="0.6", edgecolor="0.1", linewidth=0.4)
+        ax.hist(v, bins=bins, color=PALETTE[2], edgecolor="0.1", linewidth=0.4)
         for c in cutoffs:
             ax.axvline(c, color="0.0", linestyle=":", linewidth=0.7)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel("clusters")
+        ax.set_ylabel("clusters (count)")
         if len(v):
             ax.set_title(f"n = {len(v)}, mean = {v.mean():.3f}, max = {v.max():.3f}", fontsize=7)
     return fig
 
 
-def fixef_truth_plot(coef: pd.DataFrame, truth: Mapping[str, float], z: float = 1.959963984540054):
-    """Recovered fixed effects (±z·SE) against the simulated truth, one row per term."""
+def fixef_truth_plot(coef: pd.DataFrame, truth: Mapping[str, float], z: float = 1.959963984540054,
+                     labels: Mapping[str, str] | None = None):
+    """Recovered fixed effects (±z·SE) against the simulated truth, one row per term (``labels`` renames)."""
     _require(coef, ["term", "estimate", "se"], "fixef_truth_plot")
     c = coef.reset_index(drop=True)
     fig, ax = new_figure("column", 0.2 + 0.12 * len(c))
     with figure_style():
         ys = np.arange(len(c))[::-1]
-        ax.errorbar(c["estimate"], ys, xerr=z * c["se"], fmt="o", color="0.0", ecolor="0.4", elinewidth=0.8,
-                    capsize=1.5, label="estimate ± 1.96 SE")
+        ax.errorbar(c["estimate"], ys, xerr=z * c["se"], fmt="o", color=PALETTE[5], ecolor=PALETTE[5],
+                    elinewidth=0.8, capsize=1.5, label="estimate ± 1.96 SE")
         tv = [truth.get(t, np.nan) for t in c["term"]]
-        ax.plot(tv, ys, "x", color="0.0", markersize=5, label="truth")
+        ax.plot(tv, ys, "x", color=PALETTE[4], markersize=5, label="truth")
         ax.set_yticks(ys)
-        ax.set_yticklabels(c["term"])
+        ax.set_yticklabels([dict(labels or {}).get(t, t) for t in c["term"]])
         ax.axvline(0, color="0.6", linewidth=0.5, linestyle=":")
-        ax.set_xlabel("log-odds")
+        ax.set_xlabel("fixed effect (log-odds)")
         _legend(ax, loc="best")
     return fig
 
@@ -290,6 +297,9 @@ def masking_curves(frame: pd.DataFrame, x: str = "masking_rate", y: str = "acc",
     return fig
 
 
+_INDICATOR_UNITS = {"na": "NA (ratio to Acc at MR = 0)", "ea": "EA (accuracy, %)", "ki": "KI (ratio)"}
+
+
 def indicator_plot(frame: pd.DataFrame, x: str = "masking_rate", group: str | None = None,
                    indicators: Sequence[str] = ("na", "ea", "ki")):
     """NA, EA and KI against masking rate (seed 000 Fig. 7): one panel per indicator."""
@@ -306,10 +316,10 @@ def indicator_plot(frame: pd.DataFrame, x: str = "masking_rate", group: str | No
                 d = d.sort_values(x)
                 ax.plot(pd.to_numeric(d[x]), pd.to_numeric(d[ind], errors="coerce"),
                         label=g if g is not None else ind.upper(), **style_for(i))
-            ax.set_xlabel("MR (%)")
+            ax.set_xlabel("masking rate MR (%)")
+            ax.set_ylabel(_INDICATOR_UNITS.get(ind, ind.upper()))
             ax.set_title(ind.upper())
-        if group is not None:
-            _legend(axes[0], loc="best")
+        _legend(axes[0], loc="best")
         fig.tight_layout()
     return fig
 
@@ -327,6 +337,7 @@ def confusion_matrix_plot(matrix: pd.DataFrame, title: str | None = None, xlabel
         fig = ax.figure
     with figure_style():
         vmax = max(float(np.nanmax(m.to_numpy())), 1.0) if m.size else 1.0
+        # no colour bar: the counts are printed in the cells (and pdfrw cannot embed its indexed-colour image)
         ax.imshow(m.to_numpy(), cmap="Greys", vmin=0, vmax=vmax * 1.15, aspect="auto")
         for (r, c), v in np.ndenumerate(m.to_numpy()):
             ax.text(c, r, f"{v:g}", ha="center", va="center", fontsize=7,
@@ -343,7 +354,7 @@ def confusion_matrix_plot(matrix: pd.DataFrame, title: str | None = None, xlabel
     return fig
 
 
-def error_type_bars(frame: pd.DataFrame, ylabel: str = "count", title: str | None = None):
+def error_type_bars(frame: pd.DataFrame, ylabel: str = "responses (count)", title: str | None = None):
     """Grouped bars: error types (rows of ``frame``) × conditions (columns), hatched for greyscale (seed 004 Fig. 2)."""
     f = frame.astype(float)
     fig, ax = new_figure("column", 0.7)
@@ -353,7 +364,7 @@ def error_type_bars(frame: pd.DataFrame, ylabel: str = "count", title: str | Non
         width = 0.8 / max(n, 1)
         xs = np.arange(f.shape[0])
         for j, col in enumerate(f.columns):
-            ax.bar(xs + (j - (n - 1) / 2) * width, f[col], width=width, color=GREYS[j % len(GREYS)],
+            ax.bar(xs + (j - (n - 1) / 2) * width, f[col], width=width, color=PALETTE[(j + 1) % len(PALETTE)],
                    edgecolor="0.0", linewidth=0.4, hatch=hatches[j % len(hatches)], label=str(col))
         ax.set_xticks(xs)
         ax.set_xticklabels([str(i) for i in f.index], rotation=25, ha="right")

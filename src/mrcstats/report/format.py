@@ -44,6 +44,7 @@ Monte Carlo p-value and its floor).
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -214,7 +215,8 @@ def format_p(p: Any, *, mc_b: int | None = None, mc_se: float | None = None) -> 
         if mc_se is not None:
             raise InputError("format_p: mc_se needs mc_b (the number of Monte Carlo replicates)")
         return _plain_p(v)
-    if isinstance(mc_b, bool) or not isinstance(mc_b, int | float) or mc_b < 1 or float(mc_b) != int(mc_b):
+    if (isinstance(mc_b, bool) or not isinstance(mc_b, numbers.Real) or not math.isfinite(mc_b) or mc_b < 1
+            or float(mc_b) != int(mc_b)):
         raise InputError(f"format_p: mc_b must be a positive whole number of replicates, got {mc_b!r}")
     b = int(mc_b)
     floor = 1.0 / (b + 1)
@@ -275,7 +277,8 @@ def format_stat(name: str, value: Any, df: Any = None, *, n: int | None = None) 
     sym = _STAT_NAMES.get(name.lower(), name)
     args = []
     if df is not None and not (isinstance(df, float) and math.isnan(df)):
-        dfs = df if isinstance(df, Sequence) and not isinstance(df, str) else (df,)
+        dfs = list(df) if (isinstance(df, Sequence) and not isinstance(df, str)) or getattr(df, "ndim", 0) > 0 \
+            else [df]
         args = [format_num(d, "df") for d in dfs]
     if n is not None:
         args.append(f"N = {format_num(n, 'count')}")

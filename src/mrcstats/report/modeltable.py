@@ -15,7 +15,8 @@ Every number comes from the model's own tidy table, :meth:`GlmerResult.to_frame`
 ``coef_table()``), and its ``nobs``/``ngroups``/``aic``/``bic``/``loglik`` fields; nothing
 is refitted or recomputed, except what the options ask for:
 
-* the Wald interval ``β ± z_{1-α/2} SE`` (lme4's ``confint(m, method = "Wald")``);
+* the Wald interval ``β ± z_{1-α/2} SE`` from :meth:`GlmerResult.confint` (lme4's
+  ``confint(m, method = "Wald")``);
 * with ``exponentiate=True`` the odds ratio ``exp(β)``, its interval ``exp(lo), exp(hi)``
   and the delta-method SE ``exp(β) SE`` (as ``modelsummary(exponentiate = TRUE)``);
   random-effect SDs and fit statistics are never exponentiated.
@@ -38,20 +39,19 @@ import io
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _st
 
 from mrcstats._files import write_text_atomic
 from mrcstats.errors import InputError
 from mrcstats.report.format import MISSING, format_num
-from mrcstats.report.tables import latex_escape
+from mrcstats.report.tables import Table, latex_escape
 
-__all__ = ["DEFAULT_STARS", "GOF_ROWS", "ModelTable", "table"]
+__all__ = ["DEFAULT_STARS", "GOF_ROWS", "ModelTable", "ModelTableView", "table"]
 
 #: texreg's and R's default thresholds (``*** p < .001, ** p < .01, * p < .05``)
 DEFAULT_STARS: dict[str, float] = {"*": 0.05, "**": 0.01, "***": 0.001}
@@ -224,6 +224,24 @@ class ModelTable:
         out.append("</table>")
         return "\n".join(out) + "\n"
 
+    def to_table(self) -> Table:
+        """This table as a :class:`mrcstats.report.tables.Table` for the report route.
+
+        Its cells are the printed strings (what the PDF draws); its exports (``to_latex``,
+        ``to_markdown``, ``to_html``, ``to_csv``, ``write``) are this object's, so the
+        LaTeX keeps the rules between blocks and the CSV the unrounded long form;
+        ``rules`` lists the body rows above which a renderer draws a rule.
+        """
+        rows = self._rows()
+        data = pd.DataFrame([r[1:] for r in rows], columns=["", *self.models], dtype=object)
+        return ModelTableView(data, caption=self.caption, label=self.label, notes=self.notes, stub=1,
+                              source=self, rules=self.block_starts())
+
+    def block_starts(self) -> tuple[int, ...]:
+        """Body-row indices where the random-effect and fit blocks begin (where a rule goes)."""
+        rows = self._rows()
+        return tuple(i for i in range(1, len(rows)) if rows[i][0] != rows[i - 1][0])
+
     def write(self, stem: str | Path, formats: Sequence[str] = ("tex", "md", "csv", "html")) -> list[Path]:
         """Write ``stem.<ext>`` for each format, atomically; returns the paths."""
         writers = {"tex": self.to_latex, "md": self.to_markdown, "csv": self.to_csv, "html": self.to_html}
@@ -279,6 +297,38 @@ class ModelTable:
         return [["coef", lab, *top], ["coef", "", *under]]
 
 
+@dataclass(frozen=True)
+class ModelTableView(Table):
+    """A :class:`Table` whose exports are those of the :class:`ModelTable` it shows (see
+    :meth:`ModelTable.to_table`); caption, label and notes follow the view."""
+
+    source: ModelTable | None = None
+    rules: tuple[int, ...] = ()
+
+    def _src(self) -> ModelTable:
+        if self.source is None:  # pragma: no cover - built by ModelTable.to_table only
+            raise InputError("ModelTableView without its ModelTable; build it with ModelTable.to_table()")
+        return replace(self.source, caption=self.caption, label=self.label, notes=tuple(self.notes))
+
+    def to_frame(self) -> pd.DataFrame:
+        return self._src().to_frame()
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._src().to_dict()
+
+    def to_csv(self) -> str:
+        return self._src().to_csv()
+
+    def to_latex(self, float_env: bool = True) -> str:
+        return self._src().to_latex(float_env)
+
+    def to_markdown(self) -> str:
+        return self._src().to_markdown()
+
+    def to_html(self) -> str:
+        return self._src().to_html()
+
+
 def _cell(v: Any, kind: str) -> str:
     return MISSING if v is None else format_num(v, kind)
 
@@ -332,7 +382,7 @@ def _ranef_label(term: str, group: str) -> tuple[str, str]:
 
 
 def _check_model(m: Any, name: str) -> pd.DataFrame:
-    missing = [a for a in ("to_frame", "nobs", "ngroups", "aic", "bic", "loglik") if not hasattr(m, a)]
+    missing = [a for a in ("to_frame", "confint", "nobs", "ngroups", "aic", "bic", "loglik") if not hasattr(m, a)]
     if missing:
         raise InputError(f"table: model {name!r} is a {type(m).__name__}, not a fitted GLMM "
                          f"(it has no {', '.join(missing)}); pass results of mrcstats.glmer()")
@@ -354,8 +404,8 @@ def table(models: Sequence[Any] | Mapping[str, Any], *, statistic: str = "se", c
     ----------
     models : a list of :class:`~mrcstats.models.GlmerResult` (columns ``(1)``, ``(2)``, ...) or a
         mapping ``{"Tokens": m1, "Density": m2}`` (its keys are the column headers).
-    statistic : ``"se"`` (standard error in parentheses, the default), ``"ci"`` (Wald interval
-        ``β ± z_{1-α/2} SE`` in brackets, lme4's ``confint(method = "Wald")``) or ``"none"``.
+    statistic : ``"se"`` (standard error in parentheses, the default), ``"ci"`` (the model's
+        ``confint(conf_level)``, Wald ``β ± z_{1-α/2} SE``, in brackets) or ``"none"``.
     conf_level : level of the interval (0.95).
     stars : ``True`` for ``* p < .05, ** p < .01, *** p < .001`` (a legend is added to the
         notes), or a mapping ``{mark: threshold}``; off by default.
@@ -411,7 +461,7 @@ def table(models: Sequence[Any] | Mapping[str, Any], *, statistic: str = "se", c
         raise InputError(f"table: stars must be True/False or a mapping {{mark: p threshold}}, got {stars!r}")
 
     frames = [_check_model(m, n) for m, n in zip(fits, names)]
-    q = float(_st.norm.ppf(0.5 + conf_level / 2))
+    cis = [m.confint("Wald", conf_level, parm="beta_").to_frame() for m in fits]
 
     # coefficient rows: union in order of first appearance, then coef_map / coef_rename
     order = list(dict.fromkeys(t for fr in frames for t in fr.loc[fr["effect"] == "fixed", "term"]))
@@ -432,14 +482,14 @@ def table(models: Sequence[Any] | Mapping[str, Any], *, statistic: str = "se", c
         raise InputError(f"table: two coefficients would print under one label: {labels}")
 
     recs: list[dict[str, Any]] = []
-    for name, m, fr in zip(names, fits, frames):
+    for name, m, fr, ci in zip(names, fits, frames, cis):
         fx = fr[fr["effect"] == "fixed"].set_index("term")
         for term, lab in labels.items():
             if term not in fx.index:
                 continue
             r = fx.loc[term]
             b, se = float(r["estimate"]), float(r["std_error"])
-            lo, hi = b - q * se, b + q * se
+            lo, hi = (float(v) for v in ci.loc[term].iloc[:2])
             if exponentiate:
                 b, se, lo, hi = math.exp(b), math.exp(b) * se, math.exp(lo), math.exp(hi)
             for stat, v in (("estimate", b), ("std_error", se), ("conf_low", lo), ("conf_high", hi),

@@ -166,7 +166,7 @@ class ReportDocument:
             elif kind == "table":
                 table, caption, num = val
                 flow = [Paragraph(f"<b>Table {num}.</b> {_para_text(caption)}", st["caption"]),
-                        _table_flowable(table, st)]
+                        *_table_flowable(table, st)]
                 for n in table.notes:
                     flow.append(Paragraph(_para_text(n), st["note"]))
                 flow.append(Spacer(1, 8))
@@ -204,35 +204,105 @@ class ReportDocument:
         return target
 
 
-def _table_flowable(table: Table, st: dict[str, Any]):
-    """A booktabs-looking reportlab table: rules above/below the header and at the bottom."""
+def _table_flowable(table: Table, st: dict[str, Any]) -> list[Any]:
+    """Booktabs-looking reportlab table(s) that fit the text width.
+
+    Column widths come from the text widths in the cell font: numbers never wrap and headers
+    wrap only between words (never "Accura|cy"). When the natural widths do not fit, the font
+    shrinks (7.5 → 6 pt); when even the narrowest layout does not fit, the columns are split over
+    several tables that repeat the row labels ("continued").
+    """
+    from reportlab.lib.units import cm
+
+    avail = 17.0 * cm
+    head, body = table.header, table.cells()
+    for size in (7.5, 7.0, 6.5, 6.0):
+        nat, low = _column_widths(head, body, table.stub, size)
+        if sum(low) <= avail:
+            return [_rl_table(table, head, body, list(range(len(head))), _fit(nat, low, avail), size, st)]
+    # split: the stub columns, then as many data columns as fit, repeated
+    size = 6.0
+    nat, low = _column_widths(head, body, table.stub, size)
+    stub = list(range(table.stub))
+    chunks: list[list[int]] = []
+    cur: list[int] = []
+    for j in range(table.stub, len(head)):
+        if cur and sum(low[i] for i in stub + cur + [j]) > avail:
+            chunks.append(cur)
+            cur = []
+        cur.append(j)
+    if cur:
+        chunks.append(cur)
+    out = []
+    for k, ch in enumerate(chunks):
+        cols = stub + ch
+        w = _fit([nat[i] for i in cols], [low[i] for i in cols], avail)
+        if k:
+            out.append(_continued(st, k + 1, len(chunks)))
+        out.append(_rl_table(table, [head[i] for i in cols], [[r[i] for i in cols] for r in body],
+                             list(range(len(cols))), w, size, st, stub=len(stub)))
+    return out
+
+
+def _continued(st: dict[str, Any], k: int, n: int):
+    from reportlab.platypus import Paragraph
+
+    return Paragraph(f"(continued, part {k} of {n})", st["note"])
+
+
+def _column_widths(head: list[str], body: list[list[str]], stub: int, size: float) -> tuple[list[float], list[float]]:
+    """Natural (one line) and smallest (headers and row labels broken between words) widths per column."""
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    pad = 7.0
+    nat, low = [], []
+    for j, h in enumerate(head):
+        cells = [r[j] for r in body]
+        cw = max([stringWidth(c, FONT, size) for c in cells] or [0.0])
+        hw = stringWidth(h, FONT_BOLD, size)
+        hword = max([stringWidth(w, FONT_BOLD, size) for w in h.split()] or [0.0])
+        if j < stub:   # row labels may wrap between words too
+            cword = max([stringWidth(w, FONT, size) for c in cells for w in c.split()] or [0.0])
+            low.append(max(hword, cword, 6.0 * size * 0.6) + pad)
+        else:
+            low.append(max(hword, cw) + pad)
+        nat.append(max(hw, cw) + pad)
+    return nat, low
+
+
+def _fit(nat: list[float], low: list[float], avail: float) -> list[float]:
+    """Natural widths when they fit; else the smallest widths plus a share of the rest."""
+    if sum(nat) <= avail:
+        return nat
+    extra = avail - sum(low)
+    want = [n - lo for n, lo in zip(nat, low)]
+    tot = sum(want) or 1.0
+    return [lo + extra * w / tot for lo, w in zip(low, want)]
+
+
+def _rl_table(table: Table, head: list[str], body: list[list[str]], cols: list[int], widths: list[float],
+              size: float, st: dict[str, Any], stub: int | None = None):
     from reportlab.lib.enums import TA_RIGHT
     from reportlab.lib.styles import ParagraphStyle
-    from reportlab.lib.units import cm
     from reportlab.platypus import Paragraph, TableStyle
     from reportlab.platypus import Table as RLTable
 
-    right = ParagraphStyle("cellr", parent=st["cell"], alignment=TA_RIGHT)
-    right_head = ParagraphStyle("cellheadr", parent=st["cellhead"], alignment=TA_RIGHT)
-    head = [Paragraph(_para_text(h), st["cellhead"] if i < table.stub else right_head)
-            for i, h in enumerate(table.header)]
-    body = [[Paragraph(_para_text(c), st["cell"] if i < table.stub else right) for i, c in enumerate(row)]
-            for row in table.cells()]
-    ncol = max(len(head), 1)
-    avail = 17.0 * cm
-    # column widths: proportional to content length, bounded
-    lens = [max([len(h)] + [len(r[i]) for r in table.cells()] or [1]) for i, h in enumerate(table.header)]
-    lens = [min(max(n, 4), 40) for n in lens]
-    tot = float(sum(lens)) or 1.0
-    natural = [n * 0.19 * cm + 0.35 * cm for n in lens]
-    widths = [avail * n / tot for n in lens] if sum(natural) > avail else natural
-    t = RLTable([head, *body], colWidths=widths, repeatRows=1, hAlign="LEFT")
+    nstub = table.stub if stub is None else stub
+    cell = ParagraphStyle("cellx", parent=st["cell"], fontSize=size, leading=size * 1.2)
+    cellh = ParagraphStyle("cellhx", parent=st["cellhead"], fontSize=size, leading=size * 1.2)
+    right = ParagraphStyle("cellrx", parent=cell, alignment=TA_RIGHT)
+    right_head = ParagraphStyle("cellheadrx", parent=cellh, alignment=TA_RIGHT)
+    hrow = [Paragraph(_para_text(h), cellh if i < nstub else right_head) for i, h in enumerate(head)]
+    brows = [[Paragraph(_para_text(c), cell if i < nstub else right) for i, c in enumerate(row)] for row in body]
+    t = RLTable([hrow, *brows], colWidths=widths, repeatRows=1, hAlign="LEFT")
     style = [("LINEABOVE", (0, 0), (-1, 0), 1.0, "black"), ("LINEBELOW", (0, 0), (-1, 0), 0.5, "black"),
              ("LINEBELOW", (0, -1), (-1, -1), 1.0, "black"), ("VALIGN", (0, 0), (-1, -1), "TOP"),
              ("TOPPADDING", (0, 0), (-1, -1), 1.5), ("BOTTOMPADDING", (0, 0), (-1, -1), 1.5),
              ("LEFTPADDING", (0, 0), (-1, -1), 3), ("RIGHTPADDING", (0, 0), (-1, -1), 3)]
-    if ncol > table.stub:
-        style.append(("ALIGN", (table.stub, 0), (-1, -1), "RIGHT"))
+    if len(head) > nstub:
+        style.append(("ALIGN", (nstub, 0), (-1, -1), "RIGHT"))
+    for i in getattr(table, "rules", ()):  # rules between blocks (a side-by-side model table)
+        style.append(("LINEABOVE", (0, i + 1), (-1, i + 1), 0.5, "black"))
     t.setStyle(TableStyle(style))
     return t
 

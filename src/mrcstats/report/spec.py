@@ -75,7 +75,8 @@ from mrcstats.report.analyses.registry import ANALYSES
 
 __all__ = ["AnalysisSpec", "LogSpec", "ReportSpec", "load_spec"]
 
-_TOP = {"title", "subtitle", "seed", "logs", "features", "analyses", "author", "notes", "not_reproduced"}
+_TOP = {"title", "subtitle", "seed", "logs", "features", "analyses", "author", "notes", "not_reproduced", "methods",
+        "multiplicity"}
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,8 @@ class ReportSpec:
     base_dir: Path = field(default_factory=Path.cwd)
     notes: tuple[str, ...] = ()
     not_reproduced: tuple[NotReproduced, ...] = ()
+    methods: tuple[str, ...] = ()          # paragraphs on what was done before the report (features, software)
+    multiplicity: str = "holm"             # p.adjust method for each family of tests
 
     def to_dict(self) -> dict[str, Any]:
         return {"title": self.title, "subtitle": self.subtitle, "seed": self.seed,
@@ -254,6 +257,10 @@ def load_spec(spec: str | Path | Mapping[str, Any]) -> ReportSpec:
             if opts["name"] in names:
                 raise _err(source, f"{where}.name", f"duplicate GLMM name {opts['name']!r}")
             names.add(opts["name"])
+        for j, ref in enumerate(opts.get("glmms") or []):  # a `glmms` key lists glmm analyses before this one
+            if ref not in names:
+                raise _err(source, f"{where}.glmms[{j}]", f"no glmm analysis named {ref!r} before this one "
+                           f"(named so far: {', '.join(sorted(names)) or 'none'})")
         analyses.append(AnalysisSpec(typ, opts, where))
     for a in analyses:
         if a.type == "wh_extremes" and a.get("glmm") not in names:
@@ -265,9 +272,14 @@ def load_spec(spec: str | Path | Mapping[str, Any]) -> ReportSpec:
         if not isinstance(item, Mapping) or set(item) != {"what", "reason"}:
             raise _err(source, f"not_reproduced[{i}]", "expected a mapping with `what` and `reason`")
         not_rep.append(NotReproduced(str(item["what"]), str(item["reason"])))
+    meth = _check_type(source, "methods", raw.get("methods", []), (list, str)) or []
+    meth = [meth] if isinstance(meth, str) else [str(m) for m in meth]
+    mult = _check_type(source, "multiplicity", raw.get("multiplicity", "holm"), (str,)) or "holm"
+    if mult not in ("holm", "bonferroni", "BH", "none"):
+        raise _err(source, "multiplicity", f"expected holm, bonferroni, BH or none, got {mult!r}")
     return ReportSpec(title=title, subtitle=subtitle, author=author, seed=int(seed), logs=tuple(logs),
                       analyses=tuple(analyses), features=fpath, source=source, base_dir=base,
-                      notes=tuple(notes), not_reproduced=tuple(not_rep))
+                      notes=tuple(notes), not_reproduced=tuple(not_rep), methods=tuple(meth), multiplicity=mult)
 
 
 def _published(source: str, key: str, value: Mapping[str, Any]) -> dict[str, dict[str, float]]:

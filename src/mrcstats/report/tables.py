@@ -8,15 +8,8 @@ and HTML carry the formatted cells (for people). Every export can be read back
 
 Builders never re-derive what another layer computes: they take result objects
 (``GlmerResult``, contingency/discrimination/masking results) or their
-``to_frame()`` and only lay the numbers out. The one computation here is the
-probability-at-σ table (seed 003, Tables 1-2), which evaluates the fixed-effects
-linear predictor at chosen values of a scaled feature:
-
-    P(correct | model m, x = kσ) = logistic(β0 + Σ_j C[m, j] β_j + k (β_x + Σ_j C[m, j] β_{x:j}))
-
-with ``C`` the contrast matrix of the model factor (R's ``contr.sum`` or
-``contr.treatment``); the "Grand Mean" row averages the per-model log-odds, which
-for sum contrasts is ``logistic(β0 + k β_x)`` as in the seed.
+``to_frame()`` and only lay the numbers out; the probability-at-σ table (seed 003
+Tables 1-2) takes its numbers from :func:`mrcstats.models.predict.probability_frame`.
 """
 from __future__ import annotations
 
@@ -54,7 +47,11 @@ def _is_missing(v: Any) -> bool:
 
 
 def format_number(v: Any, digits: int = 3) -> str:
-    """A number with ``digits`` decimals; integers as integers; ±inf as ∞; missing as "–"."""
+    """A number with ``digits`` decimals; integers as integers; ±inf as ∞; missing as "–".
+
+    Never a string of zeros: a nonzero value that rounds to zero prints in scientific notation
+    (``5.2e-17``), an exact zero as ``0``, a whole number with ``digits = 0`` as an integer.
+    """
     if _is_missing(v):
         return MISSING
     if isinstance(v, bool | np.bool_):
@@ -65,9 +62,26 @@ def format_number(v: Any, digits: int = 3) -> str:
         x = float(v)
         if math.isinf(x):
             return "∞" if x > 0 else "−∞"
+        if x == 0:
+            return "0"
         s = f"{x:.{digits}f}"
+        if float(s) == 0:
+            return _minus(f"{x:.1e}")
+        if digits == 0 and not x.is_integer():   # 0.1 with 0 decimals would print as 0
+            return _minus(f"{x:g}")
         return _minus(s)
     return str(v)
+
+
+def kind_formats(kinds: Mapping[str, str]) -> dict[str, Callable[[Any], str]]:
+    """Column formatters from column kinds: ``"p"`` → APA p-values (:func:`~mrcstats.report.format.format_p`),
+    any kind of :data:`mrcstats.report.format.KINDS` → :func:`~mrcstats.report.format.format_num`."""
+    from mrcstats.report.format import format_num, format_p
+
+    def num(kind: str) -> Callable[[Any], str]:
+        return lambda v: format_num(v, kind)
+
+    return {col: format_p if kind == "p" else num(kind) for col, kind in kinds.items()}
 
 
 def _minus(s: str) -> str:
@@ -423,16 +437,15 @@ def _as_series(obj: Any, name: str) -> pd.Series:
 
 
 def coef_frame(result: Any) -> pd.DataFrame:
-    """Fixed-effects table (term, estimate, se, z, p) from a GlmerResult-like object or a DataFrame.
+    """``term, estimate, se, z, p`` from a fit's :meth:`~mrcstats.models.GlmerResult.coef_table`, or from a
+    DataFrame of estimates and SEs given elsewhere (a ``term`` column or index; lme4's column names work too),
+    through :func:`mrcstats.models.results.wald_table` — the one coefficient table."""
+    from mrcstats.models.results import wald_table
 
-    Accepts anything with ``fixef``/``se``/``z``/``p`` (mappings or Series keyed by
-    term, as :class:`mrcstats.models.GlmerResult`), or a DataFrame with a ``term``
-    column (or index) and columns named estimate/se/z/p (lme4's names work too).
-    """
     if isinstance(result, pd.DataFrame):
         df = result.copy()
-        if "term" not in df.columns:
-            df = df.rename_axis("term").reset_index()
+        if "term" in df.columns:
+            df = df.set_index("term")
         ren = {}
         for c in df.columns:
             lc = str(c).lower()
@@ -440,42 +453,56 @@ def coef_frame(result: Any) -> pd.DataFrame:
                 ren[c] = "estimate"
             elif lc in ("se", "std. error", "std_error", "stderr", "std.error"):
                 ren[c] = "se"
-            elif lc in ("z", "z value", "z_value", "statistic"):
-                ren[c] = "z"
-            elif lc in ("p", "pr(>|z|)", "p_value", "pvalue", "p.value"):
-                ren[c] = "p"
         df = df.rename(columns=ren)
         missing = [c for c in ("estimate", "se") if c not in df.columns]
         if missing:
             raise InputError(f"regression table: columns {missing} not found among {list(df.columns)}")
-        if "z" not in df.columns:
-            df["z"] = df["estimate"] / df["se"]
-        if "p" not in df.columns:
-            from scipy.stats import norm
-            df["p"] = 2 * norm.sf(np.abs(df["z"]))
-        return df[["term", "estimate", "se", "z", "p"]].reset_index(drop=True)
-    try:
-        fe = _as_series(result.fixef, "fixef")
-        se = _as_series(result.se, "se").reindex(fe.index)
-        z = _as_series(result.z, "z").reindex(fe.index)
-        p = _as_series(result.p, "p").reindex(fe.index)
-    except AttributeError as exc:
-        raise InputError(f"regression table: {type(result).__name__} has no fixef/se/z/p ({exc})") from None
-    return pd.DataFrame({"term": [str(t) for t in fe.index], "estimate": fe.values, "se": se.values,
-                         "z": z.values, "p": p.values})
+        tab = wald_table(df["estimate"], df["se"])
+    elif hasattr(result, "coef_table"):
+        tab = result.coef_table()
+    else:
+        raise InputError(f"regression table: {type(result).__name__} is neither a fit nor a DataFrame")
+    tab = tab.reset_index(names="term")
+    tab.columns = ["term", "estimate", "se", "z", "p"]
+    tab["term"] = tab["term"].astype(str)
+    return tab
 
 
 def regression_table(result: Any, caption: str = "", label: str = "fixef", layout: str = "lme4",
-                     truth: Mapping[str, float] | None = None) -> Table:
+                     truth: Mapping[str, float] | None = None, terms: Mapping[str, str] | None = None,
+                     level: float = 0.95) -> Table:
     """The fixed-effects table.
 
     ``layout="lme4"``: Estimate, Std. Error, z value, Pr(>|z|) and significance
     stars, numbers formatted like R's ``printCoefmat`` (common decimals per column,
     4 significant digits for estimates/SEs, 3 for z, ``format.pval`` for p).
     ``layout="compact"``: ``β (SE)`` with stars and ``p``, the usual paper layout.
-    ``truth`` (term -> value) adds a "Truth" column (simulated data).
+    ``layout="apa"``: Estimate, SE, Wald 95% CI (``β ± z SE``, lme4's ``confint(m, method = "Wald")``),
+    z and p, numbers as journals print them (:mod:`mrcstats.report.format`).
+    ``truth`` (term -> value) adds a "Truth" column (simulated data); ``terms`` renames terms for display
+    (``{"model1": "model1 (gpt-a)"}``).
     """
     cf = coef_frame(result)
+    names = dict(terms or {})
+    if layout == "apa":
+        from scipy.stats import norm
+
+        from mrcstats.report.format import format_ci
+
+        zc = float(norm.ppf(0.5 + level / 2))
+        lo, hi = cf["estimate"] - zc * cf["se"], cf["estimate"] + zc * cf["se"]
+        df = pd.DataFrame({"Term": [names.get(t, t) for t in cf["term"]], "Estimate": cf["estimate"],
+                           "SE": cf["se"], f"{level:.0%} CI": list(zip(lo, hi)), "z": cf["z"], "p": cf["p"]})
+        fmts: dict[str, Formatter] = kind_formats({"Estimate": "estimate", "SE": "se", "z": "statistic", "p": "p"})
+        fmts[f"{level:.0%} CI"] = lambda v: format_ci(0.0, v[0], v[1]).split(" ", 1)[1]
+        if truth is not None:
+            df.insert(1, "Truth", [truth.get(t, np.nan) for t in cf["term"]])
+            fmts.update(kind_formats({"Truth": "estimate"}))
+        return PairTable(df, caption=caption, label=label, formats=fmts,
+                          raw=pd.DataFrame({"Term": cf["term"], "Estimate": cf["estimate"], "SE": cf["se"],
+                                            "CI low": lo, "CI high": hi, "z": cf["z"], "p": cf["p"],
+                                            **({"Truth": df["Truth"]} if truth is not None else {})}),
+                          notes=(f"Wald z tests; {level:.0%} CI = estimate ± {zc:.2f} SE (log-odds).",))
     notes = ["Signif. codes: 0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1"]
     if layout == "lme4":
         df = pd.DataFrame({"Term": cf["term"], "Estimate": cf["estimate"], "Std. Error": cf["se"],
@@ -498,28 +525,40 @@ def regression_table(result: Any, caption: str = "", label: str = "fixef", layou
             fmts["Truth"] = "{:.2f}"
         notes = ["*** p < 0.001, ** p < 0.01, * p < 0.05, . p < 0.1"]
     else:
-        raise InputError(f"regression_table: layout must be 'lme4' or 'compact', got {layout!r}")
+        raise InputError(f"regression_table: layout must be 'apa', 'lme4' or 'compact', got {layout!r}")
     return Table(df, caption=caption, label=label, formats=fmts, notes=tuple(notes))
 
 
 def fit_statistics_table(result: Any, caption: str = "", label: str = "fitstats") -> Table:
-    """AIC, BIC, logLik, deviance, df.resid, nobs and groups of a GLMM fit (lme4's header block)."""
+    """AIC, BIC, log-likelihood, −2 log-likelihood, deviance, df.resid, nobs and groups of a GLMM fit.
+
+    lme4 prints two different "deviances": ``−2 logLik`` (the Laplace/AGQ objective, what AIC is built
+    from) and ``deviance()`` (the sum of squared deviance residuals at the conditional modes); both are
+    shown, each with its own label.
+    """
     rows: list[tuple[str, Any]] = []
-    for key, name in (("aic", "AIC"), ("bic", "BIC"), ("loglik", "logLik"), ("minus2loglik", "−2 logLik"),
-                      ("deviance", "deviance"), ("df_resid", "df.resid"), ("nobs", "Number of obs")):
+    for key, name in (("aic", "AIC"), ("bic", "BIC"), ("loglik", "Log-likelihood"),
+                      ("minus2loglik", "−2 log-likelihood (lme4 summary \"deviance\")"),
+                      ("deviance", "Conditional deviance (lme4 deviance())"), ("df_resid", "Residual df"),
+                      ("nobs", "Observations")):
         v = getattr(result, key, None)
         if v is not None:
             rows.append((name, v))
     ng = getattr(result, "ngroups", None) or {}
     for g, n in dict(ng).items():
-        rows.append((f"groups: {g}", n))
-    for key, name in (("converged", "converged"), ("singular", "singular fit")):
+        rows.append((f"Groups: {g}", n))
+    for key, name in (("converged", "Converged"), ("singular", "Singular fit")):
         v = getattr(result, key, None)
         if v is not None:
             rows.append((name, bool(v)))
     df = pd.DataFrame(rows, columns=["Statistic", "Value"]).astype({"Value": object})
-    fmt = {"Value": lambda v: format_number(v, 1) if isinstance(v, float) else format_number(v)}
-    return Table(df, caption=caption, label=label, formats=fmt)
+    from mrcstats.report.format import format_num
+
+    fmt = {"Value": lambda v: format_num(v, "ic") if isinstance(v, float)
+           else (f"{int(v):,}" if isinstance(v, int | np.integer) and not isinstance(v, bool) else format_number(v))}
+    return Table(df, caption=caption, label=label, formats=fmt,
+                 notes=(("−2 log-likelihood is the objective AIC and BIC are built from; the conditional deviance "
+                         "is the sum of squared deviance residuals given the random-effect modes."),))
 
 
 def random_effects_table(result: Any, caption: str = "", label: str = "ranef_var",
@@ -532,91 +571,40 @@ def random_effects_table(result: Any, caption: str = "", label: str = "ranef_var
     for key, sd in dict(theta).items():
         g, _, name = str(key).partition(".")
         rows.append({"Groups": g, "Name": name or "(Intercept)", "Variance": float(sd) ** 2, "Std.Dev.": float(sd)})
-    df = pd.DataFrame(rows)
-    fmts: dict[str, Formatter] = {"Variance": "{:.4f}", "Std.Dev.": "{:.4f}"}
+    df = pd.DataFrame(rows).rename(columns={"Groups": "Group", "Name": "Term", "Std.Dev.": "SD"})
+    kinds = {"Variance": "variance", "SD": "sd"}
     if truth is not None:
         df["True SD"] = [truth.get(k, np.nan) for k in dict(theta)]
-        fmts["True SD"] = "{:.4f}"
-    return Table(df, caption=caption, label=label, formats=fmts, stub=2)
+        kinds["True SD"] = "sd"
+    return Table(df, caption=caption, label=label, formats=kind_formats(kinds), stub=2)
 
 
 def anova_table(frame: pd.DataFrame, caption: str = "", label: str = "drop1") -> Table:
-    """A drop1/anova/GVIF frame laid out as is (numbers with 3-4 decimals, p with format.pval)."""
+    """A drop1/anova/GVIF frame with readable headers; numbers by column kind, p APA-style."""
     df = frame.copy()
     if df.index.name is not None or not isinstance(df.index, pd.RangeIndex):
         df = df.reset_index()
-    fmts: dict[str, Formatter] = {}
+    heads = {"term": "Term", "index": "Term", "npar": "df", "df": "df", "aic": "AIC", "bic": "BIC",
+             "loglik": "Log-likelihood", "deviance": "−2 log-likelihood", "lrt": "χ² (LRT)", "chisq": "χ²",
+             "statistic": "χ² (LRT)", "p": "p", "p_value": "p", "pr(>chi)": "p", "pr(chi)": "p", "gvif": "GVIF",
+             "gvif^(1/(2*df))": "GVIF^(1/(2·df))", "gvif_adj": "GVIF^(1/(2·df))"}
+    df = df.rename(columns={c: heads.get(str(c).lower(), str(c)) for c in df.columns})
+    kinds: dict[str, str] = {}
     for c in df.columns:
-        lc = str(c).lower()
-        if lc in ("p", "pr(>chi)", "p_value", "pvalue"):
-            fmts[str(c)] = format_pvalue
-        elif lc in ("df", "npar"):
-            fmts[str(c)] = lambda v: format_number(int(v)) if float(v).is_integer() else format_number(v)
+        if c == "p":
+            kinds[c] = "p"
+        elif c in ("df", "Parameters"):
+            kinds[c] = "df"
+        elif c in ("AIC", "BIC", "Log-likelihood", "−2 log-likelihood"):
+            kinds[c] = "ic"
+        elif c.startswith("χ²"):
+            kinds[c] = "statistic"
         elif pd.api.types.is_float_dtype(df[c]):
-            fmts[str(c)] = "{:.4f}"
-    return Table(df, caption=caption, label=label, formats=fmts)
+            kinds[c] = "estimate"
+    return Table(df, caption=caption, label=label, formats=kind_formats(kinds))
 
 
 # --------------------------------------------------------------------------- probability at σ
-
-
-def contrast_matrix(levels: Sequence[str], coding: str = "sum") -> tuple[np.ndarray, list[str]]:
-    """R's contrast matrix and the column suffixes lme4 uses in term names.
-
-    ``sum`` (``contr.sum``): level i < k is e_i, the last level is −1 in every column;
-    suffixes ``1..k-1``. ``treatment`` (``contr.treatment``): the first level is the
-    reference (all 0); suffixes are the other level names.
-    """
-    k = len(levels)
-    coding = coding.removeprefix("contr.")
-    if k < 2:
-        raise InputError(f"contrast_matrix: a factor needs at least two levels, got {list(levels)}")
-    if coding == "sum":
-        c = np.vstack([np.eye(k - 1), -np.ones((1, k - 1))])
-        return c, [str(i + 1) for i in range(k - 1)]
-    if coding == "treatment":
-        c = np.vstack([np.zeros((1, k - 1)), np.eye(k - 1)])
-        return c, [str(lv) for lv in levels[1:]]
-    raise InputError(f"contrast_matrix: coding must be 'sum' or 'treatment', got {coding!r}")
-
-
-def _term(fixef: Mapping[str, float], *parts: str) -> float:
-    """Look up an interaction term in either order (``x:LLM1`` or ``LLM1:x``)."""
-    import itertools
-    for perm in itertools.permutations(parts):
-        name = ":".join(perm)
-        if name in fixef:
-            return float(fixef[name])
-    raise InputError(f"probability table: term {':'.join(parts)!r} not among the fixed effects {list(fixef)}")
-
-
-def _expit(x: np.ndarray | float) -> np.ndarray | float:
-    return 1.0 / (1.0 + np.exp(-np.asarray(x, dtype=float)))
-
-
-def probability_frame(fixef: Mapping[str, float], feature: str, factor: str, levels: Sequence[str],
-                      coding: str = "sum", sigmas: Sequence[float] = (-2, 0, 2, 4),
-                      intercept: str = "(Intercept)") -> pd.DataFrame:
-    """Predicted P(correct) per factor level (rows) at ``feature = k`` for k in ``sigmas`` (columns).
-
-    Formula in the module docstring; the last row, "Grand Mean", is the logistic of
-    the mean log-odds over levels (= logistic(β0 + k β_x) under sum contrasts).
-    """
-    fixef = {str(k): float(v) for k, v in dict(fixef).items()}
-    coding = coding.removeprefix("contr.")
-    if intercept not in fixef:
-        raise InputError(f"probability table: no {intercept!r} among the fixed effects {list(fixef)}")
-    c, suffixes = contrast_matrix(levels, coding)
-    b0 = fixef[intercept]
-    bx = _term(fixef, feature)
-    bl = np.array([_term(fixef, f"{factor}{s}") for s in suffixes])
-    bxl = np.array([_term(fixef, feature, f"{factor}{s}") for s in suffixes])
-    k = np.asarray(sigmas, dtype=float)
-    eta = (b0 + c @ bl)[:, None] + k[None, :] * (bx + c @ bxl)[:, None]
-    eta = np.vstack([eta, eta.mean(axis=0, keepdims=True)])
-    out = pd.DataFrame(_expit(eta), columns=[float(s) for s in sigmas])
-    out.insert(0, factor, [str(lv) for lv in levels] + ["Grand Mean"])
-    return out
 
 
 def _sigma_label(s: float) -> str:
@@ -636,6 +624,8 @@ def probability_table(fixef: Mapping[str, float] | Any, feature: str, factor: st
     ``raw_sd`` each column header also shows the raw feature value, ``kσ (mean + k·sd)``.
     ``labels`` renames the factor levels for display.
     """
+    from mrcstats.models.predict import probability_frame
+
     if not isinstance(fixef, Mapping):
         fixef = dict(fixef.fixef)
     pf = probability_frame(fixef, feature, factor, levels, coding, sigmas)
@@ -668,44 +658,52 @@ def _result_dict(res: Any) -> dict[str, Any]:
     return {k: getattr(res, k) for k in dir(res) if not k.startswith("_")}
 
 
-def describe_test(res: Any, name: str) -> str:
-    """One line naming a test and its numbers, from a test result's ``to_dict()``."""
+def describe_test(res: Any, name: str, n: int | None = None) -> str:
+    """One line naming a test and its numbers, APA-style (``Pearson's chi-square test: χ²(2, N = 600) = 5.31,
+    p = .070``; Fisher: ``p = .004``, the odds ratio with its interval for 2 × 2 tables; a Monte Carlo p
+    with B and its Monte Carlo SE)."""
+    from mrcstats.report.format import format_ci, format_p, format_stat
+
     d = _result_dict(res)
-    parts = [name]
+    parts = []
     stat = d.get("statistic")
-    if stat is not None and not _is_missing(stat):
-        label = "χ²" if "chi" in name.lower() else "statistic"
-        parts.append(f"{label} = {format_number(float(stat), 3)}")
-    if d.get("df") is not None:
-        parts.append(f"df = {format_number(d['df'])}")
+    if stat is not None and not _is_missing(stat) and d.get("df") is not None:
+        parts.append(format_stat("chi2", float(stat), d["df"], n=n))
+    mc_b = getattr(res, "B", None) if getattr(res, "method", "") == "monte-carlo" else None
     if d.get("p") is not None:
-        pv = format_pvalue(d["p"], 3)
-        parts.append(f"p {pv}" if pv.startswith("<") else f"p = {pv}")
+        pv = format_p(d["p"], mc_b=mc_b)
+        parts.append(f"p {pv}" if pv[:1] in "<>≤" else f"p = {pv}")
     if d.get("odds_ratio") is not None and not _is_missing(d.get("odds_ratio")):
-        parts.append(f"odds ratio = {format_number(float(d['odds_ratio']), 3)}")
-        ci = d.get("conf_int")
-        if ci is not None and len(ci) == 2:
-            parts.append(f"95% CI [{format_number(float(ci[0]), 3)}, {format_number(float(ci[1]), 3)}]")
-    if d.get("simulate") or d.get("simulated"):
-        parts.append(f"Monte Carlo, B = {d.get('B', d.get('replicates', '?'))}")
-    if d.get("cramers_v") is not None:
-        parts.append(f"Cramér's V = {format_number(float(d['cramers_v']), 3)}")
-    return ", ".join(parts[:1]) + (": " + ", ".join(parts[1:]) if len(parts) > 1 else "")
+        ci = d.get("conf_int") or (np.nan, np.nan)
+        parts.append(f"odds ratio = {format_ci(float(d['odds_ratio']), ci[0], ci[1], 'odds_ratio')}")
+    return name + (": " + ", ".join(parts) if parts else "")
+
+
+def effect_line(e: Any) -> str:
+    """``Cramér's V = 0.094 [0.000, 0.160]`` from an :class:`mrcstats.stats.effects.EffectSize`."""
+    from mrcstats.report.format import format_ci
+
+    kind = "cramers_v" if "Cramér" in e.name else "difference"
+    return f"{e.name} = {format_ci(e.estimate, e.ci_low, e.ci_high, kind)} ({e.level:.0%} CI)"
 
 
 def contingency_table(counts: pd.DataFrame, tests: Sequence[tuple[str, Any]] = (), caption: str = "",
-                      label: str = "contingency", margins: bool = True, ratio_rows: bool = False) -> Table:
+                      label: str = "contingency", margins: bool = True, ratio_rows: bool = False,
+                      effects: Sequence[Any] = (), labels: Mapping[str, str] | None = None) -> Table:
     """A table of counts (rows × columns, labels in the index) with totals and its tests as notes.
 
     ``tests`` is a list of (name, result) pairs, e.g. ``[("Fisher's exact test", fisher(...))]``;
     each result's ``to_dict()`` provides p (and statistic, df, odds ratio when present).
     ``ratio_rows`` adds, for a two-row table, the row-1/row-2 ratio of column shares
-    (seed 003 Table 3's E/H and H/L rows).
+    (seed 003 Table 3's E/H and H/L rows). ``effects`` (effect sizes with intervals) are printed
+    under the tests; ``labels`` renames row and column labels (``{"False": "not correct"}``).
     """
     if not isinstance(counts, pd.DataFrame):
         counts = pd.DataFrame(counts)
+    names = dict(labels or {})
     t = counts.copy()
-    t.columns = [str(c) for c in t.columns]
+    t.columns = [names.get(str(c), str(c)) for c in t.columns]
+    t.index = pd.Index([names.get(str(r), str(r)) for r in t.index], name=t.index.name)
     stub = str(t.index.name or "")
     body = t.apply(pd.to_numeric)
     if all(pd.api.types.is_integer_dtype(body[c]) for c in body.columns):
@@ -732,10 +730,11 @@ def contingency_table(counts: pd.DataFrame, tests: Sequence[tuple[str, Any]] = (
         if _is_missing(v):
             return MISSING
         v = float(v)
-        return str(int(v)) if v.is_integer() else f"{v:.2f}"
+        return f"{int(v):,}" if v.is_integer() else format_number(v, 2)
 
     fmts = {c: fmt for c in df.columns[1:]}
-    notes = tuple(describe_test(res, name) for name, res in tests)
+    n = int(body.values.sum())
+    notes = tuple(describe_test(res, name, n=n) for name, res in tests) + tuple(effect_line(e) for e in effects)
     return Table(df, caption=caption, label=label, formats=fmts, notes=notes)
 
 
@@ -812,27 +811,33 @@ def pd_cutoff_table(frame: pd.DataFrame | Any, caption: str = "", label: str = "
 def accuracy_table(frame: pd.DataFrame, rows: str | Sequence[str], cols: str, mean: str = "accuracy",
                    sd: str | None = "sd", percent: bool = True, digits: int = 1, caption: str = "",
                    label: str = "accuracy", row_order: Sequence[Any] | None = None,
-                   col_order: Sequence[Any] | None = None) -> Table:
-    """Accuracy ``mean ± SD`` laid out rows × columns (seed 004 Tables 6-7, 11-12).
+                   col_order: Sequence[Any] | None = None, lo: str | None = None, hi: str | None = None,
+                   notes: Sequence[str] = ()) -> Table:
+    """Accuracy laid out rows × columns (seed 004 Tables 6-7, 11-12): ``mean [lo, hi]`` and/or ``± SD``.
 
-    ``frame`` holds one row per cell with the ``mean`` column (fraction) and
-    optionally ``sd``; cells are shown in percent by default. The raw export keeps
-    the fractions in ``<col>`` and ``<col> SD`` columns.
+    ``frame`` holds one row per cell with the ``mean`` column (fraction), optionally the interval
+    bounds ``lo``/``hi`` and the ``sd``; cells are shown in percent by default. The raw export keeps
+    the fractions (times 100 with ``percent``) in ``<col>``, ``<col> low``, ``<col> high`` and
+    ``<col> SD`` columns.
     """
     rows = [rows] if isinstance(rows, str) else list(rows)
-    need = [*rows, cols, mean] + ([sd] if sd else [])
+    need = [*rows, cols, mean] + ([sd] if sd else []) + ([lo, hi] if lo and hi else [])
     miss = [c for c in need if c not in frame.columns]
     if miss:
         raise InputError(f"accuracy_table: columns {miss} not found among {list(frame.columns)}")
-    piv = frame.pivot_table(index=rows, columns=cols, values=mean, aggfunc="first", sort=False, dropna=False)
-    piv_sd = (frame.pivot_table(index=rows, columns=cols, values=sd, aggfunc="first", sort=False, dropna=False)
-              .reindex(index=piv.index, columns=piv.columns) if sd else None)
+
+    def piv_of(col: str) -> pd.DataFrame:
+        return frame.pivot_table(index=rows, columns=cols, values=col, aggfunc="first", sort=False, dropna=False)
+
+    piv = piv_of(mean)
+    extra = {k: piv_of(c).reindex(index=piv.index, columns=piv.columns)
+             for k, c in (("SD", sd), ("low", lo if hi else None), ("high", hi if lo else None)) if c}
     if row_order is not None:
         piv = piv.reindex(row_order)
-        piv_sd = piv_sd.reindex(row_order) if piv_sd is not None else None
+        extra = {k: v.reindex(row_order) for k, v in extra.items()}
     if col_order is not None:
         piv = piv.reindex(columns=col_order)
-        piv_sd = piv_sd.reindex(columns=col_order) if piv_sd is not None else None
+        extra = {k: v.reindex(columns=col_order) for k, v in extra.items()}
     scale = 100.0 if percent else 1.0
     out = piv.reset_index()
     out.columns = [str(c) for c in out.columns]
@@ -840,32 +845,39 @@ def accuracy_table(frame: pd.DataFrame, rows: str | Sequence[str], cols: str, me
     raw = out[[str(r) for r in rows]].copy()
     for c, cs in zip(piv.columns, data_cols):
         raw[cs] = piv[c].to_numpy() * scale
-        if piv_sd is not None:
-            raw[f"{cs} SD"] = piv_sd[c].to_numpy() * scale
-    # formatted cells combine mean and SD; keep SD columns out of the visible table
+        for k in ("low", "high", "SD"):
+            if k in extra:
+                raw[f"{cs} {k}"] = extra[k][c].to_numpy() * scale
     visible = raw[[*[str(r) for r in rows], *data_cols]].copy().astype({c: object for c in data_cols})
+    nan = [np.nan] * len(raw)
     for cs in data_cols:
-        m = raw[cs].to_numpy()
-        s = raw[f"{cs} SD"].to_numpy() if piv_sd is not None else [np.nan] * len(m)
-        visible[cs] = [(mv, sv) for mv, sv in zip(m, s)]
+        visible[cs] = list(zip(raw[cs], raw[f"{cs} low"] if "low" in extra else nan,
+                               raw[f"{cs} high"] if "high" in extra else nan,
+                               raw[f"{cs} SD"] if "SD" in extra else nan))
+
+    def num(v: float) -> str:
+        return format_number(float(v), digits) if not _is_missing(v) else MISSING
 
     def fmt(v: Any) -> str:
-        mv, sv = v
+        mv, lv, hv, sv = v
         if _is_missing(mv):
             return MISSING
-        txt = _minus(f"{mv:.{digits}f}")
+        txt = num(mv)
+        if not _is_missing(lv) and not _is_missing(hv):
+            txt += f" [{num(lv)}, {num(hv)}]"
         if not _is_missing(sv):
-            txt += f" ± {sv:.{digits}f}"
+            txt += f" ± {num(sv)}"
         return txt
 
-    t = _PairTable(visible, caption=caption, label=label, formats={c: fmt for c in data_cols}, stub=len(rows),
-                   raw=raw, notes=(("Cells: mean ± SD" + (" (percent)" if percent else "")),) if sd else ())
-    return t
+    what = ("mean" if "SD" in extra else "accuracy") + (" [95% CI]" if "low" in extra else "") + \
+        (" ± SD over trials" if "SD" in extra else "") + (" (percent)" if percent else "")
+    return PairTable(visible, caption=caption, label=label, formats={c: fmt for c in data_cols}, stub=len(rows),
+                      raw=raw, notes=(f"Cells: {what}.", *notes) if extra else tuple(notes))
 
 
 @dataclass(frozen=True)
-class _PairTable(Table):
-    """A Table whose visible cells combine several raw columns; CSV exports ``raw``."""
+class PairTable(Table):
+    """A Table whose visible cells combine several raw columns; CSV, ``to_frame`` and ``to_dict`` export ``raw``."""
 
     raw: pd.DataFrame | None = None
 

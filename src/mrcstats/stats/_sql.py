@@ -162,21 +162,3 @@ def pair_counts(ds: Any, rows: str, cols: str) -> tuple[pd.DataFrame, int]:
     miss = ds.sql(f"SELECT count(*) AS m FROM log WHERE {q(rows)} IS NULL OR {q(cols)} IS NULL")
     return canonical_dtypes(tab.rename(columns={"a": rows, "b": cols}), [rows, cols], ds) \
         if rows != cols else tab, int(miss["m"].iloc[0])
-
-
-def masking_trial_counts(ds: Any) -> tuple[pd.DataFrame, int]:
-    """Masking curves' sufficient statistics: per (model, condition, masking_rate, trial) ``n`` rows,
-    ``k`` correct, ``v`` valid answers; and the number of rows without a masking rate."""
-    check_columns(ds, ["model", "condition", "masking_rate", "trial", "correct"], "compute masking curves by")
-    tab = ds.sql("SELECT coalesce(model, '') AS model, coalesce(condition, '') AS condition, masking_rate, trial, "
-                 "count(*) AS n, count(*) FILTER (WHERE correct) AS k, count(correct) AS v FROM log "
-                 "WHERE masking_rate IS NOT NULL GROUP BY ALL ORDER BY ALL")
-    miss = ds.sql("SELECT count(*) AS m FROM log WHERE masking_rate IS NULL")
-    bad = ds.sql("SELECT masking_rate FROM log WHERE masking_rate < 0 OR masking_rate > 100 LIMIT 1")
-    if len(bad):
-        raise InputError(f"masking_accuracy: masking_rate must be a percentage in 0..100; the dataset has "
-                         f"{bad['masking_rate'].iloc[0]!r}")
-    for c in ("n", "k", "v", "trial"):
-        tab[c] = tab[c].astype("int64")
-    tab["masking_rate"] = tab["masking_rate"].astype(float)
-    return tab, int(miss["m"].iloc[0])

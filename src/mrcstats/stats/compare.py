@@ -73,6 +73,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
+from mrcstats.stats.multiplicity import check_method, p_adjust
 
 __all__ = [
     "ADJUST_METHODS",
@@ -97,54 +98,6 @@ PAIR_FIELDS: tuple[str, ...] = ("model_a", "model_b", "n_items", "diff", "se", "
                                 "z", "p", "p_adjusted", "p_mcnemar", "corr", "variance_ratio", "boot_ci_low",
                                 "boot_ci_high")
 _UNPAIRED = "model-item scores without a partner in a pair (left out of that pair; summed over pairs)"
-
-
-# --------------------------------------------------------------------------- multiplicity
-
-def p_adjust(p: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:
-    """Adjust p-values for multiple comparisons exactly as R's ``p.adjust(p, method)``.
-
-    With ``m`` the number of non-missing p-values, ``p_(1) <= ... <= p_(m)``:
-
-    * ``bonferroni``: ``min(1, m p_i)``;
-    * ``holm`` (Holm 1979): ``p~_(i) = min(1, max_{j <= i} (m - j + 1) p_(j))``;
-    * ``BH`` (Benjamini & Hochberg 1995; R's ``"BH"``/``"fdr"``):
-      ``p~_(i) = min(1, min_{j >= i} m/j · p_(j))``;
-    * ``none``: unchanged.
-
-    Missing values (NaN) stay missing and do not count in ``m`` (R's ``n = length(p[!is.na(p)])``).
-    """
-    meth = _check_adjust(method)
-    arr = np.asarray(p, dtype=float).copy()
-    ok = ~np.isnan(arr)
-    q = arr[ok]
-    m = len(q)
-    if m == 0 or meth == "none":
-        return arr
-    if meth == "bonferroni":
-        out = np.minimum(1.0, m * q)
-    elif meth == "holm":
-        o = np.argsort(q, kind="stable")
-        i = np.arange(1, m + 1)
-        adj = np.minimum(1.0, np.maximum.accumulate((m - i + 1) * q[o]))
-        out = np.empty(m)
-        out[o] = adj
-    else:  # BH
-        o = np.argsort(-q, kind="stable")
-        i = np.arange(m, 0, -1)
-        adj = np.minimum(1.0, np.minimum.accumulate(m / i * q[o]))
-        out = np.empty(m)
-        out[o] = adj
-    arr[ok] = out
-    return arr
-
-
-def _check_adjust(method: str) -> str:
-    aliases = {"holm": "holm", "bh": "BH", "fdr": "BH", "bonferroni": "bonferroni", "none": "none"}
-    key = str(method).lower() if method is not None else "none"
-    if key not in aliases:
-        raise InputError(f"unknown p-value adjustment {method!r}; choose one of {', '.join(ADJUST_METHODS)}")
-    return aliases[key]
 
 
 # --------------------------------------------------------------------------- step 1: per-item scores
@@ -180,16 +133,17 @@ def per_item_scores(log: pd.DataFrame, cluster: str = "cluster") -> pd.DataFrame
                          f"(--map cluster=COLUMN)")
     if len(log) == 0:
         raise InputError("the log has no rows")
-    cond = log["condition"].astype(object).to_numpy()
-    mr = log["masking_rate"].to_numpy(dtype=float, na_value=np.nan)
-    n_cond = len(pd.DataFrame({"c": cond, "m": mr}).drop_duplicates())
+    cond_codes, cond_names = pd.factorize(log["condition"], sort=False)
+    mr = log["masking_rate"].to_numpy(dtype=float, na_value=-1.0)
+    n_cond = len(cond_names) if np.all(mr == mr[0]) else len(pd.DataFrame({"c": cond_codes, "m": mr}).drop_duplicates())
+    cond = np.asarray(cond_names, dtype=object)
     if n_cond > 1:
         shown = ", ".join(repr(c) for c in sorted(map(str, pd.unique(cond)))[:10])
         raise InputError(f"the log holds {n_cond} conditions/masking rates (conditions: {shown}); compare models "
                          f"within one: filter the log (Python: log[log.condition == 'x']; CLI: --condition X)")
-    m_codes, m_names = pd.factorize(log["model"].astype(object), sort=True)
-    i_codes, i_names = pd.factorize(log["item"].astype(object), sort=False)
-    c_codes, c_names = pd.factorize(log[cluster].astype(object), sort=False, use_na_sentinel=False)
+    m_codes, m_names = pd.factorize(log["model"], sort=True)
+    i_codes, i_names = pd.factorize(log["item"], sort=False)
+    c_codes, c_names = pd.factorize(log[cluster], sort=False, use_na_sentinel=False)
     n_items = len(i_names)
     # one cluster per item
     first = np.full(n_items, -1, dtype=np.int64)
@@ -210,10 +164,15 @@ def per_item_scores(log: pd.DataFrame, cluster: str = "cluster") -> pd.DataFrame
     counts = np.bincount(key, minlength=size)
     present = np.flatnonzero(counts)
     mi, ii = np.divmod(present, n_items)
+
+    def labels(names: Any, codes: np.ndarray) -> Any:
+        # convert the (few) distinct labels, then take: fast for Arrow-backed strings
+        return pd.array(np.asarray(names, dtype=object).astype(str), dtype="string").take(codes)
+
     out = pd.DataFrame({
-        "model": pd.array(np.asarray(m_names, dtype=object)[mi], dtype="string"),
-        "item": pd.array(np.asarray(i_names, dtype=object)[ii], dtype="string"),
-        "cluster": pd.array(np.asarray(c_names, dtype=object)[first[ii]].astype(str), dtype="string"),
+        "model": labels(m_names, mi),
+        "item": labels(i_names, ii),
+        "cluster": labels(c_names, first[ii]),
         "score": sums[present] / counts[present],
         "n_trials": counts[present].astype(np.int64),
     })
@@ -418,7 +377,7 @@ def compare(log: pd.DataFrame, models: Sequence[str] | None = None, cluster: str
 def _check_args(alpha: float, adjust: str, bootstrap: int) -> None:
     if not (isinstance(alpha, (int, float)) and 0 < float(alpha) < 1):
         raise InputError(f"alpha must be between 0 and 1 (e.g. 0.05), got {alpha!r}")
-    _check_adjust(adjust)
+    check_method(adjust)
     if not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
         raise InputError(f"bootstrap must be a whole number >= 0 (resamples; 0 = none), got {bootstrap!r}")
 
@@ -459,20 +418,24 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
     from mrcstats.stats.contingency import mcnemar_exact_p
 
     _check_args(alpha, adjust, bootstrap)
-    meth = _check_adjust(adjust)
+    meth = check_method(adjust)
     _check_item_scores(items)
-    available = sorted(map(str, pd.unique(items["model"].astype(object))))
+    all_codes, all_names = pd.factorize(items["model"], sort=False)
+    available = sorted(map(str, all_names))
     names = _pick_models(available, models)
-    sub = items[items["model"].astype(object).isin(names)]
-    i_codes, i_names = pd.factorize(sub["item"].astype(object), sort=False)
     m_index = {m: k for k, m in enumerate(names)}
-    m_codes = sub["model"].astype(object).map(m_index).to_numpy(dtype=np.int64)
+    lookup = np.array([m_index.get(str(m), -1) for m in all_names], dtype=np.int64)
+    row_m = lookup[all_codes]
+    keep_rows = row_m >= 0
+    sub = items[keep_rows] if not keep_rows.all() else items
+    m_codes = row_m[keep_rows]
+    i_codes, i_names = pd.factorize(sub["item"], sort=False)
     n_models, n_items = len(names), len(i_names)
     S = np.full((n_models, n_items), np.nan)
     K = np.zeros((n_models, n_items), dtype=np.int64)
     S[m_codes, i_codes] = pd.to_numeric(sub["score"]).to_numpy(dtype=float)
     K[m_codes, i_codes] = pd.to_numeric(sub["n_trials"]).to_numpy(dtype=np.int64)
-    cl_codes_rows, _cl_names = pd.factorize(sub["cluster"].astype(object), sort=False, use_na_sentinel=False)
+    cl_codes_rows, _cl_names = pd.factorize(sub["cluster"], sort=False, use_na_sentinel=False)
     item_cl = np.full(n_items, -1, dtype=np.int64)
     item_cl[i_codes] = cl_codes_rows
     chk = item_cl[i_codes] != cl_codes_rows
@@ -507,6 +470,7 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
 
     # ---- per pair
     pairs = [(a, b) for a in range(n_models) for b in range(a + 1, n_models)]
+    n_pairs = len(pairs)
     full = F.all(axis=1)
     Xz = np.where(F, S, 0.0)
     # cluster sums and sizes per model (valid for pairs whose two item sets coincide)
@@ -515,96 +479,121 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
     for k in range(n_models):
         C[k] = np.bincount(item_cl, weights=Xz[k], minlength=n_cl)
         NC[k] = np.bincount(item_cl, weights=F[k].astype(float), minlength=n_cl)
-    single = (K <= 1)
-    prow = []
+    single = K <= 1
+    bin_m = ((Xz == 0) | (Xz == 1)).all(axis=1)  # McNemar needs 0/1 scores (one binary trial per item)
+    cols = {k: np.full(n_pairs, np.nan) for k in ("n", "diff", "va", "vb", "vd", "se_a_cl", "se_b_cl", "se_cl",
+                                                   "g", "unp", "a_only", "b_only")}
+    mcn_ok = np.zeros(n_pairs, dtype=bool)
     boot_jobs: list[tuple[int, np.ndarray, np.ndarray]] = []  # (pair index, D_c, n_c) for own-resample pairs
-    shared_pairs: list[int] = []
-    skipped_unpaired = 0
-    for idx, (a, b) in enumerate(pairs):
-        same = bool(full[a] and full[b]) or bool(np.array_equal(F[a], F[b]))
-        if same:
-            common = F[a]
-        else:
-            common = F[a] & F[b]
+    pa = np.array([p[0] for p in pairs], dtype=np.int64)
+    pb = np.array([p[1] for p in pairs], dtype=np.int64)
+    both_full = full[pa] & full[pb] if n_pairs else np.zeros(0, dtype=bool)
+    # (a) pairs of models that answered every item: all at once, as matrices
+    blk = np.flatnonzero(both_full)
+    if len(blk):
+        n = n_items
+        means = Xz.mean(axis=1)
+        var_m = Xz.var(axis=1, ddof=1) if n > 1 else np.full(n_models, np.nan)
+        nc_all = NC[pa[blk[0]]]
+        present = nc_all > 0
+        g = int(present.sum())
+        fac = g / (g - 1) if g > 1 else np.nan
+        meat_m = ((C[:, present] - nc_all[present] * means[:, None]) ** 2).sum(axis=1)
+        XX = Xz @ Xz.T
+        tot = Xz.sum(axis=1)
+        sing_m = single.all(axis=1)
+        for lo in range(0, len(blk), 64):
+            idx = blk[lo:lo + 64]
+            a, b = pa[idx], pb[idx]
+            D = Xz[a] - Xz[b]
+            dm = D.mean(axis=1)
+            cols["diff"][idx] = dm
+            cols["vd"][idx] = D.var(axis=1, ddof=1) if n > 1 else np.nan
+            Dc = C[a][:, present] - C[b][:, present]
+            cols["se_cl"][idx] = np.sqrt(fac * ((Dc - nc_all[present] * dm[:, None]) ** 2).sum(axis=1)) / n
+        a, b = pa[blk], pb[blk]
+        cols["n"][blk] = n
+        cols["va"][blk], cols["vb"][blk] = var_m[a], var_m[b]
+        cols["se_a_cl"][blk] = np.sqrt(fac * meat_m[a]) / n
+        cols["se_b_cl"][blk] = np.sqrt(fac * meat_m[b]) / n
+        cols["g"][blk] = g
+        cols["unp"][blk] = 0
+        mcn_ok[blk] = bin_m[a] & bin_m[b] & sing_m[a] & sing_m[b]
+        cols["a_only"][blk] = tot[a] - XX[a, b]
+        cols["b_only"][blk] = tot[b] - XX[a, b]
+    # (b) pairs with differing item sets: one by one on their common items
+    for idx in np.flatnonzero(~both_full):
+        a, b = int(pa[idx]), int(pb[idx])
+        common = F[a] & F[b]
         n = int(common.sum())
-        n_unp = int(F[a].sum() + F[b].sum() - 2 * n)
-        skipped_unpaired += n_unp
         if n == 0:
             raise InputError(f"models {names[a]!r} and {names[b]!r} have no items in common; a paired comparison "
                              f"needs items both answered (check the item ids, or compare other models)")
         xa, xb = S[a, common], S[b, common]
         d = xa - xb
-        diff = float(d.mean())
+        dm = float(d.mean())
+        cols["n"][idx], cols["diff"][idx] = n, dm
+        cols["unp"][idx] = int(F[a].sum() + F[b].sum() - 2 * n)
         if n > 1:
-            va, vb, vd = (float(np.var(v, ddof=1)) for v in (xa, xb, d))
-        else:
-            va = vb = vd = float("nan")
-        se = math.sqrt(vd / n) if n > 1 else float("nan")
-        se_a = math.sqrt(va / n) if n > 1 else float("nan")
-        se_b = math.sqrt(vb / n) if n > 1 else float("nan")
-        if same:
-            Dc = C[a] - C[b]
-            nc = NC[a]
-            Ca, Cb = C[a], C[b]
-        else:
-            cc = item_cl[common]
-            Dc = np.bincount(cc, weights=d, minlength=n_cl)
-            nc = np.bincount(cc, minlength=n_cl).astype(float)
-            Ca = np.bincount(cc, weights=xa, minlength=n_cl)
-            Cb = np.bincount(cc, weights=xb, minlength=n_cl)
+            cols["va"][idx], cols["vb"][idx], cols["vd"][idx] = (np.var(v, ddof=1) for v in (xa, xb, d))
+        cc = item_cl[common]
+        Dc = np.bincount(cc, weights=d, minlength=n_cl)
+        nc = np.bincount(cc, minlength=n_cl).astype(float)
+        Ca = np.bincount(cc, weights=xa, minlength=n_cl)
+        Cb = np.bincount(cc, weights=xb, minlength=n_cl)
         present = nc > 0
         g = int(present.sum())
-        if clustered:
-            if g > 1:
-                fac = g / (g - 1)
-                sec = math.sqrt(fac * float(np.sum((Dc[present] - nc[present] * diff) ** 2))) / n
-                ma, mb = float(xa.mean()), float(xb.mean())
-                se_a = math.sqrt(fac * float(np.sum((Ca[present] - nc[present] * ma) ** 2))) / n
-                se_b = math.sqrt(fac * float(np.sum((Cb[present] - nc[present] * mb) ** 2))) / n
-            else:
-                sec = se_a = se_b = float("nan")
-            used = sec
-        else:
-            sec = float("nan")
-            used = se
-        if used > 0:
-            z = diff / used
-            p = float(2.0 * norm.sf(abs(z)))
-        elif used == 0:
-            z = 0.0 if diff == 0 else math.copysign(math.inf, diff)
-            p = 1.0 if diff == 0 else 0.0
-        else:
-            z = p = float("nan")
-        denom = se_a ** 2 + se_b ** 2
-        vratio = used ** 2 / denom if denom > 0 else float("nan")
-        if va > 0 and vb > 0:
-            corr = float(np.corrcoef(xa, xb)[0, 1])
-        else:
-            corr = float("nan")
-        a_only = b_only = None
-        p_mc = float("nan")
-        if bool(single[a, common].all() and single[b, common].all()):
-            a_only = int(np.sum(xa * (1.0 - xb)))
-            b_only = int(np.sum((1.0 - xa) * xb))
-            p_mc = float(mcnemar_exact_p(a_only, b_only))
-        prow.append({"model_a": names[a], "model_b": names[b], "n_items": n, "diff": diff, "se": se,
-                     "se_cluster": sec, "ci_low": diff - zq * used, "ci_high": diff + zq * used, "z": z, "p": p,
-                     "p_adjusted": float("nan"), "p_mcnemar": p_mc, "corr": corr, "variance_ratio": vratio,
-                     "boot_ci_low": float("nan"), "boot_ci_high": float("nan"), "n_unpaired": n_unp,
-                     "a_only": a_only, "b_only": b_only, "se_a": se_a, "se_b": se_b, "clusters": g})
+        cols["g"][idx] = g
+        if g > 1:
+            fac = g / (g - 1)
+            cols["se_cl"][idx] = np.sqrt(fac * np.sum((Dc[present] - nc[present] * dm) ** 2)) / n
+            cols["se_a_cl"][idx] = np.sqrt(fac * np.sum((Ca[present] - nc[present] * xa.mean()) ** 2)) / n
+            cols["se_b_cl"][idx] = np.sqrt(fac * np.sum((Cb[present] - nc[present] * xb.mean()) ** 2)) / n
+        if (single[a, common].all() and single[b, common].all() and np.all((xa == 0) | (xa == 1))
+                and np.all((xb == 0) | (xb == 1))):
+            mcn_ok[idx] = True
+            cols["a_only"][idx] = np.sum(xa * (1.0 - xb))
+            cols["b_only"][idx] = np.sum((1.0 - xa) * xb)
         if bootstrap:
-            if full[a] and full[b]:
-                shared_pairs.append(idx)
-            else:
-                boot_jobs.append((idx, Dc[present], nc[present]))
-    ptab = pd.DataFrame(prow)
+            boot_jobs.append((int(idx), Dc[present], nc[present]))
+    # (c) everything else, vectorised over pairs
+    n = cols["n"]
+    diff = cols["diff"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.sqrt(cols["vd"] / n)
+        se_a, se_b = np.sqrt(cols["va"] / n), np.sqrt(cols["vb"] / n)
+        if clustered:
+            sec = cols["se_cl"]
+            used, ua, ub = sec, cols["se_a_cl"], cols["se_b_cl"]
+        else:
+            sec = np.full(n_pairs, np.nan)
+            used, ua, ub = se, se_a, se_b
+        z = np.where(used > 0, diff / used, np.where(diff == 0, 0.0, np.copysign(np.inf, diff)))
+        z = np.where(np.isnan(used), np.nan, z)
+        p = 2.0 * norm.sf(np.abs(z))
+        denom = ua ** 2 + ub ** 2
+        vratio = np.where(denom > 0, used ** 2 / denom, np.nan)
+        va, vb = cols["va"], cols["vb"]
+        corr = np.where((va > 0) & (vb > 0), (va + vb - cols["vd"]) / (2.0 * np.sqrt(va * vb)), np.nan)
+        corr = np.clip(corr, -1.0, 1.0)
+    p_mc = np.full(n_pairs, np.nan)
+    if mcn_ok.any():
+        p_mc[mcn_ok] = mcnemar_exact_p(np.round(cols["a_only"][mcn_ok]), np.round(cols["b_only"][mcn_ok]))
+    a_only = pd.array(np.where(mcn_ok, np.round(cols["a_only"]), np.nan), dtype="Float64").astype("Int64")
+    b_only = pd.array(np.where(mcn_ok, np.round(cols["b_only"]), np.nan), dtype="Float64").astype("Int64")
+    skipped_unpaired = int(np.nansum(cols["unp"]))
+    shared_pairs = [int(i) for i in blk] if bootstrap else []
+    ptab = pd.DataFrame({
+        "model_a": [names[a] for a in pa], "model_b": [names[b] for b in pb], "n_items": n.astype(np.int64),
+        "diff": diff, "se": se, "se_cluster": sec, "ci_low": diff - zq * used, "ci_high": diff + zq * used,
+        "z": z, "p": p, "p_adjusted": np.nan, "p_mcnemar": p_mc, "corr": corr, "variance_ratio": vratio,
+        "boot_ci_low": np.nan, "boot_ci_high": np.nan, "n_unpaired": cols["unp"].astype(np.int64),
+        "a_only": a_only, "b_only": b_only, "se_a": ua, "se_b": ub, "clusters": cols["g"].astype(np.int64)})
     ptab["p_adjusted"] = p_adjust(ptab["p"].to_numpy(dtype=float), meth)
     if bootstrap:
         nc_all = np.bincount(item_cl, minlength=n_cl).astype(float)
         lo, hi = _bootstrap(pairs, shared_pairs, boot_jobs, C, nc_all, bootstrap, seed, alpha)
         ptab["boot_ci_low"], ptab["boot_ci_high"] = lo, hi
-    ptab["a_only"] = ptab["a_only"].astype("Int64")
-    ptab["b_only"] = ptab["b_only"].astype("Int64")
 
     # ---- repeated samples, notes, skipped
     notes: list[str] = []
@@ -617,10 +606,10 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
                 notes.append(f"model {m!r}: the number of trials differs across items ({int(kk.min())} to "
                              f"{int(kk.max())}); items are weighted equally, each by the mean of its trials")
     invalid = items.attrs.get("invalid") or {}
-    for m in names:
-        if invalid.get(m):
-            notes.append(f"model {m!r}: {invalid[m]} invalid answer(s) counted as not correct")
-    if any(r["p_mcnemar"] != r["p_mcnemar"] for r in prow) and (K > 1).any():
+    inv = [f"{m} {invalid[m]}" for m in names if invalid.get(m)]
+    if inv:
+        notes.append(f"invalid answers counted as not correct: {', '.join(inv)}")
+    if np.isnan(p_mc).any() and (K > 1).any():
         notes.append("p_mcnemar is null for pairs with repeated trials (the exact McNemar test needs one binary "
                      "answer per item)")
     if clustered:

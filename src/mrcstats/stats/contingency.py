@@ -645,12 +645,12 @@ def mcnemar(log: Any, models: Sequence[str] | None = None, *, b: Any = None,
         if not isinstance(log, pd.DataFrame):
             raise InputError("mcnemar: give a canonical log (DataFrame) with models=(A, B), "
                              "or two boolean series (mcnemar(a, b=b))")
-        if not models or len(models) != 2:
+        if not models or isinstance(models, str) or len(models) != 2:
             raise InputError("mcnemar: models must name exactly two models, e.g. models=('gpt-4', 'llama')")
         name_a, name_b = str(models[0]), str(models[1])
-        for col in (model, item, correct):
-            if col not in log.columns:
-                raise InputError(f"mcnemar: the log has no column {col!r}")
+        from mrcstats.io.schema import require_log
+
+        log = require_log(log, "mcnemar", (model, item, correct), correct=correct)
         present = set(log[model].astype(str).unique())
         for nm in (name_a, name_b):
             if nm not in present:

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
+from mrcstats.models.predict import plogis
 
 __all__ = [
     "ClusterDifficulty",
@@ -143,12 +144,9 @@ def discrimination(log: pd.DataFrame, cluster: str = "cluster", model: str = "mo
 
     if isinstance(log, LogDataset):  # larger than memory: the per (cluster, model) counts from DuckDB SQL
         return _discrimination_dataset(log, cluster, model, epsilon, correct, item)
-    if not isinstance(log, pd.DataFrame):
-        raise InputError("discrimination: expected a canonical log (pandas DataFrame)")
-    for col in (cluster, model, correct):
-        if col not in log.columns:
-            raise InputError(f"discrimination: the log has no column {col!r} "
-                             f"(columns: {', '.join(map(str, log.columns[:15]))})")
+    from mrcstats.io.schema import require_log
+
+    log = require_log(log, "discrimination", (cluster, model, correct), correct=correct)
     if not (0 <= epsilon < 0.5):
         raise InputError(f"discrimination: epsilon must lie in [0, 0.5), got {epsilon}")
     if len(log) == 0:
@@ -435,6 +433,6 @@ def cluster_difficulty(ranef: Any, intercept: float | None = None, *, group: str
         raise InputError(f"cluster_difficulty: {int(modes.isna().sum())} conditional mode(s) are not numbers")
     eta = float(intercept) + modes.to_numpy(dtype=float)
     tab = pd.DataFrame({"level": [str(v) for v in modes.index], "mode": modes.to_numpy(dtype=float),
-                        "eta": eta, "probability": 1.0 / (1.0 + np.exp(-eta))})
+                        "eta": eta, "probability": plogis(eta)})
     tab = tab.sort_values(["mode", "level"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
     return ClusterDifficulty(tab, float(intercept), int(min(n, len(tab))), group)

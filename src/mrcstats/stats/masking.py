@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
+from mrcstats.stats.accuracy import summarize_frame
 
 __all__ = [
     "MaskingAccuracy",
@@ -125,34 +126,19 @@ def mr_plain_mean(mr: Any, x: Any) -> float:
 
 # ----------------------------------------------------------------------------- accuracy
 def _check_log(log: pd.DataFrame, where: str) -> pd.DataFrame:
-    if not isinstance(log, pd.DataFrame):
-        raise InputError(f"{where}: expected a canonical log DataFrame (mrcstats.read_log), "
-                         f"got {type(log).__name__}")
-    missing = [c for c in ("model", "masking_rate", "correct") if c not in log.columns]
-    if missing:
-        raise InputError(f"{where}: column(s) {', '.join(missing)} missing; a masking log needs model, "
-                         "masking_rate (percent) and correct (read it with `mrcstats.read_log`)")
-    df = pd.DataFrame({
+    """The columns this module uses, validated by the package's one validator (:mod:`mrcstats.io.schema`)."""
+    from mrcstats.io.schema import coerce_masking_rate, require_log
+
+    log = require_log(log, where, ("model", "masking_rate", "correct"))
+    return pd.DataFrame({
         "model": log["model"].astype("string").fillna(""),
         "condition": (log["condition"].astype("string").fillna("") if "condition" in log.columns
                       else pd.Series("", index=log.index, dtype="string")),
         "trial": (pd.to_numeric(log["trial"], errors="coerce") if "trial" in log.columns
                   else pd.Series(0, index=log.index)),
-        "masking_rate": pd.to_numeric(log["masking_rate"], errors="coerce").astype(float),
+        "masking_rate": coerce_masking_rate(log["masking_rate"], where).astype(float),
+        "correct": log["correct"],
     }, index=log.index)
-    corr = log["correct"]
-    try:
-        corr = corr.astype("boolean")
-    except (TypeError, ValueError):
-        raise InputError(f"{where}: column 'correct' must hold True/False/<NA> "
-                         f"(found dtype {corr.dtype}); read the log with `mrcstats.read_log`") from None
-    df["correct"] = corr
-    bad_mr = df["masking_rate"].notna() & ((df["masking_rate"] < 0) | (df["masking_rate"] > 100))
-    if bad_mr.any():
-        row = int(np.flatnonzero(bad_mr.to_numpy())[0])
-        raise InputError(f"{where}: masking_rate must be a percentage in 0..100; row {row} has "
-                         f"{df['masking_rate'].iloc[row]!r}")
-    return df
 
 
 @dataclass(frozen=True)
@@ -230,17 +216,6 @@ def masking_accuracy(log: pd.DataFrame, *, level: float = 0.95) -> MaskingAccura
     """
     if not 0 < level < 1:
         raise InputError(f"level must be between 0 and 1, got {level!r}")
-    from mrcstats.io.dataset import LogDataset
-
-    if isinstance(log, LogDataset):  # larger than memory: per-trial counts from DuckDB SQL
-        from mrcstats.stats._sql import masking_trial_counts
-
-        per_trial, n_no_mr = masking_trial_counts(log)
-        notes = [f"{n_no_mr} row(s) without a masking_rate left out"] if n_no_mr else []
-        if per_trial.empty:
-            raise InputError("masking_accuracy: the log has no rows with a masking_rate; "
-                             "read maskcode outputs with `mrcstats.read_log(..., format='mskqa')`")
-        return _curves(per_trial, level, notes)
     df = _check_log(log, "masking_accuracy")
     notes: list[str] = []
     no_mr = df["masking_rate"].isna()
@@ -254,41 +229,12 @@ def masking_accuracy(log: pd.DataFrame, *, level: float = 0.95) -> MaskingAccura
     if no_trial.any():
         raise InputError(f"masking_accuracy: {int(no_trial.sum())} row(s) have no trial number; "
                          "fill the 'trial' column (integers)")
-    df = df.assign(
-        is_correct=df["correct"].fillna(False).astype(bool),
-        is_valid=df["correct"].notna().to_numpy(),
-    )
-    per_trial = (df.groupby(_KEYS + ["trial"], sort=True)
-                 .agg(n=("is_correct", "size"), k=("is_correct", "sum"), v=("is_valid", "sum"))
-                 .reset_index())
-    return _curves(per_trial, level, notes)
-
-
-def _curves(per_trial: pd.DataFrame, level: float, notes: list[str]) -> MaskingAccuracy:
-    """The curves from per (model, condition, masking_rate, trial) counts n, k (correct), v (valid)."""
-    per_trial = per_trial.copy()
-    per_trial["acc_t"] = per_trial["k"] / per_trial["n"]
-    from scipy import stats as _st
-
-    rows = []
-    for key, g in per_trial.groupby(_KEYS, sort=True):
-        x = g["acc_t"].to_numpy(float)
-        nt = len(x)
-        mean = float(x.mean())
-        sd = float(x.std(ddof=1)) if nt > 1 else math.nan
-        se = sd / math.sqrt(nt) if nt > 1 else math.nan
-        if nt > 1:
-            half = float(_st.t.ppf(0.5 + level / 2, nt - 1)) * se
-            lo, hi = mean - half, mean + half
-        else:
-            lo = hi = math.nan
-        n, k, v = int(g["n"].sum()), int(g["k"].sum()), int(g["v"].sum())
-        rows.append({
-            "model": key[0], "condition": key[1], "masking_rate": float(key[2]),
-            "n_trials": nt, "n": n, "n_correct": k, "n_invalid": n - v,
-            "acc": mean, "sd": sd, "se": se, "ci_low": lo, "ci_high": hi,
-            "acc_valid": k / v if v else math.nan, "invalid": (n - v) / n,
-        })
+    acc = summarize_frame(df, _KEYS, cluster=None, level=level, trials="mean").to_frame()
+    rows = [{"model": r["model"], "condition": r["condition"], "masking_rate": float(r["masking_rate"]),
+             "n_trials": int(r["trials"]), "n": int(r["n"]), "n_correct": int(r["correct"]),
+             "n_invalid": int(r["invalid"]), "acc": r["accuracy"], "sd": r["sd"], "se": r["se_trials"],
+             "ci_low": r["ci_low_t"], "ci_high": r["ci_high_t"], "acc_valid": r["accuracy_valid"],
+             "invalid": r["invalid"] / r["n"]} for _, r in acc.iterrows()]
     table = pd.DataFrame(rows)
     table["model"] = table["model"].astype(str)
     table["condition"] = table["condition"].astype(str)

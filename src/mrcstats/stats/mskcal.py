@@ -277,6 +277,7 @@ def read_mskcal_outputs(paths: Any) -> pd.DataFrame:
     from pathlib import Path
 
     from mrcstats.io.detect import MSKQA_ANSWER_RE, expand_paths
+    from mrcstats.io.files import read_string_table
     from mrcstats.io.mskqa import parse_mskqa_name
 
     files = expand_paths(paths)
@@ -284,10 +285,7 @@ def read_mskcal_outputs(paths: Any) -> pd.DataFrame:
     skipped: dict[str, int] = {}
     for f in files:
         f = Path(f)
-        try:
-            raw = pd.read_csv(f, dtype=str, keep_default_na=False)
-        except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-            raise InputError(f"{f}: cannot read as CSV ({str(exc).strip().splitlines()[-1]})") from None
+        raw = read_string_table(f)
         answer_cols = [(c, MSKQA_ANSWER_RE.match(c)) for c in raw.columns]
         answer_cols = [(c, m) for c, m in answer_cols if m]
         pm = re.search(r"_p(\d+(?:\.\d+)?)$", f.stem)

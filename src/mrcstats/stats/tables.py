@@ -80,11 +80,10 @@ def _run_test(tab: pd.DataFrame, test: str, simulate: bool, B: int, seed: int | 
 
 
 def _need(log: pd.DataFrame, cols: Sequence[str], who: str) -> None:
-    if not isinstance(log, pd.DataFrame):
-        raise InputError(f"{who}: expected a canonical log (pandas DataFrame)")
-    for c in cols:
-        if c not in log.columns:
-            raise InputError(f"{who}: the log has no column {c!r} (columns: {', '.join(map(str, log.columns[:15]))})")
+    """The package's one log check (:func:`mrcstats.io.schema.require_log`): a DataFrame with ``cols``."""
+    from mrcstats.io.schema import require_log
+
+    require_log(log, who, tuple(cols), correct=None)
 
 
 def _report(who: str, skipped: Mapping[str, int]) -> None:

@@ -16,7 +16,7 @@ Steps (seed section 2.2):
    lemma becomes ``<r0NN>``. A pluggable meta-information generator gives each
    code a category and a meaning: :class:`RuleMeta` (offline: part of speech and
    a coarse category, no meaning) or :class:`LMMeta` (an LM through
-   :mod:`mrcstats.query`, imported only when used).
+   :func:`mrcstats.query.lm_meta`, which passes the query client in).
 
 Conditions (seed section 3):
 
@@ -411,30 +411,26 @@ that does not repeat the word, as used in the text. Answer with one JSON object 
 
 @dataclass
 class LMMeta:
-    """Meta-information from a language model through :mod:`mrcstats.query` (a thin optional hook).
+    """Meta-information from a language model (a thin optional hook).
 
     ``client`` is anything with ``complete(payload) -> outcome`` where
-    ``outcome.status == "ok"`` and ``outcome.response`` is the text (the query
-    adapter's :class:`mrcstats.query.client.ChatClient`); by default one is
-    created from ``base_url``/``api_key``, importing the adapter only then.
+    ``outcome.status == "ok"`` and ``outcome.response`` is the text;
+    :func:`mrcstats.query.lm_meta` builds one with the query adapter's
+    :class:`~mrcstats.query.client.ChatClient` for an OpenAI-compatible endpoint
+    (``tasks`` never imports ``query``: the client is passed in).
     Words the model leaves out keep the rule-based part of speech and category
     with no meaning (so partial lifting restores them).
     """
 
     model: str
-    base_url: str | None = None
-    api_key: str | None = None
     client: Any = None
     temperature: float = 0.0
     fallback: RuleMeta = field(default_factory=RuleMeta)
 
     def _client(self) -> Any:
         if self.client is None:
-            if not self.base_url:
-                raise InputError("LMMeta needs a client or a base_url of an OpenAI-compatible endpoint")
-            from mrcstats.query.client import ChatClient
-
-            self.client = ChatClient(self.base_url, self.api_key)
+            raise InputError("LMMeta needs a client; for an OpenAI-compatible endpoint build it with "
+                             "mrcstats.query.lm_meta(model, base_url=..., api_key=...)")
         return self.client
 
     def __call__(self, items: Sequence[tuple[str, str, tuple[str, ...]]], text: str) -> dict[str, MetaInfo]:

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
+from mrcstats.models.predict import plogis
 
 DEFAULT_MODELS: tuple[str, ...] = ("alpha-7b", "beta-13b", "gamma-70b")
 DEFAULT_CONDITIONS: tuple[str, ...] = ("regular", "partial", "strict", "lenient")
@@ -139,7 +140,7 @@ def simulate_log(seed: int = 0, *, models: Sequence[str] = DEFAULT_MODELS, n_pas
     p_i = item_pass[it_i]
     g = np.array([slopes[c] for c in conditions])[c_i]
     eta = (b["intercept"] + b_m[lvl] + (b["tok"] + bt_m[lvl]) * z[p_i] + u[p_i] + g * rates[r_i] / 100.0)
-    prob = 1.0 / (1.0 + np.exp(-eta))
+    prob = plogis(eta)
     y = rng.random(eta.size) < prob
     invalid = rng.random(eta.size) < invalid_rate
     letters = np.array(list("ABCD"))
@@ -209,4 +210,4 @@ def true_accuracy(log: pd.DataFrame) -> np.ndarray:
     g = log["condition"].map(t["masking_slope"]).to_numpy(dtype=float)
     mr = log["masking_rate"].to_numpy(dtype=float, na_value=0.0)
     eta = fx["(Intercept)"] + b_m + (fx["scaled_tok"] + bt_m) * z + u + g * mr / 100.0
-    return 1.0 / (1.0 + np.exp(-eta))
+    return plogis(eta)

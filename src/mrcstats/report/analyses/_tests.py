@@ -44,6 +44,43 @@ def test_method(out: Output, name: str) -> str:
     return f"Test: {name}."
 
 
+#: readable labels of the correctness column's values
+CORRECT_LABELS = {"False": "not correct", "True": "correct"}
+
+
+def effects(counts: Any, rows: str, cols: str) -> list[Any]:
+    """Effect sizes with 95% intervals for a table of counts: Cramér's V, and for two rows against
+    ``correct`` the difference in accuracy between them (row 1 − row 2)."""
+    import numpy as np
+
+    from mrcstats.stats.effects import cramers_v, proportion_difference
+
+    x = np.asarray(counts, dtype=float)
+    out = []
+    if min((x.sum(axis=1) > 0).sum(), (x.sum(axis=0) > 0).sum()) >= 2:
+        out.append(cramers_v(x))
+    if cols == "correct" and x.shape == (2, 2) and "True" in [str(c) for c in counts.columns]:
+        j = [str(c) for c in counts.columns].index("True")
+        n = x.sum(axis=1)
+        if n.min() > 0:
+            d = proportion_difference(int(x[0, j]), int(n[0]), int(x[1, j]), int(n[1]))
+            r0, r1 = (str(r) for r in counts.index)
+            out.append(type(d)(f"accuracy difference ({r0} − {r1})", d.estimate, d.ci_low, d.ci_high, d.level))
+    return out
+
+
+def record(name: str, res: Any, label: str, n: int) -> Any:
+    """The :class:`TestRecord` of a table test (statistic with df for chi-square)."""
+    from mrcstats.report.analyses.base import TestRecord
+    from mrcstats.report.format import format_stat
+
+    t = getattr(res, "test", res)
+    stat = getattr(t, "statistic", None)
+    df = getattr(t, "df", None)
+    text = format_stat("chi2", stat, df, n=n) if stat is not None and df is not None else ""
+    return TestRecord("report", label, name, float(t.p), text)
+
+
 def p_of(res: Any) -> Any:
     d = res.to_dict() if hasattr(res, "to_dict") else dict(res)
     return d.get("p")
@@ -52,7 +89,6 @@ def p_of(res: Any) -> Any:
 def wh_table(out: Output, seed: int, data: Any, groups: Any, col: str, simulate: bool, B: int, label: str,
              caption: str, key: str) -> str:
     """The wh-word × group table with Fisher's test (seed 003 Table 3), added to ``out``; returns the test name."""
-    from mrcstats.report.analyses.base import TestRecord
     from mrcstats.report.tables import contingency_table
     from mrcstats.stats.tables import wh_word_table
 
@@ -61,10 +97,11 @@ def wh_table(out: Output, seed: int, data: Any, groups: Any, col: str, simulate:
     counts = tt.table.copy()
     counts.index.name = ""
     name = test_name(tt)
-    out.table(contingency_table(counts, [(name, tt.test)], ratio_rows=True, label=label, caption=caption))
+    out.table(contingency_table(counts, [(name, tt.test)], ratio_rows=True, label=label, caption=caption,
+                                effects=effects(counts, "", col)))
     for why, k in dict(tt.skipped).items():
         out.leave_out(why, k)
         out.note(f"Left out {k} item(s): {why}.")
     out.headline.setdefault("tests", {})[key] = {name: tt.test.p}
-    out.tests.append(TestRecord("report", key, name, float(tt.test.p)))
+    out.tests.append(record(name, tt, key, int(counts.to_numpy().sum())))
     return name

@@ -1,9 +1,17 @@
-"""``accuracy``: accuracy laid out rows × columns, mean ± SD over trials (seed 004 tables)."""
+"""``accuracy``: accuracy laid out rows × columns with a 95% interval per cell (seed 004 tables)."""
 from __future__ import annotations
 
 from typing import ClassVar
 
-from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output
+from mrcstats.report.analyses.base import (
+    Analysis,
+    AnalysisSpec,
+    Context,
+    Key,
+    Output,
+    cluster_words,
+    compare_published,
+)
 from mrcstats.report.tables import accuracy_table
 from mrcstats.stats.accuracy import summarize
 
@@ -11,29 +19,51 @@ from mrcstats.stats.accuracy import summarize
 class Accuracy(Analysis):
     type = "accuracy"
     title = "Accuracy"
-    keys: ClassVar[dict[str, Key]] = {"rows": Key((str, list), "condition"), "cols": Key((str,), "model"), "percent": Key((bool,), True),
-            "order": Key((dict,), {}, help="{column: [values in display order]}")}
+    keys: ClassVar[dict[str, Key]] = {
+        "rows": Key((str, list), "condition"), "cols": Key((str,), "model"), "percent": Key((bool,), True),
+        "order": Key((dict,), {}, help="{column: [values in display order]}"),
+        "cluster": Key((str,), "cluster", help="column the interval is clustered on"),
+        "sd": Key((bool,), False, help="also show the SD over trials"),
+        "labels": Key((dict,), {}, help="display names of row/column values")}
 
     def run(self, ctx: Context, a: AnalysisSpec) -> Output:
         rows = [a.get("rows")] if isinstance(a.get("rows"), str) else list(a.get("rows"))
-        cols = a.get("cols")
-        per = summarize(ctx.rows(a), by=[*rows, cols, "trial"]).to_frame()
-        agg = per.groupby([*rows, cols], sort=False).agg(accuracy=("accuracy", "mean"), sd=("accuracy", "std"),
-                                                        trials=("accuracy", "size"), n=("n", "sum")).reset_index()
+        cols, cluster = a.get("cols"), a.get("cluster")
+        data = ctx.rows(a)
+        ntrials = int(data["trial"].nunique())
+        agg = summarize(data, by=[*rows, cols], cluster=cluster, trials="mean" if ntrials > 1 else "pool").to_frame()
         order = dict(a.get("order") or {})
         keys = [c for c in [*rows, cols] if c in order]
         if keys:
             rank = {c: {str(v): i for i, v in enumerate(order[c])} for c in keys}
             agg = agg.sort_values(by=keys, key=lambda s: s.astype(str).map(rank[s.name]).fillna(len(rank[s.name])),
                                   kind="mergesort").reset_index(drop=True)
+        repeated = bool((agg["n"] > agg["clusters"]).any())
+        lo, hi = ("ci_low_cluster", "ci_high_cluster") if repeated else ("ci_low", "ci_high")
+        how = (f"Wald interval from the cluster-robust SE clustered by {cluster_words(data, cluster)}" if repeated
+               else "Wilson score interval")
         title = a.get("title") or f"Accuracy by {', '.join(rows)} and {cols}"
-        one = bool((agg["trials"] <= 1).all())
-        t = accuracy_table(agg, rows, cols, mean="accuracy", sd=None if one else "sd", percent=a.get("percent"),
-                           caption=f"{title}: " + ("accuracy (percent), one trial per cell." if one else
-                                                   "mean ± SD over trials (percent)."),
+        trials = (f"mean over {ntrials} trials (= pooled accuracy)" if ntrials > 1 else "one trial per cell")
+        labels = dict(a.get("labels") or {})
+        for c in [*rows, cols]:
+            agg[c] = agg[c].astype(str).map(lambda v: labels.get(v, v))
+        t = accuracy_table(agg, rows, cols, mean="accuracy", lo=lo, hi=hi,
+                           sd="sd" if a.get("sd") and ntrials > 1 else None, percent=a.get("percent"),
+                           caption=f"{title}: accuracy in percent ({trials}; invalid answers count as not correct) "
+                                   f"with its 95% {how}.",
                            label=f"a{a.index}_accuracy_{'_'.join(rows)}_{cols}")
         out = Output(title)
         out.table(t)
-        out.methods.append("Accuracy per cell = correct / all responses (invalid = not correct) per trial; mean and "
-                           "sample SD over trials (seed 004 tables).")
+        if a.get("published"):
+            scale = 100.0 if a.get("percent") else 1.0
+            ours = (agg.assign(_r=agg[rows].astype(str).agg(" / ".join, axis=1), _v=agg["accuracy"] * scale)
+                    .pivot_table(index="_r", columns=cols, values="_v", aggfunc="first"))
+            ours.columns = [str(c) for c in ours.columns]
+            compare_published(out, title, ours, a.get("published"), a.get("tolerance"), f"a{a.index}_accuracy",
+                              unit="percent" if a.get("percent") else "")
+        out.methods.append(
+            "Accuracy per cell = correct / all responses (invalid = not correct)"
+            + (f", the mean over {ntrials} trials of the per-trial accuracy" if ntrials > 1 else "")
+            + f"; 95% {how}" + (" (CR0, Miller 2024, Eqs. 4-5)." if repeated else
+                                " as R's prop.test(k, n, correct = FALSE)."))
         return out

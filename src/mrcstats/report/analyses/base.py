@@ -21,6 +21,7 @@ and :class:`~mrcstats.errors.InputError` for bad input (the report stops, naming
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,12 +213,13 @@ def apply_filter(data: pd.DataFrame, filt: Mapping[str, Any] | None) -> pd.DataF
     return d
 
 
-def filter_note(filt: Mapping[str, Any] | None) -> str:
+def filter_note(filt: Mapping[str, Any] | None, lead: str = "; ") -> str:
     """``"; rows with condition = strict, masking_rate = 50"`` (empty without a filter)."""
     def val(v: Any) -> str:
-        return ", ".join(map(str, v)) if isinstance(v, list) else str(v)
+        return " or ".join(map(str, v)) if isinstance(v, list) else str(v)
 
-    return ("; rows with " + ", ".join(f"{k} = {val(v)}" for k, v in filt.items())) if filt else ""
+    return (f"{lead}rows with " + ", ".join(f"{k.replace('_', ' ')} = {val(v)}" for k, v in filt.items())) \
+        if filt else ""
 
 
 def slug(s: str) -> str:
@@ -229,3 +231,61 @@ def slug(s: str) -> str:
 
 def names(values: Sequence[Any]) -> str:
     return ", ".join(map(str, values))
+
+
+def cluster_words(data: pd.DataFrame, cluster: str) -> str:
+    """How the clustering of an interval reads in a caption: ``item`` when ``cluster`` only repeats the item."""
+    if cluster == "item" or ("item" in data.columns and cluster in data.columns
+                             and data[cluster].astype(str).equals(data["item"].astype(str))):
+        return "item"
+    return f"`{cluster}`"
+
+
+def _decimals(v: float) -> int:
+    txt = repr(float(v))
+    if "e" in txt:
+        return 6
+    frac = txt.split(".")[1] if "." in txt else ""
+    return 0 if frac == "0" else len(frac)
+
+
+def compare_published(out: Output, table: str, ours: pd.DataFrame, published: Mapping[str, Mapping[str, float]],
+                      tolerance: float | Mapping[str, float] | None, label: str, unit: str = "") -> None:
+    """Put the paper's values beside ours: a "paper | ours | Δ" table in ``out`` and one :class:`Fidelity`
+    entry per published cell (collected in the report's Fidelity section).
+
+    ``ours``: our numbers, rows and columns keyed as the spec's ``published:`` mapping
+    (``{row: {column: value}}``; a column key ``""`` means the table's only column). ``tolerance``:
+    the largest |ours − paper| still counted as reproduced — one number, ``{row: number}``, or by default
+    half a unit in the last decimal the paper prints (17.5 → 0.05, 0.7198 → 0.00005).
+    """
+    from mrcstats.report.tables import PairTable, format_number
+
+    rows, raw = [], []
+    for r, cells in published.items():
+        for c, paper in cells.items():
+            col = c if c or ours.shape[1] != 1 else ours.columns[0]
+            val = float(ours.loc[r, col]) if r in ours.index and col in ours.columns else float("nan")
+            if tolerance is None:
+                tol = 0.5 * 10 ** -_decimals(paper)
+            elif isinstance(tolerance, Mapping):
+                tol = float(tolerance.get(r, tolerance.get("*", 0.5 * 10 ** -_decimals(paper))))
+            else:
+                tol = float(tolerance)
+            f = Fidelity(table, f"{r} / {col}" if col else r, float(paper), val, tol)
+            out.fidelity.append(f)
+            d = _decimals(paper)
+            has = not math.isnan(val)
+            ok = f.ok if has else False
+            raw.append({"row": r, "column": col, "paper": float(paper), "ours": val, "delta": f.delta,
+                        "tolerance": tol, "within_tolerance": ok})
+            rows.append({"Row": r, "Column": col, "Paper": format_number(float(paper), d),
+                         "Ours": format_number(val, max(d, 1) + 1) if has else "not in our table",
+                         "Δ (ours − paper)": format_number(f.delta, max(d, 1) + 1) if has else "–",
+                         "Within tolerance": "yes" if ok else f"NO (±{format_number(tol, max(d, 1) + 1)})"})
+    bad = sum(1 for r in rows if r["Within tolerance"] != "yes")
+    frame = pd.DataFrame(rows)
+    out.table(PairTable(frame, raw=pd.DataFrame(raw), caption=f"{table}: the paper's values beside ours{(' (' + unit + ')') if unit else ''}; "
+                    f"{len(rows) - bad} of {len(rows)} cells within tolerance"
+                    + (f", {bad} outside (marked NO)." if bad else "."), label=f"{label}_published", stub=2,
+                    formats={c: str for c in frame.columns}))

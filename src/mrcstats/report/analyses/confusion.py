@@ -11,19 +11,21 @@ from mrcstats.report.analyses.base import (
     Context,
     Key,
     Output,
-    TestRecord,
     filter_note,
 )
 from mrcstats.report.analyses.contingency import TEST_KEYS, check_tests
 from mrcstats.report.tables import contingency_table
 from mrcstats.stats.tables import confusion_table
 
+OTHER = "other"
+
 
 class Confusion(Analysis):
     type = "confusion"
     title = "Confusion matrix"
     keys: ClassVar[dict[str, Key]] = {"gold": Key((str,), "gold"), "pred": Key((str,), "pred"), "model": Key((str,), None),
-            "labels": Key((list,), None), **TEST_KEYS, "tests": Key((list, str), ["chisq"])}
+            "labels": Key((list,), None), **TEST_KEYS, "tests": Key((list, str), ["chisq"]),
+            "group_other": Key((bool,), True, help="predicted values that are no gold label counted as 'other'")}
 
     def check(self, opts: dict[str, Any], err: Any, base: Any) -> None:
         check_tests(opts, err)
@@ -31,6 +33,14 @@ class Confusion(Analysis):
     def run(self, ctx: Context, a: AnalysisSpec) -> Output:
         d = ctx.rows(a)
         gold, pred = a.get("gold"), a.get("pred")
+        grouped = 0
+        if a.get("group_other") and not a.get("labels"):
+            known = set(d[gold].dropna().astype(str))
+            pv = d[pred].astype("string")
+            odd = pv.notna() & ~pv.isin(known)
+            grouped = int(pv[odd].nunique())
+            if grouped:
+                d = d.assign(**{pred: pv.where(~odd, OTHER)})
         results = [T.table_test(confusion_table, d, gold, pred, model=a.get("model"), labels=a.get("labels"),
                                 test=t, **T.fisher_kw(ctx.seed, a.get("simulate"), a.get("B")))
                    for t in a.get("tests")]
@@ -38,16 +48,23 @@ class Confusion(Analysis):
         counts = results[0].table
         title = a.get("title") or f"{gold} × {pred}"
         out = Output(f"Confusion matrix: {title}")
-        out.figure(F.confusion_matrix_plot(counts, xlabel=f"predicted ({pred})", ylabel=f"gold ({gold})"),
+        if OTHER in [str(c) for c in counts.columns]:
+            counts = counts[[c for c in counts.columns if str(c) != OTHER] + [OTHER]]
+        other = (f" {grouped} extracted answer(s) that are not among the gold labels (extraction leftovers) are "
+                 f"counted in the column '{OTHER}'." if grouped else "")
+        out.figure(F.confusion_matrix_plot(counts, xlabel="predicted label", ylabel="gold label"),
                    f"a{a.index}_confusion", f"Confusion matrix, {title}: rows = gold, columns = predicted, counts "
-                   "in the cells.")
+                   f"in the cells.{other}")
         out.table(contingency_table(counts, tests, caption=f"Confusion matrix, {title} (rows gold, columns "
-                                    "predicted).", label=f"a{a.index}_confusion"))
+                                    f"predicted).{other}", label=f"a{a.index}_confusion",
+                                    effects=T.effects(counts, gold, pred)))
         for why, k in dict(results[0].skipped).items():
             out.leave_out(why, k)
             out.note(f"Left out {k} row(s): {why}.")
         out.headline.setdefault("tests", {})[title] = {n: T.p_of(r) for n, r in tests}
-        out.tests.append(TestRecord("report", title, tests[0][0], float(T.p_of(tests[0][1]))))
-        out.methods += [f"Counts of gold {gold} by predicted {pred}{filter_note(a.get('filter'))}."] + \
+        out.tests.append(T.record(tests[0][0], results[0], title, int(counts.to_numpy().sum())))
+        out.methods += [(f"Counts of gold {gold} by predicted {pred}{filter_note(a.get('filter'))}; answers with no "
+                         "extracted label are left out and counted; extracted values that are no gold label are "
+                         f"counted as '{OTHER}'.")] + \
             [T.test_method(out, n) for n, _ in tests]
         return out

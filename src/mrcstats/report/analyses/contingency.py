@@ -10,7 +10,6 @@ from mrcstats.report.analyses.base import (
     Context,
     Key,
     Output,
-    TestRecord,
     filter_note,
 )
 from mrcstats.report.tables import contingency_table
@@ -30,6 +29,10 @@ def check_tests(opts: dict[str, Any], err: Any) -> None:
     opts["tests"] = tests
     if opts["B"] < 1:
         raise err("B", f"expected a positive number of replicates, got {opts['B']}")
+
+
+def _words(col: str) -> str:
+    return {"correct": "correctness"}.get(col, col.replace("_", " "))
 
 
 class Contingency(Analysis):
@@ -55,9 +58,12 @@ class Contingency(Analysis):
         kind = "Fisher" if "fisher" in a.get("tests") else "Chi-square"
         out = Output(f"{kind}: {title}")
         out.methods_title = f"Contingency table: {title}"
-        out.table(contingency_table(counts, tests, caption=f"Counts of {rows} by {cols} "
-                                    f"({'one row per item' if a.get('unit') == 'item' else 'all log rows'}).",
-                                    label=f"a{a.index}_contingency_{rows}_{cols}"))
+        labels = T.CORRECT_LABELS if cols == "correct" or rows == "correct" else {}
+        out.table(contingency_table(counts, tests, caption=f"Counts of {_words(rows)} by {_words(cols)} "
+                                    f"({'one row per item' if a.get('unit') == 'item' else 'one row per response'}"
+                                    f"{filter_note(a.get('filter'), lead=', ')}).",
+                                    label=f"a{a.index}_contingency_{rows}_{cols}",
+                                    effects=T.effects(counts, rows, cols), labels=labels))
         for why, k in dict(results[0].skipped).items():
             out.leave_out(why, k)
             out.note(f"Left out {k} row(s): {why}.")
@@ -65,7 +71,8 @@ class Contingency(Analysis):
             if getattr(r.test, "warning", None):
                 out.note(f"{T.test_name(r)}: {r.test.warning}.")
         out.headline.setdefault("tests", {})[title] = {n: T.p_of(r) for n, r in tests}
-        out.tests.append(TestRecord("report", title, tests[0][0], float(T.p_of(tests[0][1]))))
-        out.methods += [f"Counts of {rows} by {cols}{filter_note(a.get('filter'))}."] + \
+        out.tests.append(T.record(tests[0][0], results[0], title, int(counts.to_numpy().sum())))
+        out.methods += [(f"Counts of {_words(rows)} by {_words(cols)}{filter_note(a.get('filter'))}; invalid "
+                         "answers (missing correctness) are left out of tables against correctness and counted.")] + \
             [T.test_method(out, n) for n, _ in tests]
         return out

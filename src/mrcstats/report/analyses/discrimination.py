@@ -3,11 +3,27 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import pandas as pd
+
 from mrcstats.report import figures as F
 from mrcstats.report.analyses import _tests as T
-from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output
+from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output, compare_published
 from mrcstats.report.tables import format_number, pd_cutoff_table
 from mrcstats.stats.discrimination import discrimination
+
+
+def _cutoff_frame(cut: Any) -> pd.DataFrame:
+    """Our cutoff table keyed like the paper's: rows = model names, "Grand Mean", "Cluster count", "Item count";
+    columns = the cutoffs (``"0"``, ``"5"``, ...)."""
+    rows = {}
+    for r in cut.to_dict()["cutoffs"]:
+        col = f"{float(r['cutoff']):g}"
+        for m, v in dict(r.get("accuracy") or {}).items():
+            rows.setdefault(str(m), {})[col] = v
+        rows.setdefault("Grand Mean", {})[col] = r.get("grand_mean")
+        rows.setdefault("Cluster count", {})[col] = r.get("clusters")
+        rows.setdefault("Item count", {})[col] = r.get("items")
+    return pd.DataFrame(rows).T.astype(float)
 
 
 class Discrimination(Analysis):
@@ -37,6 +53,10 @@ class Discrimination(Analysis):
                                   "(seed 003 Table 5)" + (f"; 95% percentile intervals from {a.get('bootstrap')} "
                                   "cluster-bootstrap resamples" if a.get("bootstrap") else "") + ".",
                                   label="pd_cutoffs"))
+        if a.get("published"):
+            ours = _cutoff_frame(cut)
+            compare_published(out, "P_d cutoff table (seed 003 Table 5)", ours, a.get("published"),
+                              a.get("tolerance"), "pd_cutoffs", unit="columns: P_d cutoff")
         out.headline["pd"] = {"clusters": len(pdv), "mean": float(pdv.mean()) if len(pdv) else None,
                               "max": float(pdv.max()) if len(pdv) else None,
                               "cutoffs": [dict(r) for r in cut.to_dict()["cutoffs"]]}
@@ -55,7 +75,8 @@ class Discrimination(Analysis):
             (f"P_d per {a.get('cluster')} (seed 003 eq. 4-7): p_k = accuracy of model k on the cluster (invalid = not "
              f"correct), clipped to [ε, 1 − ε] with ε = {float(a.get('epsilon')):g}; symmetrised Bernoulli KL "
              "divergence (natural log) averaged over model pairs."),
-            "Cutoff table: clusters with P_d > cutoff, their items, each model's accuracy and the grand mean "
+            "Cutoff table: clusters with P_d strictly above the cutoff (a cluster on which every model scores alike has "
+            "P_d = 0 and drops out already at the cutoff 0), their items, each model's accuracy and the grand mean "
             f"(cutoffs {', '.join(format_number(c, 0) for c in a.get('cutoffs'))})"
             + (f"; cluster-bootstrap intervals with B = {a.get('bootstrap')}." if a.get("bootstrap") else ".")]
         return out

@@ -11,7 +11,6 @@ from mrcstats.report.analyses.base import (
     Context,
     Key,
     Output,
-    TestRecord,
     filter_note,
 )
 from mrcstats.report.analyses.contingency import TEST_KEYS, check_tests
@@ -47,13 +46,14 @@ class ErrorTypes(Analysis):
         out = Output(f"Error types: {title}")
         out.figure(F.error_type_bars(counts), f"a{a.index}_error_types",
                    f"{title}: counts of each {rows} per {cols} (seed 004 Fig. 2 layout).")
-        out.table(contingency_table(counts, tests, caption=f"{title}: counts of {rows} by {cols}.",
-                                    label=f"a{a.index}_error_types"))
+        out.table(contingency_table(counts, tests, caption=f"{title}: counts of {rows.replace('_', ' ')} by "
+                                    f"{cols.replace('_', ' ')}.", label=f"a{a.index}_error_types",
+                                    effects=T.effects(counts, rows, cols)))
         for why, k in dict(results[0].skipped).items():
             out.leave_out(why, k)
             out.note(f"Left out {k} row(s): {why}.")
         out.headline.setdefault("error_types", {})[title] = counts.to_dict()
-        out.tests.append(TestRecord("report", title, tests[0][0], float(T.p_of(tests[0][1]))))
+        out.tests.append(T.record(tests[0][0], results[0], title, int(counts.to_numpy().sum())))
         out.methods += [f"Counts of {rows} by {cols}{filter_note(a.get('filter'))}."] + \
             [T.test_method(out, n) for n, _ in tests]
         return out

@@ -9,14 +9,24 @@ import pandas as pd
 
 from mrcstats.errors import DependencyError, InputError
 from mrcstats.models import drop1, glmer, gvif
+from mrcstats.models.predict import probability_frame
 from mrcstats.report import figures as F
-from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output, Skip, filter_note
+from mrcstats.report.analyses.base import (
+    Analysis,
+    AnalysisSpec,
+    Context,
+    Key,
+    Output,
+    Skip,
+    TestRecord,
+    filter_note,
+)
+from mrcstats.report.format import format_stat
 from mrcstats.report.tables import (
     anova_table,
     coef_frame,
     fit_statistics_table,
     format_number,
-    probability_frame,
     probability_table,
     random_effects_table,
     regression_table,
@@ -35,7 +45,7 @@ class Glmm(Analysis):
         "lme4_defaults": Key((bool,), False), "drop1": Key((bool,), False), "gvif": Key((bool,), False),
         "sigma_table": Key((dict, list), None), "loess": Key((bool, dict), False), "ranef": Key((bool, dict), True),
         "truth": Key((dict,), None), "truth_sd": Key((dict,), None),
-        "layout": Key((str,), "lme4", choices=("lme4", "compact")), "labels": Key((dict,), {}),
+        "layout": Key((str,), "apa", choices=("apa", "lme4", "compact")), "labels": Key((dict,), {}),
         "emmeans": Key((str, dict, list), None,
                        help="estimated marginal means: 'LLM', or {specs, by, type: link|response, at, pairs, "
                             "adjust: tukey|holm|bonferroni|sidak|none}, or a list of those"),
@@ -74,11 +84,20 @@ class Glmm(Analysis):
         out = Output(f"Fixed effects: {name}")
         out.methods_title = f"GLMM '{name}'"
         out.methods += _methods(res, data, a)
+        out.leave_out("invalid answer or missing model variable (rows dropped as R's na.omit)", len(data) - res.nobs)
+        if res.engine == "lme4":
+            from mrcstats.models.r_engine import r_versions
+
+            out.software.append(r_versions())
+        terms, term_note = term_labels(res)
 
         out.code(_short_summary(res))
-        out.table(regression_table(res, caption=f"Fixed effects of the {name} GLMM ({res.formula}); "
-                                   "lme4 layout" + ("; Truth = simulated value" if truth else "") + ".",
-                                   label=f"fixef_{name}", layout=a.get("layout"), truth=truth))
+        fx = regression_table(res, caption=f"Fixed effects of the {name} GLMM ({res.formula}), log-odds scale"
+                              + ("; Truth = simulated value" if truth else "") + ".",
+                              label=f"fixef_{name}", layout=a.get("layout"), truth=truth, terms=terms)
+        if term_note:
+            fx = type(fx)(**{**fx.__dict__, "notes": (*fx.notes, term_note)})
+        out.table(fx)
         ctx.extra_tables.append(regression_table(res, caption=f"Fixed effects of the {name} GLMM, compact layout.",
                                                  label=f"fixef_{name}_compact", layout="compact", truth=truth))
         out.table(fit_statistics_table(res, caption=f"Fit statistics of the {name} GLMM.", label=f"fit_{name}"))
@@ -95,11 +114,18 @@ class Glmm(Analysis):
                 "coverage_95": cover}
             out.text(f"Recovery: the largest |estimate − truth| is {maxerr:.3f}; {cover:.0%} of the true "
                      "fixed effects lie inside estimate ± 1.96 SE.")
-            out.figure(F.fixef_truth_plot(cf, truth), f"fixef_truth_{name}",
+            out.figure(F.fixef_truth_plot(cf, truth, labels=terms), f"fixef_truth_{name}",
                        f"Recovered fixed effects (±1.96 SE) of the {name} GLMM against the simulated truth (×).")
         if a.get("drop1"):
-            out.table(anova_table(drop1(res).to_frame(), caption=f"drop1 likelihood-ratio tests, {name} GLMM.",
-                                  label=f"drop1_{name}"))
+            d1 = drop1(res).to_frame()
+            out.table(anova_table(d1, caption=f"Likelihood-ratio tests dropping each term that respects marginality "
+                                  f"(R's drop1(m, test = \"Chisq\")), {name} GLMM.", label=f"drop1_{name}"))
+            for term, r in d1.iterrows():
+                p = r.get("Pr(Chi)")
+                if p is not None and not pd.isna(p):
+                    out.tests.append(TestRecord(f"drop1, {name} GLMM", f"drop {term} ({name} GLMM)",
+                                                "likelihood-ratio test", float(p),
+                                                format_stat("chi2", float(r["LRT"]), int(r["npar"]))))
         if a.get("gvif"):
             out.table(anova_table(gvif(res).to_frame(), caption=f"Generalized variance inflation factors, {name} "
                                   "GLMM.", label=f"gvif_{name}"))
@@ -141,14 +167,27 @@ def _methods(res: Any, data: pd.DataFrame, a: AnalysisSpec) -> list[str]:
              + ".",
              "Contrasts: " + (", ".join(f"{k} = contr.{str(v).removeprefix('contr.')}" for k, v in contr.items())
                               if contr else "none (no factors) or R's default contr.treatment")
-             + ". Standard errors from the Hessian of the deviance in (θ, β), as lme4's default vcov(); Wald z tests.",
-             f"Data: {len(data):,} log rows{filter_note(a.get('filter'))}. Observations used: {res.nobs:,}; groups: "
+             + ". Standard errors from the Hessian of the deviance in (θ, β), as lme4's default vcov(); Wald z tests "
+               "and Wald 95% intervals (estimate ± 1.96 SE) of the individual coefficients, not adjusted for "
+               "multiplicity.",
+             f"Data: {len(data):,} log rows{filter_note(a.get('filter'))}; rows with an invalid answer (correct "
+             f"missing) are dropped as R's na.omit ({len(data) - res.nobs:,} here). Observations used: {res.nobs:,}; "
+             "groups: "
              + ", ".join(f"{g} {n:,}" for g, n in dict(res.ngroups).items())
              + f"; converged: {'yes' if res.converged else 'no'}; singular fit: {'yes' if res.singular else 'no'}."]
     opt = dict(res.optinfo or {})
-    if opt.get("optimizer"):
-        lines.append(f"Optimizer: {opt['optimizer']}" + (f", {opt['nit']} iterations" if "nit" in opt else "")
-                     + (f", {opt['nfev']} deviance evaluations" if "nfev" in opt else "") + ".")
+    if res.engine == "native":
+        lines.append(
+            f"Optimizer: {opt.get('optimizer', 'L-BFGS-B')} (scipy) over (θ, β)"
+            + (f", {opt['nit']} iterations, {opt['nfev']} deviance evaluations" if "nit" in opt and "nfev" in opt
+               else "")
+            + "; the conditional modes are iterated to machine precision at every evaluation (the optimum lme4 "
+            "reaches with glmerControl(tolPwrss = 1e-13)). Convergence criterion as lme4's check: max |scaled "
+            "gradient| < 0.002 at the optimum; singular fit when a θ < 1e-4.")
+    else:
+        lines.append("Optimizer: lme4's default (bobyqa then Nelder-Mead for nAGQ > 0)"
+                     + ("" if a.get("lme4_defaults") else " with glmerControl(tolPwrss = 1e-13)")
+                     + "; convergence as lme4 reports it (max |scaled gradient| < 0.002).")
     for m in res.messages or ():
         lines.append(f"Fit message: {m}")
     if a.get("drop1"):
@@ -167,6 +206,28 @@ def _methods(res: Any, data: pd.DataFrame, a: AnalysisSpec) -> list[str]:
         lines.append("The data were simulated with known fixed effects; the tables show the truth beside the "
                      "estimates.")
     return lines
+
+
+def term_labels(res: Any) -> tuple[dict[str, str], str]:
+    """Display names of the coefficient terms: ``model1`` → ``model1 (Davinci-002)`` under sum contrasts
+    (treatment-coded terms already carry the level, ``modelbeta``), and a note saying what they mean."""
+    contr = {k: str(v).removeprefix("contr.") for k, v in dict(res.contrasts or {}).items()}
+    levels = {k: list(v) for k, v in dict(res.xlevels or {}).items()}
+    parts: dict[str, str] = {}
+    notes = []
+    for f, lv in levels.items():
+        kind = contr.get(f, "treatment")
+        if kind == "sum":
+            for i, lev in enumerate(lv[:-1]):
+                parts[f"{f}{i + 1}"] = f"{f}{i + 1} ({lev})"
+            notes.append(f"{f} is sum-coded: {f}k (L) is level L's deviation from the mean over the levels; the "
+                         f"last level, {lv[-1]}, is minus the sum of the others")
+        else:
+            notes.append(f"{f} is treatment-coded: {f}L is level L against the reference level {lv[0]}")
+    out = {}
+    for t in res.fixef.index:
+        out[str(t)] = " × ".join(parts.get(p, p) for p in str(t).split(":"))
+    return out, ("; ".join(notes) + ".") if notes else ""
 
 
 def _short_summary(res: Any) -> str:

@@ -8,7 +8,15 @@ from typing import Any, ClassVar
 from mrcstats.errors import InputError
 from mrcstats.io import read_log
 from mrcstats.report import figures as F
-from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output
+from mrcstats.report.analyses.base import (
+    Analysis,
+    AnalysisSpec,
+    Context,
+    Key,
+    NotReproduced,
+    Output,
+    compare_published,
+)
 from mrcstats.report.tables import masking_indicator_table
 from mrcstats.stats.masking import masking_indicators
 
@@ -45,7 +53,9 @@ class Masking(Analysis):
         models = sorted(acc["model"].unique())
         for start in range(0, len(models), 3):
             chunk = models[start:start + 3]
-            fig, axes = F.new_figure("page", 0.36, 1, len(chunk), sharey=True, squeeze=False)
+            wide = len(chunk) > 1
+            fig, axes = F.new_figure("page" if wide else "column", 0.36 if wide else 0.75, 1, len(chunk),
+                                     sharey=True, squeeze=False)
             for ax, m in zip(axes[0], chunk):
                 F.masking_curves(acc[acc["model"] == m], ax=ax, title=str(m))
             ntr = int(acc[acc["model"].isin(chunk)]["n_trials"].max())
@@ -53,11 +63,22 @@ class Masking(Analysis):
                        f"Accuracy of {', '.join(chunk)} against the masking rate per masking condition: mean over "
                        f"{ntr} trial(s); band = {res.accuracy.level:.0%} t interval over trials (seed 000 Figs. 2-6).")
         av = res.averages[res.averages["kind"] == "weighted"]
-        out.table(masking_indicator_table(av, caption="MR-weighted average accuracy per masking condition and "
-                                          "the NA, EA and KI indicators of regular masking (seed 000 Table 3)"
-                                          + ("" if res.has_baseline else "; EA and KI need a baseline log "
-                                             "(UQA in the seed) and are empty here") + ".",
-                                          label="masking_indicators"))
+        mt = masking_indicator_table(av, caption="MR-weighted average accuracy (percent) per masking condition and "
+                                     "the NA, EA and KI indicators of regular masking (seed 000 Table 3)"
+                                     + ("" if res.has_baseline else "; EA and KI need a baseline log "
+                                        "(UQA in the seed) and are empty here (–)") + ".",
+                                     label="masking_indicators")
+        out.table(mt)
+        if not res.has_baseline:
+            out.not_reproduced.append(NotReproduced(
+                "EA and KI (seed 000 Table 3)", "they compare each masking rate with a background-knowledge "
+                "baseline (the UQA outputs in the seed); no baseline log was given"))
+        if a.get("published"):
+            vis = mt.to_frame()
+            ours = vis.set_index(vis.columns[0])
+            ours.index = ours.index.astype(str)
+            compare_published(out, "Masking indicators (seed 000 Table 3)", ours, a.get("published"),
+                              a.get("tolerance"), "masking_indicators", unit="Acc in percent, NA as a ratio")
         tab = res.to_frame()
         cond = "regular" if "regular" in set(tab["condition"]) else tab["condition"].iloc[0]
         ind = tab[tab["condition"] == cond]

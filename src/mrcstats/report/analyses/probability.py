@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output
+from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output, compare_published
 from mrcstats.report.tables import format_number, probability_table
 
 
@@ -43,6 +43,13 @@ class Probability(Analysis):
                               label=f"a{a.index}_probability")
         out = Output(title)
         out.table(t)
+        if a.get("published"):
+            pf = t.to_frame()
+            ours = pf.set_index(pf.columns[0])
+            ours.columns = [f"{float(x):g}" for x in a.get("sigmas")]
+            ours.index = ours.index.astype(str)
+            compare_published(out, title, ours, a.get("published"), a.get("tolerance"), f"a{a.index}_probability",
+                              unit="columns: SD from the mean")
         out.headline.setdefault("probability", {})[title] = t.to_frame().to_dict(orient="records")
         out.methods.append(
             f"P(correct) = logistic(β0 + Σ_j C[m, j] β_j + k·(β_x + Σ_j C[m, j] β_x:j)) from the given fixed effects "

@@ -14,6 +14,7 @@ from mrcstats.report.analyses.discrimination import Discrimination
 from mrcstats.report.analyses.error_types import ErrorTypes
 from mrcstats.report.analyses.glmm import Glmm
 from mrcstats.report.analyses.masking import Masking
+from mrcstats.report.analyses.modeltable import ModelTableAnalysis
 from mrcstats.report.analyses.probability import Probability
 from mrcstats.report.analyses.summary import Summary
 from mrcstats.report.analyses.wh_extremes import WhExtremes
@@ -22,4 +23,5 @@ ANALYSES: dict[str, type[Analysis]] = {cls.type: cls for cls in (
     Summary, Glmm, Contingency, Confusion, WhExtremes, ErrorTypes, Probability, Discrimination, Masking, Accuracy,
     # new analysis types: append here
     Compare,
+    ModelTableAnalysis,
 )}

@@ -1,17 +1,30 @@
-"""``summary``: accuracy per group with its interval (:func:`mrcstats.stats.accuracy.summarize`)."""
+"""``summary``: accuracy per group with its 95% interval (:func:`mrcstats.stats.accuracy.summarize`)."""
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output
-from mrcstats.report.tables import Table
+import pandas as pd
+
+from mrcstats.report.analyses.base import (
+    Analysis,
+    AnalysisSpec,
+    Context,
+    Key,
+    Output,
+    cluster_words,
+    compare_published,
+)
+from mrcstats.report.tables import PairTable, kind_formats
 from mrcstats.stats.accuracy import summarize
 
 
 class Summary(Analysis):
     type = "summary"
     title = "Accuracy"
-    keys: ClassVar[dict[str, Key]] = {"by": Key((list, str), ["model"], help="grouping columns")}
+    keys: ClassVar[dict[str, Key]] = {
+        "by": Key((list, str), ["model"], help="grouping columns"),
+        "cluster": Key((str,), "cluster", help="column the interval is clustered on"),
+        "invalid": Key((str,), "wrong", choices=("wrong", "exclude"), help="invalid answers: wrong or left out")}
 
     def check(self, opts: dict[str, Any], err: Any, base: Any) -> None:
         if isinstance(opts["by"], str):
@@ -19,22 +32,33 @@ class Summary(Analysis):
 
     def run(self, ctx: Context, a: AnalysisSpec) -> Output:
         title = a.get("title") or self.title
-        by = list(a.get("by"))
-        res = summarize(ctx.rows(a), by=by)
+        by, cluster = list(a.get("by")), a.get("cluster")
+        data = ctx.rows(a)
+        res = summarize(data, by=by, cluster=cluster, invalid=a.get("invalid"))
         f = res.to_frame()
-        cols = [*by, "n", "accuracy", "ci_low", "ci_high", "se_cluster", "accuracy_valid", "invalid"]
-        t = Table(f[[c for c in cols if c in f.columns]].rename(columns={
-            "accuracy": "Accuracy", "ci_low": "95% CI low", "ci_high": "95% CI high", "se_cluster": "SE (cluster)",
-            "accuracy_valid": "Acc. (valid)", "invalid": "Invalid"}),
-            caption=f"{title} by {', '.join(by) or 'all'}: accuracy over all responses (invalid = not "
-                    "correct), Wilson 95% interval, cluster-robust SE (clustered on `cluster`).",
-            label=f"a{a.index}_summary_{'_'.join(by)}", stub=len(by),
-            formats={"Accuracy": "{:.4f}", "95% CI low": "{:.4f}", "95% CI high": "{:.4f}",
-                     "SE (cluster)": "{:.4f}", "Acc. (valid)": "{:.4f}"})
-        out = Output(f"{title} by {', '.join(by)}" if by else title)
-        out.table(t)
+        repeated = bool((f["n"] - f["invalid"] * (a.get("invalid") == "exclude") > f["clusters"]).any())
+        lo, hi = ("ci_low_cluster", "ci_high_cluster") if repeated else ("ci_low", "ci_high")
+        how = (f"Wald interval from the cluster-robust SE, clustered by {cluster_words(data, cluster)}"
+               if repeated else "Wilson score interval (one response per cluster)")
+        names = {b: b.replace("_", " ").capitalize() for b in by}
+        vis = pd.DataFrame({**{names[b]: f[b] for b in by}, "n": f["n"], "Accuracy": f["accuracy"],
+                            "95% CI": list(zip(f[lo], f[hi])), "Accuracy (valid)": f["accuracy_valid"],
+                            "Invalid": f["invalid"]})
+        fm = kind_formats({"n": "count", "Accuracy": "accuracy", "Accuracy (valid)": "accuracy", "Invalid": "count"})
+        fm["95% CI"] = lambda v: f"[{kind_formats({'x': 'accuracy'})['x'](v[0])}, {kind_formats({'x': 'accuracy'})['x'](v[1])}]"
+        inv = ("invalid answers count as not correct" if a.get("invalid") == "wrong" else
+               "invalid answers left out (accuracy over valid answers)")
+        out = Output(f"{title} by {', '.join(names.values())}" if by else title)
+        out.table(PairTable(vis, raw=f, caption=f"{title} by {', '.join(names.values()) or 'all'}: accuracy over all "
+                            f"responses ({inv}) with its 95% {how}; accuracy over valid answers and the number "
+                            "of invalid answers beside it.", label=f"a{a.index}_summary_{'_'.join(by)}",
+                            stub=len(by), formats=fm))
+        if a.get("published"):
+            ours = f.assign(_k=f[by].astype(str).agg(" / ".join, axis=1)).set_index("_k")[["accuracy"]]
+            compare_published(out, title, ours, a.get("published"), a.get("tolerance"), f"a{a.index}_summary")
         out.methods_title = title
-        out.methods.append("Accuracy = correct / all responses per group (invalid answers count as not correct); "
-                           "Wilson score interval as R's prop.test(k, n, correct = FALSE); cluster-robust SE (CR0) "
-                           "as Miller (2024), Eq. 4.")
+        out.methods.append(
+            f"Accuracy = correct / all responses per group ({inv}); 95% interval: {how} (CR0, Miller 2024, "
+            "Eqs. 4-5) when clusters hold several responses (repeated trials of an item, questions of a passage), "
+            "else the Wilson score interval as R's prop.test(k, n, correct = FALSE).")
         return out

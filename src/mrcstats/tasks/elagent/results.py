@@ -13,13 +13,13 @@ the files as a canonical log is the job of :mod:`mrcstats.io`.
 """
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mrcstats._jsonlines import json_lines
 from mrcstats.errors import InputError
 
 
@@ -37,14 +37,12 @@ class StoredItem:
 
 def load_json(path: str | os.PathLike) -> Any:
     """Read a JSON file, turning unreadable input into one clear :class:`InputError`."""
-    p = Path(path)
+    from mrcstats.io.files import read_json
+
     try:
-        with open(p, encoding="utf-8") as fh:
-            return json.load(fh)
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: not a JSON file ({exc}); pass an ELAGENT acc_*.json result file") from None
+        return read_json(path)
+    except InputError as exc:
+        raise InputError(f"{exc}; pass an ELAGENT acc_*.json result file") from None
 
 
 def iter_items(path: str | os.PathLike) -> Iterator[StoredItem]:
@@ -77,11 +75,9 @@ def iter_items(path: str | os.PathLike) -> Iterator[StoredItem]:
 
 
 def _iter_jsonl(p: Path) -> Iterator[StoredItem]:
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    from mrcstats.query.log import json_lines
+    from mrcstats.io.files import read_text
+
+    text = read_text(p)
 
     for lineno, row in json_lines(text, str(p), "expected a task file or query log"):
         if not isinstance(row.get("prompt"), str):

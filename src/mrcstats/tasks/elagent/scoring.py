@@ -168,8 +168,17 @@ class Accuracy:
 
 
 def accuracy(outcomes: Sequence[bool | None]) -> Accuracy:
-    """Accuracy as the ELAGENT scripts report it: correct / all items, ``None`` = invalid (counted wrong)."""
-    return Accuracy(len(outcomes), sum(1 for o in outcomes if o is True), sum(1 for o in outcomes if o is None))
+    """Accuracy as the ELAGENT scripts report it: correct / all items, ``None`` = invalid (counted wrong);
+    counted by :func:`mrcstats.stats.accuracy.summarize_frame` (``invalid="wrong"``)."""
+    import pandas as pd
+
+    from mrcstats.stats.accuracy import summarize_frame
+
+    if not len(outcomes):
+        return Accuracy(0, 0, 0)
+    frame = pd.DataFrame({"correct": pd.array(list(outcomes), dtype="boolean")})
+    row = summarize_frame(frame, [], cluster=None, invalid="wrong").to_frame().iloc[0]
+    return Accuracy(int(row["n"]), int(row["correct"]), int(row["invalid"]))
 
 
 def exact_match(preds: Sequence[str | None], golds: Sequence[str]) -> float:

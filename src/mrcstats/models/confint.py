@@ -1,0 +1,614 @@
+"""Confidence intervals for a binomial GLMM, as lme4's ``confint.merMod`` (lme4 1.1-31).
+
+Rows: ``.sig01``, ``.sig02``, … for the random-effects standard deviations and
+correlations, per term in lme4's θ order (the lower triangle column by column, an SD on
+the diagonal and a correlation below it: ``(1 + x | g)`` gives SD(Intercept), Corr, SD(x)),
+then the fixed effects.
+
+* ``Wald``: β̂ ± z_{1-α/2} SE (``confint.default`` on ``fixef``/``vcov``), NA for ``.sig`` rows.
+* ``profile``: lme4's ``profile.merMod`` + ``confint.thpr``: for each parameter on the
+  SD/correlation scale, the deviance minimised over all other parameters at a sequence
+  of values chosen by lme4's ``nextpar`` rule (steps of δ = c/8 in ζ, c = √χ²_{0.99, npar},
+  at most 10 times the previous step), ζ = sign(x - x̂) √(D(x) - D̂); then
+  ``backSpline(interpSpline(ζ ~ x))`` evaluated at ζ = ±z_{1-α/2} (R's ``splines``), an end
+  outside the profiled range set to the parameter's bound (0 for an SD, ±1 for a
+  correlation) as lme4 does.
+* ``boot``: lme4's ``bootMer`` parametric bootstrap — responses simulated from the fitted
+  model (new random effects, ``use.u = FALSE``), the model refitted from the estimates,
+  percentile intervals as ``boot::boot.ci(type = "perc")`` (``norm.inter`` interpolation);
+  replicates run in parallel processes, each from its own ``SeedSequence(seed).spawn``
+  stream, so results do not depend on the number of workers. Failed refits are counted
+  and reported (``n_failed``), their rows left out as bootMer's NA rows are.
+
+References: Bates et al. (2015) J. Stat. Softw. 67(1) sec. 5.6; lme4 ``R/profile.R``
+(``profile.merMod``, ``confint.thpr``, ``confint.merMod``), ``R/bootMer.R``; R ``splines``
+(``interpSpline``, ``backSpline``); Davison & Hinkley (1997), ``boot::norm.inter``.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import interpolate, optimize
+from scipy import stats as _st
+
+from mrcstats.errors import InputError, ModelError
+
+METHODS = ("Wald", "profile", "boot")
+
+
+@dataclass(frozen=True)
+class ConfintResult:
+    """Intervals in lme4's layout: ``intervals`` has one row per parameter (``.sig01``…,
+    then fixed effects) and the columns ``"2.5 %"``/``"97.5 %"`` (R's ``format.perc``).
+
+    ``n_failed``/``nsim``/``seed``: bootstrap refits that failed, replicates asked, seed;
+    ``messages``: warnings (non-monotonic profiles, failed refits); ``seconds``: wall time.
+    """
+
+    method: str
+    level: float
+    intervals: pd.DataFrame
+    messages: tuple[str, ...] = ()
+    nsim: int | None = None
+    n_failed: int = 0
+    seed: int | None = None
+    seconds: float = float("nan")
+    replicates: pd.DataFrame | None = field(default=None, repr=False)
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.intervals.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"method", "level", "intervals": {row: [lower, upper]}}`` plus bootstrap counts."""
+        iv = {str(k): [_num(v) for v in row] for k, row in zip(self.intervals.index, self.intervals.to_numpy())}
+        out: dict[str, Any] = {"method": self.method, "level": self.level, "intervals": iv}
+        if self.method == "boot":
+            out.update(nsim=self.nsim, n_failed=self.n_failed, seed=self.seed)
+        if self.messages:
+            out["messages"] = list(self.messages)
+        return out
+
+    def summary(self) -> str:
+        t = self.intervals
+        w = max([len(str(i)) for i in t.index] + [1])
+        head = " " * w + "".join(c.rjust(12) for c in t.columns)
+        lines = [f"Confidence intervals ({self.method}, level {self.level:g})", head]
+        for name, row in zip(t.index, t.to_numpy()):
+            lines.append(str(name).ljust(w) + "".join(("NA" if not np.isfinite(v) else f"{v:.7g}").rjust(12)
+                                                       for v in row))
+        if self.method == "boot":
+            lines.append(f"{self.nsim} bootstrap samples, {self.n_failed} failed refits")
+        lines.extend(self.messages)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def _num(v: float) -> float | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+
+
+def format_perc(a: np.ndarray) -> list[str]:
+    """R's ``format.perc(a, 3)``: ``"2.5 %"``, ``"97.5 %"``."""
+    out = []
+    for p in a:
+        s = f"{100 * p:.3g}"
+        out.append(f"{s} %")
+    return out
+
+
+# ----------------------------------------------------------------------------- parameter scales
+
+
+class _Params:
+    """Maps lme4's profile scale (SDs and correlations, then β) to (θ, β) and back.
+
+    For each term Σ = T Tᵀ; SDs on the diagonal positions of θ, correlations at the
+    off-diagonal ones (lme4's ``Cv_to_Sv``/``Sv_to_Cv``)."""
+
+    def __init__(self, re, p: int):
+        self.re = list(re)
+        self.p = p
+        self.sizes = [r.ntheta for r in self.re]
+        self.nth = int(sum(self.sizes))
+        self.is_sd = np.concatenate([r.lower == 0 for r in self.re]) if self.re else np.zeros(0, bool)
+        self.linear = all(r.q == 1 for r in self.re)
+
+    def to_sdcor(self, theta: np.ndarray) -> np.ndarray:
+        out, o = [], 0
+        for r in self.re:
+            T = r.factor(theta[o:o + r.ntheta])
+            o += r.ntheta
+            S = T @ T.T
+            sd = np.sqrt(np.diag(S))
+            for i, j in r._tri():
+                if i == j:
+                    out.append(sd[i])
+                else:
+                    out.append(S[i, j] / (sd[i] * sd[j]) if sd[i] > 0 and sd[j] > 0 else 0.0)
+        return np.array(out)
+
+    def to_theta(self, s: np.ndarray) -> np.ndarray:
+        if self.linear:
+            return np.asarray(s[:self.nth], float)
+        out, o = [], 0
+        for r in self.re:
+            v = s[o:o + r.ntheta]
+            o += r.ntheta
+            if r.q == 1:
+                out.append(v)
+                continue
+            sd = np.zeros(r.q)
+            R = np.eye(r.q)
+            for k, (i, j) in enumerate(r._tri()):
+                if i == j:
+                    sd[i] = v[k]
+                else:
+                    R[i, j] = R[j, i] = v[k]
+            # T = diag(sd) chol(R): Σ = D R D (the factor of a PSD R, rows scaled)
+            try:
+                L = np.linalg.cholesky(R)
+            except np.linalg.LinAlgError:
+                w, V = np.linalg.eigh(R)
+                if w.min() < -1e-10:
+                    raise ModelError("correlation matrix not positive semi-definite") from None
+                L = np.linalg.cholesky(R + 1e-12 * np.eye(r.q))
+            T = sd[:, None] * L
+            out.append(np.array([T[i, j] for i, j in r._tri()]))
+        return np.concatenate(out) if out else np.zeros(0)
+
+    def jac(self, s: np.ndarray) -> np.ndarray:
+        """dθ/ds (identity for scalar terms; central differences otherwise)."""
+        if self.linear:
+            return np.eye(self.nth)
+        J = np.empty((self.nth, self.nth))
+        for k in range(self.nth):
+            h = 1e-7
+            e = np.zeros(len(s))
+            e[k] = h
+            J[:, k] = (self.to_theta(s + e) - self.to_theta(s - e)) / (2 * h)
+        return J
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        lo = np.concatenate([np.where(self.is_sd, 0.0, -1.0), np.full(self.p, -np.inf)])
+        hi = np.concatenate([np.where(self.is_sd, np.inf, 1.0), np.full(self.p, np.inf)])
+        return lo, hi
+
+
+def sig_names(n: int) -> list[str]:
+    return [f".sig{k + 1:02d}" for k in range(n)]
+
+
+# ----------------------------------------------------------------------------- entry
+
+
+def confint(m, method: str = "profile", level: float = 0.95, nsim: int = 1000, seed: int | None = None,
+            parm: Any = None, *, workers: int | None = None, progress_bar: bool | None = None) -> ConfintResult:
+    """Confidence intervals of a fitted :class:`~mrcstats.models.GlmerResult` as lme4's
+    ``confint(m, parm, level, method)``; see the module docstring for the methods."""
+    import time
+
+    t0 = time.perf_counter()
+    meth = {"wald": "Wald", "profile": "profile", "boot": "boot"}.get(str(method).lower())
+    if meth is None:
+        raise InputError(f"confint method {method!r}: use one of {', '.join(METHODS)}")
+    try:
+        level = float(level)
+    except (TypeError, ValueError):
+        raise InputError(f"confint level must be a number in (0, 1), got {level!r}") from None
+    if not 0 < level < 1:
+        raise InputError(f"confint level must be in (0, 1), got {level}")
+    if m.nagq != 1 and meth != "Wald":
+        raise InputError(f"confint method {meth!r} is implemented for Laplace fits (nagq = 1); this fit has "
+                         f"nagq = {m.nagq}; use method='Wald'")
+    names = sig_names(len(m.theta)) + list(m.fixef.index)
+    rows = _which(parm, names, len(m.theta))
+    a = (1 - level) / 2
+    cols = format_perc(np.array([a, 1 - a]))
+    if meth == "Wald":
+        z = _st.norm.ppf([a, 1 - a])
+        ci = np.full((len(names), 2), np.nan)
+        fe, se = m.fixef.to_numpy(), m.se.to_numpy()
+        ci[len(m.theta):] = fe[:, None] + se[:, None] * z[None, :]
+        tab = pd.DataFrame(ci, index=names, columns=cols).iloc[rows]
+        return ConfintResult("Wald", level, tab, seconds=time.perf_counter() - t0)
+    design = _design_of(m)
+    if meth == "profile":
+        tab, msgs = _profile(m, design, rows, names, level)
+        return ConfintResult("profile", level, pd.DataFrame(tab, index=[names[i] for i in rows], columns=cols),
+                             tuple(msgs), seconds=time.perf_counter() - t0)
+    nsim = int(nsim)
+    if nsim < 2:
+        raise InputError(f"nsim must be at least 2, got {nsim}")
+    reps, failed, msgs = _bootstrap(m, design, nsim, seed, workers, progress_bar)
+    ok = reps[~np.isnan(reps).any(axis=1)]
+    if ok.shape[0] == 0:
+        raise ModelError(f"all {nsim} bootstrap refits failed")
+    ci = np.array([_norm_inter(ok[:, j], np.array([a, 1 - a])) for j in range(reps.shape[1])])
+    tab = pd.DataFrame(ci, index=names, columns=cols).iloc[rows]
+    if failed:
+        msgs = [f"{failed} of {nsim} bootstrap refits failed; intervals use the other {nsim - failed}"] + msgs
+    return ConfintResult("boot", level, tab, tuple(msgs), nsim=nsim, n_failed=failed, seed=seed,
+                         seconds=time.perf_counter() - t0,
+                         replicates=pd.DataFrame(reps, columns=names))
+
+
+def _which(parm, names: list[str], nsig: int) -> list[int]:
+    """lme4's ``get.which``: None = all; names; ``"theta_"``/``"beta_"``; 1-based integers."""
+    if parm is None:
+        return list(range(len(names)))
+    if isinstance(parm, str):
+        parm = [parm]
+    out = []
+    for p in parm:
+        if isinstance(p, (int, np.integer)) and not isinstance(p, bool):
+            if not 1 <= p <= len(names):
+                raise InputError(f"parm {p}: parameter numbers run from 1 to {len(names)}")
+            out.append(int(p) - 1)
+        elif p == "theta_":
+            out.extend(range(nsig))
+        elif p == "beta_":
+            out.extend(range(nsig, len(names)))
+        elif p in names:
+            out.append(names.index(p))
+        else:
+            raise InputError(f"parm {p!r} is not a parameter of the model; parameters: {names}")
+    return list(dict.fromkeys(out))
+
+
+def _design_of(m):
+    from mrcstats.models.design import build_design
+
+    d = getattr(m, "design", None)
+    if d is not None:
+        return d
+    if m.frame is None or m.info is None:
+        raise InputError("confint: this fit kept no data; refit with mrcstats.glmer()")
+    fo = m.fit_options or {}
+    return build_design(m.info.spec, m.frame, contrasts=fo.get("contrasts") or None, levels=fo.get("levels") or None,
+                        weights=fo.get("weights"))
+
+
+def _setup(design):
+    from mrcstats.models.deviance import BinomialData
+    from mrcstats.models.fit import deviance_function, make_model
+
+    d = BinomialData(design.X, design.y, design.weights, design.offset, design.loglik_const)
+    model = make_model(d, design.re)
+    return d, model, deviance_function(model)
+
+
+# ----------------------------------------------------------------------------- profile
+
+
+def _profile(m, design, rows: list[int], names: list[str], level: float,
+             maxpts: int = 100, alphamax: float = 0.01, delta_cutoff: float = 1 / 8, maxmult: float = 10.0,
+             devtol: float = 1e-9):
+    from mrcstats.models.fit import _blas_controller
+
+    ctl = _blas_controller()
+    if ctl is not None:
+        with ctl.limit(limits=1, user_api="blas"):
+            return _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff, maxmult, devtol)
+    return _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff, maxmult,
+                          devtol)  # pragma: no cover
+
+
+def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff, maxmult, devtol):
+    d, model, f = _setup(design)
+    P = _Params(design.re, d.p)
+    nth = P.nth
+    theta_hat = m.theta.to_numpy()
+    beta_hat = m.fixef.to_numpy()
+    opt = np.concatenate([P.to_sdcor(theta_hat), beta_hat])
+    base = -2.0 * m.loglik
+    lo, hi = P.bounds()
+    nptot = len(opt)
+    cutoff = math.sqrt(_st.chi2.ppf(1 - alphamax, nptot))
+    delta = cutoff * delta_cutoff
+    msgs: list[str] = []
+    # the native optimum may lie a hair below lme4's; use the better of the two as the base
+    D0 = f(P.to_theta(opt[:nth]), opt[nth:], grad=False, keep=True)[0]
+    base = min(base, D0)
+
+    def dev_grad(s):
+        th = P.to_theta(s[:nth])
+        D, g = f(th, s[nth:])
+        gs = np.concatenate([P.jac(s[:nth]).T @ g[:nth], g[nth:]])
+        return D, gs
+
+    def zeta(w, xx, start):
+        mask = np.ones(nptot, bool)
+        mask[w] = False
+
+        def fun(z):
+            s = np.empty(nptot)
+            s[w] = xx
+            s[mask] = z
+            D, g = dev_grad(s)
+            return D, g[mask]
+
+        bnds = list(zip(np.where(np.isfinite(lo[mask]), lo[mask], None), np.where(np.isfinite(hi[mask]), hi[mask],
+                                                                                    None)))
+        z0 = np.clip(start, lo[mask], hi[mask])
+        try:
+            r = optimize.minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=bnds,
+                                  options={"maxiter": 3000, "ftol": 1e-14, "gtol": 1e-8, "maxcor": 30})
+        except (ModelError, np.linalg.LinAlgError, FloatingPointError):
+            return np.full(nptot + 1, np.nan)
+        dev = float(r.fun) - base
+        if not np.isfinite(dev):
+            return np.full(nptot + 1, np.nan)
+        if dev <= 0:
+            dev = devtol
+        full = np.empty(nptot)
+        full[w] = xx
+        full[mask] = r.x
+        return np.concatenate([[math.copysign(1.0, xx - opt[w]) * math.sqrt(dev)], full])
+
+    def nextpar(mat, cc, r, lower, upper, minstep=1e-6):
+        pvals = mat[r - 1:r + 1, cc]
+        zz = mat[r - 1:r + 1, 0]
+        num = pvals[1] - pvals[0]
+        denom = zz[1] - zz[0]
+        if not np.isfinite(denom) or denom == 0:
+            step = minstep
+        else:
+            step = delta * num / denom
+            if step < 0:
+                step = minstep
+            elif abs(step) > maxmult * abs(num):
+                step = math.copysign(maxmult * abs(num), step)
+        return min(upper, max(lower, pvals[1] + math.copysign(1.0, num) * step))
+
+    def fillmat(mat, n_rows, w, lower, upper):
+        cc = w + 1
+        i = 1                                  # 0-based index of the last filled row
+        while (i < maxpts - 1 and lower < mat[i, cc] < upper
+               and (not np.isfinite(mat[i, 0]) or abs(mat[i, 0]) <= cutoff)):
+            npar = nextpar(mat, cc, i, lower, upper)
+            start = np.delete(mat[i, 1:], w)
+            if not np.all(np.isfinite(start)):
+                start = np.delete(opt, w)
+            mat[i + 1] = zeta(w, npar, start)
+            i += 1
+        return mat[:i + 1]
+
+    a = (1 - level) / 2
+    zq = _st.norm.ppf([a, 1 - a])
+    out = np.full((len(rows), 2), np.nan)
+    opt_row = np.concatenate([[0.0], opt])
+    for k, w in enumerate(rows):
+        pw = opt[w]
+        lowcut, upcut = lo[w], hi[w]
+        shift = 1e-3 if pw == 0 else pw * 1.01
+        srow = zeta(w, shift, np.delete(opt, w))
+        pres = np.tile(opt_row, (maxpts, 1))
+        nres = pres.copy()
+        pres[1] = srow
+        nres[0] = srow
+        up = fillmat(pres, maxpts, w, lowcut, upcut)
+        dn = fillmat(nres, maxpts, w, lowcut, upcut) if pw > lowcut else nres[:2]
+        allr = np.vstack([up, dn])
+        allr = allr[np.all(np.isfinite(allr[:, [0, w + 1]]), axis=1)]
+        allr = np.unique(allr, axis=0)
+        x, z = allr[:, w + 1], allr[:, 0]
+        order = np.argsort(x, kind="stable")
+        x, z = x[order], z[order]
+        keep = np.concatenate([[True], np.diff(x) > 0])
+        x, z = x[keep], z[keep]
+        try:
+            ci = _back_spline_predict(x, z, zq)
+        except ValueError:
+            # confint.thpr: a non-monotonic profile falls back to approxfun(ζ, x) (ties = mean,
+            # NA outside the range) unless ζ decreases by more than non.mono.tol everywhere
+            msgs.append(f"non-monotonic profile for {names[w]}")
+            if len(z) > 1 and np.all(np.diff(z) < -1e-2):
+                out[k] = np.nan
+                continue
+            msgs.append(f"bad spline fit for {names[w]}: falling back to linear interpolation")
+            zu, inv = np.unique(z, return_inverse=True)
+            xm = np.bincount(inv, weights=x) / np.bincount(inv)
+            ci = np.interp(zq, zu, xm, left=np.nan, right=np.nan) if len(zu) > 1 else np.array([np.nan, np.nan])
+        if np.isnan(ci[0]):
+            ci[0] = lowcut
+        if np.isnan(ci[1]):
+            ci[1] = upcut
+        out[k] = ci
+    return out, msgs
+
+
+def _back_spline_predict(x: np.ndarray, z: np.ndarray, zq: np.ndarray) -> np.ndarray:
+    """R's ``predict(backSpline(interpSpline(z ~ x)), zq)$y``: the natural cubic interpolating
+    spline z(x), inverted piecewise with the knot values and slopes (``backSpline.npolySpline``);
+    NA outside the range of z (``predict.polySpline`` via ``cut``)."""
+    if len(x) < 4:
+        raise ValueError("too few points for a cubic spline")
+    spl = interpolate.CubicSpline(x, z, bc_type="natural")
+    kk = z
+    slope = spl(x, 1)
+    adiff = np.diff(kk)
+    if np.all(adiff < 0):
+        rev = True
+    elif np.all(adiff > 0):
+        rev = False
+    else:
+        raise ValueError("spline must be monotone")
+    nk = len(x)
+    kdiff = np.diff(x)
+    b = np.zeros((nk, 4))
+    b[:, 0] = x
+    b[:, 1] = 1.0 / slope
+    for i in range(nk - 1):
+        A = np.array([[adiff[i] ** 2, adiff[i] ** 3], [2 * adiff[i], 3 * adiff[i] ** 2]])
+        rhs = np.array([kdiff[i] - adiff[i] * b[i, 1], b[i + 1, 1] - b[i, 1]])
+        b[i, 2:4] = np.linalg.solve(A, rhs)
+    b[nk - 1, 1:] = np.nan
+    if nk > 2:
+        b[0, 3] = b[nk - 2, 3] = 0.0
+        A = np.array([[adiff[0], adiff[0] ** 2], [1.0, 2 * adiff[0]]])
+        b[0, 1:3] = np.linalg.solve(A, np.array([kdiff[0], 1.0 / slope[1]]))
+        b[nk - 2, 2] = (kdiff[-1] - adiff[-1] * b[nk - 2, 1]) / adiff[-1] ** 2
+    if b[0, 2] > 0:
+        b[0, 2] = 0.0
+        b[0, 1] = kdiff[0] / adiff[0]
+    if b[nk - 2, 2] < 0:
+        b[nk - 2, 2] = 0.0
+        b[nk - 2, 1] = kdiff[-1] / adiff[-1]
+    knots = kk
+    if rev:
+        knots, b = knots[::-1], b[::-1]
+    out = np.full(len(zq), np.nan)
+    for j, v in enumerate(zq):
+        # R: i <- cut(v, knots) (right-closed intervals), v == knots[1] -> 1
+        if v == knots[0]:
+            i = 0
+        elif v < knots[0] or v > knots[-1] or not np.isfinite(v):
+            continue
+        else:
+            i = int(np.searchsorted(knots, v, side="left")) - 1
+        dx = v - knots[i]
+        out[j] = b[i, 0] + dx * (b[i, 1] + dx * (b[i, 2] + dx * b[i, 3]))
+    return out
+
+
+# ----------------------------------------------------------------------------- bootstrap
+
+
+def _norm_inter(t: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """``boot:::norm.inter``: order statistics at (R+1)α, interpolated on the normal scale."""
+    t = np.sort(t[np.isfinite(t)])
+    R = len(t)
+    rk = (R + 1) * alpha
+    k = np.trunc(rk).astype(int)
+    out = np.empty(len(alpha))
+    for j in range(len(alpha)):
+        if k[j] == rk[j]:
+            out[j] = t[min(max(k[j], 1), R) - 1]
+        elif k[j] <= 0:
+            out[j] = t[0]
+        elif k[j] >= R:
+            out[j] = t[R - 1]
+        else:
+            t1 = _st.norm.ppf(alpha[j])
+            t2 = _st.norm.ppf(k[j] / (R + 1))
+            t3 = _st.norm.ppf((k[j] + 1) / (R + 1))
+            tk, tk1 = t[k[j] - 1], t[k[j]]
+            out[j] = tk + (t1 - t2) / (t3 - t2) * (tk1 - tk)
+    return out
+
+
+_BOOT: dict[str, Any] = {}
+
+
+def _boot_init(design, theta, beta):
+    _BOOT["design"] = design
+    _BOOT["theta"] = np.asarray(theta, float)
+    _BOOT["beta"] = np.asarray(beta, float)
+
+
+def _simulate(design, theta, beta, rng: np.random.Generator) -> np.ndarray:
+    """One response vector from the fitted model (lme4 ``simulate``, ``use.u = FALSE``):
+    new b_j = T u_j per level, μ = logit⁻¹(Xβ + Zb), y ~ Binomial(trials, μ) as a proportion."""
+    eta = design.X @ beta
+    if design.offset is not None:
+        eta = eta + design.offset
+    o = 0
+    for r in design.re:
+        T = r.factor(theta[o:o + r.ntheta])
+        o += r.ntheta
+        b = rng.standard_normal((r.nlevels, r.q)) @ T.T
+        if r.Z is None:
+            eta = eta + b[r.codes, 0]
+        else:
+            eta = eta + np.einsum("ic,ic->i", r.Z, b[r.codes])
+    mu = 1.0 / (1.0 + np.exp(-eta))
+    trials = design.weights
+    n = np.round(trials).astype(np.int64)
+    if np.all(n == 1):
+        return (rng.random(len(mu)) < mu).astype(float)
+    s = rng.binomial(np.maximum(n, 0), mu)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, s / np.where(n > 0, n, 1), 0.0)
+
+
+def _boot_one(seed_seq) -> np.ndarray | None:
+    import dataclasses
+
+    from mrcstats.models.deviance import BinomialData
+    from mrcstats.models.fit import make_model, refit_optimum
+
+    design, theta, beta = _BOOT["design"], _BOOT["theta"], _BOOT["beta"]
+    rng = np.random.default_rng(seed_seq)
+    y = _simulate(design, theta, beta, rng)
+    try:
+        des = dataclasses.replace(design, y=y)
+        d = BinomialData(des.X, des.y, des.weights, des.offset, des.loglik_const)
+        if not 0 < float(d.wy.sum()) < float(d.w.sum()):
+            return None
+        model = make_model(d, des.re)
+        lower = np.concatenate([r.lower for r in des.re])
+        x, _fv, _ok = refit_optimum(model, lower, np.concatenate([theta, beta]))
+    except (ModelError, np.linalg.LinAlgError, FloatingPointError, ValueError):
+        return None
+    if not np.all(np.isfinite(x)):
+        return None
+    P = _Params(design.re, len(beta))
+    return np.concatenate([P.to_sdcor(x[:len(theta)]), x[len(theta):]])
+
+
+def _boot_chunk(seeds) -> list:
+    from mrcstats.models.fit import _blas_controller
+
+    ctl = _blas_controller()
+    if ctl is None:  # pragma: no cover
+        return [_boot_one(s) for s in seeds]
+    with ctl.limit(limits=1, user_api="blas"):
+        return [_boot_one(s) for s in seeds]
+
+
+def _bootstrap(m, design, nsim: int, seed: int | None, workers: int | None, progress_bar: bool | None):
+    from mrcstats._progress import progress
+
+    theta, beta = m.theta.to_numpy(), m.fixef.to_numpy()
+    ss = np.random.SeedSequence(seed)
+    seeds = ss.spawn(nsim)
+    ncol = len(theta) + len(beta)
+    reps = np.full((nsim, ncol), np.nan)
+    if workers is None:
+        workers = max(1, min(os.cpu_count() or 1, 8))
+    chunk = max(1, min(25, nsim // (4 * workers) or 1))
+    batches = [list(range(i, min(nsim, i + chunk))) for i in range(0, nsim, chunk)]
+    bar = progress(total=nsim, desc="bootstrap refits", disable=None if progress_bar is None else not progress_bar)
+    try:
+        if workers <= 1:
+            _boot_init(design, theta, beta)
+            for b in batches:
+                for i, r in zip(b, _boot_chunk([seeds[i] for i in b])):
+                    if r is not None:
+                        reps[i] = r
+                bar.update(len(b))
+        else:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_boot_init,
+                                     initargs=(design, theta, beta)) as ex:
+                futs = {ex.submit(_boot_chunk, [seeds[i] for i in b]): b for b in batches}
+                for fut in as_completed(futs):
+                    b = futs[fut]
+                    for i, r in zip(b, fut.result()):
+                        if r is not None:
+                            reps[i] = r
+                    bar.update(len(b))
+    finally:
+        bar.close()
+    failed = int(np.isnan(reps).any(axis=1).sum())
+    return reps, failed, []

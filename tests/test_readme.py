@@ -1,0 +1,159 @@
+"""Every code example in README.md runs: Python blocks are executed, CLI lines are run in-process.
+
+The examples run in a temporary folder holding small generated stand-ins for the files they name
+(``results.csv``, ``log.parquet``, ``TABLE.csv``, ``trees.csv``, ``log.jsonl``), with two
+substitutions for speed: ``parser="auto"``/``--parser link-grammar`` become ``none`` (the parsers are
+tested in tests/features) and optional ``[--flag VALUE]`` parts are dropped. What cannot run offline on
+generated data is skipped by a rule with its reason (``SKIP``); a block that no rule covers must run, so
+a new README example is tested as soon as it is written.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+#: (pattern in a CLI line or Python block, reason it is not run here)
+SKIP: tuple[tuple[str, str], ...] = (
+    ("../shared/data", "needs the shared real data (its readers are tested in tests/io with that data)"),
+    ("RQA/", "needs maskcode outputs (tests/io/test_mskqa.py, tests/stats/test_masking.py)"),
+    ("MskCal_2/", "needs maskcode MskCal outputs (tests/stats/test_mskcal.py)"),
+    ("rqa.parquet", "made from the shared maskcode outputs above"),
+    ('"results/task 5"', "needs the ELAGENT result files (tests/io/test_sources.py)"),
+    ("mrcstats query", "sends requests to a model endpoint (tests/query use a local stub)"),
+    ("models download", "downloads Stanza models (network)"),
+    ("make demo", "make targets build a venv (the demo itself: tests/report/test_demo.py)"),
+    ("make test", "make targets build a venv"),
+    ("mrcstats demo", "the demo report: tests/report/test_demo.py"),
+    ("reports/demo.yaml", "made by mrcstats demo (tests/report/test_demo.py)"),
+    ("Rscript", "R parity: tests/models/test_r_parity.py"),
+    ("ds/", "a log dataset folder (mrcstats ingest --dataset): tests/io/test_dataset.py, tests/models/test_outofcore.py"),
+    ("sched:8786", "needs a running Dask scheduler (the tests use a LocalCluster)"),
+    ("SLURMCluster", "needs dask-jobqueue and a batch system"),
+)
+
+
+def _blocks() -> list[tuple[int, str, str]]:
+    text = README.read_text(encoding="utf-8")
+    return [(text[: m.start()].count("\n") + 1, m.group(1), m.group(2))
+            for m in re.finditer(r"```(\w+)\n(.*?)```", text, re.DOTALL)]
+
+
+def _cli_lines(body: str) -> list[str]:
+    out: list[str] = []
+    cur = ""
+    for raw in body.splitlines():
+        line = raw.rstrip()
+        if cur:
+            cur += " " + line.strip().rstrip("\\").strip()
+        elif line.strip() and not line.strip().startswith("#"):
+            cur = line.strip().rstrip("\\").strip()
+        else:
+            continue
+        if not line.endswith("\\"):
+            out.append(cur)
+            cur = ""
+    return out
+
+
+def _strip(cmd: str) -> str:
+    """Drop trailing comments (outside quotes) and optional ``[...]`` parts; fast parser."""
+    lex = shlex.shlex(cmd, posix=True, punctuation_chars=False)
+    lex.whitespace_split = True
+    lex.commenters = "#"
+    words = list(lex)
+    text = " ".join(shlex.quote(w) for w in words)
+    text = re.sub(r"'?\[[^\]]*\]'?", "", text)
+    return text.replace("--parser link-grammar", "--parser none")
+
+
+def _skip_reason(text: str) -> str | None:
+    return next((why for pat, why in SKIP if pat in text), None)
+
+
+def _cases() -> list:
+    cases = []
+    for line, lang, body in _blocks():
+        if lang == "python":
+            cases.append(pytest.param("python", body, id=f"L{line}-python"))
+        elif lang == "bash":
+            for i, cmd in enumerate(_cli_lines(body)):
+                cases.append(pytest.param("bash", cmd, id=f"L{line}-bash{i}"))
+        elif lang == "yaml":
+            cases.append(pytest.param("yaml", body, id=f"L{line}-yaml"))
+    return cases
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    """Generated stand-ins for the files the README names."""
+    from mrcstats.tasks.simulate import simulate_log
+
+    d = tmp_path_factory.mktemp("readme")
+    log = simulate_log(seed=1, models=("gpt-4", "llama", "mistral"), n_passages=12, questions_per_passage=3,
+                       masking_rates=(0,), conditions=("regular",), trials=1)
+    res = log.rename(columns={"item": "question_id", "cluster": "src"})
+    res["LLM"] = res["model"]
+    res.to_csv(d / "results.csv", index=False)
+    pd.DataFrame([[12, 5, 3], [7, 9, 11]], index=["factual", "counterfactual"],
+                 columns=["right", "wrong", "invalid"]).to_csv(d / "TABLE.csv")
+    pd.DataFrame({"item": ["a", "b"], "tree": ["(ROOT (S (NP (DT The) (NN cat)) (VP (VBD sat))))",
+                                              "(ROOT (S (NP (PRP It)) (VP (VBD rained))))"]}).to_csv(
+        d / "trees.csv", index=False)
+    q = log.head(12).copy()
+    q["status"] = "ok"
+    q["prompt"] = "What is 1 + 1? Answer in brackets."
+    q[["model", "item", "trial", "condition", "cluster", "correct", "response", "gold", "pred", "status",
+       "prompt"]].to_json(d / "log.jsonl", orient="records", lines=True)
+    return d
+
+
+@pytest.fixture(scope="module")
+def namespace(workdir):
+    """Variables the Python examples assume (``df``, ``newdata``, ``log``, ``glmm_result``, ``features``)."""
+    import mrcstats
+
+    rng = np.random.default_rng(1)
+    n = 400
+    df = pd.DataFrame({"passage": rng.integers(0, 40, n).astype(str), "scaled_tok": rng.normal(size=n),
+                       "LLM": rng.choice(["gpt4", "llama", "mistral"], n)})
+    eta = 0.5 * (df.LLM == "gpt4") - 0.4 * (df.LLM == "llama") + 0.3 * df.scaled_tok
+    df["correct"] = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
+    from mrcstats.tasks.simulate import simulate_log
+
+    # enough passages for the examples' 100 easiest / hardest clusters (RACE-h has 1,000+)
+    log = simulate_log(seed=2, n_passages=220, questions_per_passage=2, masking_rates=(0,), conditions=("regular",),
+                       trials=1)
+    feats = mrcstats.features(log, parser="none")
+    return {"df": df, "newdata": df.head(5), "log": log, "features": feats,
+            "glmm_result": mrcstats.glmer("correct ~ scaled_tok + (1 | cluster)", log)}
+
+
+@pytest.mark.parametrize("lang,code", _cases())
+def test_readme_example(lang, code, workdir, namespace, monkeypatch, capsys):
+    why = _skip_reason(code)
+    if lang == "yaml":
+        why = why or "a spec reference (every key is checked by tests/report/test_spec.py)"
+    if why:
+        pytest.skip(why)
+    monkeypatch.chdir(workdir)
+    if lang == "python":
+        if code.lstrip().startswith("# src/mrcstats/report/analyses/"):  # a plug-in template: it must import
+            exec(compile(code, "README", "exec"), {})  # noqa: S102 - the README is ours
+            return
+        code = code.replace('parser="auto"', 'parser="none"')
+        exec(compile(code, "README", "exec"), {**namespace})  # noqa: S102 - the README is ours
+        return
+    from mrcstats.cli import main
+
+    argv = shlex.split(_strip(code))
+    assert argv[0] == "mrcstats", argv
+    code_ = main(argv[1:])
+    err = capsys.readouterr().err
+    assert code_ == 0, f"{code}\n{err[-1500:]}"
