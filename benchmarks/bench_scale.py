@@ -127,6 +127,18 @@ if __name__ == "__main__":
 """
 
 
+def _last_json(text: str | None) -> dict:
+    """The last line of a step's stdout that is a JSON object (libraries may print before it)."""
+    for line in reversed((text or "").strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    return {"error": "no JSON result", "stdout_tail": (text or "")[-300:]}
+
+
 def _py(code: str, *args: str) -> list[str]:
     return [PY, "-c", code, *args]
 
@@ -169,14 +181,14 @@ def main() -> None:
         print(json.dumps({"ingest_plus_summary": results["ingest_plus_summary"]}), flush=True)
         sl = make_slice(work / "ds", work / "slice", args.slice_models)
         eq = timed(_py(SUMMARY_EQ, str(sl)), label=f"summary equality on {args.slice_models} models")
-        results["summary_equality"] = json.loads(eq["stdout"].strip().splitlines()[-1]) if eq["rc"] == 0 else eq
+        results["summary_equality"] = _last_json(eq["stdout"]) if eq["rc"] == 0 else eq
         print(json.dumps({"summary_equality": results["summary_equality"]}), flush=True)
         if not args.skip_glmm:
             ooc = timed(_py(GLMM_OOC, str(sl), CROSSED), label="crossed GLMM out of core (slice)")
             mem = timed(_py(GLMM_MEM, str(sl), CROSSED), label="crossed GLMM in memory (slice)")
             res = {"out_of_core": ooc, "in_memory": mem}
             if ooc["rc"] == 0 and mem["rc"] == 0:
-                a, b = json.loads(ooc["stdout"].splitlines()[-1]), json.loads(mem["stdout"].splitlines()[-1])
+                a, b = _last_json(ooc["stdout"]), _last_json(mem["stdout"])
                 res["max_abs_diff_fixef_theta"] = _diff(a, b)
                 res["fit"] = a
             results["glmm_slice"] = res
@@ -187,7 +199,7 @@ def main() -> None:
             dm = timed(_py(GLMM_MEM, str(dsl), CROSSED), label="crossed GLMM in memory (dask slice)")
             r = {"dask": dk, "duckdb": dd, "in_memory": dm}
             if dk["rc"] == 0 and dm["rc"] == 0:
-                a, b = json.loads(dk["stdout"].splitlines()[-1]), json.loads(dm["stdout"].splitlines()[-1])
+                a, b = _last_json(dk["stdout"]), _last_json(dm["stdout"])
                 r["max_abs_diff_dask_vs_memory"] = _diff(a, b)
                 r["ratio_dask_over_memory"] = dk["seconds"] / dm["seconds"]
                 r["ratio_dask_over_duckdb"] = dk["seconds"] / dd["seconds"]
