@@ -298,7 +298,9 @@ def _first_line(exc: BaseException) -> str:
 def _duckdb_config() -> dict[str, Any]:
     """DuckDB settings: threads from ``MRCSTATS_DUCKDB_THREADS`` (default: DuckDB's), a memory limit
     (``MRCSTATS_DUCKDB_MEMORY``, default 2GB) so large aggregations spill instead of growing."""
-    cfg: dict[str, Any] = {"memory_limit": os.environ.get("MRCSTATS_DUCKDB_MEMORY", "2GB")}
+    # no progress bar: DuckDB prints it on stdout, which carries the one JSON object of --json
+    cfg: dict[str, Any] = {"memory_limit": os.environ.get("MRCSTATS_DUCKDB_MEMORY", "2GB"),
+                           "enable_progress_bar": False}
     th = os.environ.get("MRCSTATS_DUCKDB_THREADS")
     if th:
         cfg["threads"] = int(th)
