@@ -196,6 +196,7 @@ class LogDataset:
             import duckdb
 
             con = duckdb.connect(config=_duckdb_config())
+            con.execute("PRAGMA disable_progress_bar")   # it prints on stdout, which --json keeps for its object
             # DuckDB's own Parquet reader (faster than scanning the Arrow dataset); it decodes the
             # URI-encoded hive values as pyarrow wrote them, and the model stays text
             glob = str(self.path / f"{PARTITION}=*" / "*.parquet").replace("'", "''")
@@ -298,9 +299,7 @@ def _first_line(exc: BaseException) -> str:
 def _duckdb_config() -> dict[str, Any]:
     """DuckDB settings: threads from ``MRCSTATS_DUCKDB_THREADS`` (default: DuckDB's), a memory limit
     (``MRCSTATS_DUCKDB_MEMORY``, default 2GB) so large aggregations spill instead of growing."""
-    # no progress bar: DuckDB prints it on stdout, which carries the one JSON object of --json
-    cfg: dict[str, Any] = {"memory_limit": os.environ.get("MRCSTATS_DUCKDB_MEMORY", "2GB"),
-                           "enable_progress_bar": False}
+    cfg: dict[str, Any] = {"memory_limit": os.environ.get("MRCSTATS_DUCKDB_MEMORY", "2GB")}
     th = os.environ.get("MRCSTATS_DUCKDB_THREADS")
     if th:
         cfg["threads"] = int(th)
