@@ -33,6 +33,9 @@ SKIP: tuple[tuple[str, str], ...] = (
     ("mrcstats demo", "the demo report: tests/report/test_demo.py"),
     ("reports/demo.yaml", "made by mrcstats demo (tests/report/test_demo.py)"),
     ("Rscript", "R parity: tests/models/test_r_parity.py"),
+    ("ds/", "a log dataset folder (mrcstats ingest --dataset): tests/io/test_dataset.py, tests/models/test_outofcore.py"),
+    ("sched:8786", "needs a running Dask scheduler (the tests use a LocalCluster)"),
+    ("SLURMCluster", "needs dask-jobqueue and a batch system"),
 )
 
 

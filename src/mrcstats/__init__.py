@@ -73,6 +73,12 @@ _API: dict[str, str] = {
     "irt": "mrcstats.stats.irt",
     "subset": "mrcstats.stats.subsets",
     "subset_eval": "mrcstats.stats.subsets",
+    # scale: log datasets larger than memory (DuckDB), out-of-core GLMMs, Dask
+    "open_log": "mrcstats.io",
+    "open_dataset": "mrcstats.io",
+    "write_dataset": "mrcstats.io",
+    "glmer_outofcore": "mrcstats.models.outofcore",
+    "leaderboard_log": "mrcstats.tasks.leaderboard",
 }
 
 __all__ = [*sorted(_API), "__version__"]  # noqa: PLE0604

@@ -62,7 +62,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _load(args: argparse.Namespace, cmd: str):
     from mrcstats.errors import InputError
     from mrcstats.io import read_log
+    from mrcstats.io.dataset import is_dataset, open_dataset
 
+    if len(args.log) == 1 and is_dataset(args.log[0]) and not args.fmt and not args.model_name:
+        ds = open_dataset(args.log[0])       # lazy: per-item scores come from DuckDB SQL
+        if args.condition is not None:
+            ds = ds.filter(condition=args.condition)
+            if len(ds) == 0:
+                shown = ", ".join(repr(c) for c in open_dataset(args.log[0]).sql(
+                    "SELECT DISTINCT condition FROM log ORDER BY 1")["condition"][:20])
+                raise InputError(f"--condition {args.condition!r} matches no row; conditions: {shown}")
+        return ds
     log = read_log(args.log, format=args.fmt, model=args.model_name)
     for why, n in (log.attrs.get("skipped") or {}).items():
         if n:

@@ -24,7 +24,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--weights", metavar="COL", help="prior weights column (R's weights=)")
     p.add_argument("--nagq", type=int, default=1, metavar="N",
                    help="1 = Laplace (default), 0 = lme4's nAGQ=0, 2..25 = adaptive Gauss-Hermite")
-    p.add_argument("--engine", choices=("native", "lme4"), default="native", help="fitting engine")
+    p.add_argument("--engine", choices=("native", "lme4", "duckdb", "dask"), default="native",
+                   help="fitting engine; duckdb/dask (and any dataset folder): the native fit on binomial counts "
+                        "collapsed from the rows by one DuckDB or Dask pass (exact; logs larger than memory)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="--engine dask: the address of a running Dask scheduler (tcp://host:8786); default: "
+                        "an in-process scheduler. mrcstats never starts or stops a cluster")
     p.add_argument("--lme4-defaults", action="store_true",
                    help="lme4 engine: keep lme4's default tolPwrss (reproduce published numbers)")
     p.add_argument("--drop1", action="store_true", help="likelihood-ratio tests dropping each term (drop1)")
@@ -63,13 +68,29 @@ def _glmer(args: argparse.Namespace) -> int:
             raise InputError(f"--levels {k}=...: give the levels separated by commas")
     _check_emmeans_args(args)
     from mrcstats.io import read_data
+    from mrcstats.io.dataset import is_dataset, open_dataset
 
-    data = read_data(args.data, format=args.fmt, mapping=parse_kv(args.map, "--map") or None, model=args.model,
-                     on_duplicate=args.on_duplicate)
-    report_skipped(data, "glmer")
+    if args.scheduler and args.engine != "dask":
+        raise InputError("--scheduler goes with --engine dask")
+    if len(args.data) == 1 and is_dataset(args.data[0]) and not args.fmt and not args.map and not args.model:
+        data = open_dataset(args.data[0])       # lazy: one DuckDB/Dask pass collapses it (models.outofcore)
+    else:
+        data = read_data(args.data, format=args.fmt, mapping=parse_kv(args.map, "--map") or None,
+                         model=args.model, on_duplicate=args.on_duplicate)
+        report_skipped(data, "glmer")
     kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": args.engine, "weights": args.weights,
               "levels": levels or None, "lme4_defaults": args.lme4_defaults}
-    m = glmer(args.formula, data, **kw)
+    if args.engine in ("duckdb", "dask") or not hasattr(data, "columns") or hasattr(data, "files"):
+        from mrcstats.models.outofcore import glmer_outofcore
+
+        if args.weights or args.lme4_defaults or args.engine == "lme4":
+            raise InputError("a dataset folder / --engine duckdb|dask fits natively without --weights or lme4 "
+                             "options")
+        m = glmer_outofcore(args.formula, data, engine=None if args.engine == "native" else args.engine,
+                            scheduler=args.scheduler, contrasts=contrasts or None, levels=levels or None,
+                            nagq=args.nagq)
+    else:
+        m = glmer(args.formula, data, **kw)
     if args.json:  # in text mode the summary lists the messages (once)
         for msg in m.messages:
             info(f"mrcstats glmer: {msg}")

@@ -14,7 +14,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "canonical log (Parquet) atomically.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders, all of one format")
     add_log_options(p)
-    p.add_argument("--out", metavar="LOG.parquet", help="write the canonical log here (.parquet or .csv)")
+    p.add_argument("--out", metavar="LOG.parquet|DIR/",
+                   help="write the canonical log here (.parquet or .csv); a path ending in / writes a "
+                        "partitioned dataset folder (as --dataset)")
+    p.add_argument("--dataset", metavar="DIR",
+                   help="write a hive-partitioned Parquet dataset (by model) instead: streamed in bounded memory, "
+                        "validated chunk by chunk, renamed into place at the end; read lazily by summary etc.")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="with --dataset: read the inputs in N processes (default 1)")
     add_json_flag(p)
     p.set_defaults(func=_ingest)
 
@@ -22,8 +29,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Accuracy per group (invalid answers count as not correct), accuracy over "
                                    "valid answers, invalid count, Wilson 95% CI and the cluster-robust SE "
                                    "(clustered on 'cluster', Miller 2024).")
-    s.add_argument("log", nargs="+", metavar="LOG", help="a canonical log (or any source read_log reads)")
+    s.add_argument("log", nargs="+", metavar="LOG", help="a canonical log, a dataset folder (mrcstats ingest --dataset; "
+                   "aggregated lazily in DuckDB) or any source read_log reads")
     s.add_argument("--by", default="model", metavar="COL[,COL...]", help="grouping columns (default: model)")
+    s.add_argument("--engine", choices=("duckdb", "memory", "dask"), default=None,
+                   help="aggregation engine (default: DuckDB for a dataset folder, pandas otherwise)")
+    s.add_argument("--scheduler", metavar="ADDRESS",
+                   help="--engine dask: address of a running Dask scheduler (default: in-process)")
     add_log_options(s)
     add_json_flag(s)
     s.set_defaults(func=_summary)
@@ -34,6 +46,9 @@ def _ingest(args: argparse.Namespace) -> int:
     from mrcstats.io import log_stats, write_log
     from mrcstats.io.reader import LOG_SUFFIXES
 
+    target = args.dataset or (args.out if args.out and args.out.endswith(("/", "\\")) else None)
+    if target:
+        return _ingest_dataset(args, target)
     if args.out:
         check_output_path(args.out, suffixes=LOG_SUFFIXES, inputs=args.paths)
     log = read_log_args(args, args.paths, "ingest", report=False)  # the text output lists them
@@ -41,6 +56,21 @@ def _ingest(args: argparse.Namespace) -> int:
         write_log(log, args.out)
         info(f"wrote {len(log)} rows to {args.out}")
     stats = log_stats(log)
+    return output(args, stats, _ingest_text(stats))
+
+
+def _ingest_dataset(args: argparse.Namespace, target: str) -> int:
+    from mrcstats.cli._common import parse_kv
+    from mrcstats.errors import InputError
+    from mrcstats.io.dataset import dataset_stats, write_dataset
+
+    if args.dataset and args.out:
+        raise InputError("give either --out or --dataset, not both")
+    mapping = parse_kv(args.map, "--map")
+    ds = write_dataset(args.paths, target, format=args.fmt, mapping=mapping or None, model=args.model,
+                       on_duplicate=args.on_duplicate, jobs=args.jobs)
+    info(f"wrote {len(ds)} rows in {len(ds.files)} files to the dataset {ds.path}")
+    stats = dataset_stats(ds)
     return output(args, stats, _ingest_text(stats))
 
 
@@ -59,9 +89,17 @@ def _ingest_text(s: dict) -> str:
 
 
 def _summary(args: argparse.Namespace) -> int:
+    from mrcstats.io.dataset import is_dataset, open_dataset
     from mrcstats.stats.accuracy import summarize
 
-    log = read_log_args(args, args.log, "summary")
+    if len(args.log) == 1 and is_dataset(args.log[0]) and not args.map and not args.model and not args.fmt:
+        log = open_dataset(args.log[0])        # a dataset folder: lazy, aggregated by DuckDB
+    else:
+        log = read_log_args(args, args.log, "summary")
     by = parse_list(args.by, "--by")
-    res = summarize(log, by=by)
+    if args.scheduler and args.engine != "dask":
+        from mrcstats.errors import InputError
+
+        raise InputError("--scheduler goes with --engine dask")
+    res = summarize(log, by=by, engine=args.engine, scheduler=args.scheduler)
     return output(args, res.to_dict(), res.summary())

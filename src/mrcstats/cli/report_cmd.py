@@ -2,7 +2,9 @@
 
 * ``mrcstats report SPEC.yaml --out reports/NAME.pdf`` — run the spec's analyses, write the PDF and,
   beside it, ``NAME_tables/`` (LaTeX booktabs, Markdown, CSV, HTML) and ``NAME_figures/`` (vector PDF);
-* ``mrcstats demo --outdir reports`` — simulate a demo log with known truth and write ``demo.pdf``.
+* ``mrcstats demo --outdir reports`` — simulate a demo log with known truth and write ``demo.pdf``;
+* ``mrcstats demo --models M --items N --out DIR`` — a leaderboard-shaped log with known truth as a
+  partitioned Parquet dataset (:func:`mrcstats.tasks.leaderboard.leaderboard_log`).
 """
 from __future__ import annotations
 
@@ -31,6 +33,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "masking curves, methods). Native engine only: no R needed.")
     d.add_argument("--outdir", default="reports", help="output folder (default: reports)")
     d.add_argument("--seed", type=int, default=0, help="random seed of the simulation (default: 0)")
+    g = d.add_argument_group("leaderboard-sized log (instead of the report)",
+                             "with --models/--items/--out: write a leaderboard-shaped log with known truth "
+                             "(Rasch-like: model ability - item difficulty + cluster effect) as a partitioned "
+                             "Parquet dataset, in chunks (bounded memory), for the scale benchmarks")
+    g.add_argument("--models", type=int, metavar="M", help="number of models")
+    g.add_argument("--items", type=int, metavar="N", help="number of items")
+    g.add_argument("--out", metavar="DIR", help="the dataset folder to write")
+    g.add_argument("--trials", type=int, default=1, metavar="T", help="trials per model and item (1)")
+    g.add_argument("--items-per-cluster", type=int, default=4, metavar="K", help="items per cluster (4)")
+    g.add_argument("--invalid-rate", type=float, default=0.01, metavar="P", help="share of invalid answers (0.01)")
+    g.add_argument("--chunk-rows", type=int, default=1_000_000, metavar="R", help="rows per chunk (1,000,000)")
     add_json_flag(d)
     d.set_defaults(func=_demo)
 
@@ -46,6 +59,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.models is not None or args.items is not None or args.out is not None:
+        return _demo_leaderboard(args)
     from mrcstats._files import check_output_path
     from mrcstats.report.demo import run_demo
 
@@ -64,3 +79,15 @@ def _headline_text(h: dict) -> str:
             lines.append(f"  {t:<28} {v: .3f}" + (f"  ({tv: .3f})" if tv is not None else ""))
         lines.append(f"  max |estimate - truth| = {g['max_abs_error']:.3f}; 95% coverage {g['coverage_95']:.0%}")
     return "\n".join(lines)
+
+
+def _demo_leaderboard(args: argparse.Namespace) -> int:
+    from mrcstats.errors import InputError
+    from mrcstats.tasks.leaderboard import leaderboard_log
+
+    if args.models is None or args.items is None or args.out is None:
+        raise InputError("a leaderboard log needs all of --models M --items N --out DIR")
+    res = leaderboard_log(args.out, models=args.models, items=args.items, trials=args.trials,
+                          items_per_cluster=args.items_per_cluster, seed=args.seed,
+                          invalid_rate=args.invalid_rate, chunk_rows=args.chunk_rows)
+    return output(args, res.to_dict(), res.summary())

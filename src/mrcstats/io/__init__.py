@@ -28,6 +28,11 @@ _EXPORTS: dict[str, str] = {
     "REQUIRED_COLUMNS": "mrcstats.io.schema",
     "TEXT_COLUMNS": "mrcstats.io.schema",
     "read_data": "mrcstats.io.reader",
+    "open_log": "mrcstats.io.reader",
+    "open_dataset": "mrcstats.io.dataset",
+    "write_dataset": "mrcstats.io.dataset",
+    "is_dataset": "mrcstats.io.dataset",
+    "LogDataset": "mrcstats.io.dataset",
 }
 
 __all__ = ["FORMATS", *sorted(_EXPORTS)]  # noqa: PLE0604

@@ -88,6 +88,13 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
             columns, non-binary correctness, duplicate keys.
     """
     _check_read_args(format, mapping, model, on_duplicate)
+    single = paths if isinstance(paths, (str, os.PathLike)) else (
+        paths[0] if isinstance(paths, (list, tuple)) and len(paths) == 1 else None)
+    if isinstance(single, (str, os.PathLike)) and format is None:
+        from mrcstats.io.dataset import is_dataset, open_dataset
+
+        if is_dataset(single):  # a partitioned dataset folder (mrcstats ingest --dataset): load it
+            return check_duplicates(open_dataset(single).to_log(), on_duplicate, str(single), {})
     files = expand_paths(paths)
     sources: list[tuple[Source, str]] = []
     for path in files:
@@ -119,6 +126,19 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
     log.attrs = {**base, "skipped": skipped, "format": sources[0][1],
                  "sources": [str(f) for f in files]}
     return log
+
+
+def open_log(paths: str | os.PathLike | Sequence[str | os.PathLike], **kwargs):
+    """A lazy :class:`~mrcstats.io.dataset.LogDataset` when ``paths`` names one dataset folder, else
+    :func:`read_log` (an in-memory canonical log). Analyses accept either."""
+    single = paths if isinstance(paths, (str, os.PathLike)) else (
+        paths[0] if isinstance(paths, (list, tuple)) and len(paths) == 1 else None)
+    if isinstance(single, (str, os.PathLike)) and not kwargs.get("mapping") and not kwargs.get("model"):
+        from mrcstats.io.dataset import is_dataset, open_dataset
+
+        if is_dataset(single):
+            return open_dataset(single)
+    return read_log(paths, **kwargs)
 
 
 def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str | None = None,

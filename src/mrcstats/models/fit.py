@@ -69,6 +69,12 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str = "binomial"
     if not isinstance(formula, (str, ModelSpec)):
         raise InputError(f"glmer: formula must be R formula text such as 'correct ~ x + (1 | cluster)', got "
                          f"{type(formula).__name__}")
+    if engine in ("duckdb", "dask") or type(data).__name__ in ("LogDataset", "DataFrame") and \
+            not isinstance(data, pd.DataFrame):
+        from mrcstats.models.outofcore import glmer_outofcore  # datasets larger than memory, Dask (issue 19)
+
+        return glmer_outofcore(formula, data, engine=None if engine == "native" else engine,
+                               contrasts=contrasts, levels=levels, nagq=nagq)
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"glmer: data must be a pandas DataFrame (e.g. mrcstats.read_log(...) or "
                          f"mrcstats.io.read_data(...)), got {type(data).__name__}")

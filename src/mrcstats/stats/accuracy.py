@@ -142,8 +142,9 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def summarize(log: pd.DataFrame, by: str | Sequence[str] = ("model",), *, cluster: str = "cluster",
-              level: float = 0.95, invalid: str = "wrong", trials: str = "pool") -> AccuracySummary:
+def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = "cluster",
+              level: float = 0.95, invalid: str = "wrong", trials: str = "pool", engine: str | None = None,
+              scheduler: Any = None) -> AccuracySummary:
     """Accuracy, accuracy over valid answers, invalid count, Wilson and clustered intervals per group.
 
     Args:
@@ -154,16 +155,29 @@ def summarize(log: pd.DataFrame, by: str | Sequence[str] = ("model",), *, cluste
         level: confidence level of the intervals.
         invalid: ``"wrong"`` (invalid = not correct) or ``"exclude"`` (over valid answers only).
         trials: ``"pool"`` or ``"mean"`` (mean over trials of the per-trial accuracy, with SD and t interval).
+        engine: for a :class:`~mrcstats.io.dataset.LogDataset` (a dataset folder larger than memory) the
+            per-(group, cluster) counts come from DuckDB SQL (default, :func:`mrcstats.stats._sql.summary_moments`)
+            or, with ``"dask"``, from Dask partitions reduced on the client (``scheduler``: an address or a
+            ``distributed.Client``); :func:`finish_summary` turns them into the same table as in memory
+            (``invalid="wrong"``, ``trials="pool"``).
 
     References: Wilson (1927); Miller (2024), "Adding Error Bars to Evals", Eqs. 4-5.
     """
+    from mrcstats.io.dataset import LogDataset
     from mrcstats.io.schema import is_canonical, validate_log
 
-    if not isinstance(log, pd.DataFrame):
-        raise InputError(f"summarize: expected a canonical log (a pandas DataFrame from mrcstats.read_log), got "
-                         f"{type(log).__name__}")
     if not (isinstance(by, str) or (isinstance(by, Sequence) and all(isinstance(b, str) for b in by))):
         raise InputError(f"summarize: by must be a column name or a list of them, got {by!r}")
+    if engine not in (None, "duckdb", "memory", "dask"):
+        raise InputError(f"summarize: engine must be duckdb, memory or dask, got {engine!r}")
+    if isinstance(log, LogDataset) and engine == "memory":
+        log = log.to_log()
+    if isinstance(log, LogDataset) or engine == "dask":
+        return _summarize_counts(log, [by] if isinstance(by, str) else list(by), cluster, level, invalid, trials,
+                                 engine, scheduler)
+    if not isinstance(log, pd.DataFrame):
+        raise InputError(f"summarize: expected a canonical log (a pandas DataFrame from mrcstats.read_log, or a "
+                         f"dataset from mrcstats.open_log), got {type(log).__name__}")
     if not is_canonical(log):
         log = validate_log(log)
     return summarize_frame(log, by, cluster=cluster, level=level, invalid=invalid, trials=trials)
@@ -260,4 +274,93 @@ def summarize_frame(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster:
     table = table[[*by_cols, "n", "correct", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high",
                    "se_cluster", "clusters", "ci_low_cluster", "ci_high_cluster", *extra]]
     return AccuracySummary(by=tuple(by_cols), table=table, level=level, invalid=invalid, trials=trials,
+                           cluster=cluster)
+
+
+# ----------------------------------------------------------------------------- logs larger than memory
+
+
+def _summarize_counts(log: Any, by_cols: list[str], cluster: str, level: float, invalid: str, trials: str,
+                      engine: str | None, scheduler: Any) -> AccuracySummary:
+    """:func:`summarize` of a dataset (DuckDB) or on Dask: per-(group, cluster) counts, then :func:`finish_summary`."""
+    from mrcstats.io.dataset import LogDataset
+
+    if invalid != "wrong" or trials != "pool":
+        raise InputError("summarize: a dataset folder / engine='dask' supports invalid='wrong', trials='pool'; "
+                         "load the log with mrcstats.read_log for the other conventions")
+    if not 0 < level < 1:
+        raise InputError(f"level must be between 0 and 1, got {level}")
+    if engine == "dask":
+        from mrcstats.models.outofcore import pass_backend
+
+        cl = pass_backend(log, "dask", scheduler).group_counts([*by_cols, cluster])
+        if isinstance(log, LogDataset):
+            from mrcstats.stats._sql import canonical_dtypes
+
+            cl = canonical_dtypes(cl, by_cols, log)
+        elif isinstance(log, pd.DataFrame):
+            cl = cl.astype({b: log[b].dtype for b in by_cols})
+        mom = _moments(cl.rename(columns={cluster: "_cl", "k": "s", "n": "m"}), by_cols)
+    else:
+        from mrcstats.stats._sql import summary_moments
+
+        mom = summary_moments(log, by_cols, cluster)
+    return finish_summary(mom, by_cols, level, cluster)
+
+
+def _moments(cl: pd.DataFrame, by_cols: list[str]) -> pd.DataFrame:
+    """Per group: n, correct, invalid, clusters, ss, sm, mm from per (group, cluster) ``s``, ``m``, ``inv``."""
+    cl = cl.copy()
+    cl["ss"], cl["sm"], cl["mm"] = cl["s"] * cl["s"], cl["s"] * cl["m"], cl["m"] * cl["m"]
+    if not by_cols:
+        cl["_g"] = 0
+    gcols = by_cols or ["_g"]
+    mom = cl.groupby(gcols, sort=True, dropna=False).agg(
+        n=("m", "sum"), correct=("s", "sum"), invalid=("inv", "sum"), clusters=("s", "size"),
+        ss=("ss", "sum"), sm=("sm", "sum"), mm=("mm", "sum")).reset_index()
+    return mom.drop(columns=["_g"]) if not by_cols else mom
+
+
+def finish_summary(moments: pd.DataFrame, by: Sequence[str], level: float = 0.95,
+                   cluster: str = "cluster") -> AccuracySummary:
+    """The summary table (``invalid="wrong"``, ``trials="pool"``) from per-group integer moments.
+
+    ``moments`` has the ``by`` columns and, per group, ``n`` (rows), ``correct`` (k), ``invalid``,
+    ``clusters`` and, over the group's clusters c with m_c rows and s_c correct, ``ss`` = Σ s_c²,
+    ``sm`` = Σ s_c m_c, ``mm`` = Σ m_c² (DuckDB SQL over a dataset, or Dask partitions). The
+    cluster residual sum of squares of :func:`summarize_frame` is evaluated exactly in integers::
+
+        Σ_c (s_c - m_c k/n)² = (n² ss - 2 n k sm + k² mm) / n²,   se_cluster = sqrt(n² ss - 2 n k sm + k² mm) / n²
+    """
+    import math
+
+    from scipy.stats import norm
+
+    by_cols = list(by)
+    t = moments.sort_values(by_cols, kind="stable", na_position="last").reset_index(drop=True) \
+        if by_cols else moments.reset_index(drop=True)
+    n_i = [int(v) for v in t["n"]]
+    k_i = [int(v) for v in t["correct"]]
+    rss = [n * n * int(ss) - 2 * n * k * int(sm) + k * k * int(mm)
+           for n, k, ss, sm, mm in zip(n_i, k_i, t["ss"], t["sm"], t["mm"])]
+    se = np.array([math.sqrt(max(r, 0)) / (n * n) if n else float("nan") for r, n in zip(rss, n_i)], dtype=float)
+    table = t[by_cols].copy()
+    for c in ("n", "correct", "invalid", "clusters"):
+        table[c] = t[c].astype("int64").to_numpy()
+    n = table["n"].to_numpy(dtype=float)
+    k = table["correct"].to_numpy(dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        table["accuracy"] = k / np.where(n > 0, n, np.nan)
+    valid = table["n"] - table["invalid"]
+    table["accuracy_valid"] = np.where(valid > 0, k / valid.where(valid > 0, 1).to_numpy(dtype=float), np.nan)
+    lo, hi = wilson_interval(k, n, level)
+    table["ci_low"], table["ci_high"] = lo, hi
+    se[n < 2] = np.nan          # one observation has no spread to estimate (as summarize_frame)
+    table["se_cluster"] = se
+    z = float(norm.ppf(0.5 + level / 2.0))
+    table["ci_low_cluster"] = np.clip(table["accuracy"] - z * table["se_cluster"], 0.0, 1.0)
+    table["ci_high_cluster"] = np.clip(table["accuracy"] + z * table["se_cluster"], 0.0, 1.0)
+    table = table[[*by_cols, "n", "correct", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high",
+                   "se_cluster", "clusters", "ci_low_cluster", "ci_high_cluster"]]
+    return AccuracySummary(by=tuple(by_cols), table=table, level=level, invalid="wrong", trials="pool",
                            cluster=cluster)

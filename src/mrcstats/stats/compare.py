@@ -116,8 +116,13 @@ def per_item_scores(log: pd.DataFrame, cluster: str = "cluster") -> pd.DataFrame
     Raises:
         InputError: a missing cluster column, an item in two clusters, several conditions.
     """
+    from mrcstats.io.dataset import LogDataset
     from mrcstats.io.schema import is_canonical, validate_log
 
+    if isinstance(log, LogDataset):  # a dataset folder larger than memory: the same table from DuckDB SQL
+        from mrcstats.stats._sql import per_item_scores as sql_scores
+
+        return sql_scores(log, cluster)
     if not isinstance(log, pd.DataFrame):
         raise InputError(f"expected a canonical log (pandas DataFrame), got {type(log).__name__}")
     if not is_canonical(log):

@@ -140,6 +140,10 @@ def discrimination(log: pd.DataFrame, cluster: str = "cluster", model: str = "mo
     ``p_k`` is model k's accuracy over all its rows in the cluster (every item and
     trial; <NA> = invalid counts as not correct). See the module docstring for the formula.
     """
+    from mrcstats.io.dataset import LogDataset
+
+    if isinstance(log, LogDataset):  # larger than memory: the per (cluster, model) counts from DuckDB SQL
+        return _discrimination_dataset(log, cluster, model, epsilon, correct, item)
     from mrcstats.io.schema import require_log
 
     log = require_log(log, "discrimination", (cluster, model, correct), correct=correct)
@@ -154,6 +158,44 @@ def discrimination(log: pd.DataFrame, cluster: str = "cluster", model: str = "mo
     g = frame.groupby(["cluster", "model"], sort=True)["y"]
     n_correct = g.sum().unstack("model")
     n_rows = g.size().unstack("model")
+    if item in log.columns:
+        items_by = frame.assign(item=log[item].astype(str).to_numpy()).groupby("cluster")["item"]
+        n_items = items_by.nunique()
+        items = {k: frozenset(v) for k, v in items_by.unique().items()}
+    else:
+        n_items = frame.groupby("cluster").size() * 0 + 1
+        items = {}
+    return _from_counts(n_correct, n_rows, n_items, items, epsilon, cluster, model)
+
+
+def _discrimination_dataset(ds: Any, cluster: str, model: str, epsilon: float, correct: str,
+                            item: str) -> DiscriminationResult:
+    from mrcstats.stats._sql import cluster_model_counts
+
+    if not (0 <= epsilon < 0.5):
+        raise InputError(f"discrimination: epsilon must lie in [0, 0.5), got {epsilon}")
+    has_item = item in ds.columns
+    counts, pairs = cluster_model_counts(ds, cluster, model, correct, item if has_item else None)
+    if counts.empty:
+        raise InputError("discrimination: the log has no rows")
+    n_correct = counts.pivot(index="cluster", columns="model", values="k").sort_index().sort_index(axis=1)
+    n_rows = counts.pivot(index="cluster", columns="model", values="n").sort_index().sort_index(axis=1)
+    n_correct = n_correct.astype(float)
+    n_correct.index.name, n_correct.columns.name = "cluster", "model"
+    n_rows.index.name, n_rows.columns.name = "cluster", "model"
+    if pairs is not None:
+        grp = pairs.groupby("cluster")["item"]
+        n_items = grp.nunique()
+        items = {k: frozenset(v) for k, v in grp.unique().items()}
+    else:
+        n_items = pd.Series(1, index=n_rows.index)
+        items = {}
+    return _from_counts(n_correct, n_rows, n_items, items, epsilon, cluster, model)
+
+
+def _from_counts(n_correct: pd.DataFrame, n_rows: pd.DataFrame, n_items: Any, items: dict,
+                 epsilon: float, cluster: str, model: str) -> DiscriminationResult:
+    """Eq. 4-7 from the per (cluster, model) counts (cluster x model tables, NaN = model absent)."""
     acc = n_correct / n_rows
     # eq. 4-7 vectorised over clusters: models absent from a cluster are masked out
     q = np.clip(acc.to_numpy(dtype=float), epsilon, 1 - epsilon)
@@ -178,13 +220,6 @@ def discrimination(log: pd.DataFrame, cluster: str = "cluster", model: str = "mo
         skipped["fewer than two models"] = int((~ok).sum())
         print(f"discrimination: {int((~ok).sum())} cluster(s) have fewer than two models and get no P_d",
               file=sys.stderr)
-    if item in log.columns:
-        items_by = frame.assign(item=log[item].astype(str).to_numpy()).groupby("cluster")["item"]
-        n_items = items_by.nunique()
-        items = {k: frozenset(v) for k, v in items_by.unique().items()}
-    else:
-        n_items = frame.groupby("cluster").size() * 0 + 1
-        items = {}
     return DiscriminationResult(pd_series, acc, n_correct.fillna(0.0), n_rows.fillna(0).astype(float),
                                 n_items, float(epsilon), cluster, model, skipped, items)
 

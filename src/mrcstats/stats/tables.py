@@ -100,15 +100,29 @@ def crosstab(log: pd.DataFrame, rows: str, cols: str, *, test: str = "chisq", si
 
     Rows where either column is missing are left out and counted in ``skipped``.
     """
-    _need(log, [rows, cols], "crosstab")
-    a, b = log[rows], log[cols]
-    miss = a.isna() | b.isna()
-    skipped = {f"missing {rows} or {cols}": int(miss.sum())} if miss.any() else {}
-    _report("crosstab", skipped)
-    a, b = a[~miss].astype(str), b[~miss].astype(str)
-    if len(a) == 0:
-        raise InputError(f"crosstab: no rows with both {rows!r} and {cols!r} present")
-    tab = pd.crosstab(a, b)
+    from mrcstats.io.dataset import LogDataset
+
+    if isinstance(log, LogDataset):  # larger than memory: the counts of each (rows, cols) pair from DuckDB
+        from mrcstats.stats._sql import pair_counts
+
+        pairs, n_miss = pair_counts(log, rows, cols)
+        skipped = {f"missing {rows} or {cols}": n_miss} if n_miss else {}
+        _report("crosstab", skipped)
+        if pairs.empty:
+            raise InputError(f"crosstab: no rows with both {rows!r} and {cols!r} present")
+        lab = pd.DataFrame({"a": pairs[rows].astype(str).to_numpy(), "b": pairs[cols].astype(str).to_numpy(),
+                            "n": pairs["n"].to_numpy()})
+        tab = lab.pivot_table(index="a", columns="b", values="n", aggfunc="sum", fill_value=0)
+    else:
+        _need(log, [rows, cols], "crosstab")
+        a, b = log[rows], log[cols]
+        miss = a.isna() | b.isna()
+        skipped = {f"missing {rows} or {cols}": int(miss.sum())} if miss.any() else {}
+        _report("crosstab", skipped)
+        a, b = a[~miss].astype(str), b[~miss].astype(str)
+        if len(a) == 0:
+            raise InputError(f"crosstab: no rows with both {rows!r} and {cols!r} present")
+        tab = pd.crosstab(a, b)
     if row_order is not None:
         tab = tab.reindex([str(r) for r in row_order] + [r for r in tab.index if r not in set(map(str, row_order))],
                           fill_value=0)

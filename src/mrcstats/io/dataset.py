@@ -1,0 +1,724 @@
+"""Partitioned Parquet datasets: canonical logs larger than memory.
+
+A *log dataset* is a folder of Parquet files, hive-partitioned by model
+(``DIR/model=<name>/part-*.parquet``, the name URI-encoded) with a small
+``DIR/_mrcstats.json`` (row count, columns, skipped rows, sources). Every file
+holds canonical-log rows (:mod:`mrcstats.io.schema`) validated chunk by chunk
+while it was written by :func:`write_dataset` (``mrcstats ingest --dataset DIR``)
+or by the leaderboard generator (``mrcstats demo --models M --items N --out DIR``).
+
+:func:`open_dataset` returns a :class:`LogDataset`, a lazy handle: nothing is read
+until a query runs. Aggregations run as DuckDB SQL over the files
+(:mod:`mrcstats.stats._sql`), streamed in bounded memory; :meth:`LogDataset.to_log`
+loads it as an ordinary canonical frame when it fits in memory (so
+``read_log(DIR)`` still works for small data).
+
+Bad input: files whose Arrow schema differs from the dataset's, or whose Parquet
+footer cannot be read, raise :class:`~mrcstats.errors.InputError` naming the file;
+writing goes to a temporary folder beside the target that is renamed at the end,
+so a failed ingest leaves nothing half-written.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mrcstats.errors import InputError
+
+META_NAME = "_mrcstats.json"
+PARTITION = "model"
+DATASET_VERSION = 1
+#: rows per chunk when streaming a Parquet source into a dataset
+CHUNK_ROWS = 1_000_000
+
+
+# ----------------------------------------------------------------------------- detection
+
+
+def is_dataset(path: str | os.PathLike) -> bool:
+    """True for a folder written as a log dataset (``_mrcstats.json`` or ``model=...`` sub-folders)."""
+    p = Path(path)
+    if not p.is_dir():
+        return False
+    if (p / META_NAME).is_file():
+        return True
+    try:
+        return any(c.is_dir() and c.name.startswith(PARTITION + "=") for c in p.iterdir())
+    except OSError:
+        return False
+
+
+# ----------------------------------------------------------------------------- Arrow schema
+
+
+def arrow_schema_of(frame: pd.DataFrame):
+    """The Arrow schema a canonical frame is stored with (strings as ``string``, no pandas index)."""
+    import pyarrow as pa
+
+    fields = []
+    for c in frame.columns:
+        dt = frame[c].dtype
+        if isinstance(dt, pd.StringDtype) or dt == object:
+            t = pa.string()
+        elif isinstance(dt, pd.BooleanDtype) or dt == bool:
+            t = pa.bool_()
+        elif str(dt) in ("Float64", "float64", "float32", "Float32"):
+            t = pa.float64()
+        elif str(dt) in ("Int64", "int64", "int32", "Int32", "int16", "int8", "uint8", "uint16", "uint32"):
+            t = pa.int64()
+        else:
+            t = pa.Array.from_pandas(frame[c].iloc[:0]).type
+        fields.append(pa.field(str(c), t, nullable=True))
+    return pa.schema(fields)
+
+
+def _frame_to_table(frame: pd.DataFrame, schema) -> Any:
+    import pyarrow as pa
+
+    arrays = []
+    for f in schema:
+        s = frame[f.name]
+        if pa.types.is_string(f.type):
+            arr = pa.array(s.astype(object).where(s.notna(), None).to_numpy(), type=pa.string()) \
+                if not isinstance(s.dtype, pd.StringDtype) else pa.array(s.array, type=pa.string())
+        else:
+            arr = pa.array(s.array if hasattr(s, "array") else s, type=f.type, from_pandas=True)
+        arrays.append(arr)
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _schema_diff(want, got) -> str:
+    wn, gn = set(want.names), set(got.names)
+    parts = []
+    if wn - gn:
+        parts.append("missing column(s) " + ", ".join(repr(c) for c in sorted(wn - gn)))
+    if gn - wn:
+        parts.append("extra column(s) " + ", ".join(repr(c) for c in sorted(gn - wn)))
+    for f in want:
+        if f.name in gn and not got.field(f.name).type.equals(f.type):
+            parts.append(f"column {f.name!r} is {got.field(f.name).type}, expected {f.type}")
+    return "; ".join(parts) or "column order differs"
+
+
+# ----------------------------------------------------------------------------- the lazy handle
+
+
+@dataclass(frozen=True)
+class LogDataset:
+    """A lazy handle on a log dataset folder (see the module docstring).
+
+    ``schema`` is the full Arrow schema (partition column ``model`` first), ``files`` the
+    Parquet files, ``meta`` the contents of ``_mrcstats.json``. Nothing is read until
+    :meth:`sql`, :meth:`arrow`, :meth:`to_log` or :meth:`to_dask` is called.
+    """
+
+    path: Path
+    files: tuple[str, ...]
+    schema: Any = field(repr=False)
+    meta: dict[str, Any] = field(default_factory=dict, repr=False)
+    where: tuple[tuple[str, Any], ...] = ()
+    _state: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def filter(self, **equals: Any) -> LogDataset:
+        """A handle on the rows where every ``column == value`` (``None``: the column is null); lazy."""
+        for c in equals:
+            if c not in self.schema.names:
+                raise InputError(f"no column {c!r} in the dataset {self.path} to filter on; columns: "
+                                 f"{', '.join(self.schema.names)}")
+        meta = {k: v for k, v in self.meta.items() if k != "rows"}
+        return LogDataset(self.path, self.files, self.schema, meta, self.where + tuple(equals.items()))
+
+    def _where_sql(self) -> str:
+        if not self.where:
+            return ""
+        parts = []
+        for c, v in self.where:
+            col = '"' + c.replace('"', '""') + '"'
+            if v is None or (isinstance(v, float) and np.isnan(v)):
+                parts.append(f"{col} IS NULL")
+            elif isinstance(v, (bool, np.bool_)):
+                parts.append(f"{col} = {'TRUE' if v else 'FALSE'}")
+            elif isinstance(v, (int, float, np.integer, np.floating)):
+                parts.append(f"{col} = {float(v)!r}")
+            else:
+                parts.append(f"{col} = '" + str(v).replace("'", "''") + "'")
+        return " WHERE " + " AND ".join(parts)
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.schema.names)
+
+    @property
+    def skipped(self) -> dict[str, int]:
+        return dict(self.meta.get("skipped") or {})
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        """The ``attrs`` a frame read from the dataset would carry (``skipped``, ``sources``, ``truth``)."""
+        return {k: v for k, v in self.meta.items() if k in ("skipped", "sources", "truth", "format")}
+
+    def __len__(self) -> int:
+        n = self.meta.get("rows")
+        if n is None:
+            n = int(self.sql("SELECT count(*) AS n FROM log")["n"].iloc[0])
+        return int(n)
+
+    def arrow(self):
+        """The ``pyarrow.dataset.Dataset`` (hive partitioning on ``model``, string-typed)."""
+        ds = self._state.get("arrow")
+        if ds is None:
+            import pyarrow as pa
+            import pyarrow.dataset as pads
+
+            part = pads.partitioning(pa.schema([pa.field(PARTITION, pa.string())]), flavor="hive")
+            file_schema = pa.schema([f for f in self.schema if f.name != PARTITION])
+            ds = pads.dataset(list(self.files), schema=pa.schema([*self.schema]), format="parquet",
+                              partitioning=part, partition_base_dir=str(self.path))
+            del file_schema
+            self._state["arrow"] = ds
+        return ds
+
+    def connection(self):
+        """A DuckDB connection (one per thread) with the dataset as the view ``log``."""
+        key = f"con-{threading.get_ident()}"
+        con = self._state.get(key)
+        if con is None:
+            import duckdb
+
+            con = duckdb.connect(config=_duckdb_config())
+            con.execute("PRAGMA disable_progress_bar")   # it prints on stdout, which --json keeps for its object
+            # DuckDB's own Parquet reader (faster than scanning the Arrow dataset); it decodes the
+            # URI-encoded hive values as pyarrow wrote them, and the model stays text
+            glob = str(self.path / f"{PARTITION}=*" / "*.parquet").replace("'", "''")
+            con.execute(f"CREATE VIEW log AS SELECT * FROM read_parquet('{glob}', hive_partitioning = true, "
+                        f"hive_types = {{'{PARTITION}': 'VARCHAR'}}){self._where_sql()}")
+            self._state[key] = con
+        return con
+
+    def sql(self, query: str, params: Sequence[Any] | None = None) -> pd.DataFrame:
+        """Run ``query`` (it names the dataset ``log``) and return the (small) result as a frame."""
+        try:
+            rel = self.connection().execute(query, list(params) if params else None)
+            return rel.fetch_df()
+        except Exception as exc:  # duckdb / arrow errors while scanning: name the dataset
+            if isinstance(exc, InputError):
+                raise
+            import duckdb
+
+            if isinstance(exc, (duckdb.Error, OSError)) or type(exc).__module__.startswith("pyarrow"):
+                raise InputError(f"{self.path}: cannot read the dataset ({_first_line(exc)}); "
+                                 f"check the file named there or re-run mrcstats ingest") from None
+            raise
+
+    def batches(self, columns: Sequence[str], batch_rows: int = 1 << 20) -> Iterator[Any]:
+        """Stream ``columns`` as Arrow record batches (bounded memory)."""
+        try:
+            yield from self.arrow().to_batches(columns=list(columns), batch_size=batch_rows)
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot read the dataset ({_first_line(exc)})") from None
+
+    def to_log(self) -> pd.DataFrame:
+        """Load the whole dataset as a canonical log (only for data that fits in memory)."""
+        from mrcstats.io.schema import validate_log
+
+        try:
+            if self.where:
+                table = self.connection().execute("SELECT * FROM log").fetch_arrow_table()
+                table = table.select([c for c in self.schema.names])
+            else:
+                table = self.arrow().to_table()
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot read the dataset ({_first_line(exc)})") from None
+        df = table.to_pandas(types_mapper={__import__("pyarrow").string(): pd.StringDtype()}.get)
+        order = [c for c in self.meta.get("columns", []) if c in df.columns]
+        df = df[order + [c for c in df.columns if c not in order]]
+        log = validate_log(df, source=str(self.path))
+        log.attrs.update(self.attrs)
+        log.attrs["skipped"] = self.skipped
+        log.attrs["sources"] = [str(self.path)]
+        log.attrs["format"] = "dataset"
+        return log
+
+    def to_dask(self, columns: Sequence[str] | None = None):
+        """A ``dask.dataframe`` over the files (one partition per file; needs the ``dask`` extra)."""
+        try:
+            import dask.dataframe as dd
+        except ImportError:  # pragma: no cover - dask is an extra
+            raise InputError("engine='dask' needs dask: pip install 'mrcstats[dask]'") from None
+        cols = list(columns) if columns is not None else self.columns
+        meta = pd.DataFrame({c: pd.Series([], dtype=_pandas_dtype(self.schema.field(c).type)) for c in cols})
+        return dd.from_map(_read_fragment, list(self.files), path=str(self.path), cols=cols, meta=meta,
+                           enforce_metadata=False)
+
+
+def _pandas_dtype(t) -> Any:
+    import pyarrow as pa
+
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_floating(t):
+        return "Float64"
+    if pa.types.is_integer(t):
+        return "int64"
+    return object
+
+
+def _read_fragment(file: str, path: str, cols: list[str]) -> pd.DataFrame:
+    """One dataset file as a frame with the partition column filled in (a Dask partition)."""
+    import urllib.parse
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = cols
+    cols = [c for c in columns if c != PARTITION]
+    t = pq.read_table(file, columns=cols)
+    df = t.to_pandas(types_mapper={pa.bool_(): pd.BooleanDtype(), pa.float64(): pd.Float64Dtype()}.get)
+    if PARTITION in columns:
+        seg = [s for s in Path(file).relative_to(path).parts if s.startswith(PARTITION + "=")]
+        val = urllib.parse.unquote(seg[0].split("=", 1)[1]) if seg else None
+        df.insert(0, PARTITION, pd.Series([val] * len(df), dtype=object))
+    return df[list(columns)]
+
+
+def _first_line(exc: BaseException) -> str:
+    s = str(exc).strip()
+    return s.splitlines()[0] if s else type(exc).__name__
+
+
+def _duckdb_config() -> dict[str, Any]:
+    """DuckDB settings: threads from ``MRCSTATS_DUCKDB_THREADS`` (default: DuckDB's), a memory limit
+    (``MRCSTATS_DUCKDB_MEMORY``, default 2GB) so large aggregations spill instead of growing."""
+    cfg: dict[str, Any] = {"memory_limit": os.environ.get("MRCSTATS_DUCKDB_MEMORY", "2GB")}
+    th = os.environ.get("MRCSTATS_DUCKDB_THREADS")
+    if th:
+        cfg["threads"] = int(th)
+    return cfg
+
+
+def open_dataset(path: str | os.PathLike, *, check: bool = True) -> LogDataset:
+    """Open a log dataset folder lazily.
+
+    With ``check`` (default) every file's Parquet footer is read and its schema compared
+    with the dataset's: a file that cannot be read or that differs raises
+    :class:`InputError` naming the file (footers only: fast even for thousands of files).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = Path(path)
+    if not root.is_dir():
+        raise InputError(f"{root}: not a folder; a log dataset is a folder written by mrcstats ingest --dataset")
+    meta: dict[str, Any] = {}
+    mp = root / META_NAME
+    if mp.is_file():
+        try:
+            meta = json.loads(mp.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{mp}: cannot read the dataset description ({exc}); re-run mrcstats ingest") \
+                from None
+    files = sorted(str(p) for p in root.rglob("*.parquet") if not any(s.startswith((".", "_"))
+                                                                       for s in p.relative_to(root).parts))
+    if not files:
+        raise InputError(f"{root}: no Parquet files in the dataset folder")
+    want = None
+    if meta.get("schema"):
+        want = pa.schema([pa.field(n, _type_from_name(t)) for n, t in meta["schema"]])
+    file_want = None
+    first = None
+    if check or want is None:
+        for f in files if check else files[:1]:
+            try:
+                got = pq.read_schema(f)
+            except Exception as exc:  # noqa: BLE001 - arrow raises several types for a bad footer
+                raise InputError(f"{f}: cannot read this Parquet file of the dataset ({_first_line(exc)}); "
+                                 f"remove it or re-run mrcstats ingest") from None
+            got = pa.schema([pa.field(x.name, x.type) for x in got])
+            if file_want is None:
+                file_want = pa.schema([x for x in want if x.name != PARTITION]) if want is not None else got
+                first = f
+            if not got.equals(file_want):
+                ref = "the dataset description" if want is not None else first
+                raise InputError(f"{f}: its schema differs from {ref} ({_schema_diff(file_want, got)}); every "
+                                 f"file of a dataset must have the same columns and types; re-run mrcstats "
+                                 f"ingest on the sources")
+    if want is None:
+        want = pa.schema([pa.field(PARTITION, pa.string()), *file_want])
+    return LogDataset(root, tuple(files), want, meta)
+
+
+_TYPES = {"string": "string", "large_string": "large_string", "bool": "bool_", "double": "float64",
+          "int64": "int64", "float": "float32", "int32": "int32"}
+
+
+def _type_from_name(name: str):
+    import pyarrow as pa
+
+    attr = _TYPES.get(name)
+    if attr is None:
+        raise InputError(f"unknown column type {name!r} in a dataset description; re-run mrcstats ingest")
+    return getattr(pa, attr)()
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+class DatasetWriter:
+    """Write canonical chunks into a hive-partitioned dataset, atomically.
+
+    Chunks are validated with :func:`mrcstats.io.schema.validate_log`, must all have
+    the schema of the first, and go to a temporary folder beside ``out`` that
+    :meth:`close` renames to ``out`` (replacing an older dataset there). On an error
+    (or :meth:`abort`) the temporary folder is removed: nothing is half-written.
+    """
+
+    def __init__(self, out: str | os.PathLike, *, validate: bool = True, tmp: Path | None = None,
+                 prefix: str = ""):
+        self.out = Path(out)
+        self.prefix = prefix
+        if tmp is not None:   # a part writer (another process) adding files to the owner's temporary folder
+            self.tmp = Path(tmp)
+        else:
+            if self.out.exists() and not (self.out.is_dir() and (is_dataset(self.out)
+                                                                  or not any(self.out.iterdir()))):
+                raise InputError(f"{self.out}: exists and is not a log dataset; choose another --dataset folder")
+            self.out.parent.mkdir(parents=True, exist_ok=True)
+            self.tmp = self.out.parent / f".{self.out.name}.tmp-{uuid.uuid4().hex[:8]}"
+            self.tmp.mkdir()
+        self.validate = validate
+        self.schema = None
+        self.first: str | None = None
+        self.rows = 0
+        self.skipped: dict[str, int] = {}
+        self.sources: list[str] = []
+        self.extra_meta: dict[str, Any] = {}
+        self._k = 0
+        self._counts: dict[str, int] = {}
+
+    def __enter__(self) -> DatasetWriter:  # noqa: PYI034
+        return self
+
+    def __exit__(self, et, ev, tb) -> None:
+        if et is not None:
+            self.abort()
+        elif self.tmp.exists():
+            self.close()
+
+    def write(self, frame: pd.DataFrame, source: str | None = None, *, on_duplicate: str = "error") -> int:
+        """Validate and append one chunk; returns the rows written."""
+        from mrcstats.io.schema import check_duplicates, coerce_log, is_canonical, merge_skipped
+
+        # validate_log = coerce_log + check_duplicates; a chunk already coerced by a reader is not coerced twice
+        attrs = dict(frame.attrs)
+        if not is_canonical(frame):
+            frame = coerce_log(frame, source=source)
+        skipped = dict(attrs.get("skipped", {}) or {})
+        if self.validate:
+            frame = check_duplicates(frame, on_duplicate, source, skipped)
+        self.skipped = merge_skipped(self.skipped, skipped)
+        if len(frame) == 0:
+            return 0
+        schema = arrow_schema_of(frame)
+        if self.schema is None:
+            self.schema, self.first = schema, source
+        elif not schema.equals(self.schema):
+            raise InputError(f"{source or 'a chunk'}: its columns differ from {self.first or 'the first chunk'} "
+                             f"({_schema_diff(self.schema, schema)}); all inputs of one dataset need the same "
+                             f"columns (ingest them into separate datasets, or map them to the same fields)")
+        self._write_table(_frame_to_table(frame, self.schema), frame)
+        self.rows += len(frame)
+        return len(frame)
+
+    def _write_table(self, table, frame: pd.DataFrame) -> None:
+        import urllib.parse
+
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        models = table.column(PARTITION)
+        rest = table.drop_columns([PARTITION])
+        codes, uniq = pd.factorize(frame[PARTITION].astype(object), sort=True)
+        if len(uniq) == 1:
+            groups = [(uniq[0], None)]
+        else:
+            order = np.argsort(codes, kind="stable")
+            bounds = np.flatnonzero(np.diff(codes[order])) + 1
+            groups = [(uniq[codes[idx[0]]], idx) for idx in np.split(order, bounds)]
+        del models, pc
+        for name, idx in groups:
+            part = rest if idx is None else rest.take(idx)
+            d = self.tmp / f"{PARTITION}={urllib.parse.quote(str(name), safe='')}"
+            d.mkdir(exist_ok=True)
+            k = self._counts.get(name, 0)
+            self._counts[name] = k + 1
+            pq.write_table(part, d / f"part-{self.prefix}{self._k:06d}-{k:04d}.parquet", compression="snappy")
+        self._k += 1
+
+    def state(self) -> dict[str, Any]:
+        """What a part writer wrote (for :meth:`merge` in the owner)."""
+        return {"schema": self.schema, "first": self.first, "rows": self.rows, "skipped": self.skipped,
+                "counts": self._counts}
+
+    def merge(self, st: dict[str, Any]) -> None:
+        """Add a part writer's :meth:`state`; its schema must equal this dataset's."""
+        from mrcstats.io.schema import merge_skipped
+
+        if st["schema"] is not None:
+            if self.schema is None:
+                self.schema, self.first = st["schema"], st["first"]
+            elif not st["schema"].equals(self.schema):
+                raise InputError(f"{st['first'] or 'a chunk'}: its columns differ from {self.first or 'the first chunk'} "
+                                 f"({_schema_diff(self.schema, st['schema'])}); all inputs of one dataset need the "
+                                 f"same columns (ingest them into separate datasets, or map them to the same fields)")
+        self.rows += st["rows"]
+        self.skipped = merge_skipped(self.skipped, st["skipped"])
+        for m, c in st["counts"].items():
+            self._counts[m] = self._counts.get(m, 0) + c
+
+    def close(self, *, check_keys: bool = True) -> LogDataset:
+        """Write ``_mrcstats.json``, check keys across chunks, rename into place; returns the handle."""
+        if self.schema is None:
+            self.abort()
+            raise InputError("no rows to write: every input was empty or skipped")
+        meta = {"version": DATASET_VERSION, "partitioning": [PARTITION], "rows": self.rows,
+                "columns": list(self.schema.names),
+                "schema": [[PARTITION, "string"]] + [[f.name, str(f.type)] for f in self.schema
+                                                      if f.name != PARTITION],
+                "skipped": self.skipped, "sources": self.sources, **self.extra_meta}
+        try:
+            (self.tmp / META_NAME).write_text(json.dumps(meta, indent=1, default=str), encoding="utf-8")
+            # one key per row: within a chunk validate_log checked it; across chunks only models written
+            # by more than one chunk can repeat a key (model is part of the key)
+            multi = sorted(m for m, c in self._counts.items() if c > 1)
+            if check_keys and multi:
+                _check_keys(open_dataset(self.tmp, check=False), multi)
+            _replace_dir(self.tmp, self.out)
+        except BaseException:
+            self.abort()
+            raise
+        return open_dataset(self.out, check=False)
+
+    def abort(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _replace_dir(tmp: Path, out: Path) -> None:
+    """Rename ``tmp`` to ``out``; an existing dataset at ``out`` is moved aside first, then removed."""
+    old = None
+    if out.exists():
+        old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+        os.replace(out, old)
+    os.replace(tmp, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _check_keys(ds: LogDataset, models: list[str]) -> None:
+    """One row per (model, item, trial, condition, masking_rate) for ``models`` (DuckDB, spills)."""
+    from mrcstats.io.schema import KEY_COLUMNS
+
+    keys = ", ".join(KEY_COLUMNS)
+    dup = ds.sql(f"SELECT {keys}, count(*) AS n FROM log WHERE list_contains(?, model) GROUP BY ALL "
+                 f"HAVING count(*) > 1 LIMIT 1", [models])
+    if len(dup):
+        r = dup.iloc[0]
+        raise InputError(f"duplicate (model, item, trial, condition) rows across input files/chunks: "
+                         f"model={r['model']!r} item={r['item']!r} trial={r['trial']} "
+                         f"condition={r['condition']!r} occurs {int(r['n'])} times; remove the overlap between "
+                         f"the inputs (--on-duplicate applies within one file)")
+
+
+def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike, *,
+                  format: str | None = None, mapping: Mapping[str, str] | None = None,
+                  model: str | None = None, on_duplicate: str = "error",
+                  chunk_rows: int = CHUNK_ROWS, jobs: int = 1) -> LogDataset:
+    """Ingest any number of response-log files into a dataset folder, streamed and atomic.
+
+    Parquet sources are read in chunks of ``chunk_rows`` rows (Arrow record batches); other
+    formats one file at a time with their reader (:func:`mrcstats.io.reader.read_source`); a
+    dataset folder file by file. Each chunk is validated with the canonical schema; all chunks
+    must share one schema. ``jobs > 1`` reads the inputs in that many processes (they write into
+    the same temporary folder; the result is the same dataset). Returns the
+    :class:`LogDataset` written (``skipped`` counts dropped rows by reason).
+    """
+    from mrcstats._progress import progress
+    from mrcstats.io.detect import FORMATS, detect_format, expand_paths, load_source
+    from mrcstats.io.schema import merge_skipped
+
+    if format is not None and format not in FORMATS:
+        raise InputError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+    if not isinstance(jobs, int) or jobs < 1:
+        raise InputError(f"jobs must be a whole number >= 1, got {jobs!r}")
+    given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if any(Path(p).resolve() == Path(out).resolve() for p in given):
+        raise InputError(f"{out}: the dataset to write is also an input; write to another folder")
+    units: list[tuple[str, str, str]] = []    # (kind, path, format or dataset root)
+    sources: list[str] = []
+    skipped: dict[str, int] = {}
+    fmt0 = None
+    for p in given:
+        if is_dataset(p):   # a dataset folder: each of its files is a unit (model from the path)
+            src = open_dataset(p)
+            fmt = "parquet"
+            units += [("fragment", f, str(src.path)) for f in src.files]
+            skipped = merge_skipped(skipped, src.skipped)
+            sources.append(str(p))
+            pairs = [(Path(p), fmt)]
+        else:
+            pairs = [(f, format or _detect_cheap(f) or detect_format(load_source(f))) for f in expand_paths(p)]
+        for f, fmt in pairs:
+            if fmt0 is not None and fmt != fmt0:
+                raise InputError(f"mixed formats in one call: {given[0]} is {fmt0} but {f} is {fmt}; "
+                                 f"read one format at a time (or pass --format)")
+            fmt0 = fmt
+            if not is_dataset(f):
+                sources.append(str(f))
+                units.append(("parquet" if fmt == "parquet" and not str(f).lower().endswith(".gz") else "other",
+                              str(f), fmt))
+    opts = {"mapping": dict(mapping) if mapping else None, "model": model, "on_duplicate": on_duplicate,
+            "chunk_rows": chunk_rows}
+    with DatasetWriter(out) as w:
+        w.sources = sources
+        w.skipped = skipped
+        if jobs == 1 or len(units) == 1:
+            bar = progress(units, desc="ingest", unit="file", disable=None if len(units) > 1 else True)
+            for u in bar:
+                _write_unit(w, u, **opts)
+        else:
+            import concurrent.futures as cf
+            import multiprocessing as mp
+
+            groups = [units[i::jobs] for i in range(jobs)]
+            with cf.ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork")) as ex:
+                futs = [ex.submit(_ingest_part, str(w.tmp), f"j{i:02d}-", g, opts) for i, g in enumerate(groups)]
+                states = [f.result() for f in futs]
+            for st in states:
+                for one in st:
+                    w.merge(one)
+        w.extra_meta["format"] = fmt0
+        return w.close()
+
+
+def _ingest_part(tmp: str, prefix: str, units: list, opts: dict) -> list[dict[str, Any]]:
+    """One process's share of :func:`write_dataset`: the states of its units, in order (first schema kept)."""
+    out = []
+    for i, u in enumerate(units):
+        w = DatasetWriter(Path(tmp).parent / "unused", tmp=Path(tmp), prefix=f"{prefix}{i:06d}-")
+        _write_unit(w, u, **opts)
+        out.append(w.state())
+    return out
+
+
+def _write_unit(w: DatasetWriter, unit: tuple[str, str, str], *, mapping, model, on_duplicate,
+                chunk_rows) -> None:
+    from mrcstats.io.detect import load_source
+    from mrcstats.io.reader import read_source
+    from mrcstats.io.schema import coerce_log
+    from mrcstats.io.tabular import apply_mapping, derive_correct
+
+    kind, f, extra = unit
+    if kind == "fragment":
+        df = _read_fragment_nullable(f, extra)
+        df = derive_correct(apply_mapping(df, mapping, f), f)
+        w.write(coerce_log(df, source=f, model=model), f, on_duplicate=on_duplicate)
+    elif kind == "parquet":
+        for chunk in _parquet_chunks(Path(f), mapping, model, chunk_rows):
+            w.write(chunk, f, on_duplicate=on_duplicate)
+    else:
+        w.write(read_source(load_source(f), extra, mapping, model), f, on_duplicate=on_duplicate)
+
+
+def _read_fragment_nullable(file: str, root: str) -> pd.DataFrame:
+    """A dataset file with nullable dtypes and its ``model`` from the partition folder name."""
+    import urllib.parse
+
+    import pyarrow.parquet as pq
+
+    try:
+        t = pq.read_table(file)
+    except Exception as exc:  # noqa: BLE001
+        raise InputError(f"{file}: cannot read this Parquet file of the dataset ({_first_line(exc)})") from None
+    df = t.to_pandas(types_mapper=_NULLABLE.get)
+    seg = [x for x in Path(file).relative_to(root).parts if x.startswith(PARTITION + "=")]
+    if PARTITION not in df.columns:
+        val = urllib.parse.unquote(seg[0].split("=", 1)[1]) if seg else None
+        df.insert(0, PARTITION, pd.Series(pd.array([val] * len(df), dtype="string")))
+    return df
+
+
+class _Nullable(dict):
+    """Arrow -> pandas dtypes keeping nulls without object columns (bool, string, float, int)."""
+
+    def get(self, t, default=None):
+        import pyarrow as pa
+
+        if pa.types.is_boolean(t):
+            return pd.BooleanDtype()
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            return pd.StringDtype("pyarrow")
+        if pa.types.is_floating(t):
+            return pd.Float64Dtype()
+        return default
+
+
+_NULLABLE = _Nullable()
+
+
+def _detect_cheap(path: Path) -> str | None:
+    """``parquet`` by magic bytes without loading the file (large sources); else None."""
+    try:
+        with open(path, "rb") as fh:
+            return "parquet" if fh.read(4) == b"PAR1" else None
+    except OSError:
+        return None
+
+
+def _parquet_chunks(path: Path, mapping: Mapping[str, str] | None, model: str | None,
+                    chunk_rows: int) -> Iterable[pd.DataFrame]:
+    import pyarrow.parquet as pq
+
+    from mrcstats.io.schema import coerce_log
+    from mrcstats.io.tabular import apply_mapping, derive_correct
+
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # noqa: BLE001
+        raise InputError(f"{path}: cannot read Parquet ({_first_line(exc)})") from None
+    if pf.metadata.num_rows == 0:
+        raise InputError(f"{path}: Parquet file has no rows")
+    try:
+        for batch in pf.iter_batches(batch_size=chunk_rows):
+            df = batch.to_pandas(types_mapper=_NULLABLE.get)
+            df.columns = [str(c) for c in df.columns]
+            df = derive_correct(apply_mapping(df, mapping, str(path)), str(path))
+            yield coerce_log(df, source=str(path), model=model)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read Parquet ({_first_line(exc)})") from None
+
+
+def dataset_stats(ds: LogDataset) -> dict[str, Any]:
+    """The ``ingest`` summary (as :func:`mrcstats.io.schema.log_stats`) computed in DuckDB."""
+    per = ds.sql("SELECT model, count(*) AS n, count(*) FILTER (WHERE correct) AS c, "
+                 "count(*) FILTER (WHERE correct IS NULL) AS i FROM log GROUP BY model ORDER BY model")
+    one = ds.sql("SELECT count(DISTINCT item) AS items, count(DISTINCT cluster) AS clusters FROM log")
+    conds = ds.sql("SELECT DISTINCT condition FROM log ORDER BY condition")["condition"]
+    return {
+        "rows": int(per["n"].sum()),
+        "models": [str(m) for m in per["model"]],
+        "items": int(one["items"].iloc[0]),
+        "clusters": int(one["clusters"].iloc[0]),
+        "conditions": sorted(str(c) for c in conds),
+        "accuracy": {str(m): float(c) / float(n) for m, c, n in zip(per["model"], per["c"], per["n"])},
+        "invalid": {str(m): int(i) for m, i in zip(per["model"], per["i"])},
+        "skipped": ds.skipped,
+    }

@@ -1,0 +1,224 @@
+"""Log datasets: streamed atomic writer, lazy DuckDB handle, schema/partition errors, summary in SQL."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mrcstats.errors import InputError
+from mrcstats.io import read_log
+from mrcstats.io.dataset import DatasetWriter, dataset_stats, is_dataset, open_dataset, write_dataset
+from mrcstats.io.schema import log_stats
+from mrcstats.stats.accuracy import summarize
+from mrcstats.tasks.simulate import simulate_log
+
+KEYS = ["model", "item", "trial", "condition", "masking_rate"]
+
+
+@pytest.fixture(scope="module")
+def sim():
+    return simulate_log(1, n_passages=6, questions_per_passage=2, masking_rates=(0, 50, 100))
+
+
+def _sorted(df):
+    return df.sort_values(KEYS).reset_index(drop=True)
+
+
+def test_writer_roundtrip_and_lazy_read(sim, tmp_path):
+    out = tmp_path / "ds"
+    with DatasetWriter(out) as w:
+        w.write(sim.iloc[:700], "first")
+        w.write(sim.iloc[700:], "second")
+    assert is_dataset(out) and not list(tmp_path.glob(".ds.tmp-*"))
+    ds = open_dataset(out)
+    assert len(ds) == len(sim) and ds.columns[0] == "model"
+    back = read_log(out)                       # read_log on a dataset folder: loaded in memory
+    pd.testing.assert_frame_equal(_sorted(sim), _sorted(back))
+    assert dataset_stats(ds) == log_stats(sim)
+
+
+def test_ingest_files_and_dataset_input(sim, tmp_path):
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    half = sim[sim["model"] != "gamma-70b"]
+    half.to_parquet(a)
+    sim[sim["model"] == "gamma-70b"].to_parquet(b)
+    c = tmp_path / "c.csv"
+    half.iloc[:50].to_csv(c, index=False)
+    with pytest.raises(InputError, match="mixed formats"):
+        write_dataset([a, c], tmp_path / "dx")
+    csv = write_dataset([c], tmp_path / "dc")             # a non-Parquet source: read with its reader
+    assert len(csv) == 50
+    ds = write_dataset([a], tmp_path / "d1", chunk_rows=500)   # parquet streamed in 500-row chunks
+    assert len(ds) == len(half)
+    ds2 = write_dataset([tmp_path / "d1"], tmp_path / "d2", chunk_rows=333)   # a dataset as input
+    pd.testing.assert_frame_equal(_sorted(ds.to_log()), _sorted(ds2.to_log()))
+    ds3 = write_dataset([a, b], tmp_path / "d3", jobs=2)                      # two processes
+    pd.testing.assert_frame_equal(_sorted(ds3.to_log()), _sorted(sim))
+
+
+def test_mismatched_schema_names_file_and_leaves_nothing(sim, tmp_path):
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    sim.iloc[:500].to_parquet(a)
+    sim.iloc[500:].assign(extra=1.0).to_parquet(b)
+    with pytest.raises(InputError, match=r"b\.parquet: its columns differ.*extra column\(s\) 'extra'"):
+        write_dataset([a, b], tmp_path / "out")
+    with pytest.raises(InputError, match=r"b\.parquet: its columns differ"):
+        write_dataset([a, b], tmp_path / "out", jobs=2)
+    assert not (tmp_path / "out").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+
+
+def test_existing_dataset_kept_when_ingest_fails(sim, tmp_path):
+    out = tmp_path / "ds"
+    write_dataset([_write(sim.iloc[:300], tmp_path / "ok.parquet")], out)
+    bad = sim.iloc[300:400].copy()
+    bad["correct"] = bad["correct"].astype("string").fillna("")
+    bad.iloc[5, bad.columns.get_loc("correct")] = "maybe"
+    with pytest.raises(InputError, match="bad.parquet.*row 6.*correctness"):
+        write_dataset([_write(bad, tmp_path / "bad.parquet")], out)
+    assert len(open_dataset(out)) == 300
+
+
+def _write(df, path):
+    df.to_parquet(path)
+    return path
+
+
+def test_duplicate_keys_across_chunks(sim, tmp_path):
+    a = _write(sim.iloc[:400], tmp_path / "a.parquet")
+    b = _write(sim.iloc[390:500], tmp_path / "b.parquet")
+    with pytest.raises(InputError, match="duplicate .* across input files"):
+        write_dataset([a, b], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_foreign_file_and_corrupt_partition_name_the_file(sim, tmp_path):
+    out = tmp_path / "ds"
+    write_dataset([_write(sim, tmp_path / "s.parquet")], out)
+    part = min(out.glob("model=beta-13b/*.parquet"))
+    pd.DataFrame({"item": ["x"], "other": [1]}).to_parquet(out / "model=beta-13b" / "stray.parquet")
+    with pytest.raises(InputError, match=r"stray\.parquet: its schema differs .*missing column"):
+        open_dataset(out)
+    (out / "model=beta-13b" / "stray.parquet").unlink()
+    part.write_bytes(b"PAR1 not really parquet")
+    with pytest.raises(InputError, match=rf"{part.name}: cannot read this Parquet file"):
+        open_dataset(out)
+    with pytest.raises(InputError, match=rf"{part.name}"):
+        read_log(out)
+
+
+@pytest.mark.parametrize("by", [["model"], ["condition", "masking_rate"], [], ["cluster"]])
+def test_summary_sql_equals_in_memory(sim, tmp_path, by):
+    out = tmp_path / "ds"
+    write_dataset([_write(sim, tmp_path / "s.parquet")], out, chunk_rows=777)
+    a = summarize(sim, by=by).to_frame()
+    b = summarize(open_dataset(out), by=by).to_frame()
+    pd.testing.assert_frame_equal(a, b, rtol=1e-12, atol=0)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 2**31 - 1), st.integers(1, 4), st.integers(1, 12), st.floats(0, 0.5))
+def test_summary_sql_property(tmp_path_factory, seed, n_models, n_clusters, p_invalid):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for m in range(n_models):
+        for c in range(n_clusters):
+            for q in range(int(rng.integers(1, 5))):
+                v = rng.random() < rng.random()
+                rows.append({"model": f"m{m}", "item": f"c{c}q{q}", "cluster": f"c{c}",
+                             "correct": pd.NA if rng.random() < p_invalid else bool(v)})
+    df = pd.DataFrame(rows).astype({"correct": "boolean"})
+    d = tmp_path_factory.mktemp("p")
+    with DatasetWriter(d / "ds") as w:
+        w.write(df)
+    a = summarize(df, by="model").to_frame()
+    b = summarize(open_dataset(d / "ds"), by="model").to_frame()
+    pd.testing.assert_frame_equal(a, b, rtol=1e-12, atol=0)
+
+
+def test_cli_ingest_dataset_and_summary(sim, tmp_path, capsys):
+    from mrcstats.cli import main
+
+    src = _write(sim, tmp_path / "s.parquet")
+    assert main(["ingest", str(src), "--dataset", str(tmp_path / "ds"), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["rows"] == len(sim) and got["models"] == sorted(sim["model"].unique())
+    assert main(["summary", str(tmp_path / "ds"), "--by", "model", "--json"]) == 0
+    groups = json.loads(capsys.readouterr().out)["groups"]
+    want = summarize(sim, by="model").to_dict()["groups"]
+    assert [g["model"] for g in groups] == [g["model"] for g in want]
+    for g, w in zip(groups, want):
+        assert {k: v for k, v in g.items() if k != "model"} == pytest.approx({k: v for k, v in w.items() if k != "model"},
+                                                                             rel=1e-12)
+    assert main(["ingest", str(src), "--out", str(tmp_path / "ds2") + "/"]) == 0
+    assert is_dataset(tmp_path / "ds2")
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "x.txt").write_text("x")
+    assert main(["ingest", str(src), "--dataset", str(tmp_path / "junk")]) == 2
+    assert "not a log dataset" in capsys.readouterr().err
+
+
+def test_compare_per_item_scores_from_sql(sim, tmp_path):
+    from mrcstats.stats.compare import compare, per_item_scores
+
+    write_dataset([_write(sim, tmp_path / "s.parquet")], tmp_path / "ds", chunk_rows=600)
+    ds = open_dataset(tmp_path / "ds")
+    with pytest.raises(InputError, match="conditions"):
+        per_item_scores(ds)
+    one = sim[(sim["condition"] == "strict") & (sim["masking_rate"] == 50)].reset_index(drop=True)
+    sub = ds.filter(condition="strict", masking_rate=50)
+    a = per_item_scores(one).sort_values(["model", "item"]).reset_index(drop=True)
+    b = per_item_scores(sub)
+    pd.testing.assert_frame_equal(a, b)
+    assert b.attrs["invalid"] == a.attrs["invalid"]
+    ra, rb = compare(one, cluster="cluster"), compare(sub, cluster="cluster")
+    pd.testing.assert_frame_equal(ra.to_frame(), rb.to_frame(), rtol=1e-12)
+
+
+def test_cli_compare_on_dataset(sim, tmp_path, capsys):
+    from mrcstats.cli import main
+
+    write_dataset([_write(sim[sim["masking_rate"] == 0], tmp_path / "s.parquet")], tmp_path / "ds")
+    assert main(["compare", str(tmp_path / "ds"), "--condition", "regular", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["pairs"]) == 3
+    assert main(["compare", str(tmp_path / "ds"), "--condition", "nope"]) == 2
+    assert "matches no row" in capsys.readouterr().err
+
+
+def test_discrimination_crosstab_from_sql(sim, tmp_path):
+    from mrcstats.stats.discrimination import discrimination
+    from mrcstats.stats.tables import condition_outcome_table, crosstab
+
+    write_dataset([_write(sim, tmp_path / "s.parquet")], tmp_path / "ds", chunk_rows=900)
+    ds = open_dataset(tmp_path / "ds")
+    a, b = discrimination(sim), discrimination(ds)
+    pd.testing.assert_series_equal(a.pd, b.pd, rtol=1e-12)
+    pd.testing.assert_frame_equal(a.accuracy, b.accuracy, rtol=1e-12, check_names=False)
+    ta, tb = a.cutoffs([0, 0.1]), b.cutoffs([0, 0.1])
+    pd.testing.assert_frame_equal(ta.to_frame(), tb.to_frame(), rtol=1e-12)
+    for rows, cols in (("condition", "correct"), ("masking_rate", "pred"), ("model", "condition")):
+        x, y = crosstab(sim, rows, cols), crosstab(ds, rows, cols)
+        pd.testing.assert_frame_equal(x.table, y.table, check_names=True)
+        assert x.skipped == y.skipped
+        assert x.to_dict() == y.to_dict()
+    del condition_outcome_table
+
+
+def test_summary_on_dask_equals_in_memory(sim, tmp_path):
+    pytest.importorskip("distributed")
+    from distributed import Client, LocalCluster
+
+    write_dataset([_write(sim, tmp_path / "s.parquet")], tmp_path / "ds", chunk_rows=900)
+    ds = open_dataset(tmp_path / "ds")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl, \
+            Client(cl) as client:
+        for by in (["model"], ["condition", "masking_rate"], []):
+            a = summarize(sim, by=by).to_frame()
+            b = summarize(ds, by=by, engine="dask", scheduler=client).to_frame()
+            pd.testing.assert_frame_equal(a, b, rtol=1e-12, atol=0)
+    with pytest.raises(InputError, match="engine"):
+        summarize(ds, engine="spark")
