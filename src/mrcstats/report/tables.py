@@ -525,11 +525,13 @@ def regression_table(result: Any, caption: str = "", label: str = "fixef", layou
         cells = [f"{format_number(float(e), 2)} ({format_number(float(s), 2)}){signif_stars(p)}" for e, s, p in
                  zip(cf["estimate"], cf["se"], cf["p"])]
         df = pd.DataFrame({"Term": cf["term"], "β (SE)": cells, "p": cf["p"]})
-        fmts = {"p": format_pvalue}
+        from mrcstats.report.format import format_p
+
+        fmts = {"p": format_p}
         if truth is not None:
             df.insert(1, "Truth", [truth.get(t, np.nan) for t in cf["term"]])
             fmts["Truth"] = "{:.2f}"
-        notes = ["*** p < 0.001, ** p < 0.01, * p < 0.05, . p < 0.1"]
+        notes = ["*** p < .001, ** p < .01, * p < .05, . p < .1"]
     else:
         raise InputError(f"regression_table: layout must be 'apa', 'lme4' or 'compact', got {layout!r}")
     return Table(df, caption=caption, label=label, formats=fmts, notes=tuple(notes))
