@@ -21,7 +21,7 @@ KEYS = ["model", "item", "trial", "condition", "masking_rate"]
 
 @pytest.fixture(scope="module")
 def sim():
-    return simulate_log(1, n_passages=6, questions_per_passage=2, masking_rates=(0, 50, 100))
+    return simulate_log(1, n_passages=6, questions_per_passage=2, masking_rates=(0, 50, 100)).log
 
 
 def _sorted(df):

@@ -38,7 +38,7 @@ def board(tmp_path_factory):
 
 
 def test_single_factor_collapse_equals_rows(tmp_path):
-    log = simulate_log(0, n_passages=10, questions_per_passage=2, masking_rates=(0, 50))
+    log = simulate_log(0, n_passages=10, questions_per_passage=2, masking_rates=(0, 50)).log
     f = "correct ~ scaled_tok * model + (1 | cluster)"
     rows = mrcstats.glmer(f, log)
     mem = glmer_outofcore(f, log, engine="memory")

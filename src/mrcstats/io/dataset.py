@@ -48,11 +48,11 @@ CHUNK_ROWS = 1_000_000
 def is_dataset(path: str | os.PathLike) -> bool:
     """True for a folder written as a log dataset (``_mrcstats.json`` or ``model=...`` sub-folders)."""
     p = Path(path)
-    if not p.is_dir():
-        return False
-    if (p / META_NAME).is_file():
-        return True
-    try:
+    try:  # a name too long for the file system (ENAMETOOLONG) is "not a dataset"; the reader says what is wrong
+        if not p.is_dir():
+            return False
+        if (p / META_NAME).is_file():
+            return True
         return any(c.is_dir() and c.name.startswith(PARTITION + "=") for c in p.iterdir())
     except OSError:
         return False
