@@ -155,7 +155,7 @@ class _Params:
             try:
                 L = np.linalg.cholesky(R)
             except np.linalg.LinAlgError:
-                w, V = np.linalg.eigh(R)
+                w = np.linalg.eigvalsh(R)
                 if w.min() < -1e-10:
                     raise ModelError("correlation matrix not positive semi-definite") from None
                 L = np.linalg.cholesky(R + 1e-12 * np.eye(r.q))
@@ -301,7 +301,7 @@ def _profile(m, design, rows: list[int], names: list[str], level: float,
 
 
 def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff, maxmult, devtol):
-    d, model, f = _setup(design)
+    d, _model, f = _setup(design)
     P = _Params(design.re, d.p)
     nth = P.nth
     theta_hat = m.theta.to_numpy()
