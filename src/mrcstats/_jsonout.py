@@ -56,6 +56,26 @@ def to_jsonable(obj: Any) -> Any:
     return str(obj)
 
 
+def plain_records(frame: Any) -> list[dict[str, Any]]:
+    """A DataFrame's rows as dicts of plain Python values: numpy scalars to int/float, NaN and ``pd.NA`` to
+    None (infinities stay floats; :func:`to_jsonable` writes them as "Inf"/"-Inf")."""
+    np = sys.modules.get("numpy")
+    pd = sys.modules.get("pandas")
+    rows = []
+    for rec in frame.to_dict(orient="records"):
+        out = {}
+        for k, v in rec.items():
+            if v is None or (pd is not None and v is pd.NA) or (isinstance(v, float) and math.isnan(v)):
+                v = None
+            elif np is not None and isinstance(v, np.integer):
+                v = int(v)
+            elif np is not None and isinstance(v, np.floating):
+                v = None if math.isnan(float(v)) else float(v)
+            out[k] = v
+        rows.append(out)
+    return rows
+
+
 def dumps(obj: Any, **kw: Any) -> str:
     """Serialise ``obj`` with :func:`to_jsonable`; never emits NaN/Infinity literals."""
     return json.dumps(to_jsonable(obj), allow_nan=False, **kw)

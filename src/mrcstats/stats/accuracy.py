@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._jsonout import plain_records
 from mrcstats.errors import InputError
 
 #: the per-group fields of ``summarize(...).to_dict()["groups"]`` besides the ``by`` columns
@@ -99,18 +100,7 @@ class AccuracySummary:
         """``{"groups": [{<by columns>, "n", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high",
         "se_cluster"}, ...]}``."""
         cols = [*self.by, *GROUP_FIELDS]
-        groups = []
-        for rec in self.table[cols].to_dict(orient="records"):
-            out = {}
-            for k, v in rec.items():
-                if v is pd.NA or (isinstance(v, float) and np.isnan(v)):
-                    v = None
-                elif isinstance(v, np.integer):
-                    v = int(v)
-                elif isinstance(v, np.floating):
-                    v = float(v)
-                out[k] = v
-            groups.append(out)
+        groups = plain_records(self.table[cols])
         return {"groups": groups}
 
     def summary(self) -> str:

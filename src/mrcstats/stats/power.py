@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._jsonout import plain_records
 from mrcstats.errors import InputError
 
 __all__ = ["POWER_FIELDS", "PowerResult", "power"]
@@ -62,18 +63,7 @@ class PowerResult:
     def to_dict(self) -> dict[str, Any]:
         """``{"alpha", "power", "z_alpha", "z_beta", "results": [{model_a, model_b, sd_diff, design_effect,
         n_items, mde, effect, n_required}]}``."""
-        rows = []
-        for rec in self.table[list(POWER_FIELDS)].to_dict(orient="records"):
-            out = {}
-            for k, v in rec.items():
-                if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
-                    v = None
-                elif isinstance(v, np.integer):
-                    v = int(v)
-                elif isinstance(v, np.floating):
-                    v = float(v)
-                out[k] = v
-            rows.append(out)
+        rows = plain_records(self.table[list(POWER_FIELDS)])
         return {"alpha": self.alpha, "power": self.power, "z_alpha": self.z_alpha, "z_beta": self.z_beta,
                 "results": rows}
 
