@@ -30,7 +30,7 @@ demo: venv
 	$(BIN)/mrcstats demo --outdir reports
 
 test:
-	@echo "make test: installs Debian's R/lme4/car/link-grammar/poppler (as root, once), the package and its test tools (pytest, hypothesis, ruff, rpy2), then runs about 800 tests; expect 5-15 minutes on 2 cores (see README)" >&2
+	@echo "make test: installs Debian's R/lme4/car/link-grammar/poppler (as root, once), the package and its test tools (pytest, hypothesis, ruff, rpy2), then runs about 930 tests; expect 4-15 minutes on 2 cores (see README)" >&2
 	@$(MAKE) --no-print-directory sysdeps venv-dev
 	$(PY) -m pytest -q
 
