@@ -174,10 +174,10 @@ def read_parquet_table(src: Source) -> pd.DataFrame:
     return df
 
 
-def read_plain_table(src: Source, fmt: str, mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """A plain table as it is (no log schema): for model data. ``NA`` and empty cells are missing (R)."""
+def _read_frame(src: Source, fmt: str, mapping: Mapping[str, str] | None, **delimited: Any) -> pd.DataFrame:
+    """One table format read as it is, column names as strings (``delimited``: options of :func:`read_delimited`)."""
     if fmt in ("csv", "tsv"):
-        df = read_delimited(src, "," if fmt == "csv" else "\t", mapping, missing=("", "NA"))
+        df = read_delimited(src, "," if fmt == "csv" else "\t", mapping, **delimited)
     elif fmt == "json":
         df = read_json_table(src)
     elif fmt == "jsonl":
@@ -187,25 +187,19 @@ def read_plain_table(src: Source, fmt: str, mapping: Mapping[str, str] | None = 
     else:  # pragma: no cover - dispatcher guards
         raise InputError(f"{src.name}: {fmt!r} is not a table format")
     df.columns = [str(c) for c in df.columns]
+    return df
+
+
+def read_plain_table(src: Source, fmt: str, mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """A plain table as it is (no log schema): for model data. ``NA`` and empty cells are missing (R)."""
+    df = _read_frame(src, fmt, mapping, missing=("", "NA"))
     df.attrs.pop("nonfinite", None)
     return apply_mapping(df, mapping, src.name)
 
 
 def read_table(src: Source, fmt: str, mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Read a plain table and map its columns; returns a frame with canonical field names."""
-    if fmt == "csv":
-        df = read_delimited(src, ",", mapping)
-    elif fmt == "tsv":
-        df = read_delimited(src, "\t", mapping)
-    elif fmt == "json":
-        df = read_json_table(src)
-    elif fmt == "jsonl":
-        df = read_jsonl_table(src)
-    elif fmt == "parquet":
-        df = read_parquet_table(src)
-    else:  # pragma: no cover - dispatcher guards
-        raise InputError(f"{src.name}: {fmt!r} is not a table format")
-    df.columns = [str(c) for c in df.columns]
+    df = _read_frame(src, fmt, mapping)
     nonfinite = df.attrs.pop("nonfinite", None)
     if nonfinite:
         col = (mapping or {}).get("trial", "trial")
