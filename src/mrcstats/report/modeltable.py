@@ -49,7 +49,7 @@ import pandas as pd
 from mrcstats._files import write_text_atomic
 from mrcstats.errors import InputError
 from mrcstats.report.format import MISSING, format_num
-from mrcstats.report.tables import Table, latex_escape
+from mrcstats.report.tables import Table, latex_escape, write_exports
 
 __all__ = ["DEFAULT_STARS", "GOF_ROWS", "ModelTable", "ModelTableView", "table"]
 
@@ -244,15 +244,7 @@ class ModelTable:
 
     def write(self, stem: str | Path, formats: Sequence[str] = ("tex", "md", "csv", "html")) -> list[Path]:
         """Write ``stem.<ext>`` for each format, atomically; returns the paths."""
-        writers = {"tex": self.to_latex, "md": self.to_markdown, "csv": self.to_csv, "html": self.to_html}
-        paths = []
-        for ext in formats:
-            if ext not in writers:
-                raise InputError(f"ModelTable.write: unknown format {ext!r}; use one of {sorted(writers)}")
-            p = Path(f"{stem}.{ext}")
-            write_text_atomic(p, writers[ext]())
-            paths.append(p)
-        return paths
+        return write_exports(self, stem, formats, "ModelTable.write")
 
     # ---- laying out
     def _rows(self) -> list[list[str]]:

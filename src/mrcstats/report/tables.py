@@ -166,6 +166,20 @@ def _apply_format(fmt: Formatter | None, v: Any) -> str:
 # --------------------------------------------------------------------------- the Table object
 
 
+def write_exports(table: Any, stem: str | Path, formats: Sequence[str], who: str) -> list[Path]:
+    """Write ``stem.<ext>`` for each of ``formats`` (tex, md, csv, html) from ``table.to_latex()``,
+    ``to_markdown()``, ``to_csv()``, ``to_html()``, each atomically; returns the paths."""
+    writers = {"tex": table.to_latex, "md": table.to_markdown, "csv": table.to_csv, "html": table.to_html}
+    paths = []
+    for ext in formats:
+        if ext not in writers:
+            raise InputError(f"{who}: unknown format {ext!r}; use one of {sorted(writers)}")
+        p = Path(f"{stem}.{ext}")
+        write_text_atomic(p, writers[ext]())
+        paths.append(p)
+    return paths
+
+
 @dataclass(frozen=True)
 class Table:
     """A publication table: raw values + per-column formats + caption/notes.
@@ -292,15 +306,7 @@ class Table:
 
     def write(self, stem: str | Path, formats: Sequence[str] = ("tex", "md", "csv", "html")) -> list[Path]:
         """Write ``stem.<ext>`` for each export format, atomically; returns the paths."""
-        writers = {"tex": self.to_latex, "md": self.to_markdown, "csv": self.to_csv, "html": self.to_html}
-        paths = []
-        for ext in formats:
-            if ext not in writers:
-                raise InputError(f"Table.write: unknown format {ext!r}; use one of {sorted(writers)}")
-            p = Path(f"{stem}.{ext}")
-            write_text_atomic(p, writers[ext]())
-            paths.append(p)
-        return paths
+        return write_exports(self, stem, formats, "Table.write")
 
     @staticmethod
     def read_csv(path_or_text: str | Path) -> pd.DataFrame:
