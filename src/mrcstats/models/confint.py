@@ -37,6 +37,7 @@ from scipy import interpolate, optimize
 from scipy import stats as _st
 
 from mrcstats.errors import InputError, ModelError
+from mrcstats.models.results import check_level
 
 METHODS = ("Wald", "profile", "boot")
 
@@ -198,12 +199,7 @@ def confint(m, method: str = "profile", level: float = 0.95, nsim: int = 1000, s
     meth = {"wald": "Wald", "profile": "profile", "boot": "boot"}.get(str(method).lower())
     if meth is None:
         raise InputError(f"confint method {method!r}: use one of {', '.join(METHODS)}")
-    try:
-        level = float(level)
-    except (TypeError, ValueError):
-        raise InputError(f"confint level must be a number in (0, 1), got {level!r}") from None
-    if not 0 < level < 1:
-        raise InputError(f"confint level must be in (0, 1), got {level}")
+    level = check_level(level, "confint")
     if m.nagq != 1 and meth != "Wald":
         raise InputError(f"confint method {meth!r} is implemented for Laplace fits (nagq = 1); this fit has "
                          f"nagq = {m.nagq}; use method='Wald'")

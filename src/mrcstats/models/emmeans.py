@@ -56,6 +56,7 @@ from mrcstats.errors import InputError
 from mrcstats.models.design import _is_numeric
 from mrcstats.models.formula import ModelSpec
 from mrcstats.models.predict import linkinv, mu_eta
+from mrcstats.models.results import check_level
 
 if TYPE_CHECKING:  # pragma: no cover
     from mrcstats.models.results import GlmerResult
@@ -479,12 +480,7 @@ def emmeans(m: GlmerResult, specs: str | Sequence[str] = "LLM", by: str | Sequen
     _check_model(m)
     if type not in ("link", "response"):
         raise InputError(f"emmeans(): type must be 'link' or 'response', got {type!r}")
-    try:
-        level = float(level)
-    except (TypeError, ValueError):
-        raise InputError(f"emmeans(): level must be a number in (0, 1), got {level!r}") from None
-    if not 0 < level < 1:
-        raise InputError(f"emmeans(): level must be in (0, 1), got {level}")
+    level = check_level(level, "emmeans():")
     sp, bv = resolve_specs(m.info.spec, specs, by)  # type: ignore[union-attr]
     rg = reference_grid(m, at)
     facs = sp + bv

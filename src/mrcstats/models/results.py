@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
+from mrcstats.errors import InputError
 from mrcstats.models.design import DesignInfo
 from mrcstats.models.formula import ModelSpec
 
@@ -39,6 +40,17 @@ def wald_table(estimate: Mapping[str, float] | pd.Series, se: Mapping[str, float
         z = (est / s).rename(COEF_COLUMNS[2])
     p = pd.Series(2.0 * _st.norm.sf(np.abs(z.to_numpy())), index=est.index, name=COEF_COLUMNS[3])
     return pd.concat([est, s, z, p], axis=1)
+
+
+def check_level(level: Any, who: str) -> float:
+    """A confidence level as a float strictly between 0 and 1, or an InputError starting with ``who``."""
+    try:
+        level = float(level)
+    except (TypeError, ValueError):
+        raise InputError(f"{who} level must be a number in (0, 1), got {level!r}") from None
+    if not 0 < level < 1:
+        raise InputError(f"{who} level must be in (0, 1), got {level}")
+    return level
 
 
 @dataclass(frozen=True, eq=False)
