@@ -282,6 +282,56 @@ def refit_optimum(model, lower: np.ndarray, x0: np.ndarray, ftol: float = 1e-12)
     return r.x.copy(), float(r.fun), bool(r.success)
 
 
+def optimize_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg=None):
+    """Minimise a model's Laplace deviance over (θ, β) from ``x0`` (lme4's ``nAGQ = 1`` objective).
+
+    L-BFGS-B with the model's analytic gradient, then a Newton polish with the Hessian of that
+    gradient (forward differences), which also gives the SEs. ``model`` is any deviance object with
+    ``evaluate(θ, β, grad, keep) -> (D, ∇D)`` (:mod:`mrcstats.models.deviance`, the crossed grid of
+    :mod:`mrcstats.models.grid`). Returns (x, deviance, gradient, Hessian, optinfo).
+    """
+    k = len(lower)
+    p = len(x0) - k
+    th_arg = th_arg or (lambda th: np.asarray(th, float))
+
+    def fg(x):
+        D, g = model.evaluate(th_arg(x[:k]), x[k:])
+        return D, g
+
+    bounds = [(0.0 if lo == 0 else None, None) for lo in lower] + [(None, None)] * p
+    r = optimize.minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                          options={"maxiter": 2000, "ftol": 1e-10, "gtol": 1e-5, "maxcor": 20})
+    x, fval, grad = r.x.copy(), float(r.fun), np.asarray(r.jac, float)
+
+    def gfun(z):
+        return model.evaluate(th_arg(z[:k]), z[k:], keep=False)[1]
+
+    # Newton polish with the Hessian of the analytic gradient (also used for the SEs);
+    # the Hessian is recomputed when the polish moved the point noticeably
+    H = _hessian_from_grad(gfun, x, grad)
+    moved = 0.0
+    for _ in range(6):
+        try:
+            step = np.linalg.solve(H, grad)
+        except np.linalg.LinAlgError:
+            break
+        xn = x - step
+        xn[:k] = np.maximum(xn[:k], lower)
+        if np.max(np.abs(xn - x)) == 0:
+            break
+        Dn, gn = model.evaluate(th_arg(xn[:k]), xn[k:])
+        if Dn <= fval + 1e-12 * abs(fval):
+            moved = max(moved, float(np.max(np.abs(xn - x))))
+            x, fval, grad = xn, Dn, gn
+            if np.max(np.abs(step)) < 1e-9:
+                break
+        else:
+            break
+    if moved > 1e-4:
+        H = _hessian_from_grad(gfun, x, grad)
+    return x, fval, grad, H, {"optimizer": "L-BFGS-B+Newton", "nit": int(r.nit), "lbfgs_message": str(r.message)}
+
+
 def fit_design(design: Design, nagq: int = 1, t0: float | None = None,
                fit_options: Mapping[str, Any] | None = None) -> GlmerResult:
     """Fit a built :class:`Design` with the native engine; returns a :class:`GlmerResult`.
@@ -360,46 +410,11 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         grad = np.zeros(1)
         optinfo.update(optimizer="brent", nfev=sf.nfev, fval=fval)
     else:
-        # stage: Laplace over (θ, β) with the analytic gradient
-        def fg(x):
-            D, g = model.evaluate(th_arg(x[:k]), x[k:])
-            return D, g
-
-        x0 = np.concatenate([theta0, beta0])
-        bounds = [(0.0 if lo == 0 else None, None) for lo in lower] + [(None, None)] * p
-        r = optimize.minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                              options={"maxiter": 2000, "ftol": 1e-10, "gtol": 1e-5, "maxcor": 20})
-        x, fval, grad = r.x.copy(), float(r.fun), np.asarray(r.jac, float)
-
-        def gfun(z):
-            return model.evaluate(th_arg(z[:k]), z[k:], keep=False)[1]
-
-        # Newton polish with the Hessian of the analytic gradient (also used for the SEs);
-        # the Hessian is recomputed when the polish moved the point noticeably
-        H = _hessian_from_grad(gfun, x, grad)
-        moved = 0.0
-        for _ in range(6):
-            try:
-                step = np.linalg.solve(H, grad)
-            except np.linalg.LinAlgError:
-                break
-            xn = x - step
-            xn[:k] = np.maximum(xn[:k], lower)
-            if np.max(np.abs(xn - x)) == 0:
-                break
-            Dn, gn = model.evaluate(th_arg(xn[:k]), xn[k:])
-            if Dn <= fval + 1e-12 * abs(fval):
-                moved = max(moved, float(np.max(np.abs(xn - x))))
-                x, fval, grad = xn, Dn, gn
-                if np.max(np.abs(step)) < 1e-9:
-                    break
-            else:
-                break
-        if moved > 1e-4:
-            H = _hessian_from_grad(gfun, x, grad)
-        optinfo.update(optimizer="L-BFGS-B+Newton", nit=int(r.nit), lbfgs_message=str(r.message))
+        x, fval, grad, H, info = optimize_laplace(model, np.concatenate([theta0, beta0]), lower, th_arg)
+        optinfo.update(info)
         if nagq > 1:
             sf = model  # type: ignore[assignment]
+            bounds = [(0.0 if lo == 0 else None, None) for lo in lower] + [(None, None)] * p
 
             def fa(z):
                 return sf.agq(abs(float(z[0])), z[1:], nagq)
