@@ -46,6 +46,7 @@ import pandas as pd
 from mrcstats.errors import InputError, ModelError
 
 ENGINES = ("memory", "duckdb", "dask")
+GRID_MAX_CELLS = 400_000_000    # q1 x q2 cells of the crossed grid (two int32 tables: 3.2 GB)
 
 
 # ----------------------------------------------------------------------------- pass backends
@@ -65,6 +66,16 @@ class MemoryPass:
     def cell_counts(self, cols: Sequence[str], response: str) -> tuple[pd.DataFrame, dict[str, int]]:
         return _partial_counts(self.frame[[*cols, response]], list(cols), response, final=True)
 
+    def grid_counts(self, factors: Sequence[str], response: str, levels: Mapping[str, Any] | None = None):
+        y, ymiss = _response_values(self.frame[response], response)
+        fmiss = np.zeros(len(self.frame), dtype=bool)
+        for f in factors:
+            fmiss |= self.frame[f].isna().to_numpy()
+        keep = ~ymiss & ~fmiss
+        grid = _Grid(factors, [pd.unique(self.frame.loc[keep, f].to_numpy()) for f in factors], levels)
+        grid.add([self.frame.loc[keep, f].to_numpy() for f in factors], y[keep])
+        return grid, {"response": int(ymiss.sum()), "covariate": int((~ymiss & fmiss).sum())}
+
 
 class DuckDBPass:
     """The collapse pass as DuckDB SQL over a Parquet log dataset (streamed, spills past its memory limit)."""
@@ -78,16 +89,10 @@ class DuckDBPass:
         return self.ds.columns
 
     def cell_counts(self, cols: Sequence[str], response: str) -> tuple[pd.DataFrame, dict[str, int]]:
-        from mrcstats.stats._sql import canonical_dtypes, check_columns, q
+        from mrcstats.stats._sql import canonical_dtypes, q
 
         cols = list(cols)
-        check_columns(self.ds, [*cols, response], "fit a model on")
-        r = q(response)
-        rng = self.ds.sql(f"SELECT min({r}::DOUBLE) AS lo, max({r}::DOUBLE) AS hi FROM log")
-        lo, hi = rng["lo"].iloc[0], rng["hi"].iloc[0]
-        if pd.notna(lo) and (lo < 0 or hi > 1):
-            raise InputError(f"{self.ds.path}: response {response!r} must be 0/1 or true/false for a binomial "
-                             f"GLMM (found values from {lo:g} to {hi:g})")
+        r = self._check(cols, response)
         notnull = " AND ".join(f"{q(c)} IS NOT NULL" for c in cols) or "TRUE"
         g = ", ".join(q(c) for c in cols)
         cells = self.ds.sql(
@@ -97,6 +102,49 @@ class DuckDBPass:
                            f"count(*) FILTER (WHERE {r} IS NOT NULL AND NOT ({notnull})) AS cov FROM log")
         cells = canonical_dtypes(cells, cols, self.ds)
         return cells, {"response": int(miss["resp"].iloc[0]), "covariate": int(miss["cov"].iloc[0])}
+
+    def _check(self, cols: Sequence[str], response: str) -> str:
+        from mrcstats.stats._sql import check_columns, q
+
+        check_columns(self.ds, [*cols, response], "fit a model on")
+        r = q(response)
+        rng = self.ds.sql(f"SELECT min({r}::DOUBLE) AS lo, max({r}::DOUBLE) AS hi FROM log")
+        lo, hi = rng["lo"].iloc[0], rng["hi"].iloc[0]
+        if pd.notna(lo) and (lo < 0 or hi > 1):
+            raise InputError(f"{self.ds.path}: response {response!r} must be 0/1 or true/false for a binomial "
+                             f"GLMM (found values from {lo:g} to {hi:g})")
+        return r
+
+    def grid_counts(self, factors: Sequence[str], response: str, levels: Mapping[str, Any] | None = None,
+                    batch_rows: int = 1 << 22):
+        """The count tables in one streamed pass: DuckDB maps each row's levels to codes (a join with the
+        sorted levels) and Arrow batches of (code, code, y) are added into the tables."""
+        from mrcstats.stats._sql import canonical_dtypes, q
+
+        r = self._check(factors, response)
+        a, b = (q(f) for f in factors)
+        keep = f"{r} IS NOT NULL AND {a} IS NOT NULL AND {b} IS NOT NULL"
+        vals = []
+        for f in factors:
+            d = self.ds.sql(f"SELECT DISTINCT {q(f)} FROM log WHERE {keep}")
+            vals.append(canonical_dtypes(d, [f], self.ds)[f].to_numpy())
+        grid = _Grid(factors, vals, levels)
+        cur = self.ds.connection().cursor()     # its own result stream; the levels registered on it only
+        try:
+            for i in range(2):
+                cur.register(f"_mrc_levels{i}", pd.DataFrame({"v": vals[i], "c": grid.code_of[i]}))
+            rel = cur.sql(
+                f"SELECT l0.c AS c0, l1.c AS c1, {r}::TINYINT AS y FROM log "
+                f"JOIN _mrc_levels0 l0 ON log.{a} = l0.v JOIN _mrc_levels1 l1 ON log.{b} = l1.v WHERE {keep}")
+            for batch in rel.to_arrow_reader(batch_rows):
+                grid.add_codes(batch.column(0).to_numpy(), batch.column(1).to_numpy(),
+                               batch.column(2).to_numpy())
+        finally:
+            cur.close()
+        miss = self.ds.sql(f"SELECT count(*) FILTER (WHERE {r} IS NULL) AS resp, "
+                           f"count(*) FILTER (WHERE {r} IS NOT NULL AND NOT ({a} IS NOT NULL AND "
+                           f"{b} IS NOT NULL)) AS cov FROM log")
+        return grid, {"response": int(miss["resp"].iloc[0]), "covariate": int(miss["cov"].iloc[0])}
 
 
 class DaskPass:
@@ -128,6 +176,26 @@ class DaskPass:
         return cells, dropped
 
 
+    def grid_counts(self, factors: Sequence[str], response: str, levels: Mapping[str, Any] | None = None):
+        """The count tables: distinct levels first, then per partition the (code, code) counts on the
+        workers, added into the tables on the client (integers: exact, any partitioning)."""
+        factors = list(factors)
+        sub = self.ddf[[*factors, response]]
+        distinct = sub.map_partitions(_partial_distinct, factors, response, meta=_meta(["f", "v"], ()))
+        got = distinct.compute() if self.client is None else self.client.compute(distinct).result()
+        vals = [pd.Series(pd.unique(got.loc[got["f"] == i, "v"].to_numpy())).infer_objects().to_numpy()
+                for i in range(2)]
+        grid = _Grid(factors, vals, levels)
+        maps = list(zip(grid.index, grid.code_of))
+        parts = sub.map_partitions(_partial_grid, factors, response, maps, grid.nlev_caller[1],
+                                   meta=pd.DataFrame({c: pd.Series([], dtype="int64") for c in ("idx", "k", "n")}))
+        got = parts.compute() if self.client is None else self.client.compute(parts).result()
+        cnt = got[got["idx"] >= 0]
+        grid.add_cells(cnt["idx"].to_numpy(np.int64), cnt["k"].to_numpy(np.int64), cnt["n"].to_numpy(np.int64))
+        dropped = {"response": int(got.loc[got["idx"] == -1, "n"].sum()),
+                   "covariate": int(got.loc[got["idx"] == -2, "n"].sum())}
+        return grid, dropped
+
     def group_counts(self, cols: Sequence[str], response: str = "correct") -> pd.DataFrame:
         """Per distinct ``cols`` (nulls kept as a group): ``n`` rows, ``k`` correct, ``inv`` null responses;
         partial counts per partition on the workers, summed on the client (integers: exact)."""
@@ -144,6 +212,80 @@ def _partial_groups(frame: pd.DataFrame, cols: list[str], response: str) -> pd.D
     work = frame[cols].astype(object).copy()
     work["n"], work["k"], work["inv"] = 1, y.astype(np.int64), miss.astype(np.int64)
     return work.groupby(cols, sort=False, dropna=False)[["n", "k", "inv"]].sum().reset_index()
+
+
+def _partial_distinct(frame: pd.DataFrame, factors: list[str], response: str) -> pd.DataFrame:
+    keep = frame[response].notna() & frame[factors[0]].notna() & frame[factors[1]].notna()
+    out = [pd.DataFrame({"f": i, "v": pd.unique(frame.loc[keep, f]).astype(object)}) for i, f in enumerate(factors)]
+    return pd.concat(out, ignore_index=True).astype({"f": object, "v": object})
+
+
+def _partial_grid(frame: pd.DataFrame, factors: list[str], response: str, maps, q2: int) -> pd.DataFrame:
+    """Per partition: (flat cell index, successes, trials), plus rows idx -1 / -2 counting rows
+    dropped for a missing response / grouping factor."""
+    y, ymiss = _response_values(frame[response], response)
+    fmiss = frame[factors[0]].isna().to_numpy() | frame[factors[1]].isna().to_numpy()
+    keep = ~ymiss & ~fmiss
+    c = [m[1][m[0].get_indexer(frame.loc[keep, f])] for m, f in zip(maps, factors)]
+    idx = c[0].astype(np.int64) * q2 + c[1]
+    df = pd.DataFrame({"idx": idx, "k": y[keep].astype(np.int64), "n": np.ones(len(idx), np.int64)})
+    out = df.groupby("idx", sort=False)[["k", "n"]].sum().reset_index()
+    extra = pd.DataFrame({"idx": [-1, -2], "k": [0, 0], "n": [int(ymiss.sum()), int((~ymiss & fmiss).sum())]})
+    return pd.concat([out, extra], ignore_index=True).astype("int64")
+
+
+class _Grid:
+    """Successes K and trials N per (level of factor 1, level of factor 2), levels as the design orders
+    them (:func:`mrcstats.models.design.factor_levels`: text by code point, numbers numerically), rows =
+    the factor with more levels (lme4's term order; ties keep the formula order)."""
+
+    def __init__(self, factors: Sequence[str], values: Sequence[np.ndarray], levels: Mapping[str, Any] | None):
+        from mrcstats.models.design import factor_levels
+
+        lv, code_of = [], []
+        for f, v in zip(factors, values):
+            codes, labels = factor_levels(pd.Series(v), (levels or {}).get(f), f)
+            lv.append(labels)
+            code_of.append(np.asarray(codes, np.int64))
+        self.swap = len(lv[1]) > len(lv[0])
+        order = [1, 0] if self.swap else [0, 1]
+        self.factors = [factors[i] for i in order]
+        self.levels = [lv[i] for i in order]
+        self.code_of = code_of                      # in the caller's factor order
+        self.index = [pd.Index(v) for v in values]
+        self.nlev_caller = [len(x) for x in lv]
+        self.shape = (len(self.levels[0]), len(self.levels[1]))
+        cells = self.shape[0] * self.shape[1]
+        if cells > GRID_MAX_CELLS:
+            raise ModelError(f"{self.shape[0]:,} x {self.shape[1]:,} cells exceed the crossed grid's "
+                             f"{GRID_MAX_CELLS:,}; use engine='lme4' or fewer levels")
+        self.K = np.zeros(cells, np.int32)
+        self.N = np.zeros(cells, np.int32)
+
+    def _flat(self, c0: np.ndarray, c1: np.ndarray) -> np.ndarray:
+        r, c = (c1, c0) if self.swap else (c0, c1)
+        return r.astype(np.int64) * self.shape[1] + c
+
+    def add(self, cols: Sequence[np.ndarray], y: np.ndarray) -> None:
+        """Add rows given by their factor values (any of the values the grid was built from)."""
+        c = [m[ix.get_indexer(x)] for m, ix, x in zip(self.code_of, self.index, cols)]
+        self.add_codes(c[0], c[1], y)
+
+    def add_codes(self, c0: np.ndarray, c1: np.ndarray, y: np.ndarray) -> None:
+        idx = self._flat(np.asarray(c0, np.int64), np.asarray(c1, np.int64))
+        np.add.at(self.N, idx, np.ones(len(idx), np.int32))
+        np.add.at(self.K, idx, np.asarray(y, np.int32))
+
+    def add_cells(self, idx: np.ndarray, k: np.ndarray, n: np.ndarray) -> None:
+        """Cells indexed in the caller's factor order (code0 * q_caller1 + code1)."""
+        if self.swap:
+            c0, c1 = idx // self.shape[0], idx % self.shape[0]
+            idx = self._flat(c0, c1)
+        np.add.at(self.N, idx, n.astype(np.int32))
+        np.add.at(self.K, idx, k.astype(np.int32))
+
+    def tables(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.K.reshape(self.shape), self.N.reshape(self.shape)
 
 
 def _meta(cols: list[str], values: tuple[str, ...] = ("k", "n", "_kind")) -> pd.DataFrame:
@@ -259,7 +401,7 @@ def dask_client(scheduler: str | Any | None):
 
 def glmer_outofcore(formula: str, data: Any, *, engine: str | None = None, scheduler: str | Any | None = None,
                     contrasts: Mapping[str, str] | None = None, levels: Mapping[str, Any] | None = None,
-                    nagq: int = 1) -> Any:
+                    nagq: int = 1, method: str = "auto") -> Any:
     """Fit ``formula`` (binomial, random intercepts) on data of any size by collapsing to binomial counts.
 
     Args:
@@ -270,6 +412,8 @@ def glmer_outofcore(formula: str, data: Any, *, engine: str | None = None, sched
         engine: the pass backend: ``"duckdb"`` (datasets; default), ``"memory"`` or ``"dask"``.
         scheduler: ``engine="dask"``: a scheduler address (``tcp://host:8786``) or a ``Client``.
         contrasts, levels, nagq: as :func:`mrcstats.glmer`.
+        method: ``"auto"``: the crossed grid (:mod:`mrcstats.models.grid`) for ``y ~ 1 + (1 | a) + (1 | b)``,
+            the cell table otherwise; ``"cells"``: always the cell table.
 
     Returns:
         A :class:`~mrcstats.models.results.GlmerResult` equal to ``glmer(formula, rows)`` (same estimates,
@@ -283,6 +427,8 @@ def glmer_outofcore(formula: str, data: Any, *, engine: str | None = None, sched
     from mrcstats.models.formula import parse_formula
 
     t0 = time.perf_counter()
+    if method not in ("auto", "cells"):
+        raise InputError(f"method {method!r}: use 'auto' or 'cells'")
     spec = parse_formula(formula)
     if spec.response.is_cbind:
         raise InputError(f"formula {formula!r}: out-of-core fits take a 0/1 response column (the rows are "
@@ -299,6 +445,9 @@ def glmer_outofcore(formula: str, data: Any, *, engine: str | None = None, sched
     if missing:
         raise InputError(f"formula {formula!r}: column(s) {', '.join(map(repr, missing))} not in the data; "
                          f"columns: {', '.join(sorted(have))}")
+    grid_factors = _grid_factors(spec, nagq)
+    if grid_factors is not None and method != "cells":
+        return _fit_on_grid(spec, backend, grid_factors, response, levels, t0)
     t_pass = time.perf_counter()
     cells, dropped = backend.cell_counts(cols, response)
     t_pass = time.perf_counter() - t_pass
@@ -334,6 +483,44 @@ def glmer_outofcore(formula: str, data: Any, *, engine: str | None = None, sched
         bic=-2 * loglik + np.log(rows) * npar, nobs=rows, df_resid=rows - npar,
         messages=tuple(msgs) + tuple(res.messages), optinfo=opt, fit_seconds=time.perf_counter() - t0,
         engine=f"native ({backend.name} collapse)")
+
+
+def _grid_factors(spec: Any, nagq: int) -> tuple[str, str] | None:
+    """The two grouping columns when the formula is ``y ~ 1 + (1 | a) + (1 | b)`` (Laplace), else None."""
+    if nagq != 1 or spec.terms or not spec.intercept or len(spec.random) != 2:
+        return None
+    if not all(r.is_scalar and len(r.factors) == 1 for r in spec.random):
+        return None
+    a, b = spec.random[0].factors[0], spec.random[1].factors[0]
+    return None if a == b else (a, b)
+
+
+def _fit_on_grid(spec: Any, backend: Any, factors: tuple[str, str], response: str,
+                 levels: Mapping[str, Any] | None, t0: float) -> Any:
+    from mrcstats.models.grid import MAX_SECOND, fit_grid
+
+    t_pass = time.perf_counter()
+    grid, dropped = backend.grid_counts(factors, response, levels)
+    t_pass = time.perf_counter() - t_pass
+    K, N = grid.tables()
+    rows = int(N.sum(dtype=np.int64))
+    if rows == 0:
+        raise InputError("no rows left to fit: every response or grouping factor is missing")
+    if grid.shape[1] > MAX_SECOND:
+        raise ModelError(f"crossed terms with {grid.shape[0]:,} and {grid.shape[1]:,} levels: the native engine "
+                         f"handles a smaller factor of at most {MAX_SECOND:,} levels; use engine='lme4'")
+    filled = int(np.count_nonzero(N))
+    msgs = [(f"fitted exactly on a {grid.shape[0]:,} x {grid.shape[1]:,} grid of binomial counts "
+             f"({' x '.join(grid.factors)}; {filled:,} non-empty cells) collapsed from {rows:,} rows by the "
+             f"{backend.name} pass (same likelihood, estimates and SEs as the row-level fit)")]
+    if dropped["response"]:
+        msgs.append(f"{dropped['response']:,} row(s) with a missing response (invalid answers) left out")
+    if dropped["covariate"]:
+        msgs.append(f"{dropped['covariate']:,} row(s) with a missing grouping factor left out")
+    opt = {"collapse": {"rows": rows, "cells": filled, "grid": list(K.shape), "backend": backend.name,
+                        "dropped": dropped, "pass_seconds": t_pass}}
+    res = fit_grid(K, N, levels=grid.levels, names=grid.factors, spec=spec, t0=t0, messages=msgs, optinfo=opt)
+    return dataclasses.replace(res, engine=f"native ({backend.name} grid)")
 
 
 def _free_names(cols: Sequence[str]) -> tuple[str, str]:
