@@ -44,7 +44,22 @@ from mrcstats.models.deviance import PIRLS_MAXIT, PIRLS_TOL, _expit, _softplus
 
 CHUNK_CELLS = 1 << 21      # cells per chunk of rows (16 MB per float64 buffer)
 CACHE_BYTES = 4e9          # keep v and μ of every cell when they fit (2 x 8 bytes per cell)
+THREADS = 2                # worker threads of every pass (fixed: the sums do not depend on the machine)
+START_CELLS = 4_000_000    # larger grids start the optimiser from the fit on an evenly spaced sub-grid
+START_SHAPE = (2000, 200)  # that sub-grid's rows x columns (at most)
 MAX_SECOND = 6000          # levels of the smaller factor (dense q2 x q2 Schur complement), as MultiFactor
+
+
+_POOL: list = []
+
+
+def _pool():
+    """The module's thread pool (``THREADS`` workers, created on first use)."""
+    if not _POOL:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL.append(ThreadPoolExecutor(THREADS, thread_name_prefix="mrcstats-grid"))
+    return _POOL[0]
 
 
 class CrossedGrid:
@@ -81,12 +96,28 @@ class CrossedGrid:
         for r0 in range(0, self.q1, self.m):
             yield slice(r0, min(self.q1, r0 + self.m))
 
-    def _cell(self, sl: slice, beta0: float, a1: np.ndarray, a2: np.ndarray):
-        """η, μ, N, K (float) of the rows ``sl``; a1 = θ₁u₁, a2 = θ₂u₂."""
+    def _run(self, work) -> list:
+        """``work(list of row slices) -> partial sums`` on ``THREADS`` fixed, interleaved shares of the
+        chunks, in worker threads (NumPy and BLAS release the GIL) with BLAS single-threaded meanwhile;
+        the partials come back in share order, so their sum is the same on every machine."""
+        chunks = list(self._chunks())
+        shares = [sh for sh in (chunks[w::THREADS] for w in range(THREADS)) if sh]
+        if len(shares) == 1:
+            return [work(shares[0])]
+        from mrcstats.models.fit import _blas_controller
+
+        ctl = _blas_controller()
+        pool = _pool()
+        if ctl is None:  # pragma: no cover
+            return [f.result() for f in [pool.submit(work, sh) for sh in shares]]
+        with ctl.limit(limits=1, user_api="blas"):
+            return [f.result() for f in [pool.submit(work, sh) for sh in shares]]
+
+    def _eta_mu(self, sl: slice, beta0: float, a1: np.ndarray, a2: np.ndarray):
+        """η and μ of the rows ``sl``; a1 = θ₁u₁, a2 = θ₂u₂."""
         eta = a1[sl, None] + a2[None, :]
         eta += beta0
-        mu = _expit(eta)
-        return eta, mu, self.N[sl].astype(float), self.K[sl].astype(float)
+        return eta, _expit(eta)
 
     def _vmu(self, sl: slice, theta, beta0: float, u: np.ndarray, a1=None, a2=None):
         """v = Nμ(1-μ) and μ of the rows ``sl`` at (θ, β, u): from the cache when it holds that point."""
@@ -95,9 +126,9 @@ class CrossedGrid:
         t1, t2 = float(theta[0]), float(theta[1])
         if a1 is None:
             a1, a2 = t1 * u[:self.q1], t2 * u[self.q1:]
-        _eta, mu, Nf, _Kf = self._cell(sl, beta0, a1, a2)
+        _eta, mu = self._eta_mu(sl, beta0, a1, a2)
         v = mu * (1.0 - mu)
-        v *= Nf
+        v *= self.N[sl]
         return v, mu
 
     def _same(self, theta, beta0, u) -> bool:
@@ -108,15 +139,19 @@ class CrossedGrid:
         """2 Σ [N softplus(η) - Kη] (the deviance-residual part of the penalised deviance)."""
         t1, t2 = theta
         a1, a2 = t1 * u[:self.q1], t2 * u[self.q1:]
-        tot = 0.0
-        for sl in self._chunks():
-            eta = a1[sl, None] + a2[None, :]
-            eta += beta0
-            f = _softplus(eta)
-            f *= self.N[sl]
-            f -= self.K[sl] * eta
-            tot += float(f.sum())
-        return 2.0 * tot
+
+        def work(share):
+            tot = 0.0
+            for sl in share:
+                eta = a1[sl, None] + a2[None, :]
+                eta += beta0
+                f = _softplus(eta)
+                f *= self.N[sl]
+                eta *= self.K[sl]
+                f -= eta
+                tot += float(f.sum())
+            return tot
+        return 2.0 * sum(self._run(work))
 
     # ------------------------------------------------------------------ penalised IRLS
     def _system(self, theta, beta0, u):
@@ -126,35 +161,48 @@ class CrossedGrid:
         u1, u2 = u[:q1], u[q1:]
         a1, a2 = t1 * u1, t2 * u2
         rs_e, rs_v = np.empty(q1), np.empty(q1)
-        cs_e, cs_v = np.zeros(q2), np.zeros(q2)
-        S = np.zeros((q2, q2), order="F")
-        Gtg1 = np.zeros(q2)
-        dev = 0.0
         c = t1 * t2
-        for sl in self._chunks():
-            eta, mu, Nf, Kf = self._cell(sl, beta0, a1, a2)
-            f = _softplus(eta)
-            f *= Nf
-            f -= Kf * eta
-            dev += float(f.sum())
-            if self._cache:
-                v = np.multiply(mu, 1.0 - mu, out=self._V[sl])
-                self._MU[sl] = mu
-            else:
-                v = mu * (1.0 - mu)
-            v *= Nf
-            e = Nf * mu
-            np.subtract(Kf, e, out=e)
-            rs_e[sl] = e.sum(axis=1)
-            rs_v[sl] = v.sum(axis=1)
-            cs_e += e.sum(axis=0)
-            cs_v += v.sum(axis=0)
-            D1 = 1.0 + t1 * t1 * rs_v[sl]
-            g1 = u1[sl] - t1 * rs_e[sl]
-            if c != 0.0:
-                Vs = v * (c / np.sqrt(D1))[:, None]
-                S = blas.dsyrk(-1.0, Vs, beta=1.0, c=S, trans=1, lower=1, overwrite_c=1)
-                Gtg1 += c * (v.T @ (g1 / D1))
+
+        def work(share):
+            cs_e, cs_v, Gtg1 = np.zeros(q2), np.zeros(q2), np.zeros(q2)
+            S = np.zeros((q2, q2), order="F")
+            dev = 0.0
+            for sl in share:
+                eta, mu = self._eta_mu(sl, beta0, a1, a2)
+                Nc, Kc = self.N[sl], self.K[sl]
+                f = _softplus(eta)
+                f *= Nc
+                eta *= Kc
+                f -= eta
+                dev += float(f.sum())
+                if self._cache:
+                    v = np.multiply(mu, 1.0 - mu, out=self._V[sl])
+                    self._MU[sl] = mu
+                else:
+                    v = mu * (1.0 - mu)
+                v *= Nc
+                e = np.multiply(mu, Nc, out=eta)
+                np.subtract(Kc, e, out=e)
+                rs_e[sl] = e.sum(axis=1)
+                rs_v[sl] = v.sum(axis=1)
+                cs_e += e.sum(axis=0)
+                cs_v += v.sum(axis=0)
+                D1 = 1.0 + t1 * t1 * rs_v[sl]
+                g1 = u1[sl] - t1 * rs_e[sl]
+                if c != 0.0:
+                    Vs = np.multiply(v, (c / np.sqrt(D1))[:, None], out=f)
+                    S = blas.dsyrk(-1.0, Vs, beta=1.0, c=S, trans=1, lower=1, overwrite_c=1)
+                    Gtg1 += c * (v.T @ (g1 / D1))
+            return cs_e, cs_v, Gtg1, S, dev
+
+        parts = self._run(work)
+        cs_e, cs_v, Gtg1, S, dev = parts[0]
+        for p in parts[1:]:
+            cs_e += p[0]
+            cs_v += p[1]
+            Gtg1 += p[2]
+            S += p[3]
+            dev += p[4]
         if self._cache:
             self._at = (np.array(theta, float), beta0, u.copy())
         D1 = 1.0 + t1 * t1 * rs_v
@@ -169,9 +217,12 @@ class CrossedGrid:
         """C x₂ = θ₁θ₂ V x₂ (one pass; V at u)."""
         t1, t2 = float(theta[0]), float(theta[1])
         out = np.empty(self.q1)
-        for sl in self._chunks():
-            v, _mu = self._vmu(sl, theta, beta0, u)
-            out[sl] = v @ x2
+
+        def work(share):
+            for sl in share:
+                v, _mu = self._vmu(sl, theta, beta0, u)
+                out[sl] = v @ x2
+        self._run(work)
         return (t1 * t2) * out
 
     def _start(self, theta: np.ndarray) -> np.ndarray:
@@ -226,29 +277,38 @@ class CrossedGrid:
         D1 = sy["D1"]
         diag2 = np.diag(Sinv).copy()
         c = t1 * t2
-        rs_th, diag1 = np.empty(q1), np.empty(q1)
-        cs_th, Gta1, VTu1 = np.zeros(q2), np.zeros(q2), np.zeros(q2)
-        Vu2 = np.empty(q1)
-        for sl in self._chunks():
-            v, mu = self._vmu(sl, theta, beta0, u, a1, a2)
-            G = v * (c / D1[sl])[:, None]
-            GS = G @ Sinv
-            d1 = 1.0 / D1[sl] + np.einsum("ij,ij->i", G, GS)
-            diag1[sl] = d1
-            if need_rows:
-                t = 1.0 - 2.0 * mu
-                t *= v
-                h = GS
-                h *= -2.0 * c
-                h += (t1 * t1) * d1[:, None]
-                h += (t2 * t2) * diag2[None, :]
-                h *= t
-                rs = h.sum(axis=1)
-                rs_th[sl] = rs
-                cs_th += h.sum(axis=0)
-                Gta1 += G.T @ (t1 * rs)
-                VTu1 += v.T @ u1[sl]
-                Vu2[sl] = v @ u2
+        rs_th, diag1, Vu2 = np.empty(q1), np.empty(q1), np.empty(q1)
+
+        def work(share):
+            cs_th, Gta1, VTu1 = np.zeros(q2), np.zeros(q2), np.zeros(q2)
+            for sl in share:
+                v, mu = self._vmu(sl, theta, beta0, u, a1, a2)
+                G = v * (c / D1[sl])[:, None]
+                GS = G @ Sinv
+                d1 = 1.0 / D1[sl] + np.einsum("ij,ij->i", G, GS)
+                diag1[sl] = d1
+                if need_rows:
+                    t = 1.0 - 2.0 * mu
+                    t *= v
+                    h = GS
+                    h *= -2.0 * c
+                    h += (t1 * t1) * d1[:, None]
+                    h += (t2 * t2) * diag2[None, :]
+                    h *= t
+                    rs = h.sum(axis=1)
+                    rs_th[sl] = rs
+                    cs_th += h.sum(axis=0)
+                    Gta1 += G.T @ (t1 * rs)
+                    VTu1 += v.T @ u1[sl]
+                    Vu2[sl] = v @ u2
+            return cs_th, Gta1, VTu1
+
+        parts = self._run(work)
+        cs_th, Gta1, VTu1 = parts[0]
+        for p in parts[1:]:
+            cs_th += p[0]
+            Gta1 += p[1]
+            VTu1 += p[2]
         return {"rs_th": rs_th, "cs_th": cs_th, "diag1": diag1, "diag2": diag2, "Gta1": Gta1,
                 "VTu1": VTu1, "Vu2": Vu2}
 
@@ -323,11 +383,15 @@ class CrossedGrid:
     def _gt(self, theta, beta0, u, D1, r1) -> np.ndarray:
         """Gᵀ r₁ = θ₁θ₂ Vᵀ (r₁ / D₁)."""
         t1, t2 = float(theta[0]), float(theta[1])
-        out = np.zeros(self.q2)
         x = r1 / D1
-        for sl in self._chunks():
-            v, _mu = self._vmu(sl, theta, beta0, u)
-            out += v.T @ x[sl]
+
+        def work(share):
+            out = np.zeros(self.q2)
+            for sl in share:
+                v, _mu = self._vmu(sl, theta, beta0, u)
+                out += v.T @ x[sl]
+            return out
+        out = sum(self._run(work))
         return (t1 * t2) * out
 
     def pearson_quantiles(self, theta, beta, u: np.ndarray, probs: Sequence[float]) -> np.ndarray:
@@ -398,7 +462,16 @@ def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], n
     lower = np.zeros(2)
     ybar = s / n
     beta0 = np.array([math.log(ybar / (1 - ybar))])        # the intercept-only GLM's β̂
-    x, fval, grad, H, info = optimize_laplace(model, np.concatenate([np.ones(2), beta0]), lower)
+    x0 = np.concatenate([np.ones(2), beta0])                # lme4's start θ = 1
+    start = None
+    if K.size > START_CELLS:
+        start = _subgrid_start(K, N, x0, lower, chunk_cells)
+        if start is not None:
+            x0, model.u, model._u_theta = start
+    x, fval, grad, H, info = optimize_laplace(model, x0, lower)
+    if start is not None:
+        info["start"] = {"from": "sub-grid fit", "shape": [min(K.shape[0], START_SHAPE[0]),
+                                                           min(K.shape[1], START_SHAPE[1])], "x0": x0.tolist()}
     theta, beta = x[:2], x[2:]
     singular = bool(np.any(theta < SINGULAR_TOL))
     converged, cmsgs = _check_conv(np.asarray(grad), H, 2, singular)
@@ -432,6 +505,32 @@ def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], n
         resid_quantiles=rq, nobs=n, converged=converged, messages=msgs, engine="native (crossed grid)",
         nagq=1, fit_seconds=time.perf_counter() - t0, singular=singular, optinfo=opt,
         fit_options={"nagq": 1, "family": "binomial"})
+
+
+def _subgrid_start(K, N, x0, lower, chunk_cells):
+    """(θ, β) and modes from the fit on evenly spaced rows and columns of the tables: a start near the
+    optimum, so the full grid's optimiser needs a few evaluations (the optimum does not depend on the
+    start; lme4's θ = 1 start is used below ``START_CELLS``)."""
+    from mrcstats.models.fit import optimize_laplace
+
+    rows = np.unique(np.linspace(0, K.shape[0] - 1, min(K.shape[0], START_SHAPE[0])).round().astype(np.int64))
+    cols = np.unique(np.linspace(0, K.shape[1] - 1, min(K.shape[1], START_SHAPE[1])).round().astype(np.int64))
+    Ks, Ns = K[np.ix_(rows, cols)], N[np.ix_(rows, cols)]
+    s, n = int(Ks.sum()), int(Ns.sum())
+    if n == 0 or s in (0, n):
+        return None
+    sub = CrossedGrid(np.ascontiguousarray(Ks), np.ascontiguousarray(Ns), chunk_cells=chunk_cells)
+    try:
+        x, _f, _g, _H, _i = optimize_laplace(sub, x0.copy(), lower)
+    except ModelError:
+        return None
+    th = np.maximum(x[:2], 0.05)                           # away from the boundary, where u is undefined
+    x = np.concatenate([th, x[2:]])
+    u = np.zeros(K.shape[0] + K.shape[1])
+    b1, b2 = x[0] * sub.u[:sub.q1], x[1] * sub.u[sub.q1:]
+    u[rows] = b1 / th[0]
+    u[K.shape[0] + cols] = b2 / th[1]
+    return x, u, th.copy()
 
 
 __all__ = ["CrossedGrid", "fit_grid"]
