@@ -82,6 +82,7 @@ class CrossedGrid:
         self.u = np.zeros(self.q1 + self.q2)
         self.nfev = 0
         self.pirls_iters = 0
+        self.on_eval = None            # callback(deviance) after each evaluation (the progress bar)
         # v = Nμ(1-μ) and μ at the point of the last IRLS pass, kept when they fit ``cache_bytes``:
         # the solves and the gradient then reuse them instead of recomputing η and μ
         self._cache = 16 * self.q1 * self.q2 <= cache_bytes
@@ -323,6 +324,8 @@ class CrossedGrid:
         D1 = sy["D1"]
         logdet = float(np.log(D1).sum() + 2.0 * np.log(np.diag(cho[0])).sum())
         D = sy["pen"] + logdet
+        if self.on_eval is not None:
+            self.on_eval(D)
         if not grad:
             return D, None
         t1, t2 = float(theta[0]), float(theta[1])
@@ -447,6 +450,7 @@ def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], n
     Returns a :class:`~mrcstats.models.results.GlmerResult` in row terms (``nobs`` = Σ N, logLik of the
     Bernoulli rows, residual quantiles of the rows' Pearson residuals).
     """
+    from mrcstats._progress import progress
     from mrcstats.models.design import DesignInfo
     from mrcstats.models.fit import SINGULAR_TOL, _check_conv, optimize_laplace
     from mrcstats.models.results import GlmerResult
@@ -468,7 +472,12 @@ def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], n
         start = _subgrid_start(K, N, x0, lower, chunk_cells)
         if start is not None:
             x0, model.u, model._u_theta = start
-    x, fval, grad, H, info = optimize_laplace(model, x0, lower)
+    bar = progress(desc=f"glmer on a {K.shape[0]:,} x {K.shape[1]:,} grid", unit=" deviance evaluations")
+    model.on_eval = lambda D: (bar.update(1), bar.set_postfix_str(f"deviance {D:.6f}", refresh=False))
+    try:
+        x, fval, grad, H, info = optimize_laplace(model, x0, lower)
+    finally:
+        bar.close()
     if start is not None:
         info["start"] = {"from": "sub-grid fit", "shape": [min(K.shape[0], START_SHAPE[0]),
                                                            min(K.shape[1], START_SHAPE[1])], "x0": x0.tolist()}

@@ -119,10 +119,12 @@ class DuckDBPass:
                     batch_rows: int = 1 << 22):
         """The count tables in one streamed pass: DuckDB maps each row's levels to codes (a join with the
         sorted levels) and Arrow batches of (code, code, y) are added into the tables."""
+        from mrcstats._progress import progress
         from mrcstats.stats._sql import canonical_dtypes, q
 
         r = self._check(factors, response)
         a, b = (q(f) for f in factors)
+        bar = None
         keep = f"{r} IS NOT NULL AND {a} IS NOT NULL AND {b} IS NOT NULL"
         vals = []
         for f in factors:
@@ -136,11 +138,15 @@ class DuckDBPass:
             rel = cur.sql(
                 f"SELECT l0.c AS c0, l1.c AS c1, {r}::TINYINT AS y FROM log "
                 f"JOIN _mrc_levels0 l0 ON log.{a} = l0.v JOIN _mrc_levels1 l1 ON log.{b} = l1.v WHERE {keep}")
+            bar = progress(total=len(self.ds), desc="count table", unit=" rows")
             for batch in rel.to_arrow_reader(batch_rows):
                 grid.add_codes(batch.column(0).to_numpy(), batch.column(1).to_numpy(),
                                batch.column(2).to_numpy())
+                bar.update(batch.num_rows)
         finally:
             cur.close()
+            if bar is not None:
+                bar.close()
         miss = self.ds.sql(f"SELECT count(*) FILTER (WHERE {r} IS NULL) AS resp, "
                            f"count(*) FILTER (WHERE {r} IS NOT NULL AND NOT ({a} IS NOT NULL AND "
                            f"{b} IS NOT NULL)) AS cov FROM log")
