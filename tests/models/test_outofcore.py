@@ -1,7 +1,6 @@
 """Out-of-core GLMMs: the collapse pass (memory / DuckDB / Dask) gives the row-level native fit."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -12,21 +11,9 @@ from mrcstats.models.outofcore import glmer_outofcore
 from mrcstats.tasks.leaderboard import leaderboard_log
 from mrcstats.tasks.simulate import simulate_log
 
+from ._fits import same_fit
+
 CROSSED = "correct ~ 1 + (1 | item) + (1 | model)"
-
-
-def _close(a, b, tol, se_rel=1e-4):
-    """Estimates, θ and modes within ``tol``; SEs within ``se_rel`` relative: both engines take the SEs from a
-    finite-difference Hessian of the analytic gradient (step 1e-6), whose rounding differs between rows and
-    cells at ~1e-6 relative."""
-    assert list(a.fixef.index) == list(b.fixef.index)
-    assert np.max(np.abs(a.fixef.to_numpy() - b.fixef.to_numpy())) < tol
-    assert np.max(np.abs(a.theta.to_numpy() - b.theta.to_numpy())) < tol
-    assert np.max(np.abs(a.se.to_numpy() / b.se.to_numpy() - 1)) < se_rel
-    assert a.loglik == pytest.approx(b.loglik, rel=1e-10)
-    assert a.nobs == b.nobs and a.aic == pytest.approx(b.aic, rel=1e-10)
-    for g in a.ranef:
-        assert np.max(np.abs(a.ranef[g]["mode"].to_numpy() - b.ranef[g]["mode"].to_numpy())) < tol
 
 
 @pytest.fixture(scope="module")
@@ -42,20 +29,20 @@ def test_single_factor_collapse_equals_rows(tmp_path):
     f = "correct ~ scaled_tok * model + (1 | cluster)"
     rows = mrcstats.glmer(f, log)
     mem = glmer_outofcore(f, log, engine="memory")
-    _close(rows, mem, 1e-6)
+    same_fit(rows, mem, 1e-6)
     assert mem.optinfo["collapse"]["cells"] == 30 and "30 cells (one per distinct scaled_tok, model, cluster)" in mem.messages[0]
     assert mem.optinfo["collapse"]["dropped"]["response"] == int(log["correct"].isna().sum())
     log.to_parquet(tmp_path / "s.parquet")
     ds = write_dataset(tmp_path / "s.parquet", tmp_path / "ds")
     duck = mrcstats.glmer(f, ds)                       # the hook: a dataset goes out of core
-    _close(rows, duck, 1e-6)
+    same_fit(rows, duck, 1e-6)
     assert duck.engine == "native (duckdb collapse)"
 
 
 def test_crossed_duckdb_equals_in_memory_glmer(board):
     rows = mrcstats.glmer(CROSSED, board.to_log())
     duck = glmer_outofcore(CROSSED, board)
-    _close(rows, duck, 1e-6)
+    same_fit(rows, duck, 1e-6)
     assert duck.optinfo["collapse"]["cells"] == 50 * 400
 
 
@@ -79,11 +66,11 @@ def test_dask_two_worker_cluster_equals_memory_on_1m_rows(board1m):
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl, \
             Client(cl) as client:
         dk = glmer_outofcore(CROSSED, board1m, engine="dask", scheduler=client)
-    _close(rows, dk, 1e-8)        # SEs: finite-difference Hessians, ~1e-5 relative apart (see _close)
+    same_fit(rows, dk, 1e-8)        # SEs: finite-difference Hessians (see same_fit)
     assert dk.engine == "native (dask grid)" and dk.optinfo["collapse"]["grid"] == [20_000, 50]
     assert dk.optinfo["collapse"]["dropped"]["response"] == int(log["correct"].isna().sum())
     duck = glmer_outofcore(CROSSED, board1m)              # and the DuckDB pass
-    _close(rows, duck, 1e-8)
+    same_fit(rows, duck, 1e-8)
 
 
 def test_bad_input(board):

@@ -477,10 +477,7 @@ def glmer_outofcore(formula: str, data: Any, *, engine: str | None = None, sched
              f"collapsed from {rows:,} rows by the {backend.name} pass, given to the engine as {len(wrows):,} "
              f"weighted rows cbind(successes, failures) (same likelihood, estimates and SEs as the row-level "
              f"fit; residuals are per weighted row)")]
-    if dropped["response"]:
-        msgs.append(f"{dropped['response']:,} row(s) with a missing response (invalid answers) left out")
-    if dropped["covariate"]:
-        msgs.append(f"{dropped['covariate']:,} row(s) with a missing formula variable left out")
+    msgs += _dropped_messages(dropped, "formula variable")
     opt = dict(res.optinfo)
     opt["collapse"] = {"rows": rows, "cells": len(cells), "weighted_rows": len(wrows),
                        "backend": backend.name, "dropped": dropped, "pass_seconds": t_pass}
@@ -489,6 +486,16 @@ def glmer_outofcore(formula: str, data: Any, *, engine: str | None = None, sched
         bic=-2 * loglik + np.log(rows) * npar, nobs=rows, df_resid=rows - npar,
         messages=tuple(msgs) + tuple(res.messages), optinfo=opt, fit_seconds=time.perf_counter() - t0,
         engine=f"native ({backend.name} collapse)")
+
+
+def _dropped_messages(dropped: Mapping[str, int], what: str) -> list[str]:
+    """The result's lines counting the rows a pass left out (``dropped``: response, covariate)."""
+    out = []
+    if dropped["response"]:
+        out.append(f"{dropped['response']:,} row(s) with a missing response (invalid answers) left out")
+    if dropped["covariate"]:
+        out.append(f"{dropped['covariate']:,} row(s) with a missing {what} left out")
+    return out
 
 
 def _grid_factors(spec: Any, nagq: int) -> tuple[str, str] | None:
@@ -519,10 +526,7 @@ def _fit_on_grid(spec: Any, backend: Any, factors: tuple[str, str], response: st
     msgs = [(f"fitted exactly on a {grid.shape[0]:,} x {grid.shape[1]:,} grid of binomial counts "
              f"({' x '.join(grid.factors)}; {filled:,} non-empty cells) collapsed from {rows:,} rows by the "
              f"{backend.name} pass (same likelihood, estimates and SEs as the row-level fit)")]
-    if dropped["response"]:
-        msgs.append(f"{dropped['response']:,} row(s) with a missing response (invalid answers) left out")
-    if dropped["covariate"]:
-        msgs.append(f"{dropped['covariate']:,} row(s) with a missing grouping factor left out")
+    msgs += _dropped_messages(dropped, "grouping factor")
     opt = {"collapse": {"rows": rows, "cells": filled, "grid": list(K.shape), "backend": backend.name,
                         "dropped": dropped, "pass_seconds": t_pass}}
     res = fit_grid(K, N, levels=grid.levels, names=grid.factors, spec=spec, t0=t0, messages=msgs, optinfo=opt)
