@@ -96,3 +96,16 @@ def test_cli_glmer_on_dataset(board, capsys):
         "SELECT count(correct) AS n FROM log")["n"].iloc[0]
     assert main(["glmer", "--formula", f, str(board.path), "--scheduler", "tcp://x:1"]) == 2
     assert "--scheduler goes with --engine dask" in capsys.readouterr().err
+
+
+def test_unreadable_partition_mid_pass_names_the_dataset(tmp_path):
+    """A file whose footer reads but whose data pages are damaged: one InputError, no traceback."""
+    r = leaderboard_log(tmp_path / "ds", models=4, items=300, seed=2)
+    ds = open_dataset(r.path)
+    f = sorted(ds.files)[1]
+    data = bytearray(open(f, "rb").read())
+    mid = len(data) // 3
+    data[mid:mid + 64] = b"\xff" * 64
+    open(f, "wb").write(bytes(data))
+    with pytest.raises(InputError, match="cannot read the dataset"):
+        glmer_outofcore(CROSSED, ds)

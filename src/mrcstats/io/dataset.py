@@ -220,6 +220,27 @@ class LogDataset:
                                  f"check the file named there or re-run mrcstats ingest") from None
             raise
 
+    def stream(self, query: str, batch_rows: int = 1 << 20,
+               tables: Mapping[str, pd.DataFrame] | None = None) -> Iterator[Any]:
+        """Run ``query`` (over ``log`` and the small frames ``tables``, registered under their names) and
+        yield its result as Arrow record batches (bounded memory; a cursor of its own)."""
+        cur = self.connection().cursor()
+        try:
+            for name, frame in (tables or {}).items():
+                cur.register(name, frame)
+            yield from cur.sql(query).to_arrow_reader(batch_rows)
+        except Exception as exc:  # duckdb / arrow errors while scanning: name the dataset
+            if isinstance(exc, InputError):
+                raise
+            import duckdb
+
+            if isinstance(exc, (duckdb.Error, OSError)) or type(exc).__module__.startswith("pyarrow"):
+                raise InputError(f"{self.path}: cannot read the dataset ({_first_line(exc)}); "
+                                 f"check the file named there or re-run mrcstats ingest") from None
+            raise
+        finally:
+            cur.close()
+
     def batches(self, columns: Sequence[str], batch_rows: int = 1 << 20) -> Iterator[Any]:
         """Stream ``columns`` as Arrow record batches (bounded memory)."""
         try:

@@ -124,29 +124,23 @@ class DuckDBPass:
 
         r = self._check(factors, response)
         a, b = (q(f) for f in factors)
-        bar = None
         keep = f"{r} IS NOT NULL AND {a} IS NOT NULL AND {b} IS NOT NULL"
         vals = []
         for f in factors:
             d = self.ds.sql(f"SELECT DISTINCT {q(f)} FROM log WHERE {keep}")
             vals.append(canonical_dtypes(d, [f], self.ds)[f].to_numpy())
         grid = _Grid(factors, vals, levels)
-        cur = self.ds.connection().cursor()     # its own result stream; the levels registered on it only
+        tables = {f"_mrc_levels{i}": pd.DataFrame({"v": vals[i], "c": grid.code_of[i]}) for i in range(2)}
+        bar = progress(total=len(self.ds), desc="count table", unit=" rows")
         try:
-            for i in range(2):
-                cur.register(f"_mrc_levels{i}", pd.DataFrame({"v": vals[i], "c": grid.code_of[i]}))
-            rel = cur.sql(
-                f"SELECT l0.c AS c0, l1.c AS c1, {r}::TINYINT AS y FROM log "
-                f"JOIN _mrc_levels0 l0 ON log.{a} = l0.v JOIN _mrc_levels1 l1 ON log.{b} = l1.v WHERE {keep}")
-            bar = progress(total=len(self.ds), desc="count table", unit=" rows")
-            for batch in rel.to_arrow_reader(batch_rows):
+            for batch in self.ds.stream(
+                    f"SELECT l0.c AS c0, l1.c AS c1, {r}::TINYINT AS y FROM log JOIN _mrc_levels0 l0 "
+                    f"ON log.{a} = l0.v JOIN _mrc_levels1 l1 ON log.{b} = l1.v WHERE {keep}", batch_rows, tables):
                 grid.add_codes(batch.column(0).to_numpy(), batch.column(1).to_numpy(),
                                batch.column(2).to_numpy())
                 bar.update(batch.num_rows)
         finally:
-            cur.close()
-            if bar is not None:
-                bar.close()
+            bar.close()
         miss = self.ds.sql(f"SELECT count(*) FILTER (WHERE {r} IS NULL) AS resp, "
                            f"count(*) FILTER (WHERE {r} IS NOT NULL AND NOT ({a} IS NOT NULL AND "
                            f"{b} IS NOT NULL)) AS cov FROM log")
