@@ -116,9 +116,13 @@ def test_pearson_quantiles_are_the_rows_quantiles(q1, q2, seed):
         for k in range(q2):
             s = np.sqrt(mu[j, k] * (1 - mu[j, k]))
             res += [(1 - mu[j, k]) / s] * int(K[j, k]) + [-mu[j, k] / s] * int(N[j, k] - K[j, k])
-    probs = [0, .25, .5, .75, 1]
-    np.testing.assert_allclose(m.pearson_quantiles(theta, beta, u, probs), np.quantile(res, probs),
-                               rtol=1e-12, atol=1e-12)
+    probs = [0, .25, .5, .75, 1, .1, .9]
+    want = np.quantile(res, probs)
+    np.testing.assert_allclose(m.pearson_quantiles(theta, beta, u, probs), want, rtol=1e-12, atol=1e-12)
+    with pytest.MonkeyPatch.context() as mp:     # coarse histograms: bins split again, exact sort inside
+        mp.setattr(gridmod, "QUANTILE_BINS", 3)
+        mp.setattr(gridmod, "QUANTILE_EXACT", 1)
+        np.testing.assert_allclose(m.pearson_quantiles(theta, beta, u, probs), want, rtol=1e-12, atol=1e-12)
 
 
 def test_outofcore_grid_orientation_numeric_levels_and_cells_method():

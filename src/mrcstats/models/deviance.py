@@ -32,7 +32,7 @@ from mrcstats.errors import ModelError
 
 PIRLS_TOL = 1e-22      # Newton decrement (squared) below which the modes are converged
 PIRLS_MAXIT = 200
-DENSE_PAIRS_MAX = 8_000_000   # largest q1 x q2 table of pair sums kept dense (crossed terms)
+DENSE_PAIRS_MAX = 32_000_000  # largest q1 x q2 table of pair sums kept dense (crossed terms; 256 MB)
 
 
 def _softplus(eta: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

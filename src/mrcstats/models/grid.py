@@ -44,6 +44,8 @@ from mrcstats.models.deviance import PIRLS_MAXIT, PIRLS_TOL, _expit, _softplus
 
 CHUNK_CELLS = 1 << 21      # cells per chunk of rows (16 MB per float64 buffer)
 CACHE_BYTES = 4e9          # keep v and μ of every cell when they fit (2 x 8 bytes per cell)
+QUANTILE_BINS = 1 << 16    # residual quantiles: histogram bins of η, and the most cells sorted in one bin
+QUANTILE_EXACT = 1 << 22
 THREADS = 2                # worker threads of every pass (fixed: the sums do not depend on the machine)
 START_CELLS = 4_000_000    # larger grids start the optimiser from the fit on an evenly spaced sub-grid
 START_SHAPE = (2000, 200)  # that sub-grid's rows x columns (at most)
@@ -399,47 +401,110 @@ class CrossedGrid:
 
     def pearson_quantiles(self, theta, beta, u: np.ndarray, probs: Sequence[float]) -> np.ndarray:
         """Quantiles (R's type 7) of the row-level Pearson residuals (y-μ)/√(μ(1-μ)): a success row of a
-        cell gives √((1-μ)/μ), a failure -√(μ/(1-μ)), each as many times as the cell has them."""
+        cell gives √((1-μ)/μ) = exp(-η/2), a failure -√(μ/(1-μ)) = -exp(η/2), each as many times as the
+        cell has them. Sorted ascending the residuals are the failures by η descending, then the successes
+        by η descending; each order statistic is found by a histogram of η over the cells (weights: the
+        cell's failures or successes) and the exact values of the few cells in the bin that holds it."""
         t1, t2 = float(theta[0]), float(theta[1])
         beta0 = float(np.asarray(beta, float)[0])
         a1, a2 = t1 * u[:self.q1], t2 * u[self.q1:]
-        etas, ks, fs = [], [], []
-        for sl in self._chunks():
-            eta = (a1[sl, None] + a2[None, :] + beta0).ravel()
-            n = self.N[sl].ravel()
-            k = self.K[sl].ravel()
-            keep = n > 0
-            etas.append(eta[keep])
-            ks.append(k[keep].astype(np.int64))
-            fs.append((n[keep] - k[keep]).astype(np.int64))
-        eta = np.concatenate(etas)
-        k = np.concatenate(ks)
-        f = np.concatenate(fs)
-        del etas, ks, fs
-        order = np.argsort(eta, kind="stable")[::-1]      # residuals fall as η rises: sort η descending
-        eta, k, f = eta[order], k[order], f[order]
-        del order
-        # ascending residuals: failures (η descending), then successes (η descending)
-        wf, ws = np.cumsum(f), np.cumsum(k)
-        nf, ns = int(wf[-1]) if len(wf) else 0, int(ws[-1]) if len(ws) else 0
-        n = nf + ns
-
-        def stat(i: int) -> float:
-            if i < nf:
-                e = eta[np.searchsorted(wf, i, side="right")]
-                return -math.exp(0.5 * e)
-            e = eta[np.searchsorted(ws, i - nf, side="right")]
-            return math.exp(-0.5 * e)
-
-        out = []
+        nf = int(self.n_trials - self.n_success)
+        n = int(self.n_trials)
+        ranks = []                       # (side, rank by η descending within the side)
+        want = []
         for p in probs:
             h = (n - 1) * float(p)
             lo = math.floor(h)
             hi = min(n - 1, lo + 1)
+            want.append((lo, hi, h - lo))
+            ranks += [lo, hi]
+        need = {i: ((0, i) if i < nf else (1, i - nf)) for i in set(ranks)}
+        vals = self._eta_order_stats(beta0, a1, a2, sorted(set(need.values())))
+
+        def stat(i: int) -> float:
+            side, r = need[i]
+            e = vals[(side, r)]
+            return -math.exp(0.5 * e) if side == 0 else math.exp(-0.5 * e)
+
+        out = []
+        for lo, hi, frac in want:
             x_lo = stat(lo)
-            out.append(x_lo + (h - lo) * (stat(hi) - x_lo) if hi != lo else x_lo)
+            out.append(x_lo + frac * (stat(hi) - x_lo) if hi != lo else x_lo)
         return np.array(out)
 
+    def _eta_order_stats(self, beta0: float, a1: np.ndarray, a2: np.ndarray, wanted: list[tuple[int, int]],
+                         bins: int | None = None, exact_cells: int | None = None) -> dict[tuple[int, int], float]:
+        """η of the r-th cell-row by η descending, rows weighted by failures (side 0) or successes (side 1).
+
+        One pass histograms η (``bins`` equal bins on [min, max]); a second collects the cells of the bins
+        holding the wanted ranks and sorts them exactly. A bin with more than ``exact_cells`` cells is
+        histogrammed again on its own range (at most three times)."""
+        bins = bins or QUANTILE_BINS
+        exact_cells = exact_cells or QUANTILE_EXACT
+
+        def binof(eta, lo, scale):
+            b = np.floor((eta - lo) * scale) if scale else np.zeros_like(eta)
+            return np.clip(b, 0, bins - 1).astype(np.int64)
+
+        def cells(path):
+            """Per chunk: η, failures, successes of the non-empty cells inside every bin of ``path``."""
+            for sl in self._chunks():
+                eta = (a1[sl, None] + a2[None, :] + beta0).ravel()
+                nn, kk = self.N[sl].ravel(), self.K[sl].ravel()
+                m = nn > 0
+                for lo, scale, b in path:
+                    m &= binof(eta, lo, scale) == b
+                yield eta[m], (nn[m] - kk[m]).astype(np.int64), kk[m].astype(np.int64)
+
+        out: dict[tuple[int, int], float] = {}
+        lo0, hi0 = float(a1.min()) + float(a2.min()) + beta0, float(a1.max()) + float(a2.max()) + beta0
+        todo = [((), lo0, hi0, side, r, r) for side, r in wanted]  # (path, range, side, wanted rank, rank in path)
+        for level in range(4):
+            if not todo:
+                break
+            groups: dict[tuple, list] = {}
+            for path, lo, hi, side, key, r in todo:
+                groups.setdefault((path, lo, hi), []).append((side, key, r))
+            todo = []
+            for (path, lo, hi), items in groups.items():
+                scale = bins / (hi - lo) if hi > lo else 0.0
+                H = np.zeros((2, bins))
+                C = np.zeros(bins, np.int64)
+                for eta, f, k in cells(path):
+                    b = binof(eta, lo, scale)
+                    H[0] += np.bincount(b, weights=f.astype(float), minlength=bins)
+                    H[1] += np.bincount(b, weights=k.astype(float), minlength=bins)
+                    C += np.bincount(b, minlength=bins)
+                picks: dict[int, list] = {}
+                for side, key, r in items:
+                    desc = np.cumsum(H[side][::-1])              # weight in the top bins, from the top
+                    j = min(int(np.searchsorted(desc, r, side="right")), bins - 1)
+                    b = bins - 1 - j
+                    before = int(desc[j - 1]) if j > 0 else 0
+                    if C[b] > exact_cells and scale and level < 3:
+                        width = (hi - lo) / bins
+                        todo.append(((*path, (lo, scale, b)), lo + b * width, lo + (b + 1) * width, side, key,
+                                     r - before))
+                    else:
+                        picks.setdefault(b, []).append((side, key, r - before))
+                if not picks:
+                    continue
+                sel = np.array(sorted(picks), np.int64)
+                got = [[], [], []]
+                for eta, f, k in cells(path):
+                    m = np.isin(binof(eta, lo, scale), sel)
+                    for lst, x in zip(got, (eta, f, k)):
+                        lst.append(x[m])
+                e_all, f_all, k_all = (np.concatenate(x) for x in got)
+                b_all = binof(e_all, lo, scale)
+                for b, lst in picks.items():
+                    m = b_all == b
+                    order = np.argsort(e_all[m], kind="stable")[::-1]
+                    eb = e_all[m][order]
+                    for side, key, rr in lst:
+                        cw = np.cumsum((f_all if side == 0 else k_all)[m][order])
+                        out[(side, key)] = float(eb[min(int(np.searchsorted(cw, rr, side="right")), len(eb) - 1)])
+        return out
 
 def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], names: Sequence[str],
              spec: Any, t0: float | None = None, messages: Sequence[str] = (),
