@@ -282,26 +282,35 @@ def refit_optimum(model, lower: np.ndarray, x0: np.ndarray, ftol: float = 1e-12)
     return r.x.copy(), float(r.fun), bool(r.success)
 
 
-def optimize_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg=None):
+def optimize_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg=None, scale: np.ndarray | None = None):
     """Minimise a model's Laplace deviance over (θ, β) from ``x0`` (lme4's ``nAGQ = 1`` objective).
 
     L-BFGS-B with the model's analytic gradient, then a Newton polish with the Hessian of that
     gradient (forward differences), which also gives the SEs. ``model`` is any deviance object with
     ``evaluate(θ, β, grad, keep) -> (D, ∇D)`` (:mod:`mrcstats.models.deviance`, the crossed grid of
-    :mod:`mrcstats.models.grid`). Returns (x, deviance, gradient, Hessian, optinfo).
+    :mod:`mrcstats.models.grid`). ``scale``: typical step sizes of the parameters (e.g. their standard
+    errors from a fit on a subsample): L-BFGS-B then works in x = x0 + scale·z, so that its first trial
+    step is about one such unit instead of one unit of each parameter. Returns (x, deviance, gradient,
+    Hessian, optinfo).
     """
     k = len(lower)
     p = len(x0) - k
     th_arg = th_arg or (lambda th: np.asarray(th, float))
+    x0 = np.asarray(x0, float)
+    # x = c + s·z: the identity without ``scale``
+    c, s, z0 = ((np.zeros(len(x0)), np.ones(len(x0)), x0) if scale is None
+                else (x0, np.asarray(scale, float), np.zeros(len(x0))))
 
-    def fg(x):
+    def fg(z):
+        x = c + s * z
         D, g = model.evaluate(th_arg(x[:k]), x[k:])
-        return D, g
+        return D, g * s
 
-    bounds = [(0.0 if lo == 0 else None, None) for lo in lower] + [(None, None)] * p
-    r = optimize.minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                          options={"maxiter": 2000, "ftol": 1e-10, "gtol": 1e-5, "maxcor": 20})
-    x, fval, grad = r.x.copy(), float(r.fun), np.asarray(r.jac, float)
+    bounds = [((lo - c[i]) / s[i] if lo == 0 else None, None) for i, lo in enumerate(lower)] + [(None, None)] * p
+    r = optimize.minimize(fg, z0, jac=True, method="L-BFGS-B", bounds=bounds,
+                          options={"maxiter": 2000, "ftol": 1e-10, "gtol": 1e-5 * float(np.min(s)), "maxcor": 20})
+    x, fval, grad = c + s * r.x, float(r.fun), np.asarray(r.jac, float) / s
+    x[:k] = np.maximum(x[:k], lower)
 
     def gfun(z):
         return model.evaluate(th_arg(z[:k]), z[k:], keep=False)[1]

@@ -48,7 +48,7 @@ QUANTILE_BINS = 1 << 16    # residual quantiles: histogram bins of η, and the m
 QUANTILE_EXACT = 1 << 22
 THREADS = 2                # worker threads of every pass (fixed: the sums do not depend on the machine)
 START_CELLS = 4_000_000    # larger grids start the optimiser from the fit on an evenly spaced sub-grid
-START_SHAPE = (2000, 200)  # that sub-grid's rows x columns (at most)
+START_SHAPE = (20000, 200)  # that sub-grid's rows x columns (at most)
 MAX_SECOND = 6000          # levels of the smaller factor (dense q2 x q2 Schur complement), as MultiFactor
 
 
@@ -536,11 +536,11 @@ def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], n
     if K.size > START_CELLS:
         start = _subgrid_start(K, N, x0, lower, chunk_cells)
         if start is not None:
-            x0, model.u, model._u_theta = start
+            x0, model.u, model._u_theta, scale = start
     bar = progress(desc=f"glmer on a {K.shape[0]:,} x {K.shape[1]:,} grid", unit=" deviance evaluations")
     model.on_eval = lambda D: (bar.update(1), bar.set_postfix_str(f"deviance {D:.6f}", refresh=False))
     try:
-        x, fval, grad, H, info = optimize_laplace(model, x0, lower)
+        x, fval, grad, H, info = optimize_laplace(model, x0, lower, scale=None if start is None else scale)
     finally:
         bar.close()
     if start is not None:
@@ -595,16 +595,20 @@ def _subgrid_start(K, N, x0, lower, chunk_cells):
         return None
     sub = CrossedGrid(np.ascontiguousarray(Ks), np.ascontiguousarray(Ns), chunk_cells=chunk_cells)
     try:
-        x, _f, _g, _H, _i = optimize_laplace(sub, x0.copy(), lower)
-    except ModelError:
+        x, _f, _g, H, _i = optimize_laplace(sub, x0.copy(), lower)
+        se = np.sqrt(np.diag(np.linalg.inv(H)))
+    except (ModelError, np.linalg.LinAlgError):
         return None
+    # the optimiser's step scale on the full grid: the sub-grid's standard errors (larger than the full
+    # grid's), where finite
+    scale = np.where(np.isfinite(se) & (se > 0), se, np.maximum(np.abs(x), 0.1))
     th = np.maximum(x[:2], 0.05)                           # away from the boundary, where u is undefined
     x = np.concatenate([th, x[2:]])
     u = np.zeros(K.shape[0] + K.shape[1])
     b1, b2 = x[0] * sub.u[:sub.q1], x[1] * sub.u[sub.q1:]
     u[rows] = b1 / th[0]
     u[K.shape[0] + cols] = b2 / th[1]
-    return x, u, th.copy()
+    return x, u, th.copy(), scale
 
 
 __all__ = ["CrossedGrid", "fit_grid"]
