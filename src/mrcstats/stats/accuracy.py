@@ -355,7 +355,7 @@ def trial_summary(per: pd.DataFrame, by: Sequence[str], level: float = 0.95,
     return res
 
 
-def finish_summary(moments: pd.DataFrame, by: Sequence[str], level: float = 0.95,
+def finish_summary(moments: pd.DataFrame | None, by: Sequence[str], level: float = 0.95,
                    cluster: str | None = "cluster", *, invalid: str = "wrong",
                    trial_counts: pd.DataFrame | None = None) -> AccuracySummary:
     """The summary table from per-group integer moments (and per-(group, trial) counts): the one place
@@ -364,7 +364,7 @@ def finish_summary(moments: pd.DataFrame, by: Sequence[str], level: float = 0.95
     ``moments`` has the ``by`` columns and, per group, ``n`` (rows), ``correct`` (k), ``invalid``,
     ``clusters`` and, over the group's clusters c with m_c rows, v_c valid rows and s_c correct,
     ``ss`` = Σ s_c², ``sm`` = Σ s_c m_c, ``mm`` = Σ m_c², ``smv`` = Σ s_c v_c, ``mmv`` = Σ v_c²
-    (``cluster=None``: no moments, no cluster SE). With N the rows the accuracy is over (all rows for
+    (``cluster=None``: no cluster SE; ``moments=None`` then takes the totals from ``trial_counts``). With N the rows the accuracy is over (all rows for
     ``invalid="wrong"``, the valid ones for ``"exclude"``; M, SM the matching moments), the cluster
     residual sum of squares Σ_c (s_c - m_c k/N)² is evaluated exactly in integers::
 
@@ -379,6 +379,10 @@ def finish_summary(moments: pd.DataFrame, by: Sequence[str], level: float = 0.95
     from scipy.stats import norm
 
     by_cols = list(by)
+    if moments is None:   # no cluster moments: the totals come from the per-trial counts
+        if trial_counts is None or cluster:
+            raise InputError("finish_summary: moments are needed unless cluster=None and trial_counts are given")
+        moments = _moments_unclustered(trial_counts, by_cols)
     t = moments.sort_values(by_cols, kind="stable", na_position="last").reset_index(drop=True) \
         if by_cols else moments.reset_index(drop=True)
     table = t[by_cols].copy()

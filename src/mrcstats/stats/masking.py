@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
-from mrcstats.stats.accuracy import _moments_unclustered, finish_summary
+from mrcstats.stats.accuracy import finish_summary
 
 __all__ = [
     "MaskingAccuracy",
@@ -222,7 +222,7 @@ def _fmt(x: float) -> str:
     return "   NA " if x is None or pd.isna(x) else f"{x:.4f}"
 
 
-def masking_accuracy(log: pd.DataFrame, *, level: float = 0.95) -> MaskingAccuracy:
+def masking_accuracy(log: Any, *, level: float = 0.95) -> MaskingAccuracy:
     """Accuracy-masking-rate curve Acc(MR) per model x condition (seed section 4, Fig. 2).
 
     Parameters
@@ -265,7 +265,7 @@ def masking_accuracy(log: pd.DataFrame, *, level: float = 0.95) -> MaskingAccura
         raise InputError(f"masking_accuracy: {int(per.loc[no_trial, 'n'].sum())} row(s) have no trial number; "
                          "fill the 'trial' column (integers)")
     per = per.reset_index(drop=True)
-    acc = finish_summary(_moments_unclustered(per, _KEYS), _KEYS, level, None, trial_counts=per).to_frame()
+    acc = finish_summary(None, _KEYS, level, None, trial_counts=per).to_frame()
     rows = [{"model": r["model"], "condition": r["condition"], "masking_rate": float(r["masking_rate"]),
              "n_trials": int(r["trials"]), "n": int(r["n"]), "n_correct": int(r["correct"]),
              "n_invalid": int(r["invalid"]), "acc": r["accuracy"], "sd": r["sd"], "se": r["se_trials"],
