@@ -318,6 +318,7 @@ def trial_summary(per: pd.DataFrame, by: Sequence[str], level: float = 0.95,
     out). Per group over the T trials with an accuracy: ``trials`` = T, ``accuracy`` = mean, ``sd`` (R
     ``sd``, ddof 1), ``se_trials`` = sd / sqrt(T), ``ci_low_t``/``ci_high_t`` = mean -/+ t_{T-1} se
     (R ``t.test(acc_t, conf.level = level)$conf.int``); sd, se and the interval are null for T < 2.
+    Vectorised over groups (two-pass SD: Σ (acc_t - mean)² / (T - 1)).
     Rows come out in the order of the groups sorted by ``by`` (missing last), as :func:`finish_summary`.
     """
     from scipy import stats as _st
@@ -335,18 +336,17 @@ def trial_summary(per: pd.DataFrame, by: Sequence[str], level: float = 0.95,
     with np.errstate(invalid="ignore", divide="ignore"):
         acc = np.where(den > 0, k / np.where(den > 0, den, 1.0), np.nan)
     ok = ~np.isnan(acc)
-    out = np.full((n_groups, 6), np.nan)
-    order = np.argsort(gid, kind="stable")
-    bounds = np.searchsorted(gid[order], np.arange(n_groups + 1))
-    for g in range(n_groups):
-        idx = order[bounds[g]:bounds[g + 1]]
-        xs = acc[idx][ok[idx]]
-        nt = len(xs)
-        mean = float(xs.mean()) if nt else np.nan
-        sd = float(xs.std(ddof=1)) if nt > 1 else np.nan
-        se = sd / np.sqrt(nt) if nt > 1 else np.nan
-        half = float(_st.t.ppf(0.5 + level / 2, nt - 1)) * se if nt > 1 else np.nan
-        out[g] = (nt, mean, sd, se, mean - half, mean + half)
+    g_ok, a_ok = gid[ok], acc[ok]
+    nt = np.bincount(g_ok, minlength=n_groups).astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(g_ok, weights=a_ok, minlength=n_groups) / np.where(nt > 0, nt, np.nan)
+        dev = a_ok - mean[g_ok]
+        ss = np.bincount(g_ok, weights=dev * dev, minlength=n_groups)
+        sd = np.where(nt > 1, np.sqrt(ss / np.where(nt > 1, nt - 1, 1)), np.nan)
+        se = sd / np.sqrt(np.where(nt > 1, nt, np.nan))
+        tq = np.where(nt > 1, _st.t.ppf(0.5 + level / 2, np.where(nt > 1, nt - 1, 1)), np.nan)
+    half = tq * se
+    out = np.column_stack([nt, mean, sd, se, mean - half, mean + half])
     first = p.drop_duplicates(subset=gcols, keep="first") if len(p) else p
     res = first[by_cols].reset_index(drop=True)
     res["trials"] = out[:, 0].astype("int64")
