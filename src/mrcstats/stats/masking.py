@@ -340,15 +340,16 @@ def _acc0_for(acc0: float | Mapping[str, float] | None, g: pd.DataFrame, model: 
     return float(at0.iloc[0])
 
 
-def masking_indicators(log: pd.DataFrame | MaskingAccuracy,
-                       baseline: pd.DataFrame | MaskingAccuracy | None = None,
+def masking_indicators(log: Any,
+                       baseline: Any = None,
                        acc0: float | Mapping[str, float] | None = None,
                        *, baseline_acc0: float | None = None) -> MaskingIndicators:
     """NA, EA and KI per masking rate, with MR-weighted and plain averages (seed 2.3, App. D).
 
     Parameters
     ----------
-    log : canonical log (or a :class:`MaskingAccuracy`) of the data set (RQA in the seed).
+    log : canonical log, log dataset (:func:`mrcstats.open_dataset`, counted by DuckDB) or a
+        :class:`MaskingAccuracy` of the data set (RQA in the seed).
     baseline : the background-knowledge baseline U (UQA in the seed), same form.
         Matched on model and condition (a baseline with a single model serves
         every model) and masking rate. Without it EA and KI are null.
