@@ -36,6 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="aggregation engine (default: DuckDB for a dataset folder, pandas otherwise)")
     s.add_argument("--scheduler", metavar="ADDRESS",
                    help="--engine dask: address of a running Dask scheduler (default: in-process)")
+    s.add_argument("--invalid", choices=("wrong", "exclude"), default="wrong",
+                   help="invalid answers count as not correct (wrong, default) or are left out (exclude)")
+    s.add_argument("--trials", choices=("pool", "mean"), default="pool",
+                   help="pool the trials (default) or average the per-trial accuracy (mean: adds SD and t interval)")
     add_log_options(s)
     add_json_flag(s)
     s.set_defaults(func=_summary)
@@ -101,5 +105,6 @@ def _summary(args: argparse.Namespace) -> int:
         from mrcstats.errors import InputError
 
         raise InputError("--scheduler goes with --engine dask")
-    res = summarize(log, by=by, engine=args.engine, scheduler=args.scheduler)
+    res = summarize(log, by=by, engine=args.engine, scheduler=args.scheduler, invalid=args.invalid,
+                    trials=args.trials)
     return output(args, res.to_dict(), res.summary())

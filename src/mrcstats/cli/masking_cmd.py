@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Acc(MR) per model x condition (mean, SD and 95% CI over trials; invalid "
                                    "answers count as not correct), and the NA, EA, KI indicators with their "
                                    "MR-weighted averages (Sato & Matsuzaki, MskQA).")
-    p.add_argument("log", nargs="+", metavar="LOG", help="response log file(s) or folder(s) (any read_log format)")
+    p.add_argument("log", nargs="+", metavar="LOG", help="response log file(s) or folder(s) (any read_log format), "
+                   "or one dataset folder (mrcstats ingest --dataset; counted lazily in DuckDB)")
     p.add_argument("--baseline", nargs="+", metavar="LOG_U",
                    help="background-knowledge baseline log(s) (UQA in the seed); enables EA and KI")
     p.add_argument("--acc0", type=float, metavar="X",
@@ -59,16 +60,26 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _masking(args: argparse.Namespace) -> int:
     from mrcstats.stats.masking import masking_indicators
 
-    log = read_log_args(args, args.log, "masking", "LOG")
+    log = _log_or_dataset(args, args.log, "LOG")
     base = None
     if args.baseline:
-        base = read_log_args(args, args.baseline, "masking", "baseline")
+        base = _log_or_dataset(args, args.baseline, "baseline")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = masking_indicators(log, baseline=base, acc0=args.acc0)
     for n in res.notes:
         info(f"mrcstats masking: {n}")
     return output(args, res.to_dict(), res.summary(notes=False))
+
+
+def _log_or_dataset(args: argparse.Namespace, paths: list[str], what: str):
+    """A single dataset folder (mrcstats ingest --dataset) is opened lazily and counted by DuckDB;
+    anything else is read into memory."""
+    from mrcstats.io.dataset import is_dataset, open_dataset
+
+    if len(paths) == 1 and is_dataset(paths[0]) and not args.map and not args.model and not args.fmt:
+        return open_dataset(paths[0])
+    return read_log_args(args, paths, "masking", what)
 
 
 def _mskcal(args: argparse.Namespace) -> int:

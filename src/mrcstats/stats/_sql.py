@@ -8,6 +8,8 @@ second copy of any statistic:
 
 * :func:`summary_moments` -> :func:`mrcstats.stats.accuracy.finish_summary`
   (per group n, k, invalid, clusters and the integer cluster moments Σs², Σsm, Σm²);
+* :func:`group_counts` -> integer counts per (group, trial) for ``trials="mean"`` and per
+  (model, condition, masking rate, trial) for :func:`mrcstats.stats.masking.masking_accuracy`;
 * :func:`per_item_scores` -> the per-item score table (model, item, cluster, score, n_trials),
   the seam of :func:`mrcstats.stats.compare.compare`;
 * :func:`cell_counts` -> binomial counts per covariate pattern (GLMM collapse, contingency tables).
@@ -56,25 +58,42 @@ def canonical_dtypes(frame: pd.DataFrame, cols: Sequence[str], ds: Any) -> pd.Da
 
 
 def summary_moments(ds: Any, by: Sequence[str], cluster: str = "cluster") -> pd.DataFrame:
-    """Per group of ``by``: n, correct, invalid, clusters, ss = Σ_c s_c², sm = Σ_c s_c m_c, mm = Σ_c m_c².
+    """Per group of ``by``: n, correct, invalid, clusters (non-null cluster values), ss = Σ_c s_c²,
+    sm = Σ_c s_c m_c, mm = Σ_c m_c², smv = Σ_c s_c v_c, mmv = Σ_c v_c² (v_c = m_c - invalid_c: valid rows).
 
     Two GROUP BYs: (by, cluster) -> m_c rows, s_c correct, invalid; then by -> the sums. Integer
     arithmetic throughout (HUGEINT sums), so the result equals the in-memory path exactly.
     """
     by = list(by)
-    check_columns(ds, [*by, cluster])
+    check_columns(ds, [*by, cluster, "correct"])
     g = ", ".join(q(b) for b in by)
     inner = (f"SELECT {g + ', ' if by else ''}{q(cluster)} AS _cl, count(*) AS m, "
              f"count(*) FILTER (WHERE correct) AS s, count(*) FILTER (WHERE correct IS NULL) AS inv "
              f"FROM log GROUP BY ALL")
     outer = (f"SELECT {g + ', ' if by else ''}sum(m)::BIGINT AS n, sum(s)::BIGINT AS correct, "
-             f"sum(inv)::BIGINT AS invalid, count(*) AS clusters, "
+             f"sum(inv)::BIGINT AS invalid, count(_cl) AS clusters, "
              f"sum(s::HUGEINT * s)::VARCHAR AS ss, sum(s::HUGEINT * m)::VARCHAR AS sm, "
-             f"sum(m::HUGEINT * m)::VARCHAR AS mm FROM ({inner}) {('GROUP BY ' + g) if by else ''}")
+             f"sum(m::HUGEINT * m)::VARCHAR AS mm, sum(s::HUGEINT * (m - inv))::VARCHAR AS smv, "
+             f"sum((m - inv)::HUGEINT * (m - inv))::VARCHAR AS mmv "
+             f"FROM ({inner}) {('GROUP BY ' + g) if by else ''}")
     out = ds.sql(outer)
-    for c in ("ss", "sm", "mm"):   # exact big integers (strings: HUGEINT has no numpy dtype)
+    for c in ("ss", "sm", "mm", "smv", "mmv"):   # exact big integers (strings: HUGEINT has no numpy dtype)
         out[c] = [int(v) for v in out[c]]
     return canonical_dtypes(out, by, ds)
+
+
+def group_counts(ds: Any, cols: Sequence[str], response: str = "correct") -> pd.DataFrame:
+    """Per distinct ``cols`` (nulls kept as a group): ``n`` rows, ``k`` correct, ``inv`` null responses
+    (the SQL twin of :meth:`mrcstats.models.outofcore.DaskPass.group_counts`); key columns in the
+    canonical dtypes."""
+    cols = list(dict.fromkeys(cols))
+    check_columns(ds, [*cols, response])
+    g = ", ".join(q(c) for c in cols)
+    r = q(response)
+    out = ds.sql(f"SELECT {g + ', ' if cols else ''}count(*) AS n, count(*) FILTER (WHERE {r}) AS k, "
+                 f"count(*) FILTER (WHERE {r} IS NULL) AS inv FROM log {'GROUP BY ALL' if cols else ''}")
+    out = canonical_dtypes(out, cols, ds)
+    return out.astype({"n": "int64", "k": "int64", "inv": "int64"})
 
 
 def per_item_scores(ds: Any, cluster: str = "cluster") -> pd.DataFrame:

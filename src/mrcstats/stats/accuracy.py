@@ -48,6 +48,8 @@ from mrcstats.errors import InputError
 
 #: the per-group fields of ``summarize(...).to_dict()["groups"]`` besides the ``by`` columns
 GROUP_FIELDS: tuple[str, ...] = ("n", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high", "se_cluster")
+#: the fields added with ``trials="mean"``
+TRIAL_FIELDS: tuple[str, ...] = ("trials", "sd", "se_trials", "ci_low_t", "ci_high_t")
 
 
 def wilson_interval(k: np.ndarray | float, n: np.ndarray | float, level: float = 0.95) -> tuple[Any, Any]:
@@ -98,8 +100,9 @@ class AccuracySummary:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"groups": [{<by columns>, "n", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high",
-        "se_cluster"}, ...]}``."""
-        cols = [*self.by, *GROUP_FIELDS]
+        "se_cluster"}, ...]}``; with ``trials="mean"`` also ``trials``, ``sd``, ``se_trials``, ``ci_low_t``,
+        ``ci_high_t``."""
+        cols = [*self.by, *GROUP_FIELDS, *(TRIAL_FIELDS if self.trials == "mean" else ())]
         groups = plain_records(self.table[cols])
         return {"groups": groups}
 
@@ -148,8 +151,8 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
         engine: for a :class:`~mrcstats.io.dataset.LogDataset` (a dataset folder larger than memory) the
             per-(group, cluster) counts come from DuckDB SQL (default, :func:`mrcstats.stats._sql.summary_moments`)
             or, with ``"dask"``, from Dask partitions reduced on the client (``scheduler``: an address or a
-            ``distributed.Client``); :func:`finish_summary` turns them into the same table as in memory
-            (``invalid="wrong"``, ``trials="pool"``).
+            ``distributed.Client``), and per (group, trial) for ``trials="mean"``; :func:`finish_summary`
+            turns them into the same table as in memory (every convention).
 
     References: Wilson (1927); Miller (2024), "Adding Error Bars to Evals", Eqs. 4-5.
     """
@@ -176,95 +179,56 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
 def summarize_frame(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster: str | None = "cluster",
                     level: float = 0.95, invalid: str = "wrong", trials: str = "pool") -> AccuracySummary:
     """:func:`summarize` on a frame already checked by the caller: ``correct`` (boolean with <NA> = invalid),
-    the ``by`` columns, ``cluster`` (or None: no cluster SE) and, for ``trials="mean"``, ``trial``."""
+    the ``by`` columns, ``cluster`` (or None: no cluster SE) and, for ``trials="mean"``, ``trial``.
+
+    The frame is reduced to integer counts per (group, cluster) and, for ``trials="mean"``, per
+    (group, trial); :func:`finish_summary` (the one home of the statistics, shared with the dataset
+    and Dask paths) turns them into the table.
+    """
     by_cols = [by] if isinstance(by, str) else list(by)
     need = [*by_cols, *([cluster] if cluster else []), *(["trial"] if trials == "mean" else [])]
     for c in need:
         if c not in log.columns:
             raise InputError(f"no column {c!r} in the log to group by; columns: {', '.join(map(str, log.columns))}")
+    _check_conventions(level, invalid, trials)
+    corr = log["correct"]
+    work = pd.DataFrame({"k": corr.fillna(False).to_numpy(dtype=np.int64),
+                         "inv": corr.isna().to_numpy(dtype=np.int64)})
+    keys = []
+    for i, b in enumerate(by_cols):
+        work[f"_g{i}"] = pd.Series(log[b].array)
+        keys.append(f"_g{i}")
+    names = {f"_g{i}": b for i, b in enumerate(by_cols)}
+
+    def counts(extra: str | None) -> pd.DataFrame:
+        cols = [*keys, *([extra] if extra else [])]
+        if not cols:
+            return pd.DataFrame({"n": [len(work)], "k": [int(work["k"].sum())], "inv": [int(work["inv"].sum())]})
+        g = work.groupby(cols, sort=False, dropna=False)
+        out = g.agg(k=("k", "sum"), inv=("inv", "sum"), n=("k", "size")).reset_index()
+        return out.rename(columns=names)
+
+    if cluster:
+        work["_cl"] = log[cluster].to_numpy()
+        mom = _moments(counts("_cl").rename(columns={"k": "s", "n": "m"}), by_cols)
+    else:
+        mom = None
+    per = None
+    if trials == "mean":
+        work["_t"] = log["trial"].to_numpy()
+        per = counts("_t")
+    if mom is None:   # no cluster: each row is its own cluster (the SE is not computed)
+        mom = _moments_unclustered(per if per is not None else counts(None), by_cols)
+    return finish_summary(mom, by_cols, level, cluster, invalid=invalid, trial_counts=per)
+
+
+def _check_conventions(level: float, invalid: str, trials: str) -> None:
     if not 0 < level < 1:
         raise InputError(f"level must be between 0 and 1, got {level}")
     if invalid not in ("wrong", "exclude"):
         raise InputError(f"invalid must be 'wrong' (invalid = not correct) or 'exclude', got {invalid!r}")
     if trials not in ("pool", "mean"):
         raise InputError(f"trials must be 'pool' or 'mean', got {trials!r}")
-    corr = log["correct"]
-    x = corr.fillna(False).to_numpy(dtype=float)
-    inv = corr.isna().to_numpy(dtype=float)
-    work = pd.DataFrame({"_x": x, "_inv": inv,
-                         "_cl": log[cluster].to_numpy() if cluster else np.arange(len(log))})
-    if trials == "mean":
-        work["_t"] = log["trial"].to_numpy()
-    for i, b in enumerate(by_cols):
-        work[f"_g{i}"] = pd.Series(log[b].array)
-    gcols = [f"_g{i}" for i in range(len(by_cols))]
-    if not gcols:
-        work["_g"] = 0
-        gcols = ["_g"]
-    grp = work.groupby(gcols, sort=True, dropna=False)
-    agg = grp.agg(n=("_x", "size"), correct=("_x", "sum"), invalid=("_inv", "sum"),
-                  clusters=("_cl", "nunique"))
-    valid = agg["n"] - agg["invalid"]
-    agg["accuracy_valid"] = np.where(valid > 0, agg["correct"] / valid.where(valid > 0, 1), np.nan)
-    # the rows the accuracy is over, by convention
-    use = work if invalid == "wrong" else work[work["_inv"] == 0]
-    den = agg["n"] if invalid == "wrong" else valid
-    with np.errstate(invalid="ignore", divide="ignore"):
-        agg["accuracy"] = agg["correct"] / den.where(den > 0, np.nan)
-    # cluster residual sums: sum_{i in c}(x_i - xbar_g) = S_c - n_c * xbar_g
-    cl = use.groupby([*gcols, "_cl"], sort=False, dropna=False)["_x"].agg(["sum", "size"]).reset_index()
-    cl = cl.merge(agg["accuracy"].reset_index(), on=gcols, how="left")
-    cl["_r2"] = (cl["sum"] - cl["size"] * cl["accuracy"]) ** 2
-    r2 = cl.groupby(gcols, sort=True, dropna=False)["_r2"].sum()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        agg["se_cluster"] = (np.sqrt(r2.reindex(agg.index).to_numpy()) / den.to_numpy()) if cluster else np.nan
-    # one observation has no spread to estimate: NA, not 0 (R: sd(1) is NA)
-    agg.loc[den < 2, "se_cluster"] = np.nan
-    lo, hi = wilson_interval(agg["correct"].to_numpy(), den.to_numpy(), level)
-    agg["ci_low"], agg["ci_high"] = lo, hi
-    from scipy.stats import norm
-
-    z = float(norm.ppf(0.5 + level / 2.0))
-    agg["ci_low_cluster"] = np.clip(agg["accuracy"] - z * agg["se_cluster"], 0.0, 1.0)
-    agg["ci_high_cluster"] = np.clip(agg["accuracy"] + z * agg["se_cluster"], 0.0, 1.0)
-    extra: list[str] = []
-    if trials == "mean":
-        per = use.groupby([*gcols, "_t"], sort=True, dropna=False)["_x"].agg(["sum", "size"]).reset_index()
-        if invalid == "wrong":
-            per["acc_t"] = per["sum"] / per["size"]
-        else:
-            tot = work.groupby([*gcols, "_t"], sort=True, dropna=False)["_x"].size().reset_index(name="_all")
-            per = tot.merge(per, on=[*gcols, "_t"], how="left").fillna({"sum": 0.0, "size": 0})
-            per["acc_t"] = np.where(per["size"] > 0, per["sum"] / per["size"].where(per["size"] > 0, 1), np.nan)
-        stats_rows = {}
-        from scipy import stats as _st
-
-        for key, g in per.groupby(gcols, sort=True, dropna=False):
-            xs = g["acc_t"].to_numpy(float)
-            xs = xs[~np.isnan(xs)]
-            nt = len(xs)
-            mean = float(xs.mean()) if nt else np.nan
-            sd = float(xs.std(ddof=1)) if nt > 1 else np.nan
-            se = sd / np.sqrt(nt) if nt > 1 else np.nan
-            half = float(_st.t.ppf(0.5 + level / 2, nt - 1)) * se if nt > 1 else np.nan
-            stats_rows[key if isinstance(key, tuple) else (key,)] = (nt, mean, sd, se, mean - half, mean + half)
-        keys = [k if isinstance(k, tuple) else (k,) for k in agg.index]
-        cols = np.array([stats_rows[k] for k in keys], dtype=float).reshape(len(keys), 6)
-        agg["trials"] = cols[:, 0].astype("int64")
-        agg["accuracy"] = cols[:, 1]
-        agg["sd"], agg["se_trials"], agg["ci_low_t"], agg["ci_high_t"] = cols[:, 2], cols[:, 3], cols[:, 4], cols[:, 5]
-        extra = ["trials", "sd", "se_trials", "ci_low_t", "ci_high_t"]
-    table = agg.reset_index()
-    if by_cols:
-        table = table.rename(columns={f"_g{i}": b for i, b in enumerate(by_cols)})
-    else:
-        table = table.drop(columns=["_g"])
-    for c in ("n", "correct", "invalid", "clusters"):
-        table[c] = table[c].astype("int64")
-    table = table[[*by_cols, "n", "correct", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high",
-                   "se_cluster", "clusters", "ci_low_cluster", "ci_high_cluster", *extra]]
-    return AccuracySummary(by=tuple(by_cols), table=table, level=level, invalid=invalid, trials=trials,
-                           cluster=cluster)
 
 
 # ----------------------------------------------------------------------------- logs larger than memory
@@ -272,85 +236,194 @@ def summarize_frame(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster:
 
 def _summarize_counts(log: Any, by_cols: list[str], cluster: str, level: float, invalid: str, trials: str,
                       engine: str | None, scheduler: Any) -> AccuracySummary:
-    """:func:`summarize` of a dataset (DuckDB) or on Dask: per-(group, cluster) counts, then :func:`finish_summary`."""
+    """:func:`summarize` of a dataset (DuckDB) or on Dask: integer counts per (group, cluster) and, for
+    ``trials="mean"``, per (group, trial), then :func:`finish_summary` (the same code as in memory)."""
     from mrcstats.io.dataset import LogDataset
 
-    if invalid != "wrong" or trials != "pool":
-        raise InputError("summarize: a dataset folder / engine='dask' supports invalid='wrong', trials='pool'; "
-                         "load the log with mrcstats.read_log for the other conventions")
-    if not 0 < level < 1:
-        raise InputError(f"level must be between 0 and 1, got {level}")
+    _check_conventions(level, invalid, trials)
     if engine == "dask":
         from mrcstats.models.outofcore import pass_backend
 
-        cl = pass_backend(log, "dask", scheduler).group_counts([*by_cols, cluster])
         if isinstance(log, LogDataset):
-            from mrcstats.stats._sql import canonical_dtypes
+            from mrcstats.stats._sql import check_columns
 
-            cl = canonical_dtypes(cl, by_cols, log)
+            check_columns(log, [*by_cols, cluster, "correct", *(["trial"] if trials == "mean" else [])])
         elif isinstance(log, pd.DataFrame):
-            cl = cl.astype({b: log[b].dtype for b in by_cols})
+            for c in [*by_cols, cluster, "correct", *(["trial"] if trials == "mean" else [])]:
+                if c not in log.columns:
+                    raise InputError(f"no column {c!r} in the log to group by; columns: "
+                                     f"{', '.join(map(str, log.columns))}")
+        backend = pass_backend(log, "dask", scheduler)
+
+        def typed(cl: pd.DataFrame) -> pd.DataFrame:
+            if isinstance(log, LogDataset):
+                from mrcstats.stats._sql import canonical_dtypes
+
+                return canonical_dtypes(cl, by_cols, log)
+            if isinstance(log, pd.DataFrame):
+                return cl.astype({b: log[b].dtype for b in by_cols})
+            return cl
+
+        cl = typed(backend.group_counts([*by_cols, cluster]))
         mom = _moments(cl.rename(columns={cluster: "_cl", "k": "s", "n": "m"}), by_cols)
+        per = (typed(backend.group_counts(list(dict.fromkeys([*by_cols, "trial"])))) if trials == "mean"
+               else None)
     else:
-        from mrcstats.stats._sql import summary_moments
+        from mrcstats.stats._sql import group_counts, summary_moments
 
         mom = summary_moments(log, by_cols, cluster)
-    return finish_summary(mom, by_cols, level, cluster)
+        per = group_counts(log, [*by_cols, "trial"]) if trials == "mean" else None
+    return finish_summary(mom, by_cols, level, cluster, invalid=invalid, trial_counts=per)
 
 
 def _moments(cl: pd.DataFrame, by_cols: list[str]) -> pd.DataFrame:
-    """Per group: n, correct, invalid, clusters, ss, sm, mm from per (group, cluster) ``s``, ``m``, ``inv``."""
+    """Per group: n, correct, invalid, clusters (non-null cluster values) and the integer moments
+    ss = Σ s², sm = Σ s m, mm = Σ m², smv = Σ s v, mmv = Σ v² (v = m - inv: valid rows) from per
+    (group, cluster) ``_cl``, ``s`` (correct), ``m`` (rows), ``inv`` (invalid)."""
     cl = cl.copy()
-    cl["ss"], cl["sm"], cl["mm"] = cl["s"] * cl["s"], cl["s"] * cl["m"], cl["m"] * cl["m"]
+    s = cl["s"].astype("int64")
+    m = cl["m"].astype("int64")
+    v = m - cl["inv"].astype("int64")
+    cl["ss"], cl["sm"], cl["mm"], cl["smv"], cl["mmv"] = s * s, s * m, m * m, s * v, v * v
+    cl["_has"] = cl["_cl"].notna().astype("int64")
     if not by_cols:
         cl["_g"] = 0
     gcols = by_cols or ["_g"]
     mom = cl.groupby(gcols, sort=True, dropna=False).agg(
-        n=("m", "sum"), correct=("s", "sum"), invalid=("inv", "sum"), clusters=("s", "size"),
-        ss=("ss", "sum"), sm=("sm", "sum"), mm=("mm", "sum")).reset_index()
+        n=("m", "sum"), correct=("s", "sum"), invalid=("inv", "sum"), clusters=("_has", "sum"),
+        ss=("ss", "sum"), sm=("sm", "sum"), mm=("mm", "sum"), smv=("smv", "sum"), mmv=("mmv", "sum")).reset_index()
     return mom.drop(columns=["_g"]) if not by_cols else mom
 
 
-def finish_summary(moments: pd.DataFrame, by: Sequence[str], level: float = 0.95,
-                   cluster: str = "cluster") -> AccuracySummary:
-    """The summary table (``invalid="wrong"``, ``trials="pool"``) from per-group integer moments.
+def _moments_unclustered(counts: pd.DataFrame, by_cols: list[str]) -> pd.DataFrame:
+    """Per group n, correct, invalid from finer counts (``n``, ``k``, ``inv``); every row its own cluster
+    (``clusters`` = n; the cluster moments are left out: no cluster SE)."""
+    c = counts.copy()
+    if not by_cols:
+        c["_g"] = 0
+    gcols = by_cols or ["_g"]
+    mom = c.groupby(gcols, sort=True, dropna=False).agg(n=("n", "sum"), correct=("k", "sum"),
+                                                        invalid=("inv", "sum")).reset_index()
+    mom["clusters"] = mom["n"]
+    return mom.drop(columns=["_g"]) if not by_cols else mom
+
+
+def trial_summary(per: pd.DataFrame, by: Sequence[str], level: float = 0.95,
+                  invalid: str = "wrong") -> pd.DataFrame:
+    """Mean over trials of the per-trial accuracy, per group, from integer counts per (group, trial).
+
+    ``per`` has the ``by`` columns, one row per (group, trial), and ``n`` (rows), ``k`` (correct),
+    ``inv`` (invalid). Per trial t: ``acc_t = k_t / n_t`` (``invalid="wrong"``) or
+    ``k_t / (n_t - inv_t)`` (``"exclude"``; a trial without a valid answer has no accuracy and is left
+    out). Per group over the T trials with an accuracy: ``trials`` = T, ``accuracy`` = mean, ``sd`` (R
+    ``sd``, ddof 1), ``se_trials`` = sd / sqrt(T), ``ci_low_t``/``ci_high_t`` = mean -/+ t_{T-1} se
+    (R ``t.test(acc_t, conf.level = level)$conf.int``); sd, se and the interval are null for T < 2.
+    Vectorised over groups (two-pass SD: Σ (acc_t - mean)² / (T - 1)).
+    Rows come out in the order of the groups sorted by ``by`` (missing last), as :func:`finish_summary`.
+    """
+    from scipy import stats as _st
+
+    by_cols = list(by)
+    p = per.copy()
+    if not by_cols:
+        p["_g"] = 0
+    gcols = by_cols or ["_g"]
+    p = p.sort_values(gcols, kind="stable", na_position="last").reset_index(drop=True)
+    gid = p.groupby(gcols, sort=False, dropna=False).ngroup().to_numpy()
+    n_groups = int(gid.max()) + 1 if len(gid) else 0
+    k = p["k"].to_numpy(dtype=float)
+    den = p["n"].to_numpy(dtype=float) - (p["inv"].to_numpy(dtype=float) if invalid == "exclude" else 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc = np.where(den > 0, k / np.where(den > 0, den, 1.0), np.nan)
+    ok = ~np.isnan(acc)
+    g_ok, a_ok = gid[ok], acc[ok]
+    nt = np.bincount(g_ok, minlength=n_groups).astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(g_ok, weights=a_ok, minlength=n_groups) / np.where(nt > 0, nt, np.nan)
+        dev = a_ok - mean[g_ok]
+        ss = np.bincount(g_ok, weights=dev * dev, minlength=n_groups)
+        sd = np.where(nt > 1, np.sqrt(ss / np.where(nt > 1, nt - 1, 1)), np.nan)
+        se = sd / np.sqrt(np.where(nt > 1, nt, np.nan))
+        tq = np.where(nt > 1, _st.t.ppf(0.5 + level / 2, np.where(nt > 1, nt - 1, 1)), np.nan)
+    half = tq * se
+    out = np.column_stack([nt, mean, sd, se, mean - half, mean + half])
+    first = p.drop_duplicates(subset=gcols, keep="first") if len(p) else p
+    res = first[by_cols].reset_index(drop=True)
+    res["trials"] = out[:, 0].astype("int64")
+    res["accuracy"], res["sd"], res["se_trials"] = out[:, 1], out[:, 2], out[:, 3]
+    res["ci_low_t"], res["ci_high_t"] = out[:, 4], out[:, 5]
+    return res
+
+
+def finish_summary(moments: pd.DataFrame | None, by: Sequence[str], level: float = 0.95,
+                   cluster: str | None = "cluster", *, invalid: str = "wrong",
+                   trial_counts: pd.DataFrame | None = None) -> AccuracySummary:
+    """The summary table from per-group integer moments (and per-(group, trial) counts): the one place
+    the statistics of :func:`summarize` are computed, in memory, over a dataset (DuckDB) or on Dask.
 
     ``moments`` has the ``by`` columns and, per group, ``n`` (rows), ``correct`` (k), ``invalid``,
-    ``clusters`` and, over the group's clusters c with m_c rows and s_c correct, ``ss`` = Σ s_c²,
-    ``sm`` = Σ s_c m_c, ``mm`` = Σ m_c² (DuckDB SQL over a dataset, or Dask partitions). The
-    cluster residual sum of squares of :func:`summarize_frame` is evaluated exactly in integers::
+    ``clusters`` and, over the group's clusters c with m_c rows, v_c valid rows and s_c correct,
+    ``ss`` = Σ s_c², ``sm`` = Σ s_c m_c, ``mm`` = Σ m_c², ``smv`` = Σ s_c v_c, ``mmv`` = Σ v_c²
+    (``cluster=None``: no cluster SE; ``moments=None`` then takes the totals from ``trial_counts``). With N the rows the accuracy is over (all rows for
+    ``invalid="wrong"``, the valid ones for ``"exclude"``; M, SM the matching moments), the cluster
+    residual sum of squares Σ_c (s_c - m_c k/N)² is evaluated exactly in integers::
 
-        Σ_c (s_c - m_c k/n)² = (n² ss - 2 n k sm + k² mm) / n²,   se_cluster = sqrt(n² ss - 2 n k sm + k² mm) / n²
+        Σ_c (s_c - m_c k/N)² = (N² ss - 2 N k SM + k² MM) / N²,   se_cluster = sqrt(N² ss - 2 N k SM + k² MM) / N²
+
+    With ``trial_counts`` (``trials="mean"``), ``accuracy`` is the mean over trials
+    (:func:`trial_summary`) and the trial columns are added; the Wilson and clustered intervals stay
+    those of the pooled rows.
     """
     import math
 
     from scipy.stats import norm
 
     by_cols = list(by)
+    if moments is None:   # no cluster moments: the totals come from the per-trial counts
+        if trial_counts is None or cluster:
+            raise InputError("finish_summary: moments are needed unless cluster=None and trial_counts are given")
+        moments = _moments_unclustered(trial_counts, by_cols)
     t = moments.sort_values(by_cols, kind="stable", na_position="last").reset_index(drop=True) \
         if by_cols else moments.reset_index(drop=True)
-    n_i = [int(v) for v in t["n"]]
-    k_i = [int(v) for v in t["correct"]]
-    rss = [n * n * int(ss) - 2 * n * k * int(sm) + k * k * int(mm)
-           for n, k, ss, sm, mm in zip(n_i, k_i, t["ss"], t["sm"], t["mm"])]
-    se = np.array([math.sqrt(max(r, 0)) / (n * n) if n else float("nan") for r, n in zip(rss, n_i)], dtype=float)
     table = t[by_cols].copy()
     for c in ("n", "correct", "invalid", "clusters"):
         table[c] = t[c].astype("int64").to_numpy()
-    n = table["n"].to_numpy(dtype=float)
+    n_i = [int(v) for v in t["n"]]
+    k_i = [int(v) for v in t["correct"]]
+    inv_i = [int(v) for v in t["invalid"]]
+    den_i = n_i if invalid == "wrong" else [n - i for n, i in zip(n_i, inv_i)]
+    if cluster:
+        sm_c, mm_c = ("sm", "mm") if invalid == "wrong" else ("smv", "mmv")
+        rss = [d * d * int(ss) - 2 * d * k * int(sm) + k * k * int(mm)
+               for d, k, ss, sm, mm in zip(den_i, k_i, t["ss"], t[sm_c], t[mm_c])]
+        se = np.array([math.sqrt(max(r, 0)) / (d * d) if d else float("nan") for r, d in zip(rss, den_i)],
+                      dtype=float)
+    else:
+        se = np.full(len(t), np.nan)
+    den = np.asarray(den_i, dtype=float)
     k = table["correct"].to_numpy(dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
-        table["accuracy"] = k / np.where(n > 0, n, np.nan)
+        table["accuracy"] = k / np.where(den > 0, den, np.nan)
     valid = table["n"] - table["invalid"]
     table["accuracy_valid"] = np.where(valid > 0, k / valid.where(valid > 0, 1).to_numpy(dtype=float), np.nan)
-    lo, hi = wilson_interval(k, n, level)
+    lo, hi = wilson_interval(k, den, level)
     table["ci_low"], table["ci_high"] = lo, hi
-    se[n < 2] = np.nan          # one observation has no spread to estimate (as summarize_frame)
+    se[den < 2] = np.nan          # one observation has no spread to estimate: NA, not 0 (R: sd(1) is NA)
     table["se_cluster"] = se
     z = float(norm.ppf(0.5 + level / 2.0))
     table["ci_low_cluster"] = np.clip(table["accuracy"] - z * table["se_cluster"], 0.0, 1.0)
     table["ci_high_cluster"] = np.clip(table["accuracy"] + z * table["se_cluster"], 0.0, 1.0)
+    extra: list[str] = []
+    if trial_counts is not None:
+        tr = trial_summary(trial_counts, by_cols, level, invalid)
+        if len(tr) != len(table):
+            raise InputError("summarize: the per-trial counts do not cover the same groups as the totals")
+        table["trials"] = tr["trials"].to_numpy()
+        table["accuracy"] = tr["accuracy"].to_numpy()
+        for c in ("sd", "se_trials", "ci_low_t", "ci_high_t"):
+            table[c] = tr[c].to_numpy()
+        extra = ["trials", "sd", "se_trials", "ci_low_t", "ci_high_t"]
     table = table[[*by_cols, "n", "correct", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high",
-                   "se_cluster", "clusters", "ci_low_cluster", "ci_high_cluster"]]
-    return AccuracySummary(by=tuple(by_cols), table=table, level=level, invalid="wrong", trials="pool",
-                           cluster=cluster)
+                   "se_cluster", "clusters", "ci_low_cluster", "ci_high_cluster", *extra]]
+    return AccuracySummary(by=tuple(by_cols), table=table, level=level, invalid=invalid,
+                           trials="mean" if trial_counts is not None else "pool", cluster=cluster)

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
-from mrcstats.stats.accuracy import summarize_frame
+from mrcstats.stats.accuracy import finish_summary
 
 __all__ = [
     "MaskingAccuracy",
@@ -127,18 +127,49 @@ def mr_plain_mean(mr: Any, x: Any) -> float:
 # ----------------------------------------------------------------------------- accuracy
 def _check_log(log: pd.DataFrame, where: str) -> pd.DataFrame:
     """The columns this module uses, validated by the package's one validator (:mod:`mrcstats.io.schema`)."""
-    from mrcstats.io.schema import coerce_masking_rate, require_log
+    from mrcstats.io.schema import require_log
 
     log = require_log(log, where, ("model", "masking_rate", "correct"))
+    out = _keys(log, where)
+    out["correct"] = log["correct"]
+    return out
+
+
+def _keys(frame: pd.DataFrame, where: str) -> pd.DataFrame:
+    """model, condition ("" when absent), trial (numeric; 0 when absent), masking_rate (percent, float)."""
+    from mrcstats.io.schema import coerce_masking_rate
+
     return pd.DataFrame({
-        "model": log["model"].astype("string").fillna(""),
-        "condition": (log["condition"].astype("string").fillna("") if "condition" in log.columns
-                      else pd.Series("", index=log.index, dtype="string")),
-        "trial": (pd.to_numeric(log["trial"], errors="coerce") if "trial" in log.columns
-                  else pd.Series(0, index=log.index)),
-        "masking_rate": coerce_masking_rate(log["masking_rate"], where).astype(float),
-        "correct": log["correct"],
-    }, index=log.index)
+        "model": frame["model"].astype("string").fillna(""),
+        "condition": (frame["condition"].astype("string").fillna("") if "condition" in frame.columns
+                      else pd.Series("", index=frame.index, dtype="string")),
+        "trial": (pd.to_numeric(frame["trial"], errors="coerce") if "trial" in frame.columns
+                  else pd.Series(0, index=frame.index)),
+        "masking_rate": coerce_masking_rate(frame["masking_rate"], where).astype(float),
+    }, index=frame.index)
+
+
+def _counts(log: Any, where: str) -> pd.DataFrame:
+    """Integer counts per (model, condition, masking_rate, trial): ``n`` rows, ``k`` correct, ``inv``
+    invalid. A :class:`~mrcstats.io.dataset.LogDataset` is counted by DuckDB on the raw key values (the
+    keys are then coerced as in memory and the counts re-summed); a frame by pandas."""
+    from mrcstats.io.dataset import LogDataset
+
+    keys = [*_KEYS, "trial"]
+    if isinstance(log, LogDataset):
+        from mrcstats.stats._sql import check_columns, group_counts
+
+        check_columns(log, ["model", "masking_rate", "correct"], "compute masking curves by")
+        raw = group_counts(log, [c for c in keys if c in log.columns])
+        df = _keys(raw, str(log.path))
+        df[["n", "k", "inv"]] = raw[["n", "k", "inv"]]
+    else:
+        df = _check_log(log, where)
+        corr = df.pop("correct")
+        df["n"] = 1
+        df["k"] = corr.fillna(False).to_numpy(dtype=np.int64)
+        df["inv"] = corr.isna().to_numpy(dtype=np.int64)
+    return df.groupby(keys, sort=False, dropna=False)[["n", "k", "inv"]].sum().reset_index()
 
 
 @dataclass(frozen=True)
@@ -191,14 +222,16 @@ def _fmt(x: float) -> str:
     return "   NA " if x is None or pd.isna(x) else f"{x:.4f}"
 
 
-def masking_accuracy(log: pd.DataFrame, *, level: float = 0.95) -> MaskingAccuracy:
+def masking_accuracy(log: Any, *, level: float = 0.95) -> MaskingAccuracy:
     """Accuracy-masking-rate curve Acc(MR) per model x condition (seed section 4, Fig. 2).
 
     Parameters
     ----------
     log : canonical response log with ``model``, ``masking_rate`` (percent),
         ``correct`` (nullable boolean; <NA> = invalid), and optionally
-        ``condition`` and ``trial``.
+        ``condition`` and ``trial``; or a log dataset folder opened with
+        :func:`mrcstats.open_dataset` (counted by DuckDB, larger than memory;
+        the same table and notes as on ``dataset.to_log()``).
     level : confidence level of the t interval over trials.
 
     Returns
@@ -212,24 +245,27 @@ def masking_accuracy(log: pd.DataFrame, *, level: float = 0.95) -> MaskingAccura
     ``acc_t`` over trials, ``sd`` their sample SD (R ``sd``), the interval R's
     ``t.test(acc_t, conf.level = level)$conf.int``. ``acc_valid`` and
     ``invalid`` pool the trials. Rows without a masking rate are left out and
-    counted in ``notes``.
+    counted in ``notes``. Computed from integer counts per (model, condition,
+    MR, trial) by :func:`mrcstats.stats.accuracy.finish_summary`, the code of
+    ``summarize(..., trials="mean")``.
     """
     if not 0 < level < 1:
         raise InputError(f"level must be between 0 and 1, got {level!r}")
-    df = _check_log(log, "masking_accuracy")
+    per = _counts(log, "masking_accuracy")
     notes: list[str] = []
-    no_mr = df["masking_rate"].isna()
+    no_mr = per["masking_rate"].isna()
     if no_mr.any():
-        notes.append(f"{int(no_mr.sum())} row(s) without a masking_rate left out")
-        df = df[~no_mr]
-    if df.empty:
+        notes.append(f"{int(per.loc[no_mr, 'n'].sum())} row(s) without a masking_rate left out")
+        per = per[~no_mr]
+    if per.empty or int(per["n"].sum()) == 0:
         raise InputError("masking_accuracy: the log has no rows with a masking_rate; "
                          "read maskcode outputs with `mrcstats.read_log(..., format='mskqa')`")
-    no_trial = df["trial"].isna()
+    no_trial = per["trial"].isna()
     if no_trial.any():
-        raise InputError(f"masking_accuracy: {int(no_trial.sum())} row(s) have no trial number; "
+        raise InputError(f"masking_accuracy: {int(per.loc[no_trial, 'n'].sum())} row(s) have no trial number; "
                          "fill the 'trial' column (integers)")
-    acc = summarize_frame(df, _KEYS, cluster=None, level=level, trials="mean").to_frame()
+    per = per.reset_index(drop=True)
+    acc = finish_summary(None, _KEYS, level, None, trial_counts=per).to_frame()
     rows = [{"model": r["model"], "condition": r["condition"], "masking_rate": float(r["masking_rate"]),
              "n_trials": int(r["trials"]), "n": int(r["n"]), "n_correct": int(r["correct"]),
              "n_invalid": int(r["invalid"]), "acc": r["accuracy"], "sd": r["sd"], "se": r["se_trials"],
@@ -304,15 +340,16 @@ def _acc0_for(acc0: float | Mapping[str, float] | None, g: pd.DataFrame, model: 
     return float(at0.iloc[0])
 
 
-def masking_indicators(log: pd.DataFrame | MaskingAccuracy,
-                       baseline: pd.DataFrame | MaskingAccuracy | None = None,
+def masking_indicators(log: Any,
+                       baseline: Any = None,
                        acc0: float | Mapping[str, float] | None = None,
                        *, baseline_acc0: float | None = None) -> MaskingIndicators:
     """NA, EA and KI per masking rate, with MR-weighted and plain averages (seed 2.3, App. D).
 
     Parameters
     ----------
-    log : canonical log (or a :class:`MaskingAccuracy`) of the data set (RQA in the seed).
+    log : canonical log, log dataset (:func:`mrcstats.open_dataset`, counted by DuckDB) or a
+        :class:`MaskingAccuracy` of the data set (RQA in the seed).
     baseline : the background-knowledge baseline U (UQA in the seed), same form.
         Matched on model and condition (a baseline with a single model serves
         every model) and masking rate. Without it EA and KI are null.

@@ -1,0 +1,210 @@
+"""summarize (every convention) and the masking curves on a log dataset equal the in-memory path.
+
+The dataset path counts in DuckDB (per group x cluster, per group x trial) and finishes with the
+same code as in memory (:func:`mrcstats.stats.accuracy.finish_summary`); these tests compare the two
+on small generated logs, on Dask, through the CLI and over random logs (hypothesis).
+"""
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mrcstats.errors import InputError
+from mrcstats.io.dataset import DatasetWriter, open_dataset, write_dataset
+from mrcstats.stats.accuracy import summarize
+from mrcstats.stats.masking import masking_accuracy, masking_indicators
+from mrcstats.tasks.simulate import simulate_log
+
+CONVENTIONS = [(i, t) for i in ("wrong", "exclude") for t in ("pool", "mean")]
+BYS = [["model"], ["condition", "masking_rate"], [], ["model", "trial"]]
+
+
+@pytest.fixture(scope="module")
+def sim():
+    log = simulate_log(5, n_passages=4, questions_per_passage=2, masking_rates=(0, 40, 100), trials=3,
+                       invalid_rate=0.25).log
+    # rows without a masking rate (counted and reported by the masking curves)
+    rng = np.random.default_rng(5)
+    log["masking_rate"] = log["masking_rate"].mask(pd.Series((rng.random(len(log)) < 0.3)
+                                                             & (log["masking_rate"] == 40)))
+    return log
+
+
+@pytest.fixture(scope="module")
+def ds(sim, tmp_path_factory):
+    d = tmp_path_factory.mktemp("conv")
+    sim.to_parquet(d / "s.parquet")
+    return write_dataset([d / "s.parquet"], d / "ds", chunk_rows=700)
+
+
+def test_summarize_every_convention_equals_in_memory(sim, ds):
+    loaded = ds.to_log()
+    for invalid, trials in CONVENTIONS:
+        for by in BYS:
+            for cluster in ("cluster", "item"):
+                a = summarize(sim, by=by, cluster=cluster, invalid=invalid, trials=trials)
+                b = summarize(ds, by=by, cluster=cluster, invalid=invalid, trials=trials)
+                c = summarize(loaded, by=by, cluster=cluster, invalid=invalid, trials=trials)
+                assert (b.invalid, b.trials) == (invalid, trials)
+                pd.testing.assert_frame_equal(a.to_frame(), b.to_frame(), rtol=1e-12, atol=0)
+                pd.testing.assert_frame_equal(c.to_frame(), b.to_frame(), rtol=1e-12, atol=0)
+                assert _close(a.to_dict(), b.to_dict())
+    t = summarize(ds, by="model", invalid="exclude", trials="mean").to_frame()
+    assert {"trials", "sd", "se_trials", "ci_low_t", "ci_high_t"} <= set(t.columns)
+    assert t["se_cluster"].notna().all() and (t["trials"] == 3).all()
+
+
+def test_trials_mean_by_hand(ds, sim):
+    """accuracy = mean over trials of k_t / n_t (exclude: over valid rows), sd as R's sd."""
+    got = summarize(ds, by="model", invalid="exclude", trials="mean").to_frame().set_index("model")
+    for m, g in sim.groupby("model"):
+        acc_t = [t["correct"].dropna().astype(float).mean() for _, t in g.groupby("trial")]
+        assert got.loc[m, "accuracy"] == pytest.approx(np.mean(acc_t), rel=1e-12)
+        assert got.loc[m, "sd"] == pytest.approx(np.std(acc_t, ddof=1), rel=1e-12)
+
+
+def test_summarize_conventions_on_dask(sim, ds):
+    pytest.importorskip("dask")
+    for invalid, trials in (("exclude", "mean"), ("wrong", "mean"), ("exclude", "pool")):
+        for by in (["model"], ["condition", "masking_rate"]):
+            a = summarize(sim, by=by, invalid=invalid, trials=trials).to_frame()
+            b = summarize(ds, by=by, invalid=invalid, trials=trials, engine="dask").to_frame()
+            pd.testing.assert_frame_equal(a, b, rtol=1e-12, atol=0)
+    a = summarize(sim, by=[], invalid="exclude", trials="mean").to_frame()
+    b = summarize(sim, by=[], invalid="exclude", trials="mean", engine="dask").to_frame()   # a frame on Dask
+    pd.testing.assert_frame_equal(a, b, rtol=1e-12, atol=0)
+
+
+def test_masking_on_dataset_equals_in_memory(sim, ds):
+    a, b = masking_accuracy(sim), masking_accuracy(ds)
+    pd.testing.assert_frame_equal(a.table, b.table, rtol=1e-12, atol=0)
+    pd.testing.assert_frame_equal(masking_accuracy(ds.to_log()).table, b.table, rtol=1e-12, atol=0)
+    n_missing = int(sim["masking_rate"].isna().sum())
+    assert n_missing > 0 and b.notes == a.notes == (f"{n_missing} row(s) without a masking_rate left out",)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ia, ib = masking_indicators(sim, baseline=sim), masking_indicators(ds, baseline=ds)
+    pd.testing.assert_frame_equal(ia.table, ib.table, rtol=1e-12, atol=0)
+    pd.testing.assert_frame_equal(ia.averages, ib.averages, rtol=1e-12, atol=0)
+    assert _close(ia.to_dict(), ib.to_dict())
+    one = masking_accuracy(ds.filter(model="alpha-7b", condition="strict"))
+    assert set(one.table["model"]) == {"alpha-7b"} and set(one.table["condition"]) == {"strict"}
+
+
+def test_bad_input_names_the_column(sim, tmp_path):
+    with DatasetWriter(tmp_path / "nomr") as w:
+        w.write(sim[sim["masking_rate"] == 0].drop(columns=["masking_rate"]))
+    ds = open_dataset(tmp_path / "nomr")
+    assert "masking_rate" in ds.columns   # the canonical schema adds it, all null: no row has a masking rate
+    for log in (ds, ds.to_log()):
+        with pytest.raises(InputError, match="no rows with a masking_rate"):
+            masking_accuracy(log)
+    with pytest.raises(InputError, match="no column 'nope'"):
+        summarize(ds, by="nope", trials="mean")
+    with pytest.raises(InputError, match="no column 'grp'"):
+        summarize(ds, by="model", cluster="grp", invalid="exclude")
+    with pytest.raises(InputError, match="trials must be"):
+        summarize(ds, trials="median")
+    with pytest.raises(InputError, match="invalid must be"):
+        summarize(ds, invalid="drop")
+
+
+def test_cli_masking_and_summary_on_dataset(sim, ds, tmp_path, capsys):
+    from mrcstats.cli import main
+
+    src = tmp_path / "s.parquet"
+    sim.to_parquet(src)
+    assert main(["masking", str(ds.path), "--json"]) == 0
+    out = capsys.readouterr()
+    got = json.loads(out.out)
+    assert "without a masking_rate" in out.err
+    assert main(["masking", str(src), "--json"]) == 0
+    want = json.loads(capsys.readouterr().out)
+    assert got.keys() == want.keys()
+    assert _close(got, want)
+    assert main(["summary", str(ds.path), "--by", "model", "--trials", "mean", "--invalid", "exclude",
+                 "--json"]) == 0
+    groups = json.loads(capsys.readouterr().out)["groups"]
+    want = summarize(sim, by="model", trials="mean", invalid="exclude").to_dict()["groups"]
+    assert _close(groups, want) and "sd" in groups[0]
+    assert main(["masking", str(tmp_path / "nope")]) == 2
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return (np.isnan(a) and np.isnan(b)) or a == pytest.approx(b, rel=1e-12)
+    return a == b
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 2**31 - 1), st.integers(1, 3), st.integers(1, 4), st.integers(1, 3), st.floats(0, 0.9))
+def test_dataset_equals_memory_property(tmp_path_factory, seed, n_models, n_trials, n_rates, p_invalid):
+    rng = np.random.default_rng(seed)
+    rates = sorted(rng.choice([0.0, 5.0, 12.5, 50.0, 100.0], size=n_rates, replace=False))
+    rows = []
+    for m in range(n_models):
+        for c in range(int(rng.integers(1, 4))):
+            for q in range(int(rng.integers(1, 3))):
+                for t in range(n_trials):
+                    for r in rates:
+                        for cond in ("regular", "strict")[:int(rng.integers(1, 3))]:
+                            rows.append({"model": f"m{m}", "item": f"c{c}q{q}", "cluster": f"c{c}", "trial": t,
+                                         "condition": cond, "masking_rate": r,
+                                         "correct": pd.NA if rng.random() < p_invalid else bool(rng.random() < 0.6)})
+    df = pd.DataFrame(rows).astype({"correct": "boolean"})
+    d = tmp_path_factory.mktemp("p")
+    with DatasetWriter(d / "ds") as w:
+        w.write(df)
+    ds = open_dataset(d / "ds")
+    for invalid, trials in CONVENTIONS:
+        for by in (["model"], ["model", "condition", "masking_rate"]):
+            a = summarize(df, by=by, invalid=invalid, trials=trials).to_frame()
+            b = summarize(ds, by=by, invalid=invalid, trials=trials).to_frame()
+            pd.testing.assert_frame_equal(a, b, rtol=1e-12, atol=0)
+    pd.testing.assert_frame_equal(masking_accuracy(df).table, masking_accuracy(ds).table, rtol=1e-12, atol=0)
+
+
+@pytest.mark.r
+def test_dataset_conventions_against_r(rscript, ds, tmp_path):
+    """invalid="exclude", trials="mean" on the dataset against R: prop.test and sandwich::vcovCL over the valid
+    rows, t.test over the per-trial accuracies."""
+    import subprocess
+
+    log = ds.to_log()
+    d = log[log["correct"].notna()].assign(y=lambda f: f["correct"].astype(int))
+    csv = tmp_path / "d.csv"
+    d[["model", "cluster", "trial", "y"]].to_csv(csv, index=False)
+    code = f"""
+    d <- read.csv("{csv}")
+    out <- list()
+    for (m in sort(unique(d$model))) {{
+      s <- d[d$model == m, ]
+      pt <- prop.test(sum(s$y), nrow(s), correct = FALSE)
+      v <- sandwich::vcovCL(lm(y ~ 1, data = s), cluster = ~cluster, type = "HC0", cadjust = FALSE)
+      acc <- tapply(s$y, s$trial, mean)
+      tt <- t.test(acc)
+      out[[m]] <- c(pt$conf.int[1], pt$conf.int[2], sqrt(v[1, 1]), mean(acc), sd(acc), tt$conf.int[1],
+                    tt$conf.int[2])
+    }}
+    cat(jsonlite::toJSON(out, digits = NA))
+    """
+    r = subprocess.run([rscript, "-e", code], check=False, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0 and ("jsonlite" in r.stderr or "sandwich" in r.stderr):
+        pytest.skip("R package jsonlite or sandwich missing")
+    assert r.returncode == 0, r.stderr
+    got = summarize(ds, by="model", invalid="exclude", trials="mean").to_frame().set_index("model")
+    for m, (lo, hi, se, acc, sd, tlo, thi) in json.loads(r.stdout).items():
+        row = got.loc[m]
+        assert [row["ci_low"], row["ci_high"], row["accuracy"], row["sd"], row["ci_low_t"], row["ci_high_t"]] == \
+            pytest.approx([lo, hi, acc, sd, tlo, thi], rel=1e-12)
+        assert row["se_cluster"] == pytest.approx(se, rel=1e-10)
