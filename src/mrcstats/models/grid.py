@@ -6,7 +6,7 @@ item has as many distinct covariate patterns as rows, so collapsing rows to cell
 q1 x q2 tables of small integers: ``K[j, k]`` successes and ``N[j, k]`` trials of level j of
 the first term (the one with more levels, as lme4 orders terms) and level k of the second
 (empty cells: 0 and 0). :class:`CrossedGrid` evaluates lme4's Laplace deviance on those
-tables in chunks of rows, never holding a per-row (or per-cell) float array:
+tables in chunks of rows (never a per-row array), on two worker threads:
 
 * linear predictor   η_jk = β₀ + θ₁u₁ⱼ + θ₂u₂ₖ,  μ = logistic(η);
 * penalised IRLS (lme4's ``pwrssUpdate``, Newton steps to a squared decrement of 1e-22 per
@@ -21,11 +21,14 @@ tables in chunks of rows, never holding a per-row (or per-cell) float array:
   :class:`mrcstats.models.deviance.MultiFactor` (selected inverse of M through G S⁻¹, one
   GEMM per chunk).
 
-Memory: the two count tables (int32) plus a few q2 x q2 matrices and chunk buffers; time: one
-``dsyrk`` (q1·q2²/2 multiply-adds) per IRLS step and one GEMM (q1·q2²) per gradient. The
-optimiser is the native engine's (:func:`mrcstats.models.fit.optimize_laplace`), so the fit equals
-``glmer`` on the rows to the optimiser's tolerance (lme4 ``glmer(nAGQ = 1)``; Bates et al. 2015,
-J. Stat. Softw. 67(1), sec. 3 and 5.4).
+Memory: the two count tables (int32), v and μ per cell (float64) while they fit ``CACHE_BYTES``
+(otherwise recomputed from η), a few q2 x q2 matrices and chunk buffers; time: one ``dsyrk``
+(q1·q2²/2 multiply-adds) per IRLS step and one GEMM (q1·q2²) per gradient. The optimiser is the
+native engine's (:func:`mrcstats.models.fit.optimize_laplace`), so the fit equals ``glmer`` on the
+rows to the optimiser's tolerance (lme4 ``glmer(nAGQ = 1)``; Bates et al. 2015, J. Stat. Softw.
+67(1), sec. 3 and 5.4). Grids over ``START_CELLS`` start from the fit on an evenly spaced sub-grid
+(``START_SHAPE``), with its standard errors as the optimiser's step scale: the optimum does not
+depend on the start, the number of full-grid evaluations does.
 """
 from __future__ import annotations
 
