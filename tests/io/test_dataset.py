@@ -337,3 +337,14 @@ def test_fast_path_property(tmp_path_factory, rows, on_duplicate, extra_model):
     pq.write_table(t, d / "a.parquet")
     pq.write_table(t.set_column(0, "model", pa.array([extra_model] * len(t), pa.string())), d / "b.parquet")
     _same(*_both([d / "a.parquet", d / "b.parquet"], d, "o", on_duplicate=on_duplicate))
+
+
+def test_fast_path_unreadable_page_same_error(sim, tmp_path):
+    p = _write(sim[["model", "item", "trial", "correct", "response"]], tmp_path / "a.parquet")
+    raw = bytearray(p.read_bytes())
+    mid = len(raw) // 3
+    raw[mid:mid + 64] = b"\xff" * 64          # a damaged data page; the footer still reads
+    p.write_bytes(bytes(raw))
+    fast, slow = _both([p], tmp_path, "o")
+    assert fast[1] and "a.parquet" in fast[1]
+    _same(fast, slow)

@@ -899,43 +899,17 @@ def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) ->
     ``COPY ... PARTITION_BY (model)`` (DuckDB names the folders ``model=<URL-quoted name>`` exactly
     as :meth:`DatasetWriter._write_table`).
     """
+    import duckdb
     import pyarrow as pa
-
-    from mrcstats.io.schema import MAX_TRIAL
 
     cols = batch[0].columns
     extra = batch[0].extra
     schema = _fast_schema(cols, extra)
     by_path = batch[0].model is not None       # fragments: the model is the partition folder's
-
-    def source(units: list[_FastUnit]) -> str:
-        files = "[" + ", ".join(_sql_str(u.file) for u in units) + "]"
-        return f"read_parquet({files}, filename = true, hive_partitioning = false) AS r"
-
-    def col(c: str, default: str) -> str:
-        return f"r.{_qi(c)}" if c in cols else default
-
-    rate_ok = "(isnan(r.masking_rate) OR isinf(r.masking_rate) OR r.masking_rate < 0 OR r.masking_rate > 100)" \
-        if "masking_rate" in cols else "false"
-    trial_bad = f"(r.trial < 0 OR r.trial > {MAX_TRIAL})" if "trial" in cols else "false"
-    filled = " OR ".join(f"r.{c} IS NULL" for c in ("cluster", "trial", "condition") if c in cols) or "false"
-    odd = " OR ".join(f"r.{_qi(c)} IS NULL" if t in _FAST_INT_TYPES else f"isnan(r.{_qi(c)})"
-                      for c, t in extra.items() if t not in ("string", "bool")) or "false"
-    model_raw = "NULL" if by_path else "r.model"
-    checks = con.execute(
-        f"SELECT r.filename, {model_raw} AS model, count(*) AS n, "
-        f"count(*) FILTER (WHERE {'false' if by_path else 'r.model IS NULL'} OR r.item IS NULL) AS null_key, "
-        f"count(*) FILTER (WHERE {trial_bad} OR {rate_ok} OR {odd}) AS bad, "
-        f"count(*) FILTER (WHERE {filled}) AS filled FROM {source(batch)} GROUP BY ALL").fetchall()
-    ok = sum(r[2] for r in checks) == sum(u.rows for u in batch) and not any(r[3] or r[4] for r in checks)
-    if ok:
-        key = ", ".join(["r.filename", *([] if by_path else ["r.model"]), "r.item",
-                         col("trial", "0") if "trial" not in cols else "coalesce(r.trial, 0)",
-                         "coalesce(r.condition, '')" if "condition" in cols else "''",
-                         "r.masking_rate + 0.0" if "masking_rate" in cols else "NULL"])
-        dup = con.execute(f"SELECT count(*) FROM (SELECT hash({key}) AS h FROM {source(batch)} GROUP BY h "
-                          f"HAVING count(*) > 1)").fetchall()[0][0]
-        ok = dup == 0
+    try:
+        ok, checks = _fast_checks(con, batch)
+    except duckdb.Error:   # a file DuckDB cannot read: the pandas path names it
+        ok, checks = False, []
     if not ok:
         for u in batch:
             _write_unit(w, u.unit, **opts)
@@ -966,13 +940,13 @@ def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) ->
             "cluster": "coalesce(r.cluster, r.item)" if "cluster" in cols else "r.item",
             "trial": "coalesce(CAST(r.trial AS BIGINT), 0)" if "trial" in cols else "CAST(0 AS BIGINT)",
             "condition": "coalesce(r.condition, '')" if "condition" in cols else "''",
-            "masking_rate": col("masking_rate", "CAST(NULL AS DOUBLE)"), "correct": "r.correct",
+            "masking_rate": _fast_col(cols, "masking_rate", "CAST(NULL AS DOUBLE)"), "correct": "r.correct",
         }
         for c in schema.names:
-            select.setdefault(c, col(c, "CAST(NULL AS VARCHAR)") if c not in extra else
+            select.setdefault(c, _fast_col(cols, c, "CAST(NULL AS VARCHAR)") if c not in extra else
                               f"CAST(r.{_qi(c)} AS BIGINT)" if extra[c] in _FAST_INT_TYPES else f"r.{_qi(c)}")
         body = ", ".join(f"{v} AS {_qi(c)}" for c, v in select.items())
-        src = source(rest)
+        src = _fast_source(rest)
         if by_path:
             con.register("_fast_models", pa.table({"filename": [u.file for u in rest],
                                                    "model": [u.model for u in rest]}))
@@ -990,6 +964,47 @@ def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) ->
         for m in models_of.get(u.file, ()):
             w._counts[m] = w._counts.get(m, 0) + 1
     w.rows += sum(u.rows for u in batch)
+
+
+def _fast_source(units: list[_FastUnit]) -> str:
+    files = "[" + ", ".join(_sql_str(u.file) for u in units) + "]"
+    return f"read_parquet({files}, filename = true, hive_partitioning = false) AS r"
+
+
+def _fast_col(cols: Sequence[str], c: str, default: str) -> str:
+    return f"r.{_qi(c)}" if c in cols else default
+
+
+def _fast_checks(con, batch: list[_FastUnit]) -> tuple[bool, list[tuple]]:
+    """The SQL checks of :func:`_write_fast`: (all passed, per (file, model): n, null keys, bad values,
+    rows with a default filled in)."""
+    from mrcstats.io.schema import MAX_TRIAL
+
+    cols, extra = batch[0].columns, batch[0].extra
+    by_path = batch[0].model is not None
+    bad = []
+    if "trial" in cols:
+        bad.append(f"r.trial < 0 OR r.trial > {MAX_TRIAL}")
+    if "masking_rate" in cols:
+        bad.append("isnan(r.masking_rate) OR isinf(r.masking_rate) OR r.masking_rate < 0 OR r.masking_rate > 100")
+    bad += [f"r.{_qi(c)} IS NULL" if t in _FAST_INT_TYPES else f"isnan(r.{_qi(c)})"
+            for c, t in extra.items() if t not in ("string", "bool")]
+    filled = " OR ".join(f"r.{c} IS NULL" for c in ("cluster", "trial", "condition") if c in cols) or "false"
+    null_key = "r.item IS NULL" if by_path else "r.model IS NULL OR r.item IS NULL"
+    checks = con.execute(
+        f"SELECT r.filename, {'NULL' if by_path else 'r.model'} AS model, count(*) AS n, "
+        f"count(*) FILTER (WHERE {null_key}) AS null_key, "
+        f"count(*) FILTER (WHERE {' OR '.join(bad) or 'false'}) AS bad, "
+        f"count(*) FILTER (WHERE {filled}) AS filled FROM {_fast_source(batch)} GROUP BY ALL").fetchall()
+    if sum(r[2] for r in checks) != sum(u.rows for u in batch) or any(r[3] or r[4] for r in checks):
+        return False, checks
+    key = ", ".join(["r.filename", *([] if by_path else ["r.model"]), "r.item",
+                     "coalesce(r.trial, 0)" if "trial" in cols else "0",
+                     "coalesce(r.condition, '')" if "condition" in cols else "''",
+                     "r.masking_rate + 0.0" if "masking_rate" in cols else "NULL"])   # -0.0 + 0.0 = 0.0
+    dup = con.execute(f"SELECT count(*) FROM (SELECT hash({key}) AS h FROM {_fast_source(batch)} GROUP BY h "
+                      f"HAVING count(*) > 1)").fetchall()[0][0]
+    return dup == 0, checks
 
 
 def _next_index(d: Path, prefix: str, k: int) -> int:
