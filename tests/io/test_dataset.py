@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -278,6 +279,13 @@ def test_fast_path_equals_pandas_path(sim, tmp_path, monkeypatch):
     pq.write_table(t, frag)
     _same(*_both([src.path], tmp_path, "frag2"))
     assert sum(calls) == 2 * len(src.files)
+    # fast and pandas units together, in one process and in two (the pandas units go to the processes)
+    ints = sim.iloc[:300].reset_index(drop=True)
+    ints = ints.assign(correct=ints["correct"].astype("Float64").fillna(0.0), model="ints")
+    c = _write(ints, tmp_path / "c.parquet")
+    d = _write(ints.assign(model="ints2"), tmp_path / "d.parquet")
+    for jobs in (1, 2):
+        _same(*_both([a, c, b, d], tmp_path, f"mixed{jobs}", jobs=jobs))
 
 
 def _corrupt(sim, what):
@@ -337,6 +345,15 @@ def test_fast_path_property(tmp_path_factory, rows, on_duplicate, extra_model):
     pq.write_table(t, d / "a.parquet")
     pq.write_table(t.set_column(0, "model", pa.array([extra_model] * len(t), pa.string())), d / "b.parquet")
     _same(*_both([d / "a.parquet", d / "b.parquet"], d, "o", on_duplicate=on_duplicate))
+    # the same rows as a dataset folder (model from the partition folder, defaults still to fill in)
+    import urllib.parse
+
+    for m in sorted({r[0] for r in rows}):
+        part = d / "frag" / f"model={urllib.parse.quote(m, safe='')}"
+        part.mkdir(parents=True)
+        sub = t.filter(pc.equal(t.column("model"), m)).drop_columns(["model"])
+        pq.write_table(sub, part / "part-0.parquet")
+    _same(*_both([d / "frag"], d, "f", on_duplicate=on_duplicate))
 
 
 def test_fast_path_unreadable_page_same_error(sim, tmp_path):
