@@ -13,6 +13,10 @@ until a query runs. Aggregations run as DuckDB SQL over the files
 loads it as an ordinary canonical frame when it fits in memory (so
 ``read_log(DIR)`` still works for small data).
 
+Parquet inputs whose columns already have canonical names and types are ingested by DuckDB
+(:func:`_write_fast`: the schema rules as SQL aggregates, then ``COPY ... PARTITION_BY (model)``);
+everything else, and any batch whose checks fail, by pandas -- the same dataset and the same errors.
+
 Bad input: files whose Arrow schema differs from the dataset's, or whose Parquet
 footer cannot be read, raise :class:`~mrcstats.errors.InputError` naming the file;
 writing goes to a temporary folder beside the target that is renamed at the end,
