@@ -365,3 +365,13 @@ def test_fast_path_unreadable_page_same_error(sim, tmp_path):
     fast, slow = _both([p], tmp_path, "o")
     assert fast[1] and "a.parquet" in fast[1]
     _same(fast, slow)
+
+
+def test_fast_path_extra_columns(tmp_path):
+    df = pd.DataFrame({"model": ["a", "a", "b/c"], "item": ["1", "2", "1"], "correct": [True, False, None],
+                       "u16": pd.array([1, 2, 3], dtype="uint16"), "i32": pd.array([1, 2, 3], dtype="Int32"),
+                       "f": [0.5, None, 2.0], "flag": pd.array([True, None, False], dtype="boolean"),
+                       "note": pd.array(["x", None, "z"], dtype="string")})
+    _same(*_both([_write(df, tmp_path / "x.parquet")], tmp_path, "x"))
+    nulls = df.assign(i32=pd.array([1, None, 3], dtype="Int32"))       # pandas makes it float: pandas path
+    _same(*_both([_write(nulls, tmp_path / "n.parquet")], tmp_path, "n"))

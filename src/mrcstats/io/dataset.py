@@ -753,6 +753,8 @@ def dataset_stats(ds: LogDataset) -> dict[str, Any]:
 #: rows per DuckDB batch of the fast path (consecutive files are grouped until this many rows)
 FAST_BATCH_ROWS = 4_000_000
 _FAST_INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
+#: pandas dtypes of an integer column that :func:`arrow_schema_of` stores as int64
+_PANDAS_INT64 = ("int64", "int32", "int16", "int8", "uint8", "uint16", "uint32", "Int64", "Int32")
 
 
 @dataclass(frozen=True)
@@ -798,6 +800,10 @@ def _fast_unit(unit: tuple[str, str, str], *, mapping, model, on_duplicate, chun
     if md.num_rows == 0:
         return None
     index = {c for c in pmeta.get("index_columns", []) if isinstance(c, str)}
+    # pandas restores its own dtype of a column from this metadata (e.g. Int8, which stays int8 on the
+    # pandas path): such integer columns go through pandas
+    pandas_types = {str(c.get("name")): str(c.get("numpy_type")) for c in pmeta.get("columns", [])
+                    if isinstance(c, dict)}
     names = [n for n in schema.names if n not in index]
     if len(set(names)) != len(names) or not {"item", "correct"} <= set(names) \
             or {"filename", "_file"} & set(names):
@@ -822,7 +828,8 @@ def _fast_unit(unit: tuple[str, str, str], *, mapping, model, on_duplicate, chun
             ok = pa.types.is_boolean(t)
         else:   # another column is kept as is: text, booleans, doubles and integers (checked: no NaN / null)
             ok = pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_boolean(t) \
-                or pa.types.is_float64(t) or str(t) in _FAST_INT_TYPES
+                or pa.types.is_float64(t) or (str(t) in _FAST_INT_TYPES and pandas_types.get(n, "int64")
+                                              in _PANDAS_INT64)
         if not ok:
             return None
     # a fragment stored exactly as the pandas path would store it can be copied byte for byte once checked
