@@ -247,7 +247,7 @@ def _same(fast, slow, by=("model",)):
     assert ea == eb
     if a is None:
         return
-    pd.testing.assert_frame_equal(_sorted(a.to_log()), _sorted(b.to_log()))
+    pd.testing.assert_frame_equal(_sorted(a.to_log()), _sorted(b.to_log()))   # row order may differ
     ma, mb = (json.loads((d.path / "_mrcstats.json").read_text()) for d in (a, b))
     assert ma == mb
     assert sorted(p.name for p in a.path.iterdir()) == sorted(p.name for p in b.path.iterdir())

@@ -887,6 +887,8 @@ def _sql_str(s: str) -> str:
 def _fast_connection():
     import duckdb
 
+    # a partitioned COPY does not keep the input order across threads anyway: the rows of a model may come
+    # in another order than on the pandas path (the dataset is a set of rows; its queries do not depend on it)
     con = duckdb.connect(config={**_duckdb_config(), "preserve_insertion_order": False})
     con.execute("PRAGMA disable_progress_bar")
     con.execute("SET partitioned_write_max_open_files = 1000")   # one file per model and batch
