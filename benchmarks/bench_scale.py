@@ -10,6 +10,9 @@ load average noted beside it (the machine is shared: timings are noisy). Steps:
    target: steps 2 + 3 < 3 min at < 4 GB peak RSS;
 4. equality on a slice of ``--slice-models`` models (hard links to their partitions): ``summarize``
    of the lazy dataset vs ``summarize(read_log(slice))`` in memory — max relative difference;
+   and the anchor of step 2: the same slice of the generated log ingested by the DuckDB fast path and
+   by the pandas path (``write_dataset(..., fast=False)``), each timed, the ratio printed, the two
+   datasets compared (metadata, partitions, summaries);
 5. the crossed GLMM ``correct ~ 1 + (1 | item) + (1 | model)`` on the slice: out of core
    (DuckDB collapse, own process) vs ``mrcstats.glmer`` on the rows in memory (own process):
    time, peak RSS and max |difference| of the estimates;
@@ -18,7 +21,7 @@ load average noted beside it (the machine is shared: timings are noisy). Steps:
    in-memory fit on a ``--dask-models``-model slice: the overhead ratio.
 
 Usage: python benchmarks/bench_scale.py [--models 5000] [--items 20000] [--slice-models 500]
-       [--dask-models 50] [--work DIR] [--keep] [--glmm-full] [--skip-glmm]
+       [--dask-models 50] [--work DIR] [--gen DIR] [--keep] [--glmm-full] [--skip-glmm]
 The generated data is deleted at the end unless ``--keep``.
 """
 from __future__ import annotations
@@ -77,7 +80,10 @@ def make_slice(ds: Path, out: Path, n_models: int) -> Path:
         d = out / p.name
         d.mkdir(exist_ok=True)
         for f in p.iterdir():
-            os.link(f, d / f.name)
+            try:
+                os.link(f, d / f.name)
+            except OSError:   # another file system
+                shutil.copyfile(f, d / f.name)
     return out
 
 
@@ -93,6 +99,28 @@ cols = ["n", "correct", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_h
 rel = max(float(np.nanmax(np.abs(a[c].to_numpy(float) - b[c].to_numpy(float)) / np.abs(b[c].to_numpy(float))))
           for c in cols)
 print(json.dumps({"models": len(a), "rows": int(a["n"].sum()), "max_rel_diff": rel}))
+"""
+
+INGEST = """
+import sys
+from mrcstats.io.dataset import write_dataset
+write_dataset(sys.argv[1], sys.argv[2], fast=sys.argv[3] == "fast")
+"""
+
+SAME_DATASETS = """
+import json, sys, numpy as np
+from mrcstats.io.dataset import open_dataset
+from mrcstats.stats.accuracy import summarize
+a, b = (open_dataset(p) for p in sys.argv[1:3])
+sa, sb = (summarize(d, by="model").to_frame() for d in (a, b))
+num = [c for c in sa.columns if c != "model"]
+rel = float(np.nanmax(np.abs(sa[num].to_numpy(float) - sb[num].to_numpy(float))
+                      / np.maximum(np.abs(sb[num].to_numpy(float)), 1e-300)))
+ma, mb = (json.loads((d.path / "_mrcstats.json").read_text()) for d in (a, b))
+same_meta = {k: v for k, v in ma.items() if k != "sources"} == {k: v for k, v in mb.items() if k != "sources"}
+print(json.dumps({"rows": len(a), "same_rows": len(a) == len(b), "same_meta": same_meta,
+                  "same_partitions": sorted(p.name for p in a.path.iterdir()) == sorted(p.name for p in b.path.iterdir()),
+                  "summary_max_rel_diff": rel}))
 """
 
 GLMM_OOC = """
@@ -159,6 +187,8 @@ def main() -> None:
     ap.add_argument("--dask-models", type=int, default=50, help="models in the Dask slice (50 = 1M rows)")
     ap.add_argument("--jobs", type=int, default=2, help="ingest processes (2)")
     ap.add_argument("--work", default=None, help="work folder (default: a temporary folder)")
+    ap.add_argument("--gen", default=None, help="ingest this existing generated dataset (mrcstats demo --out DIR) "
+                    "instead of generating one (--models/--items then unused; never deleted)")
     ap.add_argument("--keep", action="store_true", help="keep the generated data")
     ap.add_argument("--skip-glmm", action="store_true")
     ap.add_argument("--glmm-full", action="store_true", help="also fit the crossed GLMM on the whole dataset")
@@ -170,9 +200,14 @@ def main() -> None:
     mrc = [PY, "-m", "mrcstats"]
     results: dict = {"rows": args.models * args.items, "cpus": os.cpu_count()}
     try:
-        gen = timed([*mrc, "demo", "--models", str(args.models), "--items", str(args.items), "--out",
-                     str(work / "gen"), "--json"], label="generate")
-        ing = timed([*mrc, "ingest", str(work / "gen"), "--dataset", str(work / "ds"), "--jobs", str(args.jobs),
+        gen_dir = Path(args.gen) if args.gen else work / "gen"
+        if args.gen:
+            gen = {"step": "generate", "skipped": f"--gen {args.gen}"}
+            results["rows"] = json.loads((gen_dir / "_mrcstats.json").read_text())["rows"]
+        else:
+            gen = timed([*mrc, "demo", "--models", str(args.models), "--items", str(args.items), "--out",
+                         str(gen_dir), "--json"], label="generate")
+        ing = timed([*mrc, "ingest", str(gen_dir), "--dataset", str(work / "ds"), "--jobs", str(args.jobs),
                      "--json"],
                     stdout=subprocess.DEVNULL, label="ingest --dataset")
         summ = timed([*mrc, "summary", str(work / "ds"), "--by", "model", "--json"], label="summary --by model")
@@ -186,6 +221,19 @@ def main() -> None:
         eq = timed(_py(SUMMARY_EQ, str(sl)), label=f"summary equality on {args.slice_models} models")
         results["summary_equality"] = _last_json(eq["stdout"]) if eq["rc"] == 0 else eq
         print(json.dumps({"summary_equality": results["summary_equality"]}), flush=True)
+        # the anchor of the ingest: the pandas path (write_dataset(fast=False)) on the same slice of the
+        # generated log, against the DuckDB fast path; the two datasets must be the same
+        gsl = make_slice(gen_dir, work / "gen_slice", args.slice_models)
+        fi = timed(_py(INGEST, str(gsl), str(work / "ds_fast"), "fast"), label="ingest slice, DuckDB fast path")
+        pi = timed(_py(INGEST, str(gsl), str(work / "ds_pandas"), "pandas"),
+                   label="ingest slice, pandas path (anchor)")
+        same = timed(_py(SAME_DATASETS, str(work / "ds_fast"), str(work / "ds_pandas")),
+                     label="fast vs pandas dataset")
+        results["ingest_fast_vs_pandas"] = {
+            "fast": fi, "pandas": pi, "ratio_pandas_over_fast": round(pi["seconds"] / fi["seconds"], 2),
+            "same": _last_json(same["stdout"]) if same["rc"] == 0 else same}
+        print(json.dumps({"ingest_fast_vs_pandas": {k: v for k, v in results["ingest_fast_vs_pandas"].items()
+                                                    if k in ("ratio_pandas_over_fast", "same")}}), flush=True)
         if not args.skip_glmm:
             ooc = timed(_py(GLMM_OOC, str(sl), CROSSED), label="crossed GLMM out of core (slice)")
             mem = timed(_py(GLMM_MEM, str(sl), CROSSED), label="crossed GLMM in memory (slice)")

@@ -5,6 +5,9 @@ import json
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -222,3 +225,153 @@ def test_summary_on_dask_equals_in_memory(sim, tmp_path):
             pd.testing.assert_frame_equal(a, b, rtol=1e-12, atol=0)
     with pytest.raises(InputError, match="engine"):
         summarize(ds, engine="spark")
+
+
+# ----------------------------------------------------------------------------- the DuckDB fast path
+
+
+def _both(paths, tmp_path, name, **kw):
+    """Ingest ``paths`` on the fast path and on the pandas path: (dataset, error message) for each."""
+    out = []
+    for fast in (True, False):
+        try:
+            ds = write_dataset(paths, tmp_path / f"{name}-{int(fast)}", fast=fast, **kw)
+            out.append((ds, None))
+        except InputError as exc:
+            out.append((None, str(exc)))
+    return out
+
+
+def _same(fast, slow, by=("model",)):
+    (a, ea), (b, eb) = fast, slow
+    assert ea == eb
+    if a is None:
+        return
+    pd.testing.assert_frame_equal(_sorted(a.to_log()), _sorted(b.to_log()))   # row order may differ
+    ma, mb = (json.loads((d.path / "_mrcstats.json").read_text()) for d in (a, b))
+    assert ma == mb
+    assert sorted(p.name for p in a.path.iterdir()) == sorted(p.name for p in b.path.iterdir())
+    pd.testing.assert_frame_equal(summarize(a, by=list(by)).to_frame(), summarize(b, by=list(by)).to_frame(),
+                                  rtol=1e-12, atol=0)
+
+
+def test_fast_path_equals_pandas_path(sim, tmp_path, monkeypatch):
+    import mrcstats.io.dataset as dsmod
+
+    calls = []
+    orig = dsmod._write_fast
+    monkeypatch.setattr(dsmod, "_write_fast", lambda w, b, con, **k: (calls.append(len(b)), orig(w, b, con, **k)))
+    a = _write(sim.iloc[:500], tmp_path / "a.parquet")           # pandas' large_string, extra columns
+    b = _write(sim.iloc[500:].reset_index(drop=True), tmp_path / "b.parquet")
+    _same(*_both([a, b], tmp_path, "files"), by=("model", "condition"))
+    assert calls and sum(calls) == 2
+    calls.clear()
+    core = sim[["model", "item", "trial", "correct"]]           # defaults filled: cluster, condition, ...
+    _same(*_both([_write(core, tmp_path / "core.parquet")], tmp_path, "core"))
+    # a dataset as input: fragments copied as they are, or rewritten when a default is filled in
+    src = write_dataset([a, b], tmp_path / "src", fast=False)
+    calls.clear()
+    _same(*_both([src.path], tmp_path, "frag"))
+    frag = min(src.path.glob("model=alpha-7b/*.parquet"))
+    t = pq.read_table(frag)
+    t = t.set_column(t.schema.get_field_index("cluster"), "cluster",
+                     pa.array([None] * t.num_rows, pa.string()))
+    pq.write_table(t, frag)
+    _same(*_both([src.path], tmp_path, "frag2"))
+    assert sum(calls) == 2 * len(src.files)
+    # fast and pandas units together, in one process and in two (the pandas units go to the processes)
+    ints = sim.iloc[:300].reset_index(drop=True)
+    ints = ints.assign(correct=ints["correct"].astype("Float64").fillna(0.0), model="ints")
+    c = _write(ints, tmp_path / "c.parquet")
+    d = _write(ints.assign(model="ints2"), tmp_path / "d.parquet")
+    for jobs in (1, 2):
+        _same(*_both([a, c, b, d], tmp_path, f"mixed{jobs}", jobs=jobs))
+
+
+def _corrupt(sim, what):
+    df = sim[["model", "item", "cluster", "trial", "condition", "masking_rate", "correct", "response"]].copy()
+    if what == "null item":
+        df.loc[7, "item"] = pd.NA
+    elif what == "null model":
+        df.loc[9, "model"] = pd.NA
+    elif what == "negative trial":
+        df["trial"] = df["trial"].astype("int64")
+        df.loc[11, "trial"] = -1
+    elif what == "huge trial":
+        df.loc[3, "trial"] = 2**53
+    elif what == "rate above 100":
+        df.loc[5, "masking_rate"] = 150.0
+    elif what == "duplicate":
+        df = pd.concat([df, df.iloc[[4, 20]]], ignore_index=True)
+    return df
+
+
+@pytest.mark.parametrize("what", ["null item", "null model", "negative trial", "huge trial", "rate above 100",
+                                  "duplicate"])
+@pytest.mark.parametrize("on_duplicate", ["error", "last"])
+def test_fast_path_same_errors(sim, tmp_path, what, on_duplicate):
+    p = _write(_corrupt(sim, what), tmp_path / "bad.parquet")
+    fast, slow = _both([p], tmp_path, "o", on_duplicate=on_duplicate, chunk_rows=400)
+    assert fast[1] is not None or what == "duplicate"
+    _same(fast, slow)
+
+
+def test_fast_path_same_schema_error_and_nothing_written(sim, tmp_path):
+    a = _write(sim.iloc[:500], tmp_path / "a.parquet")
+    b = _write(sim.iloc[500:].assign(extra=1.0), tmp_path / "b.parquet")
+    fast, slow = _both([a, b], tmp_path, "o")
+    assert fast[1] and "b.parquet: its columns differ" in fast[1]
+    _same(fast, slow)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".o")]
+
+
+_NAMES = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=0, max_size=6)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["m/1", "a b", "ü-ß", "x=y%", "", "plain", "日本"]),
+                          st.sampled_from(["i1", "i2", "i/3", None]), st.sampled_from(["c1", None]),
+                          st.sampled_from([0, 1, None]), st.sampled_from(["", "cond", None]),
+                          st.sampled_from([None, 0.0, 50.0, -0.0]), st.sampled_from([True, False, None])),
+                min_size=1, max_size=25),
+       st.sampled_from(["error", "first"]), _NAMES)
+def test_fast_path_property(tmp_path_factory, rows, on_duplicate, extra_model):
+    d = tmp_path_factory.mktemp("fp")
+    cols = list(zip(*rows))
+    t = pa.table({"model": pa.array(cols[0], pa.string()), "item": pa.array(cols[1], pa.string()),
+                  "cluster": pa.array(cols[2], pa.string()), "trial": pa.array(cols[3], pa.int64()),
+                  "condition": pa.array(cols[4], pa.string()), "masking_rate": pa.array(cols[5], pa.float64()),
+                  "correct": pa.array(cols[6], pa.bool_())})
+    pq.write_table(t, d / "a.parquet")
+    pq.write_table(t.set_column(0, "model", pa.array([extra_model] * len(t), pa.string())), d / "b.parquet")
+    _same(*_both([d / "a.parquet", d / "b.parquet"], d, "o", on_duplicate=on_duplicate))
+    # the same rows as a dataset folder (model from the partition folder, defaults still to fill in)
+    import urllib.parse
+
+    for m in sorted({r[0] for r in rows}):
+        part = d / "frag" / f"model={urllib.parse.quote(m, safe='')}"
+        part.mkdir(parents=True)
+        sub = t.filter(pc.equal(t.column("model"), m)).drop_columns(["model"])
+        pq.write_table(sub, part / "part-0.parquet")
+    _same(*_both([d / "frag"], d, "f", on_duplicate=on_duplicate))
+
+
+def test_fast_path_unreadable_page_same_error(sim, tmp_path):
+    p = _write(sim[["model", "item", "trial", "correct", "response"]], tmp_path / "a.parquet")
+    raw = bytearray(p.read_bytes())
+    mid = len(raw) // 3
+    raw[mid:mid + 64] = b"\xff" * 64          # a damaged data page; the footer still reads
+    p.write_bytes(bytes(raw))
+    fast, slow = _both([p], tmp_path, "o")
+    assert fast[1] and "a.parquet" in fast[1]
+    _same(fast, slow)
+
+
+def test_fast_path_extra_columns(tmp_path):
+    df = pd.DataFrame({"model": ["a", "a", "b/c"], "item": ["1", "2", "1"], "correct": [True, False, None],
+                       "u16": pd.array([1, 2, 3], dtype="uint16"), "i32": pd.array([1, 2, 3], dtype="Int32"),
+                       "f": [0.5, None, 2.0], "flag": pd.array([True, None, False], dtype="boolean"),
+                       "note": pd.array(["x", None, "z"], dtype="string")})
+    _same(*_both([_write(df, tmp_path / "x.parquet")], tmp_path, "x"))
+    nulls = df.assign(i32=pd.array([1, None, 3], dtype="Int32"))       # pandas makes it float: pandas path
+    _same(*_both([_write(nulls, tmp_path / "n.parquet")], tmp_path, "n"))

@@ -13,6 +13,10 @@ until a query runs. Aggregations run as DuckDB SQL over the files
 loads it as an ordinary canonical frame when it fits in memory (so
 ``read_log(DIR)`` still works for small data).
 
+Parquet inputs whose columns already have canonical names and types are ingested by DuckDB
+(:func:`_write_fast`: the schema rules as SQL aggregates, then ``COPY ... PARTITION_BY (model)``);
+everything else, and any batch whose checks fail, by pandas -- the same dataset and the same errors.
+
 Bad input: files whose Arrow schema differs from the dataset's, or whose Parquet
 footer cannot be read, raise :class:`~mrcstats.errors.InputError` naming the file;
 writing goes to a temporary folder beside the target that is renamed at the end,
@@ -24,6 +28,7 @@ import json
 import os
 import shutil
 import threading
+import urllib.parse
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -449,16 +454,19 @@ class DatasetWriter:
         self.skipped = merge_skipped(self.skipped, skipped)
         if len(frame) == 0:
             return 0
-        schema = arrow_schema_of(frame)
+        self.check_schema(arrow_schema_of(frame), source)
+        self._write_table(_frame_to_table(frame, self.schema), frame)
+        self.rows += len(frame)
+        return len(frame)
+
+    def check_schema(self, schema, source: str | None) -> None:
+        """The first chunk's schema is the dataset's; every later chunk must have the same."""
         if self.schema is None:
             self.schema, self.first = schema, source
         elif not schema.equals(self.schema):
             raise InputError(f"{source or 'a chunk'}: its columns differ from {self.first or 'the first chunk'} "
                              f"({_schema_diff(self.schema, schema)}); all inputs of one dataset need the same "
                              f"columns (ingest them into separate datasets, or map them to the same fields)")
-        self._write_table(_frame_to_table(frame, self.schema), frame)
-        self.rows += len(frame)
-        return len(frame)
 
     def _write_table(self, table, frame: pd.DataFrame) -> None:
         import urllib.parse
@@ -562,14 +570,16 @@ def _check_keys(ds: LogDataset, models: list[str]) -> None:
 def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike, *,
                   format: str | None = None, mapping: Mapping[str, str] | None = None,
                   model: str | None = None, on_duplicate: str = "error",
-                  chunk_rows: int = CHUNK_ROWS, jobs: int = 1) -> LogDataset:
+                  chunk_rows: int = CHUNK_ROWS, jobs: int = 1, fast: bool = True) -> LogDataset:
     """Ingest any number of response-log files into a dataset folder, streamed and atomic.
 
     Parquet sources are read in chunks of ``chunk_rows`` rows (Arrow record batches); other
     formats one file at a time with their reader (:func:`mrcstats.io.reader.read_source`); a
     dataset folder file by file. Each chunk is validated with the canonical schema; all chunks
     must share one schema. ``jobs > 1`` reads the inputs in that many processes (they write into
-    the same temporary folder; the result is the same dataset). Returns the
+    the same temporary folder; the result is the same dataset). Parquet inputs whose columns already
+    have canonical names and types are checked and written by DuckDB in batches (``fast=False``: every
+    input through pandas; same dataset, same errors -- see :func:`_write_fast`). Returns the
     :class:`LogDataset` written (``skipped`` counts dropped rows by reason).
     """
     from mrcstats._progress import progress
@@ -608,14 +618,28 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
                               str(f), fmt))
     opts = {"mapping": dict(mapping) if mapping else None, "model": model, "on_duplicate": on_duplicate,
             "chunk_rows": chunk_rows}
+    # Parquet inputs already in canonical names and types are ingested by DuckDB (_write_fast), the rest
+    # (and any batch whose checks fail) by the pandas path; the dataset written is the same
+    plans = [_fast_unit(u, **opts) for u in units] if fast else [None] * len(units)
+    steps = _plan_steps(units, plans, FAST_BATCH_ROWS)
     with DatasetWriter(out) as w:
         w.sources = sources
         w.skipped = skipped
-        if jobs == 1 or len(units) == 1:
-            bar = progress(units, desc="ingest", unit="file", disable=None if len(units) > 1 else True)
-            for u in bar:
-                _write_unit(w, u, **opts)
-        else:
+        con = _fast_connection() if any(k == "fast" for k, _ in steps) else None
+        slow = [x for k, x in steps if k == "pandas"]
+        bar = progress(total=len(units), desc="ingest", unit="file", disable=None if len(units) > 1 else True)
+        for k, x in steps:   # with jobs > 1 the pandas units go to the processes below
+            if k == "fast":
+                _write_fast(w, x, con, opts=opts)
+                bar.update(len(x))
+            elif jobs == 1 or len(slow) == 1:
+                _write_unit(w, x, **opts)
+                bar.update(1)
+        bar.close()
+        if con is not None:
+            con.close()
+        units = slow
+        if len(units) > 1 and jobs > 1:
             import concurrent.futures as cf
             import multiprocessing as mp
 
@@ -743,3 +767,283 @@ def dataset_stats(ds: LogDataset) -> dict[str, Any]:
         "invalid": {str(m): int(i) for m, i in zip(per["model"], per["i"])},
         "skipped": ds.skipped,
     }
+
+
+# ----------------------------------------------------------------------------- the DuckDB fast path
+
+#: rows per DuckDB batch of the fast path (consecutive files are grouped until this many rows)
+FAST_BATCH_ROWS = 4_000_000
+_FAST_INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
+#: pandas dtypes of an integer column that :func:`arrow_schema_of` stores as int64
+_PANDAS_INT64 = ("int64", "int32", "int16", "int8", "uint8", "uint16", "uint32", "Int64", "Int32")
+
+
+@dataclass(frozen=True)
+class _FastUnit:
+    """A Parquet unit DuckDB can ingest without pandas: its columns are canonical names and types."""
+
+    unit: tuple[str, str, str]
+    file: str
+    rows: int
+    columns: tuple[str, ...]
+    model: str | None          # from the partition folder (a fragment without a model column)
+    key: tuple                 # units with the same key share one DuckDB scan
+    extra: dict = field(default_factory=dict)   # other columns -> Arrow type name
+    verbatim: bool = False     # stored exactly as the pandas path stores it (copied when nothing is filled)
+
+
+def _fast_unit(unit: tuple[str, str, str], *, mapping, model, on_duplicate, chunk_rows=None) -> _FastUnit | None:
+    """The fast-path plan of ``unit``, or None when the pandas path must read it.
+
+    Eligible: a Parquet file or dataset fragment with rows, no ``mapping``/``model`` override, only
+    canonical column names (a pandas index column stored by ``to_parquet`` is ignored, as pandas
+    does), ``item`` and ``correct`` present, ``model`` present or given by the partition folder, and
+    types that need no coercion: text columns string, ``trial`` an integer type up to uint32,
+    ``masking_rate`` double, ``correct`` boolean. Anything else (words for correctness, text trials,
+    ...) goes through :func:`mrcstats.io.schema.coerce_log` as before.
+    """
+    import urllib.parse
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mrcstats.io.schema import CANONICAL_COLUMNS, DUPLICATE_POLICIES, STRING_COLUMNS
+
+    kind, f, extra = unit
+    if kind not in ("fragment", "parquet") or mapping or model is not None or on_duplicate not in DUPLICATE_POLICIES:
+        return None
+    try:
+        md = pq.read_metadata(f)
+        schema = md.schema.to_arrow_schema()
+        pmeta = schema.pandas_metadata or {}
+    except Exception:  # noqa: BLE001 - the pandas path reports an unreadable file
+        return None
+    if md.num_rows == 0:
+        return None
+    index = {c for c in pmeta.get("index_columns", []) if isinstance(c, str)}
+    # pandas restores its own dtype of a column from this metadata (e.g. Int8, which stays int8 on the
+    # pandas path): such integer columns go through pandas
+    pandas_types = {str(c.get("name")): str(c.get("numpy_type")) for c in pmeta.get("columns", [])
+                    if isinstance(c, dict)}
+    names = [n for n in schema.names if n not in index]
+    if len(set(names)) != len(names) or not {"item", "correct"} <= set(names) \
+            or {"filename", "_file"} & set(names):
+        return None
+    fmodel = None
+    if PARTITION not in names:
+        if kind != "fragment":
+            return None
+        seg = [x for x in Path(f).relative_to(extra).parts if x.startswith(PARTITION + "=")]
+        if not seg:
+            return None
+        fmodel = urllib.parse.unquote(seg[0].split("=", 1)[1])
+    for n in names:
+        t = schema.field(n).type
+        if n in STRING_COLUMNS:
+            ok = pa.types.is_string(t) or pa.types.is_large_string(t)
+        elif n == "trial":
+            ok = str(t) in _FAST_INT_TYPES
+        elif n == "masking_rate":
+            ok = pa.types.is_float64(t)
+        elif n == "correct":
+            ok = pa.types.is_boolean(t)
+        else:   # another column is kept as is: text, booleans, doubles and integers (checked: no NaN / null)
+            ok = pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_boolean(t) \
+                or pa.types.is_float64(t) or (str(t) in _FAST_INT_TYPES and pandas_types.get(n, "int64")
+                                              in _PANDAS_INT64)
+        if not ok:
+            return None
+    # a fragment stored exactly as the pandas path would store it can be copied byte for byte once checked
+    verbatim = (fmodel is not None and not (schema.metadata or {}) and list(names) == schema.names
+                and schema.equals(pa.schema([x for x in _fast_schema(names, {}) if x.name != PARTITION]
+                                            + [schema.field(n) for n in names if n not in CANONICAL_COLUMNS]))
+                and all(str(schema.field(n).type) in ("string", "bool", "double", "int64")
+                        for n in names if n not in CANONICAL_COLUMNS))
+    key = (kind, fmodel is None, verbatim, tuple((n, str(schema.field(n).type)) for n in schema.names))
+    extra_types = {n: ("string" if pa.types.is_string(schema.field(n).type)
+                       or pa.types.is_large_string(schema.field(n).type) else str(schema.field(n).type))
+                   for n in names if n not in CANONICAL_COLUMNS}
+    return _FastUnit(unit, str(f), int(md.num_rows), tuple(names), fmodel, key, extra_types, verbatim)
+
+
+def _fast_schema(columns: Sequence[str], extra: Mapping[str, str]):
+    """The Arrow schema the pandas path gives a file with these ``columns`` (``extra``: the others' types)."""
+    import pyarrow as pa
+
+    from mrcstats.io.schema import CORE_COLUMNS, TEXT_COLUMNS
+
+    types = {"trial": pa.int64(), "masking_rate": pa.float64(), "correct": pa.bool_()}
+    for c, t in extra.items():
+        types[c] = pa.string() if t == "string" else pa.bool_() if t == "bool" else \
+            pa.float64() if t == "double" else pa.int64()
+    cols = [*CORE_COLUMNS, *(c for c in TEXT_COLUMNS if c in columns), *(c for c in columns if c in extra)]
+    return pa.schema([pa.field(c, types.get(c, pa.string()), nullable=True) for c in cols])
+
+
+def _plan_steps(units: list, plans: list, batch_rows: int) -> list[tuple[str, Any]]:
+    """Units in order as steps: ``("fast", [_FastUnit, ...])`` batches of consecutive fast units with one
+    key (up to ``batch_rows`` rows), ``("pandas", unit)`` for the others."""
+    steps: list[tuple[str, Any]] = []
+    for u, p in zip(units, plans):
+        if p is None:
+            steps.append(("pandas", u))
+            continue
+        last = steps[-1] if steps else None
+        if last is not None and last[0] == "fast" and last[1][0].key == p.key \
+                and sum(x.rows for x in last[1]) + p.rows <= batch_rows:
+            last[1].append(p)
+        else:
+            steps.append(("fast", [p]))
+    return steps
+
+
+def _qi(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _fast_connection():
+    import duckdb
+
+    # a partitioned COPY does not keep the input order across threads anyway: the rows of a model may come
+    # in another order than on the pandas path (the dataset is a set of rows; its queries do not depend on it)
+    con = duckdb.connect(config={**_duckdb_config(), "preserve_insertion_order": False})
+    con.execute("PRAGMA disable_progress_bar")
+    con.execute("SET partitioned_write_max_open_files = 1000")   # one file per model and batch
+    return con
+
+
+def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) -> None:
+    """Ingest a batch of fast units with DuckDB, or, when any check fails, each unit with the pandas path.
+
+    Checks (SQL aggregates per file, with the defaults of :func:`~mrcstats.io.schema.coerce_log`:
+    trial null -> 0, condition null -> "", cluster null -> item) are what the pandas path checks for
+    these types: model and item not null, trial in ``0..MAX_TRIAL``, masking rate in 0-100 (no
+    NaN/inf), integer extra columns without nulls and double ones without NaN (pandas would turn
+    them into float / null), and one row per key within a file (``check_duplicates``: a
+    ``GROUP BY hash(file, model, item, trial, condition, masking_rate)``; a hash collision only sends
+    the batch to pandas; keys repeated across files are found by :meth:`DatasetWriter.close` as
+    before). If anything fails, the batch is handed to the pandas path unit by unit, so the error
+    (file, row, column, fix) or the ``on_duplicate`` result is exactly its. Otherwise the batch is
+    written into the writer's temporary folder: fragments already stored as the pandas path stores
+    them (same columns, order and types, nothing filled in) are copied; the rest by one
+    ``COPY ... PARTITION_BY (model)`` (DuckDB names the folders ``model=<URL-quoted name>`` exactly
+    as :meth:`DatasetWriter._write_table`).
+    """
+    import duckdb
+    import pyarrow as pa
+
+    cols = batch[0].columns
+    extra = batch[0].extra
+    schema = _fast_schema(cols, extra)
+    by_path = batch[0].model is not None       # fragments: the model is the partition folder's
+    try:
+        ok, checks = _fast_checks(con, batch)
+    except duckdb.Error:   # a file DuckDB cannot read: the pandas path names it
+        ok, checks = False, []
+    if not ok:
+        for u in batch:
+            _write_unit(w, u.unit, **opts)
+        return
+    for u in batch:   # in unit order: the first file's schema is the dataset's, as on the pandas path
+        w.check_schema(schema, u.file)
+    models_of: dict[str, set[str]] = {}
+    needs_fill = set()
+    for f, m, _n, _k, _b, fill in checks:
+        models_of.setdefault(f, set()).add(m)
+        if fill:
+            needs_fill.add(f)
+    k = w._k
+    w._k += 1
+    rest = []
+    for u in batch:
+        if by_path:
+            models_of[u.file] = {u.model}
+        if u.verbatim and u.file not in needs_fill:
+            d = w.tmp / f"{PARTITION}={urllib.parse.quote(u.model, safe='')}"
+            d.mkdir(exist_ok=True)
+            shutil.copyfile(u.file, d / f"part-{w.prefix}{k:06d}-{_next_index(d, w.prefix, k)}.parquet")
+        else:
+            rest.append(u)
+    if rest:
+        select = {
+            "model": "fm.model" if by_path else "r.model", "item": "r.item",
+            "cluster": "coalesce(r.cluster, r.item)" if "cluster" in cols else "r.item",
+            "trial": "coalesce(CAST(r.trial AS BIGINT), 0)" if "trial" in cols else "CAST(0 AS BIGINT)",
+            "condition": "coalesce(r.condition, '')" if "condition" in cols else "''",
+            "masking_rate": _fast_col(cols, "masking_rate", "CAST(NULL AS DOUBLE)"), "correct": "r.correct",
+        }
+        for c in schema.names:
+            select.setdefault(c, _fast_col(cols, c, "CAST(NULL AS VARCHAR)") if c not in extra else
+                              f"CAST(r.{_qi(c)} AS BIGINT)" if extra[c] in _FAST_INT_TYPES else f"r.{_qi(c)}")
+        body = ", ".join(f"{v} AS {_qi(c)}" for c, v in select.items())
+        src = _fast_source(rest)
+        if by_path:
+            con.register("_fast_models", pa.table({"filename": [u.file for u in rest],
+                                                   "model": [u.model for u in rest]}))
+            src += " JOIN _fast_models AS fm ON r.filename = fm.filename"
+        pattern = f"part-{w.prefix}{w._k:06d}-{{i}}"   # its own number: never the name of a copied file
+        w._k += 1
+        try:
+            con.execute(f"COPY (SELECT {body} FROM {src}) TO {_sql_str(str(w.tmp))} (FORMAT parquet, "
+                        f"PARTITION_BY (model), FILENAME_PATTERN {_sql_str(pattern)}, OVERWRITE_OR_IGNORE, "
+                        f"COMPRESSION snappy)")
+        finally:
+            if by_path:
+                con.unregister("_fast_models")
+    for u in batch:
+        for m in models_of.get(u.file, ()):
+            w._counts[m] = w._counts.get(m, 0) + 1
+    w.rows += sum(u.rows for u in batch)
+
+
+def _fast_source(units: list[_FastUnit]) -> str:
+    files = "[" + ", ".join(_sql_str(u.file) for u in units) + "]"
+    return f"read_parquet({files}, filename = true, hive_partitioning = false) AS r"
+
+
+def _fast_col(cols: Sequence[str], c: str, default: str) -> str:
+    return f"r.{_qi(c)}" if c in cols else default
+
+
+def _fast_checks(con, batch: list[_FastUnit]) -> tuple[bool, list[tuple]]:
+    """The SQL checks of :func:`_write_fast`: (all passed, per (file, model): n, null keys, bad values,
+    rows with a default filled in)."""
+    from mrcstats.io.schema import MAX_TRIAL
+
+    cols, extra = batch[0].columns, batch[0].extra
+    by_path = batch[0].model is not None
+    bad = []
+    if "trial" in cols:
+        bad.append(f"r.trial < 0 OR r.trial > {MAX_TRIAL}")
+    if "masking_rate" in cols:
+        bad.append("isnan(r.masking_rate) OR isinf(r.masking_rate) OR r.masking_rate < 0 OR r.masking_rate > 100")
+    bad += [f"r.{_qi(c)} IS NULL" if t in _FAST_INT_TYPES else f"isnan(r.{_qi(c)})"
+            for c, t in extra.items() if t not in ("string", "bool")]
+    filled = " OR ".join(f"r.{c} IS NULL" for c in ("cluster", "trial", "condition") if c in cols) or "false"
+    null_key = "r.item IS NULL" if by_path else "r.model IS NULL OR r.item IS NULL"
+    checks = con.execute(
+        f"SELECT r.filename, {'NULL' if by_path else 'r.model'} AS model, count(*) AS n, "
+        f"count(*) FILTER (WHERE {null_key}) AS null_key, "
+        f"count(*) FILTER (WHERE {' OR '.join(bad) or 'false'}) AS bad, "
+        f"count(*) FILTER (WHERE {filled}) AS filled FROM {_fast_source(batch)} GROUP BY ALL").fetchall()
+    if sum(r[2] for r in checks) != sum(u.rows for u in batch) or any(r[3] or r[4] for r in checks):
+        return False, checks
+    key = ", ".join(["r.filename", *([] if by_path else ["r.model"]), "r.item",
+                     "coalesce(r.trial, 0)" if "trial" in cols else "0",
+                     "coalesce(r.condition, '')" if "condition" in cols else "''",
+                     "r.masking_rate + 0.0" if "masking_rate" in cols else "NULL"])   # -0.0 + 0.0 = 0.0
+    dup = con.execute(f"SELECT count(*) FROM (SELECT hash({key}) AS h FROM {_fast_source(batch)} GROUP BY h "
+                      f"HAVING count(*) > 1)").fetchall()[0][0]
+    return dup == 0, checks
+
+
+def _next_index(d: Path, prefix: str, k: int) -> int:
+    """The next free ``{i}`` of ``part-<prefix><k>-{i}.parquet`` in ``d`` (two fragments of one model in a batch)."""
+    i = 0
+    while (d / f"part-{prefix}{k:06d}-{i}.parquet").exists():
+        i += 1
+    return i
