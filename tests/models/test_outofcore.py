@@ -1,6 +1,8 @@
 """Out-of-core GLMMs: the collapse pass (memory / DuckDB / Dask) gives the row-level native fit."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -103,9 +105,9 @@ def test_unreadable_partition_mid_pass_names_the_dataset(tmp_path):
     r = leaderboard_log(tmp_path / "ds", models=4, items=300, seed=2)
     ds = open_dataset(r.path)
     f = sorted(ds.files)[1]
-    data = bytearray(open(f, "rb").read())
+    data = bytearray(Path(f).read_bytes())
     mid = len(data) // 3
     data[mid:mid + 64] = b"\xff" * 64
-    open(f, "wb").write(bytes(data))
+    Path(f).write_bytes(bytes(data))
     with pytest.raises(InputError, match="cannot read the dataset"):
         glmer_outofcore(CROSSED, ds)
