@@ -24,6 +24,7 @@ so a failed ingest leaves nothing half-written.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -210,12 +211,12 @@ class LogDataset:
             self._state[key] = con
         return con
 
-    def sql(self, query: str, params: Sequence[Any] | None = None) -> pd.DataFrame:
-        """Run ``query`` (it names the dataset ``log``) and return the (small) result as a frame."""
+    @contextlib.contextmanager
+    def _scanning(self):
+        """DuckDB / Arrow errors while scanning the files become one InputError naming the dataset."""
         try:
-            rel = self.connection().execute(query, list(params) if params else None)
-            return rel.fetch_df()
-        except Exception as exc:  # duckdb / arrow errors while scanning: name the dataset
+            yield
+        except Exception as exc:
             if isinstance(exc, InputError):
                 raise
             import duckdb
@@ -224,6 +225,11 @@ class LogDataset:
                 raise InputError(f"{self.path}: cannot read the dataset ({_first_line(exc)}); "
                                  f"check the file named there or re-run mrcstats ingest") from None
             raise
+
+    def sql(self, query: str, params: Sequence[Any] | None = None) -> pd.DataFrame:
+        """Run ``query`` (it names the dataset ``log``) and return the (small) result as a frame."""
+        with self._scanning():
+            return self.connection().execute(query, list(params) if params else None).fetch_df()
 
     def stream(self, query: str, batch_rows: int = 1 << 20,
                tables: Mapping[str, pd.DataFrame] | None = None) -> Iterator[Any]:
@@ -231,18 +237,10 @@ class LogDataset:
         yield its result as Arrow record batches (bounded memory; a cursor of its own)."""
         cur = self.connection().cursor()
         try:
-            for name, frame in (tables or {}).items():
-                cur.register(name, frame)
-            yield from cur.sql(query).to_arrow_reader(batch_rows)
-        except Exception as exc:  # duckdb / arrow errors while scanning: name the dataset
-            if isinstance(exc, InputError):
-                raise
-            import duckdb
-
-            if isinstance(exc, (duckdb.Error, OSError)) or type(exc).__module__.startswith("pyarrow"):
-                raise InputError(f"{self.path}: cannot read the dataset ({_first_line(exc)}); "
-                                 f"check the file named there or re-run mrcstats ingest") from None
-            raise
+            with self._scanning():
+                for name, frame in (tables or {}).items():
+                    cur.register(name, frame)
+                yield from cur.sql(query).to_arrow_reader(batch_rows)
         finally:
             cur.close()
 
