@@ -208,3 +208,18 @@ def test_dataset_conventions_against_r(rscript, ds, tmp_path):
         assert [row["ci_low"], row["ci_high"], row["accuracy"], row["sd"], row["ci_low_t"], row["ci_high_t"]] == \
             pytest.approx([lo, hi, acc, sd, tlo, thi], rel=1e-12)
         assert row["se_cluster"] == pytest.approx(se, rel=1e-10)
+
+
+def test_trial_summary_does_not_depend_on_the_order_of_the_counts():
+    """DuckDB returns (group, trial) counts in any order: the per-trial means and SDs must be the same bits."""
+    from mrcstats.stats.accuracy import trial_summary
+
+    rng = np.random.default_rng(3)
+    per = pd.DataFrame({"model": np.repeat(["a", "b", "c"], 7), "trial": np.tile(np.arange(7), 3),
+                        "n": rng.integers(5, 50, 21)})
+    per["k"] = rng.integers(0, 5, 21)
+    per["inv"] = 0
+    want = trial_summary(per, ["model"])
+    for seed in range(5):
+        got = trial_summary(per.sample(frac=1, random_state=seed), ["model"])
+        pd.testing.assert_frame_equal(got, want, rtol=0, atol=0)

@@ -328,7 +328,11 @@ def trial_summary(per: pd.DataFrame, by: Sequence[str], level: float = 0.95,
     if not by_cols:
         p["_g"] = 0
     gcols = by_cols or ["_g"]
-    p = p.sort_values(gcols, kind="stable", na_position="last").reset_index(drop=True)
+    # sorted by every key (the trial too): the float sums then run in one order whatever order the
+    # counts came in (DuckDB returns groups in any order), so every path gives the same bits
+    keys = [c for c in p.columns if c not in ("n", "k", "inv")]
+    p = p.sort_values(gcols + [c for c in keys if c not in gcols], kind="stable",
+                      na_position="last").reset_index(drop=True)
     gid = p.groupby(gcols, sort=False, dropna=False).ngroup().to_numpy()
     n_groups = int(gid.max()) + 1 if len(gid) else 0
     k = p["k"].to_numpy(dtype=float)
