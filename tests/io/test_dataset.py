@@ -375,3 +375,15 @@ def test_fast_path_extra_columns(tmp_path):
     _same(*_both([_write(df, tmp_path / "x.parquet")], tmp_path, "x"))
     nulls = df.assign(i32=pd.array([1, None, 3], dtype="Int32"))       # pandas makes it float: pandas path
     _same(*_both([_write(nulls, tmp_path / "n.parquet")], tmp_path, "n"))
+
+
+def test_narrow_integer_extra_columns_round_trip(tmp_path):
+    """Int8 / UInt16 extra columns are stored narrow and the dataset description names their types."""
+    df = pd.DataFrame({"model": ["a", "a", "b"], "item": ["i1", "i2", "i1"], "correct": [True, False, True],
+                       "small": pd.array([1, 2, 3], dtype="Int8"), "u": pd.array([1, 2, None], dtype="UInt16")})
+    with DatasetWriter(tmp_path / "ds") as w:
+        w.write(df)
+    ds = open_dataset(tmp_path / "ds")
+    assert str(ds.schema.field("small").type) == "int8" and str(ds.schema.field("u").type) == "uint16"
+    got = ds.to_log().sort_values(["model", "item"]).reset_index(drop=True)
+    assert got["small"].tolist() == [1, 2, 3] and got["u"].isna().tolist() == [False, False, True]

@@ -382,7 +382,8 @@ def open_dataset(path: str | os.PathLike, *, check: bool = True) -> LogDataset:
 
 
 _TYPES = {"string": "string", "large_string": "large_string", "bool": "bool_", "double": "float64",
-          "int64": "int64", "float": "float32", "int32": "int32"}
+          "float": "float32", "halffloat": "float16",
+          **{f"{s}int{b}": f"{s}int{b}" for s in ("", "u") for b in (8, 16, 32, 64)}}
 
 
 def _type_from_name(name: str):
@@ -556,7 +557,7 @@ def _check_keys(ds: LogDataset, models: list[str]) -> None:
 
     keys = ", ".join(KEY_COLUMNS)
     dup = ds.sql(f"SELECT {keys}, count(*) AS n FROM log WHERE list_contains(?, model) GROUP BY ALL "
-                 f"HAVING count(*) > 1 LIMIT 1", [models])
+                 f"HAVING count(*) > 1 ORDER BY ALL LIMIT 1", [models])   # the smallest key: one message
     if len(dup):
         r = dup.iloc[0]
         raise InputError(f"duplicate (model, item, trial, condition) rows across input files/chunks: "
