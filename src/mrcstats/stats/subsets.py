@@ -277,7 +277,8 @@ class SubsetEvalResult:
     """Held-out MAE and Kendall tau by method, estimator and k (see the module docstring).
 
     ``results``: one row per (method, estimator, k) with ``mae, mae_ci_low, mae_ci_high,
-    tau, tau_ci_low, tau_ci_high, n_replicates``; ``replicates``: one row per (seed, fold,
+    tau, tau_ci_low, tau_ci_high, n_replicates`` (mean and 95% t interval over the replicates, clipped to
+    MAE >= 0 and tau in [-1, 1]); ``replicates``: one row per (seed, fold,
     method, estimator, k) with that replicate's ``mae`` and ``tau``; ``predictions``: every
     held-out estimate with the true accuracy.
     """
@@ -328,7 +329,9 @@ def _fold_ids(models: Sequence[str], folds: int, groups: Mapping[str, str] | Non
     return np.array([fold_of[k_] for k_ in keys])
 
 
-def _t_ci(v: np.ndarray) -> tuple[float, float, float]:
+def _t_ci(v: np.ndarray, lo: float = -math.inf, hi: float = math.inf) -> tuple[float, float, float]:
+    """Mean and t interval (R ``t.test(v)$conf.int``) over the replicates, the interval clipped to the
+    statistic's range [lo, hi] (MAE >= 0, Kendall tau in [-1, 1])."""
     v = v[np.isfinite(v)]
     if len(v) == 0:
         return (math.nan, math.nan, math.nan)
@@ -338,7 +341,7 @@ def _t_ci(v: np.ndarray) -> tuple[float, float, float]:
     from scipy.stats import t
 
     h = float(t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
-    return (m, m - h, m + h)
+    return (m, max(lo, m - h), min(hi, m + h))
 
 
 def subset_eval(log: pd.DataFrame, ks: Sequence[int] = (25, 50, 100, 200, 400),
@@ -429,8 +432,8 @@ def subset_eval(log: pd.DataFrame, ks: Sequence[int] = (25, 50, 100, 200, 400),
     reps = pd.DataFrame(rep_rows)
     out = []
     for (method, name, k), g in reps.groupby(["method", "estimator", "k"], sort=False):
-        mae = _t_ci(g["mae"].to_numpy(dtype=float))
-        tau = _t_ci(g["tau"].to_numpy(dtype=float))
+        mae = _t_ci(g["mae"].to_numpy(dtype=float), lo=0.0)
+        tau = _t_ci(g["tau"].to_numpy(dtype=float), lo=-1.0, hi=1.0)
         out.append({"method": method, "estimator": name, "k": int(k), "mae": mae[0], "mae_ci_low": mae[1],
                     "mae_ci_high": mae[2], "tau": tau[0], "tau_ci_low": tau[1], "tau_ci_high": tau[2],
                     "n_replicates": len(g)})
