@@ -1,9 +1,6 @@
 """summarize(): accuracy, Wilson CI and cluster-robust SE, checked against R and statsmodels."""
 from __future__ import annotations
 
-import json
-import subprocess
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,6 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mrcstats.stats.accuracy import cluster_se, summarize, wilson_interval
+
+from ._r_accuracy import r_per_model
 
 
 def _log(seed=0, n_models=2, n_clusters=15):
@@ -63,24 +62,7 @@ def test_against_statsmodels():
 def test_against_r(rscript, tmp_path):
     df = _log(2)
     df["y"] = df["correct"].fillna(False).astype(int)
-    csv = tmp_path / "d.csv"
-    df[["model", "cluster", "y"]].to_csv(csv, index=False)
-    code = f"""
-    d <- read.csv("{csv}")
-    out <- list()
-    for (m in sort(unique(d$model))) {{
-      s <- d[d$model == m, ]
-      pt <- prop.test(sum(s$y), nrow(s), correct = FALSE)
-      v <- sandwich::vcovCL(lm(y ~ 1, data = s), cluster = ~cluster, type = "HC0", cadjust = FALSE)
-      out[[m]] <- c(pt$conf.int[1], pt$conf.int[2], sqrt(v[1, 1]))
-    }}
-    cat(jsonlite::toJSON(out, digits = NA))
-    """
-    r = subprocess.run([rscript, "-e", code], check=False, capture_output=True, text=True, timeout=120)
-    if r.returncode != 0 and "jsonlite" in r.stderr:
-        pytest.skip("R package jsonlite missing")
-    assert r.returncode == 0, r.stderr
-    want = json.loads(r.stdout)
+    want = r_per_model(rscript, df, tmp_path)
     got = summarize(df).to_frame().set_index("model")
     for m, (lo, hi, se) in want.items():
         assert got.loc[m, "ci_low"] == pytest.approx(lo, rel=1e-12)

@@ -21,6 +21,8 @@ from mrcstats.stats.accuracy import summarize
 from mrcstats.stats.masking import masking_accuracy, masking_indicators
 from mrcstats.tasks.simulate import simulate_log
 
+from ._r_accuracy import r_per_model
+
 CONVENTIONS = [(i, t) for i in ("wrong", "exclude") for t in ("pool", "mean")]
 BYS = [["model"], ["condition", "masking_rate"], [], ["model", "trial"]]
 
@@ -178,32 +180,11 @@ def test_dataset_equals_memory_property(tmp_path_factory, seed, n_models, n_tria
 def test_dataset_conventions_against_r(rscript, ds, tmp_path):
     """invalid="exclude", trials="mean" on the dataset against R: prop.test and sandwich::vcovCL over the valid
     rows, t.test over the per-trial accuracies."""
-    import subprocess
-
     log = ds.to_log()
     d = log[log["correct"].notna()].assign(y=lambda f: f["correct"].astype(int))
-    csv = tmp_path / "d.csv"
-    d[["model", "cluster", "trial", "y"]].to_csv(csv, index=False)
-    code = f"""
-    d <- read.csv("{csv}")
-    out <- list()
-    for (m in sort(unique(d$model))) {{
-      s <- d[d$model == m, ]
-      pt <- prop.test(sum(s$y), nrow(s), correct = FALSE)
-      v <- sandwich::vcovCL(lm(y ~ 1, data = s), cluster = ~cluster, type = "HC0", cadjust = FALSE)
-      acc <- tapply(s$y, s$trial, mean)
-      tt <- t.test(acc)
-      out[[m]] <- c(pt$conf.int[1], pt$conf.int[2], sqrt(v[1, 1]), mean(acc), sd(acc), tt$conf.int[1],
-                    tt$conf.int[2])
-    }}
-    cat(jsonlite::toJSON(out, digits = NA))
-    """
-    r = subprocess.run([rscript, "-e", code], check=False, capture_output=True, text=True, timeout=120)
-    if r.returncode != 0 and ("jsonlite" in r.stderr or "sandwich" in r.stderr):
-        pytest.skip("R package jsonlite or sandwich missing")
-    assert r.returncode == 0, r.stderr
+    want = r_per_model(rscript, d, tmp_path, trials=True)
     got = summarize(ds, by="model", invalid="exclude", trials="mean").to_frame().set_index("model")
-    for m, (lo, hi, se, acc, sd, tlo, thi) in json.loads(r.stdout).items():
+    for m, (lo, hi, se, acc, sd, tlo, thi) in want.items():
         row = got.loc[m]
         assert [row["ci_low"], row["ci_high"], row["accuracy"], row["sd"], row["ci_low_t"], row["ci_high_t"]] == \
             pytest.approx([lo, hi, acc, sd, tlo, thi], rel=1e-12)

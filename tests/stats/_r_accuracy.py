@@ -1,0 +1,37 @@
+"""R's per-model accuracy intervals for the summary tests: prop.test (Wilson), sandwich::vcovCL (cluster SE),
+and with trials the mean, SD and t.test over the per-trial accuracies."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+
+def r_per_model(rscript: str, d: pd.DataFrame, tmp_path: Path, trials: bool = False) -> dict[str, list[float]]:
+    """``{model: [wilson_low, wilson_high, se_cluster(, mean, sd, t_low, t_high)]}`` from R for the rows of ``d``
+    (columns model, cluster, y 0/1 and, with ``trials``, trial); skips when jsonlite or sandwich is missing."""
+    csv = tmp_path / "r_per_model.csv"
+    d[["model", "cluster", "y", *(["trial"] if trials else [])]].to_csv(csv, index=False)
+    extra = ("acc <- tapply(s$y, s$trial, mean); tt <- t.test(acc)\n"
+             "      r <- c(r, mean(acc), sd(acc), tt$conf.int[1], tt$conf.int[2])") if trials else ""
+    code = f"""
+    d <- read.csv("{csv}")
+    out <- list()
+    for (m in sort(unique(d$model))) {{
+      s <- d[d$model == m, ]
+      pt <- prop.test(sum(s$y), nrow(s), correct = FALSE)
+      v <- sandwich::vcovCL(lm(y ~ 1, data = s), cluster = ~cluster, type = "HC0", cadjust = FALSE)
+      r <- c(pt$conf.int[1], pt$conf.int[2], sqrt(v[1, 1]))
+      {extra}
+      out[[m]] <- r
+    }}
+    cat(jsonlite::toJSON(out, digits = NA))
+    """
+    r = subprocess.run([rscript, "-e", code], check=False, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0 and ("jsonlite" in r.stderr or "sandwich" in r.stderr):
+        pytest.skip("R package jsonlite or sandwich missing")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
