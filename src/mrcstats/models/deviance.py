@@ -55,6 +55,20 @@ def _expit(eta: np.ndarray) -> np.ndarray:
     return o
 
 
+def halving_step(u: np.ndarray, step: np.ndarray, f0: float, pen) -> tuple[np.ndarray, float]:
+    """The penalised-IRLS update with step halving (lme4's ``pwrssUpdate``): u - 2⁻ᵏ step for the first
+    k = 0..39 whose penalised deviance ``pen(u_new)`` does not exceed ``f0`` (up to 1e-12 relative);
+    returns (u_new, pen(u_new))."""
+    fac = 1.0
+    for _ in range(40):
+        un = u - fac * step
+        f1 = pen(un)
+        if f1 <= f0 + 1e-12 * abs(f0):
+            break
+        fac /= 2
+    return un, f1
+
+
 def gh_rule(k: int) -> tuple[np.ndarray, np.ndarray]:
     """lme4's ``GHrule(k)``: nodes z and weights w for the standard normal density."""
     x, w = np.polynomial.hermite.hermgauss(k)
@@ -515,15 +529,8 @@ class MultiFactor:
                 return u, eta, mu, (D1, C, G, cho, v)
             if dec > 1e-3:
                 # step-halving when the penalised deviance does not decrease
-                fac = 1.0
                 f0 = self._pen(eta, u) if fcur is None else fcur
-                for _ in range(40):
-                    un = u - fac * step
-                    f1 = self._pen(self._eta(eta0, theta, un), un)
-                    if f1 <= f0 + 1e-12 * abs(f0):
-                        break
-                    fac /= 2
-                u, fcur = un, f1
+                u, fcur = halving_step(u, step, f0, lambda un: self._pen(self._eta(eta0, theta, un), un))
             else:
                 u, fcur = u - step, None
         raise ModelError(f"penalised IRLS did not converge in {PIRLS_MAXIT} iterations; check for separation")
@@ -927,14 +934,7 @@ class GeneralModel:
                 return u, eta, mu, e, v, C, fac
             if dec > 1e-3:
                 f0 = self._pen(eta, u) if fcur is None else fcur
-                s = 1.0
-                for _ in range(40):
-                    un = u - s * step
-                    f1 = self._pen(eta0 + self._gather(A, self._split(un)), un)
-                    if f1 <= f0 + 1e-12 * abs(f0):
-                        break
-                    s /= 2
-                u, fcur = un, f1
+                u, fcur = halving_step(u, step, f0, lambda un: self._pen(eta0 + self._gather(A, self._split(un)), un))
             else:
                 u, fcur = u - step, None
         raise ModelError(f"penalised IRLS did not converge in {PIRLS_MAXIT} iterations; check for separation")

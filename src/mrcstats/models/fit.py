@@ -222,6 +222,22 @@ def _check_conv(grad: np.ndarray, H: np.ndarray, ntheta: int, singular: bool) ->
     return converged, list(dict.fromkeys(msgs))
 
 
+def vcov_from_hessian(H: np.ndarray, k: int, rx, msgs: list[str]) -> np.ndarray:
+    """Var(β̂) = 2 H⁻¹ restricted to β (H: Hessian of the deviance in (θ, β), θ first, k of them), as lme4's
+    ``vcov`` from the finite-difference Hessian; when that is not finite or not positive definite, lme4's
+    message and ``rx()`` (the covariance from R_X)."""
+    try:
+        Hinv = np.linalg.inv(H)
+        Vh = (Hinv + Hinv.T)[k:, k:]
+        if not np.all(np.isfinite(Vh)) or np.linalg.eigvalsh(Vh).min() <= 0:
+            raise np.linalg.LinAlgError
+        return Vh
+    except np.linalg.LinAlgError:
+        msgs.append("variance-covariance matrix computed from finite-difference Hessian is\n"
+                    "not positive definite or contains NA values: falling back to var-cov estimated from RX")
+        return rx()
+
+
 def _rx_vcov_safe(model, theta, beta, msgs: list[str]) -> np.ndarray:
     """RX-based covariance; a pseudo-inverse with a message when RX is singular."""
     try:
@@ -451,17 +467,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         converged, cmsgs = True, (["boundary (singular) fit: see help('isSingular')"] if singular else [])
     else:
         converged, cmsgs = _check_conv(np.asarray(grad), H, k, singular)
-        Hinv = None
-        try:
-            Hinv = np.linalg.inv(H)
-            Vh = (Hinv + Hinv.T)[k:, k:]
-            if not np.all(np.isfinite(Vh)) or np.linalg.eigvalsh(Vh).min() <= 0:
-                raise np.linalg.LinAlgError
-            vcov = Vh
-        except np.linalg.LinAlgError:
-            cmsgs.append("variance-covariance matrix computed from finite-difference Hessian is\n"
-                         "not positive definite or contains NA values: falling back to var-cov estimated from RX")
-            vcov = _rx_vcov_safe(model, th_arg(theta), beta, cmsgs)
+        vcov = vcov_from_hessian(H, k, lambda: _rx_vcov_safe(model, th_arg(theta), beta, cmsgs), cmsgs)
     messages += cmsgs
 
     ex = model.extras(th_arg(theta), beta)

@@ -43,7 +43,7 @@ from scipy import linalg as sla
 from scipy.linalg import blas
 
 from mrcstats.errors import ModelError
-from mrcstats.models.deviance import PIRLS_MAXIT, PIRLS_TOL, _expit, _softplus
+from mrcstats.models.deviance import PIRLS_MAXIT, PIRLS_TOL, _expit, _softplus, halving_step
 
 CHUNK_CELLS = 1 << 21      # cells per chunk of rows (16 MB per float64 buffer)
 CACHE_BYTES = 4e9          # keep v and μ of every cell when they fit (2 x 8 bytes per cell)
@@ -260,14 +260,7 @@ class CrossedGrid:
             if dec < PIRLS_TOL * max(1, len(step)):
                 return u, sy, cho
             if dec > 1e-3:
-                fac, f0 = 1.0, sy["pen"]
-                for _ in range(40):
-                    un = u - fac * step
-                    f1 = self._pen_part(theta, beta0, un) + float(un @ un)
-                    if f1 <= f0 + 1e-12 * abs(f0):
-                        break
-                    fac /= 2
-                u = un
+                u, _f = halving_step(u, step, sy["pen"], lambda un: self._pen_part(theta, beta0, un) + float(un @ un))
             else:
                 u = u - step
         raise ModelError(f"penalised IRLS did not converge in {PIRLS_MAXIT} iterations; check for separation")
@@ -520,7 +513,7 @@ def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], n
     """
     from mrcstats._progress import progress
     from mrcstats.models.design import DesignInfo
-    from mrcstats.models.fit import SINGULAR_TOL, _check_conv, optimize_laplace
+    from mrcstats.models.fit import SINGULAR_TOL, _check_conv, optimize_laplace, vcov_from_hessian
     from mrcstats.models.results import GlmerResult
 
     t0 = time.perf_counter() if t0 is None else t0
@@ -553,15 +546,7 @@ def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], n
     singular = bool(np.any(theta < SINGULAR_TOL))
     converged, cmsgs = _check_conv(np.asarray(grad), H, 2, singular)
     msgs = list(messages)
-    try:
-        Hinv = np.linalg.inv(H)
-        vcov = (Hinv + Hinv.T)[2:, 2:]
-        if not np.all(np.isfinite(vcov)) or vcov[0, 0] <= 0:
-            raise np.linalg.LinAlgError
-    except np.linalg.LinAlgError:
-        cmsgs.append("variance-covariance matrix computed from finite-difference Hessian is\n"
-                     "not positive definite or contains NA values: falling back to var-cov estimated from RX")
-        vcov = model.rx_vcov(theta, beta)
+    vcov = vcov_from_hessian(H, 2, lambda: model.rx_vcov(theta, beta), cmsgs)
     msgs += cmsgs
     ex = model.extras(theta, beta)
     rq = model.pearson_quantiles(theta, beta, ex["u"], [0, .25, .5, .75, 1])

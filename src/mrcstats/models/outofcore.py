@@ -98,10 +98,14 @@ class DuckDBPass:
         cells = self.ds.sql(
             f"SELECT {g}, sum({r}::DOUBLE)::BIGINT AS k, count(*) AS n FROM log "
             f"WHERE {r} IS NOT NULL AND {notnull} GROUP BY ALL ORDER BY ALL")
+        cells = canonical_dtypes(cells, cols, self.ds)
+        return cells, self._dropped(r, notnull)
+
+    def _dropped(self, r: str, notnull: str) -> dict[str, int]:
+        """Rows left out: a missing response ``r``; a response but not ``notnull`` (a missing variable)."""
         miss = self.ds.sql(f"SELECT count(*) FILTER (WHERE {r} IS NULL) AS resp, "
                            f"count(*) FILTER (WHERE {r} IS NOT NULL AND NOT ({notnull})) AS cov FROM log")
-        cells = canonical_dtypes(cells, cols, self.ds)
-        return cells, {"response": int(miss["resp"].iloc[0]), "covariate": int(miss["cov"].iloc[0])}
+        return {"response": int(miss["resp"].iloc[0]), "covariate": int(miss["cov"].iloc[0])}
 
     def _check(self, cols: Sequence[str], response: str) -> str:
         from mrcstats.stats._sql import check_columns, q
@@ -124,7 +128,8 @@ class DuckDBPass:
 
         r = self._check(factors, response)
         a, b = (q(f) for f in factors)
-        keep = f"{r} IS NOT NULL AND {a} IS NOT NULL AND {b} IS NOT NULL"
+        notnull = f"{a} IS NOT NULL AND {b} IS NOT NULL"
+        keep = f"{r} IS NOT NULL AND {notnull}"
         vals = []
         for f in factors:
             d = self.ds.sql(f"SELECT DISTINCT {q(f)} FROM log WHERE {keep}")
@@ -141,10 +146,7 @@ class DuckDBPass:
                 bar.update(batch.num_rows)
         finally:
             bar.close()
-        miss = self.ds.sql(f"SELECT count(*) FILTER (WHERE {r} IS NULL) AS resp, "
-                           f"count(*) FILTER (WHERE {r} IS NOT NULL AND NOT ({a} IS NOT NULL AND "
-                           f"{b} IS NOT NULL)) AS cov FROM log")
-        return grid, {"response": int(miss["resp"].iloc[0]), "covariate": int(miss["cov"].iloc[0])}
+        return grid, self._dropped(r, notnull)
 
 
 class DaskPass:
