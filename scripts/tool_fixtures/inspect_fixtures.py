@@ -157,10 +157,11 @@ def _numeric_scorer():
     @scorer(metrics=[mean(), stderr()])
     def overlap():
         async def score(state, target):
+            from difflib import SequenceMatcher
+
             ans = state.output.completion.strip().lower()
-            t = target.text.lower()
-            common = len(set(ans) & set(t))
-            return Score(value=round(common / max(len(set(t)), 1), 4), answer=ans)
+            ratio = SequenceMatcher(None, ans, target.text.lower()).ratio()  # graded: 0.6667 for "blue sky"
+            return Score(value=round(ratio, 4), answer=ans)
         return score
 
     return overlap()
@@ -300,7 +301,12 @@ def inside(out: Path) -> None:
                     "samples_in_log": len(log.samples or []),
                     "errored_in_log": sum(1 for s in log.samples or [] if s.error is not None),
                     "invalidated_in_log": sum(1 for s in log.samples or [] if s.invalidation is not None),
-                    "scores": _scores_of(log), "bytes": path.stat().st_size})
+                    "scores": _scores_of(log), "bytes": path.stat().st_size,
+                    # each sample as Inspect itself reads it (read_eval_log), for per-sample comparison
+                    "sample_scores": [{"id": s.id, "epoch": s.epoch,
+                                       "scores": {k: v.value for k, v in (s.scores or {}).items()},
+                                       "error": str(s.error.message)[:80] if s.error else None,
+                                       "invalidated": s.invalidation is not None} for s in log.samples or []]})
     manifest = {"tool": "inspect-ai", "version": inspect_ai.__version__,
                 "python": sys.version.split()[0],
                 "command": "python scripts/tool_fixtures/inspect_fixtures.py tests/conformance/inspect",

@@ -107,4 +107,11 @@ def _summary(args: argparse.Namespace) -> int:
         raise InputError("--scheduler goes with --engine dask")
     res = summarize(log, by=by, engine=args.engine, scheduler=args.scheduler, invalid=args.invalid,
                     trials=args.trials)
+    from mrcstats.stats.headline import has_headline, inspect_headline
+
+    if has_headline(log):  # an Inspect log: the tool's own headline beside the trial-level figure
+        head = inspect_headline(log)
+        return output(args, {**res.to_dict(), "figure": "trial level: every epoch of a sample is a row, pooled",
+                             "tool_headline": head.to_dict()},
+                      "trial level (every epoch a row, pooled):\n" + res.summary() + "\n\n" + head.summary())
     return output(args, res.to_dict(), res.summary())

@@ -175,7 +175,11 @@ def inspect_headline(log: pd.DataFrame) -> Headline:
     for key, g in work.groupby([*by, "reducer"], sort=True):
         key = key if isinstance(key, tuple) else (key,)
         for red in str(key[-1]).split(","):
-            _parse(red)
+            try:
+                _parse(red)
+            except InputError as exc:
+                notes.append(str(exc))
+                continue
             reduced, invalid = [], []
             for _, s in g.sort_values("trial", kind="stable").groupby("item", sort=False):
                 reduced.append(reduce_epochs(red, s["score"].tolist(), s["raw"].tolist()))
