@@ -135,20 +135,44 @@ def test_eval_members_are_zstd_and_read():
     assert len(log) == 5 and log.attrs["format"] == "inspect"
 
 
-def _damage(tmp_path: Path, how: str) -> Path:
-    data = bytearray((HERE / "scorers.eval").read_bytes())
-    with zipfile.ZipFile(HERE / "scorers.eval") as zf:
-        info = zf.getinfo("header.json")
-    cd = data.find(b"PK\x01\x02")  # the central directory record of header.json
+def _central_record(data: bytes, name: bytes) -> int:
+    """Offset of the central directory record of member ``name``."""
+    cd = data.find(b"PK\x01\x02")
     while cd >= 0:
         n = struct.unpack("<H", data[cd + 28:cd + 30])[0]
-        if data[cd + 46:cd + 46 + n] == b"header.json":
-            break
+        if data[cd + 46:cd + 46 + n] == name:
+            return cd
         cd = data.find(b"PK\x01\x02", cd + 4)
+    raise AssertionError(name)
+
+
+def _data_start(data: bytes, info: zipfile.ZipInfo) -> int:
+    n_name, n_extra = struct.unpack("<HH", data[info.header_offset + 26:info.header_offset + 30])
+    return info.header_offset + 30 + n_name + n_extra
+
+
+def _damage(tmp_path: Path, how: str) -> Path:
+    path = HERE / "scorers.eval"
+    if how.startswith("deflate"):  # the archive as older Inspect wrote it: every member deflated
+        import zstandard
+
+        data = path.read_bytes()
+        path = tmp_path / "deflate_src.eval"
+        with zipfile.ZipFile(HERE / "scorers.eval") as zin, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zout:
+            for i in zin.infolist():
+                raw = data[_data_start(data, i):_data_start(data, i) + i.compress_size]
+                with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as r:
+                    zout.writestr(i.filename, r.read())
+        assert len(read_log(path)) == 5  # the intact deflate archive reads
+        how = how.removeprefix("deflate_")
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo("header.json")
+    cd = _central_record(data, b"header.json")
     if how == "truncated":
         data = data[: len(data) // 2]
     elif how == "member_bytes":  # garbage inside the compressed stream of header.json
-        start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+        start = _data_start(data, info)
         for i in range(start + 8, start + 40):
             data[i] ^= 0x5A
     elif how == "unknown_method":
@@ -162,14 +186,15 @@ def _damage(tmp_path: Path, how: str) -> Path:
     return p
 
 
-@pytest.mark.parametrize("how", ["truncated", "member_bytes", "unknown_method", "negative_offset", "not_a_zip"])
+@pytest.mark.parametrize("how", ["truncated", "member_bytes", "unknown_method", "negative_offset", "not_a_zip",
+                                 "deflate_member_bytes", "deflate_negative_offset"])
 def test_damaged_archive_is_one_line_exit_2(tmp_path, capsys, how):
     p = _damage(tmp_path, how)
     with pytest.raises(InputError) as exc:
         read_log(p)
     msg = str(exc.value)
     assert str(p) in msg and "\n" not in msg
-    if how in ("member_bytes", "unknown_method", "negative_offset"):
+    if how.removeprefix("deflate_") in ("member_bytes", "unknown_method", "negative_offset"):
         assert "'header.json'" in msg
     code = main(["summary", str(p)])
     out, err = capsys.readouterr()
