@@ -95,7 +95,7 @@ def test_skipped_counts(name):
         assert never == 0
     else:
         reason = ("not run: Inspect run killed (no header.json)" if name == "sigkill.eval"
-                  else f"not run: Inspect run status {rec['status']!r}")
+                  else f"not run: Inspect log status {rec['status']!r}")
         assert skipped.pop(reason) == never > 0
     assert skipped == {}
 
@@ -321,4 +321,4 @@ def test_folder_of_logs(tmp_path):
         shutil.copy(HERE / n, tmp_path / n)
     log = _read(tmp_path)
     assert set(log["task"]) == {"tiny_qa", "interrupted"}
-    assert log.attrs["skipped"]["not run: Inspect run status 'cancelled'"] == 7
+    assert log.attrs["skipped"]["not run: Inspect log status 'cancelled'"] == 7

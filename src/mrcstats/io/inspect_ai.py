@@ -35,7 +35,7 @@ reason (sample-epochs) and a warning gives the counts and each error's first lin
   or the sample that stopped a fail-fast run); Inspect leaves them out of its metrics too;
 * ``Inspect sample cancelled when the run stopped (no score)``: the samples running when a run stopped
   (fail-fast or SIGINT), whose error is a ``CancelledError``;
-* ``not run: Inspect run status '<status>'`` (``error`` = fail-fast, ``cancelled`` = interrupted): the
+* ``not run: Inspect log status '<status>'`` (``error`` = fail-fast, ``cancelled`` = interrupted): the
   sample-epochs the run was set up for (``eval.dataset.samples`` x ``eval.config.epochs``) that the log
   does not hold;
 * ``not run: Inspect run killed (no header.json)``: a ``.eval`` of a run killed with SIGKILL has no
@@ -367,7 +367,7 @@ def read_inspect(src: Source, model: str | None = None, scorer: str | None = Non
     if status not in (None, "success") and expected is not None:
         missing = expected - len(samples)
         if missing > 0:
-            skipped[KILLED if killed else f"not run: Inspect run status {status!r}"] = missing
+            skipped[KILLED if killed else f"not run: Inspect log status {status!r}"] = missing
     if errors:
         notes.append(f"{len(errors)} sample-epoch(s) have no score (errored or cancelled; left out, as Inspect "
                      f"leaves them out of its metrics): " + "; ".join(errors[:5])
@@ -375,8 +375,9 @@ def read_inspect(src: Source, model: str | None = None, scorer: str | None = Non
     if status not in (None, "success"):
         how = "was killed (no header.json; read from _journal/start.json)" if killed else \
             f"ended with status {status!r}"
-        notes.append(f"the Inspect run {how}: read {len(rows)} scored sample-epoch(s)"
-                     + (f" of {expected}" if expected is not None else ""))
+        never = skipped.get(KILLED if killed else f"not run: Inspect log status {status!r}", 0)
+        notes.append(f"the Inspect run {how}: read {len(rows)}" + (f" of {expected}" if expected is not None else "")
+                     + " sample-epoch(s) with a score" + (f", {never} never ran (counted as skipped)" if never else ""))
     n_inv = int(df["invalidated"].sum())
     if n_inv:
         notes.append(f"{n_inv} sample-epoch(s) invalidated with invalidate_samples (column 'invalidated'); "
