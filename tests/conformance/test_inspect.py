@@ -261,6 +261,13 @@ def test_summary_shows_trial_level_and_tool_headline(name, capsys, tmp_path):
     assert main(["summary", str(pq), "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["tool_headline"]["groups"] == out["tool_headline"]["groups"]
+    # and in a dataset folder (ingest --dataset), read through DuckDB
+    assert main(["ingest", str(HERE / name), "--dataset", str(tmp_path / "ds")]) == 0
+    capsys.readouterr()
+    assert main(["summary", str(tmp_path / "ds"), "--json"]) == 0
+    lazy = json.loads(capsys.readouterr().out)
+    for a, b in zip(lazy["tool_headline"]["groups"], out["tool_headline"]["groups"], strict=True):
+        assert a == pytest.approx(b, abs=1e-12)
 
 
 def test_reducers_on_hand_values():

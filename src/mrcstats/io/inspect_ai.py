@@ -59,8 +59,9 @@ from mrcstats.io.source import Source
 
 #: zip compression method of zstd members (APPNOTE.TXT 4.4.5), which Inspect writes
 ZIP_ZSTD = 93
-#: Inspect's score value constants (inspect_ai.scorer: CORRECT, INCORRECT, PARTIAL, NOANSWER)
-_FLOAT = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+#: Inspect's score value constants (inspect_ai.scorer: CORRECT, INCORRECT, PARTIAL, NOANSWER) as value_to_float
+#: maps them
+INSPECT_VALUES: dict[str, float] = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 #: ``correct`` of a binary value (``N`` = no answer = invalid)
 _BINARY = {"C": True, "I": False, "N": None, "CORRECT": True, "INCORRECT": False, "TRUE": True, "FALSE": False,
            "YES": True, "NO": False}
@@ -222,8 +223,8 @@ def value_to_float(v: Any) -> float | None:
     if isinstance(v, (int, float)):
         return float(v)
     if isinstance(v, str):
-        if v in _FLOAT:
-            return _FLOAT[v]
+        if v in INSPECT_VALUES:
+            return INSPECT_VALUES[v]
         low = v.strip().lower()
         if low in ("yes", "true"):
             return 1.0

@@ -36,6 +36,7 @@ import pandas as pd
 
 from mrcstats._jsonout import plain_records
 from mrcstats.errors import InputError
+from mrcstats.io.inspect_ai import INSPECT_VALUES
 
 #: the reducers reproduced (``at_least_<k>``, ``pass_at_<k>`` and ``pass_k_<k>`` take their k from the name)
 REDUCERS: tuple[str, ...] = ("mean", "median", "mode", "max", "at_least_k", "pass_at_k", "pass_k_k")
@@ -43,12 +44,11 @@ REDUCERS: tuple[str, ...] = ("mean", "median", "mode", "max", "at_least_k", "pas
 FIELDS: tuple[str, ...] = ("reducer", "samples", "trials", "value", "stderr", "invalidated", "value_valid",
                            "stderr_valid")
 _GROUP = ("model", "condition", "task", "scorer")
-_INSPECT_FLOAT = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 
 
 def _as_key(raw: Any, f: float) -> Any:
     """The value Inspect's ``mode`` counts: the raw letter, else the number (1 == 1.0 == True in Python)."""
-    return raw if isinstance(raw, str) and raw in _INSPECT_FLOAT else f
+    return raw if isinstance(raw, str) and raw in INSPECT_VALUES else f
 
 
 def reduce_epochs(reducer: str, values: Sequence[float], raw: Sequence[Any] | None = None) -> float:
@@ -66,7 +66,7 @@ def reduce_epochs(reducer: str, values: Sequence[float], raw: Sequence[Any] | No
     if name == "mode":
         keys = [_as_key(r, f) for r, f in zip(raw if raw is not None else v, values)]
         top = Counter(keys).most_common(1)[0][0]
-        return _INSPECT_FLOAT[top] if isinstance(top, str) else float(top)
+        return INSPECT_VALUES[top] if isinstance(top, str) else float(top)
     c = sum(1 for x in v if x >= 1.0)
     m = len(v)
     if name == "at_least":
@@ -143,12 +143,19 @@ class Headline:
         return self.summary()
 
 
+#: the columns the headline reads
+_NEEDED = ("model", "condition", "task", "scorer", "item", "trial", "correct", "score", "value", "invalidated",
+           "reducer")
+
+
 def has_headline(log: Any) -> bool:
-    """True for an in-memory log that declares an epoch reducer (an Inspect log: column ``reducer``)."""
-    return isinstance(log, pd.DataFrame) and "reducer" in log.columns and len(log) > 0
+    """True for a log (a frame or a dataset folder) that declares an epoch reducer (an Inspect log: column
+    ``reducer``)."""
+    cols = log.columns if isinstance(log, pd.DataFrame) else getattr(log, "columns", ())
+    return "reducer" in list(cols) and len(log) > 0
 
 
-def inspect_headline(log: pd.DataFrame) -> Headline:
+def inspect_headline(log: Any) -> Headline:
     """Inspect's headline of a canonical log read from Inspect logs (columns ``reducer``, ``score``, ``value``,
     ``invalidated``): per (model, condition, task, scorer) and declared reducer, the reduced value of each
     sample (item), then their mean and Inspect's stderr. Equals ``results.scores`` of the log (accuracy or
@@ -156,6 +163,9 @@ def inspect_headline(log: pd.DataFrame) -> Headline:
     if not has_headline(log):
         raise InputError("the log declares no epoch reducer (no 'reducer' column): only Inspect logs have the "
                          "tool's headline")
+    if not isinstance(log, pd.DataFrame):  # a dataset folder: only the columns needed, through DuckDB
+        cols = [c for c in _NEEDED if c in log.columns]
+        log = log.sql("SELECT " + ", ".join(f'"{c}"' for c in cols) + " FROM log")
     score = log["score"].astype("Float64") if "score" in log.columns else log["correct"].astype("Float64")
     work = pd.DataFrame({"item": log["item"].astype(str), "trial": log["trial"],
                          "score": score.to_numpy(dtype=float, na_value=np.nan),
