@@ -75,3 +75,26 @@ def test_pass_at_k_and_at_least_k(values, k):
     else:
         assert math.isclose(got, 1 - math.comb(m - c, k) / math.comb(m, k), abs_tol=1e-12)
     assert reduce_epochs(f"at_least_{k}", floats) == float(c >= k)
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False) | st.text(max_size=4),
+                     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
+                     max_leaves=8)
+_KEYS = ("eval", "status", "samples")
+_SAMPLE_KEYS = ("id", "epoch", "scores", "error", "output", "target", "input", "invalidation")
+
+
+@settings(max_examples=50, deadline=None)
+@given(top=st.dictionaries(st.sampled_from(_KEYS), _JSON, max_size=3),
+       samples=st.lists(st.dictionaries(st.sampled_from(_SAMPLE_KEYS), _JSON, max_size=6), max_size=3))
+def test_any_json_log_shape_reads_or_one_input_error(top, samples):
+    import json
+
+    obj = {"eval": {"task": "t", "model": "m"}, **top, "samples": samples}
+    src = Source(Path("shape.json"), json.dumps(obj).encode())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            read_inspect(src)
+        except InputError as exc:
+            assert "shape.json" in str(exc)

@@ -285,7 +285,7 @@ def read_inspect(src: Source, model: str | None = None, scorer: str | None = Non
         obj = src.json()
     if not isinstance(obj, dict) or not isinstance(obj.get("samples"), list):
         raise InputError(f"{src.name}: not an Inspect AI log (no 'samples' list)")
-    ev = obj.get("eval") or {}
+    ev = obj.get("eval") if isinstance(obj.get("eval"), dict) else {}
     status = "killed" if killed else obj.get("status")
     task = str(ev.get("task") or src.stem)
     samples = obj["samples"]
@@ -298,6 +298,9 @@ def read_inspect(src: Source, model: str | None = None, scorer: str | None = Non
         if not isinstance(s, dict):
             raise InputError(f"{src.name}: sample {i + 1} is not a JSON object")
         scores = s.get("scores") or {}
+        if not isinstance(scores, dict):
+            raise InputError(f"{src.name}: sample {i + 1} (id {s.get('id')!r}): 'scores' is a "
+                             f"{type(scores).__name__}, expected an object of scorer name to score")
         if not scores:
             err = s.get("error")
             reason = CANCELLED if err and _cancelled(err) else ERRORED
@@ -317,7 +320,7 @@ def read_inspect(src: Source, model: str | None = None, scorer: str | None = Non
         sc = scores[name]
         scored.append((i, s, sc.get("value") if isinstance(sc, dict) else sc))
     graded = any(not _binary(v)[0] for _, _, v in scored)
-    reducers = ev.get("config", {}).get("epochs_reducer") if isinstance(ev.get("config"), dict) else None
+    reducers = ev["config"].get("epochs_reducer") if isinstance(ev.get("config"), dict) else None
     reducer = ",".join(str(r) for r in reducers) if isinstance(reducers, list) and reducers else "mean"
     rows = []
     for i, s, value in scored:
@@ -329,9 +332,10 @@ def read_inspect(src: Source, model: str | None = None, scorer: str | None = Non
         if f is None or not math.isfinite(f):
             raise InputError(f"{src.name}: sample {i + 1} (id {s.get('id')!r}): scorer {name!r} gives "
                              f"{value!r}, not a score (C/I/P/N, a number, yes/no); pass another scorer")
-        out = s.get("output") or {}
-        choices = out.get("choices") or []
-        resp = _content((choices[0].get("message") or {}).get("content")) if choices else None
+        out = s.get("output") if isinstance(s.get("output"), dict) else {}
+        choices = out.get("choices") if isinstance(out.get("choices"), list) else []
+        msg = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
+        resp = _content(msg.get("content")) if isinstance(msg, dict) else None
         epoch = s.get("epoch", 1)
         if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
             raise InputError(f"{src.name}: sample {i + 1} (id {s.get('id')!r}) has epoch {epoch!r}; Inspect "
@@ -395,8 +399,8 @@ def read_inspect(src: Source, model: str | None = None, scorer: str | None = Non
 
 def _expected_samples(ev: dict[str, Any]) -> int | None:
     """Samples x epochs the run was set up for (``eval.dataset`` and ``eval.config``), when the log says."""
-    ds = ev.get("dataset") or {}
-    cfg = ev.get("config") or {}
+    ds = ev.get("dataset") if isinstance(ev.get("dataset"), dict) else {}
+    cfg = ev.get("config") if isinstance(ev.get("config"), dict) else {}
     n = len(ds["sample_ids"]) if isinstance(ds.get("sample_ids"), list) else ds.get("samples")
     if not isinstance(n, int) or isinstance(n, bool):
         return None
