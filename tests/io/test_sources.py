@@ -67,8 +67,12 @@ def test_inspect(tmp_path):
     assert log["correct"].fillna(False).tolist() == [True, False, False, True]
     assert log["response"].iloc[0] == "ANSWER: A" and (log["trial"] == 0).all()
     assert log["item"].tolist() == ["mmlu:0", "mmlu:1", "mmlu:2", "mmlu:3"]
-    p.write_text(json.dumps(_inspect_log(["C", "P"])))
-    with pytest.raises(SchemaError, match="row 2, column 'correct'"):
+    assert log["score"].tolist() == [1.0, 0.0, 0.0, 1.0]  # Inspect's value_to_float: N is 0
+    p.write_text(json.dumps(_inspect_log(["C", "P"])))  # partial credit: a graded score, correct left null
+    log = read_log(p)
+    assert log["score"].tolist() == [1.0, 0.5] and log["correct"].isna().all()
+    p.write_text(json.dumps(_inspect_log(["C", "maybe"])))
+    with pytest.raises(InputError, match=r"sample 2 \(id 1\): scorer 'choice' gives 'maybe'"):
         read_log(p)
 
 

@@ -28,7 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("summary", help="accuracy per group with Wilson CI and cluster-robust SE",
                        description="Accuracy per group (invalid answers count as not correct), accuracy over "
                                    "valid answers, invalid count, Wilson 95% CI and the cluster-robust SE "
-                                   "(clustered on 'cluster', Miller 2024).")
+                                   "(clustered on 'cluster', Miller 2024): the trial level, every epoch a row. "
+                                   "For Inspect AI logs the tool's own headline (the declared epoch reducer "
+                                   "within each sample, then mean and Inspect's stderr) is printed beside it.")
     s.add_argument("log", nargs="+", metavar="LOG", help="a canonical log, a dataset folder (mrcstats ingest --dataset; "
                    "aggregated lazily in DuckDB) or any source read_log reads")
     s.add_argument("--by", default="model", metavar="COL[,COL...]", help="grouping columns (default: model)")
@@ -107,4 +109,11 @@ def _summary(args: argparse.Namespace) -> int:
         raise InputError("--scheduler goes with --engine dask")
     res = summarize(log, by=by, engine=args.engine, scheduler=args.scheduler, invalid=args.invalid,
                     trials=args.trials)
+    from mrcstats.stats.headline import has_headline, inspect_headline
+
+    if has_headline(log):  # an Inspect log: the tool's own headline beside the trial-level figure
+        head = inspect_headline(log)
+        return output(args, {**res.to_dict(), "figure": "trial level: every epoch of a sample is a row, pooled",
+                             "tool_headline": head.to_dict()},
+                      "trial level (every epoch a row, pooled):\n" + res.summary() + "\n\n" + head.summary())
     return output(args, res.to_dict(), res.summary())

@@ -76,13 +76,9 @@ def detect_format(src: Source) -> str:
     """The format name of ``src`` judged by its content (see the module docstring)."""
     if src.binary:
         if src.data[:4] == ZIP_MAGIC:
-            import zipfile
+            from mrcstats.io.inspect_ai import archive_names, looks_like_eval_archive
 
-            try:
-                names = zipfile.ZipFile(io.BytesIO(src.data)).namelist()
-            except zipfile.BadZipFile as exc:
-                raise InputError(f"{src.name}: corrupt zip archive ({exc})") from None
-            if "header.json" in names or any(n.startswith("samples/") for n in names):
+            if looks_like_eval_archive(archive_names(src)):
                 return "inspect"
             raise InputError(f"{src.name}: a zip archive that is not an Inspect AI .eval log; unpack it and pass "
                              f"the files inside")

@@ -1,28 +1,55 @@
-"""Inspect AI evaluation logs: JSON (``--log-format json``) or the zipped ``.eval`` format.
+"""Inspect AI evaluation logs: JSON (``--log-format json``) or the zipped ``.eval`` format (Inspect's default).
 
-``{"eval": {"task", "model", ...}, "samples": [{"id", "epoch", "input", "target",
-"output": {"choices": [{"message": {"content"}}]}, "scores": {scorer: {"value",
-"answer", ...}}}]}``. Score values ``C``/``I`` (correct/incorrect), booleans or 0/1
-give ``correct``; ``N`` (no answer) is invalid (<NA>); partial credit (``P``, 0.5)
-is not binary and is rejected. The first scorer is used (its name is in the
-``scorer`` column).
+A JSON log is ``{"version", "status", "eval": {"task", "model", "dataset", "config"}, "results",
+"samples": [...]}``; a ``.eval`` log is a zip archive of ``header.json`` (the same fields without the
+samples), ``samples/<id>_epoch_<n>.json`` (one sample each), ``_journal/start.json`` (``eval`` and ``plan``,
+written when the run starts) and ``summaries.json``/``reductions.json``. Current Inspect compresses every
+member with zstd (zip method 93), which Python's :mod:`zipfile` reads only from 3.14 on: such members are
+decompressed with the standard library's ``compression.zstd`` where present, else with the ``zstandard``
+wheel, and their CRC-32 is checked. A damaged or unsupported archive (a bad zip, a truncated member, a bad
+zlib or zstd stream, an unknown compression method) is one :class:`~mrcstats.errors.InputError` naming the
+file and the member.
 
-model = ``eval.model`` (or ``--model``); item = ``<task>:<sample id>`` with task =
-``eval.task`` (the file name when the log names none), as the harness reader's
-``<task>:<doc_id>``, so two tasks that both number their samples from 1 stay apart;
-cluster = item; trial = ``epoch - 1`` (Inspect counts epochs from 1, trials count
-from 0 everywhere else); ``task`` and ``sample_id`` columns keep the originals;
-gold = ``target``; pred = the scorer's ``answer``; response = the first output
-choice's text.
+Rows, one per scored sample-epoch (the **trial level**; every epoch is kept):
 
-A log whose ``status`` is not ``success`` (``cancelled``, ``error``, ``started``)
-holds only the samples that ran: they are read, the samples that never ran are
-counted in ``attrs["skipped"]`` (``"not run: Inspect log status 'cancelled'"``), and
-a warning names the status and the counts.
+* model = ``eval.model`` (or ``--model``); item = ``<task>:<sample id>`` with task = ``eval.task``, as the
+  harness reader's ``<task>:<doc_id>``; cluster = item; trial = ``epoch - 1``; ``task`` and ``sample_id``
+  keep the originals; gold = ``target``; pred = the scorer's ``answer``; response = the first output
+  choice's text; question = ``input``.
+* The first scorer of the log is read (``scorer=`` picks another); its name is in the ``scorer`` column and
+  its raw value, as text, in ``value``.
+* ``score`` (Float64) is Inspect's own ``value_to_float``: ``C`` = 1, ``P`` = 0.5, ``I`` = ``N`` = 0,
+  numbers as they are, ``yes``/``true`` = 1, ``no``/``false`` = 0. A scorer whose values are all binary
+  (``C``/``I``/``N``, booleans, 0/1) also fills ``correct`` (``N``, no answer, is <NA>: invalid); a graded
+  scorer (any ``P`` or other number) fills ``score`` only and leaves ``correct`` <NA>.
+* ``reducer``: the epoch reducer(s) the run declared (``eval.config.epochs_reducer``, comma-separated;
+  ``mean`` when none), which :func:`mrcstats.stats.headline.inspect_headline` applies to reproduce
+  Inspect's ``results.scores``.
+* ``invalidated`` (boolean): the sample was flagged by ``inspect_ai.log.invalidate_samples``; such rows are
+  kept and counted (``attrs["invalidated"]``) and a warning says so.
+
+What is not scored is never refused and never scored as wrong; it is counted in ``attrs["skipped"]`` by
+reason (sample-epochs) and a warning gives the counts and each error's first line:
+
+* ``Inspect sample raised an error (no score)``: ``"scores": {}`` with an ``"error"`` (``fail_on_error=False``,
+  or the sample that stopped a fail-fast run); Inspect leaves them out of its metrics too;
+* ``Inspect sample cancelled when the run stopped (no score)``: the samples running when a run stopped
+  (fail-fast or SIGINT), whose error is a ``CancelledError``;
+* ``not run: Inspect log status '<status>'`` (``error`` = fail-fast, ``cancelled`` = interrupted): the
+  sample-epochs the run was set up for (``eval.dataset.samples`` x ``eval.config.epochs``) that the log
+  does not hold;
+* ``not run: Inspect run killed (no header.json)``: a ``.eval`` of a run killed with SIGKILL has no
+  ``header.json``; task, model, sample count and epochs come from ``_journal/start.json``.
 """
 from __future__ import annotations
 
+import io
 import json
+import math
+import struct
+import warnings
+import zipfile
+import zlib
 from typing import Any
 
 import pandas as pd
@@ -30,9 +57,140 @@ import pandas as pd
 from mrcstats.errors import InputError
 from mrcstats.io.source import Source
 
-_VALUE = {"C": True, "I": False, "N": None, "CORRECT": True, "INCORRECT": False}
+#: zip compression method of zstd members (APPNOTE.TXT 4.4.5), which Inspect writes
+ZIP_ZSTD = 93
+#: Inspect's score value constants (inspect_ai.scorer: CORRECT, INCORRECT, PARTIAL, NOANSWER) as value_to_float
+#: maps them
+INSPECT_VALUES: dict[str, float] = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+#: ``correct`` of a binary value (``N`` = no answer = invalid)
+_BINARY = {"C": True, "I": False, "N": None, "CORRECT": True, "INCORRECT": False, "TRUE": True, "FALSE": False,
+           "YES": True, "NO": False}
+ERRORED = "Inspect sample raised an error (no score)"
+CANCELLED = "Inspect sample cancelled when the run stopped (no score)"
+KILLED = "not run: Inspect run killed (no header.json)"
 
 
+# ------------------------------------------------------------------------------------------ the archive
+def _zstd(raw: bytes) -> bytes:
+    try:
+        from compression import zstd  # Python >= 3.14
+    except ImportError:
+        import zstandard
+
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True) as r:
+            return r.read()
+    return zstd.decompress(raw)
+
+
+def _zstd_member(data: bytes, info: zipfile.ZipInfo) -> bytes:
+    """A zstd member read from its local header by hand (zipfile before 3.14 refuses method 93)."""
+    off = info.header_offset
+    head = data[off:off + 30]
+    if len(head) < 30 or head[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile("bad local file header")
+    n_name, n_extra = struct.unpack("<HH", head[26:30])
+    start = off + 30 + n_name + n_extra
+    raw = data[start:start + info.compress_size]
+    if len(raw) < info.compress_size:
+        raise zipfile.BadZipFile(f"truncated: {len(raw)} of {info.compress_size} compressed bytes")
+    out = _zstd(raw)
+    if len(out) != info.file_size or zlib.crc32(out) != info.CRC:
+        raise zipfile.BadZipFile("CRC or size check failed after zstd decompression")
+    return out
+
+
+def _archive_errors() -> tuple[type[BaseException], ...]:
+    errs: list[type[BaseException]] = [zipfile.BadZipFile, zlib.error, NotImplementedError, EOFError,
+                                       ValueError, OSError, struct.error, RuntimeError, KeyError]
+    try:
+        import zstandard
+
+        errs.append(zstandard.ZstdError)
+    except ImportError:  # pragma: no cover - a core dependency
+        pass
+    return tuple(errs)
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class _Archive:
+    """An Inspect ``.eval`` zip: its member names and members as text, every failure one InputError."""
+
+    def __init__(self, src: Source) -> None:
+        self.src = src
+        try:
+            self.zf = zipfile.ZipFile(io.BytesIO(src.data))
+            self.infos = {i.filename: i for i in self.zf.infolist()}
+        except _archive_errors() as exc:
+            raise InputError(f"{src.name}: damaged .eval archive (its zip directory: {_why(exc)}); the file is "
+                             f"truncated or not a zip: copy it again, or re-write it with `inspect log convert`") \
+                from None
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.infos)
+
+    def read(self, name: str) -> bytes:
+        info = self.infos[name]
+        try:
+            if info.compress_type == ZIP_ZSTD and info.compress_type not in _native_methods():
+                return _zstd_member(self.src.data, info)
+            return self.zf.read(info)
+        except _archive_errors() as exc:
+            method = {0: "stored", 8: "deflate", 12: "bzip2", 14: "lzma", ZIP_ZSTD: "zstd"}.get(
+                info.compress_type, f"unknown method {info.compress_type}")
+            raise InputError(f"{self.src.name}: member {name!r} of the .eval archive cannot be read ({method}: "
+                             f"{_why(exc)}); the archive is damaged or uses a compression mrcstats does not "
+                             f"read") from None
+
+    def json(self, name: str) -> Any:
+        data = self.read(name)
+        try:
+            return self.src.loads(data, f"member {name!r}")
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{self.src.name}: member {name!r} of the .eval archive is not valid JSON "
+                             f"({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+        except InputError as exc:
+            raise InputError(str(exc)) from None
+
+
+def _native_methods() -> set[int]:
+    """Compression methods this Python's zipfile reads itself (3.14 adds zstd)."""
+    return {0, 8, 12, 14} | ({ZIP_ZSTD} if getattr(zipfile, "ZIP_ZSTANDARD", None) == ZIP_ZSTD else set())
+
+
+def looks_like_eval_archive(names: list[str]) -> bool:
+    """True for the member names of an Inspect ``.eval`` archive (a finished, stopped or killed run)."""
+    return ("header.json" in names or "_journal/start.json" in names
+            or any(n.startswith("samples/") for n in names))
+
+
+def archive_names(src: Source) -> list[str]:
+    """Member names of a zip file (damage raises one InputError naming the file)."""
+    return _Archive(src).names
+
+
+def _eval_archive(src: Source) -> tuple[dict[str, Any], bool]:
+    """An Inspect ``.eval`` archive as one JSON-log dict, and whether its ``header.json`` was missing."""
+    ar = _Archive(src)
+    names = ar.names
+    if "header.json" in names:
+        head, killed = ar.json("header.json"), False
+    elif "_journal/start.json" in names:
+        head, killed = ar.json("_journal/start.json"), True
+    else:
+        raise InputError(f"{src.name}: a zip archive without header.json or _journal/start.json: not an Inspect "
+                         f".eval log")
+    if not isinstance(head, dict):
+        raise InputError(f"{src.name}: header.json of the .eval archive is not a JSON object")
+    samples = [ar.json(n) for n in sorted(n for n in names if n.startswith("samples/") and n.endswith(".json"))]
+    return {**head, "samples": samples}, killed
+
+
+# ------------------------------------------------------------------------------------------ the values
 def _content(msg: Any) -> str | None:
     if msg is None:
         return None
@@ -42,15 +200,6 @@ def _content(msg: Any) -> str | None:
         parts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in msg]
         return "".join(parts)
     return str(msg)
-
-
-def _score_value(v: Any) -> Any:
-    if isinstance(v, str):
-        key = v.strip().upper()
-        if key in _VALUE:
-            return _VALUE[key]
-        return v  # left for the schema check (e.g. "P" -> error naming the row)
-    return v
 
 
 def _text(v: Any) -> str | None:
@@ -65,86 +214,193 @@ def _text(v: Any) -> str | None:
     return str(v)
 
 
-def _eval_archive(src: Source) -> dict[str, Any]:
-    """An Inspect ``.eval`` zip (``header.json`` + ``samples/<id>_epoch_<n>.json``) as one JSON-log dict."""
-    import io
-    import zipfile
+def value_to_float(v: Any) -> float | None:
+    """Inspect's ``value_to_float()`` (inspect_ai.scorer): ``C`` 1, ``P`` 0.5, ``I``/``N`` 0, numbers as
+    they are, ``yes``/``true`` 1, ``no``/``false`` 0, numeric text as its number; ``None`` for anything else
+    (Inspect warns and uses 0 there; mrcstats refuses it)."""
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        if v in INSPECT_VALUES:
+            return INSPECT_VALUES[v]
+        low = v.strip().lower()
+        if low in ("yes", "true"):
+            return 1.0
+        if low in ("no", "false"):
+            return 0.0
+        try:
+            f = float(low)
+        except ValueError:
+            return None
+        return f if math.isfinite(f) else None
+    return None
 
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(src.data))
-        header = json.loads(zf.read("header.json")) if "header.json" in zf.namelist() else {}
-        names = sorted(n for n in zf.namelist() if n.startswith("samples/") and n.endswith(".json"))
-        samples = [json.loads(zf.read(n)) for n in names]
-    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{src.name}: cannot read the Inspect .eval archive ({exc})") from None
-    return {**header, "samples": samples}
+
+def _binary(v: Any) -> tuple[bool, Any]:
+    """(is the value binary, its ``correct``): ``C``/``I``/``N``, booleans, 0/1."""
+    if isinstance(v, bool):
+        return True, v
+    if isinstance(v, (int, float)):
+        return (v in (0, 1)), (v == 1 if v in (0, 1) else None)
+    if isinstance(v, str):
+        key = v.strip().upper()
+        if key in _BINARY:
+            return True, _BINARY[key]
+        f = value_to_float(v)
+        return (f in (0.0, 1.0)), (f == 1.0 if f in (0.0, 1.0) else None)
+    return False, None
 
 
-def read_inspect(src: Source, model: str | None = None) -> pd.DataFrame:
-    """Read one Inspect AI log (JSON, or a ``.eval`` archive) into rows with canonical field names."""
-    obj = _eval_archive(src) if src.binary else src.json()
+def _first_line(err: Any) -> str:
+    """The first line of an Inspect sample error (its message is often a repr with an escaped newline)."""
+    msg = err.get("message") if isinstance(err, dict) else err
+    lines = str(msg or "").strip().replace("\\n", "\n").splitlines()
+    return (lines[0][:120] + ("..." if len(lines[0]) > 120 else "")) if lines else "(no message)"
+
+
+def _cancelled(err: Any) -> bool:
+    msg = err.get("message") if isinstance(err, dict) else err
+    return str(msg or "").lstrip().startswith("CancelledError")
+
+
+# ------------------------------------------------------------------------------------------ the reader
+def read_inspect(src: Source, model: str | None = None, scorer: str | None = None) -> pd.DataFrame:
+    """Read one Inspect AI log (JSON, or a ``.eval`` archive) into rows with canonical field names.
+
+    Args:
+        src: the loaded file.
+        model: the model name when the log names none.
+        scorer: the scorer to read (default: the log's first scorer).
+
+    Returns:
+        One row per scored sample-epoch (see the module docstring), with ``attrs["skipped"]``
+        (``{reason: sample-epochs}``), ``attrs["invalidated"]`` and ``attrs["notes"]``.
+    """
+    killed = False
+    if src.binary:
+        obj, killed = _eval_archive(src)
+    else:
+        obj = src.json()
     if not isinstance(obj, dict) or not isinstance(obj.get("samples"), list):
         raise InputError(f"{src.name}: not an Inspect AI log (no 'samples' list)")
-    ev = obj.get("eval") or {}
-    samples = obj["samples"]
-    if not samples:
-        raise InputError(f"{src.name}: Inspect log has no samples (status {obj.get('status')!r})")
+    ev = obj.get("eval") if isinstance(obj.get("eval"), dict) else {}
+    status = "killed" if killed else obj.get("status")
     task = str(ev.get("task") or src.stem)
-    rows = []
+    samples = obj["samples"]
+    notes: list[str] = []
+    skipped: dict[str, int] = {}
+    errors: list[str] = []
+    scored: list[tuple[int, dict[str, Any], Any]] = []
+    name = scorer
     for i, s in enumerate(samples):
+        if not isinstance(s, dict):
+            raise InputError(f"{src.name}: sample {i + 1} is not a JSON object")
         scores = s.get("scores") or {}
+        if not isinstance(scores, dict):
+            raise InputError(f"{src.name}: sample {i + 1} (id {s.get('id')!r}): 'scores' is a "
+                             f"{type(scores).__name__}, expected an object of scorer name to score")
         if not scores:
-            raise InputError(f"{src.name}: sample {i + 1} (id {s.get('id')!r}) has no scores; score the log with "
-                             f"`inspect score` first")
-        scorer, sc = next(iter(scores.items()))
-        value = sc.get("value") if isinstance(sc, dict) else sc
-        if isinstance(value, dict):
-            raise InputError(f"{src.name}: sample {i + 1}: scorer {scorer!r} gives several values "
-                             f"({', '.join(value)}); only single-value scorers are read")
-        out = s.get("output") or {}
-        choices = out.get("choices") or []
-        resp = _content((choices[0].get("message") or {}).get("content")) if choices else None
+            err = s.get("error")
+            reason = CANCELLED if err and _cancelled(err) else ERRORED
+            skipped[reason] = skipped.get(reason, 0) + 1
+            errors.append(f"sample {s.get('id')!r} epoch {s.get('epoch', 1)}: "
+                          + (_first_line(err) if err else "no score and no error recorded"))
+            continue
+        if name is None:
+            name = next(iter(scores))
+        if name not in scores:
+            if scorer is not None:
+                raise InputError(f"{src.name}: sample {i + 1} (id {s.get('id')!r}) has no score from scorer "
+                                 f"{scorer!r}; its scorers: {', '.join(scores)}")
+            reason = f"no score from scorer {name!r}"
+            skipped[reason] = skipped.get(reason, 0) + 1
+            continue
+        sc = scores[name]
+        scored.append((i, s, sc.get("value") if isinstance(sc, dict) else sc))
+    graded = any(not _binary(v)[0] for _, _, v in scored)
+    reducers = ev["config"].get("epochs_reducer") if isinstance(ev.get("config"), dict) else None
+    reducer = ",".join(str(r) for r in reducers) if isinstance(reducers, list) and reducers else "mean"
+    rows = []
+    for i, s, value in scored:
+        if isinstance(value, (dict, list)):
+            raise InputError(f"{src.name}: sample {i + 1} (id {s.get('id')!r}): scorer {name!r} gives several "
+                             f"values ({', '.join(map(str, value))}); only single-value scorers are read "
+                             f"(pass another scorer)")
+        f = value_to_float(value) if value is not None else None
+        if f is None or not math.isfinite(f):
+            raise InputError(f"{src.name}: sample {i + 1} (id {s.get('id')!r}): scorer {name!r} gives "
+                             f"{value!r}, not a score (C/I/P/N, a number, yes/no); pass another scorer")
+        out = s.get("output") if isinstance(s.get("output"), dict) else {}
+        choices = out.get("choices") if isinstance(out.get("choices"), list) else []
+        msg = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
+        resp = _content(msg.get("content")) if isinstance(msg, dict) else None
         epoch = s.get("epoch", 1)
         if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
             raise InputError(f"{src.name}: sample {i + 1} (id {s.get('id')!r}) has epoch {epoch!r}; Inspect "
                              f"epochs are whole numbers from 1")
+        sc = s["scores"][name]
         sid = str(s.get("id", i + 1))
         rows.append({
             "item": f"{task}:{sid}",
             "trial": epoch - 1,
-            "correct": _score_value(value),
+            "correct": None if graded else _binary(value)[1],
+            "score": f,
             "response": resp,
             "pred": sc.get("answer") if isinstance(sc, dict) else None,
             "gold": _text(s.get("target")),
             "question": _text(s.get("input")),
-            "scorer": scorer,
+            "scorer": name,
+            "value": str(value),
+            "reducer": reducer,
+            "invalidated": s.get("invalidation") is not None,
             "task": task,
             "sample_id": sid,
         })
+    if not rows:
+        raise InputError(f"{src.name}: the Inspect log holds no scored sample (status {status!r}, "
+                         f"{len(samples)} sample(s) in the log" + (f", {len(errors)} errored: {errors[0]}"
+                                                                    if errors else "") + ")")
     df = pd.DataFrame(rows)
+    df["score"] = df["score"].astype("Float64")
+    df["invalidated"] = df["invalidated"].astype("boolean")
     df["model"] = ev.get("model") or model
     if df["model"].isna().all():
         raise InputError(f"{src.name}: the log names no model; pass --model NAME")
-    status = obj.get("status")
+    expected = _expected_samples(ev)
+    if status not in (None, "success") and expected is not None:
+        missing = expected - len(samples)
+        if missing > 0:
+            skipped[KILLED if killed else f"not run: Inspect log status {status!r}"] = missing
+    if errors:
+        notes.append(f"{len(errors)} sample-epoch(s) have no score (errored or cancelled; left out, as Inspect "
+                     f"leaves them out of its metrics): " + "; ".join(errors[:5])
+                     + (f"; ... {len(errors) - 5} more" if len(errors) > 5 else ""))
     if status not in (None, "success"):
-        expected = _expected_samples(ev)
-        missing = max(expected - len(df), 0) if expected is not None else None
-        reason = f"not run: Inspect log status {status!r}"
-        if missing:
-            df.attrs["skipped"] = {reason: missing}
-        import warnings
-
-        shown = f"{len(df)} of {expected}" if expected is not None else f"{len(df)}"
-        warnings.warn(f"{src.name}: the Inspect run ended with status {status!r}; read the {shown} sample(s) "
-                      f"it holds" + (f", {missing} never ran (counted as skipped)" if missing else ""),
-                      stacklevel=2)
+        how = "was killed (no header.json; read from _journal/start.json)" if killed else \
+            f"ended with status {status!r}"
+        never = skipped.get(KILLED if killed else f"not run: Inspect log status {status!r}", 0)
+        notes.append(f"the Inspect run {how}: read {len(rows)}" + (f" of {expected}" if expected is not None else "")
+                     + " sample-epoch(s) with a score" + (f", {never} never ran (counted as skipped)" if never else ""))
+    n_inv = int(df["invalidated"].sum())
+    if n_inv:
+        notes.append(f"{n_inv} sample-epoch(s) invalidated with invalidate_samples (column 'invalidated'); "
+                     f"Inspect's own results still count them")
+    for reason, n in skipped.items():
+        notes.append(f"skipped {n} sample-epoch(s): {reason}")
+    df.attrs["skipped"] = skipped
+    df.attrs["invalidated"] = n_inv
+    df.attrs["notes"] = notes
+    if notes:
+        warnings.warn(f"{src.name}: " + "; ".join(n for n in notes if not n.startswith("skipped ")), stacklevel=2)
     return df
 
 
 def _expected_samples(ev: dict[str, Any]) -> int | None:
     """Samples x epochs the run was set up for (``eval.dataset`` and ``eval.config``), when the log says."""
-    ds = ev.get("dataset") or {}
-    cfg = ev.get("config") or {}
+    ds = ev.get("dataset") if isinstance(ev.get("dataset"), dict) else {}
+    cfg = ev.get("config") if isinstance(ev.get("config"), dict) else {}
     n = len(ds["sample_ids"]) if isinstance(ds.get("sample_ids"), list) else ds.get("samples")
     if not isinstance(n, int) or isinstance(n, bool):
         return None
