@@ -53,7 +53,7 @@ def parse_list(text: str | None, flag: str, cast=str) -> list:
 
 def add_log_options(p: argparse.ArgumentParser, on_duplicate: bool = True) -> None:
     """The options every command that reads a log takes, with one meaning everywhere (as ``ingest``)."""
-    from mrcstats.io.source import FORMATS
+    from mrcstats.io.formats import FORMATS
 
     p.add_argument("--format", dest="fmt", choices=FORMATS, metavar="FMT",
                    help=f"source format (default: detected by content): {', '.join(FORMATS)}")

@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from mrcstats.cli._common import add_json_flag, add_log_options, info, output, parse_list, read_log_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``ingest`` and ``summary`` to the mrcstats parser."""
+    from mrcstats.io.formats import formats_epilog, formats_phrase
+
     p = sub.add_parser("ingest", help="read response logs, validate them, write the canonical log",
-                       description="Read response logs (CSV/TSV/JSON/JSONL/Parquet, gzip, folders; maskcode, "
-                                   "ELAGENT, lm-eval-harness, Inspect AI), validate them and write the "
-                                   "canonical log (Parquet) atomically.")
+                       description=textwrap.fill(f"Read response logs ({formats_phrase()}), validate them and "
+                                                 f"write the canonical log (Parquet) atomically.", 88),
+                       epilog=formats_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders, all of one format")
     add_log_options(p)
     p.add_argument("--out", metavar="LOG.parquet|DIR/",

@@ -24,15 +24,20 @@ from typing import Any
 
 from mrcstats.errors import InputError
 
-#: every format name accepted by ``--format``
-FORMATS: tuple[str, ...] = ("csv", "tsv", "json", "jsonl", "parquet", "mskqa", "elagent", "harness", "inspect",
-                            "helm")
-#: file name endings a folder listing picks up
-EXTENSIONS: tuple[str, ...] = (".csv", ".tsv", ".txt", ".json", ".jsonl", ".ndjson", ".parquet", ".pq", ".eval")
 ZIP_MAGIC = b"PK\x03\x04"
 #: the first line of a Git LFS pointer file (https://github.com/git-lfs/git-lfs/blob/main/docs/spec.md)
 LFS_MAGIC = b"version https://git-lfs.github.com/spec/"
 _UNSET = object()
+
+
+def __getattr__(name: str) -> Any:
+    """``FORMATS`` and ``EXTENSIONS`` live in the format registry (:mod:`mrcstats.io.formats`, which imports
+    this module, so they are looked up on use)."""
+    if name in ("FORMATS", "EXTENSIONS"):
+        from mrcstats.io import formats
+
+        return getattr(formats, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _DuplicateKey(Exception):
@@ -197,6 +202,8 @@ def expand_paths(paths: Any) -> list[Path]:
             found = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")
                            and _known_ext(f.name))
             if not found:
+                from mrcstats.io.formats import EXTENSIONS
+
                 raise InputError(f"{p}: folder has no data files (looked for "
                                  f"{', '.join(EXTENSIONS)}, optionally .gz)")
             out.extend(select_run_files(found))
@@ -231,6 +238,8 @@ def select_run_files(files: list[Path]) -> list[Path]:
 
 
 def _known_ext(name: str) -> bool:
+    from mrcstats.io.formats import EXTENSIONS
+
     n = name.lower()
     n = n.removesuffix(".gz")
     return n.endswith(EXTENSIONS)
