@@ -225,14 +225,23 @@ def select_run_files(files: list[Path]) -> list[Path]:
 
     * HELM runs (``per_instance_stats.json`` beside ``scenario_state.json``, ``run_spec.json``, ...): only the
       ``per_instance_stats.json`` files (the reader opens the others beside each);
+    * Every Eval Ever (``<uuid>.json`` beside ``<uuid>_samples.jsonl``): the aggregate only (the reader opens
+      its samples file);
     * lm-evaluation-harness outputs (``samples_<task>_<ts>.jsonl`` beside ``results_<ts>.json``): the samples
-      files only (the reader takes the model name from the results file beside each).
+      files only (the reader takes the model name from the results file beside each);
+    * lighteval outputs (``details_<task>_<date>.parquet`` with ``results_<date>.json``): the details files only
+      (the reader takes the model name from the run's results file).
     """
     helm = [f for f in files if _bare(f.name) == "per_instance_stats.json"]
     if helm:
         return helm
+    # Every Eval Ever: <uuid>.json beside <uuid>_samples.jsonl -- the aggregate is read with its samples file
+    aggregates = {(f.parent, _bare(f.name)[:-5]) for f in files if _bare(f.name).endswith(".json")}
+    files = [f for f in files if not (_bare(f.name).endswith("_samples.jsonl")
+                                      and (f.parent, _bare(f.name)[:-len("_samples.jsonl")]) in aggregates)]
     samples = any(_bare(f.name).startswith("samples_") and _bare(f.name).endswith(".jsonl") for f in files)
-    if samples:
+    details = any(_bare(f.name).startswith("details_") and _bare(f.name).endswith(".parquet") for f in files)
+    if samples or details:
         return [f for f in files if not (_bare(f.name).startswith("results") and _bare(f.name).endswith(".json"))]
     return files
 
