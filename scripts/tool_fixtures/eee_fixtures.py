@@ -100,12 +100,15 @@ def main(out_dir: str | Path, repo: str | Path | None = None, python: str = "pyt
             shutil.copy(agg_path, dest / agg_path.name)
             shutil.copy(samples, dest / samples.name)
             agg = json.loads(agg_path.read_text())
+            rows = sum(1 for line in samples.read_text().splitlines() if line.strip())
+            head = _headline(agg)
             entries.append({"folder": dest.name, "aggregate": agg_path.name, "samples": samples.name,
                             "written_by": f"every_eval_ever {VERSION} convert {conv}",
                             "input": {"repo": REPO_URL, "commit": commit, "paths": paths},
-                            "eval_library": agg.get("eval_library"),
-                            "headline": _headline(agg),
-                            "samples_rows": sum(1 for line in samples.read_text().splitlines() if line.strip())})
+                            "eval_library": agg.get("eval_library"), "headline": head, "samples_rows": rows,
+                            # the aggregate is computed from these samples only when its sample count is theirs
+                            # (the repository's lm-eval input keeps 10 of the 5000 samples its results cover)
+                            "headline_from_samples": all(h["num_samples"] in (None, rows) for h in head)})
     dest = out / "skill_reference"
     dest.mkdir()
     for p in COPIED:

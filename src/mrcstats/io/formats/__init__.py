@@ -236,7 +236,11 @@ def formats_epilog() -> str:
 def formats_markdown() -> str:
     """The format table of docs/formats.md (name, title, file endings, description), in detection order."""
     rows = ["| format | tool | files | what |", "|---|---|---|---|"]
-    rows += [f"| `{f.name}` | {f.title} | {' '.join(f'`{e}`' for e in f.extensions)} | {f.help} |" for f in REGISTRY]
+    def esc(text: str) -> str:
+        return text.replace("<", "\\<").replace(">", "\\>").replace("|", "\\|")
+
+    rows += [f"| `{f.name}` | {f.title} | {' '.join(f'`{e}`' for e in f.extensions)} | {esc(f.help)} |"
+             for f in REGISTRY]
     return "\n".join(rows)
 
 
