@@ -118,3 +118,13 @@ def test_a_details_file_without_metrics_is_one_clear_error(tmp_path):
     pq.write_table(pa.Table.from_pylist(recs), bad)
     with pytest.raises(InputError, match="no sample-level metric values"):
         mrcstats.read_log(bad, model="m")
+
+
+def test_dataset_ingest_detects_lighteval_by_the_parquet_footer(tmp_path, log):
+    ds = mrcstats.write_dataset(HERE / "details", tmp_path / "ds")
+    back = ds.to_log()
+    assert len(back) == len(log)
+    key = ["model", "item", "condition"]
+    a = back.sort_values(key).reset_index(drop=True)
+    b = log.sort_values(key).reset_index(drop=True)
+    assert a["correct"].tolist() == b["correct"].tolist()

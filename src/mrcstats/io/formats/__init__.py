@@ -16,6 +16,7 @@ The reader modules are imported when a file of theirs is read, never at import t
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -209,7 +210,34 @@ def get_format(name: str) -> Format:
 
 def detect(src: Source) -> str:
     """The name of the first registered format whose ``detect`` accepts ``src``'s content."""
-    c = Content(src)
+    return _detect(Content(src))
+
+
+def detect_parquet_file(path: str | os.PathLike) -> str | None:
+    """The format of a Parquet file judged by its footer alone (a large input is not loaded): ``lighteval``
+    or ``parquet`` by :data:`REGISTRY`; None when the file is not Parquet (or unreadable: the full detection
+    and the reader say why)."""
+    from pathlib import Path
+
+    from mrcstats.io.formats.content import PARQUET_MAGIC
+    from mrcstats.io.source import Source
+
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(4) != PARQUET_MAGIC:
+                return None
+        import pyarrow.parquet as pq
+
+        names = tuple(pq.read_schema(path).names)
+    except Exception:  # noqa: BLE001 - unreadable here: leave it to load_source and the reader
+        return None
+    c = Content(Source(Path(path), PARQUET_MAGIC, binary=True))
+    c.__dict__["parquet_columns"] = names   # the footer's columns (cached_property seeded)
+    return _detect(c)
+
+
+def _detect(c: Content) -> str:
+    src = c.src
     for f in REGISTRY:
         if f.detect(c):
             return f.name
@@ -244,5 +272,6 @@ def formats_markdown() -> str:
     return "\n".join(rows)
 
 
-__all__ = ["EXTENSIONS", "FORMATS", "REGISTRY", "TABLE_FORMATS", "Content", "Format", "detect", "formats_epilog",
+__all__ = ["EXTENSIONS", "FORMATS", "REGISTRY", "TABLE_FORMATS", "Content", "Format", "detect",
+           "detect_parquet_file", "formats_epilog",
            "formats_markdown", "formats_phrase", "get_format"]
