@@ -24,8 +24,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _evaleval_repo import REPO_URL, git, open_repo, repo_arg, write_manifest
+
 VERSION = "0.3.0"
-REPO_URL = "https://github.com/evaleval/every_eval_ever"
 #: (fixture folder, converter, input paths in the repository, extra converter flags)
 CONVERSIONS = (
     ("inspect_arc_qwen", "inspect", ["tests/data/inspect/data_arc_qwen.json"], []),
@@ -39,9 +40,6 @@ _REF = "tests/data/skill_reference_conversion/data/demo-source/demo-org/demo-mod
 COPIED = (f"{_REF}f3a1c0de-4b2e-4c1a-9f6d-1b7e5a2c8d40.json",
           f"{_REF}f3a1c0de-4b2e-4c1a-9f6d-1b7e5a2c8d40_samples.jsonl")
 
-
-def _git(git_dir: Path, *args: str) -> bytes:
-    return subprocess.run(["git", f"--git-dir={git_dir}", *args], check=True, capture_output=True).stdout
 
 
 def _venv(work: Path, python: str) -> Path:
@@ -66,14 +64,7 @@ def main(out_dir: str | Path, repo: str | Path | None = None, python: str = "pyt
     out = Path(out_dir)
     work = Path(work or tempfile.mkdtemp(prefix="eee-fixtures-"))
     work.mkdir(parents=True, exist_ok=True)
-    if repo is None:
-        repo = work / "every_eval_ever.git"
-        if not repo.exists():
-            subprocess.run(["git", "clone", "--bare", "--filter=blob:none", REPO_URL, str(repo)], check=True)
-    git_dir = Path(repo)
-    if (git_dir / ".git").is_dir():
-        git_dir = git_dir / ".git"
-    commit = _git(git_dir, "rev-parse", "HEAD").decode().strip()
+    git_dir, commit = open_repo(repo)
     py = _venv(work, python)
     if out.exists():
         shutil.rmtree(out)
@@ -84,7 +75,7 @@ def main(out_dir: str | Path, repo: str | Path | None = None, python: str = "pyt
         shutil.rmtree(src, ignore_errors=True)
         src.mkdir()
         for p in paths:
-            (src / Path(p).name).write_bytes(_git(git_dir, "show", f"{commit}:{p}"))
+            (src / Path(p).name).write_bytes(git(git_dir, "show", f"{commit}:{p}"))
         conv_out = work / f"out{i}"
         shutil.rmtree(conv_out, ignore_errors=True)
         log_path = src / Path(paths[0]).name if conv == "inspect" else src
@@ -112,7 +103,7 @@ def main(out_dir: str | Path, repo: str | Path | None = None, python: str = "pyt
     dest = out / "skill_reference"
     dest.mkdir()
     for p in COPIED:
-        (dest / Path(p).name).write_bytes(_git(git_dir, "show", f"{commit}:{p}"))
+        (dest / Path(p).name).write_bytes(git(git_dir, "show", f"{commit}:{p}"))
     agg = json.loads((dest / Path(COPIED[0]).name).read_text())
     entries.append({"folder": dest.name, "aggregate": Path(COPIED[0]).name, "samples": Path(COPIED[1]).name,
                     "written_by": "every_eval_ever's eee-dataset-conversion skill templates (frozen reference "
@@ -126,15 +117,13 @@ def main(out_dir: str | Path, repo: str | Path | None = None, python: str = "pyt
     manifest = {"tool": "every-eval-ever", "version": VERSION, "python": versions[0], "inspect_ai": versions[1],
                 "schema_version": VERSION, "generated_by": "scripts/tool_fixtures/eee_fixtures.py",
                 "fixtures": entries}
-    path = out / "manifest.json"
-    path.write_text(json.dumps(manifest, indent=2) + "\n")
-    return path
+    return write_manifest(out, manifest)
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out_dir", nargs="?", default="tests/conformance/eee")
-    ap.add_argument("--repo", help="a local clone (or bare git dir) of evaleval/every_eval_ever (default: clone it)")
+    repo_arg(ap)
     ap.add_argument("--python", default="python3.12", help="a Python >= 3.12 for every-eval-ever")
     ap.add_argument("--work", help="scratch folder (venv, clone, converter outputs)")
     a = ap.parse_args()

@@ -14,33 +14,25 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-REPO_URL = "https://github.com/evaleval/every_eval_ever"
+from _evaleval_repo import REPO_URL, git, open_repo, repo_arg, write_manifest
+
 RUN = "mmlu-subject=philosophy,method=multiple_choice_joint,model=openai_gpt2"
 FILES = ("per_instance_stats.json", "run_spec.json", "scenario.json", "scenario_state.json", "stats.json")
 
-
-def _git(git_dir: Path, *args: str) -> bytes:
-    return subprocess.run(["git", f"--git-dir={git_dir}", *args], check=True, capture_output=True).stdout
 
 
 def main(out_dir: str | Path, repo: str | Path | None = None) -> Path:
     """Copy the run folder into ``out_dir`` (replaced) with ``manifest.json``; returns the manifest path."""
     out = Path(out_dir)
-    if repo is None:
-        repo = Path(tempfile.mkdtemp(prefix="helm-fixtures-")) / "every_eval_ever.git"
-        subprocess.run(["git", "clone", "--bare", "--filter=blob:none", REPO_URL, str(repo)], check=True)
-    git_dir = Path(repo) / ".git" if (Path(repo) / ".git").is_dir() else Path(repo)
-    commit = _git(git_dir, "rev-parse", "HEAD").decode().strip()
+    git_dir, commit = open_repo(repo)
     if out.exists():
         shutil.rmtree(out)
     (out / RUN).mkdir(parents=True)
     for f in FILES:
-        (out / RUN / f).write_bytes(_git(git_dir, "show", f"{commit}:tests/data/helm/{RUN}/{f}"))
+        (out / RUN / f).write_bytes(git(git_dir, "show", f"{commit}:tests/data/helm/{RUN}/{f}"))
     stats = json.loads((out / RUN / "stats.json").read_text())
     headline = [{"split": s["name"].get("split"), "exact_match": s["mean"], "count": s["count"]}
                 for s in stats if s["name"]["name"] == "exact_match" and "perturbation" not in s["name"]]
@@ -48,14 +40,12 @@ def main(out_dir: str | Path, repo: str | Path | None = None) -> Path:
                 "generated_by": "scripts/tool_fixtures/helm_fixtures.py",
                 "origin": {"repo": REPO_URL, "commit": commit, "path": f"tests/data/helm/{RUN}/"},
                 "run": RUN, "headline_stats_json": headline}
-    path = out / "manifest.json"
-    path.write_text(json.dumps(manifest, indent=2) + "\n")
-    return path
+    return write_manifest(out, manifest)
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out_dir", nargs="?", default="tests/conformance/helm")
-    ap.add_argument("--repo", help="a local clone (or bare git dir) of evaleval/every_eval_ever (default: clone it)")
+    repo_arg(ap)
     a = ap.parse_args()
     print(main(a.out_dir, a.repo), file=sys.stderr)
