@@ -227,3 +227,20 @@ def test_export_cli(tmp_path, capsys):
     assert "--eval-library expects NAME=VERSION" in capsys.readouterr().err
     with pytest.raises(InputError, match="evaluator_relationship must be"):
         mrcstats.write_eee(mrcstats.read_log(src), tmp_path / "d3", evaluator_relationship="friend")
+
+
+def test_graded_scores_round_trip_and_their_aggregate_is_the_mean_score(tmp_path):
+    log = mrcstats.read_log(Path(__file__).resolve().parent / "lighteval" / "details")   # em (binary), f1 (graded)
+    paths = mrcstats.write_eee(log, tmp_path, retrieved_timestamp="1")
+    back = mrcstats.read_log(tmp_path)
+    _same_rows(back, log)
+    key = list(KEY_COLUMNS)
+    a, b = log.sort_values(key).reset_index(drop=True), back.sort_values(key).reset_index(drop=True)
+    assert b["score"].tolist() == a["score"].tolist()
+    assert b["correct"].isna().tolist() == a["correct"].isna().tolist()
+    aggs = [json.loads(p.read_text()) for p in paths if p.suffix == ".json"]
+    res = {(r["evaluation_name"], r["evaluation_result_id"]): r for agg in aggs for r in agg["evaluation_results"]}
+    f1 = res[("mrc_gen_f1", "mean_score[f1]")]
+    assert f1["metric_config"]["metric_id"] == "mean_score"
+    assert f1["score_details"]["score"] == pytest.approx(log.loc[log["metric"] == "f1", "score"].mean(), abs=1e-15)
+    assert res[("mrc_gen_f1", "accuracy[em]")]["score_details"]["score"] == 0.5

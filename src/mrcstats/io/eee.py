@@ -19,8 +19,9 @@ One canonical row per instance record:
 * condition = ``metadata.condition`` when present, else the ``evaluation_result_id`` when one evaluation
   has several results per sample (several metrics or filters: the rows are kept apart, never merged),
   else ``""``; cluster = ``metadata.cluster`` when present (else the item);
-* correct = ``evaluation.is_correct`` (<NA> when ``metadata.invalid`` is ``"true"``: an invalid answer
-  mrcstats wrote); ``score`` (Float64) = ``evaluation.score``;
+* correct = ``evaluation.is_correct`` (<NA> when ``metadata.correct`` is ``"none"``: a row without a binary
+  outcome that mrcstats wrote); ``score`` (Float64) = ``evaluation.score`` (<NA> when ``metadata.score`` is
+  ``"none"``);
 * response = the first ``output.raw``, pred = the terminal ``answer_attribution`` value, gold = the
   ``input.reference`` texts, question = ``input.raw``; ``task`` (= evaluation_name), ``sample_id`` and
   ``metric`` (= evaluation_result_id) columns are kept.
@@ -188,8 +189,8 @@ def read_eee(src: Source, model: str | None = None) -> pd.DataFrame:
             "condition": meta.get("condition"),
             "cluster": meta.get("cluster"),
             "masking_rate": float(meta["masking_rate"]) if meta.get("masking_rate") not in (None, "") else None,
-            "correct": pd.NA if str(meta.get("invalid", "")).lower() == "true" else is_correct,
-            "score": float(score),
+            "correct": pd.NA if meta.get("correct") == "none" else is_correct,
+            "score": None if meta.get("score") == "none" else float(score),
             "response": str(raw[0]) if raw else None,
             "gold": ", ".join(map(str, ref)) if isinstance(ref, list) and ref else None,
             "pred": _terminal_value(r.get("answer_attribution")),
@@ -271,16 +272,18 @@ def instance_record(row: dict[str, Any], *, evaluation_id: str, evaluation_name:
     place for go in ``metadata`` (strings): ``epoch`` (trial + 1, as the Inspect converter writes it),
     ``condition`` (always, so a reader keeps ``""`` apart from named conditions), ``cluster`` (when it is
     not the item), ``masking_rate``, ``item`` (when it lacks the
-    prefix) and ``invalid`` ("true" for an invalid answer, written with score 0 and is_correct false).
+    prefix), ``correct`` = ``"none"`` when the row has no binary outcome (an invalid answer, or a graded
+    score only: EEE's ``is_correct`` is then written ``score >= 1``) and ``score`` = ``"none"`` when the row
+    has no score (EEE's ``score`` is then written 0 for an invalid answer, else ``correct`` as 0/1).
     """
     item = str(row["item"])
     prefix = f"{evaluation_name}:"
     sid = item.removeprefix(prefix)
     correct = row.get("correct")
-    invalid = correct is None or correct is pd.NA
+    no_outcome = correct is None or correct is pd.NA
     score = row.get("score")
-    if score is None or score is pd.NA or (isinstance(score, float) and np.isnan(score)):
-        score = 0.0 if invalid else float(bool(correct))
+    no_score = score is None or score is pd.NA or (isinstance(score, float) and np.isnan(score))
+    value = (0.0 if no_outcome else float(bool(correct))) if no_score else float(score)
     meta: dict[str, str] = {"epoch": str(int(row.get("trial", 0) or 0) + 1)}
     meta["condition"] = _str(row.get("condition")) or ""
     cl = _str(row.get("cluster"))
@@ -291,8 +294,10 @@ def instance_record(row: dict[str, Any], *, evaluation_id: str, evaluation_name:
         meta["masking_rate"] = repr(float(mr))
     if not item.startswith(prefix):
         meta["item"] = item
-    if invalid:
-        meta["invalid"] = "true"
+    if no_outcome:
+        meta["correct"] = "none"
+    if no_score and "score" in row:
+        meta["score"] = "none"
     gold, pred, resp = _str(row.get("gold")), _str(row.get("pred")), _str(row.get("response"))
     question = _str(row.get("question")) or ""
     rec: dict[str, Any] = {
@@ -309,7 +314,7 @@ def instance_record(row: dict[str, Any], *, evaluation_id: str, evaluation_name:
         "answer_attribution": ([{"turn_idx": 0, "source": "output.raw", "extracted_value": pred,
                                  "extraction_method": "mrcstats canonical log (pred)", "is_terminal": True}]
                                if pred is not None else []),
-        "evaluation": {"score": float(score), "is_correct": False if invalid else bool(correct)},
+        "evaluation": {"score": value, "is_correct": value >= 1.0 if no_outcome else bool(correct)},
         "metadata": meta,
     }
     return rec

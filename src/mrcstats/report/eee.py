@@ -7,7 +7,8 @@ schemas before anything is written. The record mapping is :mod:`mrcstats.io.eee`
 (:func:`~mrcstats.io.eee.instance_record`); the aggregate's ``score_details`` per condition are mrcstats'
 accuracy (:func:`mrcstats.stats.accuracy.summarize_frame`: invalid answers count as wrong, trials pooled)
 with the cluster-robust standard error (Miller 2024, "Adding error bars to evals", arXiv:2411.00640),
-its Wilson interval and the number of rows. Reading the files back with ``mrcstats.read_log`` gives the
+its Wilson interval and the number of rows; a graded group (rows with a ``score`` but no binary ``correct``)
+gets the mean score. Reading the files back with ``mrcstats.read_log`` gives the
 same rows.
 """
 from __future__ import annotations
@@ -95,7 +96,8 @@ def write_eee(log: Any, out_dir: str | os.PathLike, *, evaluation_name: str | No
         uid = stable_uuid(evaluation_id)
         developer, _, short = model.rpartition("/")
         folder = f"{_segment(ev_name)}/{_segment(developer or 'unknown')}/{_segment(short or model)}"
-        rid = {c: ("accuracy" if c == "" else f"accuracy[{c}]") for c in part["condition"].unique()}
+        rid = {c: ("mean_score" if _graded(part[part["condition"] == c]) else "accuracy") + (f"[{c}]" if c else "")
+               for c in part["condition"].unique()}
         lines = []
         for i, row in enumerate(part.to_dict("records")):
             rec = instance_record(row, evaluation_id=evaluation_id, evaluation_name=ev_name,
@@ -105,6 +107,10 @@ def write_eee(log: Any, out_dir: str | os.PathLike, *, evaluation_name: str | No
         samples = ("\n".join(lines) + "\n").encode("utf-8")
         results = []
         for cond in sorted(rid):
+            rows = part[part["condition"] == cond]
+            if _graded(rows):
+                results.append(_mean_score_result(rows, ev_name, cond, rid[cond]))
+                continue
             r = summary[(summary["_evaluation"] == ev_name) & (summary["model"] == model)
                         & (summary["condition"] == cond)].iloc[0]
             unc: dict[str, Any] = {"num_samples": int(r["n"])}
@@ -157,6 +163,26 @@ def write_eee(log: Any, out_dir: str | os.PathLike, *, evaluation_name: str | No
             Path(tmp).write_bytes(data)
         written.append(path)
     return written
+
+
+def _graded(rows: pd.DataFrame) -> bool:
+    """A graded group: some row has a score but no binary outcome (``correct`` <NA>)."""
+    return "score" in rows.columns and bool((rows["correct"].isna() & rows["score"].notna()).any())
+
+
+def _mean_score_result(rows: pd.DataFrame, ev_name: str, cond: str, rid: str) -> dict[str, Any]:
+    """The aggregate of a graded group: the mean ``score`` over the rows that have one (no SE here: the
+    graded-score summary is :mod:`mrcstats.stats`' to give)."""
+    sc = rows["score"].dropna().to_numpy(dtype=float)
+    return {"evaluation_result_id": rid, "evaluation_name": ev_name,
+            "source_data": {"dataset_name": ev_name, "source_type": "other"},
+            "metric_config": {"evaluation_description": "mean graded score" + (f"; condition {cond!r}" if cond else ""),
+                              "metric_id": "mean_score", "metric_name": "mean score", "metric_kind": "score",
+                              "lower_is_better": False, "score_type": "continuous",
+                              "min_score": min(0.0, float(sc.min())) if len(sc) else 0.0,
+                              "max_score": max(1.0, float(sc.max())) if len(sc) else 1.0},
+            "score_details": {"score": float(sc.mean()) if len(sc) else 0.0,
+                              "uncertainty": {"num_samples": len(sc)}}}
 
 
 def _exported_by() -> str:
