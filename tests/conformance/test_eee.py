@@ -244,3 +244,22 @@ def test_graded_scores_round_trip_and_their_aggregate_is_the_mean_score(tmp_path
     assert f1["metric_config"]["metric_id"] == "mean_score"
     assert f1["score_details"]["score"] == pytest.approx(log.loc[log["metric"] == "f1", "score"].mean(), abs=1e-15)
     assert res[("mrc_gen_f1", "accuracy[em]")]["score_details"]["score"] == 0.5
+
+
+def test_every_eval_ever_s_own_validator_accepts_what_mrcstats_writes(tmp_path):
+    """every-eval-ever's validator (pydantic models + datastore path rules; Python >= 3.12) on exported files.
+    Set MRCSTATS_EEE_PYTHON to a Python with ``every-eval-ever`` installed; skipped otherwise."""
+    import os
+    import subprocess
+
+    py = os.environ.get("MRCSTATS_EEE_PYTHON")
+    if not py or subprocess.run([py, "-c", "import every_eval_ever"], check=False, capture_output=True).returncode:
+        pytest.skip("set MRCSTATS_EEE_PYTHON to a Python >= 3.12 with every-eval-ever installed")
+    for fx in FIXTURES[:2]:
+        mrcstats.write_eee(mrcstats.read_log(HERE / fx["folder"]), tmp_path / "data", retrieved_timestamp="1")
+    mrcstats.write_eee(mrcstats.read_log(Path(__file__).resolve().parent / "lighteval" / "details"),
+                       tmp_path / "data", retrieved_timestamp="1")
+    files = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "data").rglob("*.json*"))
+    r = subprocess.run([py, "-m", "every_eval_ever", "validate", *files], check=False, cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "All files passed validation" in r.stdout, r.stdout[-2000:]
