@@ -19,6 +19,7 @@ _API: dict[str, str] = {
     "read_log": "mrcstats.io",
     "validate_log": "mrcstats.io",
     "write_log": "mrcstats.io",
+    "write_eee": "mrcstats.report.eee",
     "CANONICAL_COLUMNS": "mrcstats.io",
     # stats: accuracy
     "summarize": "mrcstats.stats.accuracy",

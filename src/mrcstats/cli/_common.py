@@ -51,12 +51,17 @@ def parse_list(text: str | None, flag: str, cast=str) -> list:
         raise InputError(f"{flag}: cannot read {text!r} as a comma-separated list ({exc})") from None
 
 
-def add_log_options(p: argparse.ArgumentParser, on_duplicate: bool = True) -> None:
-    """The options every command that reads a log takes, with one meaning everywhere (as ``ingest``)."""
-    from mrcstats.io.source import FORMATS
+def add_format_option(p: argparse.ArgumentParser) -> None:
+    """``--format FMT``: the input formats of the registry (:data:`mrcstats.io.formats.FORMATS`)."""
+    from mrcstats.io.formats import FORMATS
 
     p.add_argument("--format", dest="fmt", choices=FORMATS, metavar="FMT",
                    help=f"source format (default: detected by content): {', '.join(FORMATS)}")
+
+
+def add_log_options(p: argparse.ArgumentParser, on_duplicate: bool = True) -> None:
+    """The options every command that reads a log takes, with one meaning everywhere (as ``ingest``)."""
+    add_format_option(p)
     p.add_argument("--map", action="append", metavar="FIELD=COLUMN", default=[],
                    help="name the source column for a log field, e.g. --map item=question_id (repeatable)")
     p.add_argument("--model", metavar="NAME", help="model name for sources that do not name one")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats.cli._common import add_json_flag, info, output, parse_list
+from mrcstats.cli._common import add_format_option, add_json_flag, info, output, parse_list
 
 
 def _add_log_args(p: argparse.ArgumentParser, nargs: str) -> None:
@@ -21,7 +21,7 @@ def _add_log_args(p: argparse.ArgumentParser, nargs: str) -> None:
     p.add_argument("--cluster", metavar="COL", help="column grouping items (passage, subject) for cluster-robust "
                                                     "SEs and the cluster bootstrap (default: items independent)")
     p.add_argument("--condition", metavar="C", help="keep only this condition (logs with several conditions)")
-    p.add_argument("--format", dest="fmt", metavar="FMT", help="input format (default: detected)")
+    add_format_option(p)
     p.add_argument("--model", dest="model_name", metavar="NAME", help="model name for sources that do not name one")
 
 

@@ -8,12 +8,14 @@ from mrcstats.cli._common import add_json_flag, add_log_options, info, output, p
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``glmer`` to the mrcstats parser."""
+    from mrcstats.io.formats import formats_phrase
+
     p = sub.add_parser(
         "glmer", help="binomial GLMM (random intercepts and slopes), lme4-exact",
         description="Fit a binomial generalized linear mixed model as lme4's glmer(formula, data, "
                     "family = binomial): native engine (lme4's Laplace/AGQ objective with the conditional "
                     "modes fully converged) or lme4 through rpy2. DATA: any table or log mrcstats ingest "
-                    "reads (CSV/TSV/JSON/JSONL/Parquet, gzip, folders; maskcode, ELAGENT, harness, Inspect).")
+                    f"reads ({formats_phrase()}).")
     p.add_argument("data", nargs="+", metavar="DATA", help="a table or log: file(s) or folder(s) of one format")
     p.add_argument("--formula", required=True,
                    help="R/lme4 formula, e.g. 'correct ~ scaled_tok * LLM + (1 | passage)'")

@@ -1,17 +1,20 @@
-"""CLI subcommands ``ingest`` and ``summary`` (argument parsing only; logic lives in the API)."""
+"""CLI subcommands ``ingest``, ``summary`` and ``export`` (argument parsing only; logic lives in the API)."""
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from mrcstats.cli._common import add_json_flag, add_log_options, info, output, parse_list, read_log_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``ingest`` and ``summary`` to the mrcstats parser."""
+    """Add ``ingest``, ``summary`` and ``export`` to the mrcstats parser."""
+    from mrcstats.io.formats import formats_epilog, formats_phrase
+
     p = sub.add_parser("ingest", help="read response logs, validate them, write the canonical log",
-                       description="Read response logs (CSV/TSV/JSON/JSONL/Parquet, gzip, folders; maskcode, "
-                                   "ELAGENT, lm-eval-harness, Inspect AI), validate them and write the "
-                                   "canonical log (Parquet) atomically.")
+                       description=textwrap.fill(f"Read response logs ({formats_phrase()}), validate them and "
+                                                 f"write the canonical log (Parquet) atomically.", 88),
+                       epilog=formats_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders, all of one format")
     add_log_options(p)
     p.add_argument("--out", metavar="LOG.parquet|DIR/",
@@ -45,6 +48,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_log_options(s)
     add_json_flag(s)
     s.set_defaults(func=_summary)
+
+    e = sub.add_parser("export", help="write a log in another tool's format (Every Eval Ever)",
+                       description="Write a log (any source mrcstats reads) as Every Eval Ever files: per "
+                                   "(evaluation, model) an aggregate <uuid>.json with mrcstats' accuracy and "
+                                   "cluster-robust SE, and its <uuid>_samples.jsonl, validated against the EEE "
+                                   "0.3.0 JSON schemas, in the EEE datastore layout under --out.")
+    e.add_argument("log", nargs="+", metavar="LOG", help="a canonical log or any source read_log reads")
+    e.add_argument("--to", choices=("eee",), default="eee", help="output format (eee: Every Eval Ever)")
+    e.add_argument("--out", required=True, metavar="DIR", help="folder to write (<evaluation>/<developer>/<model>/)")
+    e.add_argument("--evaluation-name", metavar="NAME",
+                   help="EEE evaluation_name of every row (default: the log's task column, else 'evaluation')")
+    e.add_argument("--source-organization", default="unknown", metavar="ORG",
+                   help="source_metadata.source_organization_name (who ran or shares the evaluation)")
+    e.add_argument("--evaluator-relationship", default="third_party",
+                   choices=("first_party", "third_party", "collaborative", "other"),
+                   help="source_metadata.evaluator_relationship (default third_party)")
+    e.add_argument("--eval-library", default="unknown=unknown", metavar="NAME=VERSION",
+                   help="the tool that ran the evaluation, e.g. inspect_ai=0.3.285 (default unknown=unknown)")
+    e.add_argument("--timestamp", metavar="UNIX_TIME",
+                   help="retrieved_timestamp (default now); the same value gives the same file names")
+    add_log_options(e)
+    add_json_flag(e)
+    e.set_defaults(func=_export)
 
 
 def _ingest(args: argparse.Namespace) -> int:
@@ -117,3 +143,19 @@ def _summary(args: argparse.Namespace) -> int:
                              "tool_headline": head.to_dict()},
                       "trial level (every epoch a row, pooled):\n" + res.summary() + "\n\n" + head.summary())
     return output(args, res.to_dict(), res.summary())
+
+
+def _export(args: argparse.Namespace) -> int:
+    from mrcstats.errors import InputError
+    from mrcstats.report.eee import write_eee
+
+    lib = args.eval_library.split("=", 1)
+    if len(lib) != 2 or not lib[0].strip():
+        raise InputError(f"--eval-library expects NAME=VERSION (e.g. inspect_ai=0.3.285), got {args.eval_library!r}")
+    log = read_log_args(args, args.log, "export")
+    paths = write_eee(log, args.out, evaluation_name=args.evaluation_name,
+                      source_organization_name=args.source_organization,
+                      evaluator_relationship=args.evaluator_relationship,
+                      eval_library=(lib[0].strip(), lib[1].strip()), retrieved_timestamp=args.timestamp)
+    info(f"wrote {len(paths)} Every Eval Ever file(s) under {args.out}")
+    return output(args, {"format": args.to, "written": [str(p) for p in paths]}, "\n".join(map(str, paths)))

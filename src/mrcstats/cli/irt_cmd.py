@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats.cli._common import add_json_flag, info, output, parse_list
+from mrcstats.cli._common import add_format_option, add_json_flag, info, output, parse_list
 
 
 def _log_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("log", nargs="+", metavar="LOG", help="canonical log (e.g. from mrcstats ingest) or any read_log input")
-    p.add_argument("--format", dest="fmt", metavar="FMT", help="input format (default: detected)")
+    add_format_option(p)
     p.add_argument("--model-col", default="model", metavar="COL", help="respondent column (model)")
     p.add_argument("--item-col", default="item", metavar="COL", help="item column (item)")
 

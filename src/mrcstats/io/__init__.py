@@ -12,7 +12,7 @@ by reason. :func:`write_log` writes Parquet (lossless) or CSV atomically.
 from __future__ import annotations
 
 from mrcstats._lazy import lazy_exports
-from mrcstats.io.source import FORMATS
+from mrcstats.io.formats import FORMATS
 
 # name -> defining module; imported on first use so ``mrcstats --help`` stays light
 _EXPORTS: dict[str, str] = {

@@ -719,12 +719,11 @@ _NULLABLE = _Nullable()
 
 
 def _detect_cheap(path: Path) -> str | None:
-    """``parquet`` by magic bytes without loading the file (large sources); else None."""
-    try:
-        with open(path, "rb") as fh:
-            return "parquet" if fh.read(4) == b"PAR1" else None
-    except OSError:
-        return None
+    """A Parquet file's format (``parquet``, ``lighteval``) by its footer without loading the file (large
+    sources); else None."""
+    from mrcstats.io.formats import detect_parquet_file
+
+    return detect_parquet_file(path)
 
 
 def _parquet_chunks(path: Path, mapping: Mapping[str, str] | None, model: str | None,

@@ -10,56 +10,24 @@ import pandas as pd
 
 from mrcstats.errors import InputError
 from mrcstats.io.detect import detect_format
+from mrcstats.io.formats import FORMATS, TABLE_FORMATS, get_format
 from mrcstats.io.schema import CORE_COLUMNS, check_duplicates, coerce_log, merge_skipped, validate_log
-from mrcstats.io.source import FORMATS, Source, expand_paths, load_source
+from mrcstats.io.source import Source, expand_paths, load_source
 
-_TABLE_FORMATS = ("csv", "tsv", "json", "jsonl", "parquet")
 #: file endings :func:`write_log` writes (Parquet, or CSV/TSV, optionally gzipped)
 LOG_SUFFIXES: tuple[str, ...] = (".parquet", ".pq", ".csv", ".csv.gz", ".tsv", ".tsv.gz")
 
 
 def read_source(src: Source, fmt: str, mapping: Mapping[str, str] | None = None,
                 model: str | None = None) -> pd.DataFrame:
-    """Read one loaded file of format ``fmt`` into a coerced canonical frame (duplicates not yet checked)."""
-    if fmt in _TABLE_FORMATS:
-        from mrcstats.io.tabular import read_table
+    """Read one loaded file of format ``fmt`` into a coerced canonical frame (duplicates not yet checked).
 
-        df = read_table(src, fmt, mapping)
-    elif fmt == "mskqa":
-        from mrcstats.io.mskqa import read_mskqa
-
-        df = read_mskqa(src, mapping)
-    elif fmt == "elagent":
-        from mrcstats.io.elagent import read_elagent
-
-        df = _post_map(read_elagent(src, model), mapping, src)
-    elif fmt == "harness":
-        from mrcstats.io.harness import read_harness
-
-        df = _post_map(read_harness(src, model), mapping, src)
-    elif fmt == "helm":
-        from mrcstats.io.helm import read_helm
-
-        df = _post_map(read_helm(src, model), mapping, src)
-    elif fmt == "inspect":
-        from mrcstats.io.inspect_ai import read_inspect
-
-        df = _post_map(read_inspect(src, model), mapping, src)
-    else:
-        raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    The reader is the registry's (:func:`mrcstats.io.formats.get_format`); an unknown name raises
+    :class:`InputError` listing the formats.
+    """
+    df = get_format(fmt).read(src, mapping, model)
     attrs = dict(df.attrs)
     out = coerce_log(df, source=src.name, model=model)
-    out.attrs = attrs
-    return out
-
-
-def _post_map(df: pd.DataFrame, mapping: Mapping[str, str] | None, src: Source) -> pd.DataFrame:
-    if not mapping:
-        return df
-    from mrcstats.io.tabular import apply_mapping
-
-    attrs = dict(df.attrs)
-    out = apply_mapping(df, mapping, src.name)
     out.attrs = attrs
     return out
 
@@ -72,7 +40,8 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
     Args:
         paths: a file, a folder (read recursively: ``.csv .tsv .txt .json .jsonl
             .parquet``, each optionally ``.gz``) or a list of them; all of one format.
-        format: one of :data:`mrcstats.io.detect.FORMATS`; ``None`` detects it by content.
+        format: one of :data:`mrcstats.io.formats.FORMATS`; ``None`` detects it by content
+            (:func:`mrcstats.io.formats.detect`).
         mapping: ``{canonical_field: source_column}`` (the CLI's ``--map FIELD=COLUMN``).
         model: the model name for sources that do not name one (fills missing models).
         on_duplicate: ``"error"`` (default), ``"first"`` or ``"last"`` for repeated
@@ -148,8 +117,10 @@ def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: st
 
     The files are loaded and their format detected exactly as :func:`read_log` does (gzip,
     encodings, Git LFS pointers, duplicate column names, every format). A source that only
-    makes sense as a log (``mskqa``, ``elagent``, ``harness``, ``inspect``) is read with
-    :func:`read_log`; a table (``csv``, ``tsv``, ``json``, ``jsonl``, ``parquet``) is
+    makes sense as a log (a tool's format: ``mskqa``, ``harness``, ``inspect``, ... -- every
+    :data:`~mrcstats.io.formats.REGISTRY` record with ``log_only``) is read with
+    :func:`read_log`; a table (:data:`~mrcstats.io.formats.TABLE_FORMATS`: ``csv``, ``tsv``, ``json``,
+    ``jsonl``, ``parquet``) is
     returned with its own columns and rows (a GLMM's data need not be a response log, and
     may repeat a model-item pair): ``mapping`` renames, ``model`` fills a ``model`` column,
     empty cells and ``NA`` are missing (R's ``read.csv``), and a ``correct`` column is read
@@ -165,7 +136,7 @@ def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: st
         i = next(i for i, f in enumerate(fmts) if f != fmts[0])
         raise InputError(f"mixed formats in one call: {files[0]} is {fmts[0]} but {files[i]} is {fmts[i]}; "
                          f"read one format at a time (or pass --format)")
-    if fmts[0] not in _TABLE_FORMATS:
+    if fmts[0] not in TABLE_FORMATS:
         return read_log(files, format=fmts[0], mapping=mapping, model=model, on_duplicate=on_duplicate)
     from mrcstats.io.schema import coerce_correct
     from mrcstats.io.tabular import read_plain_table

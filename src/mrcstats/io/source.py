@@ -24,15 +24,20 @@ from typing import Any
 
 from mrcstats.errors import InputError
 
-#: every format name accepted by ``--format``
-FORMATS: tuple[str, ...] = ("csv", "tsv", "json", "jsonl", "parquet", "mskqa", "elagent", "harness", "inspect",
-                            "helm")
-#: file name endings a folder listing picks up
-EXTENSIONS: tuple[str, ...] = (".csv", ".tsv", ".txt", ".json", ".jsonl", ".ndjson", ".parquet", ".pq", ".eval")
 ZIP_MAGIC = b"PK\x03\x04"
 #: the first line of a Git LFS pointer file (https://github.com/git-lfs/git-lfs/blob/main/docs/spec.md)
 LFS_MAGIC = b"version https://git-lfs.github.com/spec/"
 _UNSET = object()
+
+
+def __getattr__(name: str) -> Any:
+    """``FORMATS`` and ``EXTENSIONS`` live in the format registry (:mod:`mrcstats.io.formats`, which imports
+    this module, so they are looked up on use)."""
+    if name in ("FORMATS", "EXTENSIONS"):
+        from mrcstats.io import formats
+
+        return getattr(formats, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _DuplicateKey(Exception):
@@ -197,6 +202,8 @@ def expand_paths(paths: Any) -> list[Path]:
             found = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")
                            and _known_ext(f.name))
             if not found:
+                from mrcstats.io.formats import EXTENSIONS
+
                 raise InputError(f"{p}: folder has no data files (looked for "
                                  f"{', '.join(EXTENSIONS)}, optionally .gz)")
             out.extend(select_run_files(found))
@@ -218,19 +225,30 @@ def select_run_files(files: list[Path]) -> list[Path]:
 
     * HELM runs (``per_instance_stats.json`` beside ``scenario_state.json``, ``run_spec.json``, ...): only the
       ``per_instance_stats.json`` files (the reader opens the others beside each);
+    * Every Eval Ever (``<uuid>.json`` beside ``<uuid>_samples.jsonl``): the aggregate only (the reader opens
+      its samples file);
     * lm-evaluation-harness outputs (``samples_<task>_<ts>.jsonl`` beside ``results_<ts>.json``): the samples
-      files only (the reader takes the model name from the results file beside each).
+      files only (the reader takes the model name from the results file beside each);
+    * lighteval outputs (``details_<task>_<date>.parquet`` with ``results_<date>.json``): the details files only
+      (the reader takes the model name from the run's results file).
     """
     helm = [f for f in files if _bare(f.name) == "per_instance_stats.json"]
     if helm:
         return helm
+    # Every Eval Ever: <uuid>.json beside <uuid>_samples.jsonl -- the aggregate is read with its samples file
+    aggregates = {(f.parent, _bare(f.name)[:-5]) for f in files if _bare(f.name).endswith(".json")}
+    files = [f for f in files if not (_bare(f.name).endswith("_samples.jsonl")
+                                      and (f.parent, _bare(f.name)[:-len("_samples.jsonl")]) in aggregates)]
     samples = any(_bare(f.name).startswith("samples_") and _bare(f.name).endswith(".jsonl") for f in files)
-    if samples:
+    details = any(_bare(f.name).startswith("details_") and _bare(f.name).endswith(".parquet") for f in files)
+    if samples or details:
         return [f for f in files if not (_bare(f.name).startswith("results") and _bare(f.name).endswith(".json"))]
     return files
 
 
 def _known_ext(name: str) -> bool:
+    from mrcstats.io.formats import EXTENSIONS
+
     n = name.lower()
     n = n.removesuffix(".gz")
     return n.endswith(EXTENSIONS)

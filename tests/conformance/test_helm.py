@@ -1,0 +1,34 @@
+"""HELM: the reader's accuracy per split equals HELM's own stats.json on a real HELM run folder.
+
+Fixture: tests/conformance/helm/ (scripts/tool_fixtures/helm_fixtures.py: a run folder kept unchanged from the
+evaleval/every_eval_ever repository's HELM converter test inputs; manifest.json names its origin)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import mrcstats
+from mrcstats.io.detect import detect_format, load_source
+from mrcstats.stats.accuracy import summarize_frame
+
+HERE = Path(__file__).resolve().parent / "helm"
+MANIFEST = json.loads((HERE / "manifest.json").read_text())
+RUN = HERE / MANIFEST["run"]
+
+
+def test_accuracy_per_split_equals_helm_stats_json():
+    assert detect_format(load_source(RUN / "per_instance_stats.json")) == "helm"
+    log = mrcstats.read_log(HERE)       # the folder: only per_instance_stats.json is read
+    assert log.attrs["format"] == "helm" and set(log["metric"]) == {"exact_match"}
+    stats = json.loads((RUN / "stats.json").read_text())
+    helm = {s["name"]["split"]: s["mean"] for s in stats
+            if s["name"]["name"] == "exact_match" and "perturbation" not in s["name"]}
+    assert helm == {h["split"]: h["exact_match"] for h in MANIFEST["headline_stats_json"]}
+    table = summarize_frame(log, ["split"]).to_frame().set_index("split")
+    assert set(table.index) == set(helm)
+    for split, mean in helm.items():
+        assert table.loc[split, "accuracy"] == pytest.approx(mean, abs=1e-12)
+    per_instance = json.loads((RUN / "per_instance_stats.json").read_text())
+    assert len(log) == len(per_instance)
