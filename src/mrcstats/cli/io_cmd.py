@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats.cli._common import add_json_flag, add_log_options, info, output, parse_list, read_log_args
+from mrcstats.cli._common import add_json_flag, add_log_options, info, model_arg, output, parse_list, read_log_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -71,7 +71,7 @@ def _ingest_dataset(args: argparse.Namespace, target: str) -> int:
     if args.dataset and args.out:
         raise InputError("give either --out or --dataset, not both")
     mapping = parse_kv(args.map, "--map")
-    ds = write_dataset(args.paths, target, format=args.fmt, mapping=mapping or None, model=args.model,
+    ds = write_dataset(args.paths, target, format=args.fmt, mapping=mapping or None, model=model_arg(args.model),
                        on_duplicate=args.on_duplicate, jobs=args.jobs)
     info(f"wrote {len(ds)} rows in {len(ds.files)} files to the dataset {ds.path}")
     stats = dataset_stats(ds)

@@ -670,7 +670,10 @@ def _write_unit(w: DatasetWriter, unit: tuple[str, str, str], *, mapping, model,
     from mrcstats.io.schema import coerce_log
     from mrcstats.io.tabular import apply_mapping, derive_correct
 
+    from mrcstats.io.reader import model_for
+
     kind, f, extra = unit
+    model = model_for(f, model)     # one name, or {path: name} (--model PATH=NAME)
     if kind == "fragment":
         df = _read_fragment_nullable(f, extra)
         df = derive_correct(apply_mapping(df, mapping, f), f)

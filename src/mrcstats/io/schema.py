@@ -535,8 +535,7 @@ def check_duplicates(df: pd.DataFrame, on_duplicate: str = "error", source: str 
         raise SchemaError(f"{_where(source)}{n_extra} duplicate (model, item, trial, condition) row(s), first "
                           f"model={key['model']!r} item={key['item']!r} trial={key['trial']} "
                           f"condition={key['condition']!r}{mr} at rows {pos[0] + 1} and {pos[1] + 1}; "
-                          f"pass --on-duplicate first|last to keep one, or --map trial=/condition= to tell them "
-                          f"apart")
+                          f"{_duplicate_advice(df, dup)}")
     drop = df.duplicated(subset=list(KEY_COLUMNS), keep=on_duplicate)
     n_drop = int(drop.sum())
     if skipped is not None:
@@ -545,6 +544,29 @@ def check_duplicates(df: pd.DataFrame, on_duplicate: str = "error", source: str 
     out = df.loc[~drop.to_numpy()]
     out.index = pd.RangeIndex(len(out))
     return out
+
+
+#: columns that say where a row was read from, not what it holds (left out when duplicates are compared)
+_PROVENANCE = ("source", "file", "filename", "_file", "path")
+
+
+def _duplicate_advice(df: pd.DataFrame, dup: pd.Series) -> str:
+    """How to resolve duplicate keys: ``--on-duplicate`` only when the duplicated rows are the same
+    content read twice (the same run in two places); otherwise the rows differ, so they are different
+    runs or conditions that the source failed to tell apart — say which column differs."""
+    rows = df[dup.to_numpy()]
+    content = [c for c in rows.columns if c not in _PROVENANCE]
+    same = rows.astype(str).duplicated(subset=content, keep=False)
+    if bool(same.all()):
+        return ("the duplicated rows are identical (the same run read twice?): pass --on-duplicate first|last "
+                "to keep one copy")
+    keyed = rows.astype(str).groupby(list(KEY_COLUMNS), sort=False, dropna=False)
+    differ = [c for c in content if c not in KEY_COLUMNS and bool((keyed[c].nunique(dropna=False) > 1).any())]
+    shown = ", ".join(repr(c) for c in differ[:5]) or "their content"
+    return (f"the duplicated rows differ (in {shown}): they are different runs or conditions, not one run read "
+            f"twice, and --on-duplicate would drop real rows; tell them apart: name each run's model "
+            f"(--model PATH=NAME for each run's file or folder, or --map model=COLUMN), or --map trial=COLUMN / "
+            f"--map condition=COLUMN")
 
 
 def validate_log(df: pd.DataFrame, *, on_duplicate: str = "error", source: str | None = None,
