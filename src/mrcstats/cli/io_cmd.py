@@ -38,6 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="--engine dask: address of a running Dask scheduler (default: in-process)")
     s.add_argument("--invalid", choices=("wrong", "exclude"), default="wrong",
                    help="invalid answers count as not correct (wrong, default) or are left out (exclude)")
+    s.add_argument("--outcome", choices=("auto", "correct", "score"), default="auto",
+                   help="the outcome summarised: score (graded: partial credit, f1, judge ratings; mean score) or "
+                        "correct (accuracy); auto = score when the log has scores other than 0/1 (docs/scores.md)")
     s.add_argument("--trials", choices=("pool", "mean"), default="pool",
                    help="pool the trials (default) or average the per-trial accuracy (mean: adds SD and t interval)")
     add_log_options(s)
@@ -96,7 +99,8 @@ def _summary(args: argparse.Namespace) -> int:
     from mrcstats.io.dataset import is_dataset, open_dataset
     from mrcstats.stats.accuracy import summarize
 
-    if len(args.log) == 1 and is_dataset(args.log[0]) and not args.map and not args.model and not args.fmt:
+    if len(args.log) == 1 and is_dataset(args.log[0]) and not args.map and not args.model and not args.fmt \
+            and args.threshold is None:
         log = open_dataset(args.log[0])        # a dataset folder: lazy, aggregated by DuckDB
     else:
         log = read_log_args(args, args.log, "summary")
@@ -106,5 +110,5 @@ def _summary(args: argparse.Namespace) -> int:
 
         raise InputError("--scheduler goes with --engine dask")
     res = summarize(log, by=by, engine=args.engine, scheduler=args.scheduler, invalid=args.invalid,
-                    trials=args.trials)
+                    trials=args.trials, outcome=args.outcome)
     return output(args, res.to_dict(), res.summary())
