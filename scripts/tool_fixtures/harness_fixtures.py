@@ -26,7 +26,6 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 LM_EVAL_VERSION = "0.4.13"
@@ -204,12 +203,14 @@ def _oracle():
     import json
 
     out = {}
-    for line in open("gen.json"):
-        r = json.loads(line)
-        out[r["passage"]] = r["answer"]
-    for line in open("mc.json"):
-        r = json.loads(line)
-        out[r["passage"]] = r["choices"][r["label"]]
+    with open("gen.json") as f:
+        for line in f:
+            r = json.loads(line)
+            out[r["passage"]] = r["answer"]
+    with open("mc.json") as f:
+        for line in f:
+            r = json.loads(line)
+            out[r["passage"]] = r["choices"][r["label"]]
     return out
 
 
@@ -290,7 +291,8 @@ if __name__ == "__main__":
 def ensure_venv() -> Path:
     """The scratch venv's python, with lm-eval installed (CPU torch from the local wheel)."""
     py = VENV / "bin" / "python"
-    if py.exists() and subprocess.run([str(py), "-c", "import lm_eval"], capture_output=True).returncode == 0:
+    if py.exists() and subprocess.run([str(py), "-c", "import lm_eval"], capture_output=True,
+                                     check=False).returncode == 0:
         return py
     subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
     subprocess.run([str(py), "-m", "pip", "install", "-q", f"torch=={TORCH_VERSION}"], check=True)

@@ -3,7 +3,15 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats.cli._common import add_json_flag, add_log_options, info, model_arg, output, parse_kv, report_skipped
+from mrcstats.cli._common import (
+    add_json_flag,
+    add_log_options,
+    info,
+    model_arg,
+    output,
+    parse_kv,
+    report_skipped,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -666,11 +666,9 @@ def _ingest_part(tmp: str, prefix: str, units: list, opts: dict) -> list[dict[st
 def _write_unit(w: DatasetWriter, unit: tuple[str, str, str], *, mapping, model, on_duplicate,
                 chunk_rows) -> None:
     from mrcstats.io.detect import load_source
-    from mrcstats.io.reader import read_source
+    from mrcstats.io.reader import model_for, read_source
     from mrcstats.io.schema import coerce_log
     from mrcstats.io.tabular import apply_mapping, derive_correct
-
-    from mrcstats.io.reader import model_for
 
     kind, f, extra = unit
     model = model_for(f, model)     # one name, or {path: name} (--model PATH=NAME)

@@ -18,12 +18,14 @@ def _oracle():
     import json
 
     out = {}
-    for line in open("gen.json"):
-        r = json.loads(line)
-        out[r["passage"]] = r["answer"]
-    for line in open("mc.json"):
-        r = json.loads(line)
-        out[r["passage"]] = r["choices"][r["label"]]
+    with open("gen.json") as f:
+        for line in f:
+            r = json.loads(line)
+            out[r["passage"]] = r["answer"]
+    with open("mc.json") as f:
+        for line in f:
+            r = json.loads(line)
+            out[r["passage"]] = r["choices"][r["label"]]
     return out
 
 
