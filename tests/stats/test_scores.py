@@ -176,3 +176,45 @@ def test_binary_analyses_refuse_graded_log_in_one_line():
     # with a threshold they run
     t = validate_log(_graded(), threshold=0.5)
     assert mcnemar(t, models=("a", "b")) is not None
+
+
+def test_dataset_folder_of_graded_log(tmp_path):
+    """A dataset folder (mrcstats ingest --dataset) keeps the score; summary and compare use it."""
+    from mrcstats.io.dataset import open_dataset, write_dataset
+
+    src = tmp_path / "graded.csv"
+    _graded().to_csv(src, index=False)
+    write_dataset([src], tmp_path / "ds")
+    ds = open_dataset(tmp_path / "ds")
+    assert "score" in ds.columns
+    mem = summarize(validate_log(_graded())).to_frame()
+    got = summarize(ds)
+    assert got.outcome == "score"
+    assert np.allclose(got.to_frame()["accuracy"], mem["accuracy"], rtol=1e-14)
+    assert np.allclose(got.to_frame()["se_cluster"], mem["se_cluster"], rtol=1e-12)
+    assert compare(ds).outcome == "score"
+    # a binary dataset keeps the SQL path and its numbers
+    b = tmp_path / "binary.csv"
+    _binary().to_csv(b, index=False)
+    write_dataset([b], tmp_path / "ds2")
+    pd.testing.assert_frame_equal(summarize(open_dataset(tmp_path / "ds2")).to_frame(),
+                                  summarize(validate_log(_binary())).to_frame(), check_dtype=False)
+
+
+def test_ingest_graded_reports_mean_score(tmp_path):
+    from mrcstats.io import read_log
+    from mrcstats.io.schema import log_stats
+
+    src = tmp_path / "graded.csv"
+    _graded().to_csv(src, index=False)
+    st_ = log_stats(read_log(src))
+    assert st_["outcome"] == "score" and set(st_["mean_score"]) == {"a", "b", "c"}
+    t = log_stats(read_log(src, threshold=0.5))
+    assert t["threshold"] == 0.5 and t["accuracy"]["c"] > t["accuracy"]["a"]
+    assert "outcome" not in log_stats(read_log(_write(tmp_path, _binary())))
+
+
+def _write(tmp_path, df):
+    p = tmp_path / "b.csv"
+    df.to_csv(p, index=False)
+    return p

@@ -95,7 +95,11 @@ def _ingest_text(s: dict) -> str:
              + f"conditions: {conds}"]
     width = max(len(m) for m in s["models"])
     for m in s["models"]:
-        lines.append(f"  {m.ljust(width)}  accuracy {s['accuracy'][m]:.4f}  invalid {s['invalid'][m]}")
+        if s.get("outcome") == "score":   # a graded log: the mean score (docs/scores.md)
+            acc = f"  accuracy (score >= {s['threshold']:g}) {s['accuracy'][m]:.4f}" if "threshold" in s else ""
+            lines.append(f"  {m.ljust(width)}  mean score {s['mean_score'][m]:.4f}{acc}  invalid {s['invalid'][m]}")
+        else:
+            lines.append(f"  {m.ljust(width)}  accuracy {s['accuracy'][m]:.4f}  invalid {s['invalid'][m]}")
     if s["skipped"]:
         lines.append("skipped: " + "; ".join(f"{k}: {v}" for k, v in s["skipped"].items()))
     else:

@@ -611,12 +611,17 @@ def is_canonical(df: pd.DataFrame) -> bool:
 
 
 def log_stats(df: pd.DataFrame) -> dict[str, Any]:
-    """The ``ingest`` summary of a canonical log (accuracy counts invalid rows as not correct)."""
+    """The ``ingest`` summary of a canonical log (accuracy counts invalid rows as not correct).
+
+    A graded log (:func:`resolve_outcome` gives ``score``) adds ``"outcome": "score"`` and
+    ``"mean_score"`` per model (invalid rows score 0); its ``invalid`` counts rows without a score.
+    """
     correct = df["correct"].fillna(False).astype(bool)
-    invalid = df["correct"].isna()
+    graded = resolve_outcome(df) == "score"
+    invalid = df["score"].isna() if graded else df["correct"].isna()
     g = pd.DataFrame({"model": df["model"].astype(object), "c": correct, "i": invalid})
     agg = g.groupby("model", sort=True).agg(n=("c", "size"), c=("c", "sum"), i=("i", "sum"))
-    return {
+    out = {
         "rows": len(df),
         "models": [str(m) for m in agg.index],
         "items": int(df["item"].nunique()),
@@ -626,6 +631,13 @@ def log_stats(df: pd.DataFrame) -> dict[str, Any]:
         "invalid": {str(m): int(r.i) for m, r in agg.iterrows()},
         "skipped": dict(df.attrs.get("skipped", {}) or {}),
     }
+    if graded:
+        sc = pd.Series(df["score"].to_numpy(dtype=float, na_value=0.0))
+        means = sc.groupby(df["model"].astype(object).to_numpy(), sort=True).mean()
+        out = {**out, "outcome": "score", "mean_score": {str(m): float(v) for m, v in means.items()}}
+        if df.attrs.get("threshold") is not None:   # accuracy is correct = score >= threshold
+            out["threshold"] = float(df.attrs["threshold"])
+    return out
 
 
 def merge_skipped(*dicts: Mapping[str, int]) -> dict[str, int]:
