@@ -4,8 +4,9 @@
 
 Installs lm-eval (``LM_EVAL_VERSION``, CPU torch from the local wheel) into a scratch venv
 (``$HARNESS_VENV``, default /work/scratch/i23b/venv) unless it is there, then runs the harness's own
-CLI (``lm_eval run``, via its ``cli_evaluate``) with ``--log_samples`` against local task YAMLs over
-local JSON data (no hub access: HF_HUB_OFFLINE / HF_DATASETS_OFFLINE are set):
+CLI (``lm_eval run``; for the pseudo models via its ``cli_evaluate`` after registering them) with
+``--log_samples`` against the local task YAMLs over local JSON data in ``harness_tasks/`` beside this
+script (no hub access: HF_HUB_OFFLINE / HF_DATASETS_OFFLINE are set):
 
 * ``mrc_mc``   multiple choice (acc, acc_norm), one filter (``none``);
 * ``mrc_gen``  generation with two filters (``strict-match``, ``flexible-extract``) and a
@@ -41,251 +42,9 @@ RUNS: list[tuple[str, str | None]] = [
     ("pseudo", "skill=0.3"),
 ]
 
-_PASSAGES = [
-    ("Ada", "Ada wrote the first program for the engine.", "Who wrote the first program?", "Ada",
-     ["Ada", "Babbage", "Turing", "Lovelace"]),
-    ("Rome", "The old road led from Rome to the coast.", "Where did the road start?", "Rome",
-     ["Paris", "Rome", "Athens", "Cairo"]),
-    ("blue", "The door of the red house was painted blue.", "What colour was the door?", "blue",
-     ["red", "green", "blue", "white"]),
-    ("seven", "The cat had seven kittens in spring.", "How many kittens?", "seven",
-     ["three", "five", "seven", "nine"]),
-    ("river", "They crossed the river by boat at dawn.", "What did they cross?", "river",
-     ["river", "bridge", "desert", "field"]),
-    ("violin", "Mira played the violin at the wedding.", "What did Mira play?", "violin",
-     ["piano", "drum", "flute", "violin"]),
-    ("north", "The wind came from the north all night.", "Where did the wind come from?", "north",
-     ["south", "north", "east", "west"]),
-    ("bread", "The baker sold bread before sunrise.", "What did the baker sell?", "bread",
-     ["milk", "bread", "fish", "cake"]),
-    ("glass", "The vase was made of thin glass.", "What was the vase made of?", "glass",
-     ["glass", "wood", "clay", "iron"]),
-    ("Tuesday", "The market opens every Tuesday.", "When does the market open?", "Tuesday",
-     ["Monday", "Friday", "Tuesday", "Sunday"]),
-    ("salt", "Sailors carried salt to preserve the meat.", "What did the sailors carry?", "salt",
-     ["sugar", "salt", "rice", "tea"]),
-    ("owl", "An owl watched them from the oak.", "What watched them?", "owl",
-     ["hawk", "crow", "owl", "bat"]),
-]
-
-_MC_YAML = """\
-task: mrc_mc
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: mc.json
-test_split: test
-output_type: multiple_choice
-doc_to_text: "Passage: {{passage}}\\nQuestion: {{question}}\\nAnswer:"
-doc_to_choice: choices
-doc_to_target: label
-metric_list:
-  - metric: acc
-    aggregation: mean
-    higher_is_better: true
-  - metric: acc_norm
-    aggregation: mean
-    higher_is_better: true
-metadata:
-  version: 1.0
-"""
-
-_GEN_YAML = """\
-task: mrc_gen
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: gen.json
-test_split: test
-output_type: generate_until
-doc_to_text: "Passage: {{passage}}\\nQuestion: {{question}}\\nAnswer:"
-doc_to_target: "{{answer}}"
-process_results: !function utils.process_results
-metric_list:
-  - metric: exact_match
-    aggregation: mean
-    higher_is_better: true
-  - metric: f1
-    aggregation: mean
-    higher_is_better: true
-generation_kwargs:
-  until:
-    - "\\n\\n"
-  do_sample: false
-filter_list:
-  - name: "strict-match"
-    filter:
-      - function: "regex"
-        regex_pattern: "The answer is (\\\\w+)"
-      - function: "take_first"
-  - name: "flexible-extract"
-    filter:
-      - function: "regex"
-        group_select: -1
-        regex_pattern: "(\\\\w+)"
-      - function: "take_first"
-metadata:
-  version: 1.0
-"""
-
-_F1_YAML = """\
-task: mrc_f1
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: gen.json
-test_split: test
-output_type: generate_until
-doc_to_text: "Passage: {{passage}}\\nQuestion: {{question}}\\nAnswer:"
-doc_to_target: "{{answer}}"
-process_results: !function utils.process_f1
-metric_list:
-  - metric: f1
-    aggregation: mean
-    higher_is_better: true
-generation_kwargs:
-  until:
-    - "\\n\\n"
-  do_sample: false
-metadata:
-  version: 1.0
-"""
-
-_UTILS = '''\
-"""process_results of the mrc_gen / mrc_f1 fixture tasks: exact match and a SQuAD-style token F1."""
-import collections
-import re
-
-
-def _tokens(s):
-    return re.findall(r"\\w+", str(s).lower())
-
-
-def token_f1(pred, gold):
-    p, g = _tokens(pred), _tokens(gold)
-    if not p or not g:
-        return float(p == g)
-    common = sum((collections.Counter(p) & collections.Counter(g)).values())
-    if common == 0:
-        return 0.0
-    prec, rec = common / len(p), common / len(g)
-    return 2 * prec * rec / (prec + rec)
-
-
-def process_results(doc, results):
-    pred = results[0]
-    return {"exact_match": float(str(pred).strip().lower() == str(doc["answer"]).lower()),
-            "f1": token_f1(pred, doc["answer"])}
-
-
-def process_f1(doc, results):
-    return {"f1": token_f1(results[0], doc["answer"])}
-'''
-
-_RUNNER = '''\
-"""Register the pseudo models, then run lm-eval's own CLI (sys.argv holds its arguments)."""
-import hashlib
-import re
-
-from lm_eval.api.model import LM
-from lm_eval.api.registry import register_model
-from lm_eval.utils import simple_parse_args_string
-
-
-def _u(*parts):
-    h = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(h[:8], "big") / 2 ** 64
-
-
-def _oracle():
-    """{passage: answer} from the task data beside this script (the pseudo models "know" the answer
-    with probability ``skill``)."""
-    import json
-
-    out = {}
-    with open("gen.json") as f:
-        for line in f:
-            r = json.loads(line)
-            out[r["passage"]] = r["answer"]
-    with open("mc.json") as f:
-        for line in f:
-            r = json.loads(line)
-            out[r["passage"]] = r["choices"][r["label"]]
-    return out
-
-
-class PseudoLM(LM):
-    """A deterministic stand-in model: it knows an item's answer with probability ``skill``; then the
-    right continuation gets the highest log-likelihood and generations give the answer, otherwise a
-    passage word; generations come in three formats (only the first matches strict-match)."""
-
-    NAME = "pseudo"
-    SKILL = 0.6
-
-    def __init__(self, skill=None, **kwargs):
-        super().__init__()
-        self.skill = float(self.SKILL if skill is None else skill)
-        self.oracle = _oracle()
-
-    @classmethod
-    def create_from_arg_string(cls, arg_string, additional_config=None):
-        return cls(**simple_parse_args_string(arg_string))
-
-    def _gold(self, ctx):
-        passage = ctx.split("Passage:", 1)[-1].split("\\n", 1)[0].strip()
-        return passage, self.oracle.get(passage)
-
-    def loglikelihood(self, requests, disable_tqdm=False):
-        out = []
-        for r in requests:
-            ctx, cont = r.args
-            _p, gold = self._gold(ctx)
-            knows = _u(self.NAME, self.skill, ctx) < self.skill
-            bonus = 5.0 if (knows and cont.strip() == gold) else 0.0
-            ll = -3.0 * _u(self.NAME, ctx, cont) - 0.1 * len(cont) + bonus
-            out.append((ll, bool(bonus)))
-        return out
-
-    def generate_until(self, requests, disable_tqdm=False):
-        out = []
-        for r in requests:
-            ctx = r.args[0]
-            passage, gold = self._gold(ctx)
-            words = re.findall(r"\\w+", passage)
-            if gold and _u(self.NAME, self.skill, "know", ctx) < self.skill:
-                word = gold
-            else:
-                word = words[int(_u(self.NAME, "w", ctx) * len(words))]
-            style = int(_u(self.NAME, "style", ctx) * 3)
-            out.append([f"The answer is {word}.", f"{word}", f"I think it is {word} or maybe not"][style])
-        return out
-
-    def loglikelihood_rolling(self, requests, disable_tqdm=False):
-        return [-10.0 * _u(self.NAME, r.args[0]) for r in requests]
-
-
-@register_model("pseudo")
-class Pseudo(PseudoLM):
-    pass
-
-
-@register_model("pseudo_alpha")
-class PseudoAlpha(PseudoLM):
-    NAME = "alpha"
-    SKILL = 0.85
-
-
-@register_model("pseudo_beta")
-class PseudoBeta(PseudoLM):
-    NAME = "beta"
-    SKILL = 0.5
-
-
-if __name__ == "__main__":
-    from lm_eval.__main__ import cli_evaluate
-
-    cli_evaluate()
-'''
+#: the task YAMLs, their JSON data, the process_results (utils.py) and the runner that registers the pseudo
+#: models (run_lm_eval.py): real files beside this script, copied into a scratch folder for each generation
+TASKS = Path(__file__).resolve().parent / "harness_tasks"
 
 
 def ensure_venv() -> Path:
@@ -301,18 +60,10 @@ def ensure_venv() -> Path:
 
 
 def write_tasks(folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    mc = [{"id": f"mc{i}", "passage": p, "question": q, "choices": ch, "label": ch.index(a)}
-          for i, (a, p, q, _a, ch) in enumerate(_PASSAGES)]
-    gen = [{"id": f"g{i}", "passage": p, "question": q, "answer": a} for i, (a, p, q, _a, _c) in
-           enumerate(_PASSAGES[:10])]
-    (folder / "mc.json").write_text("\n".join(json.dumps(r) for r in mc) + "\n")
-    (folder / "gen.json").write_text("\n".join(json.dumps(r) for r in gen) + "\n")
-    (folder / "mrc_mc.yaml").write_text(_MC_YAML)
-    (folder / "mrc_gen.yaml").write_text(_GEN_YAML)
-    (folder / "mrc_f1.yaml").write_text(_F1_YAML)
-    (folder / "utils.py").write_text(_UTILS)
-    (folder / "run_lm_eval.py").write_text(_RUNNER)
+    """Copy the task folder (:data:`TASKS`) to ``folder`` (the harness runs there: data paths are relative)."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    shutil.copytree(TASKS, folder, ignore=shutil.ignore_patterns("__pycache__"))
 
 
 def headline(results: dict) -> dict:
@@ -332,13 +83,13 @@ def main(out_dir: str | os.PathLike = REPO / "tests" / "conformance" / "harness"
     py = ensure_venv()
     version = subprocess.run([str(py), "-c", "import importlib.metadata as m; print(m.version('lm_eval'))"],
                              capture_output=True, text=True, check=True).stdout.strip()
-    tasks = out / "tasks"
+    tasks = VENV.parent / "harness_tasks"
     runs_dir = out / "lm_eval_out"
     if runs_dir.exists():
         shutil.rmtree(runs_dir)
     write_tasks(tasks)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "HF_DATASETS_CACHE": str(out / ".hf_cache"), "TOKENIZERS_PARALLELISM": "false"}
+           "HF_DATASETS_CACHE": str(tasks / ".hf_cache"), "TOKENIZERS_PARALLELISM": "false"}
     manifest_runs = []
     for model, model_args in RUNS:
         before = set(runs_dir.rglob("results_*.json")) if runs_dir.exists() else set()
@@ -362,11 +113,9 @@ def main(out_dir: str | os.PathLike = REPO / "tests" / "conformance" / "harness"
                 "samples_*" + new[0].stem.removeprefix("results_") + ".jsonl")),
             "headline": headline(res),
         })
-    shutil.rmtree(out / ".hf_cache", ignore_errors=True)
-    for p in tasks.glob("__pycache__"):
-        shutil.rmtree(p, ignore_errors=True)
     manifest = {"tool": "lm-evaluation-harness", "package": "lm-eval", "version": version,
-                "generator": "python scripts/tool_fixtures/harness_fixtures.py", "runs": manifest_runs}
+                "generator": "python scripts/tool_fixtures/harness_fixtures.py",
+                "tasks": "scripts/tool_fixtures/harness_tasks", "runs": manifest_runs}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return out
 

@@ -14,7 +14,7 @@ from mrcstats.stats.accuracy import summarize
 from mrcstats.stats.compare import compare, per_item_scores
 from mrcstats.stats.power import power
 
-from ._r_scores import r_score_se
+from ._r_accuracy import r_score_se
 
 
 def _graded(seed: int = 0, n_items: int = 40, models=("a", "b", "c")) -> pd.DataFrame:
