@@ -1,5 +1,6 @@
 """R's per-model accuracy intervals for the summary tests: prop.test (Wilson), sandwich::vcovCL (cluster SE),
-and with trials the mean, SD and t.test over the per-trial accuracies."""
+and with trials the mean, SD and t.test over the per-trial accuracies; the clustered SE of a mean graded
+score (r_score_se)."""
 from __future__ import annotations
 
 import json
@@ -30,8 +31,32 @@ def r_per_model(rscript: str, d: pd.DataFrame, tmp_path: Path, trials: bool = Fa
     }}
     cat(jsonlite::toJSON(out, digits = NA))
     """
+    return run_r_json(rscript, code)
+
+
+def run_r_json(rscript: str, code: str):
+    """Run R ``code`` that prints one JSON value (jsonlite) and return it; skips without jsonlite/sandwich."""
     r = subprocess.run([rscript, "-e", code], check=False, capture_output=True, text=True, timeout=120)
     if r.returncode != 0 and ("jsonlite" in r.stderr or "sandwich" in r.stderr):
         pytest.skip("R package jsonlite or sandwich missing")
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
+
+
+def r_score_se(rscript: str, d: pd.DataFrame, tmp_path: Path, cadjust: bool = False) -> dict[str, list[float]]:
+    """``{model: [mean, se_cluster]}`` of a graded score from R: ``sandwich::vcovCL(lm(y ~ 1), cluster =
+    ~cluster, type = "HC0", cadjust = cadjust)`` per model, for the rows of ``d`` (columns model, cluster,
+    y: the score, invalid rows already 0 or left out); ``cadjust`` is vcovCL's G/(G-1) factor."""
+    csv = tmp_path / "r_scores.csv"
+    d[["model", "cluster", "y"]].to_csv(csv, index=False)
+    code = f"""
+    d <- read.csv("{csv}")
+    out <- list()
+    for (m in sort(unique(d$model))) {{
+      s <- d[d$model == m, ]
+      v <- sandwich::vcovCL(lm(y ~ 1, data = s), cluster = ~cluster, type = "HC0", cadjust = {str(cadjust).upper()})
+      out[[m]] <- c(mean(s$y), sqrt(v[1, 1]))
+    }}
+    cat(jsonlite::toJSON(out, digits = NA))
+    """
+    return run_r_json(rscript, code)

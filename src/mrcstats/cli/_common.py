@@ -64,10 +64,52 @@ def add_log_options(p: argparse.ArgumentParser, on_duplicate: bool = True) -> No
     add_format_option(p)
     p.add_argument("--map", action="append", metavar="FIELD=COLUMN", default=[],
                    help="name the source column for a log field, e.g. --map item=question_id (repeatable)")
-    p.add_argument("--model", metavar="NAME", help="model name for sources that do not name one")
+    add_model_option(p)
+    add_threshold_option(p)
     if on_duplicate:
         p.add_argument("--on-duplicate", choices=("error", "first", "last"), default="error",
                        help="repeated (model, item, trial, condition) keys: error (default) or keep first/last")
+
+
+def add_model_option(p: argparse.ArgumentParser, dest: str = "model") -> None:
+    """``--model NAME`` (every file of the call) or ``--model PATH=NAME`` (the files under PATH), repeatable."""
+    p.add_argument("--model", dest=dest, action="append", metavar="NAME|PATH=NAME",
+                   help="model name for sources that do not name one; PATH=NAME names the files under PATH "
+                        "(repeat it to name several runs in one call)")
+
+
+def add_threshold_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threshold", type=float, default=None, metavar="T",
+                   help="graded scores (partial credit, f1, judge ratings): correct = score >= T, so analyses "
+                        "that need a binary outcome can run (default: correct stays empty for graded rows)")
+
+
+def model_arg(values: list[str] | str | None) -> str | dict[str, str] | None:
+    """``--model`` values as :func:`mrcstats.io.read_log` takes them: one name, or ``{PATH: NAME}`` when
+    they are ``PATH=NAME`` (PATH an existing file or folder); a single plain name may stand beside them
+    for the other files."""
+    import os
+
+    if values is None or isinstance(values, str):
+        return values
+    named: dict[str, str] = {}
+    plain: list[str] = []
+    for v in values:
+        k, sep, name = v.rpartition("=")
+        if sep and k and os.path.exists(k):
+            if not name.strip():
+                raise InputError(f"--model {v!r}: give a name after {k}=")
+            named[k] = name.strip()
+        else:
+            plain.append(v)
+    if len(plain) > 1:
+        raise InputError(f"--model given {len(plain)} plain names ({', '.join(map(repr, plain))}); one name names "
+                         f"every file: name runs by path with --model PATH=NAME (PATH an existing file or folder)")
+    if not named:
+        return plain[0] if plain else None
+    if plain:
+        named["*"] = plain[0]
+    return named
 
 
 def read_log_args(args: argparse.Namespace, paths: Any, cmd: str, what: str = "", report: bool = True):
@@ -77,7 +119,8 @@ def read_log_args(args: argparse.Namespace, paths: Any, cmd: str, what: str = ""
 
     mapping = parse_kv(getattr(args, "map", None), "--map")
     log = read_log(paths, format=getattr(args, "fmt", None), mapping=mapping or None,
-                   model=getattr(args, "model", None), on_duplicate=getattr(args, "on_duplicate", "error"))
+                   model=model_arg(getattr(args, "model", None)),
+                   on_duplicate=getattr(args, "on_duplicate", "error"), threshold=getattr(args, "threshold", None))
     if report:
         report_skipped(log, cmd, what)
     return log

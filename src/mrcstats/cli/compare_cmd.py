@@ -11,7 +11,16 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats.cli._common import add_format_option, add_json_flag, info, output, parse_list
+from mrcstats.cli._common import (
+    add_format_option,
+    add_json_flag,
+    add_model_option,
+    add_threshold_option,
+    info,
+    model_arg,
+    output,
+    parse_list,
+)
 
 
 def _add_log_args(p: argparse.ArgumentParser, nargs: str) -> None:
@@ -22,7 +31,11 @@ def _add_log_args(p: argparse.ArgumentParser, nargs: str) -> None:
                                                     "SEs and the cluster bootstrap (default: items independent)")
     p.add_argument("--condition", metavar="C", help="keep only this condition (logs with several conditions)")
     add_format_option(p)
-    p.add_argument("--model", dest="model_name", metavar="NAME", help="model name for sources that do not name one")
+    add_model_option(p, dest="model_name")
+    add_threshold_option(p)
+    p.add_argument("--outcome", choices=("auto", "correct", "score"), default="auto",
+                   help="the outcome compared: score (graded: partial credit, f1, judge ratings) or correct "
+                        "(0/1); auto = score when the log has scores other than 0/1 (docs/scores.md)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -73,7 +86,7 @@ def _load(args: argparse.Namespace, cmd: str):
                     "SELECT DISTINCT condition FROM log ORDER BY 1")["condition"][:20])
                 raise InputError(f"--condition {args.condition!r} matches no row; conditions: {shown}")
         return ds
-    log = read_log(args.log, format=args.fmt, model=args.model_name)
+    log = read_log(args.log, format=args.fmt, model=model_arg(args.model_name), threshold=args.threshold)
     for why, n in (log.attrs.get("skipped") or {}).items():
         if n:
             info(f"mrcstats {cmd}: {n} row(s) skipped while reading: {why}")
@@ -83,6 +96,13 @@ def _load(args: argparse.Namespace, cmd: str):
             shown = ", ".join(sorted(repr(c) for c in log["condition"].astype(str).unique())[:20])
             raise InputError(f"--condition {args.condition!r} matches no row; conditions: {shown}")
         attrs = dict(log.attrs)
+        left = log["condition"].astype(str)[~keep.to_numpy()].value_counts(sort=False)
+        if len(left):   # said, never silent: the rows of other conditions are left out
+            shown = ", ".join(f"{c!r}: {n}" for c, n in sorted(left.items()))
+            info(f"mrcstats {cmd}: --condition {args.condition!r} keeps {int(keep.sum())} of {len(log)} rows; left "
+                 f"out {int(left.sum())} row(s) of other conditions ({shown})")
+            reason = f"condition other than {args.condition!r} (--condition)"
+            attrs["skipped"] = {**(attrs.get("skipped") or {}), reason: int(left.sum())}
         log = log[keep.to_numpy()].reset_index(drop=True)
         log.attrs = attrs
     return log
@@ -94,7 +114,7 @@ def _run_compare(args: argparse.Namespace, cmd: str, bootstrap: int = 0, seed=No
 
     models = parse_list(args.models, "--models") if args.models else None
     return compare(_load(args, cmd), models=models, cluster=args.cluster, alpha=alpha, adjust=adjust,
-                   bootstrap=bootstrap, seed=seed)
+                   bootstrap=bootstrap, seed=seed, outcome=args.outcome)
 
 
 def _compare(args: argparse.Namespace) -> int:

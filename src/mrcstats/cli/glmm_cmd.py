@@ -3,7 +3,15 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats.cli._common import add_json_flag, add_log_options, info, output, parse_kv, report_skipped
+from mrcstats.cli._common import (
+    add_json_flag,
+    add_log_options,
+    info,
+    model_arg,
+    output,
+    parse_kv,
+    report_skipped,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -78,7 +86,7 @@ def _glmer(args: argparse.Namespace) -> int:
         data = open_dataset(args.data[0])       # lazy: one DuckDB/Dask pass collapses it (models.outofcore)
     else:
         data = read_data(args.data, format=args.fmt, mapping=parse_kv(args.map, "--map") or None,
-                         model=args.model, on_duplicate=args.on_duplicate)
+                         model=model_arg(args.model), on_duplicate=args.on_duplicate)
         report_skipped(data, "glmer")
     kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": args.engine, "weights": args.weights,
               "levels": levels or None, "lme4_defaults": args.lme4_defaults}

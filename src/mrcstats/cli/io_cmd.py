@@ -4,7 +4,15 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from mrcstats.cli._common import add_json_flag, add_log_options, info, output, parse_list, read_log_args
+from mrcstats.cli._common import (
+    add_json_flag,
+    add_log_options,
+    info,
+    model_arg,
+    output,
+    parse_list,
+    read_log_args,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,6 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="--engine dask: address of a running Dask scheduler (default: in-process)")
     s.add_argument("--invalid", choices=("wrong", "exclude"), default="wrong",
                    help="invalid answers count as not correct (wrong, default) or are left out (exclude)")
+    s.add_argument("--outcome", choices=("auto", "correct", "score"), default="auto",
+                   help="the outcome summarised: score (graded: partial credit, f1, judge ratings; mean score) or "
+                        "correct (accuracy); auto = score when the log has scores other than 0/1 (docs/scores.md)")
     s.add_argument("--trials", choices=("pool", "mean"), default="pool",
                    help="pool the trials (default) or average the per-trial accuracy (mean: adds SD and t interval)")
     add_log_options(s)
@@ -99,7 +110,7 @@ def _ingest_dataset(args: argparse.Namespace, target: str) -> int:
     if args.dataset and args.out:
         raise InputError("give either --out or --dataset, not both")
     mapping = parse_kv(args.map, "--map")
-    ds = write_dataset(args.paths, target, format=args.fmt, mapping=mapping or None, model=args.model,
+    ds = write_dataset(args.paths, target, format=args.fmt, mapping=mapping or None, model=model_arg(args.model),
                        on_duplicate=args.on_duplicate, jobs=args.jobs)
     info(f"wrote {len(ds)} rows in {len(ds.files)} files to the dataset {ds.path}")
     stats = dataset_stats(ds)
@@ -112,7 +123,11 @@ def _ingest_text(s: dict) -> str:
              + f"conditions: {conds}"]
     width = max(len(m) for m in s["models"])
     for m in s["models"]:
-        lines.append(f"  {m.ljust(width)}  accuracy {s['accuracy'][m]:.4f}  invalid {s['invalid'][m]}")
+        if s.get("outcome") == "score":   # a graded log: the mean score (docs/scores.md)
+            acc = f"  accuracy (score >= {s['threshold']:g}) {s['accuracy'][m]:.4f}" if "threshold" in s else ""
+            lines.append(f"  {m.ljust(width)}  mean score {s['mean_score'][m]:.4f}{acc}  invalid {s['invalid'][m]}")
+        else:
+            lines.append(f"  {m.ljust(width)}  accuracy {s['accuracy'][m]:.4f}  invalid {s['invalid'][m]}")
     if s["skipped"]:
         lines.append("skipped: " + "; ".join(f"{k}: {v}" for k, v in s["skipped"].items()))
     else:
@@ -124,7 +139,8 @@ def _summary(args: argparse.Namespace) -> int:
     from mrcstats.io.dataset import is_dataset, open_dataset
     from mrcstats.stats.accuracy import summarize
 
-    if len(args.log) == 1 and is_dataset(args.log[0]) and not args.map and not args.model and not args.fmt:
+    if len(args.log) == 1 and is_dataset(args.log[0]) and not args.map and not args.model and not args.fmt \
+            and args.threshold is None:
         log = open_dataset(args.log[0])        # a dataset folder: lazy, aggregated by DuckDB
     else:
         log = read_log_args(args, args.log, "summary")
@@ -134,7 +150,7 @@ def _summary(args: argparse.Namespace) -> int:
 
         raise InputError("--scheduler goes with --engine dask")
     res = summarize(log, by=by, engine=args.engine, scheduler=args.scheduler, invalid=args.invalid,
-                    trials=args.trials)
+                    trials=args.trials, outcome=args.outcome)
     from mrcstats.stats.headline import has_headline, inspect_headline
 
     if has_headline(log):  # an Inspect log: the tool's own headline beside the trial-level figure

@@ -666,11 +666,12 @@ def _ingest_part(tmp: str, prefix: str, units: list, opts: dict) -> list[dict[st
 def _write_unit(w: DatasetWriter, unit: tuple[str, str, str], *, mapping, model, on_duplicate,
                 chunk_rows) -> None:
     from mrcstats.io.detect import load_source
-    from mrcstats.io.reader import read_source
+    from mrcstats.io.reader import model_for, read_source
     from mrcstats.io.schema import coerce_log
     from mrcstats.io.tabular import apply_mapping, derive_correct
 
     kind, f, extra = unit
+    model = model_for(f, model)     # one name, or {path: name} (--model PATH=NAME)
     if kind == "fragment":
         df = _read_fragment_nullable(f, extra)
         df = derive_correct(apply_mapping(df, mapping, f), f)
@@ -841,7 +842,7 @@ def _fast_unit(unit: tuple[str, str, str], *, mapping, model, on_duplicate, chun
             ok = pa.types.is_string(t) or pa.types.is_large_string(t)
         elif n == "trial":
             ok = str(t) in _FAST_INT_TYPES
-        elif n == "masking_rate":
+        elif n in ("masking_rate", "score"):
             ok = pa.types.is_float64(t)
         elif n == "correct":
             ok = pa.types.is_boolean(t)
@@ -870,11 +871,13 @@ def _fast_schema(columns: Sequence[str], extra: Mapping[str, str]):
 
     from mrcstats.io.schema import CORE_COLUMNS, TEXT_COLUMNS
 
-    types = {"trial": pa.int64(), "masking_rate": pa.float64(), "correct": pa.bool_()}
+    types = {"trial": pa.int64(), "masking_rate": pa.float64(), "correct": pa.bool_(), "score": pa.float64()}
     for c, t in extra.items():
         types[c] = pa.string() if t == "string" else pa.bool_() if t == "bool" else \
             pa.float64() if t == "double" else pa.int64()
-    cols = [*CORE_COLUMNS, *(c for c in TEXT_COLUMNS if c in columns), *(c for c in columns if c in extra)]
+    core = list(CORE_COLUMNS)
+    core.insert(core.index("correct") + 1, "score")     # every log has a score (derived from correct)
+    cols = [*core, *(c for c in TEXT_COLUMNS if c in columns), *(c for c in columns if c in extra)]
     return pa.schema([pa.field(c, types.get(c, pa.string()), nullable=True) for c in cols])
 
 
@@ -973,6 +976,7 @@ def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) ->
             "trial": "coalesce(CAST(r.trial AS BIGINT), 0)" if "trial" in cols else "CAST(0 AS BIGINT)",
             "condition": "coalesce(r.condition, '')" if "condition" in cols else "''",
             "masking_rate": _fast_col(cols, "masking_rate", "CAST(NULL AS DOUBLE)"), "correct": "r.correct",
+            "score": "r.score" if "score" in cols else "CAST(r.correct AS DOUBLE)",
         }
         for c in schema.names:
             select.setdefault(c, _fast_col(cols, c, "CAST(NULL AS VARCHAR)") if c not in extra else
@@ -1019,6 +1023,8 @@ def _fast_checks(con, batch: list[_FastUnit]) -> tuple[bool, list[tuple]]:
         bad.append(f"r.trial < 0 OR r.trial > {MAX_TRIAL}")
     if "masking_rate" in cols:
         bad.append("isnan(r.masking_rate) OR isinf(r.masking_rate) OR r.masking_rate < 0 OR r.masking_rate > 100")
+    if "score" in cols:
+        bad.append("isnan(r.score) OR isinf(r.score)")
     bad += [f"r.{_qi(c)} IS NULL" if t in _FAST_INT_TYPES else f"isnan(r.{_qi(c)})"
             for c, t in extra.items() if t not in ("string", "bool")]
     filled = " OR ".join(f"r.{c} IS NULL" for c in ("cluster", "trial", "condition") if c in cols) or "false"

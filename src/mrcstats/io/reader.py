@@ -11,7 +11,14 @@ import pandas as pd
 from mrcstats.errors import InputError
 from mrcstats.io.detect import detect_format
 from mrcstats.io.formats import FORMATS, TABLE_FORMATS, get_format
-from mrcstats.io.schema import CORE_COLUMNS, check_duplicates, coerce_log, merge_skipped, validate_log
+from mrcstats.io.schema import (
+    CORE_COLUMNS,
+    apply_threshold,
+    check_duplicates,
+    coerce_log,
+    merge_skipped,
+    validate_log,
+)
 from mrcstats.io.source import Source, expand_paths, load_source
 
 #: file endings :func:`write_log` writes (Parquet, or CSV/TSV, optionally gzipped)
@@ -32,9 +39,30 @@ def read_source(src: Source, fmt: str, mapping: Mapping[str, str] | None = None,
     return out
 
 
+def model_for(path: str | os.PathLike, model: str | Mapping[str, str] | None) -> str | None:
+    """The model name ``read_log(model=...)`` gives the file ``path``: ``model`` itself when it is a name;
+    for a ``{PATH: NAME}`` mapping (the CLI's repeated ``--model PATH=NAME``) the name of the longest
+    PATH that is the file or a folder above it (``""``/``"*"`` names every other file), else None."""
+    if model is None or isinstance(model, str):
+        return model
+    p = Path(path).resolve()
+    best: tuple[int, str] | None = None
+    for k, name in model.items():
+        if k in ("", "*"):
+            hit = 0
+        else:
+            q = Path(k).resolve()
+            if p != q and q not in p.parents:
+                continue
+            hit = len(q.parts)
+        if best is None or hit > best[0]:
+            best = (hit, name)
+    return None if best is None else best[1]
+
+
 def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str | None = None,
-             mapping: Mapping[str, str] | None = None, model: str | None = None,
-             on_duplicate: str = "error") -> pd.DataFrame:
+             mapping: Mapping[str, str] | None = None, model: str | Mapping[str, str] | None = None,
+             on_duplicate: str = "error", threshold: float | None = None) -> pd.DataFrame:
     """Read response logs into one validated canonical log.
 
     Args:
@@ -43,10 +71,14 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
         format: one of :data:`mrcstats.io.formats.FORMATS`; ``None`` detects it by content
             (:func:`mrcstats.io.formats.detect`).
         mapping: ``{canonical_field: source_column}`` (the CLI's ``--map FIELD=COLUMN``).
-        model: the model name for sources that do not name one (fills missing models).
+        model: the model name for sources that do not name one (fills missing models), or
+            ``{path: name}`` naming the files under each path (several runs in one call; see
+            :func:`model_for`).
         on_duplicate: ``"error"`` (default), ``"first"`` or ``"last"`` for repeated
             ``(model, item, trial, condition)`` keys; dropped rows are counted in
             ``attrs["skipped"]``.
+        threshold: binarise graded scores, ``correct = score >= threshold`` where a source gives a score
+            and no correctness (:func:`mrcstats.io.schema.apply_threshold`; docs/scores.md).
 
     Returns:
         The canonical log (see :mod:`mrcstats.io.schema`) with ``attrs["skipped"]``
@@ -80,7 +112,7 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
     bar = progress(range(len(sources)), desc="reading", unit="file", disable=None if len(sources) > 3 else True)
     for i in bar:
         src, fmt = sources[i]
-        df = read_source(src, fmt, mapping, model)
+        df = read_source(src, fmt, mapping, model_for(src.path, model))
         sources[i] = (Source(src.path, b""), fmt)  # release the bytes
         skipped = merge_skipped(skipped, df.attrs.get("skipped", {}))
         frames.append(df)
@@ -91,9 +123,11 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
         log = coerce_log(log, source=None) if not _same_columns(frames) else _restore_dtypes(log, frames[0])
     source = str(files[0]) if len(files) == 1 else None
     log = check_duplicates(log, on_duplicate, source, skipped)
+    log = apply_threshold(log, threshold, source)
     base = {k: v for k, v in frames[0].attrs.items()} if len(frames) == 1 else {}
     log.attrs = {**base, "skipped": skipped, "format": sources[0][1],
-                 "sources": [str(f) for f in files]}
+                 "sources": [str(f) for f in files], **({"threshold": float(threshold)} if threshold is not None
+                                                        else {})}
     return log
 
 
@@ -145,9 +179,10 @@ def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: st
     for s, f in zip(srcs, frames):
         if "correct" in f.columns:  # the log's correctness words (true/false/invalid, yes/no, 0/1) read alike
             f["correct"] = coerce_correct(f["correct"], s.name)
+        name = model_for(s.path, model)
+        if name is not None:
+            f["model"] = f["model"].fillna(name) if "model" in f.columns else name
     df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True, sort=False)
-    if model is not None:
-        df["model"] = df["model"].fillna(model) if "model" in df.columns else model
     df.attrs = {"skipped": {}, "format": fmts[0], "sources": [str(f) for f in files]}
     return df
 
@@ -159,8 +194,12 @@ def _check_read_args(format: Any, mapping: Any, model: Any, on_duplicate: Any) -
     for k, v in (mapping or {}).items():
         if not isinstance(k, str) or not isinstance(v, str):
             raise InputError(f"mapping must map field names to column names (text), got {k!r}: {v!r}")
-    if model is not None and not isinstance(model, str):
-        raise InputError(f"model must be a model name (text), got {type(model).__name__}")
+    if isinstance(model, Mapping):
+        for k, v in model.items():
+            if not isinstance(k, (str, os.PathLike)) or not isinstance(v, str) or not v:
+                raise InputError(f"model must map paths to model names (text), got {k!r}: {v!r}")
+    elif model is not None and not isinstance(model, str):
+        raise InputError(f"model must be a model name (text) or {{path: name}}, got {type(model).__name__}")
     if format is not None and format not in FORMATS:
         raise InputError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
     if on_duplicate not in ("error", "first", "last"):

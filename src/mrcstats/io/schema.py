@@ -11,7 +11,11 @@ cluster       string              passage or item group (defaults to ``item``)
 trial         int64               repetition index (default 0)
 condition     string              experimental condition (default ``""``)
 masking_rate  Float64 (nullable)  percent of masked tokens, 0-100 (null when not masked)
-correct       boolean (nullable)  True / False; <NA> = invalid or no answer (kept, counted)
+correct       boolean (nullable)  True / False; <NA> = invalid or no answer (kept, counted), or a
+                                  graded row read without a threshold
+score         Float64 (nullable)  the graded outcome: 1.0 / 0.0 for binary sources (= ``correct``),
+                                  partial credit, a metric (f1, bleu) or a judge rating for graded
+                                  ones; <NA> = invalid or no answer
 response      string (nullable)   the raw model output
 gold          string (nullable)   the gold answer
 pred          string (nullable)   the answer extracted from ``response``
@@ -23,6 +27,15 @@ options       string (optional)
 Any other column is preserved untouched after these. Readers build a frame with
 canonical names and call :func:`coerce_log`; :func:`validate_log` is the public
 entry point for frames built by hand.
+
+**Binary and graded outcomes** (docs/scores.md). A source gives ``correct``, ``score`` or both.
+Binary sources fill both (``score`` = 1.0/0.0, both <NA> for an invalid answer); a log without a
+``score`` column gets it derived from ``correct``. A ``score`` column alone whose values are all
+0/1 is binary too (``correct`` = ``score == 1``). Graded sources (partial credit, numeric metrics,
+judge ratings) fill ``score`` and leave ``correct`` <NA> unless a threshold is given
+(:func:`apply_threshold`: ``correct = score >= threshold``). :func:`resolve_outcome` says which
+column an analysis of the mean uses (``summary``, ``compare``, ``power``: ``score`` when any score is
+not 0/1); :func:`require_binary` is the one check of the analyses that need a 0/1 outcome.
 """
 from __future__ import annotations
 
@@ -36,15 +49,21 @@ from mrcstats.errors import SchemaError
 
 #: every canonical column, in the order they appear in a log
 CANONICAL_COLUMNS: tuple[str, ...] = (
-    "model", "item", "cluster", "trial", "condition", "masking_rate", "correct",
+    "model", "item", "cluster", "trial", "condition", "masking_rate", "correct", "score",
     "response", "gold", "pred", "passage", "question", "options",
 )
-#: columns every log has (the texts are optional)
-CORE_COLUMNS: tuple[str, ...] = CANONICAL_COLUMNS[:10]
+#: columns every log has (the texts are optional). ``score`` is not among them: every log read or
+#: validated has it, but a frame (or a dataset written before it existed) without it is still
+#: canonical, its score being ``correct`` (:func:`outcome_values`)
+CORE_COLUMNS: tuple[str, ...] = ("model", "item", "cluster", "trial", "condition", "masking_rate", "correct",
+                                 "response", "gold", "pred")
 #: optional text columns, present when the source has them
 TEXT_COLUMNS: tuple[str, ...] = ("passage", "question", "options")
-#: columns a source must provide (``cluster``, ``trial``, ``condition`` have defaults)
+#: columns a source must provide (``cluster``, ``trial``, ``condition`` have defaults); ``score`` may stand
+#: in for ``correct`` (a graded source)
 REQUIRED_COLUMNS: tuple[str, ...] = ("model", "item", "correct")
+#: the outcomes an analysis of the mean can use (``outcome=`` of summary / compare / power)
+OUTCOMES: tuple[str, ...] = ("auto", "correct", "score")
 #: the key that identifies a row; the masking rate is part of the condition (null when there is no
 #: masking), so without masking this is exactly (model, item, trial, condition)
 KEY_COLUMNS: tuple[str, ...] = ("model", "item", "trial", "condition", "masking_rate")
@@ -212,7 +231,7 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
             out["model"] = out["model"].astype(STRING_DTYPE).fillna(model)
         else:
             out["model"] = model
-    missing = [c for c in REQUIRED_COLUMNS if c not in out.columns]
+    missing = [c for c in REQUIRED_COLUMNS if c not in out.columns and not (c == "correct" and "score" in out)]
     if missing:
         hints = {"model": "name the model with --model NAME or --map model=COLUMN",
                  "item": "name the item id column with --map item=COLUMN",
@@ -237,7 +256,15 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
         out["masking_rate"] = coerce_masking_rate(out["masking_rate"], source)
     else:
         out["masking_rate"] = _na_float(n)
-    out["correct"] = coerce_correct(out["correct"], source)
+    if "score" in out:
+        out["score"] = coerce_score(out["score"], source)
+        if "correct" in out:
+            out["correct"] = coerce_correct(out["correct"], source)
+        else:
+            out["correct"] = correct_from_score(out["score"])
+    else:
+        out["correct"] = coerce_correct(out["correct"], source)
+        out["score"] = score_from_correct(out["correct"])
     for col in ("response", "gold", "pred", *TEXT_COLUMNS):
         if col in out:
             out[col] = _to_string(out[col])
@@ -248,6 +275,144 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
     out = out[order]
     out.index = pd.RangeIndex(n)
     return out
+
+
+def coerce_score(values: pd.Series, source: str | None = None, column: str = "score") -> pd.Series:
+    """Coerce a score column to nullable ``Float64``.
+
+    Accepts numbers (any scale: partial credit 0-1, bleu 0-100, a judge's 1-10), booleans (1.0/0.0) and
+    numbers written as text; empty, NA, ``null`` and ``invalid`` become <NA> (an invalid answer).
+    Anything else (words, infinities) raises :class:`SchemaError` naming the file, row and column.
+    """
+    s = values
+    if isinstance(s.dtype, pd.BooleanDtype) or s.dtype == bool:
+        out = s.astype("Float64")
+    elif pd.api.types.is_numeric_dtype(s.dtype):
+        out = s.astype("Float64")
+        out = out.mask(out.isna())          # NaN -> <NA>
+    else:   # text: numbers, the correctness words (true/false, yes/no, ... as 1/0), empty/NA/invalid
+        key = s.astype("string").str.strip()
+        mapping: dict[str, float] = {}
+        for u in pd.unique(key.dropna()):
+            word = _BOOL_MAP.get(u.lower(), "?")
+            if word is not pd.NA and word != "?":
+                mapping[u] = 1.0 if word else 0.0
+                continue
+            if word is pd.NA:
+                mapping[u] = np.nan
+                continue
+            try:
+                mapping[u] = float(u)
+            except ValueError:
+                pos = int(np.flatnonzero((key == u).to_numpy(dtype=bool, na_value=False))[0])
+                raise SchemaError(f"{_where(source, pos, column)}a score must be a number, got "
+                                  f"{show_value(s.iloc[pos])}; map a numeric column with --map score=COLUMN") from None
+        num = key.astype(object).map(mapping).astype(float)
+        out = pd.Series(num, index=s.index).astype("Float64")
+        out = out.mask(out.isna())
+    vals = out.to_numpy(dtype=float, na_value=np.nan)
+    inf = np.isinf(vals)
+    if inf.any():
+        pos = int(np.flatnonzero(inf)[0])
+        raise SchemaError(f"{_where(source, pos, column)}a score must be a finite number, got {vals[pos]}")
+    return pd.Series(out.array, index=s.index, name=s.name)
+
+
+def score_from_correct(correct: pd.Series) -> pd.Series:
+    """The score of a binary row: 1.0 / 0.0, <NA> for an invalid answer (``correct`` <NA>)."""
+    return pd.Series(correct.astype("Float64").array, index=correct.index, name="score")
+
+
+def correct_from_score(score: pd.Series, threshold: float | None = None) -> pd.Series:
+    """``correct`` of a source that gives only ``score``: ``score >= threshold`` with a threshold; without one
+    ``score == 1`` when every score is 0 or 1 (a binary source), else <NA> throughout (graded: no
+    correctness until a threshold is given)."""
+    vals = score.to_numpy(dtype=float, na_value=np.nan)
+    nul = np.isnan(vals)
+    if threshold is None:
+        if not np.isin(vals[~nul], (0.0, 1.0)).all():
+            return pd.Series(pd.array(np.full(len(vals), None, dtype=object), dtype="boolean"), index=score.index,
+                             name="correct")
+        hit = vals == 1.0
+    else:
+        with np.errstate(invalid="ignore"):
+            hit = vals >= threshold
+    out = pd.array(hit, dtype="boolean")
+    out[nul] = pd.NA
+    return pd.Series(out, index=score.index, name="correct")
+
+
+def apply_threshold(log: pd.DataFrame, threshold: float | None, source: str | None = None) -> pd.DataFrame:
+    """Binarise a graded log: ``correct = score >= threshold`` where ``correct`` is <NA> and ``score`` is not
+    (the CLI's ``--threshold T``). Binary rows keep their ``correct``; ``score`` is kept as it is.
+    ``threshold=None`` returns ``log`` unchanged. Returns a new frame (attrs kept, ``attrs["threshold"]`` set)."""
+    if threshold is None:
+        return log
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(float(threshold)):
+        raise SchemaError(f"{_where(source)}threshold must be a finite number (correct = score >= threshold), got "
+                          f"{threshold!r}")
+    if "score" not in log.columns:
+        return log
+    fill = log["correct"].isna() & log["score"].notna()
+    out = log.copy(deep=False)
+    if fill.any():
+        corr = out["correct"].copy()
+        corr[fill.to_numpy()] = correct_from_score(out["score"][fill], float(threshold)).to_numpy()
+        out["correct"] = corr
+    out.attrs = {**log.attrs, "threshold": float(threshold)}
+    return out
+
+
+def outcome_values(log: pd.DataFrame, outcome: str = "correct") -> pd.Series:
+    """The outcome an analysis of the mean uses, as ``Float64`` (<NA> = invalid): the ``score`` column for
+    ``outcome="score"`` (derived from ``correct`` when the frame has none), ``correct`` as 1.0/0.0 for
+    ``"correct"``."""
+    if outcome == "score" and "score" in log.columns:
+        return log["score"].astype("Float64")
+    return score_from_correct(log["correct"])
+
+
+def graded_rows(log: Any) -> int:
+    """Rows with a score but no correctness (a graded log read without a threshold)."""
+    if not isinstance(log, pd.DataFrame) or "score" not in log.columns or "correct" not in log.columns:
+        return 0
+    return int((log["score"].notna() & log["correct"].isna()).sum())
+
+
+def resolve_outcome(log: Any, outcome: str = "auto", where: str = "") -> str:
+    """Which column an analysis of the mean uses: ``"score"`` or ``"correct"``.
+
+    ``auto`` is ``score`` when the log has a score that is not 0/1 (graded), else ``correct``;
+    ``correct`` on a log with graded rows and no threshold is refused (:class:`SchemaError`).
+    """
+    if outcome not in OUTCOMES:
+        raise SchemaError(f"{where + ': ' if where else ''}outcome must be one of {', '.join(OUTCOMES)}, "
+                          f"got {outcome!r}")
+    has_score = isinstance(log, pd.DataFrame) and "score" in log.columns
+    if outcome == "correct":
+        require_binary(log, where or "this analysis")
+        return "correct"
+    if outcome == "score":
+        return "score"
+    if not has_score:
+        return "correct"
+    vals = log["score"].to_numpy(dtype=float, na_value=np.nan)
+    vals = vals[~np.isnan(vals)]
+    return "correct" if (np.isin(vals, (0.0, 1.0)).all() and graded_rows(log) == 0) else "score"
+
+
+def require_binary(log: Any, where: str, correct: str = "correct") -> None:
+    """The one check of every analysis that needs a 0/1 outcome (glmer binomial, McNemar, discrimination,
+    IRT, masking indicators, ...): refuse a graded log (rows with a ``score`` and no ``correct``) with one
+    line saying how to binarise it."""
+    n = graded_rows(log) if correct == "correct" else 0
+    if n:
+        sc = log["score"][log["score"].notna() & log["correct"].isna()]
+        raise SchemaError(f"{where}: needs a binary outcome (correct), but the log holds graded scores ({n} row(s) "
+                          f"with a score and no correct, e.g. score {float(sc.iloc[0]):g}); read it with a "
+                          f"threshold (--threshold T, read_log(..., threshold=T): correct = score >= T), or use "
+                          f"summary / compare / power, which analyse the mean score")
 
 
 #: the largest trial index: every integer up to it is exact as a float too (2**53 - 1)
@@ -290,7 +455,8 @@ def require_log(log: Any, where: str, columns: tuple[str, ...] = REQUIRED_COLUMN
     if not isinstance(log, pd.DataFrame):
         raise SchemaError(f"{where}: expected a canonical log (a pandas DataFrame, e.g. from mrcstats.read_log), "
                           f"got {type(log).__name__}")
-    if all(c in log.columns for c in REQUIRED_COLUMNS) and not is_canonical(log):
+    if {"model", "item"} <= set(log.columns) and ("correct" in log.columns or "score" in log.columns) \
+            and not is_canonical(log):
         log = validate_log(log, source=where)
     missing = [c for c in columns if c not in log.columns]
     if missing:
@@ -369,8 +535,7 @@ def check_duplicates(df: pd.DataFrame, on_duplicate: str = "error", source: str 
         raise SchemaError(f"{_where(source)}{n_extra} duplicate (model, item, trial, condition) row(s), first "
                           f"model={key['model']!r} item={key['item']!r} trial={key['trial']} "
                           f"condition={key['condition']!r}{mr} at rows {pos[0] + 1} and {pos[1] + 1}; "
-                          f"pass --on-duplicate first|last to keep one, or --map trial=/condition= to tell them "
-                          f"apart")
+                          f"{_duplicate_advice(df, dup)}")
     drop = df.duplicated(subset=list(KEY_COLUMNS), keep=on_duplicate)
     n_drop = int(drop.sum())
     if skipped is not None:
@@ -381,13 +546,38 @@ def check_duplicates(df: pd.DataFrame, on_duplicate: str = "error", source: str 
     return out
 
 
-def validate_log(df: pd.DataFrame, *, on_duplicate: str = "error", source: str | None = None) -> pd.DataFrame:
+#: columns that say where a row was read from, not what it holds (left out when duplicates are compared)
+_PROVENANCE = ("source", "file", "filename", "_file", "path")
+
+
+def _duplicate_advice(df: pd.DataFrame, dup: pd.Series) -> str:
+    """How to resolve duplicate keys: ``--on-duplicate`` only when the duplicated rows are the same
+    content read twice (the same run in two places); otherwise the rows differ, so they are different
+    runs or conditions that the source failed to tell apart — say which column differs."""
+    rows = df[dup.to_numpy()]
+    content = [c for c in rows.columns if c not in _PROVENANCE]
+    same = rows.astype(str).duplicated(subset=content, keep=False)
+    if bool(same.all()):
+        return ("the duplicated rows are identical (the same run read twice?): pass --on-duplicate first|last "
+                "to keep one copy")
+    keyed = rows.astype(str).groupby(list(KEY_COLUMNS), sort=False, dropna=False)
+    differ = [c for c in content if c not in KEY_COLUMNS and bool((keyed[c].nunique(dropna=False) > 1).any())]
+    shown = ", ".join(repr(c) for c in differ[:5]) or "their content"
+    return (f"the duplicated rows differ (in {shown}): they are different runs or conditions, not one run read "
+            f"twice, and --on-duplicate would drop real rows; tell them apart: name each run's model "
+            f"(--model PATH=NAME for each run's file or folder, or --map model=COLUMN), or --map trial=COLUMN / "
+            f"--map condition=COLUMN")
+
+
+def validate_log(df: pd.DataFrame, *, on_duplicate: str = "error", source: str | None = None,
+                 threshold: float | None = None) -> pd.DataFrame:
     """Validate a response log and return it in canonical form (a new frame).
 
-    Checks the required columns (``model``, ``item``, ``correct``), coerces dtypes
+    Checks the required columns (``model``, ``item``, ``correct`` or ``score``), coerces dtypes
     (see the module docstring), fills defaults (``cluster`` = ``item``, ``trial`` = 0,
-    ``condition`` = ""), orders canonical columns first and keeps every other
-    column, and enforces one row per ``(model, item, trial, condition)``.
+    ``condition`` = "", ``score`` = ``correct`` as 1.0/0.0), orders canonical columns first and keeps
+    every other column, and enforces one row per ``(model, item, trial, condition)``.
+    ``threshold`` binarises graded scores (:func:`apply_threshold`).
     ``df.attrs`` are kept; dropped duplicates (``on_duplicate="first"|"last"``) are
     counted in ``attrs["skipped"]``.
 
@@ -395,7 +585,7 @@ def validate_log(df: pd.DataFrame, *, on_duplicate: str = "error", source: str |
         SchemaError: with the file/row/column and a fix, for any violation.
     """
     attrs = dict(getattr(df, "attrs", {}) or {})
-    out = coerce_log(df, source=source)
+    out = apply_threshold(coerce_log(df, source=source), threshold, source)
     skipped = dict(attrs.get("skipped", {}) or {})
     out = check_duplicates(out, on_duplicate, source, skipped)
     out.attrs.update(attrs)
@@ -408,6 +598,8 @@ def is_canonical(df: pd.DataFrame) -> bool:
     if not all(c in df.columns for c in CORE_COLUMNS):
         return False
     want = {"trial": "int64", "masking_rate": "Float64", "correct": "boolean"}
+    if "score" in df.columns and str(df["score"].dtype) != "Float64":
+        return False
     for c in CORE_COLUMNS:
         dt = df[c].dtype
         if c in want:
@@ -419,12 +611,17 @@ def is_canonical(df: pd.DataFrame) -> bool:
 
 
 def log_stats(df: pd.DataFrame) -> dict[str, Any]:
-    """The ``ingest`` summary of a canonical log (accuracy counts invalid rows as not correct)."""
+    """The ``ingest`` summary of a canonical log (accuracy counts invalid rows as not correct).
+
+    A graded log (:func:`resolve_outcome` gives ``score``) adds ``"outcome": "score"`` and
+    ``"mean_score"`` per model (invalid rows score 0); its ``invalid`` counts rows without a score.
+    """
     correct = df["correct"].fillna(False).astype(bool)
-    invalid = df["correct"].isna()
+    graded = resolve_outcome(df) == "score"
+    invalid = df["score"].isna() if graded else df["correct"].isna()
     g = pd.DataFrame({"model": df["model"].astype(object), "c": correct, "i": invalid})
     agg = g.groupby("model", sort=True).agg(n=("c", "size"), c=("c", "sum"), i=("i", "sum"))
-    return {
+    out = {
         "rows": len(df),
         "models": [str(m) for m in agg.index],
         "items": int(df["item"].nunique()),
@@ -434,6 +631,13 @@ def log_stats(df: pd.DataFrame) -> dict[str, Any]:
         "invalid": {str(m): int(r.i) for m, r in agg.iterrows()},
         "skipped": dict(df.attrs.get("skipped", {}) or {}),
     }
+    if graded:
+        sc = pd.Series(df["score"].to_numpy(dtype=float, na_value=0.0))
+        means = sc.groupby(df["model"].astype(object).to_numpy(), sort=True).mean()
+        out = {**out, "outcome": "score", "mean_score": {str(m): float(v) for m, v in means.items()}}
+        if df.attrs.get("threshold") is not None:   # accuracy is correct = score >= threshold
+            out["threshold"] = float(df.attrs["threshold"])
+    return out
 
 
 def merge_skipped(*dicts: Mapping[str, int]) -> dict[str, int]:

@@ -80,6 +80,9 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str = "binomial"
                          f"mrcstats.io.read_data(...)), got {type(data).__name__}")
     if not isinstance(family, str) or family not in ("binomial", "binomial(logit)", "binomial(link = \"logit\")"):
         raise InputError(f"family {family!r} is not supported; only 'binomial' (logit link)")
+    from mrcstats.io.schema import require_binary
+
+    require_binary(data, "glmer (binomial)")    # a graded log has no 0/1 response until thresholded
     try:
         nagq = int(nagq)
     except (TypeError, ValueError):

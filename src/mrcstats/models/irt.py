@@ -135,6 +135,9 @@ def response_matrix(log: pd.DataFrame, *, model: str = "model", item: str = "ite
                              f"(columns: {', '.join(map(str, log.columns[:15]))})")
     if len(log) == 0:
         raise InputError(f"{where}: the log has no rows")
+    from mrcstats.io.schema import require_binary
+
+    require_binary(log, where, correct)
     try:
         corr = log[correct].astype("boolean")
     except (TypeError, ValueError):

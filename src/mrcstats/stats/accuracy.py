@@ -33,6 +33,14 @@ masking curves call it too):
   per-trial accuracy (seed 000's Acc(MR), seed 004's tables) and adds ``trials``, ``sd`` (sample SD
   over trials, R ``sd``), ``se_trials`` and the t interval ``ci_low_t``/``ci_high_t``
   (R ``t.test(acc_t)$conf.int``).
+
+**Graded scores** (``outcome="score"``; docs/scores.md): a log whose ``score`` holds partial credit, a
+metric (f1, bleu) or a judge rating is summarised by its mean score with the same clustered SE,
+``se_cluster = sqrt( sum_c ( sum_{i in c} (x_i - xbar) )^2 ) / n`` (Miller 2024 holds for any bounded
+score; R ``sandwich::vcovCL(lm(score ~ 1), cluster = ~cluster, type = "HC0", cadjust = FALSE)``). The
+table keeps its columns: ``accuracy`` is then the mean score, ``correct`` the sum of scores, and
+``ci_low``/``ci_high`` the normal interval ``xbar ± z sqrt(sum (x_i - xbar)^2) / n`` (Wilson's is for
+proportions); no interval is clipped (a score need not lie in [0, 1]). ``outcome`` says which was used.
 """
 from __future__ import annotations
 
@@ -94,6 +102,7 @@ class AccuracySummary:
     invalid: str = "wrong"      # the convention used: "wrong" or "exclude"
     trials: str = "pool"        # "pool" or "mean"
     cluster: str | None = "cluster"
+    outcome: str = "correct"    # "correct" (accuracy) or "score" (mean graded score)
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -104,13 +113,15 @@ class AccuracySummary:
         ``ci_high_t``."""
         cols = [*self.by, *GROUP_FIELDS, *(TRIAL_FIELDS if self.trials == "mean" else ())]
         groups = plain_records(self.table[cols])
-        return {"groups": groups}
+        return {"outcome": self.outcome, "groups": groups}
 
     def summary(self) -> str:
         """A plain-text table."""
         t = self.table
-        head = [*self.by, "n", "accuracy", f"{int(self.level * 100)}% CI (Wilson)", "se_cluster",
-                "acc_valid", "invalid"]
+        graded = self.outcome == "score"
+        head = [*self.by, "n", "mean_score" if graded else "accuracy",
+                f"{int(self.level * 100)}% CI ({'normal' if graded else 'Wilson'})", "se_cluster",
+                "score_valid" if graded else "acc_valid", "invalid"]
         rows = []
         for _, r in t.iterrows():
             rows.append([*(_fmt(r[b]) for b in self.by), str(int(r["n"])), f"{r['accuracy']:.4f}",
@@ -121,6 +132,9 @@ class AccuracySummary:
         widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+        if graded:
+            lines.append("outcome: score (mean graded score; invalid answers "
+                         + ("score 0)" if self.invalid == "wrong" else "left out)"))
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -137,7 +151,7 @@ def _fmt(v: Any) -> str:
 
 def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = "cluster",
               level: float = 0.95, invalid: str = "wrong", trials: str = "pool", engine: str | None = None,
-              scheduler: Any = None) -> AccuracySummary:
+              scheduler: Any = None, outcome: str = "auto") -> AccuracySummary:
     """Accuracy, accuracy over valid answers, invalid count, Wilson and clustered intervals per group.
 
     Args:
@@ -153,6 +167,8 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
             or, with ``"dask"``, from Dask partitions reduced on the client (``scheduler``: an address or a
             ``distributed.Client``), and per (group, trial) for ``trials="mean"``; :func:`finish_summary`
             turns them into the same table as in memory (every convention).
+        outcome: ``"auto"`` (default: the mean ``score`` when the log has graded scores, else accuracy),
+            ``"correct"`` or ``"score"`` (see the module docstring; the result's ``outcome`` says which).
 
     References: Wilson (1927); Miller (2024), "Adding Error Bars to Evals", Eqs. 4-5.
     """
@@ -163,9 +179,9 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
         raise InputError(f"summarize: by must be a column name or a list of them, got {by!r}")
     if engine not in (None, "duckdb", "memory", "dask"):
         raise InputError(f"summarize: engine must be duckdb, memory or dask, got {engine!r}")
-    if isinstance(log, LogDataset) and engine == "memory":
-        log = log.to_log()
-    if isinstance(log, LogDataset) or engine == "dask":
+    if isinstance(log, LogDataset) and (engine == "memory" or (outcome != "correct" and _dataset_graded(log))):
+        log = log.to_log()      # graded scores are summed in floats, in memory
+    if (isinstance(log, LogDataset) or engine == "dask") and outcome != "score":
         return _summarize_counts(log, [by] if isinstance(by, str) else list(by), cluster, level, invalid, trials,
                                  engine, scheduler)
     if not isinstance(log, pd.DataFrame):
@@ -173,7 +189,82 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
                          f"dataset from mrcstats.open_log), got {type(log).__name__}")
     if not is_canonical(log):
         log = validate_log(log)
+    from mrcstats.io.schema import resolve_outcome
+
+    if resolve_outcome(log, outcome, "summary") == "score":
+        return summarize_scores(log, by, cluster=cluster, level=level, invalid=invalid, trials=trials)
     return summarize_frame(log, by, cluster=cluster, level=level, invalid=invalid, trials=trials)
+
+
+def _dataset_graded(ds: Any) -> bool:
+    """True when a dataset folder holds graded scores (a score that is not its row's 0/1 correctness)."""
+    if "score" not in ds.columns:
+        return False
+    n = ds.sql("SELECT count(*) AS n FROM log WHERE score IS NOT NULL AND "
+               "(correct IS NULL OR score <> CAST(correct AS DOUBLE))")["n"].iloc[0]
+    return int(n) > 0
+
+
+def summarize_scores(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster: str | None = "cluster",
+                     level: float = 0.95, invalid: str = "wrong", trials: str = "pool") -> AccuracySummary:
+    """:func:`summarize` of the ``score`` column (graded outcomes): mean score, the CR0 clustered SE of
+    :func:`cluster_se` (Miller 2024 Eq. 4), the normal interval and, for ``trials="mean"``, the mean over
+    trials of the per-trial mean score (:func:`trial_summary`). Invalid answers (``score`` <NA>) score 0
+    (``invalid="wrong"``) or are left out (``"exclude"``). Same table as :func:`summarize_frame`, with
+    ``outcome="score"``; reference: R ``sandwich::vcovCL(lm(score ~ 1), cluster = ~cluster, type = "HC0",
+    cadjust = FALSE)`` (tests/stats/_r_scores.py)."""
+    from scipy.stats import norm
+
+    by_cols = [by] if isinstance(by, str) else list(by)
+    for c in [*by_cols, *([cluster] if cluster else []), *(["trial"] if trials == "mean" else [])]:
+        if c not in log.columns:
+            raise InputError(f"no column {c!r} in the log to group by; columns: {', '.join(map(str, log.columns))}")
+    _check_conventions(level, invalid, trials)
+    sc = log["score"] if "score" in log.columns else log["correct"].astype("Float64")
+    inv = sc.isna().to_numpy()
+    x = sc.to_numpy(dtype=float, na_value=0.0)
+    work = pd.DataFrame({"x": x, "inv": inv.astype(np.int64)})
+    for i, b in enumerate(by_cols):
+        work[f"_g{i}"] = pd.Series(log[b].array)
+    keys = [f"_g{i}" for i in range(len(by_cols))]
+    cl = log[cluster].to_numpy() if cluster else None
+    z = float(norm.ppf(0.5 + level / 2.0))
+    recs = []
+    groups = work.groupby(keys, sort=True, dropna=False) if keys else [((), work)]
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        idx = g.index.to_numpy()
+        use = idx[~inv[idx]] if invalid == "exclude" else idx
+        n, n_inv = len(idx), int(inv[idx].sum())
+        den = len(use)
+        xs = x[use]
+        mean = float(xs.sum() / den) if den else float("nan")
+        valid = idx[~inv[idx]]
+        se_iid = float(np.sqrt(np.sum((xs - mean) ** 2)) / den) if den else float("nan")
+        se_cl = cluster_se(xs, cl[use]) if (cluster and den >= 2) else float("nan")
+        rec = dict(zip(by_cols, key))
+        rec.update(n=n, correct=float(xs.sum()), accuracy=mean,
+                   accuracy_valid=float(x[valid].mean()) if len(valid) else float("nan"), invalid=n_inv,
+                   ci_low=mean - z * se_iid, ci_high=mean + z * se_iid, se_cluster=se_cl,
+                   clusters=int(pd.Series(cl[idx]).nunique()) if cluster else n,
+                   ci_low_cluster=mean - z * se_cl, ci_high_cluster=mean + z * se_cl)
+        recs.append(rec)
+    table = pd.DataFrame(recs, columns=[*by_cols, "n", "correct", "accuracy", "accuracy_valid", "invalid", "ci_low",
+                                        "ci_high", "se_cluster", "clusters", "ci_low_cluster", "ci_high_cluster"])
+    for c in by_cols:
+        table[c] = table[c].astype(log[c].dtype)
+    if trials == "mean":
+        work["_t"] = log["trial"].to_numpy()
+        per = work.groupby([*keys, "_t"], sort=False, dropna=False).agg(
+            n=("x", "size"), k=("x", "sum"), inv=("inv", "sum")).reset_index()
+        per = per.rename(columns={f"_g{i}": b for i, b in enumerate(by_cols)})
+        tr = trial_summary(per, by_cols, level, invalid)
+        table["trials"] = tr["trials"].to_numpy()
+        table["accuracy"] = tr["accuracy"].to_numpy()
+        for c in ("sd", "se_trials", "ci_low_t", "ci_high_t"):
+            table[c] = tr[c].to_numpy()
+    return AccuracySummary(by=tuple(by_cols), table=table, level=level, invalid=invalid, trials=trials,
+                           cluster=cluster, outcome="score")
 
 
 def summarize_frame(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster: str | None = "cluster",

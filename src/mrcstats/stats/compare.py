@@ -52,6 +52,11 @@ vector of multinomial cluster counts ``w`` and ``diff* = Σ_c w_c D_c / Σ_c w_c
 (``D_c``, ``n_c``: sum of ``d_i`` and number of items in cluster ``c``), computed for
 all resamples at once as a matrix product.
 
+**Graded scores** (``outcome="score"``, docs/scores.md): ``s_i`` is the mean of the item's graded
+``score`` (partial credit, f1, a judge rating) instead of its 0/1 correctness; every formula above holds
+as it is (Miller 2024 applies to any bounded score). ``p_mcnemar`` and the repeated-samples table
+(binary within-item variance) are left out, and ``outcome`` says which was used.
+
 **Repeated samples** (some item has ``K_i > 1``; Miller §3.1, Eq. 5-6): with
 binary trials the within-item variance of item ``i`` is ``σ̂_i² = K_i/(K_i-1) ·
 s_i (1 - s_i)`` (the sample variance of its trials) and
@@ -102,7 +107,7 @@ _UNPAIRED = "model-item scores without a partner in a pair (left out of that pai
 
 # --------------------------------------------------------------------------- step 1: per-item scores
 
-def per_item_scores(log: pd.DataFrame, cluster: str = "cluster") -> pd.DataFrame:
+def per_item_scores(log: pd.DataFrame, cluster: str = "cluster", outcome: str = "auto") -> pd.DataFrame:
     """One row per ``(model, item)``: ``model, item, cluster, score, n_trials``.
 
     ``score`` is the mean over the item's trials of the correctness (invalid = not
@@ -111,7 +116,10 @@ def per_item_scores(log: pd.DataFrame, cluster: str = "cluster") -> pd.DataFrame
     condition (and masking rate): filter it first, e.g. ``log[log.condition == "x"]``.
     Rows are ordered by model (sorted) then item (first appearance).
 
-    ``attrs``: ``skipped`` (from the log) and ``invalid`` (``{model: invalid answers}``).
+    ``outcome``: ``"auto"`` (the graded ``score`` when the log has one that is not 0/1, else the
+    correctness), ``"correct"`` or ``"score"`` (:func:`mrcstats.io.schema.resolve_outcome`).
+
+    ``attrs``: ``skipped`` (from the log), ``invalid`` (``{model: invalid answers}``) and ``outcome``.
 
     Raises:
         InputError: a missing cluster column, an item in two clusters, several conditions.
@@ -120,9 +128,15 @@ def per_item_scores(log: pd.DataFrame, cluster: str = "cluster") -> pd.DataFrame
     from mrcstats.io.schema import is_canonical, validate_log
 
     if isinstance(log, LogDataset):  # a dataset folder larger than memory: the same table from DuckDB SQL
-        from mrcstats.stats._sql import per_item_scores as sql_scores
+        from mrcstats.stats.accuracy import _dataset_graded
 
-        return sql_scores(log, cluster)
+        if outcome == "correct" or (outcome == "auto" and not _dataset_graded(log)):
+            from mrcstats.stats._sql import per_item_scores as sql_scores
+
+            out = sql_scores(log, cluster)
+            out.attrs["outcome"] = "correct"
+            return out
+        log = log.to_log()
     if not isinstance(log, pd.DataFrame):
         raise InputError(f"expected a canonical log (pandas DataFrame), got {type(log).__name__}")
     if not is_canonical(log):
@@ -156,8 +170,12 @@ def per_item_scores(log: pd.DataFrame, cluster: str = "cluster") -> pd.DataFrame
         raise InputError(f"item {it!r} lies in two clusters ({c_names[first[i_codes[r]]]!r} and "
                          f"{c_names[c_codes[r]]!r}, {cluster!r} column, row {r + 1}); each item must belong to one "
                          f"cluster")
-    x = log["correct"].fillna(False).to_numpy(dtype=float)
-    inv = log["correct"].isna().to_numpy()
+    from mrcstats.io.schema import outcome_values, resolve_outcome
+
+    used = resolve_outcome(log, outcome, "compare")
+    val = outcome_values(log, used)
+    x = val.to_numpy(dtype=float, na_value=0.0)
+    inv = val.isna().to_numpy()
     key = m_codes.astype(np.int64) * n_items + i_codes
     size = len(m_names) * n_items
     sums = np.bincount(key, weights=x, minlength=size)
@@ -179,6 +197,7 @@ def per_item_scores(log: pd.DataFrame, cluster: str = "cluster") -> pd.DataFrame
     invalid = np.bincount(m_codes, weights=inv.astype(float), minlength=len(m_names))
     out.attrs["skipped"] = dict(log.attrs.get("skipped", {}) or {})
     out.attrs["invalid"] = {str(m): int(v) for m, v in zip(m_names, invalid)}
+    out.attrs["outcome"] = used
     return out
 
 
@@ -229,6 +248,7 @@ class CompareResult:
     repeated: pd.DataFrame | None = field(default=None, repr=False)
     skipped: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    outcome: str = "correct"    # "correct" (accuracy) or "score" (mean graded score)
 
     def to_frame(self) -> pd.DataFrame:
         """The pairs table (one row per pair)."""
@@ -248,6 +268,7 @@ class CompareResult:
             "bootstrap": self.bootstrap,
             "repeated": None if self.repeated is None else recs(self.repeated, list(self.repeated.columns)),
             "notes": list(self.notes),
+            "outcome": self.outcome,
         }
         return out
 
@@ -271,9 +292,10 @@ class CompareResult:
         """Ranking and pairs as plain-text tables."""
         lvl = f"{100 * (1 - self.alpha):g}%"
         se_name = f"clustered on {self.cluster!r} (CR, G/(G-1))" if self.cluster else "CLT, unclustered"
-        lines = [f"Models ranked by accuracy (SE {se_name}; {lvl} CI)"]
+        what = "mean score" if self.outcome == "score" else "accuracy"
+        lines = [f"Models ranked by {what} (SE {se_name}; {lvl} CI)"]
         rk = self.ranking()
-        head = ["rank", "model", "n_items", "accuracy", "se", "se_cluster", f"{lvl} CI"]
+        head = ["rank", "model", "n_items", what.replace(" ", "_"), "se", "se_cluster", f"{lvl} CI"]
         rows = [[str(int(r["rank"])), str(r["model"]), str(int(r["n_items"])), _f(r["accuracy"]), _f(r["se"]),
                  _f(r["se_cluster"]), f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]"] for _, r in rk.iterrows()]
         lines += _table(head, rows)
@@ -343,7 +365,7 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
 
 def compare(log: pd.DataFrame, models: Sequence[str] | None = None, cluster: str | None = None,
             alpha: float = 0.05, adjust: str = "holm", bootstrap: int = 0,
-            seed: int | None = None) -> CompareResult:
+            seed: int | None = None, outcome: str = "auto") -> CompareResult:
     """Is model A better than model B, by how much, how sure — for every pair of models in a log.
 
     Args:
@@ -356,6 +378,8 @@ def compare(log: pd.DataFrame, models: Sequence[str] | None = None, cluster: str
             all pairs as R's ``p.adjust``.
         bootstrap: resamples for the percentile bootstrap CI of each difference (0 = none).
         seed: the bootstrap's random seed (results are identical for the same seed).
+        outcome: ``"auto"`` (graded ``score`` when the log has one, else correctness), ``"correct"`` or
+            ``"score"``; the result's ``outcome`` says which was used.
 
     Returns:
         :class:`CompareResult`. Formulas and references: the module docstring (Miller 2024,
@@ -369,7 +393,7 @@ def compare(log: pd.DataFrame, models: Sequence[str] | None = None, cluster: str
     if isinstance(log, pd.DataFrame) and cluster is not None and cluster not in log.columns:
         raise InputError(f"no cluster column {cluster!r} in the log; columns: {', '.join(map(str, log.columns))}; "
                          f"name an existing column with --cluster, or map one when reading (--map cluster=COLUMN)")
-    items = per_item_scores(log, cluster=cluster or "cluster")
+    items = per_item_scores(log, cluster=cluster or "cluster", outcome=outcome)
     return compare_scores(items, models=models, clustered=cluster is not None, cluster_name=cluster, alpha=alpha,
                           adjust=adjust, bootstrap=bootstrap, seed=seed)
 
@@ -598,7 +622,13 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
     # ---- repeated samples, notes, skipped
     notes: list[str] = []
     repeated = None
-    if (K > 1).any():
+    graded = items.attrs.get("outcome") == "score"
+    if graded:
+        p_mc = np.full(len(ptab), np.nan)
+        ptab["p_mcnemar"] = p_mc
+        notes.append("outcome: score (mean graded score per item); p_mcnemar and the repeated-samples table need "
+                     "a binary outcome and are left out")
+    if (K > 1).any() and not graded:
         repeated = _repeated_table(names, S, K, F)
         for k, m in enumerate(names):
             kk = K[k, F[k]]
@@ -608,8 +638,8 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
     invalid = items.attrs.get("invalid") or {}
     inv = [f"{m} {invalid[m]}" for m in names if invalid.get(m)]
     if inv:
-        notes.append(f"invalid answers counted as not correct: {', '.join(inv)}")
-    if np.isnan(p_mc).any() and (K > 1).any():
+        notes.append(f"invalid answers counted as {'score 0' if graded else 'not correct'}: {', '.join(inv)}")
+    if np.isnan(p_mc).any() and (K > 1).any() and not graded:
         notes.append("p_mcnemar is null for pairs with repeated trials (the exact McNemar test needs one binary "
                      "answer per item)")
     if clustered:
@@ -620,7 +650,7 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
         skipped[_UNPAIRED] = skipped_unpaired
     return CompareResult(models=mtab, pairs=ptab, adjust=meth, cluster=cluster_name if clustered else None,
                          alpha=float(alpha), bootstrap=int(bootstrap), seed=seed, repeated=repeated,
-                         skipped=skipped, notes=tuple(notes))
+                         skipped=skipped, notes=tuple(notes), outcome="score" if graded else "correct")
 
 
 def _repeated_table(names: list[str], S: np.ndarray, K: np.ndarray, F: np.ndarray) -> pd.DataFrame:

@@ -648,8 +648,9 @@ def mcnemar(log: Any, models: Sequence[str] | None = None, *, b: Any = None,
         if not models or isinstance(models, str) or len(models) != 2:
             raise InputError("mcnemar: models must name exactly two models, e.g. models=('gpt-4', 'llama')")
         name_a, name_b = str(models[0]), str(models[1])
-        from mrcstats.io.schema import require_log
+        from mrcstats.io.schema import require_binary, require_log
 
+        require_binary(log, "mcnemar", correct)
         log = require_log(log, "mcnemar", (model, item, correct), correct=correct)
         present = set(log[model].astype(str).unique())
         for nm in (name_a, name_b):

@@ -144,8 +144,9 @@ def discrimination(log: pd.DataFrame, cluster: str = "cluster", model: str = "mo
 
     if isinstance(log, LogDataset):  # larger than memory: the per (cluster, model) counts from DuckDB SQL
         return _discrimination_dataset(log, cluster, model, epsilon, correct, item)
-    from mrcstats.io.schema import require_log
+    from mrcstats.io.schema import require_binary, require_log
 
+    require_binary(log, "discrimination", correct)
     log = require_log(log, "discrimination", (cluster, model, correct), correct=correct)
     if not (0 <= epsilon < 0.5):
         raise InputError(f"discrimination: epsilon must lie in [0, 0.5), got {epsilon}")

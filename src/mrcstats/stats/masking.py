@@ -127,8 +127,9 @@ def mr_plain_mean(mr: Any, x: Any) -> float:
 # ----------------------------------------------------------------------------- accuracy
 def _check_log(log: pd.DataFrame, where: str) -> pd.DataFrame:
     """The columns this module uses, validated by the package's one validator (:mod:`mrcstats.io.schema`)."""
-    from mrcstats.io.schema import require_log
+    from mrcstats.io.schema import require_binary, require_log
 
+    require_binary(log, where)
     log = require_log(log, where, ("model", "masking_rate", "correct"))
     out = _keys(log, where)
     out["correct"] = log["correct"]

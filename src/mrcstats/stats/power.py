@@ -44,6 +44,8 @@ class PowerResult:
     table: pd.DataFrame = field(repr=False)
     alpha: float = 0.05
     power: float = 0.8
+    #: the outcome of the comparison the SDs came from ("correct" or "score"); None for a given --sd-diff
+    outcome: str | None = None
 
     @property
     def z_alpha(self) -> float:
@@ -65,11 +67,14 @@ class PowerResult:
         n_items, mde, effect, n_required}]}``."""
         rows = plain_records(self.table[list(POWER_FIELDS)])
         return {"alpha": self.alpha, "power": self.power, "z_alpha": self.z_alpha, "z_beta": self.z_beta,
-                "results": rows}
+                "outcome": self.outcome, "results": rows}
 
     def summary(self) -> str:
         lines = [(f"Paired comparison power (normal approximation, Miller 2024 Eq. 9-10): alpha = {self.alpha:g} "
                  f"two-sided, power = {self.power:g}")]
+        if self.outcome is not None:
+            what = "score (differences of mean graded scores)" if self.outcome == "score" else "correct (accuracy)"
+            lines.append(f"  outcome: {what}")
         for r in self.table.itertuples(index=False):
             who = f"{r.model_a} vs {r.model_b}: " if r.model_a is not None else ""
             base = f"sd_diff = {r.sd_diff:.4g}, design effect = {r.design_effect:.4g}"
@@ -167,4 +172,5 @@ def power(sd_diff: Any, n_items: int | None = None, effect: float | None = None,
         rows["n_required"] = pd.array([int(max(v, 1)) if np.isfinite(v) else None for v in need], dtype="Int64")
         if n_given is None and not isinstance(sd_diff, CompareResult):
             rows["n_items"] = pd.array([None], dtype="Int64")
-    return PowerResult(table=rows[list(POWER_FIELDS)], alpha=a, power=pw)
+    return PowerResult(table=rows[list(POWER_FIELDS)], alpha=a, power=pw,
+                       outcome=sd_diff.outcome if isinstance(sd_diff, CompareResult) else None)
