@@ -114,7 +114,9 @@ def test_write_then_read_gives_the_same_rows(tmp_path):
     back = mrcstats.read_log(tmp_path / "data")
     assert back.attrs["format"] == "eee"
     _same_rows(back, log)
-    assert back["score"].tolist() == [0.0 if pd.isna(c) else float(c) for c in back["correct"]]
+    # a binary log's score is its 0/1 outcome, <NA> for an invalid answer (both null), as in the schema
+    assert [None if pd.isna(s) else s for s in back["score"]] == [None if pd.isna(c) else float(c)
+                                                                   for c in back["correct"]]
     # the same log and timestamp give the same files
     again = mrcstats.write_eee(log, tmp_path / "again", evaluation_name="bench", retrieved_timestamp="1700000000")
     assert [p.name for p in again] == [p.name for p in paths]

@@ -40,7 +40,7 @@ def read_string_table(path: str | os.PathLike, what: str = "", missing: tuple[st
 
     Only the cells in ``missing`` become missing values (none by default: an empty cell is ``""``).
     """
-    from mrcstats.io.detect import _first_line, header_columns
+    from mrcstats.io.detect import first_line, header_columns
     from mrcstats.io.tabular import check_unique_columns, read_parquet_table
 
     src = _load(path, what)
@@ -48,7 +48,7 @@ def read_string_table(path: str | os.PathLike, what: str = "", missing: tuple[st
         if src.data[:4] != b"PAR1":
             raise InputError(f"{_name(src, what)}: a zip archive, expected a CSV/TSV or Parquet table")
         return read_parquet_table(src)
-    line = _first_line(src.data)
+    line = first_line(src.data)
     sep = "\t" if line.count("\t") > line.count(",") else ","
     cols = header_columns(src, sep)
     check_unique_columns(cols, src.name)
