@@ -40,6 +40,7 @@ from mrcstats.features.parsers import ParsedText, ParserSpec, make_parser, resol
 from mrcstats.features.tokens import count_tokens
 from mrcstats.features.trees import leaves, normalize, parse_brackets
 from mrcstats.features.wh import wh_word, wh_word_clause
+from mrcstats._repr import Result
 
 __all__ = ["FeatureResult", "compute_features", "feature_columns", "features", "scale"]
 
@@ -72,8 +73,8 @@ def scale(x: Sequence[float] | np.ndarray | pd.Series) -> np.ndarray:
     return (a - float(np.mean(a[ok]))) / sd
 
 
-@dataclass(frozen=True)
-class FeatureResult:
+@dataclass(frozen=True, repr=False)
+class FeatureResult(Result):
     """Item features and how they were made.
 
     ``frame`` is one row per item (columns :func:`feature_columns`); ``skipped`` counts

@@ -23,6 +23,7 @@ from scipy import stats as _st
 from mrcstats.errors import InputError
 from mrcstats.models.design import DesignInfo
 from mrcstats.models.formula import ModelSpec
+from mrcstats._repr import Result
 
 _QNAMES = ("Min", "1Q", "Median", "3Q", "Max")
 COEF_COLUMNS = ("Estimate", "Std. Error", "z value", "Pr(>|z|)")
@@ -53,8 +54,8 @@ def check_level(level: Any, who: str) -> float:
     return level
 
 
-@dataclass(frozen=True, eq=False)
-class GlmerResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class GlmerResult(Result):
     """A fitted binomial GLMM (random intercepts), in lme4's terms.
 
     Attributes

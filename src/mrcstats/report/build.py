@@ -41,12 +41,13 @@ from mrcstats.report.analyses.base import (
 from mrcstats.report.analyses.registry import ANALYSES
 from mrcstats.report.pdf import ReportDocument
 from mrcstats.report.spec import ReportSpec, load_spec
+from mrcstats._repr import Result
 
 __all__ = ["ReportResult", "apply_filter", "build_report"]
 
 
-@dataclass(frozen=True)
-class ReportResult:
+@dataclass(frozen=True, repr=False)
+class ReportResult(Result):
     """What :func:`build_report` wrote."""
 
     pdf: Path

@@ -45,6 +45,7 @@ import pandas as pd
 
 from mrcstats._jsonout import plain_records
 from mrcstats.errors import InputError
+from mrcstats._repr import Result
 
 #: the per-group fields of ``summarize(...).to_dict()["groups"]`` besides the ``by`` columns
 GROUP_FIELDS: tuple[str, ...] = ("n", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high", "se_cluster")
@@ -78,8 +79,8 @@ def cluster_se(x: np.ndarray, clusters: np.ndarray) -> float:
     return float(np.sqrt(np.sum(resid * resid)) / n)
 
 
-@dataclass(frozen=True)
-class AccuracySummary:
+@dataclass(frozen=True, repr=False)
+class AccuracySummary(Result):
     """Accuracy per group (see the module docstring for the formulas).
 
     ``table`` has the ``by`` columns, then ``n``, ``correct``, ``accuracy``,

@@ -74,6 +74,7 @@ import pandas as pd
 
 from mrcstats.errors import InputError
 from mrcstats.stats.multiplicity import check_method, p_adjust
+from mrcstats._repr import Result
 
 __all__ = [
     "ADJUST_METHODS",
@@ -207,8 +208,8 @@ def _check_item_scores(items: pd.DataFrame) -> None:
 
 # --------------------------------------------------------------------------- result
 
-@dataclass(frozen=True)
-class CompareResult:
+@dataclass(frozen=True, repr=False)
+class CompareResult(Result):
     """Models ranked and compared pair by pair (see the module docstring for every formula).
 
     ``models`` has :data:`MODEL_FIELDS` plus ``clusters`` (clusters among its items);

@@ -22,10 +22,11 @@ from typing import Any
 import numpy as np
 
 from mrcstats.errors import InputError
+from mrcstats._repr import Result
 
 
-@dataclass(frozen=True)
-class EffectSize:
+@dataclass(frozen=True, repr=False)
+class EffectSize(Result):
     """An effect size with its confidence interval."""
 
     name: str

@@ -35,6 +35,7 @@ import pandas as pd
 
 from mrcstats.errors import InputError
 from mrcstats.stats.masking import mr_key
+from mrcstats._repr import Result
 
 __all__ = ["GROUND_TRUTH", "TABLE1_VARIABLES", "MskcalResult", "extract_value", "extract_values", "mskcal", "read_mskcal_outputs",
            "relative_error"]
@@ -190,8 +191,8 @@ def relative_error(value: Any, truth: float) -> np.ndarray:
     return np.abs(v - truth) / abs(truth)
 
 
-@dataclass(frozen=True)
-class MskcalResult:
+@dataclass(frozen=True, repr=False)
+class MskcalResult(Result):
     """MskCal metrics per variable x model x masking rate, and the extracted values.
 
     ``table``: variable, model, masking_rate, truth, n_trials, n_answered, nar,

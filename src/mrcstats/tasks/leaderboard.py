@@ -30,10 +30,11 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
+from mrcstats._repr import Result
 
 
-@dataclass(frozen=True)
-class LeaderboardLog:
+@dataclass(frozen=True, repr=False)
+class LeaderboardLog(Result):
     """What :func:`leaderboard_log` wrote."""
 
     path: Path

@@ -34,6 +34,7 @@ import pandas as pd
 
 from mrcstats.errors import InputError
 from mrcstats.models.predict import plogis
+from mrcstats._repr import Result
 
 DEFAULT_MODELS: tuple[str, ...] = ("alpha-7b", "beta-13b", "gamma-70b")
 DEFAULT_CONDITIONS: tuple[str, ...] = ("regular", "partial", "strict", "lenient")
@@ -199,8 +200,8 @@ def simulate_log(seed: int = 0, *, models: Sequence[str] = DEFAULT_MODELS, n_pas
     return SimulatedLog(log, truth)
 
 
-@dataclass(frozen=True)
-class SimulatedLog:
+@dataclass(frozen=True, repr=False)
+class SimulatedLog(Result):
     """A simulated canonical log and the truth that generated it (module docstring)."""
 
     log: pd.DataFrame = field(repr=False)
