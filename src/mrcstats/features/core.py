@@ -34,13 +34,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError, MrcstatsError
 from mrcstats.features.items import PIECES, Item, ItemSet, items_from_frame, load_items
 from mrcstats.features.parsers import ParsedText, ParserSpec, make_parser, resolve_parser
 from mrcstats.features.tokens import count_tokens
 from mrcstats.features.trees import leaves, normalize, parse_brackets
 from mrcstats.features.wh import wh_word, wh_word_clause
-from mrcstats._repr import Result
 
 __all__ = ["FeatureResult", "compute_features", "feature_columns", "features", "scale"]
 

@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models.results import GlmerResult, _fmt_sig
-from mrcstats._repr import Result
 
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:

@@ -36,9 +36,9 @@ import pandas as pd
 from scipy import interpolate, optimize
 from scipy import stats as _st
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models.results import check_level
-from mrcstats._repr import Result
 
 METHODS = ("Wald", "profile", "boot")
 

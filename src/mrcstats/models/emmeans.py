@@ -52,12 +52,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.design import _is_numeric
 from mrcstats.models.formula import ModelSpec
 from mrcstats.models.predict import linkinv, mu_eta
 from mrcstats.models.results import check_level
-from mrcstats._repr import Result
 
 if TYPE_CHECKING:  # pragma: no cover
     from mrcstats.models.results import GlmerResult

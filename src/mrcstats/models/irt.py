@@ -65,8 +65,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mrcstats.errors import InputError
 from mrcstats._repr import Result
+from mrcstats.errors import InputError
 
 __all__ = ["IrtFit", "ResponseMatrix", "fit_irt", "response_matrix", "score_abilities"]
 

@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.design import DesignInfo
 from mrcstats.models.formula import ModelSpec
-from mrcstats._repr import Result
 
 _QNAMES = ("Min", "1Q", "Median", "3Q", "Max")
 COEF_COLUMNS = ("Estimate", "Std. Error", "z value", "Pr(>|z|)")

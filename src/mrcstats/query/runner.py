@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.query.log import Key, compact, dumps_row, load_log, log_lock
 from mrcstats.query.taskfile import TaskItem, read_taskfile
-from mrcstats._repr import Result
 
 
 @dataclass(frozen=True)

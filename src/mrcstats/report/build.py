@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError, MrcstatsError
 from mrcstats.report import figures as F
 from mrcstats.report.analyses.base import (
@@ -41,7 +42,6 @@ from mrcstats.report.analyses.base import (
 from mrcstats.report.analyses.registry import ANALYSES
 from mrcstats.report.pdf import ReportDocument
 from mrcstats.report.spec import ReportSpec, load_spec
-from mrcstats._repr import Result
 
 __all__ = ["ReportResult", "apply_filter", "build_report"]
 

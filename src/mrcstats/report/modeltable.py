@@ -47,10 +47,10 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._files import write_text_atomic
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.report.format import MISSING, format_num
 from mrcstats.report.tables import Table, latex_escape, write_exports
-from mrcstats._repr import Result
 
 __all__ = ["DEFAULT_STARS", "GOF_ROWS", "ModelTable", "ModelTableView", "table"]
 

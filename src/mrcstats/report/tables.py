@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._files import write_text_atomic
-from mrcstats.errors import InputError
 from mrcstats._repr import Result
+from mrcstats.errors import InputError
 
 Formatter = str | Callable[[Any], str]
 

@@ -44,8 +44,8 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._jsonout import plain_records
-from mrcstats.errors import InputError
 from mrcstats._repr import Result
+from mrcstats.errors import InputError
 
 #: the per-group fields of ``summarize(...).to_dict()["groups"]`` besides the ``by`` columns
 GROUP_FIELDS: tuple[str, ...] = ("n", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high", "se_cluster")

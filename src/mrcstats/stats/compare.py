@@ -72,9 +72,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.stats.multiplicity import check_method, p_adjust
-from mrcstats._repr import Result
 
 __all__ = [
     "ADJUST_METHODS",

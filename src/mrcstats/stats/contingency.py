@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.stats._rxc_exact import FEXACT_TOL, rxc_exact_pvalue
-from mrcstats._repr import Result
 
 __all__ = [
     "CHISQ_WARNING",

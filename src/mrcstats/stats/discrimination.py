@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.predict import plogis
-from mrcstats._repr import Result
 
 __all__ = [
     "ClusterDifficulty",

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from mrcstats.errors import InputError
 from mrcstats._repr import Result
+from mrcstats.errors import InputError
 
 
 @dataclass(frozen=True, repr=False)

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.irt import IrtFit, ResponseMatrix, fit_irt, response_matrix
-from mrcstats._repr import Result
 
 __all__ = ["IrtAnalysis", "irt", "point_biserial"]
 

@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.stats.accuracy import finish_summary
-from mrcstats._repr import Result
 
 __all__ = [
     "MaskingAccuracy",

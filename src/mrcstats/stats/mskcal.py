@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.stats.masking import mr_key
-from mrcstats._repr import Result
 
 __all__ = ["GROUND_TRUTH", "TABLE1_VARIABLES", "MskcalResult", "extract_value", "extract_values", "mskcal", "read_mskcal_outputs",
            "relative_error"]

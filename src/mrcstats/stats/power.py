@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._jsonout import plain_records
-from mrcstats.errors import InputError
 from mrcstats._repr import Result
+from mrcstats.errors import InputError
 
 __all__ = ["POWER_FIELDS", "PowerResult", "power"]
 

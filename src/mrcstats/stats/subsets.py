@@ -46,9 +46,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.irt import IrtFit, ResponseMatrix, fit_irt, response_matrix, score_abilities
-from mrcstats._repr import Result
 
 __all__ = ["METHODS", "SubsetEvalResult", "SubsetResult", "subset", "subset_eval"]
 

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.stats._rxc_exact import ExactTooLarge
 from mrcstats.stats.contingency import ChisqResult, FisherResult, chisq, fisher
-from mrcstats._repr import Result
 
 __all__ = [
     "OUTCOMES",

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mrcstats.errors import InputError
 from mrcstats._repr import Result
+from mrcstats.errors import InputError
 
 
 @dataclass(frozen=True, repr=False)

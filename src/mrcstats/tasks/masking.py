@@ -46,8 +46,8 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from mrcstats.errors import DependencyError, InputError
 from mrcstats._repr import Result
+from mrcstats.errors import DependencyError, InputError
 
 __all__ = ["CONDITIONS", "CONTENT_POS", "LMMeta", "MaskResult", "MetaInfo", "RuleMeta", "Token",
            "build_prompt", "lemmatize", "mask_text", "tag"]

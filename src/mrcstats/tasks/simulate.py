@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.predict import plogis
-from mrcstats._repr import Result
 
 DEFAULT_MODELS: tuple[str, ...] = ("alpha-7b", "beta-13b", "gamma-70b")
 DEFAULT_CONDITIONS: tuple[str, ...] = ("regular", "partial", "strict", "lenient")

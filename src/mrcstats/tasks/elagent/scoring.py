@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
-from mrcstats.errors import InputError
 from mrcstats._repr import Result
+from mrcstats.errors import InputError
 
 Scorer = Literal["auto", "choice", "numeric", "exact"]
 SCORERS = ("auto", "choice", "numeric", "exact")

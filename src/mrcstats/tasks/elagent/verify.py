@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.tasks.elagent.arith import evaluate, parse_expression, parse_precedence, standard_precedence
 from mrcstats.tasks.elagent.deduction import is_task5, is_task6, solve_task5, solve_task6
 from mrcstats.tasks.elagent.results import StoredItem, iter_items
-from mrcstats._repr import Result
 
 #: relative tolerance within which a Task 2 choice's value fits the stated value
 REL_TOL = Fraction(1, 10**9)
