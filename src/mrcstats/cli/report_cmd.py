@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from mrcstats.cli._common import add_json_flag, info, output
 
@@ -22,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "The spec format is in the README (section Reports).")
     r.add_argument("spec", help="the report spec (YAML)")
     r.add_argument("--out", required=True, help="the PDF to write, e.g. reports/NAME.pdf")
+    r.add_argument("--format", default="pdf", choices=["pdf", "html"],
+                   help="pdf (default): the PDF; html: also NAME.html beside it, one self-contained interactive "
+                        "page (sortable tables, figures with hover; the PDF's numbers; no network when viewed)")
     add_json_flag(r)
     r.set_defaults(func=_report)
 
@@ -53,7 +57,9 @@ def _report(args: argparse.Namespace) -> int:
     from mrcstats.report.build import build_report
 
     check_output_path(args.out, suffixes=(".pdf",), inputs=[args.spec])
-    res = build_report(args.spec, args.out)
+    if args.format == "html":
+        check_output_path(str(Path(args.out).with_suffix(".html")), suffixes=(".html",), inputs=[args.spec])
+    res = build_report(args.spec, args.out, html=args.format == "html")
     info(res.summary())
     return output(args, res.to_dict(), str(res.pdf))
 

@@ -87,7 +87,7 @@ class DemoResult:
 
 def run_demo(outdir: str | Path = "reports", seed: int = 0) -> DemoResult:
     """Simulate the demo log, write ``demo_log.parquet``, ``demo.yaml`` and ``demo_summary.{md,json}``, build
-    ``demo.pdf``; the result's ``headline`` has the recovered fixed effects beside the truth."""
+    ``demo.pdf`` and the interactive ``demo.html``; the result's ``headline`` has the recovered fixed effects beside the truth."""
     import yaml
 
     from mrcstats._jsonout import dumps
@@ -105,11 +105,11 @@ def run_demo(outdir: str | Path = "reports", seed: int = 0) -> DemoResult:
     text = ("# mrcstats report spec of the demo (mrcstats demo writes it; mrcstats report demo.yaml --out demo.pdf "
             "rebuilds the PDF)\n" + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True, width=100))
     write_text_atomic(out / "demo.yaml", text)
-    report = build_report(out / "demo.yaml", out / "demo.pdf")
+    report = build_report(out / "demo.yaml", out / "demo.pdf", html=True)
     by_model = summarize(log, by=["model"])
     res = DemoResult(report, Path(log_path), log_stats(log), by_model.to_dict()["groups"], dict(truth))
     head = (f"Simulated log `{log_path}` ({len(log)} rows, seed {seed}); report `{report.pdf}` "
-            f"({report.pages} pages).")
+            f"({report.pages} pages), interactive `{report.html}`.")
     md = f"# mrcstats demo\n\n{head}\n\n## Accuracy by model\n\n```\n{by_model.summary()}\n```\n"
     write_text_atomic(out / "demo_summary.md", md)
     write_text_atomic(out / "demo_summary.json", dumps(res.to_dict(), indent=2) + "\n")
