@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Read the logs named in SPEC, run its analyses and write a PDF report with a "
                                    "data summary, a Methods section, tables and figures; the tables are also "
                                    "written beside the PDF as LaTeX (booktabs), Markdown, CSV and HTML. "
-                                   "The spec format is in the README (section Reports).")
+                                   "The spec format: docs/report.md.")
     r.add_argument("spec", help="the report spec (YAML)")
     r.add_argument("--out", required=True, help="the PDF to write, e.g. reports/NAME.pdf")
     r.add_argument("--format", default="pdf", choices=["pdf", "html"],

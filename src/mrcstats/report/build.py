@@ -97,7 +97,7 @@ def build_report(spec: str | Path | Mapping[str, Any] | ReportSpec, out: str | P
     """Run the analyses of ``spec`` and write the PDF report to ``out`` (tables and figures beside it).
 
     ``spec``: a YAML file, a mapping of the same shape, or a :class:`ReportSpec`
-    (format in :mod:`mrcstats.report.spec` and the README). Deterministic: the
+    (format in :mod:`mrcstats.report.spec` and docs/report.md). Deterministic: the
     same spec and logs give a byte-identical PDF. ``html``: also write the interactive HTML report
     (:mod:`mrcstats.report.html`; ``True``: ``NAME.html`` beside the PDF), built from the same blocks.
     """
