@@ -24,7 +24,7 @@ CHANGELOG = "<!-- changelog -->"
 _state: dict[str, str] = {}
 
 
-def on_startup(command: str, dirty: bool) -> None:  # noqa: ARG001 - mkdocs hook signature
+def on_startup(command: str, dirty: bool) -> None:
     src = str(ROOT / "src")
     if src not in sys.path:
         sys.path.insert(0, src)
@@ -34,7 +34,7 @@ def on_startup(command: str, dirty: bool) -> None:  # noqa: ARG001 - mkdocs hook
     os.environ.setdefault("COLUMNS", "100")
 
 
-def on_pre_build(config) -> None:  # noqa: ARG001
+def on_pre_build(config) -> None:
     _state["cwd"] = os.getcwd()
     _state["tmp"] = tempfile.mkdtemp(prefix="mrcstats-docs-")
     os.chdir(_state["tmp"])
@@ -50,14 +50,14 @@ def on_post_build(config) -> None:
     shutil.rmtree(_state.pop("tmp", ""), ignore_errors=True)
 
 
-def on_build_error(error) -> None:  # noqa: ARG001
+def on_build_error(error) -> None:
     on_post_build(None)
 
 
 def _options(p: argparse.ArgumentParser) -> list[str]:
     rows = ["| option | meaning |", "| --- | --- |"]
-    for a in p._actions:  # noqa: SLF001 - argparse keeps no public list of actions
-        if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)):  # noqa: SLF001
+    for a in p._actions:
+        if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)):
             continue
         name = ", ".join(a.option_strings) or a.dest
         if a.option_strings and a.nargs != 0:
@@ -74,10 +74,10 @@ def cli_reference() -> str:
     from mrcstats.cli import build_parser
 
     parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
-    out = [f"`mrcstats --version` prints the version; `mrcstats COMMAND --help` prints what is below. "
-           f"{len(sub.choices)} commands, generated from `mrcstats.cli.build_parser()` at build time.", ""]
-    helps = {a.dest: a.help for a in sub._choices_actions}  # noqa: SLF001
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    out = [(f"`mrcstats --version` prints the version; `mrcstats COMMAND --help` prints what is below. "
+            f"{len(sub.choices)} commands, generated from `mrcstats.cli.build_parser()` at build time."), ""]
+    helps = {a.dest: a.help for a in sub._choices_actions}
     out += ["| command | what it does |", "| --- | --- |"]
     out += [f"| [`{name}`](#{name}) | {helps.get(name, '') or ''} |" for name in sub.choices]
     for name, p in sub.choices.items():
@@ -89,7 +89,7 @@ def cli_reference() -> str:
     return "\n".join(out) + "\n"
 
 
-def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001
+def on_page_markdown(markdown: str, page, config, files) -> str:
     if MARKER in markdown:
         markdown = markdown.replace(MARKER, cli_reference())
     if CHANGELOG in markdown:

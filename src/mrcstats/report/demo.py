@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mrcstats._files import write_text_atomic
+from mrcstats._repr import Result
 
 #: simulation settings of the demo (kept small enough to run in seconds)
 DEMO_SIM: dict[str, Any] = {"n_passages": 200, "questions_per_passage": 4, "trials": 2,
@@ -63,8 +64,8 @@ def demo_spec(log_name: str, truth: dict[str, Any], seed: int) -> dict[str, Any]
     }
 
 
-@dataclass(frozen=True)
-class DemoResult:
+@dataclass(frozen=True, repr=False)
+class DemoResult(Result):
     """What :func:`run_demo` wrote: the report, the log and its summary, the simulated truth."""
 
     report: Any
@@ -80,6 +81,12 @@ class DemoResult:
     def to_dict(self) -> dict[str, Any]:
         return {**self.report.to_dict(), "log": str(self.log), "ingest": self.ingest, "by_model": self.by_model,
                 "truth": {k: v for k, v in self.truth.items() if k != "u"}}
+
+    def to_frame(self) -> Any:
+        """Accuracy by model (the rows of ``demo_summary.md``)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.by_model)
 
     def summary(self) -> str:
         return self.report.summary()
