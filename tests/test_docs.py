@@ -45,7 +45,7 @@ def test_docs_build_strict(tmp_path):
     assert len(pages) >= 25, [str(p) for p in pages]
     # the executed tutorials ran (their outputs are in the pages) and the generated references are there
     started = (site / "getting-started" / "index.html").read_text(encoding="utf-8")
-    assert "wrote log.parquet" in started and "report.html" in started
+    assert "rows to log.parquet" in started and "report.html" in started
     assert (site / "getting-started" / "report.html").is_file()
     nb = (site / "tutorials" / "notebooks" / "index.html").read_text(encoding="utf-8")
     assert 'class="mrcstats-result"' in nb and "<svg" in nb

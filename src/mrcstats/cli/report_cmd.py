@@ -73,7 +73,8 @@ def _demo(args: argparse.Namespace) -> int:
     check_output_path(args.outdir, what="--outdir", kind="folder")
     res = run_demo(args.outdir, seed=args.seed)
     info(res.summary())
-    return output(args, res.to_dict(), _headline_text(res.headline) + f"\nwrote {res.report.pdf}")
+    html = f"\nwrote {res.report.html}" if res.report.html is not None else ""
+    return output(args, res.to_dict(), _headline_text(res.headline) + f"\nwrote {res.report.pdf}" + html)
 
 
 def _headline_text(h: dict) -> str:
