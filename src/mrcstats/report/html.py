@@ -222,7 +222,9 @@ def figure_svg(fig: Any) -> tuple[str, int]:
     svg = svg[svg.index("<svg"):]  # drop the XML declaration and DOCTYPE (inline in HTML)
     svg = re.sub(r"<metadata>.*?</metadata>", "", svg, count=1, flags=re.DOTALL)  # RDF licence boilerplate
     svg = re.sub(r'<svg ([^>]*?)width="[^"]*" height="[^"]*"', r'<svg \1', svg, count=1)
-    svg = svg.replace("<svg ", '<svg class="fig" ', 1)
+    vb = re.search(r'viewBox="[\d.]+ [\d.]+ ([\d.]+) [\d.]+"', svg)
+    cap = f' style="max-width:{float(vb.group(1)) * 2:.0f}px"' if vb else ""  # at most twice its printed size
+    svg = svg.replace("<svg ", f'<svg class="fig"{cap} ', 1)
     marks = "".join(f'<circle class="hit" cx="{x:.2f}" cy="{y:.2f}" r="5"><title>{html.escape(t)}</title></circle>'
                     for x, y, t in targets)
     svg = svg.replace("</svg>", f'<g class="hits">{marks}</g></svg>')
