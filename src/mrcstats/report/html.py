@@ -253,7 +253,8 @@ def table_html(table: Any, number: int, caption: str) -> str:
     label = html.escape(str(getattr(table, "label", "")))
     out = [(f'<figure class="tbl" id="table-{number}" data-label="{label}"><figcaption><b>Table {number}.</b> '
             f'{html.escape(caption)}</figcaption>{filt}<div class="scroll"><table class="sortable">'),
-           "<thead><tr>" + "".join(f'<th title="click to sort">{html.escape(h)}</th>' for h in head)
+           "<thead><tr>" + "".join(f'<th{" class=stub" if i < table.stub else ""} title="click to sort">'
+                                   f"{html.escape(h)}</th>" for i, h in enumerate(head))
            + "</tr></thead><tbody>"]
     for r, cells in enumerate(rows):
         tds = []
@@ -288,7 +289,7 @@ figure{margin:1.2rem 0}figcaption{font-size:.92rem;margin-bottom:.3rem}
 .scroll{overflow-x:auto}
 table.sortable{border-collapse:collapse;font-size:.88rem;font-variant-numeric:tabular-nums}
 table.sortable th,table.sortable td{padding:.2rem .6rem;border-bottom:1px solid #e5e5e5;text-align:right}
-table.sortable tbody th{text-align:left;font-weight:normal}
+table.sortable tbody th,table.sortable thead th.stub{text-align:left}table.sortable tbody th{font-weight:normal}
 table.sortable thead th{cursor:pointer;user-select:none;border-bottom:2px solid #333;background:#fff;
 position:sticky;top:0}
 table.sortable thead th[aria-sort=ascending]::after{content:" ▲"}
