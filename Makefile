@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint venv venv-dev sysdeps clean
+.PHONY: demo test lint docs dist venv venv-dev sysdeps clean
 
 sysdeps:
 	@bash scripts/sysdeps.sh
@@ -18,9 +18,9 @@ venv: $(PY)
 	$(PY) -m pip install -q -e .
 	@bash scripts/post_install.sh $(PY)
 
-# + test tools, and the R extra (rpy2) where R is installed
+# + test tools and the docs toolchain (the strict docs build is a test), and the R extra (rpy2) where R is installed
 venv-dev: venv
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,docs]'
 	@if command -v R >/dev/null 2>&1; then \
 	  $(PY) -m pip install -q -e '.[r]' || echo "rpy2 did not install; the lme4 engine tests will skip" >&2; \
 	fi
@@ -30,12 +30,21 @@ demo: venv
 	$(BIN)/mrcstats demo --outdir reports
 
 test:
-	@echo "make test: installs Debian's R/lme4/car/link-grammar/poppler (as root, once), the package and its test tools (pytest, hypothesis, ruff, rpy2), then runs about 930 tests; expect 4-15 minutes on 2 cores (see README)" >&2
+	@echo "make test: installs Debian's R/lme4/car/link-grammar/poppler/chromium (as root, once), the package with its test and docs tools (pytest, hypothesis, ruff, nbclient, build, MkDocs; rpy2), then runs the suite, the strict docs build and a clean-venv wheel install included; expect 5-15 minutes on 2 cores (see README)" >&2
 	@$(MAKE) --no-print-directory sysdeps venv-dev
 	$(PY) -m pytest -q
+
+# the documentation site, strict (broken links and failing executed examples fail it), into site/
+docs: venv-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# an sdist and a wheel in dist/, checked by twine
+dist: venv-dev
+	$(PY) -m build --outdir dist .
+	$(BIN)/twine check dist/*
 
 lint: venv-dev
 	$(BIN)/ruff check src tests analyses benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info src/*.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis build dist site *.egg-info src/*.egg-info

@@ -1,23 +1,30 @@
-"""Every code example in README.md runs: Python blocks are executed, CLI lines are run in-process.
+"""Every code example in README.md and in the documentation pages (docs/**/*.md) runs: Python blocks are
+executed, CLI lines are run in-process.
 
 The examples run in a temporary folder holding small generated stand-ins for the files they name
 (``results.csv``, ``log.parquet``, ``log.csv``, ``TABLE.csv``, ``trees.csv``, ``log.jsonl``), with
 substitutions for speed: ``parser="auto"``/``--parser link-grammar`` become ``none`` (the parsers are
 tested in tests/features), ``nsim=1000`` becomes 20, and optional ``[--flag VALUE]`` parts are dropped. What cannot run offline on
 generated data is skipped by a rule with its reason (``SKIP``); a block that no rule covers must run, so
-a new README example is tested as soon as it is written.
+a new README or docs example is tested as soon as it is written (a new docs page included). Blocks executed
+by the docs build itself (```` ```python exec="1" ````, ```` ```console exec="1" ````: the tutorials) are left to
+that build (tests/test_docs.py), and ```` ```text ```` blocks are not run.
 """
 from __future__ import annotations
 
 import re
 import shlex
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+#: the README and every documentation page, in a stable order
+PAGES = (README, *sorted((ROOT / "docs").rglob("*.md")))
 
 #: (pattern in a CLI line or Python block, reason it is not run here)
 SKIP: tuple[tuple[str, str], ...] = (
@@ -39,10 +46,10 @@ SKIP: tuple[tuple[str, str], ...] = (
 )
 
 
-def _blocks() -> list[tuple[int, str, str]]:
-    text = README.read_text(encoding="utf-8")
-    return [(text[: m.start()].count("\n") + 1, m.group(1), m.group(2))
-            for m in re.finditer(r"```(\w+)\n(.*?)```", text, re.DOTALL)]
+def _blocks(page: Path = README) -> list[tuple[int, str, str]]:
+    text = page.read_text(encoding="utf-8")
+    return [(text[: m.start()].count("\n") + 1, m.group(1), textwrap.dedent(m.group(2)))
+            for m in re.finditer(r"^[ \t]*```(\w+)\n(.*?)^[ \t]*```", text, re.DOTALL | re.MULTILINE)]
 
 
 def _cli_lines(body: str) -> list[str]:
@@ -79,14 +86,16 @@ def _skip_reason(text: str) -> str | None:
 
 def _cases() -> list:
     cases = []
-    for line, lang, body in _blocks():
-        if lang == "python":
-            cases.append(pytest.param("python", body, id=f"L{line}-python"))
-        elif lang == "bash":
-            for i, cmd in enumerate(_cli_lines(body)):
-                cases.append(pytest.param("bash", cmd, id=f"L{line}-bash{i}"))
-        elif lang == "yaml":
-            cases.append(pytest.param("yaml", body, id=f"L{line}-yaml"))
+    for page in PAGES:
+        name = page.relative_to(ROOT).as_posix()
+        for line, lang, body in _blocks(page):
+            if lang == "python":
+                cases.append(pytest.param("python", body, id=f"{name}:L{line}-python"))
+            elif lang == "bash":
+                for i, cmd in enumerate(_cli_lines(body)):
+                    cases.append(pytest.param("bash", cmd, id=f"{name}:L{line}-bash{i}"))
+            elif lang == "yaml":
+                cases.append(pytest.param("yaml", body, id=f"{name}:L{line}-yaml"))
     return cases
 
 
@@ -101,6 +110,7 @@ def workdir(tmp_path_factory):
     res = log.rename(columns={"item": "question_id", "cluster": "src"})
     res["LLM"] = res["model"]
     res.to_csv(d / "results.csv", index=False)
+    log.to_parquet(d / "log.parquet")  # what `mrcstats ingest results.csv ... --out log.parquet` writes
     pd.DataFrame([[12, 5, 3], [7, 9, 11]], index=["factual", "counterfactual"],
                  columns=["right", "wrong", "invalid"]).to_csv(d / "TABLE.csv")
     pd.DataFrame({"item": ["a", "b"], "tree": ["(ROOT (S (NP (DT The) (NN cat)) (VP (VBD sat))))",

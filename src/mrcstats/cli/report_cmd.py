@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from mrcstats.cli._common import add_json_flag, info, output
 
@@ -19,9 +20,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Read the logs named in SPEC, run its analyses and write a PDF report with a "
                                    "data summary, a Methods section, tables and figures; the tables are also "
                                    "written beside the PDF as LaTeX (booktabs), Markdown, CSV and HTML. "
-                                   "The spec format is in the README (section Reports).")
+                                   "The spec format: docs/report.md.")
     r.add_argument("spec", help="the report spec (YAML)")
     r.add_argument("--out", required=True, help="the PDF to write, e.g. reports/NAME.pdf")
+    r.add_argument("--format", default="pdf", choices=["pdf", "html"],
+                   help="pdf (default): the PDF; html: also NAME.html beside it, one self-contained interactive "
+                        "page (sortable tables, figures with hover; the PDF's numbers; no network when viewed)")
     add_json_flag(r)
     r.set_defaults(func=_report)
 
@@ -53,7 +57,9 @@ def _report(args: argparse.Namespace) -> int:
     from mrcstats.report.build import build_report
 
     check_output_path(args.out, suffixes=(".pdf",), inputs=[args.spec])
-    res = build_report(args.spec, args.out)
+    if args.format == "html":
+        check_output_path(str(Path(args.out).with_suffix(".html")), suffixes=(".html",), inputs=[args.spec])
+    res = build_report(args.spec, args.out, html=args.format == "html")
     info(res.summary())
     return output(args, res.to_dict(), str(res.pdf))
 
@@ -67,7 +73,8 @@ def _demo(args: argparse.Namespace) -> int:
     check_output_path(args.outdir, what="--outdir", kind="folder")
     res = run_demo(args.outdir, seed=args.seed)
     info(res.summary())
-    return output(args, res.to_dict(), _headline_text(res.headline) + f"\nwrote {res.report.pdf}")
+    html = f"\nwrote {res.report.html}" if res.report.html is not None else ""
+    return output(args, res.to_dict(), _headline_text(res.headline) + f"\nwrote {res.report.pdf}" + html)
 
 
 def _headline_text(h: dict) -> str:

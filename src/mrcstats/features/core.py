@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError, MrcstatsError
 from mrcstats.features.items import PIECES, Item, ItemSet, items_from_frame, load_items
 from mrcstats.features.parsers import ParsedText, ParserSpec, make_parser, resolve_parser
@@ -72,8 +73,8 @@ def scale(x: Sequence[float] | np.ndarray | pd.Series) -> np.ndarray:
     return (a - float(np.mean(a[ok]))) / sd
 
 
-@dataclass(frozen=True)
-class FeatureResult:
+@dataclass(frozen=True, repr=False)
+class FeatureResult(Result):
     """Item features and how they were made.
 
     ``frame`` is one row per item (columns :func:`feature_columns`); ``skipped`` counts

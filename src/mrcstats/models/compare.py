@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models.results import GlmerResult, _fmt_sig
 
@@ -38,8 +39,8 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
 # ----------------------------------------------------------------------------- anova
 
 
-@dataclass(frozen=True)
-class AnovaResult:
+@dataclass(frozen=True, repr=False)
+class AnovaResult(Result):
     """lme4's ``anova(m0, m1)`` table: one row per model, sorted by ``npar``.
 
     ``chisq``, ``df`` and ``p`` are the likelihood-ratio test of the second (larger) model
@@ -112,8 +113,8 @@ def anova(m0: GlmerResult, m1: GlmerResult) -> AnovaResult:
 # ----------------------------------------------------------------------------- drop1
 
 
-@dataclass(frozen=True)
-class Drop1Result:
+@dataclass(frozen=True, repr=False)
+class Drop1Result(Result):
     """lme4's ``drop1(m, test = "Chisq")``: one row per droppable term.
 
     ``npar`` is the number of parameters the term removes (R's ``npar`` column, also
@@ -219,8 +220,8 @@ def drop1(m: GlmerResult, data: pd.DataFrame | None = None) -> Drop1Result:
 # ----------------------------------------------------------------------------- gvif
 
 
-@dataclass(frozen=True)
-class GvifResult:
+@dataclass(frozen=True, repr=False)
+class GvifResult(Result):
     """``car::vif(m)``: one row per fixed-effect term (GVIF, Df, GVIF^(1/(2*Df))).
 
     car returns a plain vector of VIFs when every term has one column; here the

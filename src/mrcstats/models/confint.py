@@ -36,14 +36,15 @@ import pandas as pd
 from scipy import interpolate, optimize
 from scipy import stats as _st
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models.results import check_level
 
 METHODS = ("Wald", "profile", "boot")
 
 
-@dataclass(frozen=True)
-class ConfintResult:
+@dataclass(frozen=True, repr=False)
+class ConfintResult(Result):
     """Intervals in lme4's layout: ``intervals`` has one row per parameter (``.sig01``…,
     then fixed effects) and the columns ``"2.5 %"``/``"97.5 %"`` (R's ``format.perc``).
 

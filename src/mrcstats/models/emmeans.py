@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.design import _is_numeric
 from mrcstats.models.formula import ModelSpec
@@ -325,8 +326,8 @@ def _text_table(df: pd.DataFrame, by: Sequence[str], pcols: Sequence[str] = ()) 
     return "\n".join(out).rstrip("\n")
 
 
-@dataclass(frozen=True, eq=False)
-class EmmeansResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class EmmeansResult(Result):
     """Estimated marginal means (emmeans's ``summary(emmeans(m, specs, by = by, type = type))``).
 
     ``estimate``/``se`` are on the link (logit) scale whatever ``type``; ``to_frame()`` gives
@@ -392,8 +393,8 @@ class EmmeansResult:
         return pairs(self, adjust=adjust)
 
 
-@dataclass(frozen=True, eq=False)
-class PairsResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class PairsResult(Result):
     """Pairwise contrasts of marginal means (emmeans's ``summary(pairs(em, adjust = adjust))``).
 
     ``estimate``/``se``/``z`` are on the link scale (log odds ratios); ``p`` is adjusted within

@@ -65,6 +65,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 
 __all__ = ["IrtFit", "ResponseMatrix", "fit_irt", "response_matrix", "score_abilities"]
@@ -307,8 +308,8 @@ def _item_sums(nodes: np.ndarray, post: np.ndarray, a: np.ndarray, d: np.ndarray
 
 # --------------------------------------------------------------------------- result
 
-@dataclass(frozen=True)
-class IrtFit:
+@dataclass(frozen=True, repr=False)
+class IrtFit(Result):
     """A fitted 1PL or 2PL model (see the module docstring for the definitions).
 
     ``items``: one row per fitted item with ``a, b, d, se_a, se_b, se_d``; ``abilities``:

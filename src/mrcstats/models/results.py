@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.design import DesignInfo
 from mrcstats.models.formula import ModelSpec
@@ -53,8 +54,8 @@ def check_level(level: Any, who: str) -> float:
     return level
 
 
-@dataclass(frozen=True, eq=False)
-class GlmerResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class GlmerResult(Result):
     """A fitted binomial GLMM (random intercepts), in lme4's terms.
 
     Attributes

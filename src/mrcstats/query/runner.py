@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.query.log import Key, compact, dumps_row, load_log, log_lock
 from mrcstats.query.taskfile import TaskItem, read_taskfile
@@ -82,8 +83,8 @@ class QueryConfig:
         check_output_path(self.out, inputs=[self.taskfile])
 
 
-@dataclass(frozen=True)
-class QueryReport:
+@dataclass(frozen=True, repr=False)
+class QueryReport(Result):
     """Counts of one run: tasks x trials wanted, already in the log, sent, ok, failed, and the log size."""
 
     wanted: int

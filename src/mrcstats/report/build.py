@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError, MrcstatsError
 from mrcstats.report import figures as F
 from mrcstats.report.analyses.base import (
@@ -45,8 +46,8 @@ from mrcstats.report.spec import ReportSpec, load_spec
 __all__ = ["ReportResult", "apply_filter", "build_report"]
 
 
-@dataclass(frozen=True)
-class ReportResult:
+@dataclass(frozen=True, repr=False)
+class ReportResult(Result):
     """What :func:`build_report` wrote."""
 
     pdf: Path
@@ -56,9 +57,11 @@ class ReportResult:
     sections: tuple[str, ...]
     skipped: tuple[str, ...]
     headline: Mapping[str, Any] = field(default_factory=dict)
+    html: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"pdf": str(self.pdf), "pages": self.pages, "tables": [str(p) for p in self.tables],
+        return {"pdf": str(self.pdf), "html": None if self.html is None else str(self.html),
+                "pages": self.pages, "tables": [str(p) for p in self.tables],
                 "figures": [str(p) for p in self.figures], "sections": list(self.sections),
                 "skipped": list(self.skipped), "headline": dict(self.headline)}
 
@@ -68,6 +71,8 @@ class ReportResult:
     def summary(self) -> str:
         lines = [(f"wrote {self.pdf} ({self.pages} pages, {len(self.tables)} table files, "
                   f"{len(self.figures)} figures)")]
+        if self.html is not None:
+            lines.append(f"wrote {self.html} (interactive HTML: sortable tables, hover on figures)")
         lines += [f"skipped: {s}" for s in self.skipped]
         return "\n".join(lines)
 
@@ -87,12 +92,14 @@ def _versions() -> str:
     return ", ".join(parts)
 
 
-def build_report(spec: str | Path | Mapping[str, Any] | ReportSpec, out: str | Path) -> ReportResult:
+def build_report(spec: str | Path | Mapping[str, Any] | ReportSpec, out: str | Path,
+                 html: bool | str | Path = False) -> ReportResult:
     """Run the analyses of ``spec`` and write the PDF report to ``out`` (tables and figures beside it).
 
     ``spec``: a YAML file, a mapping of the same shape, or a :class:`ReportSpec`
-    (format in :mod:`mrcstats.report.spec` and the README). Deterministic: the
-    same spec and logs give a byte-identical PDF.
+    (format in :mod:`mrcstats.report.spec` and docs/report.md). Deterministic: the
+    same spec and logs give a byte-identical PDF. ``html``: also write the interactive HTML report
+    (:mod:`mrcstats.report.html`; ``True``: ``NAME.html`` beside the PDF), built from the same blocks.
     """
     rs = spec if isinstance(spec, ReportSpec) else load_spec(spec)
     out = Path(out)
@@ -113,6 +120,11 @@ def build_report(spec: str | Path | Mapping[str, Any] | ReportSpec, out: str | P
     for t in ctx.extra_tables:
         table_paths += t.write(tables_dir / slug(t.label))
     doc = ReportDocument(rs.title, rs.subtitle, rs.author)
+    html_path = None if html is False else (out.with_suffix(".html") if html is True else Path(html))
+    if html_path is not None:
+        from mrcstats.report.html import Documents, HtmlDocument
+
+        doc = Documents(doc, HtmlDocument(rs.title, rs.subtitle, rs.author), html_path)
     _data_summary(doc, rs, log, feature_missing)
     _methods(doc, rs, outputs)
     sections: list[str] = []
@@ -137,7 +149,8 @@ def build_report(spec: str | Path | Mapping[str, Any] | ReportSpec, out: str | P
             else:
                 headline[k] = v
     return ReportResult(pdf=out, pages=doc.pages, tables=tuple(table_paths), figures=tuple(figure_paths),
-                        sections=("Data", "Methods", *sections), skipped=tuple(skipped), headline=headline)
+                        sections=("Data", "Methods", *sections), skipped=tuple(skipped), headline=headline,
+                        html=html_path)
 
 
 def _run(plugin: Any, ctx: Context, a: AnalysisSpec, rs: ReportSpec, skipped: list[str]) -> Output:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mrcstats._files import write_text_atomic
+from mrcstats._repr import Result
 
 #: simulation settings of the demo (kept small enough to run in seconds)
 DEMO_SIM: dict[str, Any] = {"n_passages": 200, "questions_per_passage": 4, "trials": 2,
@@ -63,8 +64,8 @@ def demo_spec(log_name: str, truth: dict[str, Any], seed: int) -> dict[str, Any]
     }
 
 
-@dataclass(frozen=True)
-class DemoResult:
+@dataclass(frozen=True, repr=False)
+class DemoResult(Result):
     """What :func:`run_demo` wrote: the report, the log and its summary, the simulated truth."""
 
     report: Any
@@ -81,13 +82,19 @@ class DemoResult:
         return {**self.report.to_dict(), "log": str(self.log), "ingest": self.ingest, "by_model": self.by_model,
                 "truth": {k: v for k, v in self.truth.items() if k != "u"}}
 
+    def to_frame(self) -> Any:
+        """Accuracy by model (the rows of ``demo_summary.md``)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.by_model)
+
     def summary(self) -> str:
         return self.report.summary()
 
 
 def run_demo(outdir: str | Path = "reports", seed: int = 0) -> DemoResult:
     """Simulate the demo log, write ``demo_log.parquet``, ``demo.yaml`` and ``demo_summary.{md,json}``, build
-    ``demo.pdf``; the result's ``headline`` has the recovered fixed effects beside the truth."""
+    ``demo.pdf`` and the interactive ``demo.html``; the result's ``headline`` has the recovered fixed effects beside the truth."""
     import yaml
 
     from mrcstats._jsonout import dumps
@@ -105,11 +112,11 @@ def run_demo(outdir: str | Path = "reports", seed: int = 0) -> DemoResult:
     text = ("# mrcstats report spec of the demo (mrcstats demo writes it; mrcstats report demo.yaml --out demo.pdf "
             "rebuilds the PDF)\n" + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True, width=100))
     write_text_atomic(out / "demo.yaml", text)
-    report = build_report(out / "demo.yaml", out / "demo.pdf")
+    report = build_report(out / "demo.yaml", out / "demo.pdf", html=True)
     by_model = summarize(log, by=["model"])
     res = DemoResult(report, Path(log_path), log_stats(log), by_model.to_dict()["groups"], dict(truth))
     head = (f"Simulated log `{log_path}` ({len(log)} rows, seed {seed}); report `{report.pdf}` "
-            f"({report.pages} pages).")
+            f"({report.pages} pages), interactive `{report.html}`.")
     md = f"# mrcstats demo\n\n{head}\n\n## Accuracy by model\n\n```\n{by_model.summary()}\n```\n"
     write_text_atomic(out / "demo_summary.md", md)
     write_text_atomic(out / "demo_summary.json", dumps(res.to_dict(), indent=2) + "\n")

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Iterator, Mapping, Sequence
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,22 @@ def figure_png_bytes(fig, dpi: int = 200) -> bytes:
     return buf.getvalue()
 
 
+#: artist -> the labels of its points (items, levels), for the hover of the HTML report
+_POINT_LABELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def point_labels(artist: Any, labels: Iterable[Any]) -> Any:
+    """Attach one label per plotted point of ``artist`` (a Line2D or a scatter); the interactive HTML report
+    (:mod:`mrcstats.report.html`) shows it when the point is hovered. Returns ``artist``."""
+    _POINT_LABELS[artist] = [str(v) for v in labels]
+    return artist
+
+
+def labels_of(artist: Any) -> list[str] | None:
+    """The point labels attached by :func:`point_labels`, or None."""
+    return _POINT_LABELS.get(artist)
+
+
 def _require(frame: pd.DataFrame, cols: Sequence[str], what: str) -> None:
     miss = [c for c in cols if c not in frame.columns]
     if miss:
@@ -210,7 +227,8 @@ def caterpillar_plot(ranef: pd.DataFrame, level: str = "level", mode: str = "mod
         if condvar in r.columns:
             half = z * np.sqrt(r[condvar].to_numpy(dtype=float))
             ax.errorbar(xs, r[mode], yerr=half, fmt="none", ecolor="0.55", elinewidth=0.6, capsize=0)
-        ax.plot(xs, r[mode], "o", color="0.0", markersize=2.2)
+        (pts,) = ax.plot(xs, r[mode], "o", color="0.0", markersize=2.2)
+        point_labels(pts, r[level])
         ax.axhline(0, color="0.3", linewidth=0.5, linestyle=":")
         ax.set_xlabel("grouping level (sorted by conditional mode)")
         ax.set_ylabel("conditional mode (log-odds)")
@@ -490,8 +508,10 @@ def item_map_plot(items: pd.DataFrame, a: str = "a", b: str = "b", title: str | 
     f = f[np.isfinite(f[a]) & np.isfinite(f[b]) & (f[a] > 0)]
     fig, ax = new_figure("column", 0.72)
     with figure_style():
-        ax.scatter(f[b], f[a], s=4 if len(f) > 2000 else 9, color=PALETTE[0], alpha=0.5 if len(f) > 500 else 0.9,
-                   linewidths=0)
+        pts = ax.scatter(f[b], f[a], s=4 if len(f) > 2000 else 9, color=PALETTE[0],
+                         alpha=0.5 if len(f) > 500 else 0.9, linewidths=0)
+        if "item" in items.columns:
+            point_labels(pts, items.loc[f.index, "item"])
         ax.set_yscale("log")
         _plain_log_axis(ax.yaxis)
         ax.set_xlabel("difficulty b (ability units)")
@@ -507,8 +527,10 @@ def pd_vs_a_plot(items: pd.DataFrame, pd_col: str = "pd", a: str = "a", rho: flo
     f = f[np.isfinite(f[pd_col]) & np.isfinite(f[a]) & (f[a] > 0)]
     fig, ax = new_figure("column", 0.72)
     with figure_style():
-        ax.scatter(f[a], f[pd_col], s=4 if len(f) > 2000 else 9, color=PALETTE[1],
-                   alpha=0.5 if len(f) > 500 else 0.9, linewidths=0)
+        pts = ax.scatter(f[a], f[pd_col], s=4 if len(f) > 2000 else 9, color=PALETTE[1],
+                         alpha=0.5 if len(f) > 500 else 0.9, linewidths=0)
+        if "item" in items.columns:
+            point_labels(pts, items.loc[f.index, "item"])
         ax.set_xscale("log")
         _plain_log_axis(ax.xaxis)
         ax.set_xlabel("IRT discrimination a (log scale)")

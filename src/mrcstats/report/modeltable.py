@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._files import write_text_atomic
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.report.format import MISSING, format_num
 from mrcstats.report.tables import Table, latex_escape, write_exports
@@ -73,8 +74,8 @@ _LONG_COLUMNS = ["model", "block", "term", "label", "group", "statistic", "value
 # --------------------------------------------------------------------------- the result
 
 
-@dataclass(frozen=True)
-class ModelTable:
+@dataclass(frozen=True, repr=False)
+class ModelTable(Result):
     """Several models side by side: the tidy numbers and how to print them.
 
     Attributes
@@ -289,7 +290,7 @@ class ModelTable:
         return [["coef", lab, *top], ["coef", "", *under]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ModelTableView(Table):
     """A :class:`Table` whose exports are those of the :class:`ModelTable` it shows (see
     :meth:`ModelTable.to_table`); caption, label and notes follow the view."""

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._files import write_text_atomic
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 
 Formatter = str | Callable[[Any], str]
@@ -180,8 +181,8 @@ def write_exports(table: Any, stem: str | Path, formats: Sequence[str], who: str
     return paths
 
 
-@dataclass(frozen=True)
-class Table:
+@dataclass(frozen=True, repr=False)
+class Table(Result):
     """A publication table: raw values + per-column formats + caption/notes.
 
     Attributes
@@ -891,7 +892,7 @@ def accuracy_table(frame: pd.DataFrame, rows: str | Sequence[str], cols: str, me
                       raw=raw, notes=(f"Cells: {what}.", *notes) if extra else tuple(notes))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PairTable(Table):
     """A Table whose visible cells combine several raw columns; CSV, ``to_frame`` and ``to_dict`` export ``raw``."""
 

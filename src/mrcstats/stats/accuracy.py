@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._jsonout import plain_records
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 
 #: the per-group fields of ``summarize(...).to_dict()["groups"]`` besides the ``by`` columns
@@ -86,8 +87,8 @@ def cluster_se(x: np.ndarray, clusters: np.ndarray) -> float:
     return float(np.sqrt(np.sum(resid * resid)) / n)
 
 
-@dataclass(frozen=True)
-class AccuracySummary:
+@dataclass(frozen=True, repr=False)
+class AccuracySummary(Result):
     """Accuracy per group (see the module docstring for the formulas).
 
     ``table`` has the ``by`` columns, then ``n``, ``correct``, ``accuracy``,

@@ -77,6 +77,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.stats.multiplicity import check_method, p_adjust
 
@@ -226,8 +227,8 @@ def _check_item_scores(items: pd.DataFrame) -> None:
 
 # --------------------------------------------------------------------------- result
 
-@dataclass(frozen=True)
-class CompareResult:
+@dataclass(frozen=True, repr=False)
+class CompareResult(Result):
     """Models ranked and compared pair by pair (see the module docstring for every formula).
 
     ``models`` has :data:`MODEL_FIELDS` plus ``clusters`` (clusters among its items);

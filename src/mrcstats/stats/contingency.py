@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.stats._rxc_exact import FEXACT_TOL, rxc_exact_pvalue
 
@@ -50,8 +51,8 @@ _ALTERNATIVES = ("two-sided", "less", "greater")
 
 # --------------------------------------------------------------------------- input
 
-@dataclass(frozen=True)
-class CountTable:
+@dataclass(frozen=True, repr=False)
+class CountTable(Result):
     """A validated table of counts with its labels and what was dropped."""
 
     counts: np.ndarray
@@ -62,6 +63,17 @@ class CountTable:
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame(self.counts, index=list(self.row_labels), columns=list(self.col_labels))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"counts": self.counts.tolist(), "row_labels": list(self.row_labels),
+                "col_labels": list(self.col_labels), "dropped_rows": list(self.dropped_rows),
+                "dropped_cols": list(self.dropped_cols)}
+
+    def summary(self) -> str:
+        lines = [self.to_frame().to_string()]
+        if self.dropped_rows or self.dropped_cols:
+            lines.append(f"dropped all-zero rows {list(self.dropped_rows)}, columns {list(self.dropped_cols)}")
+        return "\n".join(lines)
 
 
 def as_count_table(table: Any, *, drop_empty: bool = True, where: str = "table") -> CountTable:
@@ -183,8 +195,8 @@ def _zeroin(f: Callable[[float], float], ax: float, bx: float,
 
 # --------------------------------------------------------------------------- Fisher
 
-@dataclass(frozen=True)
-class FisherResult:
+@dataclass(frozen=True, repr=False)
+class FisherResult(Result):
     """Fisher's exact test (R ``fisher.test``).
 
     ``odds_ratio`` and ``conf_int`` are set for 2 x 2 tables only (the conditional
@@ -448,8 +460,8 @@ def fisher(table: Any, simulate: bool = False, B: int = 2000, seed: int | None =
 
 # --------------------------------------------------------------------------- chi-square
 
-@dataclass(frozen=True)
-class ChisqResult:
+@dataclass(frozen=True, repr=False)
+class ChisqResult(Result):
     """Pearson's chi-square test of independence (R ``chisq.test``).
 
     ``residuals`` are Pearson residuals ``(O - E) / sqrt(E)``; ``stdres`` are R's
@@ -531,8 +543,8 @@ def chisq(table: Any, correct: bool = True) -> ChisqResult:
 
 # --------------------------------------------------------------------------- McNemar
 
-@dataclass(frozen=True)
-class McNemarResult:
+@dataclass(frozen=True, repr=False)
+class McNemarResult(Result):
     """Paired comparison of two models on the same items.
 
     ``a_only`` = items model A got right and B wrong, ``b_only`` the reverse;

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.predict import plogis
 
@@ -64,8 +65,8 @@ def _correct_as_float(log: pd.DataFrame, correct: str) -> np.ndarray:
                          "(<NA> for invalid answers)") from None
 
 
-@dataclass(frozen=True)
-class DiscriminationResult:
+@dataclass(frozen=True, repr=False)
+class DiscriminationResult(Result):
     """P_d per cluster and the per-cluster model accuracies it was computed from.
 
     ``pd``: Series cluster -> P_d (clusters with two or more models); ``accuracy``:
@@ -227,8 +228,8 @@ def _from_counts(n_correct: pd.DataFrame, n_rows: pd.DataFrame, n_items: Any, it
 
 # --------------------------------------------------------------------------- Table 5
 
-@dataclass(frozen=True)
-class CutoffTable:
+@dataclass(frozen=True, repr=False)
+class CutoffTable(Result):
     """Seed Table 5: model accuracies on the clusters with ``P_d > cutoff``.
 
     Each row of ``rows``: ``cutoff``, ``clusters`` (count), ``items`` (distinct items),
@@ -335,8 +336,8 @@ def _cutoff_table(res: DiscriminationResult, cutoffs: Sequence[float], bootstrap
 
 # --------------------------------------------------------------------------- easiest / hardest
 
-@dataclass(frozen=True)
-class ClusterDifficulty:
+@dataclass(frozen=True, repr=False)
+class ClusterDifficulty(Result):
     """Clusters ranked by their GLMM conditional mode (higher = easier).
 
     ``table`` columns: ``level``, ``mode``, ``eta = intercept + mode`` and

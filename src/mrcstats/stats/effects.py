@@ -21,11 +21,12 @@ from typing import Any
 
 import numpy as np
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 
 
-@dataclass(frozen=True)
-class EffectSize:
+@dataclass(frozen=True, repr=False)
+class EffectSize(Result):
     """An effect size with its confidence interval."""
 
     name: str

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.irt import IrtFit, ResponseMatrix, fit_irt, response_matrix
 
@@ -52,8 +53,8 @@ def point_biserial(rm: ResponseMatrix) -> np.ndarray:
     return r
 
 
-@dataclass(frozen=True)
-class IrtAnalysis:
+@dataclass(frozen=True, repr=False)
+class IrtAnalysis(Result):
     """An IRT fit with the classical item statistics and P_d beside it.
 
     ``items``: one row per item (fitted or not): ``item, a, b, se_a, se_b, p, r_pb, pd,

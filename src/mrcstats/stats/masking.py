@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.stats.accuracy import finish_summary
 
@@ -173,8 +174,8 @@ def _counts(log: Any, where: str) -> pd.DataFrame:
     return df.groupby(keys, sort=False, dropna=False)[["n", "k", "inv"]].sum().reset_index()
 
 
-@dataclass(frozen=True)
-class MaskingAccuracy:
+@dataclass(frozen=True, repr=False)
+class MaskingAccuracy(Result):
     """Acc(MR) per model x condition x masking rate.
 
     ``table`` columns: model, condition, masking_rate, n_trials, n (answers over
@@ -279,8 +280,8 @@ def masking_accuracy(log: Any, *, level: float = 0.95) -> MaskingAccuracy:
 
 
 # ----------------------------------------------------------------------------- indicators
-@dataclass(frozen=True)
-class MaskingIndicators:
+@dataclass(frozen=True, repr=False)
+class MaskingIndicators(Result):
     """NA, EA, KI per masking rate and their MR-weighted and plain averages.
 
     ``table``: model, condition, masking_rate, acc, acc0, na, acc_baseline,

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.stats.masking import mr_key
 
@@ -190,8 +191,8 @@ def relative_error(value: Any, truth: float) -> np.ndarray:
     return np.abs(v - truth) / abs(truth)
 
 
-@dataclass(frozen=True)
-class MskcalResult:
+@dataclass(frozen=True, repr=False)
+class MskcalResult(Result):
     """MskCal metrics per variable x model x masking rate, and the extracted values.
 
     ``table``: variable, model, masking_rate, truth, n_trials, n_answered, nar,

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._jsonout import plain_records
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 
 __all__ = ["POWER_FIELDS", "PowerResult", "power"]
@@ -33,8 +34,8 @@ POWER_FIELDS: tuple[str, ...] = ("model_a", "model_b", "sd_diff", "design_effect
                                  "n_required")
 
 
-@dataclass(frozen=True)
-class PowerResult:
+@dataclass(frozen=True, repr=False)
+class PowerResult(Result):
     """Minimum detectable differences or items needed (see the module docstring).
 
     ``table`` has :data:`POWER_FIELDS`: ``mde`` for the given ``n_items`` (null when an

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.irt import IrtFit, ResponseMatrix, fit_irt, response_matrix, score_abilities
 
@@ -55,8 +56,8 @@ METHODS: tuple[str, ...] = ("random", "pd", "irt-info", "anchor")
 ESTIMATORS: tuple[str, ...] = ("mean", "weighted", "irt")
 
 
-@dataclass(frozen=True)
-class SubsetResult:
+@dataclass(frozen=True, repr=False)
+class SubsetResult(Result):
     """``k`` items chosen by ``method``; ``weights`` (anchor only) sum to 1."""
 
     method: str
@@ -272,8 +273,8 @@ def subset(log: pd.DataFrame, k: int, method: str = "random", seed: int | None =
 
 # --------------------------------------------------------------------------- validation
 
-@dataclass(frozen=True)
-class SubsetEvalResult:
+@dataclass(frozen=True, repr=False)
+class SubsetEvalResult(Result):
     """Held-out MAE and Kendall tau by method, estimator and k (see the module docstring).
 
     ``results``: one row per (method, estimator, k) with ``mae, mae_ci_low, mae_ci_high,

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.stats._rxc_exact import ExactTooLarge
 from mrcstats.stats.contingency import ChisqResult, FisherResult, chisq, fisher
@@ -39,8 +40,8 @@ WH_ORDER = ("What", "When", "Which", "Why", "Where", "Who", "Whom", "How", "Othe
 OUTCOMES = ("right", "wrong", "invalid")
 
 
-@dataclass(frozen=True)
-class TableTest:
+@dataclass(frozen=True, repr=False)
+class TableTest(Result):
     """A contingency table and the test run on it (``FisherResult`` or ``ChisqResult``)."""
 
     name: str

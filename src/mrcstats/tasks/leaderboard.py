@@ -29,11 +29,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 
 
-@dataclass(frozen=True)
-class LeaderboardLog:
+@dataclass(frozen=True, repr=False)
+class LeaderboardLog(Result):
     """What :func:`leaderboard_log` wrote."""
 
     path: Path

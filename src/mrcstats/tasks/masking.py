@@ -46,6 +46,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import DependencyError, InputError
 
 __all__ = ["CONDITIONS", "CONTENT_POS", "LMMeta", "MaskResult", "MetaInfo", "RuleMeta", "Token",
@@ -461,8 +462,8 @@ class LMMeta:
 
 
 # ----------------------------------------------------------------------------- masking
-@dataclass(frozen=True)
-class MaskResult:
+@dataclass(frozen=True, repr=False)
+class MaskResult(Result):
     """A masked text and its metadata table.
 
     ``table`` columns: code (``r001``), part_of_speech, category, meaning, lemma,

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.predict import plogis
 
@@ -199,8 +200,8 @@ def simulate_log(seed: int = 0, *, models: Sequence[str] = DEFAULT_MODELS, n_pas
     return SimulatedLog(log, truth)
 
 
-@dataclass(frozen=True)
-class SimulatedLog:
+@dataclass(frozen=True, repr=False)
+class SimulatedLog(Result):
     """A simulated canonical log and the truth that generated it (module docstring)."""
 
     log: pd.DataFrame = field(repr=False)

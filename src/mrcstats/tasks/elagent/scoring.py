@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 
 Scorer = Literal["auto", "choice", "numeric", "exact"]
@@ -138,8 +139,8 @@ def score(pred: Any, gold: Any, scorer: str = "auto", ndigits: int = 1) -> bool 
     return " ".join(str(pred).split()) == " ".join(str(gold).split())
 
 
-@dataclass(frozen=True)
-class Accuracy:
+@dataclass(frozen=True, repr=False)
+class Accuracy(Result):
     """Accuracy over items: ``correct / n``; invalid (no answer) items count as wrong and are reported."""
 
     n: int
@@ -204,8 +205,8 @@ def _default_is_morph(token: str) -> bool:
     return token.startswith(("S_", "P_")) or token.endswith(("_-", "_+"))
 
 
-@dataclass(frozen=True)
-class MorphF1:
+@dataclass(frozen=True, repr=False)
+class MorphF1(Result):
     """Micro-averaged precision, recall and F1 over marked words (multisets per sentence)."""
 
     tp: int

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.tasks.elagent.arith import evaluate, parse_expression, parse_precedence, standard_precedence
 from mrcstats.tasks.elagent.deduction import is_task5, is_task6, solve_task5, solve_task6
@@ -64,8 +65,8 @@ class Recomputed:
     fitting: tuple = ()
 
 
-@dataclass(frozen=True)
-class VerifyResult:
+@dataclass(frozen=True, repr=False)
+class VerifyResult(Result):
     """Outcome of :func:`verify_files`.
 
     ``items`` = agree + len(ambiguous) + len(disagree) (skipped items are not
