@@ -66,7 +66,8 @@ def _ingest(args: argparse.Namespace) -> int:
 def _ingest_dataset(args: argparse.Namespace, target: str) -> int:
     from mrcstats.cli._common import parse_kv
     from mrcstats.errors import InputError
-    from mrcstats.io.dataset import dataset_stats, write_dataset
+    from mrcstats.io.dataset import dataset_stats
+    from mrcstats.io.ingest import write_dataset
 
     if args.dataset and args.out:
         raise InputError("give either --out or --dataset, not both")
