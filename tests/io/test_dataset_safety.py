@@ -106,16 +106,16 @@ def test_lost_or_merged_model_files_are_refused(tmp_path, capsys):
 def test_first_layout_still_opens_and_a_collision_in_it_is_refused(tmp_path):
     ds = open_log(V1)
     assert ds.hive and len(ds) == 60
-    assert _acc(ds) == pytest.approx({"GPT-4o": 0.4, "gpt-4o": 0.6, "模型 a/b": 0.8})   # the old tool's numbers
+    assert _acc(ds) == pytest.approx({"GPT-4o": 0.4, "llama-3": 0.6, "模型 a/b": 0.8})   # the old tool's numbers
     assert _acc(ds.to_log()) == pytest.approx(_acc(ds))
     # re-ingest: the current layout, the same numbers
     new = write_dataset(V1, tmp_path / "new")
     assert not new.hive and new.meta["version"] == 2 and _acc(new) == pytest.approx(_acc(ds))
     assert not any(p.name.startswith("model=") for p in new.path.iterdir())
-    # what a case-insensitive file system made of it: GPT-4o's file written over gpt-4o's
+    # what a case-insensitive file system makes of two models' folders: one file written over the other
     old = tmp_path / "old"
     shutil.copytree(V1, old)
-    (old / "model=GPT-4o" / "part-000000-0000.parquet").replace(old / "model=gpt-4o" / "part-000000-0000.parquet")
+    (old / "model=GPT-4o" / "part-000000-0000.parquet").replace(old / "model=llama-3" / "part-000000-0000.parquet")
     (old / "model=GPT-4o").rmdir()
     with pytest.raises(InputError, match=r"the files hold 40 rows but _mrcstats.json says 60"):
         open_log(old)
