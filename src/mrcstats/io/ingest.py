@@ -336,13 +336,15 @@ def _check_keys(ds: LogDataset, models: list[str]) -> None:
         raise InputError(f"duplicate (model, item, trial, condition) rows across input files/chunks: "
                          f"model={r['model']!r} item={r['item']!r} trial={r['trial']} "
                          f"condition={r['condition']!r} occurs {int(r['n'])} times; remove the overlap between "
-                         f"the inputs (--on-duplicate applies within one file)")
+                         f"the inputs (--on-duplicate first|last applies within one file, which it then reads "
+                         f"whole)")
 
 
 def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike, *,
                   format: str | None = None, mapping: Mapping[str, str] | None = None,
                   model: str | None = None, on_duplicate: str = "error",
-                  chunk_rows: int = CHUNK_ROWS, jobs: int = 1, fast: bool = True) -> LogDataset:
+                  chunk_rows: int = CHUNK_ROWS, jobs: int = 1, fast: bool = True,
+                  stream_bytes: int | None = None) -> LogDataset:
     """Ingest any number of response-log files into a dataset folder, streamed and atomic.
 
     Parquet sources are read in chunks of ``chunk_rows`` rows (Arrow record batches); other
@@ -351,12 +353,18 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
     must share one schema. ``jobs > 1`` reads the inputs in that many processes (they write into
     the same temporary folder; the result is the same dataset). Parquet inputs whose columns already
     have canonical names and types are checked and written by DuckDB in batches (``fast=False``: every
-    input through pandas; same dataset, same errors -- see :func:`_write_fast`). Returns the
-    :class:`LogDataset` written (``skipped`` counts dropped rows by reason).
+    input through pandas; same dataset, same errors -- see :func:`_write_fast`). When a CSV, TSV or
+    JSON-lines input is larger than ``stream_bytes`` (default :data:`mrcstats.io.stream.STREAM_BYTES`)
+    and ``on_duplicate`` is ``"error"``, every input of those formats is streamed in chunks of at most
+    ``min(chunk_rows, STREAM_CHUNK_ROWS)`` rows (:func:`mrcstats.io.stream.stream_chunks`: bounded
+    memory whatever the size; other columns kept as text). ``first``/``last`` need a whole file to
+    choose from, so they read files whole. Returns the :class:`LogDataset` written (``skipped``
+    counts dropped rows by reason).
     """
     from mrcstats._progress import progress
     from mrcstats.io.detect import FORMATS, detect_format, expand_paths, load_source
     from mrcstats.io.schema import merge_skipped
+    from mrcstats.io.stream import STREAM_BYTES, STREAM_FORMATS
 
     if format is not None and format not in FORMATS:
         raise InputError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
@@ -367,6 +375,7 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
 
     # the one output rule, before anything is read: not an input, not inside an input folder, holding no input
     check_output_path(out, inputs=given, what="dataset", kind="folder")
+    limit = STREAM_BYTES if stream_bytes is None else stream_bytes
     units: list[tuple[str, str, str]] = []    # (kind, path, format or dataset root)
     sources: list[str] = []
     skipped: dict[str, int] = {}
@@ -380,7 +389,8 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
             sources.append(str(p))
             pairs = [(Path(p), fmt)]
         else:
-            pairs = [(f, format or _detect_cheap(f) or detect_format(load_source(f))) for f in expand_paths(p)]
+            pairs = [(f, format or _detect_cheap(f) or _detect_large(f, limit)
+                      or detect_format(load_source(f))) for f in expand_paths(p)]
         for f, fmt in pairs:
             if fmt0 is not None and fmt != fmt0:
                 raise InputError(f"mixed formats in one call: {given[0]} is {fmt0} but {f} is {fmt}; "
@@ -390,6 +400,9 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
                 sources.append(str(f))
                 units.append(("parquet" if fmt == "parquet" and not str(f).lower().endswith(".gz") else "other",
                               str(f), fmt))
+    if on_duplicate == "error" and any(k == "other" and fmt in STREAM_FORMATS and _size(f) > limit
+                                       for k, f, fmt in units):   # all of them: one schema for the dataset
+        units = [("stream" if k == "other" and fmt in STREAM_FORMATS else k, f, fmt) for k, f, fmt in units]
     opts = {"mapping": dict(mapping) if mapping else None, "model": model, "on_duplicate": on_duplicate,
             "chunk_rows": chunk_rows}
     # Parquet inputs already in canonical names and types are ingested by DuckDB (_write_fast), the rest
@@ -453,6 +466,14 @@ def _write_unit(w: DatasetWriter, unit: tuple[str, str, str], *, mapping, model,
     elif kind == "parquet":
         for chunk in _parquet_chunks(Path(f), mapping, model, chunk_rows):
             w.write(chunk, f, on_duplicate=on_duplicate)
+    elif kind == "stream":
+        from mrcstats.io.stream import STREAM_CHUNK_ROWS, shift_rows, stream_chunks
+
+        for chunk, before in stream_chunks(f, extra, mapping, model, min(chunk_rows, STREAM_CHUNK_ROWS)):
+            try:
+                w.write(_conform(chunk, w.schema, f, before), f, on_duplicate=on_duplicate)
+            except InputError as exc:
+                raise shift_rows(exc, f, before) from None
     else:
         w.write(read_source(load_source(f), extra, mapping, model), f, on_duplicate=on_duplicate)
 
@@ -488,6 +509,55 @@ class _Nullable(dict):
 
 
 _NULLABLE = _Nullable()
+
+
+def _size(path: str | os.PathLike) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _detect_large(path: Path, limit: int) -> str | None:
+    """The format of a file larger than ``limit`` judged by its first MiB when that says CSV, TSV or JSON
+    lines (so a large file is never loaded whole to be detected); else None (detect it whole)."""
+    from mrcstats.io.detect import detect_format
+    from mrcstats.io.stream import STREAM_FORMATS, head_source
+
+    if _size(path) <= limit:
+        return None
+    head = head_source(path)
+    if head is None:
+        return None
+    try:
+        fmt = detect_format(head)
+    except InputError:
+        return None
+    return fmt if fmt in STREAM_FORMATS else None
+
+
+def _conform(chunk: pd.DataFrame, schema, source: str, before: int) -> pd.DataFrame:
+    """A later chunk of a streamed file with the columns of the dataset: a column of the first chunks it
+    lacks is added as missing (a whole-file read gives such rows a missing value too); a column the first
+    chunks lacked is refused with the row where it starts."""
+    if schema is None:
+        return chunk
+    names = list(schema.names)
+    new = [c for c in chunk.columns if c not in names]
+    if new:
+        raise InputError(f"{source}: column {new[0]!r} first appears after data row {before:,}, but the "
+                         f"dataset's columns were set by the rows before (a streamed file is read in chunks); "
+                         f"give every row the field (empty when it has no value), or ingest the file on its own")
+    lack = [c for c in names if c not in chunk.columns]
+    if not lack:
+        return chunk if list(chunk.columns) == names else chunk[names]
+    out = chunk.copy(deep=False)
+    for c in lack:
+        t = str(schema.field(c).type)
+        out[c] = pd.Series(pd.array([None] * len(out), dtype="string" if t == "string" else
+                                    "boolean" if t == "bool" else "Float64" if t == "double" else "Int64"),
+                           index=out.index)
+    return out[names]
 
 
 def _detect_cheap(path: Path) -> str | None:
