@@ -35,7 +35,7 @@ from mrcstats.io.source import LFS_MAGIC, Source
 STREAM_BYTES = 256 << 20
 #: the formats that can be streamed
 STREAM_FORMATS = ("csv", "tsv", "jsonl")
-#: the most rows one streamed chunk holds
+#: the most rows one streamed chunk holds (a JSON-lines chunk: a fifth, its records are Python dicts first)
 STREAM_CHUNK_ROWS = 500_000
 _HEAD = 1 << 20
 
@@ -106,7 +106,7 @@ def stream_chunks(path: str | os.PathLike, fmt: str, mapping: Mapping[str, str] 
     p = Path(path)
     name = str(p)
     chunks = _csv_chunks(p, fmt, mapping, chunk_rows) if fmt in ("csv", "tsv") else \
-        _jsonl_chunks(p, mapping, chunk_rows)
+        _jsonl_chunks(p, mapping, max(1, min(chunk_rows, STREAM_CHUNK_ROWS // 5)))
     rows = 0
     for df, lines, records in chunks:
         try:
