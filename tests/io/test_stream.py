@@ -68,7 +68,7 @@ def test_streamed_equals_whole_file(tmp_path, fmt):
 
 
 def test_large_files_are_never_loaded_whole(tmp_path, monkeypatch):
-    import mrcstats.io.source as source
+    from mrcstats.io import source
 
     src = _write(_frame(3000), tmp_path / "in.csv", "csv")
     jl = _write(_frame(3000), tmp_path / "in.jsonl", "jsonl")
