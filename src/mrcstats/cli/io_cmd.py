@@ -71,6 +71,9 @@ def _ingest_dataset(args: argparse.Namespace, target: str) -> int:
 
     if args.dataset and args.out:
         raise InputError("give either --out or --dataset, not both")
+    from mrcstats._files import check_output_path
+
+    check_output_path(target, inputs=args.paths, what="--dataset" if args.dataset else "--out", kind="folder")
     mapping = parse_kv(args.map, "--map")
     ds = write_dataset(args.paths, target, format=args.fmt, mapping=mapping or None, model=args.model,
                        on_duplicate=args.on_duplicate, jobs=args.jobs)
