@@ -364,7 +364,7 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
     from mrcstats._progress import progress
     from mrcstats.io.detect import FORMATS, detect_format, expand_paths, load_source
     from mrcstats.io.schema import merge_skipped
-    from mrcstats.io.stream import STREAM_BYTES, STREAM_FORMATS
+    from mrcstats.io.stream import STREAM_BYTES, STREAM_FORMATS, head_source
 
     if format is not None and format not in FORMATS:
         raise InputError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
@@ -402,7 +402,8 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
                               str(f), fmt))
     if on_duplicate == "error" and any(k == "other" and fmt in STREAM_FORMATS and _size(f) > limit
                                        for k, f, fmt in units):   # all of them: one schema for the dataset
-        units = [("stream" if k == "other" and fmt in STREAM_FORMATS else k, f, fmt) for k, f, fmt in units]
+        units = [("stream" if k == "other" and fmt in STREAM_FORMATS and head_source(f) is not None else k, f, fmt)
+                 for k, f, fmt in units]   # (UTF-16 text is read whole: it is converted first)
     opts = {"mapping": dict(mapping) if mapping else None, "model": model, "on_duplicate": on_duplicate,
             "chunk_rows": chunk_rows}
     # Parquet inputs already in canonical names and types are ingested by DuckDB (_write_fast), the rest

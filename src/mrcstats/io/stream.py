@@ -11,11 +11,14 @@ from the top of the file (:func:`shift_rows`). Keys repeated within a chunk are 
 there, keys repeated across chunks when the dataset is closed
 (:meth:`mrcstats.io.ingest.DatasetWriter.close`).
 
-One difference, by design: columns other than the canonical ones are kept as text in a
+Differences, by design: columns other than the canonical ones are kept as text in a
 streamed file (a chunk cannot know that a later one holds a word in a column of numbers,
 and all chunks of a dataset share one schema); ``trial``, ``masking_rate`` and
-``correct`` are read as in a whole file. gzip is decompressed on the fly; a UTF-16 file
-is read whole (see :func:`head_source`).
+``correct`` are read as in a whole file. A file with several bad rows may be refused for
+an earlier one than a whole-file read names (a whole file is checked column by column,
+a stream chunk by chunk), and a bad value may be shown as its chunk's parser typed it
+(``2`` rather than ``'2'``). gzip is decompressed on the fly; a UTF-16 file is read
+whole (see :func:`head_source`).
 """
 from __future__ import annotations
 
