@@ -103,7 +103,7 @@ print(json.dumps({"models": len(a), "rows": int(a["n"].sum()), "max_rel_diff": r
 
 INGEST = """
 import sys
-from mrcstats.io.dataset import write_dataset
+from mrcstats.io.ingest import write_dataset
 write_dataset(sys.argv[1], sys.argv[2], fast=sys.argv[3] == "fast")
 """
 

@@ -11,7 +11,7 @@ import pytest
 from mrcstats._files import atomic_path, check_output_path, clean_stale_temps, write_text_atomic
 from mrcstats.cli import main
 from mrcstats.errors import InputError
-from mrcstats.io import write_log
+from mrcstats.io import read_log, write_log
 
 LOG = pd.DataFrame({"model": ["a", "b"], "item": ["1", "1"], "correct": [True, False]})
 
@@ -83,3 +83,55 @@ def test_live_writer_temp_is_kept(tmp_path):
     with atomic_path(target) as tmp:
         tmp.write_text("ok")
     assert live.exists() and target.read_text() == "ok"
+
+
+def _folder_of_inputs(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "a.csv").write_text("model,item,correct\nm,1,1\nm,1,0\n")
+    (d / "b.csv").write_text("model,item,correct\nm,2,1\n")
+    return d
+
+
+def test_output_inside_an_input_folder_is_refused(tmp_path, capsys):
+    """Issue 24 item 1 (exit 0 and a rewritten input before): an input found by folder expansion."""
+    d = _folder_of_inputs(tmp_path)
+    before = {p.name: p.read_bytes() for p in d.iterdir()}
+    assert main(["ingest", str(d), "--on-duplicate", "first", "--out", str(d / "a.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "inside the input folder" in err
+    for out in (d / "new.parquet", d / "sub" / "x.csv"):    # a new file inside the folder read is refused too
+        assert main(["ingest", str(d), "--on-duplicate", "first", "--out", str(out)]) == 2
+    assert main(["ingest", str(d), "--on-duplicate", "first", "--dataset", str(d / "ds")]) == 2
+    capsys.readouterr()
+    assert {p.name: p.read_bytes() for p in d.iterdir()} == before
+
+
+def test_write_log_never_overwrites_what_the_log_was_read_from(tmp_path):
+    d = _folder_of_inputs(tmp_path)
+    before = (d / "a.csv").read_bytes()
+    log = read_log(d, on_duplicate="first")
+    for target in (d / "a.csv", tmp_path / "link.csv"):
+        if target.name == "link.csv":
+            target.symlink_to(d / "a.csv")          # the same file by another name
+        with pytest.raises(InputError, match=r"write_log .*is the input .*a\.csv"):
+            write_log(log, target)
+    (tmp_path / "e").symlink_to(d)
+    with pytest.raises(InputError, match="is the input"):
+        write_log(log, tmp_path / "e" / ".." / "d" / "a.csv")
+    assert (d / "a.csv").read_bytes() == before
+    write_log(log, tmp_path / "out.csv")          # anywhere else is fine
+
+
+def test_output_folder_holding_an_input_is_refused(tmp_path):
+    d = _folder_of_inputs(tmp_path)
+    (tmp_path / "link").symlink_to(d)
+    for out, why in ((tmp_path, "holds the input"), (d, "is the input folder"), (tmp_path / "link", "is the input")):
+        with pytest.raises(InputError, match=why):
+            check_output_path(out, inputs=[d / "a.csv"], kind="folder") if why == "holds the input" else \
+                check_output_path(out, inputs=[d], kind="folder")
+    from mrcstats.io.ingest import write_dataset
+
+    with pytest.raises(InputError, match="dataset .*holds the input"):
+        write_dataset(d / "b.csv", tmp_path)
+    assert (d / "b.csv").exists()

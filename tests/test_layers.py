@@ -25,3 +25,15 @@ def test_tasks_never_import_query():
 def test_lower_layers_never_import_report():
     for pkg in ("io", "features", "models", "stats", "tasks", "query"):
         assert not [x for x in _imports(pkg) if x[1].startswith("mrcstats.report")], pkg
+
+
+def test_dataset_writing_reading_and_opening_have_no_circle():
+    """ingest (writing datasets) -> reader (read_log, open_log) -> dataset (opening/scanning): one way only."""
+    io = _imports("io")
+    order = ["mrcstats.io.ingest", "mrcstats.io.reader", "mrcstats.io.dataset"]
+    for i, mod in enumerate(order):
+        path = mod.removeprefix("mrcstats.").replace(".", "/") + ".py"
+        above = order[:i]
+        assert not [m for f, m in io if f == path and m in above], (mod, above)
+    # and nothing below ingest imports it (the CLI and tasks may)
+    assert not [x for x in io if x[1] == "mrcstats.io.ingest" and x[0] != "io/__init__.py"]

@@ -30,7 +30,8 @@ def check_output_path(path: Any, *, suffixes: Iterable[str] | None = None, input
     Raises :class:`InputError` (one line: what, where, how to fix) when ``path`` is not a
     path, is an existing folder (for a file) or file (for a folder), lies below a file, lies
     in a folder that cannot be written, does not end in one of ``suffixes`` (case-insensitive,
-    e.g. ``(".parquet", ".csv")``), or is the same file as one of ``inputs``.
+    e.g. ``(".parquet", ".csv")``), or would touch one of ``inputs`` (:func:`input_clash`: is an
+    input file, lies inside an input folder, or -- for a folder -- holds an input).
     """
     if isinstance(path, bytes):
         path = os.fsdecode(path)
@@ -58,20 +59,70 @@ def check_output_path(path: Any, *, suffixes: Iterable[str] | None = None, input
             raise InputError(f"{what} {p}: cannot write in {anc} (permission denied); choose another place")
         if kind == "file" and p.exists() and not os.access(p, os.W_OK) and not os.access(p.parent, os.W_OK):
             raise InputError(f"{what} {p}: the file cannot be replaced (permission denied)")
-        for inp in inputs:
-            if inp is None or str(inp) == "":
-                continue
-            q = Path(os.fsdecode(inp)) if isinstance(inp, (str, bytes, os.PathLike)) else None
-            if q is None or not p.exists() or not q.exists():
-                if q is not None and q.resolve() == p.resolve():
-                    raise InputError(f"{what} {p}: is also an input; write the output to another file")
-                continue
-            if os.path.samefile(p, q):
-                raise InputError(f"{what} {p}: is the input {q}; writing it would destroy the input, so give "
-                                 f"another output name")
+        clash = input_clash(p, inputs, kind=kind)
+        if clash:
+            raise InputError(f"{what} {p}: {clash}")
     except OSError as exc:
         raise InputError(f"{what} {p}: cannot be written ({_why(exc)})") from None
     return p
+
+
+def _ancestors(p: Path) -> Iterator[Path]:
+    """``p`` (when it exists) and each existing folder above it, nearest first."""
+    q = p if p.is_absolute() else Path.cwd() / p
+    if q.exists():
+        yield q
+    yield from (a for a in q.parents if a.exists())
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def input_clash(out: Any, inputs: Iterable[Any], *, kind: str = "file") -> str | None:
+    """Why writing ``out`` would touch an input (one clause for a message), or None when it would not.
+
+    The one output rule of every writer: an output must not be an input file, lie inside an input
+    folder that is read (a folder input is read with everything in it), nor -- for an output folder,
+    which replaces what is there -- contain an input. Paths are compared as the file system sees
+    them (``os.path.samefile`` on the output and each existing folder above it): symlinks, ``..``,
+    hard links and case folding on case-insensitive file systems (macOS, Windows) are followed, so
+    ``D/A.csv`` is the input ``d/a.csv`` exactly where the file system says so.
+    """
+    p = Path(os.fsdecode(out)) if isinstance(out, (str, bytes, os.PathLike)) else None
+    if p is None:
+        return None
+    for inp in inputs:
+        if inp is None or not isinstance(inp, (str, bytes, os.PathLike)) or os.fsdecode(inp) == "":
+            continue
+        q = Path(os.fsdecode(inp))
+        try:
+            q_dir, q_exists = q.is_dir(), q.exists()
+        except OSError:
+            continue
+        if not q_exists:
+            try:
+                if q.resolve() == p.resolve():
+                    return "is also an input; write the output to another file"
+            except (OSError, RuntimeError):
+                pass
+            continue
+        for anc in _ancestors(p):
+            if _same(anc, q):
+                if anc == p or (not q_dir):
+                    return (f"is the input {q}; writing it would destroy the input, so give another output "
+                            f"name") if not q_dir else (f"is the input folder {q}; write the output elsewhere")
+                return (f"lies inside the input folder {q}, which is being read; write the output outside "
+                        f"it (e.g. next to the folder)")
+        if kind == "folder" and p.exists():
+            for anc in _ancestors(q):
+                if _same(anc, p):
+                    return (f"holds the input {q}; writing the folder would replace it, so choose another "
+                            f"output folder")
+    return None
 
 
 def _pid_alive(pid: int) -> bool:
@@ -159,3 +210,134 @@ def append_line(fh: IO[str], line: str) -> None:
     fh.write(line.rstrip("\n") + "\n")
     fh.flush()
     os.fsync(fh.fileno())
+
+
+# ----------------------------------------------------------------------------- folders written by one process
+
+#: the file inside a temporary folder that names the process writing it (``{"pid": ..., "host": ...}``)
+OWNER_NAME = ".owner.json"
+
+
+def write_owner(folder: Path) -> None:
+    """Record this process (pid and host) in ``folder`` so a later writer can tell whether it still runs."""
+    import json
+    import socket
+
+    (folder / OWNER_NAME).write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}),
+                                     encoding="utf-8")
+
+
+def owner_gone(folder: Path) -> bool:
+    """True when the process recorded in ``folder`` (:func:`write_owner`) no longer runs on this host.
+
+    A folder without a readable record is treated as left behind (a writer records itself first
+    thing, under the lock of :func:`writer_lock`); one written on another host is kept (its process
+    cannot be checked from here).
+    """
+    import json
+    import socket
+
+    try:
+        rec = json.loads((folder / OWNER_NAME).read_text(encoding="utf-8"))
+        pid, host = int(rec["pid"]), str(rec["host"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return True
+    return host == socket.gethostname() and not _pid_alive(pid)
+
+
+class writer_lock:
+    """An exclusive lock on writing ``target`` (a file ``.NAME.lock`` beside it), for one process at a time.
+
+    ``fcntl.flock`` where it exists (released by the kernel when the process dies, so a killed
+    writer never leaves a lock behind); elsewhere the file is created exclusively and a file whose
+    recorded process is gone is taken over. A second writer gets :class:`InputError` at once
+    ("... is being written by another mrcstats process (pid P on HOST)"), never a wait and never
+    a silent last-one-wins. The lock file is removed on release.
+    """
+
+    def __init__(self, target: str | os.PathLike, what: str = "dataset") -> None:
+        self.target = Path(target)
+        self.path = self.target.parent / f".{self.target.name}.lock"
+        self.what = what
+        self.fd: int | None = None
+
+    def _busy(self) -> InputError:
+        import json
+
+        try:
+            rec = json.loads(self.path.read_text(encoding="utf-8"))
+            who = f" (pid {int(rec['pid'])} on {rec['host']})"
+        except (OSError, ValueError, KeyError, TypeError):
+            who = ""
+        return InputError(f"{self.target}: the {self.what} is being written by another mrcstats process{who}; "
+                          f"wait for it to finish, or write to another place")
+
+    def acquire(self) -> writer_lock:
+        import json
+        import socket
+
+        record = json.dumps({"pid": os.getpid(), "host": socket.gethostname()}).encode()
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            fcntl = None
+        for _ in range(100):
+            try:
+                if fcntl is None:  # pragma: no cover - Windows
+                    try:
+                        fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                    except FileExistsError:
+                        if owner_gone_file(self.path):
+                            with contextlib.suppress(OSError):
+                                os.unlink(self.path)
+                            continue
+                        raise self._busy() from None
+                else:
+                    fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except OSError:
+                        os.close(fd)
+                        raise self._busy() from None
+                    try:   # the file may have been removed (released) between open and flock: take a fresh one
+                        same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+                    except FileNotFoundError:
+                        same = False
+                    if not same:
+                        os.close(fd)
+                        continue
+                    os.ftruncate(fd, 0)
+                os.write(fd, record)
+                self.fd = fd
+                return self
+            except OSError as exc:
+                raise InputError(f"{self.target}: cannot lock the {self.what} for writing ({_why(exc)} in "
+                                 f"{self.path.parent}); choose another place") from None
+        raise self._busy()  # pragma: no cover - a lock file replaced a hundred times in a row
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+        self.fd = None
+
+    def __enter__(self) -> writer_lock:  # noqa: PYI034
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def owner_gone_file(path: Path) -> bool:  # pragma: no cover - the Windows lock
+    """:func:`owner_gone` for a lock file holding the record itself."""
+    import json
+    import socket
+
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        return str(rec["host"]) == socket.gethostname() and not _pid_alive(int(rec["pid"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return False

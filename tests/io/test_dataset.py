@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from mrcstats.errors import InputError
 from mrcstats.io import read_log
-from mrcstats.io.dataset import DatasetWriter, dataset_stats, is_dataset, open_dataset, write_dataset
+from mrcstats.io.dataset import dataset_stats, is_dataset, open_dataset, partition_folder
+from mrcstats.io.ingest import DatasetWriter, write_dataset
 from mrcstats.io.schema import log_stats
 from mrcstats.stats.accuracy import summarize
 from mrcstats.tasks.simulate import simulate_log
@@ -102,11 +103,12 @@ def test_duplicate_keys_across_chunks(sim, tmp_path):
 def test_foreign_file_and_corrupt_partition_name_the_file(sim, tmp_path):
     out = tmp_path / "ds"
     write_dataset([_write(sim, tmp_path / "s.parquet")], out)
-    part = min(out.glob("model=beta-13b/*.parquet"))
-    pd.DataFrame({"item": ["x"], "other": [1]}).to_parquet(out / "model=beta-13b" / "stray.parquet")
+    beta = out / partition_folder("beta-13b")
+    part = min(beta.glob("*.parquet"))
+    pd.DataFrame({"item": ["x"], "other": [1]}).to_parquet(beta / "stray.parquet")
     with pytest.raises(InputError, match=r"stray\.parquet: its schema differs .*missing column"):
         open_dataset(out)
-    (out / "model=beta-13b" / "stray.parquet").unlink()
+    (beta / "stray.parquet").unlink()
     part.write_bytes(b"PAR1 not really parquet")
     with pytest.raises(InputError, match=rf"{part.name}: cannot read this Parquet file"):
         open_dataset(out)
@@ -256,7 +258,7 @@ def _same(fast, slow, by=("model",)):
 
 
 def test_fast_path_equals_pandas_path(sim, tmp_path, monkeypatch):
-    import mrcstats.io.dataset as dsmod
+    import mrcstats.io.ingest as dsmod
 
     calls = []
     orig = dsmod._write_fast
@@ -272,7 +274,7 @@ def test_fast_path_equals_pandas_path(sim, tmp_path, monkeypatch):
     src = write_dataset([a, b], tmp_path / "src", fast=False)
     calls.clear()
     _same(*_both([src.path], tmp_path, "frag"))
-    frag = min(src.path.glob("model=alpha-7b/*.parquet"))
+    frag = min(src.path.glob(f"{partition_folder('alpha-7b')}/*.parquet"))
     t = pq.read_table(frag)
     t = t.set_column(t.schema.get_field_index("cluster"), "cluster",
                      pa.array([None] * t.num_rows, pa.string()))

@@ -8,7 +8,8 @@ import pytest
 
 import mrcstats
 from mrcstats.errors import InputError
-from mrcstats.io.dataset import open_dataset, write_dataset
+from mrcstats.io.dataset import open_dataset
+from mrcstats.io.ingest import write_dataset
 from mrcstats.models.outofcore import glmer_outofcore
 from mrcstats.tasks.leaderboard import leaderboard_log
 from mrcstats.tasks.simulate import simulate_log

@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mrcstats.errors import InputError
-from mrcstats.io.dataset import DatasetWriter, open_dataset, write_dataset
+from mrcstats.io.dataset import open_dataset
+from mrcstats.io.ingest import DatasetWriter, write_dataset
 from mrcstats.stats.accuracy import summarize
 from mrcstats.stats.masking import masking_accuracy, masking_indicators
 from mrcstats.tasks.simulate import simulate_log

@@ -180,7 +180,8 @@ def test_binary_analyses_refuse_graded_log_in_one_line():
 
 def test_dataset_folder_of_graded_log(tmp_path):
     """A dataset folder (mrcstats ingest --dataset) keeps the score; summary and compare use it."""
-    from mrcstats.io.dataset import open_dataset, write_dataset
+    from mrcstats.io.dataset import open_dataset
+    from mrcstats.io.ingest import write_dataset
 
     src = tmp_path / "graded.csv"
     _graded().to_csv(src, index=False)

@@ -105,10 +105,14 @@ def _ingest(args: argparse.Namespace) -> int:
 def _ingest_dataset(args: argparse.Namespace, target: str) -> int:
     from mrcstats.cli._common import parse_kv
     from mrcstats.errors import InputError
-    from mrcstats.io.dataset import dataset_stats, write_dataset
+    from mrcstats.io.dataset import dataset_stats
+    from mrcstats.io.ingest import write_dataset
 
     if args.dataset and args.out:
         raise InputError("give either --out or --dataset, not both")
+    from mrcstats._files import check_output_path
+
+    check_output_path(target, inputs=args.paths, what="--dataset" if args.dataset else "--out", kind="folder")
     mapping = parse_kv(args.map, "--map")
     ds = write_dataset(args.paths, target, format=args.fmt, mapping=mapping or None, model=model_arg(args.model),
                        on_duplicate=args.on_duplicate, jobs=args.jobs)

@@ -30,7 +30,7 @@ _EXPORTS: dict[str, str] = {
     "read_data": "mrcstats.io.reader",
     "open_log": "mrcstats.io.reader",
     "open_dataset": "mrcstats.io.dataset",
-    "write_dataset": "mrcstats.io.dataset",
+    "write_dataset": "mrcstats.io.ingest",
     "is_dataset": "mrcstats.io.dataset",
     "LogDataset": "mrcstats.io.dataset",
 }

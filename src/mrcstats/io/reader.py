@@ -223,11 +223,16 @@ def write_log(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     (``.csv``/``.tsv``, optionally ``.gz``), by the file ending; any other ending raises :class:`InputError`.
 
     ``df.attrs`` (JSON-serialisable parts) travel in the Parquet metadata, so
-    :func:`read_log` gives back the same frame. Returns the path written.
+    :func:`read_log` gives back the same frame. The files the log was read from
+    (``attrs["sources"]``) are never overwritten (:func:`mrcstats._files.input_clash`).
+    Returns the path written.
     """
     from mrcstats._files import atomic_path, check_output_path
 
-    target = check_output_path(path, suffixes=LOG_SUFFIXES, what="write_log")
+    sources = getattr(df, "attrs", {}).get("sources") if isinstance(df, pd.DataFrame) else None
+    # the files the log was read from (read_log records them) are inputs: never overwritten
+    target = check_output_path(path, suffixes=LOG_SUFFIXES, what="write_log",
+                               inputs=sources if isinstance(sources, (list, tuple)) else ())
     log = validate_log(df)
     name = target.name.lower()
     with atomic_path(target) as tmp:

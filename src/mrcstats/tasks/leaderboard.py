@@ -14,7 +14,7 @@ with the cluster term, ``correct ~ 1 + (1 | model) + (1 | item) + (1 | cluster)`
 
 Rows are drawn model by model with a generator seeded by ``(seed, model index)``, so the log is
 deterministic given ``seed`` whatever the chunk size, and written through
-:class:`mrcstats.io.dataset.DatasetWriter` ``chunk_rows`` rows at a time (bounded memory) as a
+:class:`mrcstats.io.ingest.DatasetWriter` ``chunk_rows`` rows at a time (bounded memory) as a
 hive-partitioned Parquet dataset. The truth (parameters and the drawn a, d, u) is stored in the
 dataset description (``_mrcstats.json``, key ``truth``).
 """
@@ -77,7 +77,7 @@ def leaderboard_log(out: str | os.PathLike, *, models: int = 100, items: int = 1
     See the module docstring for the model. ``chunk_rows`` bounds the rows held in memory.
     """
     from mrcstats._progress import progress
-    from mrcstats.io.dataset import DatasetWriter
+    from mrcstats.io.ingest import DatasetWriter
     from mrcstats.io.schema import STRING_DTYPE
     from mrcstats.tasks.simulate import _take
 
