@@ -30,7 +30,7 @@ def _frame(n: int, seed: int = 0) -> pd.DataFrame:
                          "cluster": [f"c{i // 4}" for i in range(n)], "trial": rng.integers(0, 3, n),
                          "correct": rng.choice(["1", "0", "true", "invalid", ""], n),
                          "response": rng.choice(["a,b", "line\nbreak", "\"q\"", "", "N/A"], n),
-                         "score": rng.normal(size=n).round(3)})
+                         "rating": rng.normal(size=n).round(3)})
 
 
 def _write(df: pd.DataFrame, path, fmt: str):
@@ -64,7 +64,7 @@ def test_streamed_equals_whole_file(tmp_path, fmt):
     whole = read_log(src)
     pd.testing.assert_frame_equal(_core(streamed), _core(whole))
     got = streamed.to_log()
-    assert str(got["score"].dtype) == "string"         # other columns are text in a streamed file
+    assert str(got["rating"].dtype) == "string"        # other columns are text in a streamed file
     assert sorted(got["response"].dropna()) == sorted(whole["response"].dropna())
 
 

@@ -86,7 +86,7 @@ def shift_rows(exc: InputError, source: str, rows: int = 0, lines: int = 0, reco
     msg = str(exc)
     src = re.escape(str(source))
     msg = re.sub(rf"^({src}, row )(\d+)", lambda m: f"{m.group(1)}{int(m.group(2)) + rows}", msg)
-    msg = re.sub(r"( at rows )(\d+)( and )(\d+)(; pass --on-duplicate)",
+    msg = re.sub(r"( at rows )(\d+)( and )(\d+)(; )",
                  lambda m: f"{m.group(1)}{int(m.group(2)) + rows}{m.group(3)}{int(m.group(4)) + rows}{m.group(5)}",
                  msg)
     msg = re.sub(rf"^({src}: line )(\d+)", lambda m: f"{m.group(1)}{int(m.group(2)) + lines}", msg)
