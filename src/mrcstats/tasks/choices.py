@@ -76,8 +76,9 @@ def choice_log(seed: int = 0, *, models: int = 24, items: int = 400, options: in
     from mrcstats.io.schema import validate_log
 
     log = validate_log(log)
-    truth = {"miskeyed": list(itm[bad]), "dif_items": list(itm[dif]), "dif_family": "f0",
-             "true_key": dict(zip(itm, letters[key], strict=True)), "theta": dict(zip(mod, theta, strict=True)),
+    truth = {"miskeyed": [str(v) for v in itm[bad]], "dif_items": [str(v) for v in itm[dif]], "dif_family": "f0",
+             "true_key": {str(i): str(k) for i, k in zip(itm, letters[key], strict=True)},
+             "theta": {str(m): float(t) for m, t in zip(mod, theta, strict=True)},
              "seed": seed, "models": models, "items": items, "options": options, "families": families,
              "dif_delta": dif_delta}
     return SimulatedChoices(log, truth)
