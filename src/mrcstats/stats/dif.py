@@ -114,7 +114,10 @@ def mantel_haenszel(A: np.ndarray, B: np.ndarray, C: np.ndarray, D: np.ndarray, 
     E = np.where(use, n1 * m1 / Tn, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         V = np.where(use, n1 * n2 * m1 * m2 / (Tn * Tn * (Tn - 1.0)), 0.0)
-    dlt = np.where(use, A, 0.0).sum(1) - E.sum(1)
+    # R: DELTA <- sum(x[1, 1, ] - s.x[1, ] * s.y[1, ] / n), summed in long double as R's sum(): the continuity
+    # correction switches at |DELTA| = 1/2, which balanced tables hit exactly
+    terms = np.where(use, A - n1 * m1 / Tn, 0.0)
+    dlt = terms.astype(np.longdouble).sum(1).astype(float)
     yates = np.where(correct & (np.abs(dlt) >= 0.5), 0.5, 0.0)
     sv = V.sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
