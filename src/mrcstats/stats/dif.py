@@ -111,7 +111,6 @@ def mantel_haenszel(A: np.ndarray, B: np.ndarray, C: np.ndarray, D: np.ndarray, 
     use = T >= 2
     Tn = np.where(use, T, 1.0)
     n1, n2, m1, m2 = A + B, C + D, A + C, B + D
-    E = np.where(use, n1 * m1 / Tn, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         V = np.where(use, n1 * n2 * m1 * m2 / (Tn * Tn * (Tn - 1.0)), 0.0)
     # R: DELTA <- sum(x[1, 1, ] - s.x[1, ] * s.y[1, ] / n), summed in long double as R's sum(): the continuity
