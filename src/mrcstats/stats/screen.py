@@ -25,14 +25,20 @@ right or wrong included) gets, by penalised logistic regression (:func:`mrcstats
 
   (``x_jk``: model ``j``'s choices of ``k``, ``m_j`` its non-empty answers, ``c_o`` the total choices of ``o``,
   ``C`` all choices). ``alt_loglik = max_{k != gold} l(k) - l(gold)`` is the log-likelihood change if the best
-  other option were the key; ``suggested_key`` is that option when the change is positive. ``alt_top_share``
-  and ``gold_top_share``: the shares of the strongest third of the models choosing it and the gold key.
+  other option were the key;
+* with ``pred``: the **strong-model agreement**: each option's share of the models choosing it weighted by
+  ``exp(2 theta_j)`` (the strongest models count most); ``agreement = max_{k != gold} share(k) - share(gold)``,
+  ``strong_choice`` that option. ``suggested_key``: the likelihood's option when ``alt_loglik > 0``, else the
+  strong models' choice when ``agreement > 0``, else null.
 
-**Combined score.** The signals (``-logit p``, ``-r_pb``, ``-a``, ``log outfit``, ``log infit``,
-``alt_loglik``) are combined by a logistic regression that separates the log's items from copies of them with
-the key moved to a distractor some model chose (when the log has ``pred``/``gold``; each copy's correctness
-recomputed from the models' ``pred``): the score is that regression's log-odds, higher = more suspect. A log
-without ``pred``/``gold`` gets the mean of the robust z-scores of the correctness signals.
+**Combined score.** The oriented signals (:data:`SIGNALS`: ``-logit p``, ``-r_pb``, ``-a``, ``log outfit``,
+``log infit``, ``sign(alt_loglik) log(1 + |alt_loglik|)``, ``agreement``), standardised, enter two quadratic
+logistic regressions (signals and their squares, ridge 0.01) that separate the log's items from copies of them
+with the key moved - to an option some model chose, or (a fifth of the copies) to an option no model chose -
+each copy's correctness recomputed from the models' ``pred``; the copies are weighted to 5% of the items so the
+fit concentrates on the tail. The score is the log-likelihood ratio of the mixture of the two kinds of error,
+``log(sum_t pi_t exp(s_t))`` with ``pi_unchosen`` the share of items no model answered right (0.01-0.5); higher
+= more suspect. A log without ``pred``/``gold`` gets the mean robust z-score of the correctness signals.
 
 **Calibration.** ``p_value``: the share of null items scoring at least as high, the null items simulated from
 the fitted model (an item's ``(a, d)`` drawn from the fitted items, correctness ``~ Binomial(n_ij, P_ij)``,
@@ -284,8 +290,9 @@ class ScreenResult:
     """Screen of every item of a log (see the module docstring).
 
     ``items``: one row per item of the log, most suspect first: ``item, score, flag, p_value, q_value,
-    suggested_key, gold, accuracy, r_pb, a, a_2pl, b_2pl, infit, outfit, alt_key, alt_loglik, alt_top_share,
-    gold_top_share, n_models`` (``score`` NaN for items answered by one model only). ``signals``: the oriented
+    suggested_key, gold, accuracy, r_pb, a, a_2pl, b_2pl, b_rasch, infit, outfit, alt_key, alt_loglik, agreement,
+    strong_choice, strong_share, gold_strong_share, n_models`` (``score`` NaN for items answered by one model
+    only). ``signals``: the oriented
     single signals per item (:data:`SIGNALS`, higher = more suspect) and ``combined``. ``weights``: the
     combined score's coefficients on the standardised signals.
     """
