@@ -70,7 +70,7 @@ def fit_logistic(X: np.ndarray, s: np.ndarray, n: np.ndarray, *, offset: np.ndar
     beta = np.zeros((B, p)) if beta0 is None else np.array(beta0, float, copy=True)
 
     def linpred(bt: np.ndarray) -> np.ndarray:
-        return (bt @ X.T if shared else np.einsum("bjp,bp->bj", X, bt)) + off
+        return (bt @ X.T if shared else np.matmul(X, bt[:, :, None])[:, :, 0]) + off
 
     def objective(bt: np.ndarray, eta: np.ndarray) -> np.ndarray:
         return _kernel(s, n, eta) - 0.5 * (lam * (bt - m) ** 2).sum(axis=1)
@@ -87,10 +87,10 @@ def fit_logistic(X: np.ndarray, s: np.ndarray, n: np.ndarray, *, offset: np.ndar
         w = n * mu * (1.0 - mu)
         if shared:
             g = r @ X - lam * (beta - m)
-            H = np.einsum("bj,jp,jq->bpq", w, X, X)
+            H = np.einsum("bj,jp,jq->bpq", w, X, X, optimize=True)
         else:
-            g = np.einsum("bj,bjp->bp", r, X) - lam * (beta - m)
-            H = np.einsum("bj,bjp,bjq->bpq", w, X, X)
+            g = np.matmul(r[:, None, :], X)[:, 0, :] - lam * (beta - m)
+            H = np.matmul(np.swapaxes(X * w[:, :, None], 1, 2), X)
         H = H + np.eye(p) * lam + np.eye(p) * 1e-12
         try:
             step = np.linalg.solve(H, g[..., None])[..., 0]
