@@ -42,10 +42,10 @@ fit concentrates on the tail. The score is the log-likelihood ratio of the mixtu
 
 **Calibration.** ``p_value``: the share of null items scoring at least as high, the null items simulated from
 the fitted model (an item's ``(a, d)`` drawn from the fitted items, correctness ``~ Binomial(n_ij, P_ij)``,
-wrong answers spread over the item's distractors in their observed shares, independently of ability);
+each model's wrong answers on the distractors it chose on a real item, in its own shares);
 ``q_value``: Benjamini-Hochberg (R ``p.adjust(p, "BH")``) - the estimated false-discovery rate of flagging every
-item scoring at least as high. ``flag = q_value <= fdr``. The null assumes clean items follow the 2PL and that
-distractor choice does not depend on ability, so on real data the estimate is optimistic: check it with
+item scoring at least as high. ``flag = q_value <= fdr``. The null assumes clean items follow the 2PL (real
+clean items deviate from it more), so on real data the estimate is optimistic: check it with
 :func:`screen_validate` and the benchmark (``benchmarks/bench_screen.py``).
 """
 from __future__ import annotations
@@ -607,13 +607,24 @@ def _null_features(rng: np.random.Generator, n0: int, fit: Any, rm: Any, ch: _Ch
     ends = np.searchsorted(ch.item, base, side="right")
     for v in range(n0):
         i = base[v]
-        sh = np.array([tot[p] for p in range(starts[v], ends[v]) if p != ch.gold[i] and tot[p] > 0])
-        if len(sh) == 0:
-            sh = np.ones(1)
-        c = rng.multinomial(wrong[v].astype(np.int64), sh / sh.sum()) if wrong[v].any() else \
-            np.zeros((J, len(sh)), np.int64)
-        rows_c.append(c.T.astype(float))
-        rows_i.append(np.full(len(sh), v))
+        ps = [p for p in range(starts[v], ends[v]) if p != ch.gold[i] and tot[p] > 0]
+        if not ps:
+            c = np.zeros((1, J))
+            c[0] = wrong[v]
+        else:
+            # each model's wrong answers fall on the distractors it chose on the base item (its own shares:
+            # distractor choice may depend on ability as on real items), else in the item's shares
+            own = ch.counts[ps].T                                    # J x K
+            sh = np.where(own.sum(1, keepdims=True) > 0, own, tot[ps][None, :])
+            cum = np.cumsum(sh / sh.sum(1, keepdims=True), axis=1)
+            c = np.zeros((len(ps), J))
+            w = wrong[v]
+            for t_ in range(int(w.max()) if w.any() else 0):
+                act = w > t_
+                k = np.minimum((cum < rng.random(J)[:, None]).sum(1), len(ps) - 1)
+                np.add.at(c, (k[act], np.flatnonzero(act)), 1.0)
+        rows_c.append(c)
+        rows_i.append(np.full(len(c), v))
     dist_counts = np.vstack(rows_c)
     dist_item = np.concatenate(rows_i)
     counts = np.vstack([x, dist_counts])
