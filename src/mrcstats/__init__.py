@@ -80,6 +80,13 @@ _API: dict[str, str] = {
     "write_dataset": "mrcstats.io",
     "glmer_outofcore": "mrcstats.models.outofcore",
     "leaderboard_log": "mrcstats.tasks.leaderboard",
+    # stats: screening for broken items and DIF between model groups (issue 27)
+    "screen": "mrcstats.stats.screen",
+    "screen_validate": "mrcstats.stats.screen",
+    "ScreenResult": "mrcstats.stats.screen",
+    "dif": "mrcstats.stats.dif",
+    "dif_validate": "mrcstats.stats.dif",
+    "DifResult": "mrcstats.stats.dif",
 }
 
 __all__ = [*sorted(_API), "__version__"]  # noqa: PLE0604

@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "report_cmd",    # report, demo
     "compare_cmd",   # compare, power
     "irt_cmd",       # irt, subset, subset-eval
+    "screen_cmd",    # screen, dif
 )
 
 

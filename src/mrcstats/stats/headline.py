@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._jsonout import plain_records
+from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.io.inspect_ai import INSPECT_VALUES
 
@@ -102,8 +103,8 @@ def _mean_stderr(r: np.ndarray) -> tuple[float, float]:
     return mean, (float(np.std(r, ddof=1) / math.sqrt(n)) if n >= 2 else 0.0)
 
 
-@dataclass(frozen=True)
-class Headline:
+@dataclass(frozen=True, repr=False)
+class Headline(Result):
     """The tool's headline per (model, condition, task, scorer, reducer); see the module docstring.
 
     ``table`` columns: the grouping columns present in the log, then ``reducer``, ``samples`` (reduced

@@ -30,19 +30,25 @@ from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.irt import IrtFit, ResponseMatrix, fit_irt, response_matrix
 
-__all__ = ["IrtAnalysis", "irt", "point_biserial"]
+__all__ = ["IrtAnalysis", "corr_with_rest", "irt", "point_biserial", "rest_scores"]
 
 _RANK_COLS = ("pd", "a", "b", "p", "r_pb")
 
 
-def point_biserial(rm: ResponseMatrix) -> np.ndarray:
-    """Corrected item-total correlation of every item (NaN where undefined)."""
+def rest_scores(rm: ResponseMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per (model, item): the share correct ``y`` (0 where not answered), whether it was answered, and the
+    model's mean share correct over its *other* answered items (the rest score)."""
     answered = rm.n > 0
     y = np.where(answered, rm.s / np.where(answered, rm.n, 1.0), 0.0)
     tot = y.sum(axis=1, keepdims=True)
     cnt = answered.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         rest = (tot - y) / (cnt - answered)
+    return y, answered, rest
+
+
+def corr_with_rest(y: np.ndarray, answered: np.ndarray, rest: np.ndarray) -> np.ndarray:
+    """Pearson correlation over models (axis 0) of ``y`` with ``rest``, over the answered cells, per column."""
     w = answered.astype(float)
     m = w.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -51,6 +57,11 @@ def point_biserial(rm: ResponseMatrix) -> np.ndarray:
         dy, dr = (y - my) * w, (np.nan_to_num(rest) - mr) * w
         r = (dy * dr).sum(0) / np.sqrt((dy * dy).sum(0) * (dr * dr).sum(0))
     return r
+
+
+def point_biserial(rm: ResponseMatrix) -> np.ndarray:
+    """Corrected item-total correlation of every item (NaN where undefined)."""
+    return corr_with_rest(*rest_scores(rm))
 
 
 @dataclass(frozen=True, repr=False)

@@ -17,6 +17,7 @@ from mrcstats.report.analyses.irt import Irt, SubsetEval
 from mrcstats.report.analyses.masking import Masking
 from mrcstats.report.analyses.modeltable import ModelTableAnalysis
 from mrcstats.report.analyses.probability import Probability
+from mrcstats.report.analyses.screen import Dif, Screen
 from mrcstats.report.analyses.summary import Summary
 from mrcstats.report.analyses.wh_extremes import WhExtremes
 
@@ -27,4 +28,5 @@ ANALYSES: dict[str, type[Analysis]] = {cls.type: cls for cls in (
     ModelTableAnalysis,
     Irt,
     SubsetEval,
+    Screen, Dif,
 )}

@@ -1,0 +1,46 @@
+"""Every example of docs/screening.md runs: Python blocks are executed, CLI lines are run in-process, in a
+temporary folder, in order (the first Python block writes the generated log the others read). Lines that
+download the public MMLU-Pro outputs or run the benchmark on them are skipped (the benchmark reads real data)."""
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from mrcstats.cli import main
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "screening.md"
+SKIP = ("git clone", "mkdir -p /tmp/mmlupro_json", "bench_screen.py")
+
+
+def _blocks():
+    text = DOC.read_text(encoding="utf-8")
+    return [(m.group(1), m.group(2)) for m in re.finditer(r"```(\w+)\n(.*?)```", text, re.DOTALL)]
+
+
+def test_screening_doc_examples_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    ran = 0
+    for lang, body in _blocks():
+        if lang == "python":
+            exec(compile(body, str(DOC), "exec"), {})  # noqa: S102 - the doc is ours
+            ran += 1
+        elif lang == "bash":
+            for line in body.strip().splitlines():
+                if not line.strip() or any(s in line for s in SKIP):
+                    continue
+                argv = shlex.split(line, comments=True)
+                assert argv[0] == "mrcstats", line
+                assert main(argv[1:]) == 0, line
+                ran += 1
+    out = capsys.readouterr().out
+    assert ran >= 7 and "Item screen" in out
+    assert (tmp_path / "screen_items.csv").is_file()
+
+
+def test_doc_exists_with_the_benchmark_command():
+    text = DOC.read_text(encoding="utf-8")
+    assert "python benchmarks/bench_screen.py" in text
+    pytest.importorskip("yaml")
