@@ -8,15 +8,21 @@ from mrcstats.cli._common import add_json_flag, add_log_options, info, output, p
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``glmer`` to the mrcstats parser."""
+    from mrcstats.models.family import FAMILIES
+
     p = sub.add_parser(
-        "glmer", help="binomial GLMM (random intercepts and slopes), lme4-exact",
-        description="Fit a binomial generalized linear mixed model as lme4's glmer(formula, data, "
-                    "family = binomial): native engine (lme4's Laplace/AGQ objective with the conditional "
+        "glmer", help="GLMM (binomial or Poisson; random intercepts and slopes), lme4-exact",
+        description="Fit a generalized linear mixed model as lme4's glmer(formula, data, "
+                    "family = binomial|poisson): native engine (lme4's Laplace/AGQ objective with the conditional "
                     "modes fully converged) or lme4 through rpy2. DATA: any table or log mrcstats ingest "
                     "reads (CSV/TSV/JSON/JSONL/Parquet, gzip, folders; maskcode, ELAGENT, harness, Inspect).")
     p.add_argument("data", nargs="+", metavar="DATA", help="a table or log: file(s) or folder(s) of one format")
     p.add_argument("--formula", required=True,
                    help="R/lme4 formula, e.g. 'correct ~ scaled_tok * LLM + (1 | passage)'")
+    p.add_argument("--family", choices=tuple(FAMILIES), default="binomial",
+                   help="response distribution: " + "; ".join(
+                       f"{f.name} ({f.link} link, {'0/1, proportions with --weights or cbind(k, n - k)' if f.response == 'binomial' else 'counts'})"
+                       for f in FAMILIES.values()) + " (default binomial)")
     p.add_argument("--contrasts", action="append", default=[], metavar="NAME=sum|treatment",
                    help="contrasts of a factor (default treatment; repeatable)")
     p.add_argument("--levels", action="append", default=[], metavar="NAME=a,b,c",
@@ -43,7 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="estimated marginal means of SPEC (a factor, or 'A:B'), as R's emmeans(m, SPEC)")
     p.add_argument("--by", metavar="VAR", help="with --emmeans: means (and pairs) within each level of VAR")
     p.add_argument("--type", choices=("link", "response"), default="link",
-                   help="with --emmeans: logit scale (emmean) or probabilities (prob; pairs as odds ratios)")
+                   help="with --emmeans: link scale (emmean) or response scale (binomial: prob, pairs as odds "
+                        "ratios; poisson: rate, pairs as ratios)")
     p.add_argument("--pairs", action="store_true", help="with --emmeans: pairwise contrasts (pairs(em))")
     p.add_argument("--adjust", choices=("tukey", "holm", "bonferroni", "sidak", "none"), default="tukey",
                    help="with --pairs: p-value adjustment (default tukey, as emmeans)")
@@ -79,13 +86,13 @@ def _glmer(args: argparse.Namespace) -> int:
                          model=args.model, on_duplicate=args.on_duplicate)
         report_skipped(data, "glmer")
     kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": args.engine, "weights": args.weights,
-              "levels": levels or None, "lme4_defaults": args.lme4_defaults}
+              "levels": levels or None, "lme4_defaults": args.lme4_defaults, "family": args.family}
     if args.engine in ("duckdb", "dask") or not hasattr(data, "columns") or hasattr(data, "files"):
         from mrcstats.models.outofcore import glmer_outofcore
 
-        if args.weights or args.lme4_defaults or args.engine == "lme4":
-            raise InputError("a dataset folder / --engine duckdb|dask fits natively without --weights or lme4 "
-                             "options")
+        if args.weights or args.lme4_defaults or args.engine == "lme4" or args.family != "binomial":
+            raise InputError("a dataset folder / --engine duckdb|dask fits binomial models natively without "
+                             "--weights or lme4 options")
         m = glmer_outofcore(args.formula, data, engine=None if args.engine == "native" else args.engine,
                             scheduler=args.scheduler, contrasts=contrasts or None, levels=levels or None,
                             nagq=args.nagq)

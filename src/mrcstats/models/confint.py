@@ -268,14 +268,14 @@ def _design_of(m):
         raise InputError("confint: this fit kept no data; refit with mrcstats.glmer()")
     fo = m.fit_options or {}
     return build_design(m.info.spec, m.frame, contrasts=fo.get("contrasts") or None, levels=fo.get("levels") or None,
-                        weights=fo.get("weights"))
+                        weights=fo.get("weights"), family=m.family)
 
 
 def _setup(design):
-    from mrcstats.models.deviance import BinomialData
+    from mrcstats.models.deviance import ResponseData
     from mrcstats.models.fit import deviance_function, make_model
 
-    d = BinomialData(design.X, design.y, design.weights, design.offset, design.loglik_const)
+    d = ResponseData.from_design(design)
     model = make_model(d, design.re)
     return d, model, deviance_function(model)
 
@@ -511,7 +511,8 @@ def _boot_init(design, theta, beta):
 
 def _simulate(design, theta, beta, rng: np.random.Generator) -> np.ndarray:
     """One response vector from the fitted model (lme4 ``simulate``, ``use.u = FALSE``):
-    new b_j = T u_j per level, μ = logit⁻¹(Xβ + Zb), y ~ Binomial(trials, μ) as a proportion."""
+    new b_j = T u_j per level, μ = g⁻¹(Xβ + Zb), y drawn by the family (binomial: Binomial(trials, μ) as a
+    proportion; Poisson: Poisson(μ))."""
     eta = design.X @ beta
     if design.offset is not None:
         eta = eta + design.offset
@@ -524,20 +525,14 @@ def _simulate(design, theta, beta, rng: np.random.Generator) -> np.ndarray:
             eta = eta + b[r.codes, 0]
         else:
             eta = eta + np.einsum("ic,ic->i", r.Z, b[r.codes])
-    mu = 1.0 / (1.0 + np.exp(-eta))
-    trials = design.weights
-    n = np.round(trials).astype(np.int64)
-    if np.all(n == 1):
-        return (rng.random(len(mu)) < mu).astype(float)
-    s = rng.binomial(np.maximum(n, 0), mu)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > 0, s / np.where(n > 0, n, 1), 0.0)
+    fam = design.family
+    return fam.simulate(fam.mean(eta), design.weights, rng)
 
 
 def _boot_one(seed_seq) -> np.ndarray | None:
     import dataclasses
 
-    from mrcstats.models.deviance import BinomialData
+    from mrcstats.models.deviance import ResponseData
     from mrcstats.models.fit import make_model, refit_optimum
 
     design, theta, beta = _BOOT["design"], _BOOT["theta"], _BOOT["beta"]
@@ -545,8 +540,8 @@ def _boot_one(seed_seq) -> np.ndarray | None:
     y = _simulate(design, theta, beta, rng)
     try:
         des = dataclasses.replace(design, y=y)
-        d = BinomialData(des.X, des.y, des.weights, des.offset, des.loglik_const)
-        if not 0 < float(d.wy.sum()) < float(d.w.sum()):
+        d = ResponseData.from_design(des)
+        if d.family.check_mean(float(d.wy.sum()) / float(d.w.sum()), des.nobs):
             return None
         model = make_model(d, des.re)
         lower = np.concatenate([r.lower for r in des.re])

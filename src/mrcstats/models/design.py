@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError, ModelError
+from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.formula import _NAME_RE, ModelSpec, Response, Variable, _unquote, parse_formula
 
 _CONTRASTS = {"sum": "contr.sum", "contr.sum": "contr.sum", "treatment": "contr.treatment",
@@ -143,11 +144,12 @@ class ReTerm:
 
 @dataclass(frozen=True, eq=False)
 class Design:
-    """Arrays for the fit: X (n x p), y as a proportion, binomial weights, random terms.
+    """Arrays for the fit: X (n x p), y, weights, random terms, and the response's ``family``.
 
-    ``weights`` are the number of trials times any prior weights (R's ``weights(m)``
-    for binomial fits); ``loglik_const`` is sum(log choose(n, k)) for cbind/weighted
-    responses (R's ``binomial()$aic`` term), 0 for 0/1 responses.
+    Binomial: y is a proportion and ``weights`` the number of trials times any prior weights
+    (R's ``weights(m)`` for binomial fits); ``loglik_const`` is sum(log choose(n, k)) for
+    cbind/weighted responses (R's ``binomial()$aic`` term), 0 for 0/1 responses. Poisson: y the
+    counts, ``weights`` the prior weights (1), ``loglik_const`` = -Σ w log(y!) (``poisson()$aic``).
     """
 
     info: DesignInfo
@@ -160,6 +162,7 @@ class Design:
     messages: tuple[str, ...] = ()
     loglik_const: float = 0.0
     offset: np.ndarray | None = None
+    family: Family = BINOMIAL
 
     @property
     def nobs(self) -> int:
@@ -612,12 +615,13 @@ def _order_reterms(terms: list[ReTerm]) -> list[ReTerm]:
 
 def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Mapping[str, str] | None = None,
                  levels: Mapping[str, Any] | None = None, weights: str | np.ndarray | None = None,
-                 allow_slopes: bool = False, where: str = "data") -> Design:
-    """Parse (if needed) and build the design of a binomial GLMM.
+                 allow_slopes: bool = False, where: str = "data", family: Family = BINOMIAL) -> Design:
+    """Parse (if needed) and build the design of a GLMM of ``family`` (binomial by default).
 
     ``contrasts`` maps a column (or variable label) to ``"sum"``/``"treatment"``;
     ``levels`` maps a column to its level order; ``weights`` is a column name or an
-    array of prior weights (R's ``weights=``).
+    array of prior weights (R's ``weights=``). The response is read as the family says
+    (``family.response``: ``"binomial"`` or ``"count"``).
     """
     spec = parse_formula(formula) if isinstance(formula, str) else formula
     if not isinstance(data, pd.DataFrame):
@@ -675,7 +679,7 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
     if len(frame) == 0:
         raise InputError(f"{where}: no rows left after removing rows with missing values in {cols}")
 
-    y, trials, counts = _response(spec, frame, where, levels)
+    y, trials, counts = _RESPONSES[family.response](spec, frame, where, levels)
     X, assign, names, (used_contr, xlevels, scaling) = _model_matrix(
         spec, frame, contr, None, None, where, full_data=data, levels_arg=levels)
     keep = _rank_columns(X)
@@ -690,20 +694,9 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
         assign = [assign[j] for j in keep]
 
     wts = trials if wvec is None else trials * wvec
-    # binomial()$aic: -2 * sum(dbinom(round(m*y), round(m), mu, log=TRUE) * wt/m); the
-    # constant part is the log binomial coefficient (0 for 0/1 rows)
-    const = 0.0
-    if counts or wvec is not None:
-        from scipy.special import gammaln
-
-        m = trials if np.any(trials > 1) else wts
-        k = np.round(m * y)
-        if np.any(np.abs(m * y - k) > 1e-7 * np.maximum(1, m)):
-            messages.append("non-integer #successes in a binomial glm!")
-        m = np.round(m)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            fac = np.where(m > 0, wts / np.where(m > 0, m, 1), 0.0)
-        const = float(np.sum(fac * (gammaln(m + 1) - gammaln(k + 1) - gammaln(m - k + 1))))
+    # family()$aic = 2 Σ w (b(η) − yη) − 2 const: the constant part (binomial: the log binomial coefficients)
+    const, cmsgs = family.loglik_const(y, trials, wvec, counts)
+    messages.extend(cmsgs)
 
     re_terms = []
     group_cache: dict[tuple[str, ...], tuple[np.ndarray, tuple[str, ...]]] = {}
@@ -733,4 +726,8 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
                       xlevels=xlevels, scaling=scaling, dropped_columns=dropped)
     return Design(info=info, X=X, y=np.ascontiguousarray(y, dtype=float), weights=np.ascontiguousarray(wts, float),
                   re=tuple(re_terms), frame=frame, n_dropped=n_dropped, messages=tuple(messages),
-                  loglik_const=const)
+                  loglik_const=const, family=family)
+
+
+#: the response reader of each ``Family.response`` kind
+_RESPONSES = {"binomial": _response}

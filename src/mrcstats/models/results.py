@@ -22,6 +22,7 @@ from scipy import stats as _st
 
 from mrcstats.errors import InputError
 from mrcstats.models.design import DesignInfo
+from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.formula import ModelSpec
 
 _QNAMES = ("Min", "1Q", "Median", "3Q", "Max")
@@ -55,7 +56,8 @@ def check_level(level: Any, who: str) -> float:
 
 @dataclass(frozen=True, eq=False)
 class GlmerResult:
-    """A fitted binomial GLMM (random intercepts), in lme4's terms.
+    """A fitted GLMM, in lme4's terms; ``family`` (:class:`~mrcstats.models.family.Family`) is its
+    response distribution and link (binomial-logit, Poisson-log).
 
     Attributes
     ----------
@@ -107,8 +109,7 @@ class GlmerResult:
     resid_quantiles: pd.Series
     fit_seconds: float
     info: DesignInfo | None = None
-    family: str = "binomial"
-    link: str = "logit"
+    family: Family = BINOMIAL
     optinfo: Mapping[str, Any] = field(default_factory=dict, repr=False)
     fit_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     frame: pd.DataFrame | None = field(default=None, repr=False)
@@ -125,7 +126,7 @@ class GlmerResult:
                        singular: bool | None = None, optinfo: Mapping[str, Any] | None = None,
                        fit_options: Mapping[str, Any] | None = None, frame: pd.DataFrame | None = None,
                        theta_names: Sequence[str] | None = None, varcorr: pd.DataFrame | None = None,
-                       design: Any = None) -> GlmerResult:
+                       design: Any = None, family: Family = BINOMIAL) -> GlmerResult:
         """Build a result from the estimates; every derived figure is computed here.
 
         ``beta`` follows ``info.column_names``; ``theta`` and ``group_names`` follow lme4's
@@ -171,9 +172,14 @@ class GlmerResult:
             messages=tuple(dict.fromkeys([*messages, *separation_messages(names, beta, se)])),  # each once
             resid_quantiles=pd.Series(np.asarray(resid_quantiles, float), index=list(_QNAMES)),
             fit_seconds=float(fit_seconds), info=info, optinfo=dict(optinfo or {}),
-            fit_options=dict(fit_options or {}), frame=frame, design=design)
+            fit_options=dict(fit_options or {}), frame=frame, design=design, family=family)
 
     # ------------------------------------------------------------------ accessors
+    @property
+    def link(self) -> str:
+        """The link's R name (``logit``, ``log``)."""
+        return self.family.link
+
     @property
     def spec(self) -> ModelSpec | None:
         return self.info.spec if self.info is not None else None
@@ -229,7 +235,8 @@ class GlmerResult:
     def to_dict(self) -> dict[str, Any]:
         """The CLI ``--json`` object (issue: formula, engine, nobs, ngroups, fixef, se, ...)."""
         return {
-            "formula": self.formula, "engine": self.engine, "nagq": self.nagq, "nobs": self.nobs,
+            "formula": self.formula, "family": self.family.name, "link": self.family.link, "engine": self.engine,
+            "nagq": self.nagq, "nobs": self.nobs,
             "ngroups": dict(self.ngroups),
             "fixef": self.fixef.to_dict(), "se": self.se.to_dict(), "z": self.z.to_dict(), "p": self.p.to_dict(),
             "theta": self.theta.to_dict(),
