@@ -511,6 +511,26 @@ def _arith(tokens: tuple[str, ...], data: pd.DataFrame, where: str) -> np.ndarra
     return expr()
 
 
+def _count_response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg: Mapping | None):
+    """(y, ones, False) for a count family (Poisson): a numeric column of non-negative whole numbers."""
+    r = spec.response
+    if r.is_cbind:
+        raise InputError(f"{where}: {r.text}: cbind() responses are for the binomial family; a count model "
+                         "takes one column of counts")
+    col = r.column
+    if col not in data.columns:
+        raise InputError(f"{where}: response column {col!r} is not in the data (columns: {list(data.columns)[:20]})")
+    s = data[col]
+    if not _is_numeric(s) and not pd.api.types.is_bool_dtype(s.dtype):
+        raise InputError(f"{where}: response {col!r} must hold counts (non-negative whole numbers), it is {s.dtype}")
+    y = np.asarray(s.astype("float64"), dtype=float)
+    bad = np.flatnonzero(~np.isfinite(y) | (y < 0) | (y != np.round(y)))
+    if bad.size:
+        raise InputError(f"{where}: response {col!r} must hold counts (non-negative whole numbers); row "
+                         f"{data.index[bad[0]]!r} has {y[bad[0]]:g}")
+    return y, np.ones(len(s)), False
+
+
 def _response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg: Mapping | None):
     """(y proportion, trials, is_counts) for the binomial family, R's ``binomial()$initialize`` rules."""
     r = spec.response
@@ -730,4 +750,4 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
 
 
 #: the response reader of each ``Family.response`` kind
-_RESPONSES = {"binomial": _response}
+_RESPONSES = {"binomial": _response, "count": _count_response}

@@ -228,10 +228,78 @@ BINOMIAL = Family(
     response_plural="probabilities")
 
 
+# ----------------------------------------------------------------------------- Poisson, log link
+
+
+def _log(mu):
+    if isinstance(mu, float):
+        return math.log(mu)
+    return np.log(np.asarray(mu, float))
+
+
+def _exp_clamped(eta):
+    """R's ``poisson()$linkinv`` and ``$mu.eta``: pmax(exp(η), .Machine$double.eps)."""
+    with np.errstate(over="ignore"):
+        return np.maximum(np.exp(np.asarray(eta, float)), _EPS)
+
+
+def _exp(eta, out=None, tmp=None):
+    with np.errstate(over="ignore"):
+        return np.exp(eta, out=out)
+
+
+def _pois_var(mu, out=None):
+    if out is None:
+        return np.array(mu, dtype=float, copy=True)
+    np.copyto(out, mu)
+    return out
+
+
+def _pois_dvar(mu, out=None):
+    if out is None:
+        return np.ones_like(mu)
+    out.fill(1.0)
+    return out
+
+
+def _pois_saturated_rows(y, w):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 2 * w * (np.where(y > 0, y * np.log(np.where(y > 0, y, 1)), 0.0) - y)
+
+
+def _pois_const(y, trials, prior_w, counts):
+    """``poisson()$aic``'s constant: −Σ wt log(y!)."""
+    from scipy.special import gammaln
+
+    w = np.ones_like(y) if prior_w is None else prior_w
+    return float(-np.sum(w * gammaln(y + 1))), []
+
+
+def _pois_check(ybar: float, nobs: int) -> str | None:
+    if ybar > 0:
+        return None
+    return f"every response is 0 ({nobs} rows): a Poisson model has nothing to estimate"
+
+
+def _pois_simulate(mu, weights, rng: np.random.Generator) -> np.ndarray:
+    return rng.poisson(mu).astype(float)
+
+
+POISSON = Family(
+    name="poisson", link="log", response="count", linkfun=_log, linkinv=_exp_clamped, mu_eta=_exp_clamped,
+    variance=_pois_var, dvariance=_pois_dvar, cumulant=_exp, mean=_exp, variance_into=_pois_var,
+    wvariance=lambda mu, w: w * mu, saturated=lambda y, w: float(np.sum(_pois_saturated_rows(y, w))),
+    saturated_rows=_pois_saturated_rows, loglik_const=_pois_const,
+    start_mean=lambda y, w: float(np.sum(w * y)) / float(np.sum(w)), check_mean=_pois_check,
+    boundary_message=lambda mu: None, simulate=_pois_simulate, scale_name="log scale", contrast_scale="log",
+    response_col="rate", ratio_col="ratio", eta_desc="log rate", ratio_desc="Rate ratios",
+    response_desc="expected count", response_plural="expected counts")
+
+
 # ----------------------------------------------------------------------------- the registry
 
 #: every family by R's spelling (``binomial``, ``binomial(logit)``, ``binomial(link = "logit")``)
-FAMILIES: dict[str, Family] = {f.name: f for f in (BINOMIAL,)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (BINOMIAL, POISSON)}
 
 
 def get_family(family: str | Family) -> Family:
@@ -252,4 +320,4 @@ def get_family(family: str | Family) -> Family:
     return fam
 
 
-__all__ = ["BINOMIAL", "FAMILIES", "Family", "get_family"]
+__all__ = ["BINOMIAL", "FAMILIES", "POISSON", "Family", "get_family"]
