@@ -531,6 +531,25 @@ def _count_response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg:
     return y, np.ones(len(s)), False
 
 
+def _continuous_response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg: Mapping | None):
+    """(y, ones, False) for the Gaussian family (lmer): a numeric column of finite numbers."""
+    r = spec.response
+    if r.is_cbind:
+        raise InputError(f"{where}: {r.text}: cbind() responses are for the binomial family; a linear mixed "
+                         "model takes one numeric column")
+    col = r.column
+    if col not in data.columns:
+        raise InputError(f"{where}: response column {col!r} is not in the data (columns: {list(data.columns)[:20]})")
+    s = data[col]
+    if not _is_numeric(s) and not pd.api.types.is_bool_dtype(s.dtype):
+        raise InputError(f"{where}: response {col!r} must be numeric for a linear mixed model, it is {s.dtype}")
+    y = np.asarray(s.astype("float64"), dtype=float)
+    bad = np.flatnonzero(~np.isfinite(y))
+    if bad.size:
+        raise InputError(f"{where}: response {col!r} is not finite at row {data.index[bad[0]]!r} ({y[bad[0]]})")
+    return y, np.ones(len(s)), False
+
+
 def _response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg: Mapping | None):
     """(y proportion, trials, is_counts) for the binomial family, R's ``binomial()$initialize`` rules."""
     r = spec.response
@@ -750,4 +769,4 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
 
 
 #: the response reader of each ``Family.response`` kind
-_RESPONSES = {"binomial": _response, "count": _count_response}
+_RESPONSES = {"binomial": _response, "count": _count_response, "continuous": _continuous_response}

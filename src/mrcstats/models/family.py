@@ -296,10 +296,50 @@ POISSON = Family(
     response_desc="expected count", response_plural="expected counts")
 
 
+# ----------------------------------------------------------------------------- Gaussian, identity link
+
+
+def _identity(x, out=None):
+    if isinstance(x, float):
+        return x
+    if out is None:
+        return np.array(x, dtype=float, copy=True)
+    np.copyto(out, x)
+    return out
+
+
+def _zeros(mu, out=None):
+    if out is None:
+        return np.zeros_like(np.asarray(mu, float))
+    out.fill(0.0)
+    return out
+
+
+def _half_square(eta, out=None, tmp=None):
+    out = np.multiply(eta, eta, out=out)
+    out *= 0.5
+    return out
+
+
+GAUSSIAN = Family(
+    name="gaussian", link="identity", response="continuous", linkfun=_identity,
+    linkinv=lambda eta: np.asarray(eta, float), mu_eta=lambda eta: np.ones_like(np.asarray(eta, float)),
+    variance=_pois_dvar, dvariance=_zeros, cumulant=_half_square, mean=_identity, variance_into=_pois_dvar,
+    wvariance=lambda mu, w: np.asarray(w, float).copy(), saturated=lambda y, w: float(np.sum(w * y * y)),
+    saturated_rows=lambda y, w: w * y * y, loglik_const=lambda y, trials, prior_w, counts: (0.0, []),
+    start_mean=lambda y, w: float(np.sum(w * y)) / float(np.sum(w)),
+    check_mean=lambda ybar, nobs: None if np.isfinite(ybar) else "the response has no finite mean",
+    boundary_message=lambda mu: None, simulate=lambda mu, weights, rng: mu + rng.standard_normal(len(mu)),
+    scale_name="response scale", contrast_scale="response", response_col="response", ratio_col="difference",
+    eta_desc="response", ratio_desc="Differences", response_desc="mean response", response_plural="means")
+"""The linear mixed model's family (:func:`mrcstats.models.lmm.lmer`): the design reads a continuous
+response; the fit is lme4's profiled (RE)ML, not the Laplace kernels (their σ is fixed at 1)."""
+
+
 # ----------------------------------------------------------------------------- the registry
 
 #: every family by R's spelling (``binomial``, ``binomial(logit)``, ``binomial(link = "logit")``)
-FAMILIES: dict[str, Family] = {f.name: f for f in (BINOMIAL, POISSON)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (BINOMIAL, POISSON, GAUSSIAN)}
 
 
 def get_family(family: str | Family) -> Family:
@@ -320,4 +360,4 @@ def get_family(family: str | Family) -> Family:
     return fam
 
 
-__all__ = ["BINOMIAL", "FAMILIES", "POISSON", "Family", "get_family"]
+__all__ = ["BINOMIAL", "FAMILIES", "GAUSSIAN", "POISSON", "Family", "get_family"]

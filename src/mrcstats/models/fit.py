@@ -72,6 +72,12 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str | Family = "
         raise InputError(f"glmer: formula must be R formula text such as 'correct ~ x + (1 | cluster)', got "
                          f"{type(formula).__name__}")
     fam = get_family(family)
+    if fam.response == "continuous":          # lme4: glmer(family = gaussian) is lmer()
+        from mrcstats.models.lmm import lmer
+
+        if engine != "native" or nagq != 1:
+            raise InputError("family 'gaussian' is a linear mixed model (lmer): the native engine, no nagq")
+        return lmer(formula, data, contrasts=contrasts, levels=levels, weights=weights)  # type: ignore[return-value]
     if engine in ("duckdb", "dask") or type(data).__name__ in ("LogDataset", "DataFrame") and \
             not isinstance(data, pd.DataFrame):
         from mrcstats.models.outofcore import glmer_outofcore  # datasets larger than memory, Dask (issue 19)
