@@ -113,6 +113,8 @@ def _glmer(args: argparse.Namespace) -> int:
             info(f"mrcstats glmer: confint: {msg}")
         obj["confint"] = ci.to_dict()
         text.append("\n" + ci.summary())
+        for msg in ci.refused:
+            info(f"mrcstats glmer: confint: refused: {msg}")
     if args.drop1 or args.gvif or args.compare:
         from mrcstats.models import compare
     if args.drop1:
@@ -129,7 +131,10 @@ def _glmer(args: argparse.Namespace) -> int:
         obj["anova"] = an.to_dict()
         text.append("\n" + an.summary())
     _emmeans_block(args, m, obj, text)
-    return output(args, obj, "\n".join(text))
+    code = output(args, obj, "\n".join(text))
+    if args.confint and ci.refused:       # an interval that could not be computed is not a success
+        return 1
+    return code
 
 
 def _check_emmeans_args(args: argparse.Namespace) -> None:

@@ -57,6 +57,40 @@ PAIRS_MAX = 30_000_000       # first-term x other-term coupling entries kept den
 # ----------------------------------------------------------------------------- the PLS system
 
 
+def _left(T: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """T @ B[j] for every j (T: q x q, B: n x q x m), as q² vector operations (faster than batched matmul
+    for the small q of random-effects terms)."""
+    q = T.shape[0]
+    out = np.zeros(B.shape)
+    for a in range(q):
+        for b in range(q):
+            if T[a, b] != 0.0:
+                out[:, a] += T[a, b] * B[:, b]
+    return out
+
+
+def _right(B: np.ndarray, T: np.ndarray) -> np.ndarray:
+    """B[..., :] @ T over the last axis (B: ... x q)."""
+    q = T.shape[0]
+    out = np.zeros(B.shape)
+    for a in range(q):
+        for b in range(q):
+            if T[b, a] != 0.0:
+                out[..., a] += B[..., b] * T[b, a]
+    return out
+
+
+def _bmm(M: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """M[j] @ B[j] (M: n x q x q, B: n x q x m)."""
+    q = M.shape[1]
+    out = np.zeros(B.shape)
+    for a in range(q):
+        for b in range(q):
+            out[:, a] += M[:, a, b, None] * B[:, b]
+    return out
+
+
+
 class LmmSystem:
     """The cross-products of one LMM design and lme4's profiled deviance as a function of θ.
 
@@ -122,7 +156,7 @@ class LmmSystem:
         for k, T in enumerate(Ts):
             sl = slice(self.offs[k], self.offs[k + 1])
             blk = v[sl].reshape(self.nls[k], self.qs[k], -1)
-            out[sl] = np.einsum("ba,jbm->jam", T, blk).reshape(v[sl].shape)
+            out[sl] = _left(T.T, blk).reshape(v[sl].shape)
         return out
 
     def _lam(self, Ts: list[np.ndarray], v: np.ndarray) -> np.ndarray:
@@ -131,23 +165,23 @@ class LmmSystem:
         for k, T in enumerate(Ts):
             sl = slice(self.offs[k], self.offs[k + 1])
             blk = v[sl].reshape(self.nls[k], self.qs[k], -1)
-            out[sl] = np.einsum("ab,jbm->jam", T, blk).reshape(v[sl].shape)
+            out[sl] = _left(T, blk).reshape(v[sl].shape)
         return out
 
     def _factor(self, Ts):
         """D (first-term blocks of M), their inverses, C, the Cholesky factor of S, log|M|."""
         T1 = Ts[0]
-        D = np.einsum("ba,jbc,cd->jad", T1, self.A11, T1)
+        D = _left(T1.T, _right(self.A11, T1))
         D[:, np.arange(self.qs[0]), np.arange(self.qs[0])] += 1.0
         Dinv = _binv(D)
         ld = _blogdet(D)
         if not self.Q2:
             return Dinv, None, None, None, ld
         n1, q1 = self.nls[0], self.qs[0]
-        C = np.einsum("ba,jbk->jak", T1, self.A12.reshape(n1, q1, self.Q2)).reshape(self.m1, self.Q2)
+        C = _left(T1.T, self.A12.reshape(n1, q1, self.Q2)).reshape(self.m1, self.Q2)
         C = self._right_lam2(Ts, C)                                  # Λ₁ᵀ A₁₂ Λ₂
         B = self._right_lam2(Ts, self._right_lam2(Ts, self.A22).T) + np.eye(self.Q2)   # Λ₂ᵀ A₂₂ Λ₂ + I
-        G = (np.einsum("jab,jbk->jak", Dinv, C.reshape(n1, q1, self.Q2)) if q1 > 1
+        G = (_bmm(Dinv, C.reshape(n1, q1, self.Q2)) if q1 > 1
              else Dinv[:, :, :1] * C.reshape(n1, q1, self.Q2)).reshape(self.m1, self.Q2)
         S = B - C.T @ G
         try:
@@ -163,7 +197,7 @@ class LmmSystem:
         for k in range(1, len(self.terms)):
             a, b = self.offs[k] - self.m1, self.offs[k + 1] - self.m1
             blk = A[:, a:b].reshape(A.shape[0], self.nls[k], self.qs[k])
-            out[:, a:b] = np.einsum("mjb,ba->mja", blk, Ts[k]).reshape(A.shape[0], b - a)
+            out[:, a:b] = _right(blk, Ts[k]).reshape(A.shape[0], b - a)
         return out
 
     def _solve(self, fac, r: np.ndarray) -> np.ndarray:
@@ -174,11 +208,11 @@ class LmmSystem:
         R = r.reshape(self.nq, -1)
         r1, r2 = R[:self.m1], R[self.m1:]
         if C is None:
-            x1 = np.einsum("jab,jbm->jam", Dinv, r1.reshape(n1, q1, -1)).reshape(self.m1, -1)
+            x1 = _bmm(Dinv, r1.reshape(n1, q1, -1)).reshape(self.m1, -1)
             return x1.ravel() if vec else x1
         y2 = sla.cho_solve(cho, r2 - G.T @ r1, check_finite=False)
         t = r1 - C @ y2
-        x1 = np.einsum("jab,jbm->jam", Dinv, t.reshape(n1, q1, -1)).reshape(self.m1, -1)
+        x1 = _bmm(Dinv, t.reshape(n1, q1, -1)).reshape(self.m1, -1)
         out = np.concatenate([x1, y2])
         return out.ravel() if vec else out
 
@@ -245,13 +279,13 @@ class LmmSystem:
         else:
             Sinv = sla.cho_solve(cho, np.eye(self.Q2), check_finite=False)
             GS = (G @ Sinv).reshape(n1, q1, self.Q2)
-            blocks1 = Dinv + np.einsum("jak,jbk->jab", GS, G.reshape(n1, q1, self.Q2))
-        out.append(np.einsum("ab,jbc,dc->jad", Ts[0], blocks1, Ts[0]))
+            blocks1 = Dinv + np.matmul(GS, G.reshape(n1, q1, self.Q2).transpose(0, 2, 1))
+        out.append(np.matmul(np.matmul(Ts[0], blocks1), Ts[0].T))
         for k in range(1, len(self.terms)):
             qk, o = self.qs[k], self.offs[k] - self.m1
             idx = o + np.arange(self.nls[k])[:, None] * qk + np.arange(qk)[None, :]
             blocks = Sinv[idx[:, :, None], idx[:, None, :]]
-            out.append(np.einsum("ab,jbc,dc->jad", Ts[k], blocks, Ts[k]))
+            out.append(np.matmul(np.matmul(Ts[k], blocks), Ts[k].T))
         return out
 
 
@@ -520,7 +554,7 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None) -> LmerResult:
     f = sys_.deviance
     bounds = [(0.0 if lo == 0 else None, None) for lo in lower]
     r = optimize.minimize(lambda th: (f(th), _central_grad(f, th, lower)), th0, jac=True, method="L-BFGS-B",
-                          bounds=bounds, options={"maxiter": 1000, "ftol": 1e-15, "gtol": 1e-9, "maxcor": 20})
+                          bounds=bounds, options={"maxiter": 1000, "ftol": 1e-12, "gtol": 1e-7, "maxcor": 20})
     th = np.maximum(r.x, lower)
     fval = f(th)
     g_end = _central_grad(f, th, lower)
