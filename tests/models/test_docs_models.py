@@ -32,4 +32,4 @@ def test_docs_models_examples_run(tmp_path, monkeypatch, capsys):
             capsys.readouterr()
             assert main(argv[1:]) == 0, line
             obj = json.loads(capsys.readouterr().out)
-            assert obj["fixef"] and obj["family"] in ("poisson", "gaussian")
+            assert obj["fixef"] and obj["family"] in ("poisson", "gaussian", "betabinomial")

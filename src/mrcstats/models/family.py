@@ -74,6 +74,8 @@ class Family:
     ratio_desc: str = "Ratios"     # tables: what exp(β) is ("Odds ratios", "Rate ratios")
     response_desc: str = "mean"    # tables: what μ is ("probability of a correct answer", "expected count")
     response_plural: str = "means"  # ("probabilities", "expected counts")
+    loglik_rows: Callable | None = None  # (y, trials, η, φ) -> (ℓ, ∂ℓ/∂η, ∂²ℓ/∂η²) per row: the Laplace fit
+    start_dispersion: float = 1.0  # φ's start (families with a dispersion parameter)
 
     def __str__(self) -> str:
         return self.name
@@ -336,10 +338,42 @@ GAUSSIAN = Family(
 response; the fit is lme4's profiled (RE)ML, not the Laplace kernels (their σ is fixed at 1)."""
 
 
+# ----------------------------------------------------------------------------- beta-binomial, logit link
+
+
+def _betabinom_rows(y, trials, eta, phi):
+    """glmmTMB's ``betabinomial``: k ~ BetaBinomial(n, μφ, (1-μ)φ), μ = logit⁻¹(η), Var(k) = nμ(1-μ)(1 + (n-1)/(φ+1));
+    ℓ = log C(n, k) + log B(k + μφ, n - k + (1-μ)φ) - log B(μφ, (1-μ)φ) and its η-derivatives (digamma/trigamma)."""
+    from scipy.special import betaln, digamma, gammaln, polygamma
+
+    n = trials
+    k = np.round(y * n)
+    mu = _expit(np.asarray(eta, float))
+    a, b = mu * phi, (1 - mu) * phi
+    ll = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1) + betaln(k + a, n - k + b) - betaln(a, b)
+    dmu = phi * (digamma(k + a) - digamma(n - k + b) - digamma(a) + digamma(b))
+    d2mu = phi * phi * (polygamma(1, k + a) + polygamma(1, n - k + b) - polygamma(1, a) - polygamma(1, b))
+    m1 = mu * (1 - mu)
+    return ll, dmu * m1, d2mu * m1 * m1 + dmu * m1 * (1 - 2 * mu)
+
+
+BETABINOMIAL = Family(
+    name="betabinomial", link="logit", response="binomial", linkfun=_logit, linkinv=_logit_linkinv,
+    mu_eta=_logit_mu_eta, variance=_binom_var, dvariance=_binom_dvar, cumulant=_softplus, mean=_expit,
+    variance_into=_binom_var_into, wvariance=lambda mu, w: w * mu * (1 - mu), saturated=_binom_saturated,
+    saturated_rows=_binom_saturated_rows, loglik_const=_binom_const, start_mean=_binom_start,
+    check_mean=_binom_check, boundary_message=_binom_boundary, simulate=_binom_simulate, canonical=False,
+    scale_name="logit scale", contrast_scale="log odds ratio", response_col="prob", ratio_col="odds.ratio",
+    eta_desc="log-odds", ratio_desc="Odds ratios", response_desc="probability of a correct answer",
+    response_plural="probabilities", loglik_rows=_betabinom_rows, start_dispersion=10.0)
+"""k correct of n (pass@k designs) with overdispersion beside the random effects, as glmmTMB's
+``betabinomial``; fitted by :mod:`mrcstats.models.laplace`, the dispersion φ is glmmTMB's ``sigma``."""
+
+
 # ----------------------------------------------------------------------------- the registry
 
 #: every family by R's spelling (``binomial``, ``binomial(logit)``, ``binomial(link = "logit")``)
-FAMILIES: dict[str, Family] = {f.name: f for f in (BINOMIAL, POISSON, GAUSSIAN)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (BINOMIAL, POISSON, GAUSSIAN, BETABINOMIAL)}
 
 
 def get_family(family: str | Family) -> Family:
@@ -360,4 +394,4 @@ def get_family(family: str | Family) -> Family:
     return fam
 
 
-__all__ = ["BINOMIAL", "FAMILIES", "GAUSSIAN", "POISSON", "Family", "get_family"]
+__all__ = ["BETABINOMIAL", "BINOMIAL", "FAMILIES", "GAUSSIAN", "POISSON", "Family", "get_family"]

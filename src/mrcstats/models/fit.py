@@ -97,6 +97,8 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str | Family = "
         raise InputError(f"nagq must be a whole number 0..25, got {nagq!r}") from None
     if not 0 <= nagq <= 25:
         raise InputError(f"nagq must be between 0 and 25, got {nagq}")
+    if engine == "lme4" and not fam.canonical:
+        raise InputError(f"family {fam.name!r}: lme4 has no such family (glmmTMB has); use engine='native'")
     if engine == "lme4":
         from mrcstats.models.r_engine import fit_lme4
 
@@ -110,6 +112,13 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str | Family = "
     if engine != "native":
         raise InputError(f"engine {engine!r}: use 'native' or 'lme4'")
     design = build_design(formula, data, contrasts=contrasts, levels=levels, weights=weights, family=fam)
+    if fam.loglik_rows is not None:         # no canonical kernel: the Laplace fit of the row log-likelihood
+        from mrcstats.models.laplace import fit_laplace
+
+        if nagq != 1:
+            raise InputError(f"family {fam.name!r} is fitted by the Laplace approximation; use nagq=1")
+        return fit_laplace(design, t0=t0, fit_options={"contrasts": dict(contrasts or {}),
+                                                        "levels": dict(levels or {}), "family": fam.name})
     res = fit_design(design, nagq=nagq, t0=t0,
                      fit_options={"contrasts": dict(contrasts or {}), "levels": dict(levels or {}),
                                   "weights": weights if isinstance(weights, str) else None, "nagq": nagq,

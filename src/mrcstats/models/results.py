@@ -110,6 +110,7 @@ class GlmerResult:
     fit_seconds: float
     info: DesignInfo | None = None
     family: Family = BINOMIAL
+    dispersion: float | None = None
     optinfo: Mapping[str, Any] = field(default_factory=dict, repr=False)
     fit_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     frame: pd.DataFrame | None = field(default=None, repr=False)
@@ -126,7 +127,7 @@ class GlmerResult:
                        singular: bool | None = None, optinfo: Mapping[str, Any] | None = None,
                        fit_options: Mapping[str, Any] | None = None, frame: pd.DataFrame | None = None,
                        theta_names: Sequence[str] | None = None, varcorr: pd.DataFrame | None = None,
-                       design: Any = None, family: Family = BINOMIAL) -> GlmerResult:
+                       design: Any = None, family: Family = BINOMIAL, npar_extra: int = 0) -> GlmerResult:
         """Build a result from the estimates; every derived figure is computed here.
 
         ``beta`` follows ``info.column_names``; ``theta`` and ``group_names`` follow lme4's
@@ -144,7 +145,7 @@ class GlmerResult:
         p = 2.0 * _st.norm.sf(np.abs(z))
         th = np.asarray(theta, dtype=float)
         tnames = list(theta_names) if theta_names is not None else [f"{g}.(Intercept)" for g in group_names]
-        npar = len(names) + len(th)
+        npar = len(names) + len(th) + npar_extra
         m2 = -2.0 * float(loglik)
         aic = m2 + 2 * npar
         bic = m2 + math.log(nobs) * npar
@@ -246,6 +247,7 @@ class GlmerResult:
             "loglik": self.loglik, "aic": self.aic, "bic": self.bic, "minus2loglik": self.minus2loglik,
             "deviance": self.deviance, "df_resid": self.df_resid, "converged": self.converged,
             "singular": self.singular, "messages": list(self.messages), "fit_seconds": self.fit_seconds,
+            **({"dispersion": self.dispersion} if self.dispersion is not None else {}),
         }
 
     def ranef_dict(self) -> dict[str, dict[str, dict[str, float]]]:
