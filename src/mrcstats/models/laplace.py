@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from scipy import linalg as sla
 from scipy import optimize, sparse
 
@@ -90,8 +89,9 @@ class LaplaceModel:
             H = (ZL.T @ sparse.diags(-d2) @ ZL).toarray() + np.eye(self.nq)
             try:
                 cho = sla.cho_factor(H, lower=True, check_finite=False)
-            except np.linalg.LinAlgError:
-                raise ModelError("Laplace: the random-effects Hessian is not positive definite") from None
+            except np.linalg.LinAlgError:       # far from the mode: a Fisher-like step with W clipped at 0
+                H = (ZL.T @ sparse.diags(np.maximum(-d2, 0.0)) @ ZL).toarray() + np.eye(self.nq)
+                cho = sla.cho_factor(H, lower=True, check_finite=False)
             step = sla.cho_solve(cho, g, check_finite=False)
             dec = float(g @ step)
             if dec < 1e-20 * max(1, self.nq):
@@ -109,8 +109,8 @@ class LaplaceModel:
         ll, d1, d2 = self._rows(eta0 + ZL @ u, phi)
         H = (ZL.T @ sparse.diags(-d2) @ ZL).toarray() + np.eye(self.nq)
         sign, ldH = np.linalg.slogdet(H)
-        if sign <= 0:
-            raise ModelError("Laplace: the random-effects Hessian is not positive definite")
+        if sign <= 0:                           # no Laplace approximation here: the optimiser steps back
+            return math.inf
         if keep:
             self.u = u
         return -2.0 * float(ll.sum()) + float(u @ u) + float(ldH)
