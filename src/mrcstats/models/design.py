@@ -511,43 +511,40 @@ def _arith(tokens: tuple[str, ...], data: pd.DataFrame, where: str) -> np.ndarra
     return expr()
 
 
-def _count_response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg: Mapping | None):
-    """(y, ones, False) for a count family (Poisson): a numeric column of non-negative whole numbers."""
+def _numeric_response(spec: ModelSpec, data: pd.DataFrame, where: str, model: str, holds: str) -> np.ndarray:
+    """The response of a one-column family as floats (``model``/``holds`` word the messages)."""
     r = spec.response
     if r.is_cbind:
-        raise InputError(f"{where}: {r.text}: cbind() responses are for the binomial family; a count model "
-                         "takes one column of counts")
+        raise InputError(f"{where}: {r.text}: cbind() responses are for the binomial family; a {model} takes one "
+                         f"column of {holds}")
     col = r.column
     if col not in data.columns:
         raise InputError(f"{where}: response column {col!r} is not in the data (columns: {list(data.columns)[:20]})")
     s = data[col]
     if not _is_numeric(s) and not pd.api.types.is_bool_dtype(s.dtype):
-        raise InputError(f"{where}: response {col!r} must hold counts (non-negative whole numbers), it is {s.dtype}")
-    y = np.asarray(s.astype("float64"), dtype=float)
+        raise InputError(f"{where}: response {col!r} must hold {holds} for a {model}, it is {s.dtype}")
+    return np.asarray(s.astype("float64"), dtype=float)
+
+
+def _count_response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg: Mapping | None):
+    """(y, ones, False) for a count family (Poisson): a numeric column of non-negative whole numbers."""
+    col = spec.response.column
+    y = _numeric_response(spec, data, where, "count model", "counts (non-negative whole numbers)")
     bad = np.flatnonzero(~np.isfinite(y) | (y < 0) | (y != np.round(y)))
     if bad.size:
         raise InputError(f"{where}: response {col!r} must hold counts (non-negative whole numbers); row "
                          f"{data.index[bad[0]]!r} has {y[bad[0]]:g}")
-    return y, np.ones(len(s)), False
+    return y, np.ones(len(y)), False
 
 
 def _continuous_response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg: Mapping | None):
     """(y, ones, False) for the Gaussian family (lmer): a numeric column of finite numbers."""
-    r = spec.response
-    if r.is_cbind:
-        raise InputError(f"{where}: {r.text}: cbind() responses are for the binomial family; a linear mixed "
-                         "model takes one numeric column")
-    col = r.column
-    if col not in data.columns:
-        raise InputError(f"{where}: response column {col!r} is not in the data (columns: {list(data.columns)[:20]})")
-    s = data[col]
-    if not _is_numeric(s) and not pd.api.types.is_bool_dtype(s.dtype):
-        raise InputError(f"{where}: response {col!r} must be numeric for a linear mixed model, it is {s.dtype}")
-    y = np.asarray(s.astype("float64"), dtype=float)
+    col = spec.response.column
+    y = _numeric_response(spec, data, where, "linear mixed model", "numeric values")
     bad = np.flatnonzero(~np.isfinite(y))
     if bad.size:
         raise InputError(f"{where}: response {col!r} is not finite at row {data.index[bad[0]]!r} ({y[bad[0]]})")
-    return y, np.ones(len(s)), False
+    return y, np.ones(len(y)), False
 
 
 def _response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg: Mapping | None):
@@ -647,6 +644,25 @@ def _order_reterms(terms: list[ReTerm]) -> list[ReTerm]:
         asc = sorted(range(len(nl)), key=lambda i: (nl[i], i))
         return [terms[i] for i in reversed(asc)]
     return terms
+
+
+def reterms_matrix(re: Sequence[ReTerm], n: int):
+    """Z (n x q, sparse CSC) of the random-effects terms in lme4's column order (term by term, level-major,
+    a term's columns together) and each term's first column (offsets, length len(re) + 1)."""
+    from scipy import sparse
+
+    sizes = [t.nlevels * t.q for t in re]
+    offs = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    rows, cols, vals = [], [], []
+    ar = np.arange(n)
+    for k, t in enumerate(re):
+        codes = np.asarray(t.codes, np.int64)
+        for c in range(t.q):
+            rows.append(ar)
+            cols.append(offs[k] + codes * t.q + c)
+            vals.append(np.ones(n) if t.Z is None else np.asarray(t.Z[:, c], float))
+    Z = sparse.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, int(offs[-1])))
+    return Z, offs
 
 
 # ----------------------------------------------------------------------------- public

@@ -30,6 +30,7 @@ Adding a family is one instance below plus its parity test against R.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -357,15 +358,8 @@ def _betabinom_rows(y, trials, eta, phi):
     return ll, dmu * m1, d2mu * m1 * m1 + dmu * m1 * (1 - 2 * mu)
 
 
-BETABINOMIAL = Family(
-    name="betabinomial", link="logit", response="binomial", linkfun=_logit, linkinv=_logit_linkinv,
-    mu_eta=_logit_mu_eta, variance=_binom_var, dvariance=_binom_dvar, cumulant=_softplus, mean=_expit,
-    variance_into=_binom_var_into, wvariance=lambda mu, w: w * mu * (1 - mu), saturated=_binom_saturated,
-    saturated_rows=_binom_saturated_rows, loglik_const=_binom_const, start_mean=_binom_start,
-    check_mean=_binom_check, boundary_message=_binom_boundary, simulate=_binom_simulate, canonical=False,
-    scale_name="logit scale", contrast_scale="log odds ratio", response_col="prob", ratio_col="odds.ratio",
-    eta_desc="log-odds", ratio_desc="Odds ratios", response_desc="probability of a correct answer",
-    response_plural="probabilities", loglik_rows=_betabinom_rows, start_dispersion=10.0)
+BETABINOMIAL = dataclasses.replace(BINOMIAL, name="betabinomial", canonical=False, loglik_rows=_betabinom_rows,
+                                   start_dispersion=10.0)
 """k correct of n (pass@k designs) with overdispersion beside the random effects, as glmmTMB's
 ``betabinomial``; fitted by :mod:`mrcstats.models.laplace`, the dispersion φ is glmmTMB's ``sigma``."""
 

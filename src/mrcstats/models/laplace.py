@@ -25,6 +25,8 @@ from scipy import linalg as sla
 from scipy import optimize, sparse
 
 from mrcstats.errors import ModelError
+from mrcstats.models.design import reterms_matrix
+from mrcstats.models.deviance import halving_step
 
 DENSE_MAX = 4000
 
@@ -42,22 +44,12 @@ class LaplaceModel:
         self.terms = list(design.re)
         self.nth = [t.ntheta for t in self.terms]
         self.th_off = np.concatenate([[0], np.cumsum(self.nth)]).astype(int)
-        sizes = [t.nlevels * t.q for t in self.terms]
-        self.offs = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        Z, self.offs = reterms_matrix(self.terms, self.n)
+        self.Z = Z.tocsr()
         self.nq = int(self.offs[-1])
         if self.nq > DENSE_MAX:
             raise ModelError(f"family {self.fam.name!r}: the native Laplace fit takes at most {DENSE_MAX} random "
                              f"effects (here {self.nq}); simplify the random-effects terms")
-        rows, cols, vals = [], [], []
-        ar = np.arange(self.n)
-        for k, t in enumerate(self.terms):
-            codes = np.asarray(t.codes, np.int64)
-            for c in range(t.q):
-                rows.append(ar)
-                cols.append(self.offs[k] + codes * t.q + c)
-                vals.append(np.ones(self.n) if t.Z is None else np.asarray(t.Z[:, c], float))
-        self.Z = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                                   shape=(self.n, self.nq))
         self.u = np.zeros(self.nq)
         self.nfev = 0
 
@@ -96,14 +88,7 @@ class LaplaceModel:
             dec = float(g @ step)
             if dec < 1e-20 * max(1, self.nq):
                 break
-            fac = 1.0
-            for _h in range(40):
-                un = u - fac * step
-                f1 = pen(un)
-                if f1 <= f0 + 1e-12 * abs(f0):
-                    break
-                fac /= 2
-            u, f0 = un, f1
+            u, f0 = halving_step(u, step, f0, pen)
         else:
             raise ModelError("Laplace: the conditional modes did not converge")
         ll, d1, d2 = self._rows(eta0 + ZL @ u, phi)

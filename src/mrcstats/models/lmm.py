@@ -40,10 +40,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import linalg as sla
-from scipy import optimize, sparse
+from scipy import optimize
 from scipy import stats as _st
 
 from mrcstats.errors import InputError, ModelError
+from mrcstats.models.design import reterms_matrix
 from mrcstats.models.deviance import _binv, _blogdet
 from mrcstats.models.family import GAUSSIAN
 from mrcstats.models.formula import ModelSpec
@@ -108,10 +109,9 @@ class LmmSystem:
         self.th_off = np.concatenate([[0], np.cumsum(self.nth)]).astype(int)
         self.qs = [t.q for t in self.terms]
         self.nls = [t.nlevels for t in self.terms]
-        sizes = [nl * q for nl, q in zip(self.nls, self.qs)]
-        self.offs = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        Z, self.offs = reterms_matrix(self.terms, self.n)
         self.nq = int(self.offs[-1])
-        self.m1 = sizes[0]                 # first term's random effects
+        self.m1 = int(self.offs[1])        # first term's random effects
         self.Q2 = self.nq - self.m1
         if self.Q2 > DENSE_MAX:
             raise ModelError(f"lmer: the random-effects terms after the first have {self.Q2} random effects "
@@ -119,17 +119,6 @@ class LmmSystem:
         if self.Q2 and self.m1 * self.Q2 > PAIRS_MAX:
             raise ModelError(f"lmer: the coupling of the random-effects terms would have {self.m1 * self.Q2} "
                              f"entries (limit {PAIRS_MAX}); simplify the model")
-        # Z (n x q) in lme4's column order: term by term, level-major, the term's columns together
-        rows, cols, vals = [], [], []
-        ar = np.arange(self.n)
-        for k, t in enumerate(self.terms):
-            codes = np.asarray(t.codes, np.int64)
-            for c in range(t.q):
-                rows.append(ar)
-                cols.append(self.offs[k] + codes * t.q + c)
-                vals.append(np.ones(self.n) if t.Z is None else np.asarray(t.Z[:, c], float))
-        Z = sparse.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                              shape=(self.n, self.nq))
         ZtZ = (Z.T @ Z).tocsr()
         self.ZtX = np.asarray(Z.T @ X)
         self.Zty = np.asarray(Z.T @ y).ravel()
