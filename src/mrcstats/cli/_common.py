@@ -41,6 +41,17 @@ def parse_kv(items: list[str] | None, flag: str) -> dict[str, str]:
     return out
 
 
+def parse_levels(items: list[str] | None) -> dict[str, list[str]]:
+    """``--levels NAME=a,b,c`` (repeatable) as ``{NAME: [a, b, c]}``; an empty list is an InputError."""
+    from mrcstats.errors import InputError
+
+    levels = {k: [x.strip() for x in v.split(",") if x.strip()] for k, v in parse_kv(items, "--levels").items()}
+    for k, v in levels.items():
+        if not v:
+            raise InputError(f"--levels {k}=...: give the levels separated by commas")
+    return levels
+
+
 def parse_list(text: str | None, flag: str, cast=str) -> list:
     """Parse a comma-separated list flag (``--cutoffs 0,5,10``)."""
     if text is None:

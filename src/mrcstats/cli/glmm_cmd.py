@@ -3,7 +3,15 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats.cli._common import add_json_flag, add_log_options, info, output, parse_kv, report_skipped
+from mrcstats.cli._common import (
+    add_json_flag,
+    add_log_options,
+    info,
+    output,
+    parse_kv,
+    parse_levels,
+    report_skipped,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -69,10 +77,7 @@ def _glmer(args: argparse.Namespace) -> int:
     from mrcstats.models import glmer
 
     contrasts = parse_kv(args.contrasts, "--contrasts")
-    levels = {k: [x.strip() for x in v.split(",") if x.strip()] for k, v in parse_kv(args.levels, "--levels").items()}
-    for k, v in levels.items():
-        if not v:
-            raise InputError(f"--levels {k}=...: give the levels separated by commas")
+    levels = parse_levels(args.levels)
     _check_emmeans_args(args)
     from mrcstats.io import read_data
     from mrcstats.io.dataset import is_dataset, open_dataset

@@ -3,7 +3,15 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats.cli._common import add_json_flag, add_log_options, info, output, parse_kv, report_skipped
+from mrcstats.cli._common import (
+    add_json_flag,
+    add_log_options,
+    info,
+    output,
+    parse_kv,
+    parse_levels,
+    report_skipped,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,15 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _lmer(args: argparse.Namespace) -> int:
-    from mrcstats.errors import InputError
     from mrcstats.io import read_data
     from mrcstats.models.lmm import lmer
 
     contrasts = parse_kv(args.contrasts, "--contrasts")
-    levels = {k: [x.strip() for x in v.split(",") if x.strip()] for k, v in parse_kv(args.levels, "--levels").items()}
-    for k, v in levels.items():
-        if not v:
-            raise InputError(f"--levels {k}=...: give the levels separated by commas")
+    levels = parse_levels(args.levels)
     data = read_data(args.data, format=args.fmt, mapping=parse_kv(args.map, "--map") or None,
                      model=args.model, on_duplicate=args.on_duplicate)
     report_skipped(data, "lmer")
