@@ -56,6 +56,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import mrcstats
 
+    mrcstats.lmer(FORMULAS["ri"], make(2_000, 50))      # warm-up: the lazy imports are not the fit
     df = make(args.rows, args.items)
     rscript = shutil.which("Rscript")
     print(f"load average {os.getloadavg()[0]:.2f}; {args.rows:,} rows, {args.items:,} items")
