@@ -27,6 +27,7 @@ out("se", names(fe), sqrt(diag(vcov(m)$cond)))
 vc <- VarCorr(m)$cond
 for (g in names(vc)) out("sd", g, attr(vc[[g]], "stddev"))
 out("scalar", c("sigma", "loglik"), c(sigma(m), as.numeric(logLik(m))))
+out("resid_q", 1:5, as.numeric(quantile(residuals(m, "pearson"))))
 """
 
 
@@ -65,7 +66,7 @@ def test_betabinomial_matches_glmmtmb(tmp_path):
     res = subprocess.run([rs, str(tmp_path / "bb.R"), str(csv), f], capture_output=True, text=True, timeout=600,
                          check=False)
     assert res.returncode == 0, res.stderr[-2000:]
-    r: dict = {"fixef": {}, "se": {}, "sd": {}}
+    r: dict = {"fixef": {}, "se": {}, "sd": {}, "resid_q": {}}
     for line in res.stdout.splitlines():
         sec, name, val = line.split("\t")
         if sec == "scalar":
@@ -80,6 +81,7 @@ def test_betabinomial_matches_glmmtmb(tmp_path):
     assert m.loglik == pytest.approx(r["loglik"], abs=1e-4)
     assert m.family is BETABINOMIAL and m.to_dict()["dispersion"] == m.dispersion
     assert m.aic == pytest.approx(-2 * m.loglik + 2 * 4)
+    assert np.allclose(m.resid_quantiles.to_numpy(), list(r["resid_q"].values()), atol=1e-3)
 
 
 def test_betabinomial_cli_and_errors(tmp_path, capsys):

@@ -177,9 +177,12 @@ def fit_laplace(design, t0: float | None = None, fit_options: Mapping[str, Any] 
         cv = np.stack([cvb[j * t.q:(j + 1) * t.q, j * t.q:(j + 1) * t.q] for j in range(t.nlevels)])
         bs.append(blk[:, 0] if t.is_scalar else blk)
         cvs.append(cv[:, 0, 0] if t.is_scalar else cv)
-    mu = design.family.linkinv(model.X @ beta + ZL @ u)
+    fam = design.family
+    mu = fam.linkinv(model.X @ beta + ZL @ u)
+    # Pearson residuals with the family's V(μ) (for the beta-binomial the binomial one, without the (1 + (n-1)/(φ+1))
+    # overdispersion factor), as glmmTMB 1.1.5's residuals(m, "pearson") computes them
     with np.errstate(divide="ignore", invalid="ignore"):
-        pearson = (design.y - mu) * np.sqrt(design.weights) / np.sqrt(mu * (1 - mu))
+        pearson = (design.y - mu) * np.sqrt(design.weights) / np.sqrt(fam.variance(mu))
     singular = bool(np.any(theta[lower == 0] < 1e-4))
     msgs = list(design.messages) + (["boundary (singular) fit: see help('isSingular')"] if singular else [])
     res = GlmerResult.from_estimates(

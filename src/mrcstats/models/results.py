@@ -296,6 +296,8 @@ class GlmerResult:
         out.extend(_varcorr_lines(self._varcorr()))
         grp = "; ".join(f"{k}, {v}" for k, v in self.ngroups.items())
         out.append(f"Number of obs: {self.nobs}, groups:  {grp}")
+        if self.dispersion is not None:     # glmmTMB's wording for the beta-binomial's φ
+            out.append(f"\nDispersion parameter for {self.family.name} family (): {_fmt_sig(self.dispersion, 3)}")
         out.append("")
         out.append("Fixed effects:")
         out.extend(_coef_lines(self.coef_table()))
