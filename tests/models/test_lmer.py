@@ -180,3 +180,8 @@ def test_cli_lmer_json(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["reml"] is False
     assert main(["lmer", str(p), "--formula", "cond ~ x + (1 | g)"]) == 2
     assert "numeric" in capsys.readouterr().err
+    assert main(["glmer", str(p), "--formula", f, "--family", "gaussian", "--ranef", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["fixef"] == pytest.approx(m.fixef.to_dict(), rel=1e-9) and set(got["ranef"]["g"]) == set(df["g"])
+    assert main(["glmer", str(p), "--formula", f, "--family", "gaussian", "--drop1"]) == 2
+    assert "mrcstats lmer" in capsys.readouterr().err

@@ -79,6 +79,9 @@ def _glmer(args: argparse.Namespace) -> int:
     contrasts = parse_kv(args.contrasts, "--contrasts")
     levels = parse_levels(args.levels)
     _check_emmeans_args(args)
+    if args.family == "gaussian" and (args.confint or args.drop1 or args.gvif or args.compare or args.emmeans):
+        raise InputError("--family gaussian is a linear mixed model (mrcstats lmer): --confint, --drop1, --gvif, "
+                         "--compare and --emmeans are not available for it yet")
     from mrcstats.io import read_data
     from mrcstats.io.dataset import is_dataset, open_dataset
 

@@ -50,8 +50,7 @@ def _lmer(args: argparse.Namespace) -> int:
     obj = m.to_dict()
     text = [m.summary()]
     if args.ranef:
-        obj["ranef"] = {g: {str(k): {str(c): float(v) for c, v in r.items()} for k, r in df.iterrows()}
-                        for g, df in m.ranef.items()}
+        obj["ranef"] = m.ranef_dict()
         for g, df in m.ranef.items():
             text.append(f"\nRandom effects ({g}): conditional modes and variances\n{df.to_string()}")
     return output(args, obj, "\n".join(text))

@@ -48,7 +48,7 @@ from mrcstats.models.design import reterms_matrix
 from mrcstats.models.deviance import _binv, _blogdet
 from mrcstats.models.family import GAUSSIAN
 from mrcstats.models.formula import ModelSpec
-from mrcstats.models.results import _varcorr_lines, check_level
+from mrcstats.models.results import _varcorr_lines, check_level, ranef_dict
 
 SINGULAR_TOL = 1e-4
 DENSE_MAX = 6000             # random effects outside the first term (dense Schur complement)
@@ -398,6 +398,10 @@ class LmerResult:
     @property
     def link(self) -> str:
         return "identity"
+
+    def ranef_dict(self) -> dict[str, dict[str, dict[str, float]]]:
+        """``{group: {level: {column: value}}}`` (the CLI's ``--ranef``)."""
+        return ranef_dict(self.ranef)
 
     def coef_table(self) -> pd.DataFrame:
         """lmerTest's coefficient table: Estimate, Std. Error, df, t value, Pr(>|t|)."""

@@ -253,8 +253,7 @@ class GlmerResult:
     def ranef_dict(self) -> dict[str, dict[str, dict[str, float]]]:
         """``{group: {level: {"mode", "condvar"}}}`` (the CLI's ``--ranef``); for slope terms the
         keys are the columns (``(Intercept)``, ``x``) and ``condvar:<column>``."""
-        return {g: {str(k): {str(c): float(v) for c, v in r.items()}
-                    for k, r in df.iterrows()} for g, df in self.ranef.items()}
+        return ranef_dict(self.ranef)
 
     def to_frame(self) -> pd.DataFrame:
         """Fixed effects then random-effect SDs, one row per parameter (tidy, like broom.mixed)."""
@@ -314,6 +313,12 @@ class GlmerResult:
 
     def __str__(self) -> str:
         return self.summary()
+
+
+def ranef_dict(ranef: Mapping[str, pd.DataFrame]) -> dict[str, dict[str, dict[str, float]]]:
+    """``{group: {level: {column: value}}}`` of per-group random-effect frames (``ranef``), for JSON."""
+    return {g: {str(k): {str(c): float(v) for c, v in r.items()} for k, r in df.iterrows()}
+            for g, df in ranef.items()}
 
 
 #: a fixed effect is flagged as separated when |estimate| > SEPARATION_ESTIMATE and its SE exceeds
