@@ -381,7 +381,7 @@ def _confint_section(out: Output, res: Any, c: Mapping[str, Any], name: str, see
     ci = res.confint(method=c["method"], level=c["level"], nsim=c["nsim"],
                      seed=c["seed"] if c["seed"] is not None else seed)
     frame = ci.to_frame().astype(float).reset_index(names="Parameter")
-    notes = list(ci.messages)
+    notes = list(ci.messages) + [f"Refused: {r}" for r in ci.refused]    # NA rows say why
     if c["method"] == "boot":
         notes.append(f"{ci.nsim} parametric-bootstrap refits (seed {ci.seed}), {ci.n_failed} failed.")
     out.table(Table(frame, caption=f"{c['level']:.0%} confidence intervals ({c['method']}) of the {name} GLMM; as "
