@@ -41,6 +41,16 @@ def parse_kv(items: list[str] | None, flag: str) -> dict[str, str]:
     return out
 
 
+def add_model_args(p: argparse.ArgumentParser, example: str) -> None:
+    """DATA, --formula, --contrasts and --levels of the mixed-model commands (glmer, lmer)."""
+    p.add_argument("data", nargs="+", metavar="DATA", help="a table or log: file(s) or folder(s) of one format")
+    p.add_argument("--formula", required=True, help=f"R/lme4 formula, e.g. '{example}'")
+    p.add_argument("--contrasts", action="append", default=[], metavar="NAME=sum|treatment",
+                   help="contrasts of a factor (default treatment; repeatable)")
+    p.add_argument("--levels", action="append", default=[], metavar="NAME=a,b,c",
+                   help="level order of a factor (default: sorted by code point; repeatable)")
+
+
 def parse_levels(items: list[str] | None) -> dict[str, list[str]]:
     """``--levels NAME=a,b,c`` (repeatable) as ``{NAME: [a, b, c]}``; an empty list is an InputError."""
     from mrcstats.errors import InputError

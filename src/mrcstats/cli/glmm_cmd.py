@@ -6,6 +6,7 @@ import argparse
 from mrcstats.cli._common import (
     add_json_flag,
     add_log_options,
+    add_model_args,
     info,
     output,
     parse_kv,
@@ -19,22 +20,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     from mrcstats.models.family import FAMILIES
 
     p = sub.add_parser(
-        "glmer", help="GLMM (binomial or Poisson; random intercepts and slopes), lme4-exact",
+        "glmer", help="GLMM (binomial, Poisson, beta-binomial; random intercepts and slopes), lme4-exact",
         description="Fit a generalized linear mixed model as lme4's glmer(formula, data, "
-                    "family = binomial|poisson): native engine (lme4's Laplace/AGQ objective with the conditional "
+                    "family = binomial|poisson; glmmTMB's betabinomial): native engine (lme4's Laplace/AGQ objective with the conditional "
                     "modes fully converged) or lme4 through rpy2. DATA: any table or log mrcstats ingest "
                     "reads (CSV/TSV/JSON/JSONL/Parquet, gzip, folders; maskcode, ELAGENT, harness, Inspect).")
-    p.add_argument("data", nargs="+", metavar="DATA", help="a table or log: file(s) or folder(s) of one format")
-    p.add_argument("--formula", required=True,
-                   help="R/lme4 formula, e.g. 'correct ~ scaled_tok * LLM + (1 | passage)'")
+    add_model_args(p, "correct ~ scaled_tok * LLM + (1 | passage)")
+    reads = {"binomial": "0/1, proportions with --weights or cbind(k, n - k)", "count": "counts",
+             "continuous": "numeric scores: a linear mixed model, as mrcstats lmer"}
     p.add_argument("--family", choices=tuple(FAMILIES), default="binomial",
-                   help="response distribution: " + "; ".join(
-                       f"{f.name} ({f.link} link, {'0/1, proportions with --weights or cbind(k, n - k)' if f.response == 'binomial' else 'counts'})"
-                       for f in FAMILIES.values()) + " (default binomial)")
-    p.add_argument("--contrasts", action="append", default=[], metavar="NAME=sum|treatment",
-                   help="contrasts of a factor (default treatment; repeatable)")
-    p.add_argument("--levels", action="append", default=[], metavar="NAME=a,b,c",
-                   help="level order of a factor (default: sorted by code point; repeatable)")
+                   help="response distribution: " + "; ".join(f"{f.name} ({f.link} link; {reads[f.response]})"
+                                                              for f in FAMILIES.values()) + " (default binomial)")
     p.add_argument("--weights", metavar="COL", help="prior weights column (R's weights=)")
     p.add_argument("--nagq", type=int, default=1, metavar="N",
                    help="1 = Laplace (default), 0 = lme4's nAGQ=0, 2..25 = adaptive Gauss-Hermite")

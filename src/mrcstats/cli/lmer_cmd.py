@@ -6,6 +6,7 @@ import argparse
 from mrcstats.cli._common import (
     add_json_flag,
     add_log_options,
+    add_model_args,
     info,
     output,
     parse_kv,
@@ -21,13 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Fit a linear mixed model as lme4's lmer(formula, data, REML = TRUE) for a numeric score "
                     "(partial credit, F1, BLEU, ...) and test each fixed effect as lmerTest's summary "
                     "(Satterthwaite degrees of freedom). DATA: any table or log mrcstats ingest reads.")
-    p.add_argument("data", nargs="+", metavar="DATA", help="a table or log: file(s) or folder(s) of one format")
-    p.add_argument("--formula", required=True, help="R/lme4 formula, e.g. 'score ~ LLM + (1 | item)'")
+    add_model_args(p, "score ~ LLM + (1 | item)")
     p.add_argument("--ml", action="store_true", help="maximum likelihood instead of REML (lme4's REML = FALSE)")
-    p.add_argument("--contrasts", action="append", default=[], metavar="NAME=sum|treatment",
-                   help="contrasts of a factor (default treatment; repeatable)")
-    p.add_argument("--levels", action="append", default=[], metavar="NAME=a,b,c",
-                   help="level order of a factor (default: sorted by code point; repeatable)")
     p.add_argument("--ranef", action="store_true", help="conditional modes and variances of the random effects")
     add_log_options(p)
     add_json_flag(p)
