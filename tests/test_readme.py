@@ -116,10 +116,13 @@ def workdir(tmp_path_factory):
     pd.DataFrame({"item": ["a", "b"], "tree": ["(ROOT (S (NP (DT The) (NN cat)) (VP (VBD sat))))",
                                               "(ROOT (S (NP (PRP It)) (VP (VBD rained))))"]}).to_csv(
         d / "trees.csv", index=False)
-    rng = np.random.default_rng(5)
-    lc = pd.DataFrame({"model": rng.choice(["m1", "m2", "m3", "m4", "m5", "m6"], 600),
-                       "item": rng.integers(0, 50, 600).astype(str), "x": rng.normal(size=600)})
-    lc["correct"] = (rng.random(600) < 1 / (1 + np.exp(-0.4 * lc["x"]))).astype(int)
+    # models with their own intercept and slope of x, items with their own difficulty: the README's
+    # (1 + x | model) + (1 | item) fit is not singular, so its profile intervals exist (a singular fit's are refused)
+    rng = np.random.default_rng(6)
+    model, item, x = rng.integers(0, 6, 1200), rng.integers(0, 50, 1200), rng.normal(size=1200)
+    eta = 0.4 * x + rng.normal(0, 0.8, 6)[model] + rng.normal(0, 0.5, 6)[model] * x + rng.normal(0, 1.0, 50)[item]
+    lc = pd.DataFrame({"model": [f"m{i + 1}" for i in model], "item": item.astype(str), "x": x,
+                       "correct": (rng.random(1200) < 1 / (1 + np.exp(-eta))).astype(int)})
     lc.to_csv(d / "log.csv", index=False)
     q = log.head(12).copy()
     q["status"] = "ok"

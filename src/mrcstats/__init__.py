@@ -27,6 +27,7 @@ _API: dict[str, str] = {
     "features": "mrcstats.features",
     # models
     "glmer": "mrcstats.models",
+    "lmer": "mrcstats.models",
     "GlmerResult": "mrcstats.models",
     "anova": "mrcstats.models",
     "drop1": "mrcstats.models",

@@ -6,12 +6,14 @@ of worker processes, and counts failed refits.
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import optimize
 
 from mrcstats.errors import InputError
 from mrcstats.models import glmer
@@ -173,3 +175,79 @@ def test_cli_confint_json(tmp_path):
     assert d["confint"]["method"] == "Wald" and d["confint"]["level"] == 0.95
     assert d["confint"]["intervals"][".sig01"] == [None, None]
     assert len(d["confint"]["intervals"]["x"]) == 2 and "fixef" in d and "theta" in d
+
+
+def _singular_slopes(seed: int = 2, M: int = 6, I: int = 150) -> pd.DataFrame:
+    """Few models with an almost constant slope: lme4's fit of (1 + x | model) is singular (correlation -1)."""
+    rng = np.random.default_rng(seed)
+    model, item = np.repeat(np.arange(M), I), np.tile(np.arange(I), M)
+    x = rng.normal(size=I)[item]
+    eta = (0.5 + 0.3 * x + rng.normal(0, 0.6, M)[model] + 0.05 * rng.normal(size=M)[model] * x
+           + rng.normal(0, 1.0, I)[item])
+    y = (rng.random(M * I) < 1 / (1 + np.exp(-eta))).astype(int)
+    return pd.DataFrame({"correct": y, "x": x, "model": [f"m{i}" for i in model], "item": [f"i{i}" for i in item]})
+
+
+SINGULAR_F = "correct ~ x + (1 | item) + (1 + x | model)"
+
+
+def test_profile_on_a_singular_fit_gives_checked_bounds_or_refuses(tmp_path, capsys):
+    """Issue 26: on a singular fit lme4's profile scale breaks down; the fixed effects get finite bounds where the
+    deviance minimised with the coefficient fixed is exactly χ²₁ above the optimum, the SD/correlation rows are
+    refused with a reason (never ±Inf), and the CLI does not exit 0."""
+    from mrcstats.models.deviance import ResponseData
+    from mrcstats.models.fit import deviance_function, make_model
+
+    df = _singular_slopes()
+    m = glmer(SINGULAR_F, df)
+    assert m.singular
+    ci = m.confint("profile")
+    tab = ci.to_frame()
+    assert np.isfinite(tab.loc[["(Intercept)", "x"]].to_numpy()).all()
+    assert not np.isinf(tab.to_numpy()).any()
+    assert len(ci.refused) == 4 and all("broke down" in r for r in ci.refused)
+    # the direct check: fix β_j at a bound, minimise the deviance over everything else
+    d = ResponseData.from_design(m.design)
+    f = deviance_function(make_model(d, m.design.re))
+    th, be = m.theta.to_numpy(), m.fixef.to_numpy()
+    lower = np.concatenate([r.lower for r in m.design.re])
+    k = len(th)
+    for j, name in enumerate(m.fixef.index):
+        for b, z in zip(tab.loc[name], (-1.959964, 1.959964)):
+            mask = np.ones(k + len(be), bool)
+            mask[k + j] = False
+
+            def fun(zz, b=b, j=j, mask=mask):
+                x = np.empty(k + len(be))
+                x[mask], x[k + j] = zz, b
+                D, g = f(x[:k], x[k:])
+                return D, g[mask]
+            r = optimize.minimize(fun, np.concatenate([th + 0.05, np.delete(be, j)]), jac=True, method="L-BFGS-B",
+                                  bounds=[(0.0 if lo == 0 else None, None) for lo in lower] + [(None, None)],
+                                  options={"ftol": 1e-15, "gtol": 1e-9, "maxiter": 5000})
+            assert r.fun - (-2 * m.loglik) == pytest.approx(z * z, abs=2e-3), (name, b)
+    p = tmp_path / "s.csv"
+    df.to_csv(p, index=False)
+    from mrcstats.cli import main
+
+    assert main(["glmer", str(p), "--formula", SINGULAR_F, "--confint", "profile", "--json"]) == 1
+    out = capsys.readouterr()
+    got = json.loads(out.out)
+    assert got["confint"]["intervals"][".sig01"] == [None, None] and "refused" in out.err
+
+
+@pytest.mark.r
+def test_singular_fit_fixed_effect_bounds_match_lme4_profile(rscript, tmp_path):
+    """lme4 profiles the fixed effects of this singular fit (``parm = "beta_"``); the direct bounds agree within its
+    spline interpolation (measured: 1.2e-4)."""
+    df = _singular_slopes()
+    csv = tmp_path / "s.csv"
+    df.to_csv(csv, index=False)
+    code = (f'suppressMessages(library(lme4)); d <- read.csv("{csv}"); '
+            f'm <- glmer({SINGULAR_F}, d, family = binomial, control = glmerControl(tolPwrss = 1e-13)); '
+            'ci <- confint(m, parm = "beta_", method = "profile"); cat(sprintf("%.12g", t(ci)), sep = "\\n")')
+    r = subprocess.run([rscript, "-e", code], capture_output=True, text=True, timeout=600, check=False)
+    assert r.returncode == 0, r.stderr[-1500:]
+    want = np.array([float(v) for v in r.stdout.split()]).reshape(2, 2)
+    got = glmer(SINGULAR_F, df).confint("profile", parm="beta_").to_frame().to_numpy()
+    np.testing.assert_allclose(got, want, atol=5e-4)

@@ -232,7 +232,7 @@ def test_clear_errors():
     with pytest.raises(InputError, match="nagq"):
         glmer("correct ~ scaled_tok + (1 | passage)", df, nagq=30)
     with pytest.raises(InputError, match="family"):
-        glmer("correct ~ scaled_tok + (1 | passage)", df, family="poisson")
+        glmer("correct ~ scaled_tok + (1 | passage)", df, family="gamma")
     with pytest.raises(InputError, match="engine"):
         glmer("correct ~ scaled_tok + (1 | passage)", df, engine="julia")
     with pytest.raises(ModelError, match="every response is a success"):

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "io_cmd",        # ingest, summary
     "features_cmd",  # features, models download
     "glmm_cmd",      # glmer
+    "lmer_cmd",      # lmer
     "stats_cmd",     # fisher, chisq, mcnemar, discrim
     "masking_cmd",   # masking, mskcal, mask
     "query_cmd",     # query

@@ -41,6 +41,27 @@ def parse_kv(items: list[str] | None, flag: str) -> dict[str, str]:
     return out
 
 
+def add_model_args(p: argparse.ArgumentParser, example: str) -> None:
+    """DATA, --formula, --contrasts and --levels of the mixed-model commands (glmer, lmer)."""
+    p.add_argument("data", nargs="+", metavar="DATA", help="a table or log: file(s) or folder(s) of one format")
+    p.add_argument("--formula", required=True, help=f"R/lme4 formula, e.g. '{example}'")
+    p.add_argument("--contrasts", action="append", default=[], metavar="NAME=sum|treatment",
+                   help="contrasts of a factor (default treatment; repeatable)")
+    p.add_argument("--levels", action="append", default=[], metavar="NAME=a,b,c",
+                   help="level order of a factor (default: sorted by code point; repeatable)")
+
+
+def parse_levels(items: list[str] | None) -> dict[str, list[str]]:
+    """``--levels NAME=a,b,c`` (repeatable) as ``{NAME: [a, b, c]}``; an empty list is an InputError."""
+    from mrcstats.errors import InputError
+
+    levels = {k: [x.strip() for x in v.split(",") if x.strip()] for k, v in parse_kv(items, "--levels").items()}
+    for k, v in levels.items():
+        if not v:
+            raise InputError(f"--levels {k}=...: give the levels separated by commas")
+    return levels
+
+
 def parse_list(text: str | None, flag: str, cast=str) -> list:
     """Parse a comma-separated list flag (``--cutoffs 0,5,10``)."""
     if text is None:

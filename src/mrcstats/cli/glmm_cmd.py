@@ -6,10 +6,12 @@ import argparse
 from mrcstats.cli._common import (
     add_json_flag,
     add_log_options,
+    add_model_args,
     info,
     model_arg,
     output,
     parse_kv,
+    parse_levels,
     report_skipped,
 )
 
@@ -17,20 +19,20 @@ from mrcstats.cli._common import (
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``glmer`` to the mrcstats parser."""
     from mrcstats.io.formats import formats_phrase
+    from mrcstats.models.family import FAMILIES
 
     p = sub.add_parser(
-        "glmer", help="binomial GLMM (random intercepts and slopes), lme4-exact",
-        description="Fit a binomial generalized linear mixed model as lme4's glmer(formula, data, "
-                    "family = binomial): native engine (lme4's Laplace/AGQ objective with the conditional "
+        "glmer", help="GLMM (binomial, Poisson, beta-binomial; random intercepts and slopes), lme4-exact",
+        description="Fit a generalized linear mixed model as lme4's glmer(formula, data, "
+                    "family = binomial|poisson; glmmTMB's betabinomial): native engine (lme4's Laplace/AGQ objective with the conditional "
                     "modes fully converged) or lme4 through rpy2. DATA: any table or log mrcstats ingest "
                     f"reads ({formats_phrase()}).")
-    p.add_argument("data", nargs="+", metavar="DATA", help="a table or log: file(s) or folder(s) of one format")
-    p.add_argument("--formula", required=True,
-                   help="R/lme4 formula, e.g. 'correct ~ scaled_tok * LLM + (1 | passage)'")
-    p.add_argument("--contrasts", action="append", default=[], metavar="NAME=sum|treatment",
-                   help="contrasts of a factor (default treatment; repeatable)")
-    p.add_argument("--levels", action="append", default=[], metavar="NAME=a,b,c",
-                   help="level order of a factor (default: sorted by code point; repeatable)")
+    add_model_args(p, "correct ~ scaled_tok * LLM + (1 | passage)")
+    reads = {"binomial": "0/1, proportions with --weights or cbind(k, n - k)", "count": "counts",
+             "continuous": "numeric scores: a linear mixed model, as mrcstats lmer"}
+    p.add_argument("--family", choices=tuple(FAMILIES), default="binomial",
+                   help="response distribution: " + "; ".join(f"{f.name} ({f.link} link; {reads[f.response]})"
+                                                              for f in FAMILIES.values()) + " (default binomial)")
     p.add_argument("--weights", metavar="COL", help="prior weights column (R's weights=)")
     p.add_argument("--nagq", type=int, default=1, metavar="N",
                    help="1 = Laplace (default), 0 = lme4's nAGQ=0, 2..25 = adaptive Gauss-Hermite")
@@ -53,7 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="estimated marginal means of SPEC (a factor, or 'A:B'), as R's emmeans(m, SPEC)")
     p.add_argument("--by", metavar="VAR", help="with --emmeans: means (and pairs) within each level of VAR")
     p.add_argument("--type", choices=("link", "response"), default="link",
-                   help="with --emmeans: logit scale (emmean) or probabilities (prob; pairs as odds ratios)")
+                   help="with --emmeans: link scale (emmean) or response scale (binomial: prob, pairs as odds "
+                        "ratios; poisson: rate, pairs as ratios)")
     p.add_argument("--pairs", action="store_true", help="with --emmeans: pairwise contrasts (pairs(em))")
     p.add_argument("--adjust", choices=("tukey", "holm", "bonferroni", "sidak", "none"), default="tukey",
                    help="with --pairs: p-value adjustment (default tukey, as emmeans)")
@@ -72,11 +75,11 @@ def _glmer(args: argparse.Namespace) -> int:
     from mrcstats.models import glmer
 
     contrasts = parse_kv(args.contrasts, "--contrasts")
-    levels = {k: [x.strip() for x in v.split(",") if x.strip()] for k, v in parse_kv(args.levels, "--levels").items()}
-    for k, v in levels.items():
-        if not v:
-            raise InputError(f"--levels {k}=...: give the levels separated by commas")
+    levels = parse_levels(args.levels)
     _check_emmeans_args(args)
+    if args.family == "gaussian" and (args.confint or args.drop1 or args.gvif or args.compare or args.emmeans):
+        raise InputError("--family gaussian is a linear mixed model (mrcstats lmer): --confint, --drop1, --gvif, "
+                         "--compare and --emmeans are not available for it yet")
     from mrcstats.io import read_data
     from mrcstats.io.dataset import is_dataset, open_dataset
 
@@ -89,13 +92,13 @@ def _glmer(args: argparse.Namespace) -> int:
                          model=model_arg(args.model), on_duplicate=args.on_duplicate)
         report_skipped(data, "glmer")
     kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": args.engine, "weights": args.weights,
-              "levels": levels or None, "lme4_defaults": args.lme4_defaults}
+              "levels": levels or None, "lme4_defaults": args.lme4_defaults, "family": args.family}
     if args.engine in ("duckdb", "dask") or not hasattr(data, "columns") or hasattr(data, "files"):
         from mrcstats.models.outofcore import glmer_outofcore
 
-        if args.weights or args.lme4_defaults or args.engine == "lme4":
-            raise InputError("a dataset folder / --engine duckdb|dask fits natively without --weights or lme4 "
-                             "options")
+        if args.weights or args.lme4_defaults or args.engine == "lme4" or args.family != "binomial":
+            raise InputError("a dataset folder / --engine duckdb|dask fits binomial models natively without "
+                             "--weights or lme4 options")
         m = glmer_outofcore(args.formula, data, engine=None if args.engine == "native" else args.engine,
                             scheduler=args.scheduler, contrasts=contrasts or None, levels=levels or None,
                             nagq=args.nagq)
@@ -116,6 +119,8 @@ def _glmer(args: argparse.Namespace) -> int:
             info(f"mrcstats glmer: confint: {msg}")
         obj["confint"] = ci.to_dict()
         text.append("\n" + ci.summary())
+        for msg in ci.refused:
+            info(f"mrcstats glmer: confint: refused: {msg}")
     if args.drop1 or args.gvif or args.compare:
         from mrcstats.models import compare
     if args.drop1:
@@ -132,7 +137,10 @@ def _glmer(args: argparse.Namespace) -> int:
         obj["anova"] = an.to_dict()
         text.append("\n" + an.summary())
     _emmeans_block(args, m, obj, text)
-    return output(args, obj, "\n".join(text))
+    code = output(args, obj, "\n".join(text))
+    if args.confint and ci.refused:       # an interval that could not be computed is not a success
+        return 1
+    return code
 
 
 def _check_emmeans_args(args: argparse.Namespace) -> None:

@@ -1,8 +1,10 @@
-"""Binomial generalized linear mixed models, lme4-exact.
+"""Generalized and linear mixed models, lme4-exact.
 
 Seams as in lme4's ``modular.R``: :mod:`.formula` (parse) -> :mod:`.design` (model
-frame, X, random-effect terms) -> :mod:`.deviance` (the Laplace / AGQ deviance) ->
-:mod:`.fit` (optimizer, Hessian, checks) -> :mod:`.results` (:class:`GlmerResult`).
+frame, X, random-effect terms; the response read as its :mod:`.family` says) -> :mod:`.deviance`
+(the Laplace / AGQ deviance of any canonical family) -> :mod:`.fit` (optimizer, Hessian, checks) ->
+:mod:`.results` (:class:`GlmerResult`); :mod:`.lmm` fits linear mixed models (``lmer``: profiled
+REML/ML, Satterthwaite t-tests).
 :mod:`.r_engine` fits the same call through lme4; :mod:`.compare` has ``anova``,
 ``drop1`` and ``gvif``.
 """
@@ -13,10 +15,12 @@ from typing import Any
 
 from mrcstats.models.results import GlmerResult
 
-__all__ = ["GlmerResult", "anova", "build_design", "drop1", "emmeans", "glmer", "gvif", "pairs", "parse_formula"]
+__all__ = ["GlmerResult", "anova", "build_design", "drop1", "emmeans", "glmer", "gvif", "lmer", "pairs",
+           "parse_formula"]
 
 _LAZY = {
     "glmer": "mrcstats.models.fit",
+    "lmer": "mrcstats.models.lmm",
     "parse_formula": "mrcstats.models.formula",
     "build_design": "mrcstats.models.design",
     "anova": "mrcstats.models.compare",

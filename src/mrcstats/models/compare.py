@@ -167,7 +167,8 @@ def _refit_options(m: GlmerResult, spec) -> dict[str, Any]:
     keep = set(spec.fixed_columns) | {v.label for t in spec.terms for v in t.variables}
     contrasts = {k: v for k, v in (opts.get("contrasts") or {}).items() if k in keep}
     out: dict[str, Any] = {"contrasts": contrasts or None, "levels": opts.get("levels") or None,
-                           "weights": opts.get("weights"), "nagq": int(opts.get("nagq", m.nagq))}
+                           "weights": opts.get("weights"), "nagq": int(opts.get("nagq", m.nagq)),
+                           "family": m.family}
     if m.engine == "lme4":
         out["lme4_defaults"] = bool(opts.get("lme4_defaults", False))
     return out

@@ -12,7 +12,12 @@ then the fixed effects.
   at most 10 times the previous step), ζ = sign(x - x̂) √(D(x) - D̂); then
   ``backSpline(interpSpline(ζ ~ x))`` evaluated at ζ = ±z_{1-α/2} (R's ``splines``), an end
   outside the profiled range set to the parameter's bound (0 for an SD, ±1 for a
-  correlation) as lme4 does.
+  correlation) as lme4 does. Where lme4's profile breaks down (a non-monotonic or failed profile, or a
+  fixed effect's end at ±∞: typically a singular fit, where the SD/correlation scale is degenerate) a fixed
+  effect's bounds are computed directly: ζ(b) from the deviance minimised over (θ, β₋ⱼ) in lme4's own θ
+  parameterisation with βⱼ = b, each root of ζ(b) = ±z_{1-α/2} bracketed by steps of 1, 2, 4, … 128 SE and
+  found by Brent's method; a bound that cannot be found this way, and an SD/correlation whose profile broke
+  down, is refused: NA with one message saying why (``refused``), never ±∞.
 * ``boot``: lme4's ``bootMer`` parametric bootstrap — responses simulated from the fitted
   model (new random effects, ``use.u = FALSE``), the model refitted from the estimates,
   percentile intervals as ``boot::boot.ci(type = "perc")`` (``norm.inter`` interpolation);
@@ -61,6 +66,7 @@ class ConfintResult(Result):
     seed: int | None = None
     seconds: float = float("nan")
     replicates: pd.DataFrame | None = field(default=None, repr=False)
+    refused: tuple[str, ...] = ()
 
     def to_frame(self) -> pd.DataFrame:
         return self.intervals.copy()
@@ -73,6 +79,8 @@ class ConfintResult(Result):
             out.update(nsim=self.nsim, n_failed=self.n_failed, seed=self.seed)
         if self.messages:
             out["messages"] = list(self.messages)
+        if self.refused:
+            out["refused"] = list(self.refused)
         return out
 
     def summary(self) -> str:
@@ -217,9 +225,9 @@ def confint(m, method: str = "profile", level: float = 0.95, nsim: int = 1000, s
         return ConfintResult("Wald", level, tab, seconds=time.perf_counter() - t0)
     design = _design_of(m)
     if meth == "profile":
-        tab, msgs = _profile(m, design, rows, names, level)
+        tab, msgs, refused = _profile(m, design, rows, names, level)
         return ConfintResult("profile", level, pd.DataFrame(tab, index=[names[i] for i in rows], columns=cols),
-                             tuple(msgs), seconds=time.perf_counter() - t0)
+                             tuple(msgs), seconds=time.perf_counter() - t0, refused=tuple(refused))
     nsim = int(nsim)
     if nsim < 2:
         raise InputError(f"nsim must be at least 2, got {nsim}")
@@ -269,14 +277,14 @@ def _design_of(m):
         raise InputError("confint: this fit kept no data; refit with mrcstats.glmer()")
     fo = m.fit_options or {}
     return build_design(m.info.spec, m.frame, contrasts=fo.get("contrasts") or None, levels=fo.get("levels") or None,
-                        weights=fo.get("weights"))
+                        weights=fo.get("weights"), family=m.family)
 
 
 def _setup(design):
-    from mrcstats.models.deviance import BinomialData
+    from mrcstats.models.deviance import ResponseData
     from mrcstats.models.fit import deviance_function, make_model
 
-    d = BinomialData(design.X, design.y, design.weights, design.offset, design.loglik_const)
+    d = ResponseData.from_design(design)
     model = make_model(d, design.re)
     return d, model, deviance_function(model)
 
@@ -381,7 +389,9 @@ def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff
     zq = _st.norm.ppf([a, 1 - a])
     out = np.full((len(rows), 2), np.nan)
     opt_row = np.concatenate([[0.0], opt])
+    refused: list[str] = []
     for k, w in enumerate(rows):
+        nmsg = len(msgs)
         pw = opt[w]
         lowcut, upcut = lo[w], hi[w]
         shift = 1e-3 if pw == 0 else pw * 1.01
@@ -417,8 +427,72 @@ def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff
             ci[0] = lowcut
         if np.isnan(ci[1]):
             ci[1] = upcut
+        nonmono = len(msgs) > nmsg
+        broke = not np.all(np.isfinite(ci)) or (nonmono and (w >= nth or np.any(np.abs(ci) == 1.0) and not P.is_sd[w]))
+        if broke and w >= nth:
+            ci, why = _direct_bounds(f, theta_hat, beta_hat, w - nth, m.se.to_numpy()[w - nth], base, zq,
+                                     np.concatenate([r.lower for r in design.re]))
+            for side, reason in why:
+                refused.append(f"{names[w]}: no {side} profile bound ({reason})")
+            msgs.append(f"{names[w]}: lme4's profile broke down; bounds from the deviance minimised directly "
+                        "with the coefficient fixed")
+        elif broke:
+            ci = np.array([np.nan, np.nan])
+            refused.append(f"{names[w]}: no profile interval: its profile on the SD/correlation scale broke down "
+                           "(a singular fit, see the messages); use method='boot' for the random-effect parameters")
         out[k] = ci
-    return out, msgs
+    return out, msgs, refused
+
+
+def _direct_bounds(f, theta_hat, beta_hat, j: int, se: float, base: float, zq: np.ndarray, lower: np.ndarray,
+                   max_doublings: int = 7):
+    """Both profile bounds of β_j from ζ(b) = sign(b - β̂_j) √(min_{θ, β₋ⱼ} D(θ, β | β_j = b) - D̂), the
+    minimisation in lme4's θ parameterisation (θ on the diagonal ≥ 0); a root of ζ = z is bracketed by steps of
+    1, 2, 4, ... 2^max_doublings SE from β̂_j and found by Brent's method. Returns ([lower, upper], refusals)."""
+    k = len(theta_hat)
+    p = len(beta_hat)
+    mask = np.ones(k + p, bool)
+    mask[k + j] = False
+    bnds = [(0.0 if lo == 0 else None, None) for lo in lower] + [(None, None)] * (p - 1)
+    step = se if np.isfinite(se) and se > 0 else max(1.0, abs(beta_hat[j]))
+    start = {"z": np.concatenate([theta_hat, np.delete(beta_hat, j)])}
+
+    def zeta(b: float) -> float:
+        def fun(z):
+            x = np.empty(k + p)
+            x[mask] = z
+            x[k + j] = b
+            D, g = f(x[:k], x[k:])
+            return D, g[mask]
+
+        r = optimize.minimize(fun, start["z"], jac=True, method="L-BFGS-B", bounds=bnds,
+                              options={"maxiter": 3000, "ftol": 1e-14, "gtol": 1e-8, "maxcor": 30})
+        start["z"] = r.x
+        return math.copysign(1.0, b - beta_hat[j]) * math.sqrt(max(float(r.fun) - base, 0.0))
+
+    out = np.array([np.nan, np.nan])
+    why = []
+    for side, (zt, sgn) in enumerate(((zq[0], -1.0), (zq[1], 1.0))):
+        start["z"] = np.concatenate([theta_hat, np.delete(beta_hat, j)])
+        prev = float(beta_hat[j])
+        found = None
+        try:
+            for d in range(max_doublings + 1):
+                b = float(beta_hat[j]) + sgn * step * 2 ** d
+                if abs(zeta(b)) >= abs(zt):
+                    found = (prev, b)
+                    break
+                prev = b
+            if found is None:
+                flat = (f"the profile deviance stays within the cutoff up to {2 ** max_doublings} standard "
+                        "errors from the estimate: the likelihood is flat in this direction")
+                why.append(("lower" if side == 0 else "upper", flat))
+                continue
+            lo_b, hi_b = sorted(found)
+            out[side] = optimize.brentq(lambda b, zt=zt: zeta(b) - zt, lo_b, hi_b, xtol=1e-8 * step)
+        except (ModelError, np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:
+            why.append(("lower" if side == 0 else "upper", f"the deviance could not be minimised: {exc}"))
+    return out, why
 
 
 def _back_spline_predict(x: np.ndarray, z: np.ndarray, zq: np.ndarray) -> np.ndarray:
@@ -512,7 +586,8 @@ def _boot_init(design, theta, beta):
 
 def _simulate(design, theta, beta, rng: np.random.Generator) -> np.ndarray:
     """One response vector from the fitted model (lme4 ``simulate``, ``use.u = FALSE``):
-    new b_j = T u_j per level, μ = logit⁻¹(Xβ + Zb), y ~ Binomial(trials, μ) as a proportion."""
+    new b_j = T u_j per level, μ = g⁻¹(Xβ + Zb), y drawn by the family (binomial: Binomial(trials, μ) as a
+    proportion; Poisson: Poisson(μ))."""
     eta = design.X @ beta
     if design.offset is not None:
         eta = eta + design.offset
@@ -525,20 +600,14 @@ def _simulate(design, theta, beta, rng: np.random.Generator) -> np.ndarray:
             eta = eta + b[r.codes, 0]
         else:
             eta = eta + np.einsum("ic,ic->i", r.Z, b[r.codes])
-    mu = 1.0 / (1.0 + np.exp(-eta))
-    trials = design.weights
-    n = np.round(trials).astype(np.int64)
-    if np.all(n == 1):
-        return (rng.random(len(mu)) < mu).astype(float)
-    s = rng.binomial(np.maximum(n, 0), mu)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > 0, s / np.where(n > 0, n, 1), 0.0)
+    fam = design.family
+    return fam.simulate(fam.mean(eta), design.weights, rng)
 
 
 def _boot_one(seed_seq) -> np.ndarray | None:
     import dataclasses
 
-    from mrcstats.models.deviance import BinomialData
+    from mrcstats.models.deviance import ResponseData
     from mrcstats.models.fit import make_model, refit_optimum
 
     design, theta, beta = _BOOT["design"], _BOOT["theta"], _BOOT["beta"]
@@ -546,8 +615,8 @@ def _boot_one(seed_seq) -> np.ndarray | None:
     y = _simulate(design, theta, beta, rng)
     try:
         des = dataclasses.replace(design, y=y)
-        d = BinomialData(des.X, des.y, des.weights, des.offset, des.loglik_const)
-        if not 0 < float(d.wy.sum()) < float(d.w.sum()):
+        d = ResponseData.from_design(des)
+        if d.family.check_mean(float(d.wy.sum()) / float(d.w.sum()), des.nobs):
             return None
         model = make_model(d, des.re)
         lower = np.concatenate([r.lower for r in des.re])

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError, ModelError
+from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.formula import _NAME_RE, ModelSpec, Response, Variable, _unquote, parse_formula
 
 _CONTRASTS = {"sum": "contr.sum", "contr.sum": "contr.sum", "treatment": "contr.treatment",
@@ -143,11 +144,12 @@ class ReTerm:
 
 @dataclass(frozen=True, eq=False)
 class Design:
-    """Arrays for the fit: X (n x p), y as a proportion, binomial weights, random terms.
+    """Arrays for the fit: X (n x p), y, weights, random terms, and the response's ``family``.
 
-    ``weights`` are the number of trials times any prior weights (R's ``weights(m)``
-    for binomial fits); ``loglik_const`` is sum(log choose(n, k)) for cbind/weighted
-    responses (R's ``binomial()$aic`` term), 0 for 0/1 responses.
+    Binomial: y is a proportion and ``weights`` the number of trials times any prior weights
+    (R's ``weights(m)`` for binomial fits); ``loglik_const`` is sum(log choose(n, k)) for
+    cbind/weighted responses (R's ``binomial()$aic`` term), 0 for 0/1 responses. Poisson: y the
+    counts, ``weights`` the prior weights (1), ``loglik_const`` = -Σ w log(y!) (``poisson()$aic``).
     """
 
     info: DesignInfo
@@ -160,6 +162,7 @@ class Design:
     messages: tuple[str, ...] = ()
     loglik_const: float = 0.0
     offset: np.ndarray | None = None
+    family: Family = BINOMIAL
 
     @property
     def nobs(self) -> int:
@@ -508,6 +511,42 @@ def _arith(tokens: tuple[str, ...], data: pd.DataFrame, where: str) -> np.ndarra
     return expr()
 
 
+def _numeric_response(spec: ModelSpec, data: pd.DataFrame, where: str, model: str, holds: str) -> np.ndarray:
+    """The response of a one-column family as floats (``model``/``holds`` word the messages)."""
+    r = spec.response
+    if r.is_cbind:
+        raise InputError(f"{where}: {r.text}: cbind() responses are for the binomial family; a {model} takes one "
+                         f"column of {holds}")
+    col = r.column
+    if col not in data.columns:
+        raise InputError(f"{where}: response column {col!r} is not in the data (columns: {list(data.columns)[:20]})")
+    s = data[col]
+    if not _is_numeric(s) and not pd.api.types.is_bool_dtype(s.dtype):
+        raise InputError(f"{where}: response {col!r} must hold {holds} for a {model}, it is {s.dtype}")
+    return np.asarray(s.astype("float64"), dtype=float)
+
+
+def _count_response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg: Mapping | None):
+    """(y, ones, False) for a count family (Poisson): a numeric column of non-negative whole numbers."""
+    col = spec.response.column
+    y = _numeric_response(spec, data, where, "count model", "counts (non-negative whole numbers)")
+    bad = np.flatnonzero(~np.isfinite(y) | (y < 0) | (y != np.round(y)))
+    if bad.size:
+        raise InputError(f"{where}: response {col!r} must hold counts (non-negative whole numbers); row "
+                         f"{data.index[bad[0]]!r} has {y[bad[0]]:g}")
+    return y, np.ones(len(y)), False
+
+
+def _continuous_response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg: Mapping | None):
+    """(y, ones, False) for the Gaussian family (lmer): a numeric column of finite numbers."""
+    col = spec.response.column
+    y = _numeric_response(spec, data, where, "linear mixed model", "numeric values")
+    bad = np.flatnonzero(~np.isfinite(y))
+    if bad.size:
+        raise InputError(f"{where}: response {col!r} is not finite at row {data.index[bad[0]]!r} ({y[bad[0]]})")
+    return y, np.ones(len(y)), False
+
+
 def _response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg: Mapping | None):
     """(y proportion, trials, is_counts) for the binomial family, R's ``binomial()$initialize`` rules."""
     r = spec.response
@@ -607,17 +646,37 @@ def _order_reterms(terms: list[ReTerm]) -> list[ReTerm]:
     return terms
 
 
+def reterms_matrix(re: Sequence[ReTerm], n: int):
+    """Z (n x q, sparse CSC) of the random-effects terms in lme4's column order (term by term, level-major,
+    a term's columns together) and each term's first column (offsets, length len(re) + 1)."""
+    from scipy import sparse
+
+    sizes = [t.nlevels * t.q for t in re]
+    offs = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    rows, cols, vals = [], [], []
+    ar = np.arange(n)
+    for k, t in enumerate(re):
+        codes = np.asarray(t.codes, np.int64)
+        for c in range(t.q):
+            rows.append(ar)
+            cols.append(offs[k] + codes * t.q + c)
+            vals.append(np.ones(n) if t.Z is None else np.asarray(t.Z[:, c], float))
+    Z = sparse.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, int(offs[-1])))
+    return Z, offs
+
+
 # ----------------------------------------------------------------------------- public
 
 
 def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Mapping[str, str] | None = None,
                  levels: Mapping[str, Any] | None = None, weights: str | np.ndarray | None = None,
-                 allow_slopes: bool = False, where: str = "data") -> Design:
-    """Parse (if needed) and build the design of a binomial GLMM.
+                 allow_slopes: bool = False, where: str = "data", family: Family = BINOMIAL) -> Design:
+    """Parse (if needed) and build the design of a GLMM of ``family`` (binomial by default).
 
     ``contrasts`` maps a column (or variable label) to ``"sum"``/``"treatment"``;
     ``levels`` maps a column to its level order; ``weights`` is a column name or an
-    array of prior weights (R's ``weights=``).
+    array of prior weights (R's ``weights=``). The response is read as the family says
+    (``family.response``: ``"binomial"`` or ``"count"``).
     """
     spec = parse_formula(formula) if isinstance(formula, str) else formula
     if not isinstance(data, pd.DataFrame):
@@ -675,7 +734,7 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
     if len(frame) == 0:
         raise InputError(f"{where}: no rows left after removing rows with missing values in {cols}")
 
-    y, trials, counts = _response(spec, frame, where, levels)
+    y, trials, counts = _RESPONSES[family.response](spec, frame, where, levels)
     X, assign, names, (used_contr, xlevels, scaling) = _model_matrix(
         spec, frame, contr, None, None, where, full_data=data, levels_arg=levels)
     keep = _rank_columns(X)
@@ -690,20 +749,9 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
         assign = [assign[j] for j in keep]
 
     wts = trials if wvec is None else trials * wvec
-    # binomial()$aic: -2 * sum(dbinom(round(m*y), round(m), mu, log=TRUE) * wt/m); the
-    # constant part is the log binomial coefficient (0 for 0/1 rows)
-    const = 0.0
-    if counts or wvec is not None:
-        from scipy.special import gammaln
-
-        m = trials if np.any(trials > 1) else wts
-        k = np.round(m * y)
-        if np.any(np.abs(m * y - k) > 1e-7 * np.maximum(1, m)):
-            messages.append("non-integer #successes in a binomial glm!")
-        m = np.round(m)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            fac = np.where(m > 0, wts / np.where(m > 0, m, 1), 0.0)
-        const = float(np.sum(fac * (gammaln(m + 1) - gammaln(k + 1) - gammaln(m - k + 1))))
+    # family()$aic = 2 Σ w (b(η) − yη) − 2 const: the constant part (binomial: the log binomial coefficients)
+    const, cmsgs = family.loglik_const(y, trials, wvec, counts)
+    messages.extend(cmsgs)
 
     re_terms = []
     group_cache: dict[tuple[str, ...], tuple[np.ndarray, tuple[str, ...]]] = {}
@@ -733,4 +781,8 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
                       xlevels=xlevels, scaling=scaling, dropped_columns=dropped)
     return Design(info=info, X=X, y=np.ascontiguousarray(y, dtype=float), weights=np.ascontiguousarray(wts, float),
                   re=tuple(re_terms), frame=frame, n_dropped=n_dropped, messages=tuple(messages),
-                  loglik_const=const)
+                  loglik_const=const, family=family)
+
+
+#: the response reader of each ``Family.response`` kind
+_RESPONSES = {"binomial": _response, "count": _count_response, "continuous": _continuous_response}

@@ -1,14 +1,16 @@
-"""lme4's deviance functions for binomial (logit) GLMMs with random intercepts.
+"""lme4's deviance functions for GLMMs with a canonical link (binomial-logit, Poisson-log, ...).
 
 Notation as Bates et al. (2015, J. Stat. Softw. 67(1), sec. 3 and 5): η = Xβ + ZΛθ u,
-μ = logit⁻¹(η), u ~ N(0, I), Λθ diagonal (θ_k for every level of term k).
-The Laplace deviance lme4 minimises (``glmerLaplace``, ``glmResp::Laplace``) is
+μ = b'(η) (the family's mean, :mod:`mrcstats.models.family`), u ~ N(0, I), Λθ diagonal (θ_k for
+every level of term k). The Laplace deviance lme4 minimises (``glmerLaplace``, ``glmResp::Laplace``) is
 
     D(θ, β) = aic(y, μ̂) + ‖û‖² + log|L|²,   L Lᵀ = I + Λ Zᵀ W Z Λ,
 
 with û the conditional mode (penalised IRLS, here iterated to machine precision,
-lme4 with ``tolPwrss`` tightened), ``aic`` = -2 Σ log dbinom (``binomial()$aic``) and
-W = diag(w μ(1-μ)) at û.  For one grouping factor L is diagonal, so the modes are
+lme4 with ``tolPwrss`` tightened), ``aic`` = -2 Σ log f(y | μ) = 2 Σ w (b(η) − yη) − 2 const
+(``family()$aic``) and W = diag(w V(μ)) at û; the gradient uses b‴(η) = V'(μ) V(μ). The kernels
+ask the family (``data.family``) for b, b', V and V' and keep their linear algebra; below, the
+binomial case reads b = softplus, μ(1−μ) = V(μ), 1 − 2μ = V'(μ).  For one grouping factor L is diagonal, so the modes are
 one-dimensional Newton problems per group, solved vectorised with segment sums;
 the gradient in (θ, β) is analytic (envelope theorem for the penalised deviance plus
 the derivative of log|L|² through W, including dû/d(θ, β)).
@@ -29,30 +31,11 @@ from scipy import linalg as sla
 from scipy import sparse
 
 from mrcstats.errors import ModelError
+from mrcstats.models.family import BINOMIAL, Family
 
 PIRLS_TOL = 1e-22      # Newton decrement (squared) below which the modes are converged
 PIRLS_MAXIT = 200
 DENSE_PAIRS_MAX = 32_000_000  # largest q1 x q2 table of pair sums kept dense (crossed terms; 256 MB)
-
-
-def _softplus(eta: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """log(1 + exp(eta)), overflow-free."""
-    a = np.abs(eta, out=out)
-    np.negative(a, out=a)
-    np.exp(a, out=a)
-    np.log1p(a, out=a)
-    a += np.maximum(eta, 0)
-    return a
-
-
-def _expit(eta: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-eta)) in place on a new array (faster than scipy's expit)."""
-    with np.errstate(over="ignore"):
-        o = np.negative(eta)
-        np.exp(o, out=o)
-        o += 1.0
-        np.reciprocal(o, out=o)
-    return o
 
 
 def halving_step(u: np.ndarray, step: np.ndarray, f0: float, pen) -> tuple[np.ndarray, float]:
@@ -79,32 +62,34 @@ def gh_rule(k: int) -> tuple[np.ndarray, np.ndarray]:
     return z, w
 
 
-class BinomialData:
-    """Arrays shared by the deviance functions (rows optionally aggregated).
+class ResponseData:
+    """Arrays shared by the deviance functions (rows optionally aggregated) and the response's family.
 
-    ``XT`` is X transposed (p x n, C order, for fast Xᵀv), ``w`` the binomial weights,
-    ``y`` the proportion; ``const`` the log binomial coefficients (aic = dev-part - 2 const)
-    and ``ent`` Σ 2w[y log y + (1-y) log(1-y)] so that Σ devResid = Σ 2w(sp(η) - yη) + ent.
+    ``XT`` is X transposed (p x n, C order, for fast Xᵀv), ``w`` the weights (binomial: trials times
+    prior weights), ``y`` the response on the family's scale (binomial: the proportion); ``const`` the
+    log-likelihood's constant Σ c(y) (aic = dev-part - 2 const; binomial: the log binomial coefficients)
+    and ``ent`` the family's saturated term, so that Σ devResid = Σ 2w(b(η) - yη) + ent.
     """
 
     def __init__(self, X: np.ndarray, y: np.ndarray, w: np.ndarray, offset: np.ndarray | None,
-                 const: float):
+                 const: float, family: Family = BINOMIAL):
+        self.family = family
         self.XT = np.ascontiguousarray(X.T)
         self.y = y
         self.w = w
         self.wy = w * y
         self.offset = offset
         self.const = const
-        binary = bool(np.all((y == 0) | (y == 1)))
-        if binary:
-            self.ent = 0.0
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                e = np.where(y > 0, y * np.log(np.where(y > 0, y, 1)), 0.0) + \
-                    np.where(y < 1, (1 - y) * np.log(np.where(y < 1, 1 - y, 1)), 0.0)
-            self.ent = float(2 * np.sum(w * e))
+        self.ent = family.saturated(y, w)
         self.unit = bool(np.all(w == 1.0))
         self.n, self.p = X.shape[0], X.shape[1]
+
+    @classmethod
+    def from_design(cls, design, y: np.ndarray | None = None) -> ResponseData:
+        """The data of a built :class:`~mrcstats.models.design.Design` (``y``: another response, e.g. a
+        simulated one)."""
+        return cls(design.X, design.y if y is None else y, design.weights, design.offset, design.loglik_const,
+                   design.family)
 
     def linpred(self, beta: np.ndarray) -> np.ndarray:
         eta = beta @ self.XT if self.p else np.zeros(self.n)
@@ -113,10 +98,14 @@ class BinomialData:
         return eta
 
 
+#: the name the binomial-only engine gave this class
+BinomialData = ResponseData
+
+
 class SingleFactor:
     """Laplace deviance and its gradient for one random intercept term (diagonal L)."""
 
-    def __init__(self, data: BinomialData, codes: np.ndarray, q: int):
+    def __init__(self, data: ResponseData, codes: np.ndarray, q: int):
         self.d = data
         self.g = np.ascontiguousarray(codes, dtype=np.intp)
         self.q = q
@@ -132,24 +121,17 @@ class SingleFactor:
 
     def _group_obj(self, eta: np.ndarray, u: np.ndarray, f: np.ndarray | None = None,
                    tmp: np.ndarray | None = None) -> np.ndarray:
-        """Per-group penalised deviance Σ 2w(softplus(η) - yη) + u² (f, tmp: optional buffers)."""
+        """Per-group penalised deviance Σ 2w(b(η) - yη) + u² (f, tmp: optional buffers)."""
         f = np.empty_like(eta) if f is None else f
         tmp = np.empty_like(eta) if tmp is None else tmp
         self._half_dev(eta, f, tmp)
         return 2 * self._seg(f) + u * u
 
     def _half_dev(self, eta: np.ndarray, f: np.ndarray, tmp: np.ndarray) -> np.ndarray:
-        """Row terms w(softplus(η) − yη) into ``f``, in place (``tmp`` is scratch); returns ``f``.
-
-        softplus(η) = log1p(exp(−|η|)) + max(η, 0), stable for any η.
-        """
+        """Row terms w(b(η) − yη) into ``f``, in place (``tmp`` is scratch); returns ``f``
+        (binomial: b(η) = softplus(η) = log1p(exp(−|η|)) + max(η, 0), stable for any η)."""
         d = self.d
-        np.abs(eta, out=f)
-        np.negative(f, out=f)
-        np.exp(f, out=f)
-        np.log1p(f, out=f)
-        np.maximum(eta, 0, out=tmp)
-        f += tmp
+        d.family.cumulant(eta, out=f, tmp=tmp)
         if d.unit:
             np.multiply(d.y, eta, out=tmp)
         else:
@@ -159,16 +141,11 @@ class SingleFactor:
         return f
 
     def _mu_r_v(self, eta: np.ndarray):
-        """μ, w(y-μ), wμ(1-μ) into the work buffers."""
+        """μ, w(y-μ), wV(μ) into the work buffers."""
         d = self.d
         mu, r, v = self._mu, self._r, self._v
-        with np.errstate(over="ignore"):
-            np.negative(eta, out=mu)
-            np.exp(mu, out=mu)
-        mu += 1.0
-        np.reciprocal(mu, out=mu)
-        np.multiply(mu, mu, out=v)
-        np.subtract(mu, v, out=v)
+        d.family.mean(eta, out=mu)
+        d.family.variance_into(mu, v)
         if d.unit:
             np.subtract(d.y, mu, out=r)
         else:
@@ -180,7 +157,7 @@ class SingleFactor:
     def modes(self, eta0: np.ndarray, theta: float, u: np.ndarray | None = None):
         """Converged conditional modes û for fixed (θ, β).
 
-        Returns (u, eta, mu, E, S) with E_j = Σ w(y-μ), S_j = Σ wμ(1-μ) over group j at û;
+        Returns (u, eta, mu, E, S) with E_j = Σ w(y-μ), S_j = Σ wV(μ) over group j at û;
         eta and mu are work buffers, valid until the next call.
         """
         g = self.g
@@ -254,9 +231,8 @@ class SingleFactor:
             return D, None
         e, v = self._r, self._v
         t = self._t
-        np.multiply(mu, -2.0, out=t)
-        t += 1.0
-        t *= v                                 # t = v (1 - 2 mu)
+        d.family.dvariance(mu, out=t)
+        t *= v                                 # t = w V(μ) V'(μ) = w b‴(η)
         T = self._seg(t)
         invL = 1.0 / L
         comb = eta0
@@ -283,7 +259,7 @@ class SingleFactor:
         """lme4's RX-based covariance of β (``pp$unsc()``), the fallback when the Hessian is not PD."""
         d = self.d
         _u, _eta, mu, _E, S = self.modes(d.linpred(beta), theta)
-        v = d.w * mu * (1 - mu)
+        v = d.family.wvariance(mu, d.w)
         L = 1.0 + theta * theta * S
         XtWX = (d.XT * v) @ d.XT.T
         A = np.stack([self._seg(v * d.XT[k]) for k in range(d.p)], axis=1)
@@ -303,13 +279,12 @@ class SingleFactor:
 
         def devc(uu):
             e = eta0 + theta * uu[g]
-            f = _softplus(e)
+            f = d.family.cumulant(e)
             f *= d.w
             f -= d.wy * e
             return 2 * self._seg(f) + uu * uu
 
-        ent_g = self._seg(2 * d.w * np.where(d.y > 0, d.y * np.log(np.where(d.y > 0, d.y, 1)), 0)
-                          + 2 * d.w * np.where(d.y < 1, (1 - d.y) * np.log(np.where(d.y < 1, 1 - d.y, 1)), 0))
+        ent_g = self._seg(d.family.saturated_rows(d.y, d.w))
         devc0 = devc(u) + ent_g
         z, w = gh_rule(nagq)
         mult = np.zeros(self.q)
@@ -332,9 +307,9 @@ class SingleFactor:
         fcur = None
         for it in range(PIRLS_MAXIT):
             eta = d.linpred(beta) + theta * u[g]
-            mu = _expit(eta)
+            mu = d.family.mean(eta)
             e = d.wy - d.w * mu
-            v = d.w * mu * (1 - mu)
+            v = d.family.wvariance(mu, d.w)
             E, S = self._seg(e), self._seg(v)
             gu = u - theta * E          # half-gradient in u
             gb = -(d.XT @ e)            # half-gradient in β
@@ -361,9 +336,9 @@ class SingleFactor:
             u, beta, fcur = un, bn, f1
         self.u = u
         eta = d.linpred(beta) + theta * u[g]
-        mu = _expit(eta)
-        S = self._seg(d.w * mu * (1 - mu))
-        f = _softplus(eta)
+        mu = d.family.mean(eta)
+        S = self._seg(d.family.wvariance(mu, d.w))
+        f = d.family.cumulant(eta)
         f *= d.w
         f -= d.wy * eta
         D = 2 * float(f.sum()) - 2 * d.const + float(u @ u) + float(np.log(1 + th2 * S).sum())
@@ -371,7 +346,7 @@ class SingleFactor:
 
     def _pen(self, eta, u) -> float:
         d = self.d
-        f = _softplus(eta)
+        f = d.family.cumulant(eta)
         f *= d.w
         f -= d.wy * eta
         return 2 * float(f.sum()) + float(u @ u)
@@ -388,7 +363,7 @@ class MultiFactor:
 
     MAX_DENSE = 6000
 
-    def __init__(self, data: BinomialData, codes: list[np.ndarray], nlev: list[int]):
+    def __init__(self, data: ResponseData, codes: list[np.ndarray], nlev: list[int]):
         self.d = data
         self.k = len(codes)
         self.nlev = nlev
@@ -509,7 +484,7 @@ class MultiFactor:
         fcur = None
         for it in range(PIRLS_MAXIT):
             eta = self._eta(eta0, theta, u)
-            mu = _expit(eta)
+            mu = self.d.family.mean(eta)
             e, v = self._ev(mu)
             a1, a2 = self._zt(theta, e)
             g1 = u[:self.q1] - a1
@@ -536,17 +511,15 @@ class MultiFactor:
         raise ModelError(f"penalised IRLS did not converge in {PIRLS_MAXIT} iterations; check for separation")
 
     def _ev(self, mu):
-        """w(y-μ) and wμ(1-μ)."""
+        """w(y-μ) and wV(μ)."""
         d = self.d
         if d.unit:
-            v = mu * mu
-            np.subtract(mu, v, out=v)
-            return d.y - mu, v
-        return d.wy - d.w * mu, d.w * mu * (1 - mu)
+            return d.y - mu, d.family.variance_into(mu, np.empty_like(mu))
+        return d.wy - d.w * mu, d.family.wvariance(mu, d.w)
 
     def _pen(self, eta, u):
         d = self.d
-        f = _softplus(eta)
+        f = d.family.cumulant(eta)
         f *= d.w
         f -= d.wy * eta
         return 2 * float(f.sum()) + float(u @ u)
@@ -589,7 +562,7 @@ class MultiFactor:
         u, eta, mu, (D1, C, G, cho, v) = self.modes(eta0, theta)
         if keep:
             self.u = u
-        f = _softplus(eta)
+        f = d.family.cumulant(eta)
         if not d.unit:
             f *= d.w
         f -= d.wy * eta
@@ -597,8 +570,7 @@ class MultiFactor:
         if not grad:
             return D, None
         e = d.y - mu if d.unit else d.wy - d.w * mu
-        t = mu * -2.0
-        t += 1.0
+        t = d.family.dvariance(mu)
         t *= v
         h, diag1, diag2, _GS, _Sinv = self._selinv(theta, D1, C, G, cho)
         # gradient of the penalised deviance part (envelope): -2 eᵀ ∂η/∂φ at fixed u
@@ -732,7 +704,7 @@ class GeneralModel:
     S = B - Cᵀ D⁻¹ C, so each PIRLS pass is O(N) plus O(levels₁ q₁ Q₂ + Q₂³). A single
     term is block-diagonal and solved group by group. log|L|² = Σ log|D_j| + log|S|.
 
-    Gradient: with A = ZΛ (rows a_i), e = w(y - μ), v = wμ(1-μ), t = v(1 - 2μ),
+    Gradient: with A = ZΛ (rows a_i), e = w(y - μ), v = wV(μ), t = vV'(μ) (binomial: wμ(1-μ), v(1 - 2μ)),
     h_i = a_iᵀ M⁻¹ a_i, s_i = M⁻¹ a_i (only its entries at row i's levels) and
     ω = M⁻¹ Aᵀ(t∘h) (the adjoint of the modes),
     ∂D/∂β = Xᵀ ρ, ρ = -2e + t∘h - v∘(Aω); and for θ_m of term k (dT = ∂T_k/∂θ_m)
@@ -742,7 +714,7 @@ class GeneralModel:
     DENSE_MAX = 6000          # Q₂ limit (dense Schur complement)
     PAIRS_MAX = 30_000_000    # levels₁ q₁ x Q₂ limit (dense C)
 
-    def __init__(self, data: BinomialData, terms) -> None:
+    def __init__(self, data: ResponseData, terms) -> None:
         self.d = data
         self.terms = list(terms)
         n = data.n
@@ -902,7 +874,7 @@ class GeneralModel:
 
     def _pen(self, eta: np.ndarray, u: np.ndarray) -> float:
         d = self.d
-        f = _softplus(eta)
+        f = d.family.cumulant(eta)
         if not d.unit:
             f *= d.w
         f -= d.wy * eta
@@ -910,7 +882,7 @@ class GeneralModel:
 
     def _ev(self, mu):
         d = self.d
-        v = mu * (1 - mu)
+        v = d.family.variance(mu)
         if d.unit:
             return d.y - mu, v
         return d.wy - d.w * mu, d.w * v
@@ -922,7 +894,7 @@ class GeneralModel:
         fcur = None
         for _it in range(PIRLS_MAXIT):
             eta = eta0 + self._gather(A, self._split(u))
-            mu = _expit(eta)
+            mu = self.d.family.mean(eta)
             e, v = self._ev(mu)
             g = u - self._zt(A, e)
             D, C, B = self._system(A, v)
@@ -985,7 +957,7 @@ class GeneralModel:
         if not grad:
             return D, None
         A = self._A(theta)
-        t = v * (1 - 2 * mu)
+        t = v * d.family.dvariance(mu)
         s, _ = self._rows_minv(A, C, fac)
         h = np.zeros(d.n)
         for Ak, sk in zip(A, s):

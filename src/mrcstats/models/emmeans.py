@@ -1,7 +1,7 @@
 """Estimated marginal means and pairwise contrasts of a fitted GLMM, as R's emmeans.
 
 :func:`emmeans` follows emmeans 1.8 (``ref_grid`` -> ``emmeans`` -> ``summary.emmGrid``)
-for a binomial (logit) ``GlmerResult`` from either engine:
+for a ``GlmerResult`` of any family (:mod:`mrcstats.models.family`) from either engine:
 
 * **Reference grid** (``ref_grid``): every factor of the fixed part at each of its levels
   (``factor(k)`` of a number counts as a factor; logical columns too); every numeric
@@ -15,9 +15,9 @@ for a binomial (logit) ``GlmerResult`` from either engine:
   of the ``specs`` and ``by`` variables, ``l = mean_g x_g`` over the grid rows with that
   combination (equal weights over the other variables), ``emmean = l'β``,
   ``SE = sqrt(l' V l)`` with ``V = vcov(m)``; ``df = Inf``; ``asymp.LCL/UCL = emmean ∓ z_{.975} SE``.
-* **Response scale** (``type = "response"``): ``prob = plogis(emmean)``,
-  ``SE = SE_link · dμ/dη`` (delta method), interval ``plogis`` of the link-scale interval
-  ("Intervals are back-transformed from the logit scale").
+* **Response scale** (``type = "response"``): ``prob = plogis(emmean)`` (Poisson: ``rate = exp(emmean)``;
+  the family's ``linkinv``), ``SE = SE_link · dμ/dη`` (delta method), interval ``linkinv`` of the link-scale
+  interval ("Intervals are back-transformed from the logit scale").
 * **Pairs** (``pairs(em, adjust)`` = ``pairs.emmGrid``/``contrast(method = "pairwise")``):
   within each ``by`` group, level i minus level j for i < j in grid order, labelled
   ``"a - b"`` (levels containing ``- + / *`` in parentheses, numeric levels prefixed with
@@ -26,7 +26,7 @@ for a binomial (logit) ``GlmerResult`` from either engine:
   ``ptukey(sqrt(2)|z|, k, df = Inf, lower = FALSE)`` with k the number of means,
   ``holm``/``bonferroni`` = ``p.adjust`` over the family, ``sidak`` = 1 - (1 - p)^n, ``none``;
   a family of one contrast is not adjusted (emmeans's ``.adj.p.value``). On the response scale
-  a logit model's contrasts are odds ratios: ``odds.ratio = exp(estimate)``,
+  a logit model's contrasts are odds ratios: ``odds.ratio = exp(estimate)`` (a log model's: ``ratio``),
   ``SE = odds.ratio · SE_link``, ``null = 1``, ``z.ratio`` and p from the log scale, labels
   ``"a / b"``.
 
@@ -55,8 +55,8 @@ from scipy import stats as _st
 from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.design import _is_numeric
+from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.formula import ModelSpec
-from mrcstats.models.predict import linkinv, mu_eta
 from mrcstats.models.results import check_level
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -253,8 +253,6 @@ def _estimable(m: GlmerResult, data: pd.DataFrame, grid: pd.DataFrame) -> np.nda
 def _check_model(m: GlmerResult) -> None:
     if getattr(m, "info", None) is None:
         raise InputError("emmeans() needs the design of the fit (formula terms, levels, contrasts); m.info is None")
-    if (m.family, m.link) != ("binomial", "logit"):
-        raise InputError(f"emmeans(): only binomial (logit) models are supported, got {m.family} ({m.link})")
 
 
 # ----------------------------------------------------------------------------- specs
@@ -351,19 +349,21 @@ class EmmeansResult(Result):
     notes: tuple[str, ...]
     link: str = "logit"
     formula: str = ""
+    family: Family = BINOMIAL
 
     @property
     def est_name(self) -> str:
-        return "prob" if self.type == "response" else "emmean"
+        return self.family.response_col if self.type == "response" else "emmean"
 
     def to_frame(self) -> pd.DataFrame:
         z = _st.norm.ppf(0.5 + self.level / 2)
         lo, hi = self.estimate - z * self.se, self.estimate + z * self.se
         df = self.grid.copy()
         if self.type == "response":
-            df["prob"] = linkinv(self.estimate)
-            df["SE"] = np.abs(mu_eta(self.estimate)) * self.se
-            lo, hi = linkinv(lo), linkinv(hi)
+            fam = self.family
+            df[fam.response_col] = fam.linkinv(self.estimate)
+            df["SE"] = np.abs(fam.mu_eta(self.estimate)) * self.se
+            lo, hi = fam.linkinv(lo), fam.linkinv(hi)
         else:
             df["emmean"] = self.estimate
             df["SE"] = self.se
@@ -417,17 +417,18 @@ class PairsResult(Result):
     n_contrasts: int
     notes: tuple[str, ...]
     C: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 0)))
+    family: Family = BINOMIAL
 
     @property
     def est_name(self) -> str:
-        return "odds.ratio" if self.type == "response" else "estimate"
+        return self.family.ratio_col if self.type == "response" else "estimate"
 
     def to_frame(self) -> pd.DataFrame:
         df = pd.DataFrame({"contrast": list(self.contrast)})
         for b in self.by:
             df[b] = self.by_grid[b].to_numpy()
         if self.type == "response":
-            df["odds.ratio"] = np.exp(self.estimate)
+            df[self.family.ratio_col] = np.exp(self.estimate)
             df["SE"] = np.maximum(np.exp(self.estimate), np.finfo(float).eps) * self.se
             df["df"] = math.inf
             df["null"] = 1.0
@@ -519,10 +520,10 @@ def emmeans(m: GlmerResult, specs: str | Sequence[str] = "LLM", by: str | Sequen
     if averaged:
         notes.append(f"Results are averaged over the levels of: {', '.join(averaged)}")
     if type == "link":
-        notes.append("Results are given on the logit (not the response) scale.")
+        notes.append(f"Results are given on the {m.family.link} (not the response) scale.")
     notes.append(f"Confidence level used: {level:g}")
     if type == "response":
-        notes.append("Intervals are back-transformed from the logit scale")
+        notes.append(f"Intervals are back-transformed from the {m.family.link} scale")
     if _in_interaction(m, facs):
         notes.append("NOTE: Results may be misleading due to involvement in interactions")
     if not est_ok.all():
@@ -530,7 +531,7 @@ def emmeans(m: GlmerResult, specs: str | Sequence[str] = "LLM", by: str | Sequen
     return EmmeansResult(specs=sp, by=bv, type=type, grid=grid, estimate=est, se=se, L=L, V=Vm, level=level,
                          averaged_over=averaged, covariates=covs,
                          numeric=tuple(v.name for v in rg.variables if v.numeric and v.name in facs),
-                         notes=tuple(notes), link="logit", formula=m.formula)
+                         notes=tuple(notes), link=m.family.link, formula=m.formula, family=m.family)
 
 
 def _in_interaction(m: GlmerResult, facs: Sequence[str]) -> bool:
@@ -637,16 +638,16 @@ def pairs(em: EmmeansResult, adjust: str = "tukey") -> PairsResult:
     by_grid = pd.DataFrame(by_rows, columns=list(em.by)) if em.by else pd.DataFrame(index=range(len(labels)))
     notes = [n for n in em.notes if n.startswith("Results are averaged")]
     if em.type == "link":
-        notes.append("Results are given on the log odds ratio (not the response) scale.")
+        notes.append(f"Results are given on the {em.family.contrast_scale} (not the response) scale.")
     if used == "tukey" and k >= 3:
         notes.append(f"P value adjustment: tukey method for comparing a family of {k} estimates")
     elif used not in ("none", "tukey"):
         notes.append(f"P value adjustment: {used} method for {n_contr} tests")
     if em.type == "response":
-        notes.append("Tests are performed on the log odds ratio scale")
+        notes.append(f"Tests are performed on the {em.family.contrast_scale} scale")
     return PairsResult(contrast=tuple(labels), by=em.by, by_grid=by_grid, type=em.type, estimate=est, se=se, z=z,
                        p=p, p_unadjusted=p_raw, adjust=used, family_size=k, n_contrasts=n_contr, notes=tuple(notes),
-                       C=C)
+                       C=C, family=em.family)
 
 
 def _adjust(p: np.ndarray, z: np.ndarray, method: str, k: int, n: int) -> np.ndarray:

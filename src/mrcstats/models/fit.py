@@ -15,7 +15,6 @@ Convergence and singularity checks follow lme4's ``checkConv`` (max|scaled grad|
 """
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -23,11 +22,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import optimize
-from scipy.special import expit
 
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models.design import Design, build_design
-from mrcstats.models.deviance import BinomialData, GeneralModel, MultiFactor, SingleFactor, _softplus
+from mrcstats.models.deviance import GeneralModel, MultiFactor, ResponseData, SingleFactor
+from mrcstats.models.family import Family, get_family
 from mrcstats.models.formula import ModelSpec
 from mrcstats.models.results import GlmerResult
 
@@ -36,16 +35,19 @@ GRAD_TOL = 2e-3
 HESS_TOL = 1e-6
 
 
-def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str = "binomial",
+def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str | Family = "binomial",
           contrasts: Mapping[str, str] | None = None, nagq: int = 1, engine: str = "native",
           weights: Any = None, levels: Mapping[str, Any] | None = None,
           lme4_defaults: bool = False) -> GlmerResult:
-    """Fit a binomial GLMM as lme4's ``glmer(formula, data, family = binomial, nAGQ = nagq)``.
+    """Fit a GLMM as lme4's ``glmer(formula, data, family = family, nAGQ = nagq)``.
 
     Parameters
     ----------
     formula : R/lme4 formula text (``"correct ~ scaled_tok * LLM + (1 | passage)"``) or a parsed spec.
     data : pandas DataFrame (a canonical log or any table).
+    family : ``"binomial"`` (logit link; 0/1, proportions with weights, ``cbind(k, n - k)``) or
+        ``"poisson"`` (log link; non-negative integer counts), as R spells them, or a
+        :class:`~mrcstats.models.family.Family`.
     contrasts : ``{"LLM": "sum"}`` for ``contr.sum``; treatment contrasts otherwise.
     nagq : 1 = Laplace; 0 = lme4's nAGQ = 0; 2..25 = adaptive Gauss-Hermite (one grouping factor).
     engine : ``"native"`` (this module) or ``"lme4"`` (R through rpy2, same result class).
@@ -69,31 +71,43 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str = "binomial"
     if not isinstance(formula, (str, ModelSpec)):
         raise InputError(f"glmer: formula must be R formula text such as 'correct ~ x + (1 | cluster)', got "
                          f"{type(formula).__name__}")
+    fam = get_family(family)
+    if fam.response == "continuous":          # lme4: glmer(family = gaussian) is lmer()
+        from mrcstats.models.lmm import lmer
+
+        if engine != "native" or nagq != 1:
+            raise InputError("family 'gaussian' is a linear mixed model (lmer): the native engine, no nagq")
+        return lmer(formula, data, contrasts=contrasts, levels=levels, weights=weights)  # type: ignore[return-value]
     if engine in ("duckdb", "dask") or type(data).__name__ in ("LogDataset", "DataFrame") and \
             not isinstance(data, pd.DataFrame):
         from mrcstats.models.outofcore import glmer_outofcore  # datasets larger than memory, Dask (issue 19)
+
+        if fam.name != "binomial":
+            raise InputError(f"family {fam.name!r}: the out-of-core path (datasets, engine duckdb/dask) fits "
+                             "binomial models only; read the rows into a data frame for other families")
 
         return glmer_outofcore(formula, data, engine=None if engine == "native" else engine,
                                contrasts=contrasts, levels=levels, nagq=nagq)
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"glmer: data must be a pandas DataFrame (e.g. mrcstats.read_log(...) or "
                          f"mrcstats.io.read_data(...)), got {type(data).__name__}")
-    if not isinstance(family, str) or family not in ("binomial", "binomial(logit)", "binomial(link = \"logit\")"):
-        raise InputError(f"family {family!r} is not supported; only 'binomial' (logit link)")
-    from mrcstats.io.schema import require_binary
+    if fam.name == "binomial":
+        from mrcstats.io.schema import require_binary
 
-    require_binary(data, "glmer (binomial)")    # a graded log has no 0/1 response until thresholded
+        require_binary(data, "glmer (binomial)")    # a graded log has no 0/1 response until thresholded
     try:
         nagq = int(nagq)
     except (TypeError, ValueError):
         raise InputError(f"nagq must be a whole number 0..25, got {nagq!r}") from None
     if not 0 <= nagq <= 25:
         raise InputError(f"nagq must be between 0 and 25, got {nagq}")
+    if engine == "lme4" and not fam.canonical:
+        raise InputError(f"family {fam.name!r}: lme4 has no such family (glmmTMB has); use engine='native'")
     if engine == "lme4":
         from mrcstats.models.r_engine import fit_lme4
 
         res = fit_lme4(formula, data, contrasts=contrasts, nagq=nagq, weights=weights, levels=levels,
-                       lme4_defaults=lme4_defaults)
+                       lme4_defaults=lme4_defaults, family=fam)
         import dataclasses
 
         opt = dict(res.optinfo)
@@ -101,20 +115,29 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str = "binomial"
         return dataclasses.replace(res, fit_seconds=time.perf_counter() - t0, optinfo=opt)
     if engine != "native":
         raise InputError(f"engine {engine!r}: use 'native' or 'lme4'")
-    design = build_design(formula, data, contrasts=contrasts, levels=levels, weights=weights)
+    design = build_design(formula, data, contrasts=contrasts, levels=levels, weights=weights, family=fam)
+    if fam.loglik_rows is not None:         # no canonical kernel: the Laplace fit of the row log-likelihood
+        from mrcstats.models.laplace import fit_laplace
+
+        if nagq != 1:
+            raise InputError(f"family {fam.name!r} is fitted by the Laplace approximation; use nagq=1")
+        return fit_laplace(design, t0=t0, fit_options={"contrasts": dict(contrasts or {}),
+                                                        "levels": dict(levels or {}), "family": fam.name})
     res = fit_design(design, nagq=nagq, t0=t0,
                      fit_options={"contrasts": dict(contrasts or {}), "levels": dict(levels or {}),
                                   "weights": weights if isinstance(weights, str) else None, "nagq": nagq,
-                                  "family": "binomial"})
+                                  "family": fam.name})
     return res
 
 
 # ----------------------------------------------------------------------------- helpers
 
 
-def _glm_start(d: BinomialData, maxit: int = 6, max_rows: int = 200_000) -> np.ndarray:
-    """β of the plain logistic GLM (a few IRLS steps on at most ``max_rows`` evenly spaced
-    rows), the starting value for the GLMM; only the optimizer's path depends on it."""
+def _glm_start(d: ResponseData, maxit: int = 6, max_rows: int = 200_000) -> np.ndarray:
+    """β of the plain GLM of the family (a few IRLS steps with the canonical link, W = wV(μ),
+    z = η + (y-μ)/V(μ), on at most ``max_rows`` evenly spaced rows), the starting value for the
+    GLMM; only the optimizer's path depends on it."""
+    fam = d.family
     p = d.p
     beta = np.zeros(p)
     if p == 0:
@@ -124,12 +147,11 @@ def _glm_start(d: BinomialData, maxit: int = 6, max_rows: int = 200_000) -> np.n
         XT, y, w = np.ascontiguousarray(d.XT[:, ::step]), d.y[::step].copy(), d.w[::step].copy()
     else:
         XT, y, w = d.XT, d.y, d.w
-    ybar = (float(np.sum(w * y)) + 0.5) / (float(w.sum()) + 1.0)
-    eta = np.full(y.size, math.log(ybar / (1 - ybar)))
+    eta = np.full(y.size, fam.linkfun(fam.start_mean(y, w)))
     for _ in range(maxit):
-        mu = expit(eta)
-        v = np.maximum(w * mu * (1 - mu), 1e-10)
-        z = eta + (y - mu) / np.maximum(mu * (1 - mu), 1e-10)
+        mu = fam.mean(eta)
+        v = np.maximum(fam.wvariance(mu, w), 1e-10)
+        z = eta + (y - mu) / np.maximum(fam.variance(mu), 1e-10)
         XtWX = (XT * v) @ XT.T
         try:
             new = np.linalg.solve(XtWX, XT @ (v * z))
@@ -250,7 +272,7 @@ def _rx_vcov_safe(model, theta, beta, msgs: list[str]) -> np.ndarray:
                     "standard errors use its pseudo-inverse and are not reliable")
         d = model.d
         mu = model.extras(theta, beta)["mu"]
-        v = d.w * mu * (1 - mu)
+        v = d.family.wvariance(mu, d.w)
         return np.linalg.pinv((d.XT * v) @ d.XT.T)
 
 
@@ -270,7 +292,7 @@ def _scale_check(XT: np.ndarray) -> list[str]:
 # ----------------------------------------------------------------------------- native fit
 
 
-def make_model(d: BinomialData, re) -> SingleFactor | MultiFactor | GeneralModel:
+def make_model(d: ResponseData, re) -> SingleFactor | MultiFactor | GeneralModel:
     """The deviance object for the random-effects terms ``re``.
 
     One general structure (:class:`GeneralModel`, any lme4 covariance terms); random
@@ -392,8 +414,9 @@ def _blas_controller():
 def _fit_design(design: Design, nagq: int, t0: float | None,
                 fit_options: Mapping[str, Any] | None) -> GlmerResult:
     t0 = time.perf_counter() if t0 is None else t0
-    X, y, w = design.X, design.y, design.weights
-    d = BinomialData(X, y, w, design.offset, design.loglik_const)
+    y, w = design.y, design.weights
+    d = ResponseData.from_design(design)
+    fam = d.family
     re = design.re
     messages = list(design.messages) + _scale_check(d.XT)
     scalar = all(r.is_scalar for r in re)
@@ -409,9 +432,9 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
     k = len(lower)
     p = d.p
     ybar = float(d.wy.sum() / d.w.sum()) if d.w.sum() > 0 else float("nan")
-    if not 0.0 < ybar < 1.0:
-        raise ModelError(f"every response is {'a success' if ybar == 1.0 else 'a failure'} "
-                         f"({design.nobs} rows): a binomial model has nothing to estimate")
+    why = fam.check_mean(ybar, design.nobs)
+    if why:
+        raise ModelError(why)
     beta0 = _glm_start(d)
     theta0 = np.concatenate([r.start for r in re])       # lme4's start
 
@@ -475,13 +498,13 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
 
     ex = model.extras(th_arg(theta), beta)
     mu, eta = ex["mu"], ex["eta"]
-    if np.any((mu < 1e-10) | (mu > 1 - 1e-10)):
-        messages.append("fitted probabilities numerically 0 or 1 occurred (possible complete separation "
-                            "of a fixed effect; estimates and SEs of the separated terms are not reliable)")
-    f = _softplus(eta)
+    boundary = fam.boundary_message(mu)
+    if boundary:
+        messages.append(boundary)
+    f = fam.cumulant(eta)
     devres_sum = float(np.sum(2 * d.w * f - 2 * d.wy * eta)) + d.ent
     with np.errstate(divide="ignore", invalid="ignore"):
-        pearson = (y - mu) * np.sqrt(w) / np.sqrt(mu * (1 - mu))
+        pearson = (y - mu) * np.sqrt(w) / np.sqrt(fam.variance(mu))
     pearson = np.where(np.isfinite(pearson), pearson, 0.0)
     if nagq > 1:
         loglik = -0.5 * fval
@@ -495,7 +518,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         ngroups=design.ngroups, ranef=ranef, loglik=loglik, deviance=devres_sum, pearson_resid=pearson,
         nobs=design.nobs, converged=converged, messages=messages, engine="native", nagq=nagq,
         fit_seconds=fit_seconds, singular=singular, optinfo=optinfo, fit_options=fit_options or {},
-        frame=design.frame, design=design)
+        frame=design.frame, design=design, family=fam)
 
 
 def _ranef_frames(re, bs, cvs) -> dict[str, pd.DataFrame]:

@@ -1,7 +1,7 @@
 # lme4 side of mrcstats' GLMM engine: functions shared by R/fit_glmer.R (Rscript, CSV in,
 # JSON out) and mrcstats.models.r_engine (rpy2).  Sourcing this file defines functions only.
 #
-# The fit is glmer(formula, data, family = binomial, nAGQ = nagq,
+# The fit is glmer(formula, data, family = family (binomial by default), nAGQ = nagq,
 #                  control = glmerControl(tolPwrss = 1e-13));
 # when lme4's penalized IRLS fails ('PIRLS step-halvings failed' / 'pwrssUpdate' errors)
 # it is repeated with tolPwrss = 1e-10 and a message says so.  lme4_defaults = TRUE uses
@@ -98,15 +98,16 @@ mrc_is_pirls_failure <- function(msg) grepl("step-halving|pwrssUpdate|PIRLS", ms
 
 # One glmer call evaluated in its own environment holding `d` and `ctrl`, so that
 # drop1()/update()/anova() on the result re-evaluate the call as lme4 expects.
-mrc_fit_once <- function(formula, d, nagq, weighted, tol, env = NULL) {
+mrc_fit_once <- function(formula, d, nagq, weighted, tol, env = NULL, family = "binomial") {
   if (is.null(env)) env <- new.env(parent = globalenv())
   env$d <- d
   env$ctrl <- if (is.null(tol)) glmerControl() else glmerControl(tolPwrss = tol)
   f <- as.formula(formula, env = env)
+  fam <- as.name(family)
   cl <- if (weighted)
-    bquote(glmer(.(f), data = d, family = binomial, nAGQ = .(nagq), control = ctrl,
+    bquote(glmer(.(f), data = d, family = .(fam), nAGQ = .(nagq), control = ctrl,
                  weights = .mrc_weights))
-  else bquote(glmer(.(f), data = d, family = binomial, nAGQ = .(nagq), control = ctrl))
+  else bquote(glmer(.(f), data = d, family = .(fam), nAGQ = .(nagq), control = ctrl))
   warns <- character()
   # warnings and messages (e.g. "boundary (singular) fit: ...") are kept, not printed
   m <- withCallingHandlers(eval(cl, env), warning = function(w) {
@@ -122,20 +123,20 @@ mrc_fit_once <- function(formula, d, nagq, weighted, tol, env = NULL) {
 # Fit with tolPwrss = tol (1e-13 by default), relaxed to 1e-10 when PIRLS fails; or with
 # lme4's defaults.  Returns list(model, tol, messages, seconds, env).
 mrc_fit <- function(formula, d, nagq = 1L, weighted = FALSE, lme4_defaults = FALSE,
-                    tol = NULL, env = NULL) {
+                    tol = NULL, env = NULL, family = "binomial") {
   t0 <- proc.time()[["elapsed"]]
   if (lme4_defaults) {
-    r <- mrc_fit_once(formula, d, nagq, weighted, NULL, env)
+    r <- mrc_fit_once(formula, d, nagq, weighted, NULL, env, family)
     return(list(model = r$model, tol = 1e-7, messages = r$warnings,
                 seconds = proc.time()[["elapsed"]] - t0, env = r$env))
   }
   if (is.null(tol)) tol <- 1e-13
   msgs <- character()
-  r <- tryCatch(mrc_fit_once(formula, d, nagq, weighted, tol, env), error = function(e) e)
+  r <- tryCatch(mrc_fit_once(formula, d, nagq, weighted, tol, env, family), error = function(e) e)
   if (inherits(r, "error") && mrc_is_pirls_failure(conditionMessage(r)) && tol < 1e-10) {
     msgs <- paste0("tolPwrss relaxed from ", format(tol), " to 1e-10: ", conditionMessage(r))
     tol <- 1e-10
-    r <- tryCatch(mrc_fit_once(formula, d, nagq, weighted, tol, env), error = function(e) e)
+    r <- tryCatch(mrc_fit_once(formula, d, nagq, weighted, tol, env, family), error = function(e) e)
   }
   if (inherits(r, "error")) stop("glmer failed: ", conditionMessage(r))
   list(model = r$model, tol = tol, messages = c(msgs, r$warnings),

@@ -43,7 +43,8 @@ from scipy import linalg as sla
 from scipy.linalg import blas
 
 from mrcstats.errors import ModelError
-from mrcstats.models.deviance import PIRLS_MAXIT, PIRLS_TOL, _expit, _softplus, halving_step
+from mrcstats.models.deviance import PIRLS_MAXIT, PIRLS_TOL, halving_step
+from mrcstats.models.family import BINOMIAL
 
 CHUNK_CELLS = 1 << 21      # cells per chunk of rows (16 MB per float64 buffer)
 CACHE_BYTES = 4e9          # keep v and μ of every cell when they fit (2 x 8 bytes per cell)
@@ -79,6 +80,7 @@ class CrossedGrid:
         if K.shape != N.shape or K.ndim != 2:
             raise ValueError("K and N must be q1 x q2 tables of the same shape")
         self.K, self.N = K, N
+        self.family = BINOMIAL         # the grid holds binomial counts: b = softplus, V = μ(1-μ)
         self.q1, self.q2 = K.shape
         if self.q2 > MAX_SECOND:
             raise ModelError(f"the crossed grid handles a second factor of at most {MAX_SECOND} levels "
@@ -123,7 +125,7 @@ class CrossedGrid:
         """η and μ of the rows ``sl``; a1 = θ₁u₁, a2 = θ₂u₂."""
         eta = a1[sl, None] + a2[None, :]
         eta += beta0
-        return eta, _expit(eta)
+        return eta, self.family.mean(eta)
 
     def _vmu(self, sl: slice, theta, beta0: float, u: np.ndarray, a1=None, a2=None):
         """v = Nμ(1-μ) and μ of the rows ``sl`` at (θ, β, u): from the cache when it holds that point."""
@@ -133,7 +135,7 @@ class CrossedGrid:
         if a1 is None:
             a1, a2 = t1 * u[:self.q1], t2 * u[self.q1:]
         _eta, mu = self._eta_mu(sl, beta0, a1, a2)
-        v = mu * (1.0 - mu)
+        v = self.family.variance(mu)
         v *= self.N[sl]
         return v, mu
 
@@ -151,7 +153,7 @@ class CrossedGrid:
             for sl in share:
                 eta = a1[sl, None] + a2[None, :]
                 eta += beta0
-                f = _softplus(eta)
+                f = self.family.cumulant(eta)
                 f *= self.N[sl]
                 eta *= self.K[sl]
                 f -= eta
@@ -176,16 +178,16 @@ class CrossedGrid:
             for sl in share:
                 eta, mu = self._eta_mu(sl, beta0, a1, a2)
                 Nc, Kc = self.N[sl], self.K[sl]
-                f = _softplus(eta)
+                f = self.family.cumulant(eta)
                 f *= Nc
                 eta *= Kc
                 f -= eta
                 dev += float(f.sum())
                 if self._cache:
-                    v = np.multiply(mu, 1.0 - mu, out=self._V[sl])
+                    v = self.family.variance(mu, out=self._V[sl])
                     self._MU[sl] = mu
                 else:
-                    v = mu * (1.0 - mu)
+                    v = self.family.variance(mu)
                 v *= Nc
                 e = np.multiply(mu, Nc, out=eta)
                 np.subtract(Kc, e, out=e)
@@ -287,7 +289,7 @@ class CrossedGrid:
                 d1 = 1.0 / D1[sl] + np.einsum("ij,ij->i", G, GS)
                 diag1[sl] = d1
                 if need_rows:
-                    t = 1.0 - 2.0 * mu
+                    t = self.family.dvariance(mu)
                     t *= v
                     h = GS
                     h *= -2.0 * c
@@ -526,7 +528,7 @@ def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], n
                          f"a binomial model has nothing to estimate")
     lower = np.zeros(2)
     ybar = s / n
-    beta0 = np.array([math.log(ybar / (1 - ybar))])        # the intercept-only GLM's β̂
+    beta0 = np.array([model.family.linkfun(ybar)])         # the intercept-only GLM's β̂
     x0 = np.concatenate([np.ones(2), beta0])                # lme4's start θ = 1
     start = None
     if K.size > START_CELLS:
@@ -566,7 +568,7 @@ def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], n
         ngroups={g: len(lv) for g, lv in zip(names, levels)}, ranef=ranef, loglik=-0.5 * fval, deviance=devres,
         resid_quantiles=rq, nobs=n, converged=converged, messages=msgs, engine="native (crossed grid)",
         nagq=1, fit_seconds=time.perf_counter() - t0, singular=singular, optinfo=opt,
-        fit_options={"nagq": 1, "family": "binomial"})
+        fit_options={"nagq": 1, "family": model.family.name}, family=model.family)
 
 
 def _subgrid_start(K, N, x0, lower, chunk_cells):

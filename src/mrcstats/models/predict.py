@@ -6,7 +6,8 @@
 random intercepts named in ``re_form``: ``None`` = all (lme4's ``re.form = NULL``),
 ``"~0"`` or ``"NA"`` = none, ``"~(1 | passage)"`` = those listed. Levels not seen in
 the fit are an error unless ``allow_new_levels=True`` (then their effect is 0, lme4's
-``allow.new.levels = TRUE``). ``type="response"`` applies the inverse logit.
+``allow.new.levels = TRUE``). ``type="response"`` applies the family's inverse link (R's
+``family$linkinv``: the inverse logit for binomial fits, exp for Poisson).
 Rows with a missing predictor give NaN (R's ``na.pass``).
 
 :func:`probability_frame` predicts from fixed effects given without a fit (e.g. a paper's
@@ -30,29 +31,15 @@ import pandas as pd
 
 from mrcstats.errors import InputError
 from mrcstats.models.design import contrast_matrix, factor_levels
+from mrcstats.models.family import BINOMIAL
 
 if TYPE_CHECKING:  # pragma: no cover
     from mrcstats.models.results import GlmerResult
 
 
-_THRESH = 30.0
-_EPS = float(np.finfo(float).eps)
-
-
-def linkinv(eta):
-    """Inverse logit as R's ``binomial()$linkinv`` (C ``logit_linkinv``: clamped beyond |eta| > 30)."""
-    eta = np.asarray(eta, dtype=float)
-    with np.errstate(over="ignore", invalid="ignore"):
-        tmp = np.where(eta < -_THRESH, _EPS, np.where(eta > _THRESH, 1.0 / _EPS, np.exp(np.clip(eta, -_THRESH, _THRESH))))
-        return tmp / (1.0 + tmp)
-
-
-def mu_eta(eta):
-    """dμ/dη of the logit link as R's ``binomial()$mu.eta`` (C ``logit_mu_eta``)."""
-    eta = np.asarray(eta, dtype=float)
-    with np.errstate(over="ignore", invalid="ignore"):
-        e = np.exp(np.clip(eta, -_THRESH, _THRESH))
-        return np.where(np.abs(eta) > _THRESH, _EPS, e / ((1.0 + e) * (1.0 + e)))
+#: the binomial family's R link functions (``binomial()$linkinv``, ``$mu.eta``)
+linkinv = BINOMIAL.linkinv
+mu_eta = BINOMIAL.mu_eta
 
 
 def _re_terms(m: GlmerResult, re_form: str | None) -> list[str]:
@@ -152,7 +139,7 @@ def predict(m: GlmerResult, newdata: pd.DataFrame | None = None, re_form: str | 
                 e = e + np.where(new, 0.0, Z[:, c] * frame[name].to_numpy()[safe])
     eta[ok] = e
     if type == "response":
-        return linkinv(eta)
+        return m.family.linkinv(eta)
     return eta
 
 

@@ -2,7 +2,7 @@
 
 The fit is R's
 
-``glmer(formula, data, family = binomial, nAGQ = nagq, control = glmerControl(tolPwrss = 1e-13))``
+``glmer(formula, data, family = family, nAGQ = nagq, control = glmerControl(tolPwrss = 1e-13))``
 
 (Bates, Maechler, Bolker & Walker 2015, *J. Stat. Softw.* 67(1); lme4 1.1-31), refitted with
 ``tolPwrss = 1e-10`` when lme4's penalized IRLS fails ("PIRLS step-halvings failed",
@@ -31,6 +31,7 @@ import pandas as pd
 
 from mrcstats.errors import DependencyError, InputError, ModelError
 from mrcstats.models.design import Design, build_design
+from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.formula import ModelSpec
 from mrcstats.models.results import GlmerResult
 
@@ -151,7 +152,8 @@ def lme4_fit_dict(formula: str | ModelSpec, data: pd.DataFrame, *,
                   levels: Mapping[str, Sequence[Any]] | None = None, nagq: int = 1,
                   weights: str | Sequence[float] | np.ndarray | None = None, lme4_defaults: bool = False,
                   tol_pwrss: float | None = None, ranef: bool = True, drop1: bool = False,
-                  gvif: bool = False, compare: str | ModelSpec | None = None) -> dict[str, Any]:
+                  gvif: bool = False, compare: str | ModelSpec | None = None,
+                  family: str = "binomial") -> dict[str, Any]:
     """Fit ``formula`` with lme4 through rpy2 and return R's figures as plain Python.
 
     The keys are those of ``R/fit_glmer.R``'s JSON (``fixef``, ``se``, ``z``, ``p``, ``vcov``,
@@ -208,7 +210,7 @@ def lme4_fit_dict(formula: str | ModelSpec, data: pd.DataFrame, *,
     tol = ro.NULL if tol_pwrss is None else float(tol_pwrss)
     weighted = wname is not None
     try:
-        fit = ro.r["mrc_fit"](ftext, rdata, int(nagq), weighted, bool(lme4_defaults), tol)
+        fit = ro.r["mrc_fit"](ftext, rdata, int(nagq), weighted, bool(lme4_defaults), tol, family=family)
     except _STATE["error"] as exc:
         raise ModelError(f"lme4 could not fit {ftext!r}: {_r_message(exc)}") from None
     out = ro.r["mrc_extract"](fit, ftext, int(nagq), bool(lme4_defaults), bool(ranef))
@@ -220,7 +222,8 @@ def lme4_fit_dict(formula: str | ModelSpec, data: pd.DataFrame, *,
         extra["gvif"] = ro.r["mrc_gvif"](model)
     if ctext:
         try:
-            fit0 = ro.r["mrc_fit"](ctext, rdata, int(nagq), weighted, bool(lme4_defaults), tol, fit.rx2("env"))
+            fit0 = ro.r["mrc_fit"](ctext, rdata, int(nagq), weighted, bool(lme4_defaults), tol, fit.rx2("env"),
+                                   family=family)
         except _STATE["error"] as exc:
             raise ModelError(f"lme4 could not fit the reduced model {ctext!r}: {_r_message(exc)}") from None
         extra["anova"] = ro.r["mrc_anova"](fit0.rx2("model"), model)
@@ -242,7 +245,7 @@ def _level_text(x: Any) -> str:
 def fit_lme4(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Mapping[str, str] | None = None,
              nagq: int = 1, weights: str | Sequence[float] | np.ndarray | None = None,
              levels: Mapping[str, Sequence[Any]] | None = None, lme4_defaults: bool = False,
-             tol_pwrss: float | None = None) -> GlmerResult:
+             tol_pwrss: float | None = None, family: Family = BINOMIAL) -> GlmerResult:
     """``glmer(..., engine="lme4")``: the fit by R's lme4 as a :class:`GlmerResult`.
 
     The native design is built first (same parser, same na.omit, same factor levels and
@@ -251,7 +254,7 @@ def fit_lme4(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Mapping
     time of R's ``glmer()`` call alone.
     """
     design = build_design(formula, data, contrasts=contrasts, levels=levels, weights=weights,
-                          allow_slopes=True)
+                          allow_slopes=True, family=family)
     info = design.info
     spec = info.spec
     # levels R must use: those the native design chose for plain factor columns (and the response)
@@ -269,10 +272,10 @@ def fit_lme4(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Mapping
             raise InputError(f"contrasts for {label!r}: engine='lme4' takes contrasts for plain columns only; "
                              f"make {var.column if var else label!r} a text column and give contrasts for it")
     r = lme4_fit_dict(spec, data, contrasts=contr, levels=lv, nagq=nagq, weights=weights,
-                      lme4_defaults=lme4_defaults, tol_pwrss=tol_pwrss, ranef=True)
+                      lme4_defaults=lme4_defaults, tol_pwrss=tol_pwrss, ranef=True, family=family.name)
     return result_from_lme4(r, design, fit_options={
         "contrasts": dict(contrasts or {}), "levels": dict(levels or {}), "weights": weights,
-        "nagq": int(nagq), "lme4_defaults": bool(lme4_defaults), "tol_pwrss": tol_pwrss},
+        "nagq": int(nagq), "lme4_defaults": bool(lme4_defaults), "tol_pwrss": tol_pwrss, "family": family.name},
         data=data)
 
 
@@ -305,7 +308,7 @@ def result_from_lme4(r: Mapping[str, Any], design: Design, *, fit_options: Mappi
         formula=str(r.get("formula") or info.spec.formula), singular=bool(r["singular"]),
         optinfo={"tol_pwrss": r.get("tol_pwrss"), "lme4_version": r.get("lme4_version"),
                  "lme4_defaults": r.get("lme4_defaults")},
-        fit_options=fit_options, frame=data)
+        fit_options=fit_options, frame=data, family=design.family)
     if slopes:  # random slopes: lme4's theta (Cholesky factor entries); VarCorr with correlations
         theta = pd.Series([float(r["theta"][t]) for t in tnames], index=tnames, name="theta")
         if tnames == [n for t in design.re for n in t.theta_names]:

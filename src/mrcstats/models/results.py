@@ -23,6 +23,7 @@ from scipy import stats as _st
 from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.design import DesignInfo
+from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.formula import ModelSpec
 
 _QNAMES = ("Min", "1Q", "Median", "3Q", "Max")
@@ -56,7 +57,8 @@ def check_level(level: Any, who: str) -> float:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class GlmerResult(Result):
-    """A fitted binomial GLMM (random intercepts), in lme4's terms.
+    """A fitted GLMM, in lme4's terms; ``family`` (:class:`~mrcstats.models.family.Family`) is its
+    response distribution and link (binomial-logit, Poisson-log).
 
     Attributes
     ----------
@@ -108,8 +110,8 @@ class GlmerResult(Result):
     resid_quantiles: pd.Series
     fit_seconds: float
     info: DesignInfo | None = None
-    family: str = "binomial"
-    link: str = "logit"
+    family: Family = BINOMIAL
+    dispersion: float | None = None
     optinfo: Mapping[str, Any] = field(default_factory=dict, repr=False)
     fit_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     frame: pd.DataFrame | None = field(default=None, repr=False)
@@ -126,7 +128,7 @@ class GlmerResult(Result):
                        singular: bool | None = None, optinfo: Mapping[str, Any] | None = None,
                        fit_options: Mapping[str, Any] | None = None, frame: pd.DataFrame | None = None,
                        theta_names: Sequence[str] | None = None, varcorr: pd.DataFrame | None = None,
-                       design: Any = None) -> GlmerResult:
+                       design: Any = None, family: Family = BINOMIAL, npar_extra: int = 0) -> GlmerResult:
         """Build a result from the estimates; every derived figure is computed here.
 
         ``beta`` follows ``info.column_names``; ``theta`` and ``group_names`` follow lme4's
@@ -144,7 +146,7 @@ class GlmerResult(Result):
         p = 2.0 * _st.norm.sf(np.abs(z))
         th = np.asarray(theta, dtype=float)
         tnames = list(theta_names) if theta_names is not None else [f"{g}.(Intercept)" for g in group_names]
-        npar = len(names) + len(th)
+        npar = len(names) + len(th) + npar_extra
         m2 = -2.0 * float(loglik)
         aic = m2 + 2 * npar
         bic = m2 + math.log(nobs) * npar
@@ -172,9 +174,14 @@ class GlmerResult(Result):
             messages=tuple(dict.fromkeys([*messages, *separation_messages(names, beta, se)])),  # each once
             resid_quantiles=pd.Series(np.asarray(resid_quantiles, float), index=list(_QNAMES)),
             fit_seconds=float(fit_seconds), info=info, optinfo=dict(optinfo or {}),
-            fit_options=dict(fit_options or {}), frame=frame, design=design)
+            fit_options=dict(fit_options or {}), frame=frame, design=design, family=family)
 
     # ------------------------------------------------------------------ accessors
+    @property
+    def link(self) -> str:
+        """The link's R name (``logit``, ``log``)."""
+        return self.family.link
+
     @property
     def spec(self) -> ModelSpec | None:
         return self.info.spec if self.info is not None else None
@@ -230,7 +237,8 @@ class GlmerResult(Result):
     def to_dict(self) -> dict[str, Any]:
         """The CLI ``--json`` object (issue: formula, engine, nobs, ngroups, fixef, se, ...)."""
         return {
-            "formula": self.formula, "engine": self.engine, "nagq": self.nagq, "nobs": self.nobs,
+            "formula": self.formula, "family": self.family.name, "link": self.family.link, "engine": self.engine,
+            "nagq": self.nagq, "nobs": self.nobs,
             "ngroups": dict(self.ngroups),
             "fixef": self.fixef.to_dict(), "se": self.se.to_dict(), "z": self.z.to_dict(), "p": self.p.to_dict(),
             "theta": self.theta.to_dict(),
@@ -240,13 +248,13 @@ class GlmerResult(Result):
             "loglik": self.loglik, "aic": self.aic, "bic": self.bic, "minus2loglik": self.minus2loglik,
             "deviance": self.deviance, "df_resid": self.df_resid, "converged": self.converged,
             "singular": self.singular, "messages": list(self.messages), "fit_seconds": self.fit_seconds,
+            **({"dispersion": self.dispersion} if self.dispersion is not None else {}),
         }
 
     def ranef_dict(self) -> dict[str, dict[str, dict[str, float]]]:
         """``{group: {level: {"mode", "condvar"}}}`` (the CLI's ``--ranef``); for slope terms the
         keys are the columns (``(Intercept)``, ``x``) and ``condvar:<column>``."""
-        return {g: {str(k): {str(c): float(v) for c, v in r.items()}
-                    for k, r in df.iterrows()} for g, df in self.ranef.items()}
+        return ranef_dict(self.ranef)
 
     def to_frame(self) -> pd.DataFrame:
         """Fixed effects then random-effect SDs, one row per parameter (tidy, like broom.mixed)."""
@@ -288,6 +296,8 @@ class GlmerResult(Result):
         out.extend(_varcorr_lines(self._varcorr()))
         grp = "; ".join(f"{k}, {v}" for k, v in self.ngroups.items())
         out.append(f"Number of obs: {self.nobs}, groups:  {grp}")
+        if self.dispersion is not None:     # glmmTMB's wording for the beta-binomial's φ
+            out.append(f"\nDispersion parameter for {self.family.name} family (): {_fmt_sig(self.dispersion, 3)}")
         out.append("")
         out.append("Fixed effects:")
         out.extend(_coef_lines(self.coef_table()))
@@ -304,6 +314,12 @@ class GlmerResult(Result):
 
     def __str__(self) -> str:
         return self.summary()
+
+
+def ranef_dict(ranef: Mapping[str, pd.DataFrame]) -> dict[str, dict[str, dict[str, float]]]:
+    """``{group: {level: {column: value}}}`` of per-group random-effect frames (``ranef``), for JSON."""
+    return {g: {str(k): {str(c): float(v) for c, v in r.items()} for k, r in df.iterrows()}
+            for g, df in ranef.items()}
 
 
 #: a fixed effect is flagged as separated when |estimate| > SEPARATION_ESTIMATE and its SE exceeds

@@ -49,6 +49,7 @@ import pandas as pd
 from mrcstats._files import write_text_atomic
 from mrcstats._repr import Result
 from mrcstats.errors import InputError
+from mrcstats.models.family import BINOMIAL
 from mrcstats.report.format import MISSING, format_num
 from mrcstats.report.tables import Table, latex_escape, write_exports
 
@@ -515,7 +516,13 @@ def table(models: Sequence[Any] | Mapping[str, Any], *, statistic: str = "se", c
     data = pd.DataFrame.from_records(recs, columns=_LONG_COLUMNS)
 
     # notes: what the cells are, the stars' legend, and what each fit reported about itself
-    what = "Odds ratios exp(β)" if exponentiate else "Estimates on the log-odds scale (logit link)"
+    fams = list(dict.fromkeys(getattr(m, "family", BINOMIAL) for m in fits))
+    if len(fams) == 1:
+        what = (f"{fams[0].ratio_desc} exp(β)" if exponentiate
+                else f"Estimates on the {fams[0].eta_desc} scale ({fams[0].link} link)")
+    else:
+        what = "exp(β)" if exponentiate else "Estimates on each model's link scale (" + ", ".join(
+            f"{f.name}: {f.link}" for f in fams) + ")"
     under = {"se": "; standard errors in parentheses" + (" (delta method)" if exponentiate else ""),
              "ci": f"; {conf_level:.0%} Wald confidence intervals in brackets", "none": ""}[statistic]
     out_notes = [f"{what}{under}."]

@@ -497,6 +497,7 @@ def regression_table(result: Any, caption: str = "", label: str = "fixef", layou
     """
     cf = coef_frame(result)
     names = dict(terms or {})
+    eta = getattr(getattr(result, "family", None), "eta_desc", "log-odds")
     if layout == "apa":
         from scipy.stats import norm
 
@@ -515,7 +516,7 @@ def regression_table(result: Any, caption: str = "", label: str = "fixef", layou
                           raw=pd.DataFrame({"Term": cf["term"], "Estimate": cf["estimate"], "SE": cf["se"],
                                             "CI low": lo, "CI high": hi, "z": cf["z"], "p": cf["p"],
                                             **({"Truth": df["Truth"]} if truth is not None else {})}),
-                          notes=(f"Wald z tests; {level:.0%} CI = estimate ± {zc:.2f} SE (log-odds).",))
+                          notes=(f"Wald z tests; {level:.0%} CI = estimate ± {zc:.2f} SE ({eta}).",))
     notes = ["Signif. codes: 0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1"]
     if layout == "lme4":
         df = pd.DataFrame({"Term": cf["term"], "Estimate": cf["estimate"], "Std. Error": cf["se"],

@@ -1,4 +1,5 @@
-"""``glmm``: a binomial GLMM (:func:`mrcstats.models.glmer`) with drop1, GVIF, σ tables, LOESS and random effects."""
+"""``glmm``: a GLMM (:func:`mrcstats.models.glmer`, binomial by default) with drop1, GVIF, σ tables, LOESS and
+random effects."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -97,7 +98,8 @@ class Glmm(Analysis):
         terms, term_note = term_labels(res)
 
         out.code(_short_summary(res))
-        fx = regression_table(res, caption=f"Fixed effects of the {name} GLMM ({res.formula}), log-odds scale"
+        fx = regression_table(res, caption=f"Fixed effects of the {name} GLMM ({res.formula}), "
+                                           f"{res.family.eta_desc} scale"
                               + ("; Truth = simulated value" if truth else "") + ".",
                               label=f"fixef_{name}", layout=a.get("layout"), truth=truth, terms=terms)
         if term_note:
@@ -169,7 +171,8 @@ def _methods(res: Any, data: pd.DataFrame, a: AnalysisSpec) -> list[str]:
     nagq = int(res.nagq)
     approx = ("nAGQ = 0 (β estimated inside the penalized IRLS)" if nagq == 0 else
               "Laplace approximation (nAGQ = 1)" if nagq == 1 else f"adaptive Gauss-Hermite quadrature, nAGQ = {nagq}")
-    lines = [f"Model: glmer({res.formula}, family = binomial(logit)), fitted by maximum likelihood with the "
+    lines = [f"Model: glmer({res.formula}, family = {res.family.name}({res.link})), fitted by maximum likelihood "
+             "with the "
              f"{approx}; engine: {res.engine}" + (" with lme4's default tolerances" if a.get("lme4_defaults") else "")
              + ".",
              "Contrasts: " + (", ".join(f"{k} = contr.{str(v).removeprefix('contr.')}" for k, v in contr.items())
@@ -215,9 +218,10 @@ def _methods(res: Any, data: pd.DataFrame, a: AnalysisSpec) -> list[str]:
     if a.get("emmeans"):
         lines.append("Estimated marginal means as R's emmeans 1.8 (reference grid: factors at every level, numeric "
                      "covariates at their mean, equal weights over the other factors; delta-method SEs from vcov(); "
-                     "asymptotic intervals, back-transformed from the logit scale for probabilities); pairwise "
-                     "contrasts as pairs() (odds ratios on the response scale, tests on the log scale), p values "
-                     "adjusted within each family as noted under each table.")
+                     f"asymptotic intervals, back-transformed from the {res.family.scale_name} for "
+                     f"{res.family.response_plural}); pairwise contrasts as pairs() ({res.family.ratio_desc.lower()} "
+                     "on the response scale, tests on the log scale), p values adjusted within each family as noted "
+                     "under each table.")
     if a.get("truth"):
         lines.append("The data were simulated with known fixed effects; the tables show the truth beside the "
                      "estimates.")
@@ -338,13 +342,14 @@ def _emmeans_section(out: Output, res: Any, e: Mapping[str, Any], name: str, j: 
 
     em = emmeans(res, e["specs"], by=e["by"], type=e["type"], at=e["at"])
     what = " × ".join(em.specs) + (f" by {' × '.join(em.by)}" if em.by else "")
-    scale = "probability of a correct answer" if em.type == "response" else "logit scale"
+    scale = res.family.response_desc if em.type == "response" else res.family.scale_name
     tag = f"{name}_{j}"
     out.table(emmeans_table(em, caption=f"Estimated marginal means of {what} ({scale}), {name} GLMM; "
                                         "as R's emmeans.", label=f"emmeans_{tag}"))
     if e["pairs"]:
         pr = pairs(em, adjust=e["adjust"])
-        kind = "odds ratios" if em.type == "response" else "differences on the logit scale"
+        kind = res.family.ratio_desc.lower() if em.type == "response" else \
+            f"differences on the {res.family.scale_name}"
         out.table(pairs_table(pr, caption=f"Pairwise contrasts of {what} ({kind}, {pr.adjust} adjustment), "
                                           f"{name} GLMM; as R's pairs(emmeans(...)).", label=f"pairs_{tag}"))
 
@@ -376,7 +381,7 @@ def _confint_section(out: Output, res: Any, c: Mapping[str, Any], name: str, see
     ci = res.confint(method=c["method"], level=c["level"], nsim=c["nsim"],
                      seed=c["seed"] if c["seed"] is not None else seed)
     frame = ci.to_frame().astype(float).reset_index(names="Parameter")
-    notes = list(ci.messages)
+    notes = list(ci.messages) + [f"Refused: {r}" for r in ci.refused]    # NA rows say why
     if c["method"] == "boot":
         notes.append(f"{ci.nsim} parametric-bootstrap refits (seed {ci.seed}), {ci.n_failed} failed.")
     out.table(Table(frame, caption=f"{c['level']:.0%} confidence intervals ({c['method']}) of the {name} GLMM; as "

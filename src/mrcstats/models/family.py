@@ -1,0 +1,391 @@
+"""Response distributions of the mixed models: a family is data, not a branch.
+
+A :class:`Family` holds what every piece of the engine asks about the response distribution, as R's
+``family`` objects (``binomial()``, ``poisson()``) and statsmodels' ``genmod.families`` do:
+
+* the link: ``linkfun`` (g), ``linkinv`` (g⁻¹, clamped as R's C code), ``mu_eta`` (dμ/dη), as R's
+  ``family$linkfun``, ``$linkinv``, ``$mu.eta``;
+* the variance function ``variance`` V(μ) (``family$variance``) and its derivative ``dvariance`` V'(μ);
+* the deviance kernels' pieces for a canonical link, where the log-likelihood of a row with prior
+  weight w is ``w (y η − b(η)) + c(y)``: the cumulant ``cumulant`` b(η), the mean ``mean`` b'(η) = μ
+  (unclamped, in place), and W = w b''(η) = w V(μ), b''' = V'(μ) V(μ). The Laplace deviance of lme4
+  (Bates et al. 2015, J. Stat. Softw. 67(1), eq. 30-31) is then
+  ``2 Σ w (b(η) − yη) − 2 const + ‖u‖² + log|L|²`` with ``const`` = Σ c(y) (``loglik_const``), and
+  the deviance-residual sum ``2 Σ w (b(η) − yη) + saturated`` (``saturated`` = 2 Σ w (y θ(y) − b(θ(y)))
+  at the saturated θ(y));
+* the start (``start_mean``: the mean the GLM start's IRLS begins from, glm's ``mustart`` idea), the
+  check that there is something to estimate (``check_mean``), ``simulate`` (R's ``simulate`` of the
+  family: one response vector given μ and the weights), the response the design reads (``response``:
+  ``"binomial"`` 0/1, proportions with weights, ``cbind(k, n − k)`` or a two-level factor; ``"count"``
+  non-negative integers), and the names emmeans uses on the response scale.
+
+Sufficient statistics: with a canonical link the likelihood depends on the rows of one covariate pattern
+only through Σ w y and Σ w (``canonical``), which the out-of-core path uses for the binomial counts.
+
+Several kernel quantities come in more than one form (``variance``, ``variance_into``, ``wvariance``):
+the same number, each with the rounding of the kernel that used it before the families existed, so that
+the binomial fits are unchanged to the bit.
+
+Adding a family is one instance below plus its parity test against R.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from mrcstats.errors import InputError
+
+_THRESH = 30.0
+_EPS = float(np.finfo(float).eps)
+
+
+@dataclass(frozen=True, eq=False)
+class Family:
+    """A response distribution with its link (see the module docstring for each field)."""
+
+    name: str                      # R's family$family
+    link: str                      # R's family$link
+    response: str                  # which response the design reads: "binomial" or "count"
+    linkfun: Callable              # μ -> η
+    linkinv: Callable              # η -> μ as R (clamped)
+    mu_eta: Callable               # dμ/dη as R
+    variance: Callable             # (μ, out=None) -> V(μ)
+    dvariance: Callable            # (μ, out=None) -> V'(μ)
+    cumulant: Callable             # (η, out=None, tmp=None) -> b(η)
+    mean: Callable                 # (η, out=None) -> b'(η) = μ, unclamped
+    variance_into: Callable        # (μ, out) -> V(μ) into out
+    wvariance: Callable            # (μ, w) -> w V(μ)
+    saturated: Callable            # (y, w) -> 2 Σ w (y θ(y) − b(θ(y)))
+    saturated_rows: Callable       # (y, w) -> the same per row
+    loglik_const: Callable         # (y, trials, prior_w, counts) -> (Σ c(y), messages)
+    start_mean: Callable           # (y, w) -> the mean the GLM start begins from
+    check_mean: Callable           # (ȳ, nobs) -> None, or why there is nothing to estimate
+    boundary_message: Callable     # (μ) -> None, or a message about fitted values on the boundary
+    simulate: Callable             # (μ, weights, rng) -> y on the design's scale
+    canonical: bool = True
+    scale_name: str = "link"       # the report's name of the link scale: "logit scale", "log scale"
+    contrast_scale: str = "link"   # emmeans' scale of differences of η: "log odds ratio", "log"
+    response_col: str = "response"  # emmeans' response-scale column (R: prob, rate)
+    ratio_col: str = "ratio"       # emmeans' back-transformed contrasts (R: odds.ratio, ratio)
+    eta_desc: str = "link"         # tables: what η is ("log-odds", "log rate")
+    ratio_desc: str = "Ratios"     # tables: what exp(β) is ("Odds ratios", "Rate ratios")
+    response_desc: str = "mean"    # tables: what μ is ("probability of a correct answer", "expected count")
+    response_plural: str = "means"  # ("probabilities", "expected counts")
+    loglik_rows: Callable | None = None  # (y, trials, η, φ) -> (ℓ, ∂ℓ/∂η, ∂²ℓ/∂η²) per row: the Laplace fit
+    start_dispersion: float = 1.0  # φ's start (families with a dispersion parameter)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def r_call(self) -> str:
+        """The R expression of this family, e.g. ``binomial(link = "logit")``."""
+        return f'{self.name}(link = "{self.link}")'
+
+
+# ----------------------------------------------------------------------------- binomial, logit link
+
+
+def _logit(mu):
+    if isinstance(mu, float):
+        return math.log(mu / (1 - mu))
+    mu = np.asarray(mu, float)
+    return np.log(mu / (1 - mu))
+
+
+def _logit_linkinv(eta):
+    """R's ``binomial()$linkinv`` (C ``logit_linkinv``: clamped beyond |η| > 30)."""
+    eta = np.asarray(eta, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        tmp = np.where(eta < -_THRESH, _EPS,
+                       np.where(eta > _THRESH, 1.0 / _EPS, np.exp(np.clip(eta, -_THRESH, _THRESH))))
+        return tmp / (1.0 + tmp)
+
+
+def _logit_mu_eta(eta):
+    """R's ``binomial()$mu.eta`` (C ``logit_mu_eta``)."""
+    eta = np.asarray(eta, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(np.clip(eta, -_THRESH, _THRESH))
+        return np.where(np.abs(eta) > _THRESH, _EPS, e / ((1.0 + e) * (1.0 + e)))
+
+
+def _softplus(eta: np.ndarray, out: np.ndarray | None = None, tmp: np.ndarray | None = None) -> np.ndarray:
+    """log(1 + exp(η)) = log1p(exp(−|η|)) + max(η, 0), overflow-free (into ``out``; ``tmp``: scratch)."""
+    a = np.abs(eta, out=out)
+    np.negative(a, out=a)
+    np.exp(a, out=a)
+    np.log1p(a, out=a)
+    if tmp is None:
+        a += np.maximum(eta, 0)
+    else:
+        np.maximum(eta, 0, out=tmp)
+        a += tmp
+    return a
+
+
+def _expit(eta: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """1 / (1 + exp(−η)) (into ``out`` or a new array; faster than scipy's expit)."""
+    with np.errstate(over="ignore"):
+        o = np.negative(eta, out=out)
+        np.exp(o, out=o)
+    o += 1.0
+    np.reciprocal(o, out=o)
+    return o
+
+
+def _binom_var(mu, out=None):
+    return np.multiply(mu, 1.0 - mu, out=out)
+
+
+def _binom_var_into(mu, out):
+    np.multiply(mu, mu, out=out)
+    np.subtract(mu, out, out=out)
+    return out
+
+
+def _binom_dvar(mu, out=None):
+    t = np.multiply(mu, -2.0, out=out)
+    t += 1.0
+    return t
+
+
+def _binom_sat_parts(y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(y > 0, y * np.log(np.where(y > 0, y, 1)), 0.0)
+        b = np.where(y < 1, (1 - y) * np.log(np.where(y < 1, 1 - y, 1)), 0.0)
+    return a, b
+
+
+def _binom_saturated(y, w) -> float:
+    """2 Σ w [y log y + (1−y) log(1−y)] (0 for 0/1 responses)."""
+    if bool(np.all((y == 0) | (y == 1))):
+        return 0.0
+    a, b = _binom_sat_parts(y)
+    return float(2 * np.sum(w * (a + b)))
+
+
+def _binom_saturated_rows(y, w):
+    a, b = _binom_sat_parts(y)
+    return 2 * w * a + 2 * w * b
+
+
+def _binom_const(y, trials, prior_w, counts):
+    """``binomial()$aic``'s constant: Σ (wt/m) log C(m, k), with m trials and k = round(m y) successes."""
+    if not (counts or prior_w is not None):
+        return 0.0, []
+    from scipy.special import gammaln
+
+    msgs = []
+    wts = trials if prior_w is None else trials * prior_w
+    m = trials if np.any(trials > 1) else wts
+    k = np.round(m * y)
+    if np.any(np.abs(m * y - k) > 1e-7 * np.maximum(1, m)):
+        msgs.append("non-integer #successes in a binomial glm!")
+    m = np.round(m)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fac = np.where(m > 0, wts / np.where(m > 0, m, 1), 0.0)
+    return float(np.sum(fac * (gammaln(m + 1) - gammaln(k + 1) - gammaln(m - k + 1)))), msgs
+
+
+def _binom_start(y, w) -> float:
+    return (float(np.sum(w * y)) + 0.5) / (float(w.sum()) + 1.0)
+
+
+def _binom_check(ybar: float, nobs: int) -> str | None:
+    if 0.0 < ybar < 1.0:
+        return None
+    return (f"every response is {'a success' if ybar == 1.0 else 'a failure'} ({nobs} rows): "
+            "a binomial model has nothing to estimate")
+
+
+def _binom_boundary(mu) -> str | None:
+    if np.any((mu < 1e-10) | (mu > 1 - 1e-10)):
+        return ("fitted probabilities numerically 0 or 1 occurred (possible complete separation "
+                "of a fixed effect; estimates and SEs of the separated terms are not reliable)")
+    return None
+
+
+def _binom_simulate(mu, weights, rng: np.random.Generator) -> np.ndarray:
+    """y ~ Binomial(trials, μ) / trials (the weights are the trials), Bernoulli draws for one trial."""
+    n = np.round(weights).astype(np.int64)
+    if np.all(n == 1):
+        return (rng.random(len(mu)) < mu).astype(float)
+    s = rng.binomial(np.maximum(n, 0), mu)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, s / np.where(n > 0, n, 1), 0.0)
+
+
+BINOMIAL = Family(
+    name="binomial", link="logit", response="binomial", linkfun=_logit, linkinv=_logit_linkinv,
+    mu_eta=_logit_mu_eta, variance=_binom_var, dvariance=_binom_dvar, cumulant=_softplus, mean=_expit,
+    variance_into=_binom_var_into, wvariance=lambda mu, w: w * mu * (1 - mu), saturated=_binom_saturated,
+    saturated_rows=_binom_saturated_rows, loglik_const=_binom_const, start_mean=_binom_start,
+    check_mean=_binom_check, boundary_message=_binom_boundary, simulate=_binom_simulate,
+    scale_name="logit scale", contrast_scale="log odds ratio", response_col="prob", ratio_col="odds.ratio",
+    eta_desc="log-odds", ratio_desc="Odds ratios", response_desc="probability of a correct answer",
+    response_plural="probabilities")
+
+
+# ----------------------------------------------------------------------------- Poisson, log link
+
+
+def _log(mu):
+    if isinstance(mu, float):
+        return math.log(mu)
+    return np.log(np.asarray(mu, float))
+
+
+def _exp_clamped(eta):
+    """R's ``poisson()$linkinv`` and ``$mu.eta``: pmax(exp(η), .Machine$double.eps)."""
+    with np.errstate(over="ignore"):
+        return np.maximum(np.exp(np.asarray(eta, float)), _EPS)
+
+
+def _exp(eta, out=None, tmp=None):
+    with np.errstate(over="ignore"):
+        return np.exp(eta, out=out)
+
+
+def _pois_var(mu, out=None):
+    if out is None:
+        return np.array(mu, dtype=float, copy=True)
+    np.copyto(out, mu)
+    return out
+
+
+def _pois_dvar(mu, out=None):
+    if out is None:
+        return np.ones_like(mu)
+    out.fill(1.0)
+    return out
+
+
+def _pois_saturated_rows(y, w):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 2 * w * (np.where(y > 0, y * np.log(np.where(y > 0, y, 1)), 0.0) - y)
+
+
+def _pois_const(y, trials, prior_w, counts):
+    """``poisson()$aic``'s constant: −Σ wt log(y!)."""
+    from scipy.special import gammaln
+
+    w = np.ones_like(y) if prior_w is None else prior_w
+    return float(-np.sum(w * gammaln(y + 1))), []
+
+
+def _pois_check(ybar: float, nobs: int) -> str | None:
+    if ybar > 0:
+        return None
+    return f"every response is 0 ({nobs} rows): a Poisson model has nothing to estimate"
+
+
+def _pois_simulate(mu, weights, rng: np.random.Generator) -> np.ndarray:
+    return rng.poisson(mu).astype(float)
+
+
+POISSON = Family(
+    name="poisson", link="log", response="count", linkfun=_log, linkinv=_exp_clamped, mu_eta=_exp_clamped,
+    variance=_pois_var, dvariance=_pois_dvar, cumulant=_exp, mean=_exp, variance_into=_pois_var,
+    wvariance=lambda mu, w: w * mu, saturated=lambda y, w: float(np.sum(_pois_saturated_rows(y, w))),
+    saturated_rows=_pois_saturated_rows, loglik_const=_pois_const,
+    start_mean=lambda y, w: float(np.sum(w * y)) / float(np.sum(w)), check_mean=_pois_check,
+    boundary_message=lambda mu: None, simulate=_pois_simulate, scale_name="log scale", contrast_scale="log",
+    response_col="rate", ratio_col="ratio", eta_desc="log rate", ratio_desc="Rate ratios",
+    response_desc="expected count", response_plural="expected counts")
+
+
+# ----------------------------------------------------------------------------- Gaussian, identity link
+
+
+def _identity(x, out=None):
+    if isinstance(x, float):
+        return x
+    if out is None:
+        return np.array(x, dtype=float, copy=True)
+    np.copyto(out, x)
+    return out
+
+
+def _zeros(mu, out=None):
+    if out is None:
+        return np.zeros_like(np.asarray(mu, float))
+    out.fill(0.0)
+    return out
+
+
+def _half_square(eta, out=None, tmp=None):
+    out = np.multiply(eta, eta, out=out)
+    out *= 0.5
+    return out
+
+
+GAUSSIAN = Family(
+    name="gaussian", link="identity", response="continuous", linkfun=_identity,
+    linkinv=lambda eta: np.asarray(eta, float), mu_eta=lambda eta: np.ones_like(np.asarray(eta, float)),
+    variance=_pois_dvar, dvariance=_zeros, cumulant=_half_square, mean=_identity, variance_into=_pois_dvar,
+    wvariance=lambda mu, w: np.asarray(w, float).copy(), saturated=lambda y, w: float(np.sum(w * y * y)),
+    saturated_rows=lambda y, w: w * y * y, loglik_const=lambda y, trials, prior_w, counts: (0.0, []),
+    start_mean=lambda y, w: float(np.sum(w * y)) / float(np.sum(w)),
+    check_mean=lambda ybar, nobs: None if np.isfinite(ybar) else "the response has no finite mean",
+    boundary_message=lambda mu: None, simulate=lambda mu, weights, rng: mu + rng.standard_normal(len(mu)),
+    scale_name="response scale", contrast_scale="response", response_col="response", ratio_col="difference",
+    eta_desc="response", ratio_desc="Differences", response_desc="mean response", response_plural="means")
+"""The linear mixed model's family (:func:`mrcstats.models.lmm.lmer`): the design reads a continuous
+response; the fit is lme4's profiled (RE)ML, not the Laplace kernels (their σ is fixed at 1)."""
+
+
+# ----------------------------------------------------------------------------- beta-binomial, logit link
+
+
+def _betabinom_rows(y, trials, eta, phi):
+    """glmmTMB's ``betabinomial``: k ~ BetaBinomial(n, μφ, (1-μ)φ), μ = logit⁻¹(η), Var(k) = nμ(1-μ)(1 + (n-1)/(φ+1));
+    ℓ = log C(n, k) + log B(k + μφ, n - k + (1-μ)φ) - log B(μφ, (1-μ)φ) and its η-derivatives (digamma/trigamma)."""
+    from scipy.special import betaln, digamma, gammaln, polygamma
+
+    n = trials
+    k = np.round(y * n)
+    mu = _expit(np.asarray(eta, float))
+    a, b = mu * phi, (1 - mu) * phi
+    ll = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1) + betaln(k + a, n - k + b) - betaln(a, b)
+    dmu = phi * (digamma(k + a) - digamma(n - k + b) - digamma(a) + digamma(b))
+    d2mu = phi * phi * (polygamma(1, k + a) + polygamma(1, n - k + b) - polygamma(1, a) - polygamma(1, b))
+    m1 = mu * (1 - mu)
+    return ll, dmu * m1, d2mu * m1 * m1 + dmu * m1 * (1 - 2 * mu)
+
+
+BETABINOMIAL = dataclasses.replace(BINOMIAL, name="betabinomial", canonical=False, loglik_rows=_betabinom_rows,
+                                   start_dispersion=10.0)
+"""k correct of n (pass@k designs) with overdispersion beside the random effects, as glmmTMB's
+``betabinomial``; fitted by :mod:`mrcstats.models.laplace`, the dispersion φ is glmmTMB's ``sigma``."""
+
+
+# ----------------------------------------------------------------------------- the registry
+
+#: every family by R's spelling (``binomial``, ``binomial(logit)``, ``binomial(link = "logit")``)
+FAMILIES: dict[str, Family] = {f.name: f for f in (BINOMIAL, POISSON, GAUSSIAN, BETABINOMIAL)}
+
+
+def get_family(family: str | Family) -> Family:
+    """The :class:`Family` for a name as R writes it (``"poisson"``, ``"poisson(log)"``,
+    ``'poisson(link = "log")'``) or a Family itself; an unknown name or link is an InputError."""
+    if isinstance(family, Family):
+        return family
+    if not isinstance(family, str):
+        raise InputError(f"family must be a name such as 'binomial' or 'poisson', got {type(family).__name__}")
+    text = family.replace(" ", "").replace("'", '"')
+    name, _, rest = text.partition("(")
+    fam = FAMILIES.get(name)
+    if fam is None:
+        raise InputError(f"family {family!r} is not supported; use one of {', '.join(FAMILIES)}")
+    link = rest.rstrip(")").removeprefix("link=").strip('"')
+    if link and link != fam.link:
+        raise InputError(f"family {family!r}: only the {fam.link} link is supported for {fam.name}")
+    return fam
+
+
+__all__ = ["BETABINOMIAL", "BINOMIAL", "FAMILIES", "GAUSSIAN", "POISSON", "Family", "get_family"]
