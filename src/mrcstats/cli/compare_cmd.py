@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats.cli._common import add_json_flag, info, output, parse_list
+from mrcstats.cli._common import Once, add_json_flag, info, output, parse_list
 
 
 def _add_log_args(p: argparse.ArgumentParser, nargs: str) -> None:
     p.add_argument("log", nargs=nargs, metavar="LOG", help="canonical log (e.g. from mrcstats ingest) or any "
                                                            "read_log input (harness/HELM output folders too)")
     p.add_argument("--models", metavar="A,B,...", help="models to compare (all pairs among them; default: all)")
-    p.add_argument("--cluster", metavar="COL", help="column grouping items (passage, subject) for cluster-robust "
+    p.add_argument("--cluster", metavar="COL", action=Once, help="column grouping items (passage, subject) for cluster-robust "
                                                     "SEs and the cluster bootstrap (default: items independent)")
     p.add_argument("--condition", metavar="C", help="keep only this condition (logs with several conditions)")
     p.add_argument("--format", dest="fmt", metavar="FMT", help="input format (default: detected)")

@@ -3,7 +3,15 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats.cli._common import add_json_flag, add_log_options, info, output, parse_list, read_log_args
+from mrcstats.cli._common import (
+    add_by_option,
+    add_json_flag,
+    add_log_options,
+    by_columns,
+    info,
+    output,
+    read_log_args,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "(clustered on 'cluster', Miller 2024).")
     s.add_argument("log", nargs="+", metavar="LOG", help="a canonical log, a dataset folder (mrcstats ingest --dataset; "
                    "aggregated lazily in DuckDB) or any source read_log reads")
-    s.add_argument("--by", default="model", metavar="COL[,COL...]", help="grouping columns (default: model)")
+    add_by_option(s, "model")
     s.add_argument("--engine", choices=("duckdb", "memory", "dask"), default=None,
                    help="aggregation engine (default: DuckDB for a dataset folder, pandas otherwise)")
     s.add_argument("--scheduler", metavar="ADDRESS",
@@ -100,7 +108,7 @@ def _summary(args: argparse.Namespace) -> int:
         log = open_dataset(args.log[0])        # a dataset folder: lazy, aggregated by DuckDB
     else:
         log = read_log_args(args, args.log, "summary")
-    by = parse_list(args.by, "--by")
+    by = by_columns(args)
     if args.scheduler and args.engine != "dask":
         from mrcstats.errors import InputError
 

@@ -443,3 +443,40 @@ def merge_skipped(*dicts: Mapping[str, int]) -> dict[str, int]:
         for k, v in (d or {}).items():
             out[k] = out.get(k, 0) + int(v)
     return out
+
+
+#: what a log measures (the outcome and the model's answer): never a grouping column
+OUTCOME_COLUMNS: tuple[str, ...] = ("correct", "response", "pred", "score")
+
+
+def check_grouping(by: Any, columns: Any, role: str = "group by") -> list[str]:
+    """The one check of grouping columns (``summary --by``, ``summarize(by=)``, ``elagent score --by``,
+    ``compare --cluster``, the report's ``by:``), in memory and on a dataset alike.
+
+    ``by`` is a column name or a list of them (``[]``: no grouping); ``columns`` the columns of the log
+    or dataset. Every name must be a known column, named once, and groupable: not an outcome
+    (:data:`OUTCOME_COLUMNS`: grouping by ``correct`` would split what is being counted). Returns the
+    names as a list; raises :class:`SchemaError` naming the first offending column and the groupable ones
+    (``role`` words the message: "group by", "cluster by", ...).
+    """
+    if isinstance(by, str):
+        names = [by]
+    elif isinstance(by, (list, tuple)) and all(isinstance(b, str) for b in by):
+        names = list(by)
+    else:
+        raise SchemaError(f"grouping columns must be a column name or a list of column names, got {by!r}")
+    have = [str(c) for c in columns]
+    groupable = [c for c in have if c not in OUTCOME_COLUMNS]
+    hint = f"groupable columns: {', '.join(groupable) or '(none)'}"
+    seen: set[str] = set()
+    for b in names:
+        if b in seen:
+            raise SchemaError(f"cannot {role} {b!r} twice; name each grouping column once ({hint})")
+        seen.add(b)
+        if b in OUTCOME_COLUMNS:
+            raise SchemaError(f"cannot {role} {b!r}: it is an outcome (what is measured), not a grouping; "
+                              f"{hint}")
+        if b not in have:
+            comma = " (give several columns as a list, or --by A,B)" if "," in b else ""
+            raise SchemaError(f"cannot {role} {b!r}: no such column{comma}; {hint}")
+    return names
