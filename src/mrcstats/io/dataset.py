@@ -590,7 +590,9 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
     if not isinstance(jobs, int) or jobs < 1:
         raise InputError(f"jobs must be a whole number >= 1, got {jobs!r}")
     given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    if any(Path(p).resolve() == Path(out).resolve() for p in given):
+    from mrcstats._files import resolve_path
+
+    if any(resolve_path(p) == resolve_path(out) for p in given):
         raise InputError(f"{out}: the dataset to write is also an input; write to another folder")
     units: list[tuple[str, str, str]] = []    # (kind, path, format or dataset root)
     sources: list[str] = []
