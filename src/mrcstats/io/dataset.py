@@ -670,11 +670,12 @@ def _write_unit(w: DatasetWriter, unit: tuple[str, str, str], *, mapping, model,
     from mrcstats.io.detect import load_source
     from mrcstats.io.reader import read_source
     from mrcstats.io.schema import coerce_log
-    from mrcstats.io.tabular import apply_mapping, derive_correct
+    from mrcstats.io.tabular import apply_mapping, check_trial_finite, derive_correct
 
     kind, f, extra = unit
     if kind == "fragment":
         df = _read_fragment_nullable(f, extra)
+        check_trial_finite(df.attrs.pop("nonfinite", None) or {}, mapping, f)
         df = derive_correct(apply_mapping(df, mapping, f), f)
         w.write(coerce_log(df, source=f, model=model), f, on_duplicate=on_duplicate)
     elif kind == "parquet":
@@ -695,6 +696,9 @@ def _read_fragment_nullable(file: str, root: str) -> pd.DataFrame:
     except Exception as exc:  # noqa: BLE001
         raise InputError(f"{file}: cannot read this Parquet file of the dataset ({_first_line(exc)})") from None
     df = t.to_pandas(types_mapper=_NULLABLE.get)
+    from mrcstats.io.tabular import nan_cells
+
+    df.attrs["nonfinite"] = nan_cells(t)
     seg = [x for x in Path(file).relative_to(root).parts if x.startswith(PARTITION + "=")]
     if PARTITION not in df.columns:
         val = urllib.parse.unquote(seg[0].split("=", 1)[1]) if seg else None
@@ -734,7 +738,7 @@ def _parquet_chunks(path: Path, mapping: Mapping[str, str] | None, model: str | 
     import pyarrow.parquet as pq
 
     from mrcstats.io.schema import coerce_log
-    from mrcstats.io.tabular import apply_mapping, derive_correct
+    from mrcstats.io.tabular import apply_mapping, check_trial_finite, derive_correct, nan_cells
 
     try:
         pf = pq.ParquetFile(path)
@@ -743,7 +747,10 @@ def _parquet_chunks(path: Path, mapping: Mapping[str, str] | None, model: str | 
     if pf.metadata.num_rows == 0:
         raise InputError(f"{path}: Parquet file has no rows")
     try:
+        offset = 0
         for batch in pf.iter_batches(batch_size=chunk_rows):
+            check_trial_finite(nan_cells(batch), mapping, str(path), offset)
+            offset += batch.num_rows
             df = batch.to_pandas(types_mapper=_NULLABLE.get)
             df.columns = [str(c) for c in df.columns]
             df = derive_correct(apply_mapping(df, mapping, str(path)), str(path))

@@ -302,6 +302,23 @@ def require_log(log: Any, where: str, columns: tuple[str, ...] = REQUIRED_COLUMN
     return log
 
 
+def structured_value_error(value: Any, source: str | None, row: int, column: str, field: str) -> SchemaError:
+    """The error for a JSON object or array in a one-value field (``{"correct": {"value": true}}``), worded
+    as the field's own check words a bad value, with the ``--map`` that reaches a nested value."""
+    import json
+
+    shown = json.dumps(value, ensure_ascii=False, default=str)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    kind = "a JSON object" if isinstance(value, dict) else "a JSON array"
+    nested = (f" (for the nested value: --map {field}={column}.{next(iter(value))})"
+              if isinstance(value, dict) and len(value) == 1 else "")
+    if field == "correct":
+        return SchemaError(f"{_where(source, row, column)}correctness must be 0/1 or true/false, got {kind} "
+                           f"{shown}; map a binary column with --map correct=COLUMN{nested}")
+    return SchemaError(f"{_where(source, row, column)}{field} must be one value per row, got {kind} {shown}; "
+                       f"map a field holding one value with --map {field}=COLUMN{nested}")
+
+
 def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:
     """Trials as int64: whole numbers in ``0..MAX_TRIAL``; an empty cell is trial 0.
 
