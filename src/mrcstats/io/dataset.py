@@ -378,6 +378,9 @@ def open_dataset(path: str | os.PathLike, *, check: bool = True) -> LogDataset:
                                  f"ingest on the sources")
     if want is None:
         want = pa.schema([pa.field(PARTITION, pa.string()), *file_want])
+    from mrcstats.io.schema import check_case_distinct
+
+    check_case_distinct(want.names, str(root))
     return LogDataset(root, tuple(files), want, meta)
 
 
@@ -461,6 +464,9 @@ class DatasetWriter:
     def check_schema(self, schema, source: str | None) -> None:
         """The first chunk's schema is the dataset's; every later chunk must have the same."""
         if self.schema is None:
+            from mrcstats.io.schema import check_case_distinct
+
+            check_case_distinct(schema.names, source)
             self.schema, self.first = schema, source
         elif not schema.equals(self.schema):
             raise InputError(f"{source or 'a chunk'}: its columns differ from {self.first or 'the first chunk'} "
@@ -834,7 +840,7 @@ def _fast_unit(unit: tuple[str, str, str], *, mapping, model, on_duplicate, chun
     pandas_types = {str(c.get("name")): str(c.get("numpy_type")) for c in pmeta.get("columns", [])
                     if isinstance(c, dict)}
     names = [n for n in schema.names if n not in index]
-    if len(set(names)) != len(names) or not {"item", "correct"} <= set(names) \
+    if len({n.casefold() for n in names}) != len(names) or not {"item", "correct"} <= set(names) \
             or {"filename", "_file"} & set(names):
         return None
     fmodel = None

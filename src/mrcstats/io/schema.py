@@ -497,3 +497,18 @@ def check_grouping(by: Any, columns: Any, role: str = "group by") -> list[str]:
             comma = " (give several columns as a list, or --by A,B)" if "," in b else ""
             raise SchemaError(f"cannot {role} {b!r}: no such column{comma}; {hint}")
     return names
+
+
+def check_case_distinct(columns: Any, source: str | None = None) -> None:
+    """Refuse column names that differ only in upper/lower case (``model`` and ``Model``) in a log dataset:
+    DuckDB, which queries datasets, ignores the case of column names, so one column would silently stand in
+    for the other (``summary --by Model`` grouped by ``model``)."""
+    seen: dict[str, str] = {}
+    for c in map(str, columns):
+        other = seen.setdefault(c.casefold(), c)
+        if other != c:
+            raise SchemaError(f"{_where(source)}columns {other!r} and {c!r} differ only in upper/lower case; a "
+                              f"dataset is queried with DuckDB, where column names ignore case, so one would stand "
+                              f"in for the other; rename one of them in the source (or read it in memory, without "
+                              f"--dataset)")
+
