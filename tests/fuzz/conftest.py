@@ -11,7 +11,7 @@ def pytest_collection_finish(session) -> None:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
-    from tests.fuzz._gen import CASES, SCALE
+    from ._gen import CASES, SCALE
 
     total = sum(CASES.values())
     if not total:
