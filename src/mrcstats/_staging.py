@@ -53,7 +53,7 @@ class Staging:
         self.dir: Path | None = None
         self.committed = False
 
-    def __enter__(self) -> Staging:
+    def __enter__(self) -> Staging:  # noqa: PYI034
         parent = self.anchor.parent
         recover_stale(parent, self.anchor.name)
         try:

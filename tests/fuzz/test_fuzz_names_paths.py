@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ._gen import CASES, NAME_TEXT, NAMES, api, check_clean, check_unchanged, fuzz, run_cli, snapshot
+from ._gen import CASES, NAME_TEXT, NAMES, check_clean, check_unchanged, fuzz, run_cli, snapshot
 
 pytestmark = pytest.mark.fuzz
 
@@ -148,7 +148,7 @@ def test_report_with_names(names: list[str]) -> None:
     """A report whose model names hold mathtext, HTML, Markdown, CJK, very long text: built, or refused
     with one line; the Markdown tables never carry raw HTML."""
     with tempfile.TemporaryDirectory() as d:
-        p, _ = _log_csv(Path(d), names, items=8)
+        _log_csv(Path(d), names, items=8)
         (Path(d) / "s.yaml").write_text("title: t\nlogs:\n  - path: log.csv\nanalyses:\n  - type: summary\n"
                                         "  - type: compare\n    filter: {condition: x}\n")
         before = snapshot(Path(d))

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from tests.fuzz._gen import run_cli
 
 from mrcstats.errors import InputError
-from tests.fuzz._gen import run_cli
 
 CSV = "model,item,correct,Model\na,1,1,X\nb,1,0,Y\n"
 

@@ -7,10 +7,10 @@ import json
 
 import pandas as pd
 import pytest
+from tests.fuzz._gen import run_cli
 
 from mrcstats.errors import InputError
 from mrcstats.io.schema import OUTCOME_COLUMNS, check_grouping
-from tests.fuzz._gen import run_cli
 
 LOG = "model,item,correct,condition\na,1,1,x\na,2,0,y\na,3,1,y\nb,1,1,x\nb,2,1,y\nb,3,0,y\n"
 

@@ -12,14 +12,14 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from tests.fuzz._gen import run_cli
 
 from mrcstats import read_log
 from mrcstats.errors import SchemaError
-from tests.fuzz._gen import run_cli
 
 
 def _jsonl(tmp_path, value: str, first: bool) -> str:
-    rows = ['{"model": "a", "item": "1", "correct": %s}' % value, '{"model": "a", "item": "2", "correct": 1}']
+    rows = ['{"model": "a", "item": "1", "correct": ' + value + "}", '{"model": "a", "item": "2", "correct": 1}']
     p = tmp_path / "o.jsonl"
     p.write_text("\n".join(rows if first else rows[::-1]) + "\n")
     return str(p)

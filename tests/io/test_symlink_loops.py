@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 
 import pytest
+from tests.fuzz._gen import run_cli
 
 from mrcstats.errors import InputError
-from tests.fuzz._gen import run_cli
 
 LOG = "model,item,correct\na,1,1\nb,1,0\n"
 
