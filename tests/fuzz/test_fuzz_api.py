@@ -107,8 +107,8 @@ def frames(draw) -> pd.DataFrame:
         s = pd.Series(vals, dtype=object)
         try:
             s = s.astype(kind) if kind != "float" else pd.to_numeric(s, errors="coerce").astype(float)
-        except (TypeError, ValueError):
-            pass
+        except (TypeError, ValueError, OverflowError, ArithmeticError):
+            pass  # not every value fits every dtype: the column stays object
         cols[c] = s
     return pd.DataFrame(cols, index=pd.RangeIndex(n))
 

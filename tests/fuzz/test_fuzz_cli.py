@@ -185,6 +185,7 @@ def test_paths(path: str, out: str, cmd: str) -> None:
                 "summary": ["summary", src], "glmer": ["glmer", src, "--formula", "correct ~ 1 + (1 | item)"],
                 "discrim": ["discrim", src, "--bootstrap", "0"], "fisher": ["fisher", src],
                 "features": ["features", src, "--parser", "none", "--no-cache", "--out", str(root / out)]}[cmd]
+        before = snapshot(root)
         check_clean(run_cli(argv), argv)
-        if path != "dir" or out != "in.csv":  # (writing root/in.csv from the folder's copy is allowed)
-            assert (root / "in.csv").read_bytes() == text
+        written = {out, f"{Path(out).stem}.pdf"}  # --out may replace a file that is not an input
+        check_unchanged({k: v for k, v in before.items() if k not in written}, root, str(argv))

@@ -84,3 +84,17 @@ def test_parquet_nan_trial_refused_null_is_empty(tmp_path) -> None:
     with pytest.raises(SchemaError, match="column 'rep': trial must be an integer"):
         read_log(tmp_path / "m.parquet", mapping={"trial": "rep"})
     assert read_log(tmp_path / "m.parquet")["masking_rate"].isna().all()
+
+
+def test_categorical_trial_column() -> None:
+    """Fuzz finding: a hand-built frame with a categorical ``trial`` holding an empty string was a ValueError
+    traceback from validate_log; a categorical column is read as its values."""
+    import pandas as pd
+
+    from mrcstats import validate_log
+
+    df = pd.DataFrame({"model": ["a", "a", "a"], "item": ["1", "2", "3"], "correct": [1, 0, 1],
+                       "trial": pd.Series(["", "1", "x"], dtype="category")})
+    with pytest.raises(SchemaError, match=r"row 3, column 'trial': trial must be an integer, got 'x'"):
+        validate_log(df)
+    assert validate_log(df.iloc[:2])["trial"].tolist() == [0, 1]

@@ -95,3 +95,17 @@ def test_markdown_tables_escape_html_and_markup() -> None:
     assert head == ["model", "n"] and [r[0] for r in body] == NAMES
     pt = PairTable(pd.DataFrame({"Model": NAMES}), raw=pd.DataFrame({"model": NAMES}))
     assert "<script>" not in pt.to_markdown()
+
+
+def test_pdf_table_with_a_very_long_name(tmp_path) -> None:
+    """Fuzz finding: a 300-character model name made reportlab lay a table out with a negative column width
+    (ValueError, exit 1); long words are now split inside their cell."""
+    from mrcstats.report.pdf import ReportDocument
+
+    names = ["GPT-4o", "L" * 300, "x" * 1000]
+    doc = ReportDocument("t", "", "")
+    doc.table(PairTable(pd.DataFrame({"Model": names, "Other": names[::-1], "n": [1, 2, 3]}),
+                        raw=pd.DataFrame({"model": names}), stub=2))
+    doc.table(Table(pd.DataFrame({"a": ["y" * 500], "b": ["z" * 500], "c": [1.0]})))
+    doc.build(tmp_path / "t.pdf")
+    assert doc.pages >= 1 and (tmp_path / "t.pdf").stat().st_size > 1000

@@ -327,6 +327,8 @@ def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:
     would wrap to -9223372036854775808).
     """
     fix = "trial is a 0-based repetition index (a whole number 0, 1, 2, ...)"
+    if isinstance(s.dtype, pd.CategoricalDtype):  # its values, as any other column of them
+        s = s.astype(object)
     if pd.api.types.is_integer_dtype(s.dtype) and not s.isna().any():
         arr = s.to_numpy(dtype="int64") if not pd.api.types.is_unsigned_integer_dtype(s.dtype) else None
         if arr is None:  # uint64 may exceed int64
