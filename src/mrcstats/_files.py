@@ -10,6 +10,7 @@ left by a process that was killed mid-write is removed by the next write to ``NA
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -21,6 +22,41 @@ from mrcstats.errors import InputError
 
 def _why(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
+
+
+def _link_chain(p: Path, limit: int = 6) -> str:
+    """``a -> b -> a``: a chain of symbolic links up to its first repeat, for messages."""
+    chain, q = [str(p)], p
+    for _ in range(limit):
+        try:
+            q = Path(os.path.normpath(q.parent / os.readlink(q)))
+        except OSError:
+            return " -> ".join(chain)
+        chain.append(str(q))
+        if chain.count(str(q)) > 1:
+            return " -> ".join(chain)
+    return " -> ".join(chain) + " -> ..."
+
+
+def link_loop_error(path: Any, what: str = "") -> InputError:
+    """The one message for a symbolic link loop (``a -> b -> a``): what, where and how to fix it."""
+    p = Path(os.fsdecode(path))
+    return InputError(f"{what + ' ' if what else ''}{p}: a loop of symbolic links ({_link_chain(p)}) that never "
+                      f"reaches a file; point the link at a real file or folder, or remove it")
+
+
+def resolve_path(path: Any, what: str = "") -> Path:
+    """``Path(path).resolve()``; a symbolic link loop is one :class:`InputError` (:func:`link_loop_error`)
+    instead of Python's ``RuntimeError`` (before 3.13) or ``OSError`` ELOOP."""
+    p = Path(os.fsdecode(path))
+    try:
+        return p.resolve()
+    except RuntimeError:
+        raise link_loop_error(p, what) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise link_loop_error(p, what) from None
+        raise
 
 
 def check_output_path(path: Any, *, suffixes: Iterable[str] | None = None, inputs: Iterable[Any] = (),
@@ -38,6 +74,7 @@ def check_output_path(path: Any, *, suffixes: Iterable[str] | None = None, input
     if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
         raise InputError(f"{what}: expected a {kind} name, got {type(path).__name__} {str(path)[:60]!r}")
     p = Path(path)
+    resolve_path(p, what)               # a loop of symbolic links is one clear line
     try:
         if kind == "file" and p.is_dir():
             raise InputError(f"{what} {p}: is a folder; give a file name inside it (e.g. {p / 'out'}"

@@ -63,7 +63,7 @@ def test_compare_text_and_models(capsys, log_path) -> None:
 @pytest.mark.parametrize("argv, msg", [
     (["--models", "alpha"], "at least two models"),
     (["--models", "alpha,zeta"], "unknown model 'zeta'"),
-    (["--cluster", "passage"], "no cluster column 'passage'"),
+    (["--cluster", "passage"], "cannot cluster by 'passage': no such column"),
     (["--condition", "masked"], "matches no row"),
 ])
 def test_compare_bad_input_exit_2(capsys, log_path, argv, msg) -> None:

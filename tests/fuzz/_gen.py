@@ -1,34 +1,137 @@
-"""Hypothesis strategies for hostile inputs: logs and tables with nasty values, encodings, line endings,
-duplicate names, corrupted bytes, and the in-process CLI runner the fuzz tests share.
+"""Hypothesis strategies for hostile inputs, the in-process CLI runner and the invariants every fuzz test checks.
 
-A generated *structured* file (:func:`log_files`) knows how many data rows it holds, so a test can check
-that every accepted run accounts for each of them (accepted + reported skipped = input rows). A
-*corrupted* file (:func:`corrupt`) has random bytes flipped, inserted or cut; only the exit code and
-the absence of a traceback are checked there.
+Inputs: logs and tables with nasty values, encodings, line endings, duplicate names, corrupted bytes,
+model names of every kind (:data:`NAMES`: case variants, CJK, ``$`` mathtext, HTML, Markdown, very long,
+right-to-left, combining and zero-width characters), bad paths, and interruptions.
+
+Invariants (checked by the helpers below, counted per case):
+
+* no traceback: a command exits 0 or 2, an API call returns or raises :class:`mrcstats.errors.MrcstatsError`;
+* no hang: every case runs under an alarm (:data:`HANG_SECONDS`);
+* no silent row change: an accepted ingest accounts for each input row (rows + reported skipped = rows in);
+* inputs never modified: every file of a case's folder hashed before and after (:func:`snapshot`);
+* ``--json``: stdout is exactly one JSON object on success and empty on an error.
+
+A generated *structured* file (:func:`log_files`) knows how many data rows it holds; a *corrupted* file
+(:func:`corrupt`) has random bytes flipped, inserted or cut, and only the exit code, the absence of a
+traceback and the untouched input are checked there.
+
+Size: every test runs ``base x MRCSTATS_FUZZ_SCALE`` examples (default scale 1: about 10,000 cases a run;
+``MRCSTATS_FUZZ_SCALE=10`` for a nightly run). Derandomized (CI runs the same cases every time) unless
+``MRCSTATS_FUZZ_SEED`` is set (a nightly run can draw new cases with a new seed each night).
 """
 from __future__ import annotations
 
 import contextlib
 import csv
 import gzip
+import hashlib
 import io
 import json
 import math
 import os
+import signal
+import threading
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+import hypothesis
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 
 from mrcstats.cli import main
+from mrcstats.errors import MrcstatsError
 
-#: examples per command (the suite's size; MRCSTATS_FUZZ_EXAMPLES overrides it); the whole suite stays well under 60 s on an idle machine
-EXAMPLES = int(os.environ.get("MRCSTATS_FUZZ_EXAMPLES", "30"))
+#: multiplies every fuzz test's example count (nightly: 10)
+SCALE = float(os.environ.get("MRCSTATS_FUZZ_SCALE", "1"))
+#: a seed for new cases (unset: the same derandomized cases every run)
+SEED = os.environ.get("MRCSTATS_FUZZ_SEED")
+#: a case that takes longer than this is a hang
+HANG_SECONDS = float(os.environ.get("MRCSTATS_FUZZ_HANG_SECONDS", "120"))
+#: cases run, by kind (printed at the end of the session by tests/fuzz/conftest.py)
+CASES: Counter = Counter()
 
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, print_blob=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.function_scoped_fixture])
+
+def fuzz(base: int):
+    """Hypothesis settings for a fuzz test of ``base`` examples (times :data:`SCALE`)."""
+    conf = settings(max_examples=max(1, round(base * SCALE)), deadline=None, derandomize=SEED is None,
+                    database=None, print_blob=True, suppress_health_check=list(HealthCheck))
+
+    def deco(f):
+        f = conf(f)
+        return hypothesis.seed(int(SEED))(f) if SEED is not None else f
+    return deco
+
+
+#: the settings of the original suite (30 examples a test, times the scale)
+FUZZ = fuzz(30)
+
+
+class Hang(BaseException):
+    """A case ran longer than :data:`HANG_SECONDS` (a BaseException: no ``except Exception`` swallows it)."""
+
+
+@contextlib.contextmanager
+def no_hang(seconds: float = HANG_SECONDS):
+    """Raise :class:`Hang` in the main thread when the block runs longer than ``seconds`` (POSIX)."""
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_alarm(*_):
+        raise Hang(f"no result after {seconds:g} s")
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def api(kind: str, fn, *args, **kwargs):
+    """Call an API entry point as one case: its result, or None when it refused the input with an
+    :class:`MrcstatsError` (any other exception fails the test: a traceback for the user)."""
+    CASES[kind] += 1
+    with no_hang():
+        try:
+            return fn(*args, **kwargs)
+        except MrcstatsError as exc:
+            assert str(exc).strip(), f"{kind}: an error without a message"
+            event(f"{kind}: refused")
+            return None
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every file below ``folder`` with its SHA-256 (inputs must be the same after a case)."""
+    out = {}
+    for p in sorted(Path(folder).rglob("*")):
+        if p.is_file() and not p.is_symlink():
+            out[str(p.relative_to(folder))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def check_unchanged(before: dict[str, str], folder: Path, what: str = "") -> None:
+    after = snapshot(folder)
+    changed = [k for k, v in before.items() if after.get(k) != v]
+    assert not changed, f"input(s) modified or removed {what}: {changed}"
+
+
+def check_json(r: Run, argv: list[str]) -> None:
+    """``--json``: exactly one JSON object on stdout after success, nothing after an error."""
+    if "--json" not in argv:
+        return
+    if r.code != 0:
+        assert r.out == "", f"stdout after an error with --json: {r.out[:300]!r} for {argv}"
+        return
+    dec = json.JSONDecoder()
+    obj, end = dec.raw_decode(r.out.lstrip())
+    assert isinstance(obj, dict), f"--json printed a {type(obj).__name__}, not an object, for {argv}"
+    assert not r.out.lstrip()[end:].strip(), f"more than one JSON value on stdout for {argv}: {r.out[end:][:200]!r}"
+    for bad in ("NaN", "Infinity"):
+        assert f": {bad}" not in r.out and f"[{bad}" not in r.out, f"bare {bad} in --json output for {argv}"
 
 
 @dataclass
@@ -39,10 +142,10 @@ class Run:
 
 
 def run_cli(argv: list[str]) -> Run:
-    """``mrcstats.cli.main(argv)`` in this process with stdout/stderr captured. Any exception escaping
-    ``main`` (a traceback for the user) fails the test that called it."""
+    """``mrcstats.cli.main(argv)`` in this process with stdout/stderr captured, under the hang alarm. Any
+    exception escaping ``main`` (a traceback for the user) fails the test that called it."""
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with no_hang(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code = main(argv)
         except SystemExit as exc:  # argparse errors
@@ -51,7 +154,9 @@ def run_cli(argv: list[str]) -> Run:
 
 
 def check_clean(r: Run, argv: list[str]) -> None:
-    """Exit 0 or 2, and no traceback on either stream."""
+    """One CLI case: exit 0 or 2, no traceback on either stream, ``--json`` stdout one object."""
+    CASES[f"cli {argv[0] if argv else ''}"] += 1
+    check_json(r, argv)
     event(f"{argv[0]} exit {r.code}")
     if os.environ.get("MRCSTATS_FUZZ_SHOW"):
         last = r.err.strip().splitlines()[-1][:90] if r.err.strip() else ""
@@ -63,6 +168,17 @@ def check_clean(r: Run, argv: list[str]) -> None:
 
 
 # ----------------------------------------------------------------------------- cell values
+#: model and item names that broke something once, or could: case twins, CJK (long: 28 characters made
+#: a partition folder name too long), mathtext, HTML, Markdown, path-like, very long, RTL, combining marks
+NAMES: tuple[str, ...] = (
+    "GPT-4o", "gpt-4o", "Gpt-4O", "\u6a21\u578b" * 14, "\u30e2\u30c7\u30eb", "$x^{$", "cost $x^2$ tier", "$$", "\\$",
+    "<script>alert(1)</script>", "<b>b</b>", "a|b", "**bold**", "[l](javascript:x)", "`c`", "a/b", "..", ".",
+    "model=x", "%2F", "a b", " lead", "trail ", "L" * 300, "\u05e2\u05d1\u05e8\u05d9\u05ea", "e\u0301", "\u00e9",
+    "\u200bzw", "\U0001f600", "=1+1", "NA", "null", "0", "-1", "x,y", 'q"uote', "tab\there", "\u00df", "SS",
+)
+NAME_TEXT = st.one_of(st.sampled_from(NAMES),
+                      st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=40))
+
 _TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",), max_codepoint=0x2FFF), max_size=6)
 CELL = st.one_of(
     st.sampled_from(["", "NA", "nan", "NaN", "inf", "-inf", "1e20", "1e30", "9223372036854775808", "-1", "0",
@@ -73,7 +189,7 @@ CELL = st.one_of(
 CORRECT = st.one_of(st.sampled_from(["1", "0", "true", "false", "", "invalid"]), CELL)
 TRIAL = st.one_of(st.sampled_from(["0", "1", "2", ""]), CELL)
 RATE = st.one_of(st.sampled_from(["0", "10", "50", "100", ""]), CELL)
-NAME = st.one_of(st.sampled_from(["a", "b", "m1", "gpt-4", ""]), _TEXT)
+NAME = st.one_of(st.sampled_from(["a", "b", "m1", "gpt-4", ""]), _TEXT, st.sampled_from(NAMES))
 COLUMNS = ("model", "item", "correct", "trial", "condition", "masking_rate", "cluster", "question")
 
 
@@ -87,7 +203,7 @@ class LogFile:
     columns: list[str]
 
 
-_CLEAN = {"model": st.sampled_from(["a", "b", "c"]), "correct": st.sampled_from(["1", "0", "true", "false", "", "invalid"]),
+_CLEAN = {"model": st.one_of(st.sampled_from(["a", "b", "c"]), st.sampled_from(NAMES)), "correct": st.sampled_from(["1", "0", "true", "false", "", "invalid"]),
           "trial": st.sampled_from(["0", "1", ""]), "condition": st.sampled_from(["", "x"]),
           "masking_rate": st.sampled_from(["0", "50", "100", ""]),
           "question": st.sampled_from(["Who wrote it?", "Why did the man leave the town early?", "", "x",

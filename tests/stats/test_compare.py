@@ -213,7 +213,7 @@ def test_json_shape_and_nulls() -> None:
 @pytest.mark.parametrize("kwargs, match", [
     ({"models": ["m0"]}, "at least two models"),
     ({"models": ["m0", "nope"]}, "unknown model 'nope'"),
-    ({"cluster": "passage"}, "no cluster column 'passage'"),
+    ({"cluster": "passage"}, "cannot cluster by 'passage': no such column"),
     ({"adjust": "sidak"}, "unknown p-value adjustment"),
     ({"alpha": 1.5}, "alpha must be between 0 and 1"),
     ({"bootstrap": -1}, "bootstrap must be"),

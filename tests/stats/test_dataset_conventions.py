@@ -108,9 +108,9 @@ def test_bad_input_names_the_column(sim, tmp_path):
     for log in (ds, ds.to_log()):
         with pytest.raises(InputError, match="no rows with a masking_rate"):
             masking_accuracy(log)
-    with pytest.raises(InputError, match="no column 'nope'"):
+    with pytest.raises(InputError, match="cannot group by 'nope': no such column"):
         summarize(ds, by="nope", trials="mean")
-    with pytest.raises(InputError, match="no column 'grp'"):
+    with pytest.raises(InputError, match="cannot cluster by 'grp': no such column"):
         summarize(ds, by="model", cluster="grp", invalid="exclude")
     with pytest.raises(InputError, match="trials must be"):
         summarize(ds, trials="median")

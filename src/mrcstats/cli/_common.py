@@ -72,6 +72,31 @@ def parse_list(text: str | None, flag: str, cast=str) -> list:
         raise InputError(f"{flag}: cannot read {text!r} as a comma-separated list ({exc})") from None
 
 
+class Once(argparse.Action):
+    """A single-valued option that refuses to be given twice (a repeated grouping flag would otherwise keep
+    only the last value, silently)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:  # (these options default to None)
+            parser.error(f"{option_string} given twice ({getattr(namespace, self.dest)!r} and {values!r}); "
+                         f"it takes one column")
+        setattr(namespace, self.dest, values)
+
+
+def add_by_option(p: argparse.ArgumentParser, default: str) -> None:
+    """``--by COL[,COL...]``, repeatable: ``--by A --by B`` is ``--by A,B`` (never only the last one)."""
+    p.add_argument("--by", action="append", metavar="COL[,COL...]", default=None,
+                   help=f"grouping columns, comma-separated or repeated (default: {default})")
+    p.set_defaults(by_default=default)
+
+
+def by_columns(args: argparse.Namespace) -> list[str]:
+    """The ``--by`` columns: every repeated flag's list joined in order (checked later, with the log's
+    columns, by :func:`mrcstats.io.schema.check_grouping`)."""
+    given = args.by if args.by is not None else [args.by_default]
+    return [c for text in given for c in parse_list(text, "--by")]
+
+
 def add_format_option(p: argparse.ArgumentParser) -> None:
     """``--format FMT``: the input formats of the registry (:data:`mrcstats.io.formats.FORMATS`)."""
     from mrcstats.io.formats import FORMATS

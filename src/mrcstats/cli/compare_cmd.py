@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from mrcstats.cli._common import (
+    Once,
     add_format_option,
     add_json_flag,
     add_model_option,
@@ -27,7 +28,7 @@ def _add_log_args(p: argparse.ArgumentParser, nargs: str) -> None:
     p.add_argument("log", nargs=nargs, metavar="LOG", help="canonical log (e.g. from mrcstats ingest) or any "
                                                            "read_log input (harness/HELM output folders too)")
     p.add_argument("--models", metavar="A,B,...", help="models to compare (all pairs among them; default: all)")
-    p.add_argument("--cluster", metavar="COL", help="column grouping items (passage, subject) for cluster-robust "
+    p.add_argument("--cluster", metavar="COL", action=Once, help="column grouping items (passage, subject) for cluster-robust "
                                                     "SEs and the cluster bootstrap (default: items independent)")
     p.add_argument("--condition", metavar="C", help="keep only this condition (logs with several conditions)")
     add_format_option(p)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from mrcstats.cli._common import (
+    Once,
     add_json_flag,
     add_log_options,
     add_model_args,
@@ -53,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     # estimated marginal means (emmeans) -- keep this block separate from other options
     p.add_argument("--emmeans", metavar="SPEC",
                    help="estimated marginal means of SPEC (a factor, or 'A:B'), as R's emmeans(m, SPEC)")
-    p.add_argument("--by", metavar="VAR", help="with --emmeans: means (and pairs) within each level of VAR")
+    p.add_argument("--by", metavar="VAR", action=Once, help="with --emmeans: means (and pairs) within each level of VAR")
     p.add_argument("--type", choices=("link", "response"), default="link",
                    help="with --emmeans: link scale (emmean) or response scale (binomial: prob, pairs as odds "
                         "ratios; poisson: rate, pairs as ratios)")

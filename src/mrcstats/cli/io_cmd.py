@@ -5,12 +5,13 @@ import argparse
 import textwrap
 
 from mrcstats.cli._common import (
+    add_by_option,
     add_json_flag,
     add_log_options,
+    by_columns,
     info,
     model_arg,
     output,
-    parse_list,
     read_log_args,
 )
 
@@ -44,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "within each sample, then mean and Inspect's stderr) is printed beside it.")
     s.add_argument("log", nargs="+", metavar="LOG", help="a canonical log, a dataset folder (mrcstats ingest --dataset; "
                    "aggregated lazily in DuckDB) or any source read_log reads")
-    s.add_argument("--by", default="model", metavar="COL[,COL...]", help="grouping columns (default: model)")
+    add_by_option(s, "model")
     s.add_argument("--engine", choices=("duckdb", "memory", "dask"), default=None,
                    help="aggregation engine (default: DuckDB for a dataset folder, pandas otherwise)")
     s.add_argument("--scheduler", metavar="ADDRESS",
@@ -148,7 +149,7 @@ def _summary(args: argparse.Namespace) -> int:
         log = open_dataset(args.log[0])        # a dataset folder: lazy, aggregated by DuckDB
     else:
         log = read_log_args(args, args.log, "summary")
-    by = parse_list(args.by, "--by")
+    by = by_columns(args)
     if args.scheduler and args.engine != "dask":
         from mrcstats.errors import InputError
 

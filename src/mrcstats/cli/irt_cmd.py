@@ -15,7 +15,14 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats.cli._common import add_format_option, add_json_flag, info, output, parse_list
+from mrcstats.cli._common import (
+    Once,
+    add_format_option,
+    add_json_flag,
+    info,
+    output,
+    parse_list,
+)
 
 
 def _log_args(p: argparse.ArgumentParser) -> None:
@@ -68,7 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="methods (random,pd,irt-info,anchor)")
     p.add_argument("--folds", type=int, default=5, help="number of folds of models (5)")
     p.add_argument("--seeds", type=int, default=3, metavar="N", help="repetitions with seeds 0..N-1 (3)")
-    p.add_argument("--groups", metavar="COL", help="log column grouping models that are held out together "
+    p.add_argument("--groups", metavar="COL", action=Once, help="log column grouping models that are held out together "
                                                    "(e.g. checkpoints of one model)")
     p.add_argument("--predictions-out", metavar="CSV", help="also write every held-out estimate to this CSV")
     add_json_flag(p)

@@ -48,7 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     add_log_options(s)
     s.add_argument("--metrics", default="accuracy", help="comma list of accuracy, exact, bleu, morph")
-    s.add_argument("--by", default="model,condition", help="grouping columns (default model,condition)")
+    from mrcstats.cli._common import add_by_option
+
+    add_by_option(s, "model,condition")
     s.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     s.set_defaults(func=_score)
     p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])
@@ -87,9 +89,9 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from mrcstats.cli._common import output, parse_list, read_log_args
+    from mrcstats.cli._common import by_columns, output, parse_list, read_log_args
     from mrcstats.tasks.elagent.scoring import score_log
 
     log = read_log_args(args, args.log, "elagent score")
-    table = score_log(log, parse_list(args.metrics, "--metrics"), parse_list(args.by, "--by"))
+    table = score_log(log, parse_list(args.metrics, "--metrics"), by_columns(args))
     return output(args, {"groups": table, "skipped": log.attrs.get("skipped", {})}, table.to_string(index=False))

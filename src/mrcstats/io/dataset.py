@@ -400,6 +400,9 @@ def open_dataset(path: str | os.PathLike, *, check: bool = True) -> LogDataset:
         _check_rows(root, meta, parts, rows)
     if want is None:
         want = pa.schema([pa.field(PARTITION, pa.string()), *file_want]) if parts is None else file_want
+    from mrcstats.io.schema import check_case_distinct
+
+    check_case_distinct(want.names, str(root))
     return LogDataset(root, tuple(files), want, meta)
 
 

@@ -188,6 +188,9 @@ class DatasetWriter:
     def check_schema(self, schema, source: str | None) -> None:
         """The first chunk's schema is the dataset's; every later chunk must have the same."""
         if self.schema is None:
+            from mrcstats.io.schema import check_case_distinct
+
+            check_case_distinct(schema.names, source)
             self.schema, self.first = schema, source
         elif not schema.equals(self.schema):
             raise InputError(f"{source or 'a chunk'}: its columns differ from {self.first or 'the first chunk'} "
@@ -457,12 +460,13 @@ def _write_unit(w: DatasetWriter, unit: tuple[str, str, str], *, mapping, model,
     from mrcstats.io.detect import load_source
     from mrcstats.io.reader import model_for, read_source
     from mrcstats.io.schema import coerce_log
-    from mrcstats.io.tabular import apply_mapping, derive_correct
+    from mrcstats.io.tabular import apply_mapping, check_trial_finite, derive_correct
 
     kind, f, extra = unit
     model = model_for(f, model)     # one name, or {path: name} (--model PATH=NAME)
     if kind == "fragment":
         df = _read_fragment_nullable(f, extra)
+        check_trial_finite(df.attrs.pop("nonfinite", None) or {}, mapping, f)
         df = derive_correct(apply_mapping(df, mapping, f), f)
         w.write(coerce_log(df, source=f, model=model), f, on_duplicate=on_duplicate)
     elif kind == "parquet":
@@ -489,6 +493,9 @@ def _read_fragment_nullable(file: str, root: str) -> pd.DataFrame:
     except Exception as exc:  # noqa: BLE001
         raise InputError(f"{file}: cannot read this Parquet file of the dataset ({_first_line(exc)})") from None
     df = t.to_pandas(types_mapper=_NULLABLE.get)
+    from mrcstats.io.tabular import nan_cells
+
+    df.attrs["nonfinite"] = nan_cells(t)
     if PARTITION not in df.columns:
         val = hive_model(file, root)
         df.insert(0, PARTITION, pd.Series(pd.array([val] * len(df), dtype="string")))
@@ -575,7 +582,7 @@ def _parquet_chunks(path: Path, mapping: Mapping[str, str] | None, model: str | 
     import pyarrow.parquet as pq
 
     from mrcstats.io.schema import coerce_log
-    from mrcstats.io.tabular import apply_mapping, derive_correct
+    from mrcstats.io.tabular import apply_mapping, check_trial_finite, derive_correct, nan_cells
 
     try:
         pf = pq.ParquetFile(path)
@@ -584,7 +591,10 @@ def _parquet_chunks(path: Path, mapping: Mapping[str, str] | None, model: str | 
     if pf.metadata.num_rows == 0:
         raise InputError(f"{path}: Parquet file has no rows")
     try:
+        offset = 0
         for batch in pf.iter_batches(batch_size=chunk_rows):
+            check_trial_finite(nan_cells(batch), mapping, str(path), offset)
+            offset += batch.num_rows
             df = batch.to_pandas(types_mapper=_NULLABLE.get)
             df.columns = [str(c) for c in df.columns]
             df = derive_correct(apply_mapping(df, mapping, str(path)), str(path))
@@ -648,7 +658,7 @@ def _fast_unit(unit: tuple[str, str, str], *, mapping, model, on_duplicate, chun
     pandas_types = {str(c.get("name")): str(c.get("numpy_type")) for c in pmeta.get("columns", [])
                     if isinstance(c, dict)}
     names = [n for n in schema.names if n not in index]
-    if len(set(names)) != len(names) or not {"item", "correct"} <= set(names) \
+    if len({n.casefold() for n in names}) != len(names) or not {"item", "correct"} <= set(names) \
             or {"filename", "_file"} & set(names):
         return None
     fmodel = None

@@ -468,6 +468,23 @@ def require_log(log: Any, where: str, columns: tuple[str, ...] = REQUIRED_COLUMN
     return log
 
 
+def structured_value_error(value: Any, source: str | None, row: int, column: str, field: str) -> SchemaError:
+    """The error for a JSON object or array in a one-value field (``{"correct": {"value": true}}``), worded
+    as the field's own check words a bad value, with the ``--map`` that reaches a nested value."""
+    import json
+
+    shown = json.dumps(value, ensure_ascii=False, default=str)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    kind = "a JSON object" if isinstance(value, dict) else "a JSON array"
+    nested = (f" (for the nested value: --map {field}={column}.{next(iter(value))})"
+              if isinstance(value, dict) and len(value) == 1 else "")
+    if field == "correct":
+        return SchemaError(f"{_where(source, row, column)}correctness must be 0/1 or true/false, got {kind} "
+                           f"{shown}; map a binary column with --map correct=COLUMN{nested}")
+    return SchemaError(f"{_where(source, row, column)}{field} must be one value per row, got {kind} {shown}; "
+                       f"map a field holding one value with --map {field}=COLUMN{nested}")
+
+
 def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:
     """Trials as int64: whole numbers in ``0..MAX_TRIAL``; an empty cell is trial 0.
 
@@ -476,6 +493,8 @@ def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:
     would wrap to -9223372036854775808).
     """
     fix = "trial is a 0-based repetition index (a whole number 0, 1, 2, ...)"
+    if isinstance(s.dtype, pd.CategoricalDtype):  # its values, as any other column of them
+        s = s.astype(object)
     if pd.api.types.is_integer_dtype(s.dtype) and not s.isna().any():
         arr = s.to_numpy(dtype="int64") if not pd.api.types.is_unsigned_integer_dtype(s.dtype) else None
         if arr is None:  # uint64 may exceed int64
@@ -647,3 +666,55 @@ def merge_skipped(*dicts: Mapping[str, int]) -> dict[str, int]:
         for k, v in (d or {}).items():
             out[k] = out.get(k, 0) + int(v)
     return out
+
+
+#: what a log measures (the outcome and the model's answer): never a grouping column
+OUTCOME_COLUMNS: tuple[str, ...] = ("correct", "response", "pred", "score")
+
+
+def check_grouping(by: Any, columns: Any, role: str = "group by") -> list[str]:
+    """The one check of grouping columns (``summary --by``, ``summarize(by=)``, ``elagent score --by``,
+    ``compare --cluster``, the report's ``by:``), in memory and on a dataset alike.
+
+    ``by`` is a column name or a list of them (``[]``: no grouping); ``columns`` the columns of the log
+    or dataset. Every name must be a known column, named once, and groupable: not an outcome
+    (:data:`OUTCOME_COLUMNS`: grouping by ``correct`` would split what is being counted). Returns the
+    names as a list; raises :class:`SchemaError` naming the first offending column and the groupable ones
+    (``role`` words the message: "group by", "cluster by", ...).
+    """
+    if isinstance(by, str):
+        names = [by]
+    elif isinstance(by, (list, tuple)) and all(isinstance(b, str) for b in by):
+        names = list(by)
+    else:
+        raise SchemaError(f"grouping columns must be a column name or a list of column names, got {by!r}")
+    have = [str(c) for c in columns]
+    groupable = [c for c in have if c not in OUTCOME_COLUMNS]
+    hint = f"groupable columns: {', '.join(groupable) or '(none)'}"
+    seen: set[str] = set()
+    for b in names:
+        if b in seen:
+            raise SchemaError(f"cannot {role} {b!r} twice; name each grouping column once ({hint})")
+        seen.add(b)
+        if b in OUTCOME_COLUMNS:
+            raise SchemaError(f"cannot {role} {b!r}: it is an outcome (what is measured), not a grouping; "
+                              f"{hint}")
+        if b not in have:
+            comma = " (give several columns as a list, or --by A,B)" if "," in b else ""
+            raise SchemaError(f"cannot {role} {b!r}: no such column{comma}; {hint}")
+    return names
+
+
+def check_case_distinct(columns: Any, source: str | None = None) -> None:
+    """Refuse column names that differ only in upper/lower case (``model`` and ``Model``) in a log dataset:
+    DuckDB, which queries datasets, ignores the case of column names, so one column would silently stand in
+    for the other (``summary --by Model`` grouped by ``model``)."""
+    seen: dict[str, str] = {}
+    for c in map(str, columns):
+        other = seen.setdefault(c.casefold(), c)
+        if other != c:
+            raise SchemaError(f"{_where(source)}columns {other!r} and {c!r} differ only in upper/lower case; a "
+                              f"dataset is queried with DuckDB, where column names ignore case, so one would stand "
+                              f"in for the other; rename one of them in the source (or read it in memory, without "
+                              f"--dataset)")
+

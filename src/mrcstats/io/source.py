@@ -14,6 +14,7 @@ format detection (:mod:`mrcstats.io.detect`) and every reader import it without 
 """
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import os
@@ -149,6 +150,7 @@ def load_source(path: str | Path) -> Source:
     except IsADirectoryError:
         raise InputError(f"{p}: is a folder; pass the folder itself to read every file in it") from None
     except OSError as exc:
+        _check_link(p)
         raise InputError(f"{p}: cannot read ({exc.strerror or exc})") from None
     if raw[:2] == b"\x1f\x8b":
         try:
@@ -199,8 +201,8 @@ def expand_paths(paths: Any) -> list[Path]:
         except OSError as exc:  # e.g. a name too long
             raise InputError(f"{p}: cannot open ({exc.strerror or exc})") from None
         if is_dir:
-            found = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")
-                           and _known_ext(f.name))
+            found = sorted(f for f in p.rglob("*") if not f.name.startswith(".") and _known_ext(f.name)
+                           and _data_file(f))
             if not found:
                 from mrcstats.io.formats import EXTENSIONS
 
@@ -210,10 +212,36 @@ def expand_paths(paths: Any) -> list[Path]:
         elif exists:
             out.append(p)
         else:
+            _check_link(p)
             raise InputError(f"{p}: no such file or folder")
     if not out:
         raise InputError("no input files given")
     return out
+
+
+def _check_link(p: Path) -> None:
+    """Raise the clear error for a symbolic link that leads nowhere: a loop (``a -> b -> a``) or a link to a
+    missing file (a plain missing path returns)."""
+    from mrcstats._files import link_loop_error
+
+    try:
+        os.stat(p)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise link_loop_error(p) from None
+        if os.path.islink(p):
+            raise InputError(f"{p}: a symbolic link to {os.readlink(p)}, which does not exist; point the link at "
+                             f"the data file or remove it") from None
+
+
+def _data_file(f: Path) -> bool:
+    """A folder entry with a data file's name is read when it is a file; one that is a broken symbolic link
+    (or a loop of them) is refused rather than skipped without a word."""
+    if f.is_file():
+        return True
+    if f.is_symlink():
+        _check_link(f)
+    return False
 
 
 def _bare(name: str) -> str:

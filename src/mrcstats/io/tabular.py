@@ -113,7 +113,7 @@ def _nonfinite_cells(records: list[Any]) -> dict[str, int]:
     return out
 
 
-def _records_frame(records: Any, src: Source) -> pd.DataFrame:
+def _records_frame(records: Any, src: Source, scalar: Mapping[str, str] | None = None) -> pd.DataFrame:
     if isinstance(records, dict):
         # {"data": [...]}/{"records": [...]} or a dict of columns
         for key in ("data", "records", "rows", "samples", "results"):
@@ -135,23 +135,50 @@ def _records_frame(records: Any, src: Source) -> pd.DataFrame:
     if bad is not None:
         raise InputError(f"{src.name}: record {bad + 1} is a {type(records[bad]).__name__}, expected a JSON "
                          f"object with named fields")
-    if any(isinstance(v, dict) for v in records[0].values()):
-        df = pd.json_normalize(records, sep=".")
-    else:
-        df = pd.DataFrame.from_records(records)
+    flatten = any(isinstance(v, dict) for v in records[0].values())
+    if scalar and flatten:  # flattening would hide an object: look at the records themselves
+        check_scalar_fields(records, scalar, src.name)
+    df = pd.json_normalize(records, sep=".") if flatten else pd.DataFrame.from_records(records)
+    if scalar and not flatten:  # objects and arrays stay cells of object columns
+        for f, k in scalar.items():
+            if k in df.columns and df[k].dtype == object:
+                bad = df[k].map(type).isin((dict, list)).to_numpy()
+                if bad.any():
+                    check_scalar_fields([records[int(np.flatnonzero(bad)[0])]], {f: k}, src.name,
+                                        int(np.flatnonzero(bad)[0]))
     if src.nonfinite:
         df.attrs["nonfinite"] = _nonfinite_cells(records)
     return df
 
 
-def read_json_table(src: Source) -> pd.DataFrame:
-    """A JSON list of records (nested objects flattened with ``.``)."""
-    return _records_frame(src.json(), src)
+def read_json_table(src: Source, scalar: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """A JSON list of records (nested objects flattened with ``.``; ``scalar``: see :func:`check_scalar_fields`)."""
+    return _records_frame(src.json(), src, scalar)
 
 
-def read_jsonl_table(src: Source) -> pd.DataFrame:
+def read_jsonl_table(src: Source, scalar: Mapping[str, str] | None = None) -> pd.DataFrame:
     """JSON lines, one record per line."""
-    return _records_frame(src.json_lines(), src)
+    return _records_frame(src.json_lines(), src, scalar)
+
+
+#: log fields that hold one value per row: a JSON object or array there is refused, never flattened away
+SCALAR_FIELDS: tuple[str, ...] = ("model", "item", "cluster", "trial", "condition", "masking_rate", "correct")
+
+
+def check_scalar_fields(records: list[Any], fields: Mapping[str, str], source: str, first_row: int = 0) -> None:
+    """Refuse a JSON object or array in a field that holds one value per row (``fields``: ``{field: source
+    key}``). Flattening ``{"correct": {"value": true}}`` would drop ``correct`` and leave the row invalid
+    without a word; the message names the file, row and key, and how to map a nested value."""
+    from mrcstats.io.schema import structured_value_error
+
+    keys = {k: f for f, k in fields.items()}
+    for i, r in enumerate(records):
+        if not isinstance(r, dict):
+            continue
+        for k, f in keys.items():
+            v = r.get(k)
+            if isinstance(v, (dict, list)):
+                raise structured_value_error(v, source, first_row + i, k, f)
 
 
 def read_parquet_table(src: Source) -> pd.DataFrame:
@@ -171,17 +198,50 @@ def read_parquet_table(src: Source) -> pd.DataFrame:
     df = table.to_pandas()
     if len(df) == 0:
         raise InputError(f"{src.name}: Parquet file has no rows")
+    nan = nan_cells(table)
+    if nan:
+        df.attrs["nonfinite"] = nan
     return df
 
 
-def _read_frame(src: Source, fmt: str, mapping: Mapping[str, str] | None, **delimited: Any) -> pd.DataFrame:
-    """One table format read as it is, column names as strings (``delimited``: options of :func:`read_delimited`)."""
+def check_trial_finite(nonfinite: Mapping[str, int], mapping: Mapping[str, str] | None, source: str,
+                       offset: int = 0) -> None:
+    """Refuse a NaN/Infinity trial that the reader saw before pandas made it look like an empty cell (JSON
+    ``NaN``, a Parquet float NaN; ``nonfinite``: ``{column: first row}``, rows counted from ``offset``)."""
+    col = (mapping or {}).get("trial", "trial")
+    if col in nonfinite:
+        from mrcstats.io.schema import _where
+
+        raise SchemaError(f"{_where(source, offset + nonfinite[col], col)}trial must be an integer, got NaN or "
+                          f"Infinity (not an empty cell); trial is a 0-based repetition index (a whole number "
+                          f"0, 1, 2, ...)")
+
+
+def nan_cells(table: Any) -> dict[str, int]:
+    """``{column: first row}`` of float NaN values (not nulls) in an Arrow table or record batch: ``to_pandas``
+    makes both NaN, and a NaN trial would then read as an empty one (trial 0)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out: dict[str, int] = {}
+    for name, col in zip(table.column_names, table.columns):
+        if pa.types.is_floating(col.type) and col.null_count < len(col):
+            nan = pc.fill_null(pc.is_nan(col), False)
+            if pc.any(nan).as_py():
+                out[str(name)] = int(pc.index(nan, True).as_py())
+    return out
+
+
+def _read_frame(src: Source, fmt: str, mapping: Mapping[str, str] | None, scalar: Mapping[str, str] | None = None,
+                **delimited: Any) -> pd.DataFrame:
+    """One table format read as it is, column names as strings (``delimited``: options of :func:`read_delimited`;
+    ``scalar``: JSON keys that must hold one value, :func:`check_scalar_fields`)."""
     if fmt in ("csv", "tsv"):
         df = read_delimited(src, "," if fmt == "csv" else "\t", mapping, **delimited)
     elif fmt == "json":
-        df = read_json_table(src)
+        df = read_json_table(src, scalar)
     elif fmt == "jsonl":
-        df = read_jsonl_table(src)
+        df = read_jsonl_table(src, scalar)
     elif fmt == "parquet":
         df = read_parquet_table(src)
     else:  # pragma: no cover - dispatcher guards
@@ -199,13 +259,8 @@ def read_plain_table(src: Source, fmt: str, mapping: Mapping[str, str] | None = 
 
 def read_table(src: Source, fmt: str, mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Read a plain table and map its columns; returns a frame with canonical field names."""
-    df = _read_frame(src, fmt, mapping)
-    nonfinite = df.attrs.pop("nonfinite", None)
-    if nonfinite:
-        col = (mapping or {}).get("trial", "trial")
-        if col in nonfinite:
-            raise SchemaError(f"{src.name}: record {nonfinite[col] + 1}, field {col!r}: trial must be an integer, "
-                              f"got NaN or Infinity; trial is a 0-based repetition index")
+    df = _read_frame(src, fmt, mapping, {f: (mapping or {}).get(f, f) for f in SCALAR_FIELDS})
+    check_trial_finite(df.attrs.pop("nonfinite", None) or {}, mapping, src.name)
     df = apply_mapping(df, mapping, src.name)
     return derive_correct(df, src.name)
 

@@ -5,8 +5,11 @@ actually run (formulas, contrasts, engine, nAGQ, tests and their settings,
 software versions, seeds), then one section per analysis with numbered tables
 and figures. Beside ``NAME.pdf`` it writes ``NAME_tables/`` (each table as
 ``.tex`` (booktabs), ``.md``, ``.csv`` and ``.html``) and ``NAME_figures/``
-(vector PDF); files of those types left there by an earlier build are removed
-first. Numbers come from the result objects of the other layers (``glmer``,
+(vector PDF). The three are built in a hidden staging folder beside the PDF and
+moved into place together at the end (:mod:`mrcstats._staging`): a failed or
+killed build leaves the previous report whole, and the next build cleans up
+after it; files of those types from the earlier build are replaced, other files
+in the two folders are kept. Numbers come from the result objects of the other layers (``glmer``,
 ``drop1``, ``gvif``, ``fisher``, ``chisq``, ``discrimination``,
 ``masking_indicators``, ``summarize``); this module only lays them out.
 
@@ -19,13 +22,14 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._staging import Staging, recover_stale
 from mrcstats.errors import InputError, MrcstatsError
 from mrcstats.report import figures as F
 from mrcstats.report.analyses.base import (
@@ -101,13 +105,34 @@ def build_report(spec: str | Path | Mapping[str, Any] | ReportSpec, out: str | P
     same spec and logs give a byte-identical PDF. ``html``: also write the interactive HTML report
     (:mod:`mrcstats.report.html`; ``True``: ``NAME.html`` beside the PDF), built from the same blocks.
     """
-    rs = spec if isinstance(spec, ReportSpec) else load_spec(spec)
     out = Path(out)
     if out.suffix.lower() != ".pdf":
         raise InputError(f"--out {out}: the report is a PDF; give a path ending in .pdf")
-    tables_dir, figures_dir = out.parent / f"{out.stem}_tables", out.parent / f"{out.stem}_figures"
+    recover_stale(out.parent, out.name)  # first: finish or remove what a killed build of this report left
+    rs = spec if isinstance(spec, ReportSpec) else load_spec(spec)
     log = _read_logs(rs)
-    _clear_outputs(tables_dir, figures_dir)
+    final_tables, final_figures = out.parent / f"{out.stem}_tables", out.parent / f"{out.stem}_figures"
+    html_out = None if html is False else (out.with_suffix(".html") if html is True else Path(html))
+    targets = {"tables": (final_tables, "dir", TABLE_EXTS), "figures": (final_figures, "dir", FIGURE_EXTS)}
+    if html_out is not None:
+        targets["html"] = (html_out, "file", ())
+    targets["pdf"] = (out, "file", ())  # the PDF last
+    with Staging(out, targets) as stage:  # nothing beside the PDF changes until the commit at the end
+        res = _build(rs, log, stage.path("pdf"), stage.path("tables"), stage.path("figures"),
+                     None if html_out is None else stage.path("html"))
+        stage.commit()
+    return replace(res, pdf=out, tables=tuple(stage.final(p) for p in res.tables),
+                   figures=tuple(stage.final(p) for p in res.figures), html=html_out)
+
+
+#: the file endings a report writes into ``NAME_tables/`` and ``NAME_figures/`` (other files there are kept)
+TABLE_EXTS: tuple[str, ...] = (".tex", ".md", ".csv", ".html")
+FIGURE_EXTS: tuple[str, ...] = (".pdf", ".svg")
+
+
+def _build(rs: ReportSpec, log: pd.DataFrame, out: Path, tables_dir: Path, figures_dir: Path,
+           html_path: Path | None = None) -> ReportResult:
+    """Run the analyses and write the PDF, tables, figures (and the HTML report) at the (staged) paths given."""
     data, feature_missing = _join_features(log, rs)
     ctx = Context(data, log, rs.seed)
     outputs: list[Output] = []
@@ -120,7 +145,6 @@ def build_report(spec: str | Path | Mapping[str, Any] | ReportSpec, out: str | P
     for t in ctx.extra_tables:
         table_paths += t.write(tables_dir / slug(t.label))
     doc = ReportDocument(rs.title, rs.subtitle, rs.author)
-    html_path = None if html is False else (out.with_suffix(".html") if html is True else Path(html))
     if html_path is not None:
         from mrcstats.report.html import Documents, HtmlDocument
 
@@ -165,16 +189,6 @@ def _run(plugin: Any, ctx: Context, a: AnalysisSpec, rs: ReportSpec, skipped: li
         return o
     except MrcstatsError as exc:
         raise type(exc)(f"{rs.source}: {a.where} ({a.type}): {exc}") from None
-
-
-def _clear_outputs(tables_dir: Path, figures_dir: Path) -> None:
-    """Remove the table and figure files of an earlier build of the same report (only the file types this
-    module writes, only in ``NAME_tables/`` and ``NAME_figures/``), so the folders hold exactly this build."""
-    for folder, exts in ((tables_dir, {".tex", ".md", ".csv", ".html"}), (figures_dir, {".pdf", ".svg"})):
-        if folder.is_dir():
-            for f in folder.iterdir():
-                if f.is_file() and f.suffix in exts:
-                    f.unlink()
 
 
 def _emit(doc: ReportDocument, sec: Output, tables_dir: Path, figures_dir: Path) -> tuple[list[Path], list[Path]]:

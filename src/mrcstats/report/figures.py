@@ -148,6 +148,22 @@ def labels_of(artist: Any) -> list[str] | None:
     return _POINT_LABELS.get(artist)
 
 
+def plain(text: Any, limit: int | None = None) -> str:
+    """``text`` (a model name, a column value, a caption from a spec) as literal figure text: every ``$`` escaped,
+    so matplotlib never parses it as mathtext (``$x^{$`` would crash, ``cost $x^2$ tier`` render as "cost x² tier").
+    The one helper every figure passes data through, exactly once per text; ``limit`` shortens a very long
+    label (legend entries, tick labels) to that many characters with a trailing "…".
+    """
+    s = str(text)
+    if limit is not None and len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return s.replace("$", r"\$")
+
+
+#: longest legend entry or tick label drawn (longer names end in "…"; tables keep them whole)
+LABEL_LIMIT = 60
+
+
 def _require(frame: pd.DataFrame, cols: Sequence[str], what: str) -> None:
     miss = [c for c in cols if c not in frame.columns]
     if miss:
@@ -194,11 +210,11 @@ def loess_plot(data: pd.DataFrame, x: str, y: str = "correct", by: str = "model"
             fit = lowess(yv[keep], xv[keep], frac=frac, it=0, return_sorted=True)
             st = style_for(i)
             ax.plot(fit[:, 0], fit[:, 1], color=st["color"], linestyle=st["linestyle"], marker=st["marker"],
-                    markevery=max(len(fit) // 8, 1), label=names.get(g, g), linewidth=1.3)
+                    markevery=max(len(fit) // 8, 1), label=plain(names.get(g, g), LABEL_LIMIT), linewidth=1.3)
             if glmm is not None:
                 gg = glmm[glmm[by].astype(str) == g].sort_values(x)
                 ax.plot(gg[x], gg["p"], color=st["color"], linestyle=(0, (2, 1.5)), linewidth=0.8, alpha=0.9)
-        ax.set_xlabel(xlabel or f"{x} (SD from the mean)")
+        ax.set_xlabel(plain(xlabel or f"{x} (SD from the mean)"))
         ax.set_ylabel("P(correct) (probability)")
         ax.set_ylim(-0.02, 1.02)
         if glmm is not None:
@@ -234,7 +250,7 @@ def caterpillar_plot(ranef: pd.DataFrame, level: str = "level", mode: str = "mod
         ax.set_ylabel("conditional mode (log-odds)")
         ax.set_xticks([])
         if title:
-            ax.set_title(title)
+            ax.set_title(plain(title))
     return fig
 
 
@@ -247,7 +263,7 @@ def pd_histogram(values: Sequence[float] | pd.Series, bins: int | Sequence[float
         ax.hist(v, bins=bins, color=PALETTE[2], edgecolor="0.1", linewidth=0.4)
         for c in cutoffs:
             ax.axvline(c, color="0.0", linestyle=":", linewidth=0.7)
-        ax.set_xlabel(xlabel)
+        ax.set_xlabel(plain(xlabel))
         ax.set_ylabel("clusters (count)")
         if len(v):
             ax.set_title(f"n = {len(v)}, mean = {v.mean():.3f}, max = {v.max():.3f}", fontsize=7)
@@ -267,7 +283,7 @@ def fixef_truth_plot(coef: pd.DataFrame, truth: Mapping[str, float], z: float = 
         tv = [truth.get(t, np.nan) for t in c["term"]]
         ax.plot(tv, ys, "x", color=PALETTE[4], markersize=5, label="truth")
         ax.set_yticks(ys)
-        ax.set_yticklabels([dict(labels or {}).get(t, t) for t in c["term"]])
+        ax.set_yticklabels([plain(dict(labels or {}).get(t, t), LABEL_LIMIT) for t in c["term"]])
         ax.axvline(0, color="0.6", linewidth=0.5, linestyle=":")
         ax.set_xlabel("fixed effect (log-odds)")
         _legend(ax, loc="best")
@@ -299,7 +315,7 @@ def masking_curves(frame: pd.DataFrame, x: str = "masking_rate", y: str = "acc",
             xv = pd.to_numeric(d[x]).to_numpy(dtype=float)
             yv = pd.to_numeric(d[y]).to_numpy(dtype=float) * scale
             st = style_for(i)
-            ax.plot(xv, yv, label=g, **st)
+            ax.plot(xv, yv, label=plain(g, LABEL_LIMIT), **st)
             if lo and hi and lo in d.columns and hi in d.columns:
                 ax.fill_between(xv, pd.to_numeric(d[lo]).to_numpy(dtype=float) * scale,
                                 pd.to_numeric(d[hi]).to_numpy(dtype=float) * scale, color=st["color"], alpha=0.15,
@@ -310,7 +326,7 @@ def masking_curves(frame: pd.DataFrame, x: str = "masking_rate", y: str = "acc",
         ax.set_xlabel("masking rate MR (%)")
         ax.set_ylabel("accuracy (%)" if percent else "accuracy")
         if title:
-            ax.set_title(title)
+            ax.set_title(plain(title))
         _legend(ax, loc="lower left")
     return fig
 
@@ -333,7 +349,7 @@ def indicator_plot(frame: pd.DataFrame, x: str = "masking_rate", group: str | No
                 d = frame if g is None else frame[frame[group].astype(str) == g]
                 d = d.sort_values(x)
                 ax.plot(pd.to_numeric(d[x]), pd.to_numeric(d[ind], errors="coerce"),
-                        label=g if g is not None else ind.upper(), **style_for(i))
+                        label=plain(g, LABEL_LIMIT) if g is not None else ind.upper(), **style_for(i))
             ax.set_xlabel("masking rate MR (%)")
             ax.set_ylabel(_INDICATOR_UNITS.get(ind, ind.upper()))
             ax.set_title(ind.upper())
@@ -361,14 +377,14 @@ def confusion_matrix_plot(matrix: pd.DataFrame, title: str | None = None, xlabel
             ax.text(c, r, f"{v:g}", ha="center", va="center", fontsize=7,
                     color="white" if v > vmax * 0.6 else "black")
         ax.set_xticks(range(m.shape[1]))
-        ax.set_xticklabels([str(c) for c in m.columns], rotation=30, ha="right")
+        ax.set_xticklabels([plain(c, LABEL_LIMIT) for c in m.columns], rotation=30, ha="right")
         ax.set_yticks(range(m.shape[0]))
-        ax.set_yticklabels([str(i) for i in m.index])
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
+        ax.set_yticklabels([plain(i, LABEL_LIMIT) for i in m.index])
+        ax.set_xlabel(plain(xlabel))
+        ax.set_ylabel(plain(ylabel))
         ax.spines[:].set_visible(False)
         if title:
-            ax.set_title(title)
+            ax.set_title(plain(title))
     return fig
 
 
@@ -383,12 +399,12 @@ def error_type_bars(frame: pd.DataFrame, ylabel: str = "responses (count)", titl
         xs = np.arange(f.shape[0])
         for j, col in enumerate(f.columns):
             ax.bar(xs + (j - (n - 1) / 2) * width, f[col], width=width, color=PALETTE[(j + 1) % len(PALETTE)],
-                   edgecolor="0.0", linewidth=0.4, hatch=hatches[j % len(hatches)], label=str(col))
+                   edgecolor="0.0", linewidth=0.4, hatch=hatches[j % len(hatches)], label=plain(col, LABEL_LIMIT))
         ax.set_xticks(xs)
-        ax.set_xticklabels([str(i) for i in f.index], rotation=25, ha="right")
-        ax.set_ylabel(ylabel)
+        ax.set_xticklabels([plain(i, LABEL_LIMIT) for i in f.index], rotation=25, ha="right")
+        ax.set_ylabel(plain(ylabel))
         if title:
-            ax.set_title(title)
+            ax.set_title(plain(title))
         _legend(ax, loc="best")
     return fig
 
@@ -405,10 +421,10 @@ def bar_plot(frame: pd.DataFrame, x: str, y: str, err: str | None = None, ylabel
                yerr=(frame[err].astype(float) * scale) if err and err in frame.columns else None,
                error_kw={"elinewidth": 0.6, "capsize": 1.5})
         ax.set_xticks(xs)
-        ax.set_xticklabels([str(v) for v in frame[x]], rotation=30, ha="right")
-        ax.set_ylabel(ylabel or (f"{y} (%)" if percent else y))
+        ax.set_xticklabels([plain(v, LABEL_LIMIT) for v in frame[x]], rotation=30, ha="right")
+        ax.set_ylabel(plain(ylabel or (f"{y} (%)" if percent else y)))
         if title:
-            ax.set_title(title)
+            ax.set_title(plain(title))
     return fig
 
 
@@ -451,16 +467,16 @@ def pairwise_matrix_plot(diff: pd.DataFrame, significant: pd.DataFrame | None = 
             rr, cc = np.nonzero(significant.to_numpy(dtype=bool))
             ax.scatter(cc, rr, marker="*", s=4, color="black", linewidths=0)
         ax.set_xticks(range(k))
-        ax.set_xticklabels([str(c) for c in m.columns], rotation=45, ha="right", fontsize=fs + 0.5)
+        ax.set_xticklabels([plain(c, LABEL_LIMIT) for c in m.columns], rotation=45, ha="right", fontsize=fs + 0.5)
         ax.set_yticks(range(k))
-        ax.set_yticklabels([str(i) for i in m.index], fontsize=fs + 0.5)
+        ax.set_yticklabels([plain(i, LABEL_LIMIT) for i in m.index], fontsize=fs + 0.5)
         ax.spines[:].set_visible(False)
         ax.tick_params(length=0)
         cb = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
         cb.set_label("row − column" + (" (points)" if percent else ""), fontsize=6.5)
         cb.ax.tick_params(labelsize=6)
         if title:
-            ax.set_title(title)
+            ax.set_title(plain(title))
     return fig
 
 
@@ -479,13 +495,13 @@ def forest_plot(frame: pd.DataFrame, label: str = "model", est: str = "accuracy"
         ax.hlines(ys, lo_, hi_, color="0.25", linewidth=0.9)
         ax.plot(e, ys, "s", color="0.0", markersize=3)
         ax.set_yticks(ys)
-        ax.set_yticklabels([str(v) for v in frame[label]], fontsize=7 if k <= 20 else 5)
-        ax.set_xlabel(xlabel)
+        ax.set_yticklabels([plain(v, LABEL_LIMIT) for v in frame[label]], fontsize=7 if k <= 20 else 5)
+        ax.set_xlabel(plain(xlabel))
         ax.set_ylim(-0.7, k - 0.3)
         ax.grid(axis="x", color="0.9", linewidth=0.5)
         ax.set_axisbelow(True)
         if title:
-            ax.set_title(title)
+            ax.set_title(plain(title))
     return fig
 
 
@@ -516,7 +532,7 @@ def item_map_plot(items: pd.DataFrame, a: str = "a", b: str = "b", title: str | 
         _plain_log_axis(ax.yaxis)
         ax.set_xlabel("difficulty b (ability units)")
         ax.set_ylabel("discrimination a (log scale)")
-        ax.set_title(title or f"{len(f):,} items", fontsize=7)
+        ax.set_title(plain(title or f"{len(f):,} items"), fontsize=7)
     return fig
 
 
@@ -552,7 +568,7 @@ def subset_error_plot(results: pd.DataFrame, metric: str = "mae", ylabel: str | 
             yerr = None
             if lo in g.columns and hi in g.columns and g[lo].notna().any():
                 yerr = np.vstack([g[metric] - g[lo], g[hi] - g[metric]])
-            ax.errorbar(g["k"], g[metric], yerr=yerr, label=f"{m} / {e}", capsize=1.5, markersize=3,
+            ax.errorbar(g["k"], g[metric], yerr=yerr, label=plain(f"{m} / {e}", LABEL_LIMIT), capsize=1.5, markersize=3,
                         linewidth=0.9, **st)
         ax.set_xscale("log")
         ks = sorted(results["k"].unique())
@@ -560,6 +576,6 @@ def subset_error_plot(results: pd.DataFrame, metric: str = "mae", ylabel: str | 
         ax.set_xticklabels([str(k) for k in ks])
         ax.minorticks_off()
         ax.set_xlabel("subset size k (items)")
-        ax.set_ylabel(ylabel or ("mean absolute error of accuracy" if metric == "mae" else metric))
+        ax.set_ylabel(plain(ylabel or ("mean absolute error of accuracy" if metric == "mae" else metric)))
         _legend(ax, fontsize=5.5, ncol=2)
     return fig

@@ -51,7 +51,7 @@ from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.family import BINOMIAL
 from mrcstats.report.format import MISSING, format_num
-from mrcstats.report.tables import Table, latex_escape, write_exports
+from mrcstats.report.tables import Table, latex_escape, md_escape, write_exports
 
 __all__ = ["DEFAULT_STARS", "GOF_ROWS", "ModelTable", "ModelTableView", "table"]
 
@@ -166,13 +166,13 @@ class ModelTable(Result):
         head = ["", *self.models]
         lines = []
         if self.caption:
-            lines += [f"**{_md(self.caption)}**", ""]
-        lines.append("| " + " | ".join(_md(h) for h in head) + " |")
+            lines += [f"**{md_escape(self.caption)}**", ""]
+        lines.append("| " + " | ".join(md_escape(h) for h in head) + " |")
         lines.append("|:--|" + "|".join(":-:" for _ in self.models) + "|")
         for r in self._rows():
-            lines.append("| " + " | ".join(_md(c) for c in r[1:]) + " |")
+            lines.append("| " + " | ".join(md_escape(c) for c in r[1:]) + " |")
         for n in self.notes:
-            lines += ["", _md(n)]
+            lines += ["", md_escape(n)]
         return "\n".join(lines) + "\n"
 
     def to_latex(self, float_env: bool = True) -> str:
@@ -343,11 +343,6 @@ def _latex_cell(c: str) -> str:
     if not m:
         return latex_escape(c)
     return latex_escape(c[:m.start()]) + f"$^{{{m.group(0)}}}$"
-
-
-def _md(s: Any) -> str:
-    """Markdown cell text: backslash, pipe and asterisk (stars would turn into emphasis) escaped."""
-    return str(s).replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("\n", " ")
 
 
 def _slug(s: str) -> str:

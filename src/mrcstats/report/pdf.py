@@ -255,6 +255,7 @@ def _column_widths(head: list[str], body: list[list[str]], stub: int, size: floa
     from reportlab.pdfbase.pdfmetrics import stringWidth
 
     pad = 7.0
+    cap = 0.4 * _TEXT_WIDTH  # a longer word (a 300-character model name) is split inside its cell
     nat, low = [], []
     for j, h in enumerate(head):
         cells = [r[j] for r in body]
@@ -263,17 +264,23 @@ def _column_widths(head: list[str], body: list[list[str]], stub: int, size: floa
         hword = max([stringWidth(w, FONT_BOLD, size) for w in h.split()] or [0.0])
         if j < stub:   # row labels may wrap between words too
             cword = max([stringWidth(w, FONT, size) for c in cells for w in c.split()] or [0.0])
-            low.append(max(hword, cword, 6.0 * size * 0.6) + pad)
+            low.append(min(max(hword, cword, 6.0 * size * 0.6) + pad, cap))
         else:
-            low.append(max(hword, cw) + pad)
-        nat.append(max(hw, cw) + pad)
+            low.append(min(max(hword, cw) + pad, cap))
+        nat.append(min(max(hw, cw) + pad, _TEXT_WIDTH))
     return nat, low
+
+
+#: the width a table may take on the page (A4 less 2 cm margins), in points
+_TEXT_WIDTH = 17.0 * 72 / 2.54
 
 
 def _fit(nat: list[float], low: list[float], avail: float) -> list[float]:
     """Natural widths when they fit; else the smallest widths plus a share of the rest."""
     if sum(nat) <= avail:
         return nat
+    if sum(low) > avail:  # even the smallest widths do not fit (very long labels): shrink them all
+        return [lo * avail / sum(low) for lo in low]
     extra = avail - sum(low)
     want = [n - lo for n, lo in zip(nat, low)]
     tot = sum(want) or 1.0

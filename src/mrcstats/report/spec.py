@@ -69,6 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mrcstats._files import resolve_path
 from mrcstats.errors import InputError
 from mrcstats.report.analyses.base import COMMON_KEYS, AnalysisSpec, NotReproduced
 from mrcstats.report.analyses.registry import ANALYSES
@@ -156,7 +157,7 @@ def load_spec(spec: str | Path | Mapping[str, Any]) -> ReportSpec:
             raise InputError(f"{p}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
         except UnicodeDecodeError:
             raise InputError(f"{p}: not UTF-8 text; save the spec as UTF-8") from None
-        base = p.resolve().parent
+        base = resolve_path(p).parent
         if raw is None:
             raise InputError(f"{p}: the spec is empty; it needs at least `logs:` and `analyses:`")
     if not isinstance(raw, Mapping):

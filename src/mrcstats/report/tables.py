@@ -250,15 +250,15 @@ class Table(Result):
         aligns = [":--" if i < self.stub else "--:" for i in range(len(head))]
         lines = []
         if self.caption:
-            lines.append(f"**{_md_escape(self.caption)}**")
+            lines.append(f"**{md_escape(self.caption)}**")
             lines.append("")
-        lines.append("| " + " | ".join(_md_escape(h) for h in head) + " |")
+        lines.append("| " + " | ".join(md_escape(h) for h in head) + " |")
         lines.append("|" + "|".join(aligns) + "|")
         for r in body:
-            lines.append("| " + " | ".join(_md_escape(c) for c in r) + " |")
+            lines.append("| " + " | ".join(md_escape(c) for c in r) + " |")
         for n in self.notes:
             lines.append("")
-            lines.append(_md_escape(n))
+            lines.append(md_escape(n))
         return "\n".join(lines) + "\n"
 
     def to_latex(self, float_env: bool = True) -> str:
@@ -355,8 +355,17 @@ def latex_unescape(s: str) -> str:
     return "".join(out)
 
 
-def _md_escape(s: str) -> str:
-    return str(s).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+#: Markdown's inline markup characters, backslash-escaped in table text (pipes end a cell)
+_MD_SPECIAL = frozenset("\\|*_`[]~")
+
+
+def md_escape(s: Any) -> str:
+    """Text from data as literal Markdown table text: names are data, never markup. HTML is escaped as
+    the ``.html`` output escapes it (``<script>`` becomes ``&lt;script&gt;``, shown as written and never
+    run), Markdown's inline markup and the cell-ending pipe are backslash-escaped, a newline becomes a
+    space. :func:`parse_markdown` reverses it."""
+    text = html.escape(str(s), quote=False).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
 
 
 def _md_split(line: str) -> list[str]:
@@ -378,7 +387,7 @@ def _md_split(line: str) -> list[str]:
             cur.append(ch)
         i += 1
     cells.append("".join(cur).strip())
-    return cells
+    return [html.unescape(c) for c in cells]
 
 
 def parse_markdown(text: str) -> tuple[list[str], list[list[str]]]:

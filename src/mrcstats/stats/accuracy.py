@@ -174,12 +174,16 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
     References: Wilson (1927); Miller (2024), "Adding Error Bars to Evals", Eqs. 4-5.
     """
     from mrcstats.io.dataset import LogDataset
-    from mrcstats.io.schema import is_canonical, validate_log
+    from mrcstats.io.schema import check_grouping, is_canonical, validate_log
 
-    if not (isinstance(by, str) or (isinstance(by, Sequence) and all(isinstance(b, str) for b in by))):
-        raise InputError(f"summarize: by must be a column name or a list of them, got {by!r}")
     if engine not in (None, "duckdb", "memory", "dask"):
         raise InputError(f"summarize: engine must be duckdb, memory or dask, got {engine!r}")
+    if isinstance(log, pd.DataFrame) and engine != "dask" and not is_canonical(log):
+        log = validate_log(log)
+    if isinstance(log, (LogDataset, pd.DataFrame)):
+        by = check_grouping(by, log.columns)  # one check, one message, in memory and on a dataset
+        if cluster:
+            check_grouping(cluster, log.columns, "cluster by")
     if isinstance(log, LogDataset) and (engine == "memory" or (outcome != "correct" and _dataset_graded(log))):
         log = log.to_log()      # graded scores are summed in floats, in memory
     if (isinstance(log, LogDataset) or engine == "dask") and outcome != "score":
@@ -277,8 +281,10 @@ def summarize_frame(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster:
     (group, trial); :func:`finish_summary` (the one home of the statistics, shared with the dataset
     and Dask paths) turns them into the table.
     """
-    by_cols = [by] if isinstance(by, str) else list(by)
-    need = [*by_cols, *([cluster] if cluster else []), *(["trial"] if trials == "mean" else [])]
+    from mrcstats.io.schema import check_grouping
+
+    by_cols = check_grouping(by, log.columns)
+    need = [*([cluster] if cluster else []), *(["trial"] if trials == "mean" else [])]
     for c in need:
         if c not in log.columns:
             raise InputError(f"no column {c!r} in the log to group by; columns: {', '.join(map(str, log.columns))}")

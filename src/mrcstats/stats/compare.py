@@ -126,11 +126,12 @@ def per_item_scores(log: pd.DataFrame, cluster: str = "cluster", outcome: str = 
         InputError: a missing cluster column, an item in two clusters, several conditions.
     """
     from mrcstats.io.dataset import LogDataset
-    from mrcstats.io.schema import is_canonical, validate_log
+    from mrcstats.io.schema import check_grouping, is_canonical, validate_log
 
     if isinstance(log, LogDataset):  # a dataset folder larger than memory: the same table from DuckDB SQL
         from mrcstats.stats.accuracy import _dataset_graded
 
+        check_grouping(cluster, log.columns, "cluster by")
         if outcome == "correct" or (outcome == "auto" and not _dataset_graded(log)):
             from mrcstats.stats._sql import per_item_scores as sql_scores
 
@@ -142,10 +143,7 @@ def per_item_scores(log: pd.DataFrame, cluster: str = "cluster", outcome: str = 
         raise InputError(f"expected a canonical log (pandas DataFrame), got {type(log).__name__}")
     if not is_canonical(log):
         log = validate_log(log)
-    if cluster not in log.columns:
-        raise InputError(f"no cluster column {cluster!r} in the log; columns: {', '.join(map(str, log.columns))}; "
-                         f"name an existing column (e.g. --cluster cluster) or map one when reading "
-                         f"(--map cluster=COLUMN)")
+    check_grouping(cluster, log.columns, "cluster by")
     if len(log) == 0:
         raise InputError("the log has no rows")
     cond_codes, cond_names = pd.factorize(log["condition"], sort=False)
@@ -391,9 +389,10 @@ def compare(log: pd.DataFrame, models: Sequence[str] | None = None, cluster: str
             models without common items, several conditions in the log, bad arguments.
     """
     _check_args(alpha, adjust, bootstrap)
-    if isinstance(log, pd.DataFrame) and cluster is not None and cluster not in log.columns:
-        raise InputError(f"no cluster column {cluster!r} in the log; columns: {', '.join(map(str, log.columns))}; "
-                         f"name an existing column with --cluster, or map one when reading (--map cluster=COLUMN)")
+    if isinstance(log, pd.DataFrame) and cluster is not None:
+        from mrcstats.io.schema import check_grouping
+
+        check_grouping(cluster, log.columns, "cluster by")
     items = per_item_scores(log, cluster=cluster or "cluster", outcome=outcome)
     return compare_scores(items, models=models, clustered=cluster is not None, cluster_name=cluster, alpha=alpha,
                           adjust=adjust, bootstrap=bootstrap, seed=seed)

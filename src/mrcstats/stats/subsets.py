@@ -372,8 +372,9 @@ def subset_eval(log: pd.DataFrame, ks: Sequence[int] = (25, 50, 100, 200, 400),
         raise InputError("subset-eval: give at least one seed")
     grp: Mapping[str, str] | None = None
     if isinstance(groups, str):
-        if groups not in log.columns:
-            raise InputError(f"subset-eval: groups column {groups!r} is not in the log")
+        from mrcstats.io.schema import check_grouping
+
+        check_grouping(groups, log.columns)
         g = log[[model_col, groups]].drop_duplicates()
         if g[model_col].duplicated().any():
             raise InputError(f"subset-eval: a model has several values of {groups!r}; groups must be constant per model")

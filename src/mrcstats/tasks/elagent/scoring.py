@@ -281,9 +281,9 @@ def score_log(log, metrics: Sequence[str] = ("accuracy",), by: Sequence[str] = (
     bad = [m for m in metrics if m not in METRICS]
     if bad:
         raise InputError(f"unknown metric(s) {bad}; choose from {', '.join(METRICS)}")
-    missing = [c for c in by if c not in log.columns]
-    if missing:
-        raise InputError(f"cannot group by {missing}: the log has no such column (columns: {list(log.columns)})")
+    from mrcstats.io.schema import check_grouping
+
+    by = check_grouping(by, log.columns)
     rows = []
     groups = log.groupby(list(by), dropna=False, sort=True) if by else [((), log)]
     for key, g in groups:
