@@ -140,9 +140,9 @@ def input_clash(out: Any, inputs: Iterable[Any], *, kind: str = "file") -> str |
             q_dir, q_exists = q.is_dir(), q.exists()
         except OSError:
             continue
-        if not q_exists:
+        if not q_exists:   # (a loop of symbolic links among the inputs is one clear line: resolve_path)
             try:
-                if q.resolve() == p.resolve():
+                if resolve_path(q) == p.resolve():
                     return "is also an input; write the output to another file"
             except (OSError, RuntimeError):
                 pass

@@ -63,7 +63,7 @@ def _parquet(path, trial) -> str:
 
 
 def test_parquet_nan_trial_refused_null_is_empty(tmp_path) -> None:
-    from mrcstats.io.dataset import write_dataset
+    from mrcstats.io.ingest import write_dataset
 
     nan = _parquet(tmp_path / "nan.parquet", [0.0, 1.0, 0.0, 1.0, float("nan"), 0.0])
     null = _parquet(tmp_path / "null.parquet", [0.0, None, 1.0])
