@@ -35,6 +35,11 @@ Kendall's tau-b between estimated and true accuracies of the held-out models, ea
 over the ``folds x seeds`` replicates with a t interval ``mean +- t_{0.975, R-1} sd / sqrt(R)``
 (R replicates; folds share training models, so the interval is approximate -- Bengio &
 Grandvalet 2004).
+
+Seeding: every random choice draws from its own stream, :func:`mrcstats._seeds.stream`
+``(seed, "folds", folds)`` for the split of the models and ``(seed, "select", method, k,
+"fold", f)`` for the subset of a fold (``(seed, "select", method, k)`` in :func:`subset`), so
+the numbers of one (method, k) never depend on which other methods or ks were asked.
 """
 from __future__ import annotations
 
@@ -47,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._seeds import stream
 from mrcstats.errors import InputError
 from mrcstats.models.irt import IrtFit, ResponseMatrix, fit_irt, response_matrix, score_abilities
 
@@ -262,7 +268,7 @@ def subset(log: pd.DataFrame, k: int, method: str = "random", seed: int | None =
     m = _check_method(method)
     rm = response_matrix(log, model=model_col, item=item_col, correct=correct_col, where="subset")
     kk = _check_k(k, len(rm.items))
-    rng = np.random.default_rng(seed)
+    rng = stream(seed, "select", m, kk)
     cols = {"model": model_col, "item": item_col, "correct": correct_col}
     idx, w = _select(m, rm, kk, rng, log=log, cols=cols, fit=None)
     items = tuple(rm.items[i] for i in idx)
@@ -402,8 +408,7 @@ def subset_eval(log: pd.DataFrame, ks: Sequence[int] = (25, 50, 100, 200, 400),
     unconverged = 0
     try:
         for seed in seed_list:
-            rng = np.random.default_rng(seed)
-            fid = _fold_ids(rm.models, folds, grp, rng)
+            fid = _fold_ids(rm.models, folds, grp, stream(seed, "folds", folds))
             for f in range(folds):
                 test = np.flatnonzero(fid == f)
                 train = np.flatnonzero(fid != f)
@@ -418,6 +423,7 @@ def subset_eval(log: pd.DataFrame, ks: Sequence[int] = (25, 50, 100, 200, 400),
                 cache: dict[str, Any] = {}
                 for method in ms:
                     for k in kk:
+                        rng = stream(seed, "select", method, k, "fold", f)
                         idx, w = _select(method, tr, k, rng, log=log, cols=cols, fit=fit, cache=cache)
                         est = _estimate(method, idx, w, y[test], rm.s[test], rm.n[test], fit, fit_index, p_train)
                         for name, vals in est.items():
