@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 import mrcstats
+from mrcstats.errors import InputError
 
 
 @pytest.fixture(scope="module")
@@ -46,3 +47,54 @@ def test_seed_streams_are_stable_and_distinct():
     np.testing.assert_array_equal(x, stream(3, "select", "random", 10).random(3))
     assert not np.array_equal(x, stream(3, "select", "random", 20).random(3))
     assert not np.array_equal(x, stream(4, "select", "random", 10).random(3))
+
+
+@pytest.fixture(scope="module")
+def tied_log():
+    """8 models x 60 items in 3 subjects; physics (the last 10 items, ids sorting first) all share one
+    response pattern, so their IRT information is tied."""
+    rng = np.random.default_rng(2)
+    J = 8
+    th = np.sort(rng.normal(size=J))
+    cols = {}
+    pattern = th > np.median(th)                                  # one informative pattern
+    for i in range(50):
+        cols[f"q{i:03d}"] = rng.random(J) < 1 / (1 + np.exp(-(th - rng.normal(0, 1))))
+    for i in range(10):
+        cols[f"a{i:03d}"] = pattern
+    y = pd.DataFrame(cols, index=[f"m{j}" for j in range(J)])
+    long = y.stack().rename("correct").reset_index()
+    long.columns = ["model", "item", "correct"]
+    long["subject"] = np.where(long["item"].str.startswith("a"), "physics",
+                               np.where(long["item"].str[1:].astype(int) < 25, "law", "history"))
+    long["correct"] = long["correct"].astype("boolean")
+    return long
+
+
+def test_irt_info_ties_are_broken_at_random_under_the_seed(tied_log):
+    picks = {s: mrcstats.subset(tied_log, 12, "irt-info", seed=s).items for s in range(6)}
+    assert picks[0] == mrcstats.subset(tied_log, 12, "irt-info", seed=0).items      # deterministic
+    physics = {s: sorted(i for i in p if i.startswith("a")) for s, p in picks.items()}
+    chosen = {tuple(v) for v in physics.values() if v}
+    assert chosen, "no physics item was chosen at all"
+    assert len(chosen) > 1, "ties went to the same items under every seed"
+
+
+@pytest.mark.parametrize("method", ["random", "pd", "irt-info", "anchor"])
+def test_subset_stratified_by_a_column(tied_log, method):
+    res = mrcstats.subset(tied_log, 12, method, seed=1, stratify="subject")
+    subj = dict(zip(tied_log["item"], tied_log["subject"]))
+    n = pd.Series([subj[i] for i in res.items]).value_counts().to_dict()
+    assert n == {"law": 5, "history": 5, "physics": 2}                      # 12 x 25/60, 25/60, 10/60
+    assert len(set(res.items)) == 12 and res.to_dict()["stratify"] == "subject"
+    if method == "anchor":
+        assert sum(res.weights) == pytest.approx(1.0)
+
+
+def test_stratify_column_must_be_constant_per_item(tied_log):
+    bad = tied_log.copy()
+    bad.loc[0, "subject"] = "other"
+    with pytest.raises(InputError, match="constant per item"):
+        mrcstats.subset(bad, 5, "random", stratify="subject")
+    with pytest.raises(InputError, match="not in the log"):
+        mrcstats.subset(tied_log, 5, "random", stratify="nope")

@@ -60,7 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _log_args(p)
     p.add_argument("--k", type=int, required=True, help="number of items")
     p.add_argument("--method", default="random", choices=("random", "pd", "irt-info", "anchor"))
-    p.add_argument("--seed", type=int, default=None, metavar="S", help="random seed")
+    p.add_argument("--seed", type=int, default=None, metavar="S", help="random seed (also breaks ties)")
+    p.add_argument("--stratify", metavar="COL", help="log column constant per item (subject, cluster): each value "
+                                                     "gets k times its share of the items")
     add_json_flag(p)
     p.set_defaults(func=_subset)
 
@@ -77,6 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=int, default=3, metavar="N", help="repetitions with seeds 0..N-1 (3)")
     p.add_argument("--groups", metavar="COL", action=Once, help="log column grouping models that are held out together "
                                                    "(e.g. checkpoints of one model)")
+    p.add_argument("--stratify", metavar="COL", help="choose every subset stratified by this item column")
     p.add_argument("--predictions-out", metavar="CSV", help="also write every held-out estimate to this CSV")
     add_json_flag(p)
     p.set_defaults(func=_subset_eval)
@@ -111,7 +114,7 @@ def _subset(args: argparse.Namespace) -> int:
     from mrcstats.stats.subsets import subset
 
     log = _read(args, "subset")
-    res = subset(log, args.k, method=args.method, seed=args.seed, model_col=args.model_col, item_col=args.item_col)
+    res = subset(log, args.k, method=args.method, seed=args.seed, stratify=args.stratify, model_col=args.model_col, item_col=args.item_col)
     text = res.summary() if not args.json else None
     return output(args, res.to_dict(), text)
 
@@ -123,7 +126,7 @@ def _subset_eval(args: argparse.Namespace) -> int:
     methods = parse_list(args.methods, "--methods")
     log = _read(args, "subset-eval")
     res = subset_eval(log, ks=ks, methods=methods, folds=args.folds, seeds=args.seeds, groups=args.groups,
-                      progress=None, model_col=args.model_col, item_col=args.item_col)
+                      stratify=args.stratify, progress=None, model_col=args.model_col, item_col=args.item_col)
     if args.predictions_out:
         res.predictions.to_csv(args.predictions_out, index=False)
         info(f"mrcstats subset-eval: predictions written to {args.predictions_out}")

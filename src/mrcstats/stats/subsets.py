@@ -74,6 +74,7 @@ class SubsetResult(Result):
     n_items: int
     skipped: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    stratify: str | None = None
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame({"item": list(self.items),
@@ -83,12 +84,13 @@ class SubsetResult(Result):
         """The ``mrcstats subset --json`` object."""
         return {"method": self.method, "k": self.k, "items": list(self.items),
                 "weights": list(self.weights) if self.weights is not None else None,
-                "seed": self.seed, "n_items": self.n_items, "skipped": dict(self.skipped), "notes": list(self.notes)}
+                "seed": self.seed, "stratify": self.stratify, "n_items": self.n_items, "skipped": dict(self.skipped), "notes": list(self.notes)}
 
     def summary(self) -> str:
         head = ", ".join(self.items[:10]) + (" ..." if self.k > 10 else "")
-        lines = [f"{self.k} of {self.n_items} items by {self.method}" + (f" (seed {self.seed})" if self.seed is not None
-                                                                         else "") + f": {head}"]
+        lines = [f"{self.k} of {self.n_items} items by {self.method}"
+                 + (f", stratified by {self.stratify}" if self.stratify else "")
+                 + (f" (seed {self.seed})" if self.seed is not None else "") + f": {head}"]
         for why, n in self.skipped.items():
             lines.append(f"  {n} {why}")
         return "\n".join(lines)
@@ -134,26 +136,55 @@ def _pick_top(score: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray
     return order[:k]
 
 
-def _pick_info(fit: IrtFit, fit_index: np.ndarray, n_items: int, k: int, rng: np.random.Generator) -> np.ndarray:
-    """Greedy log-precision design over the fitted models' abilities."""
+def _argmax_random(v: np.ndarray, rng: np.random.Generator, rtol: float = 1e-9) -> int:
+    """Index of the largest value of ``v``, ties (within ``rtol``) broken at random under ``rng``."""
+    top = float(np.max(v))
+    if not np.isfinite(top):
+        return int(np.argmax(v))
+    cand = np.flatnonzero(v >= top - rtol * max(1.0, abs(top)))
+    return int(cand[0]) if len(cand) == 1 else int(rng.choice(cand))
+
+
+def _pick_info(fit: IrtFit, fit_index: np.ndarray, n_items: int, k: int, rng: np.random.Generator,
+               quota: Mapping[int, int] | None = None, stratum: np.ndarray | None = None) -> np.ndarray:
+    """Greedy log-precision design over the fitted models' abilities.
+
+    Items with equal gain (e.g. identical response patterns, hence identical parameters) are
+    tied: the tie is broken at random under the seed, not by item order. With ``quota``
+    (``{stratum: number of items}``) and ``stratum`` (the stratum of every item of the matrix),
+    a stratum stops contributing once its quota is filled.
+    """
     theta = fit.abilities["theta"].to_numpy()
     info = fit.information(theta).to_numpy()            # models x fitted items
     total = np.zeros(len(theta))
     chosen: list[int] = []
     avail = np.ones(info.shape[1], bool)
+    left = dict(quota) if quota is not None else None
+    fit_stratum = stratum[fit_index] if stratum is not None else None
     for _ in range(min(k, info.shape[1])):
         gain = np.log1p((total[:, None] + info) / (1.0 + total[:, None])).sum(axis=0)
         gain[~avail] = -np.inf
-        j = int(np.argmax(gain))
+        if left is not None and fit_stratum is not None:
+            full = [g for g, n in left.items() if n <= 0]
+            gain[np.isin(fit_stratum, full)] = -np.inf
+        j = _argmax_random(gain, rng)
         if not np.isfinite(gain[j]):
             break
         chosen.append(j)
         avail[j] = False
         total += info[:, j]
-    out = list(fit_index[chosen])
-    if len(out) < k:  # more items asked than have information: fill at random from the rest
+        if left is not None and fit_stratum is not None:
+            left[int(fit_stratum[j])] -= 1
+    out = [int(i) for i in fit_index[chosen]]
+    if len(out) < k:  # more items asked than have information: fill at random from the rest (within quotas)
         rest = np.setdiff1d(np.arange(n_items), out)
-        out.extend(rng.choice(rest, size=k - len(out), replace=False))
+        if left is not None and stratum is not None:
+            for g, n in sorted(left.items()):
+                if n > 0:
+                    pool = rest[stratum[rest] == g]
+                    out.extend(int(i) for i in rng.choice(pool, size=min(n, len(pool)), replace=False))
+        else:
+            out.extend(int(i) for i in rng.choice(rest, size=k - len(out), replace=False))
     return np.asarray(out)
 
 
@@ -241,40 +272,101 @@ def _pd_items(log: pd.DataFrame, items: Sequence[str], models: Sequence[str], co
     return res.pd.reindex(list(items)).to_numpy(dtype=float)
 
 
+def _quotas(stratum: np.ndarray, k: int) -> dict[int, int]:
+    """Items per stratum, proportional to the stratum's size (largest remainder; ties in the remainder go
+    to the larger, then the earlier stratum)."""
+    sizes = np.bincount(stratum)
+    exact = k * sizes / sizes.sum()
+    q = np.floor(exact).astype(int)
+    order = np.lexsort((np.arange(len(sizes)), -sizes, -(exact - q)))
+    for g in order[: k - int(q.sum())]:
+        q[g] += 1
+    return {int(g): int(n) for g, n in enumerate(q)}
+
+
 def _select(method: str, rm: ResponseMatrix, k: int, rng: np.random.Generator, *, log: pd.DataFrame,
             cols: Mapping[str, str], fit: IrtFit | None,
-            cache: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+            cache: dict[str, Any] | None = None,
+            stratum: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """Indices (and anchor weights) of the ``k`` items; with ``stratum`` (an integer code per item) each
+    stratum gets its proportional quota (:func:`_quotas`) and the method runs within it (``irt-info``:
+    one greedy design over all items, a stratum closed once its quota is filled)."""
     n_items = len(rm.items)
-    if method == "random":
-        return _pick_random(n_items, k, rng), None
-    if method == "pd":
-        cache = {} if cache is None else cache
-        if "pd" not in cache:  # the same for every k of a fold
-            cache["pd"] = _pd_items(log, rm.items, rm.models, cols)
-        return _pick_top(cache["pd"], k, rng), None
+    cache = {} if cache is None else cache
+    quota = _quotas(stratum, k) if stratum is not None else None
     if method == "irt-info":
         if fit is None:
             fit = fit_irt(rm, "2pl", tol=1e-5)
         pos = {it: i for i, it in enumerate(rm.items)}
         fit_index = np.array([pos[i] for i in fit.items["item"]])
-        return _pick_info(fit, fit_index, n_items, k, rng), None
-    idx, w = _pick_anchor(_shares(rm), k, rng)
-    return idx, w
+        return _pick_info(fit, fit_index, n_items, k, rng, quota, stratum), None
+    if method == "pd" and "pd" not in cache:  # the same for every k of a fold
+        cache["pd"] = _pd_items(log, rm.items, rm.models, cols)
+    if quota is None or stratum is None:
+        return _select_plain(method, rm, np.arange(n_items), k, rng, cache)
+    idx_all: list[np.ndarray] = []
+    w_all: list[np.ndarray] = []
+    for g, n in sorted(quota.items()):
+        if n <= 0:
+            continue
+        members = np.flatnonzero(stratum == g)
+        idx, w = _select_plain(method, rm, members, n, rng, cache)
+        idx_all.append(idx)
+        if w is not None:
+            w_all.append(w * len(members) / n_items)
+    idx = np.concatenate(idx_all)
+    return idx, (np.concatenate(w_all) if method == "anchor" else None)
+
+
+def _select_plain(method: str, rm: ResponseMatrix, members: np.ndarray, k: int, rng: np.random.Generator,
+                  cache: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray | None]:
+    """``random``, ``pd`` or ``anchor`` among the items ``members`` (indices into the matrix)."""
+    if method == "random":
+        return members[_pick_random(len(members), k, rng)], None
+    if method == "pd":
+        return members[_pick_top(cache["pd"][members], k, rng)], None
+    idx, w = _pick_anchor(_shares(rm)[:, members], k, rng)
+    return members[idx], w
+
+
+def _strata(log: pd.DataFrame, rm: ResponseMatrix, item_col: str, col: str | None,
+            where: str) -> np.ndarray | None:
+    """Integer stratum code of every item of ``rm`` from the log column ``col`` (constant per item)."""
+    if col is None:
+        return None
+    if col not in log.columns:
+        raise InputError(f"{where}: stratify column {col!r} is not in the log (columns: {', '.join(map(str, log.columns))})")
+    g = log[[item_col, col]].astype({item_col: str}).drop_duplicates()
+    dup = g[item_col].duplicated(keep=False)
+    if dup.any():
+        it = g.loc[dup, item_col].iloc[0]
+        raise InputError(f"{where}: item {it!r} has several values of {col!r}; the stratify column must be constant "
+                         "per item (a subject, passage or cluster)")
+    lab = dict(zip(g[item_col], g[col].astype(str)))
+    names = sorted({lab[i] for i in rm.items})
+    code = {n: c for c, n in enumerate(names)}
+    return np.array([code[lab[i]] for i in rm.items])
 
 
 def subset(log: pd.DataFrame, k: int, method: str = "random", seed: int | None = None, *,
+           stratify: str | None = None,
            model_col: str = "model", item_col: str = "item", correct_col: str = "correct") -> SubsetResult:
-    """Choose ``k`` items of a canonical log (see the module docstring for the methods)."""
+    """Choose ``k`` items of a canonical log (see the module docstring for the methods).
+
+    ``stratify``: a log column constant per item (subject, passage, cluster); each of its values gets
+    ``k`` times its share of the items (largest remainder) and the method picks within it.
+    """
     m = _check_method(method)
     rm = response_matrix(log, model=model_col, item=item_col, correct=correct_col, where="subset")
     kk = _check_k(k, len(rm.items))
     rng = stream(seed, "select", m, kk)
     cols = {"model": model_col, "item": item_col, "correct": correct_col}
-    idx, w = _select(m, rm, kk, rng, log=log, cols=cols, fit=None)
+    strat = _strata(log, rm, item_col, stratify, "subset")
+    idx, w = _select(m, rm, kk, rng, log=log, cols=cols, fit=None, stratum=strat)
     items = tuple(rm.items[i] for i in idx)
     weights = tuple(float(v) for v in w) if w is not None else None
     skipped = {k_: v for k_, v in rm.skipped.items() if "left out" in k_}
-    return SubsetResult(m, kk, items, weights, seed, len(rm.items), skipped, rm.notes)
+    return SubsetResult(m, kk, items, weights, seed, len(rm.items), skipped, rm.notes, stratify)
 
 
 # --------------------------------------------------------------------------- validation
@@ -353,14 +445,14 @@ def _t_ci(v: np.ndarray, lo: float = -math.inf, hi: float = math.inf) -> tuple[f
 
 def subset_eval(log: pd.DataFrame, ks: Sequence[int] = (25, 50, 100, 200, 400),
                 methods: Sequence[str] = METHODS, folds: int = 5, seeds: int | Sequence[int] = 3, *,
-                groups: Mapping[str, str] | str | None = None, progress: bool | None = None,
+                groups: Mapping[str, str] | str | None = None, stratify: str | None = None, progress: bool | None = None,
                 irt_tol: float = 1e-4, irt_max_iter: int = 60, quadrature: int = 7,
                 model_col: str = "model", item_col: str = "item", correct_col: str = "correct") -> SubsetEvalResult:
     """Leave-models-out cross-validation of the subset methods (see the module docstring).
 
     ``seeds``: a number of seeds (0, 1, ...) or the seeds themselves; each seed reshuffles the
     folds and redraws every random choice. ``groups``: ``{model: group}`` or a column of the
-    log; models of one group are always held out together. The 2PL of each training fold is
+    log; models of one group are always held out together. ``stratify``: as in :func:`subset`. The 2PL of each training fold is
     fitted to ``irt_tol`` (largest parameter change) within ``irt_max_iter`` iterations with
     ``quadrature`` adaptive nodes: the estimates only feed predictions, so a loose fit suffices
     (folds that stop at the iteration limit are counted in ``notes``).
@@ -396,6 +488,7 @@ def subset_eval(log: pd.DataFrame, ks: Sequence[int] = (25, 50, 100, 200, 400),
         raise InputError(f"subset-eval: with {len(rm.models)} models and {folds} folds fewer than 3 models remain "
                          "for training; use fewer folds or more models")
     cols = {"model": model_col, "item": item_col, "correct": correct_col}
+    strat = _strata(log, rm, item_col, stratify, "subset-eval")
     y = _shares(rm)
     truth = np.nanmean(y, axis=1)
     pred_rows: list[dict[str, Any]] = []
@@ -424,7 +517,8 @@ def subset_eval(log: pd.DataFrame, ks: Sequence[int] = (25, 50, 100, 200, 400),
                 for method in ms:
                     for k in kk:
                         rng = stream(seed, "select", method, k, "fold", f)
-                        idx, w = _select(method, tr, k, rng, log=log, cols=cols, fit=fit, cache=cache)
+                        idx, w = _select(method, tr, k, rng, log=log, cols=cols, fit=fit, cache=cache,
+                                       stratum=strat)
                         est = _estimate(method, idx, w, y[test], rm.s[test], rm.n[test], fit, fit_index, p_train)
                         for name, vals in est.items():
                             for j, v in zip(test, vals):
