@@ -98,3 +98,56 @@ def test_stratify_column_must_be_constant_per_item(tied_log):
         mrcstats.subset(bad, 5, "random", stratify="subject")
     with pytest.raises(InputError, match="not in the log"):
         mrcstats.subset(tied_log, 5, "random", stratify="nope")
+
+
+# --------------------------------------------------------------------------- knowing when to say nothing
+
+def test_irt_on_few_respondents_caveats_a_and_refuses_the_lrt(tied_log):
+    from mrcstats.stats.irt import IRT_MIN_RESPONDENTS, LRT_MIN_RESPONDENTS
+
+    six = tied_log[tied_log["model"].isin([f"m{j}" for j in range(6)])]
+    res = mrcstats.irt(six)
+    assert 6 < LRT_MIN_RESPONDENTS <= IRT_MIN_RESPONDENTS
+    assert res.lrt is not None and res.lrt["p"] is None                     # refused, not 1e-120
+    assert any("discrimination" in c for c in res.caveats) and any("LRT" in c for c in res.caveats)
+    d = res.to_dict()
+    assert d["lrt_1pl_vs_2pl"]["p"] is None and d["caveats"] == list(res.caveats)
+    assert d["n_respondents"] == 6 and d["min_respondents"] == IRT_MIN_RESPONDENTS
+    assert res.to_frame()["caveat"].str.contains("6 respondents").all()
+    text = res.summary()
+    assert "caveat:" in text and "not reported" in text
+
+
+def test_irt_top_items_flags_ties(tied_log):
+    res = mrcstats.irt(tied_log)
+    top = res.top_items(5, by="a")
+    # the 10 physics items share one pattern, hence one a; if they lead the table the cut falls inside the tie
+    a = res.items[res.items["fitted"]].sort_values("a", ascending=False)["a"].to_numpy()
+    assert np.isclose(a[4], a[5], rtol=1e-9, atol=0)
+    assert top.n_tied_at_cut == 10 and any("tie" in c for c in top.caveats)
+    assert any("same a" in c for c in top.caveats) and any("respondents" in c for c in top.caveats)
+    assert top.to_frame()["caveat"].notna().all() and "caveat:" in top.summary()
+    assert top.to_dict()["caveats"]
+    from mrcstats.stats.irt import TopItems
+
+    items = pd.DataFrame({"item": list("abcdef"), "a": [2.0, 2.0, 2.0, 2.0, 1.0, 0.5]})
+    t3 = TopItems.from_items(items, 3, "a")
+    assert t3.n_tied_at_cut == 4 and len(t3.caveats) == 2                 # tie at the cut + one value only
+    t4 = TopItems.from_items(items, 5, "a")
+    assert t4.n_tied_at_cut == 0 and t4.caveats == ()
+
+
+def test_kendall_tau_needs_three_held_out_models(log):
+    from mrcstats.stats.subsets import TAU_MIN_MODELS
+
+    res = mrcstats.subset_eval(log, ks=[10], methods=["random"], folds=5, seeds=[0], irt_tol=1e-2,
+                               irt_max_iter=10, progress=False)
+    assert TAU_MIN_MODELS == 3
+    assert res.replicates["tau"].isna().all()                   # 10 models in 5 folds: 2 held out per fold
+    assert (res.results["n_tau"] == 0).all() and res.results["caveat"].notna().all()
+    assert res.caveats and "caveat:" in res.summary()
+    d = res.to_dict()
+    assert d["caveats"] and d["results"][0]["n_tau"] == 0
+    ok = mrcstats.subset_eval(log, ks=[10], methods=["random"], folds=2, seeds=[0], irt_tol=1e-2,
+                              irt_max_iter=10, progress=False)
+    assert ok.caveats == () and ok.results["n_tau"].eq(2).all() and ok.results["caveat"].isna().all()

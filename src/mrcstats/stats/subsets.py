@@ -56,9 +56,13 @@ from mrcstats._seeds import stream
 from mrcstats.errors import InputError
 from mrcstats.models.irt import IrtFit, ResponseMatrix, fit_irt, response_matrix, score_abilities
 
-__all__ = ["METHODS", "SubsetEvalResult", "SubsetResult", "subset", "subset_eval"]
+__all__ = ["METHODS", "TAU_MIN_MODELS", "SubsetEvalResult", "SubsetResult", "subset", "subset_eval"]
 
 METHODS: tuple[str, ...] = ("random", "pd", "irt-info", "anchor")
+#: Kendall's tau of a fold needs at least this many held-out models; with 1 it is undefined and with 2 it
+#: can only be -1 or +1 (a coin flip, not a ranking), so such folds give no tau (NaN, counted in
+#: ``n_tau`` and the ``caveats``).
+TAU_MIN_MODELS: int = 3
 ESTIMATORS: tuple[str, ...] = ("mean", "weighted", "irt")
 
 
@@ -376,7 +380,7 @@ class SubsetEvalResult(Result):
     """Held-out MAE and Kendall tau by method, estimator and k (see the module docstring).
 
     ``results``: one row per (method, estimator, k) with ``mae, mae_ci_low, mae_ci_high,
-    tau, tau_ci_low, tau_ci_high, n_replicates`` (mean and 95% t interval over the replicates, clipped to
+    tau, tau_ci_low, tau_ci_high, n_replicates, n_tau, caveat`` (mean and 95% t interval over the replicates, clipped to
     MAE >= 0 and tau in [-1, 1]); ``replicates``: one row per (seed, fold,
     method, estimator, k) with that replicate's ``mae`` and ``tau``; ``predictions``: every
     held-out estimate with the true accuracy.
@@ -393,6 +397,7 @@ class SubsetEvalResult(Result):
     n_items: int
     skipped: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    caveats: tuple[str, ...] = ()
 
     def to_frame(self) -> pd.DataFrame:
         return self.results.copy()
@@ -401,8 +406,8 @@ class SubsetEvalResult(Result):
         """The ``mrcstats subset-eval --json`` object."""
         cols = ["method", "estimator", "k", "mae", "mae_ci_low", "mae_ci_high", "tau", "tau_ci_low", "tau_ci_high"]
         return {"folds": self.folds, "seeds": list(self.seeds), "n_models": self.n_models, "n_items": self.n_items,
-                "results": self.results[cols + ["n_replicates"]].to_dict(orient="records"),
-                "skipped": dict(self.skipped), "notes": list(self.notes)}
+                "results": self.results[cols + ["n_replicates", "n_tau", "caveat"]].to_dict(orient="records"),
+                "skipped": dict(self.skipped), "notes": list(self.notes), "caveats": list(self.caveats)}
 
     def table(self, metric: str = "mae") -> pd.DataFrame:
         """``metric`` by (method, estimator) down and k across."""
@@ -416,6 +421,7 @@ class SubsetEvalResult(Result):
                  "Kendall tau of the held-out ranking:",
                  self.table("tau").round(3).to_string()]
         lines.extend(f"  note: {n}" for n in self.notes)
+        lines.extend(f"  caveat: {c}" for c in self.caveats)
         return "\n".join(lines)
 
 
@@ -525,7 +531,7 @@ def subset_eval(log: pd.DataFrame, ks: Sequence[int] = (25, 50, 100, 200, 400),
                                 pred_rows.append({"seed": seed, "fold": f, "method": method, "estimator": name, "k": k,
                                                   "model": rm.models[j], "estimate": v, "truth": truth[j]})
                             err = np.abs(vals - truth[test])
-                            tau = _kendall(vals, truth[test])
+                            tau = _kendall(vals, truth[test]) if len(test) >= TAU_MIN_MODELS else math.nan
                             rep_rows.append({"seed": seed, "fold": f, "method": method, "estimator": name, "k": k,
                                              "mae": float(np.nanmean(err)), "tau": tau, "n_test": len(test)})
                 bar.update(1)
@@ -535,18 +541,29 @@ def subset_eval(log: pd.DataFrame, ks: Sequence[int] = (25, 50, 100, 200, 400),
     out = []
     for (method, name, k), g in reps.groupby(["method", "estimator", "k"], sort=False):
         mae = _t_ci(g["mae"].to_numpy(dtype=float), lo=0.0)
-        tau = _t_ci(g["tau"].to_numpy(dtype=float), lo=-1.0, hi=1.0)
+        tv = g["tau"].to_numpy(dtype=float)
+        tau = _t_ci(tv, lo=-1.0, hi=1.0)
+        n_tau = int(np.isfinite(tv).sum())
+        short = int((g["n_test"] < TAU_MIN_MODELS).sum())
+        cav = (f"tau from {n_tau} of {len(g)} replicates: {short} held out fewer than {TAU_MIN_MODELS} models"
+               if short else None)
         out.append({"method": method, "estimator": name, "k": int(k), "mae": mae[0], "mae_ci_low": mae[1],
                     "mae_ci_high": mae[2], "tau": tau[0], "tau_ci_low": tau[1], "tau_ci_high": tau[2],
-                    "n_replicates": len(g)})
+                    "n_replicates": len(g), "n_tau": n_tau, "caveat": cav})
     res = pd.DataFrame(out)
     if unconverged:
         notes.append(f"{unconverged} of {total} training-fold 2PL fits stopped at {irt_max_iter} iterations before "
                      f"reaching tol {irt_tol:g}")
-    if reps["n_test"].min() < 3:
-        notes.append("some folds hold out fewer than 3 models: Kendall tau there is coarse or undefined")
+    caveats: list[str] = []
+    short = reps.drop_duplicates(["seed", "fold"])
+    n_short = int((short["n_test"] < TAU_MIN_MODELS).sum())
+    if n_short:
+        caveats.append(f"Kendall tau not computed in {n_short} of {len(short)} folds: they hold out fewer than "
+                       f"{TAU_MIN_MODELS} models (mrcstats.stats.subsets.TAU_MIN_MODELS); use fewer folds or more "
+                       "models" + ("; no tau at all" if n_short == len(short) else ""))
     return SubsetEvalResult(folds, seed_list, kk, ms, res, reps, pd.DataFrame(pred_rows), len(rm.models), n_items,
-                            {k_: v for k_, v in rm.skipped.items() if "left out" in k_}, tuple(notes))
+                            {k_: v for k_, v in rm.skipped.items() if "left out" in k_}, tuple(notes),
+                            tuple(caveats))
 
 
 def _kendall(x: np.ndarray, y: np.ndarray) -> float:

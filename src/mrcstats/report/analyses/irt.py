@@ -35,7 +35,8 @@ class Irt(Analysis):
                                "logLik": fit.loglik, "AIC": fit.aic, "BIC": fit.bic,
                                "LRT χ² (1PL vs 2PL)": res.lrt["chisq"] if res.lrt else None,
                                "df": res.lrt["df"] if res.lrt else None, "p": res.lrt["p"] if res.lrt else None}])
-        out.table(Table(stats, caption="Marginal maximum likelihood fit (models as respondents).",
+        fit_caveat = "".join(f" Caveat: {c}." for c in res.caveats)
+        out.table(Table(stats, caption=f"Marginal maximum likelihood fit (models as respondents).{fit_caveat}",
                         label=f"a{a.index}_irt_fit", formats={"Items": "{:,.0f}", "df": "{:.0f}", "p": "{:.3g}",
                                                              "logLik": "{:.2f}", "AIC": "{:.1f}", "BIC": "{:.1f}",
                                                              "LRT χ² (1PL vs 2PL)": "{:.2f}"}))
@@ -50,10 +51,12 @@ class Irt(Analysis):
                         "P_d, IRT a and b, share correct p and point-biserial r_pb.",
                         label=f"a{a.index}_irt_rank_correlations"))
         n = a.get("n")
-        top = fitted.sort_values("a", ascending=False).head(n)
+        ranked = res.top_items(len(fitted) if n is None else int(n), by="a")
+        top = ranked.table
         cols = ["item", "a", "se_a", "b", "se_b", "p", "r_pb", "pd"]
+        caveat = "".join(f" Caveat: {c}." for c in ranked.caveats)
         out.table(Table(top[cols].rename(columns={"pd": "P_d", "r_pb": "r_pb"}),
-                        caption=f"The {len(top)} most discriminating items (highest a).",
+                        caption=f"The {len(top)} most discriminating items (highest a).{caveat}",
                         label=f"a{a.index}_irt_top_items"))
         th = fit.abilities.sort_values("theta", ascending=False)[["model", "theta", "sd"]]
         out.table(Table(th.rename(columns={"model": "Model", "theta": "θ (EAP)", "sd": "posterior SD"}),
