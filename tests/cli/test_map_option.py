@@ -5,24 +5,17 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from mrcstats.cli import main
 
 
 @pytest.fixture(scope="module")
-def alt_csv(tmp_path_factory):
+def alt_csv(tmp_path_factory, two_pl_log):
     """A log whose respondent and item columns have other names (``respondent``, ``question``)."""
-    rng = np.random.default_rng(3)
-    J, I = 8, 40
-    th = rng.normal(size=J)
-    b = rng.normal(size=I)
-    y = rng.random((J, I)) < 1 / (1 + np.exp(-(th[:, None] - b)))
-    df = pd.DataFrame({"respondent": np.repeat([f"m{j}" for j in range(J)], I),
-                       "question": np.tile([f"q{i:02d}" for i in range(I)], J),
-                       "subject": np.tile(["law", "physics"] * (I // 2), J),
-                       "correct": y.ravel().astype(int)})
+    df = two_pl_log(3, 8, 40, slope_sd=None, item_fmt="q{:02d}", model_fmt="m{}")
+    df = df.rename(columns={"model": "respondent", "item": "question"}).astype({"correct": int})
+    df["subject"] = np.tile(["law", "physics"] * 20, 8)
     p = tmp_path_factory.mktemp("map") / "alt.csv"
     df.to_csv(p, index=False)
     return str(p)
@@ -59,7 +52,7 @@ def test_map_and_deprecated_aliases_agree(capsys, alt_csv, cmd):
 
 
 def test_alias_clashing_with_map_is_one_line(capsys, alt_csv):
-    code, out, err = _run(capsys, ["subset", alt_csv, "--k", "3", "--map", "model=respondent", "--map",
+    code, _, err = _run(capsys, ["subset", alt_csv, "--k", "3", "--map", "model=respondent", "--map",
                                    "item=question", "--item-col", "subject"])
     assert code == 2 and "name different columns" in err and "Traceback" not in err
 

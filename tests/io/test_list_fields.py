@@ -44,7 +44,7 @@ def test_list_valued_fields_are_kept_as_json_text(mmlu_pro):
 
 def test_mmlu_pro_json_through_the_cli(capsys, tmp_path, mmlu_pro):
     code = main(["summary", str(mmlu_pro), "--model", "m1", *MAP, "--json"])
-    out, err = capsys.readouterr()
+    _, err = capsys.readouterr()
     assert code == 0, err
     assert "Traceback" not in err
     out_path = tmp_path / "log.parquet"
@@ -58,7 +58,7 @@ def test_mmlu_pro_json_through_the_cli(capsys, tmp_path, mmlu_pro):
 def test_list_in_a_one_value_field_is_one_line(capsys, mmlu_pro):
     code = main(["summary", str(mmlu_pro), "--model", "m1", "--map", "item=options", "--map", "gold=answer",
                  "--map", "pred=pred"])
-    out, err = capsys.readouterr()
+    _, err = capsys.readouterr()
     assert code == 2 and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and "one value per row" in err and "JSON array" in err
 

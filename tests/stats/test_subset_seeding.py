@@ -11,17 +11,9 @@ from mrcstats.errors import InputError
 
 
 @pytest.fixture(scope="module")
-def log():
+def log(two_pl_log):
     """10 models x 40 items from a 2PL."""
-    rng = np.random.default_rng(5)
-    J, I = 10, 40
-    th = rng.normal(size=J)
-    a = np.exp(rng.normal(0, 0.4, I))
-    b = rng.normal(-0.3, 1.0, I)
-    y = rng.random((J, I)) < 1 / (1 + np.exp(-a * (th[:, None] - b)))
-    return pd.DataFrame({"model": np.repeat([f"m{j:02d}" for j in range(J)], I),
-                         "item": np.tile([f"i{i:03d}" for i in range(I)], J),
-                         "correct": pd.array(y.ravel(), dtype="boolean")})
+    return two_pl_log(5, 10, 40, b_mean=-0.3)
 
 
 def _rows(res, method, k):
@@ -31,7 +23,7 @@ def _rows(res, method, k):
 
 
 def test_subset_eval_numbers_do_not_depend_on_the_other_options(log):
-    kw = dict(folds=2, seeds=[0, 1], irt_tol=1e-2, irt_max_iter=10, progress=False)
+    kw = {"folds": 2, "seeds": [0, 1], "irt_tol": 1e-2, "irt_max_iter": 10, "progress": False}
     alone = mrcstats.subset_eval(log, ks=[10], methods=["random"], **kw)
     more = mrcstats.subset_eval(log, ks=[5, 10, 20], methods=["anchor", "random", "pd"], **kw)
     pd.testing.assert_frame_equal(_rows(alone, "random", 10), _rows(more, "random", 10))
