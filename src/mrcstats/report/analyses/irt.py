@@ -110,11 +110,13 @@ class SubsetEval(Analysis):
         out.figure(F.subset_error_plot(r, "tau", ylabel="Kendall τ of the held-out ranking"), f"a{a.index}_subset_tau",
                    "Kendall τ between estimated and true accuracies of the held-out models.")
         tab = r[["method", "estimator", "k", "mae", "mae_ci_low", "mae_ci_high", "tau", "tau_ci_low", "tau_ci_high"]]
+        caveat = "".join(f" Caveat: {c}." for c in res.caveats)
         out.table(Table(tab.rename(columns={"method": "Method", "estimator": "Estimator", "mae": "MAE",
                                             "mae_ci_low": "MAE low", "mae_ci_high": "MAE high", "tau": "τ",
                                             "tau_ci_low": "τ low", "tau_ci_high": "τ high"}),
                         caption="Leave-models-out validation: MAE of the estimated full-benchmark accuracy and "
-                                "Kendall τ of the held-out ranking, means over folds × seeds with 95% t intervals.",
+                                "Kendall τ of the held-out ranking, means over folds × seeds with 95% t intervals."
+                                + caveat,
                         label=f"a{a.index}_subset_eval", stub=3,
                         formats={"k": "{:.0f}", **{c: "{:.4f}" for c in ("MAE", "MAE low", "MAE high")}}))
         for nt in res.notes:
