@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import mrcstats
 from mrcstats.errors import InputError
@@ -143,3 +145,16 @@ def test_kendall_tau_needs_three_held_out_models(log):
     ok = mrcstats.subset_eval(log, ks=[10], methods=["random"], folds=2, seeds=[0], irt_tol=1e-2,
                               irt_max_iter=10, progress=False)
     assert ok.caveats == () and ok.results["n_tau"].eq(2).all() and ok.results["caveat"].isna().all()
+
+
+@given(st.lists(st.integers(min_value=1, max_value=50), min_size=1, max_size=8), st.data())
+def test_stratum_quotas_are_proportional_and_feasible(sizes, data):
+    from mrcstats.stats.subsets import _quotas
+
+    stratum = np.repeat(np.arange(len(sizes)), sizes)
+    k = data.draw(st.integers(min_value=1, max_value=len(stratum)))
+    q = _quotas(stratum, k)
+    assert sum(q.values()) == k
+    for g, n in q.items():
+        assert 0 <= n <= sizes[g]
+        assert abs(n - k * sizes[g] / len(stratum)) < 1.0          # largest remainder: within one item

@@ -243,11 +243,11 @@ def irt(log: pd.DataFrame, model: str = "2pl", method: str = "mml", *, quadratur
     caveats: list[str] = []
     if fit.model == "2pl" and n_resp < IRT_MIN_RESPONDENTS:
         caveats.append(f"only {n_resp} respondents (models), fewer than {IRT_MIN_RESPONDENTS} "
-                       "(mrcstats.stats.irt.IRT_MIN_RESPONDENTS): the discriminations a and their SEs are not "
+                       "needed for the discriminations: a and its SE are not "
                        "reliable; read P_d, p and r_pb instead")
     if test is not None and test["p"] is None:
-        caveats.append(f"1PL-vs-2PL LRT p not reported: {n_resp} respondents, fewer than {LRT_MIN_RESPONDENTS} "
-                       "(mrcstats.stats.irt.LRT_MIN_RESPONDENTS); the chi-square reference does not hold")
+        caveats.append(f"1PL-vs-2PL LRT p not reported: {n_resp} respondents, fewer than {LRT_MIN_RESPONDENTS}; "
+                       "the chi-square reference does not hold")
     elif test is not None and n_resp < IRT_MIN_RESPONDENTS:
         caveats.append(f"1PL-vs-2PL LRT on {n_resp} respondents (fewer than {IRT_MIN_RESPONDENTS}) with df = "
                        f"{test['df']}: the chi-square p is approximate at best")

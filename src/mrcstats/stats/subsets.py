@@ -559,7 +559,7 @@ def subset_eval(log: pd.DataFrame, ks: Sequence[int] = (25, 50, 100, 200, 400),
     n_short = int((short["n_test"] < TAU_MIN_MODELS).sum())
     if n_short:
         caveats.append(f"Kendall tau not computed in {n_short} of {len(short)} folds: they hold out fewer than "
-                       f"{TAU_MIN_MODELS} models (mrcstats.stats.subsets.TAU_MIN_MODELS); use fewer folds or more "
+                       f"{TAU_MIN_MODELS} models; use fewer folds or more "
                        "models" + ("; no tau at all" if n_short == len(short) else ""))
     return SubsetEvalResult(folds, seed_list, kk, ms, res, reps, pd.DataFrame(pred_rows), len(rm.models), n_items,
                             {k_: v for k_, v in rm.skipped.items() if "left out" in k_}, tuple(notes),
