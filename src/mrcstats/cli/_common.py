@@ -124,7 +124,7 @@ def add_map_option(p: argparse.ArgumentParser, legacy_cols: bool = False) -> Non
                    help="name the source column for a log field, e.g. --map item=question_id (repeatable)")
     if legacy_cols:
         for fld in ("model", "item"):
-            p.add_argument(f"--{fld}-col", dest=f"legacy_{fld}_col", metavar="COL",
+            p.add_argument(f"--{fld}-col", dest=f"legacy_{fld}_col", metavar="COL", action=Once,
                            help=f"deprecated: use --map {fld}=COL")
 
 

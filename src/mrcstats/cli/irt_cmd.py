@@ -20,12 +20,12 @@ from __future__ import annotations
 import argparse
 
 from mrcstats.cli._common import (
+    Once,
     add_format_option,
     add_json_flag,
     add_map_option,
     add_threshold_option,
     info,
-    Once,
     output,
     parse_list,
     read_log_args,
@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--k", type=int, required=True, help="number of items")
     p.add_argument("--method", default="random", choices=("random", "pd", "irt-info", "anchor"))
     p.add_argument("--seed", type=int, default=None, metavar="S", help="random seed (also breaks ties)")
-    p.add_argument("--stratify", metavar="COL", help="log column constant per item (subject, cluster): each value "
+    p.add_argument("--stratify", metavar="COL", action=Once, help="log column constant per item (subject, cluster): each value "
                                                      "gets k times its share of the items")
     add_json_flag(p)
     p.set_defaults(func=_subset)
@@ -88,7 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=int, default=3, metavar="N", help="repetitions with seeds 0..N-1 (3)")
     p.add_argument("--groups", metavar="COL", action=Once, help="log column grouping models that are held out together "
                                                    "(e.g. checkpoints of one model)")
-    p.add_argument("--stratify", metavar="COL", help="choose every subset stratified by this item column")
+    p.add_argument("--stratify", metavar="COL", action=Once, help="choose every subset stratified by this item column")
     p.add_argument("--predictions-out", metavar="CSV", help="also write every held-out estimate to this CSV")
     add_json_flag(p)
     p.set_defaults(func=_subset_eval)
