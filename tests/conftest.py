@@ -79,3 +79,29 @@ def glmm_data():
                              "w": rng.integers(1, 4, n)})
 
     return make
+
+
+@pytest.fixture(scope="session")
+def two_pl_log():
+    """Factory of seeded 2PL response logs (IRT and subset tests).
+
+    ``make(seed, models, items, slope_sd=0.4, b_mean=0.0, b_sd=1.0, item_fmt="i{:03d}", model_fmt="m{:02d}")``
+    draws abilities ``theta ~ N(0, 1)`` (one per model), ``a = exp(N(0, slope_sd))`` (all 1 when ``slope_sd``
+    is None), ``b ~ N(b_mean, b_sd)`` and ``correct ~ Bernoulli(logistic(a (theta - b)))``, in that order from
+    one ``default_rng(seed)``; returns the long frame ``model, item, correct`` (boolean).
+    """
+    import numpy as np
+    import pandas as pd
+
+    def make(seed: int, models: int, items: int, *, slope_sd: float | None = 0.4, b_mean: float = 0.0,
+             b_sd: float = 1.0, item_fmt: str = "i{:03d}", model_fmt: str = "m{:02d}") -> pd.DataFrame:
+        rng = np.random.default_rng(seed)
+        th = rng.normal(size=models)
+        a = np.exp(rng.normal(0, slope_sd, items)) if slope_sd is not None else np.ones(items)
+        b = rng.normal(b_mean, b_sd, items)
+        y = rng.random((models, items)) < 1 / (1 + np.exp(-a * (th[:, None] - b)))
+        return pd.DataFrame({"model": np.repeat([model_fmt.format(j) for j in range(models)], items),
+                             "item": np.tile([item_fmt.format(i) for i in range(items)], models),
+                             "correct": pd.array(y.ravel(), dtype="boolean")})
+
+    return make

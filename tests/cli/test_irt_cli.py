@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from mrcstats.cli import main
@@ -17,17 +15,10 @@ def _run(capsys, *argv):
 
 
 @pytest.fixture()
-def log_path(tmp_path):
+def log_path(tmp_path, two_pl_log):
     from mrcstats.io import write_log
 
-    rng = np.random.default_rng(2)
-    J, I = 12, 60
-    th = rng.normal(size=J)
-    b = rng.normal(size=I)
-    y = rng.random((J, I)) < 1 / (1 + np.exp(-(th[:, None] - b)))
-    log = pd.DataFrame({"model": np.repeat([f"m{j}" for j in range(J)], I),
-                        "item": np.tile([f"q{i}" for i in range(I)], J),
-                        "correct": pd.array(y.ravel(), dtype="boolean")})
+    log = two_pl_log(2, 12, 60, slope_sd=None, item_fmt="q{}", model_fmt="m{}")
     p = tmp_path / "log.parquet"
     write_log(log, p)
     return p

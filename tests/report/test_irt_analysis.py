@@ -35,6 +35,12 @@ def test_irt_and_subset_eval_analyses(tmp_path):
     assert set(ev["Method"]) == {"random", "anchor"} and set(ev["k"]) == {10, 40}
     figs = {p.stem for p in (tmp_path / "r_figures").iterdir()}
     assert {"a0_irt_item_map", "a0_irt_pd_vs_a", "a1_subset_mae"} <= figs
+    # issue 25: what the data cannot support is said in the table's own caption (15 models < 30 respondents)
+    texts = {p.name: p.read_text(encoding="utf-8") for p in (tmp_path / "r_tables").iterdir() if p.suffix != ".csv"}
+    fit_text = "".join(t for n, t in texts.items() if n.startswith("a0_irt_fit"))
+    top_text = "".join(t for n, t in texts.items() if n.startswith("a0_irt_top_items"))
+    assert "Caveat: only 15 respondents" in fit_text, sorted(texts)
+    assert "Caveat: discrimination a from 15 respondents" in top_text
 
 
 def test_subset_eval_bad_method(tmp_path):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import mrcstats
@@ -10,18 +9,11 @@ from mrcstats.errors import InputError
 
 
 @pytest.fixture(scope="module")
-def irt_log():
+def irt_log(two_pl_log):
     """24 models x 300 items from a 2PL with known parameters (a few extreme items included)."""
-    rng = np.random.default_rng(11)
-    J, I = 24, 300
-    th = rng.normal(size=J)
-    a = np.exp(rng.normal(0, 0.4, I))
-    b = rng.normal(-0.3, 1.2, I)
-    y = rng.random((J, I)) < 1 / (1 + np.exp(-a * (th[:, None] - b)))
-    return pd.DataFrame({"model": np.repeat([f"m{j:02d}" for j in range(J)], I),
-                         "item": np.tile([f"i{i:03d}" for i in range(I)], J),
-                         "family": np.repeat([f"f{j // 2}" for j in range(J)], I),
-                         "correct": pd.array(y.ravel(), dtype="boolean")})
+    log = two_pl_log(11, 24, 300, b_mean=-0.3, b_sd=1.2)
+    log.insert(2, "family", [f"f{int(m[1:]) // 2}" for m in log["model"]])
+    return log
 
 
 def test_irt_item_table(irt_log):

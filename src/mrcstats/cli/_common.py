@@ -108,13 +108,41 @@ def add_format_option(p: argparse.ArgumentParser) -> None:
 def add_log_options(p: argparse.ArgumentParser, on_duplicate: bool = True) -> None:
     """The options every command that reads a log takes, with one meaning everywhere (as ``ingest``)."""
     add_format_option(p)
-    p.add_argument("--map", action="append", metavar="FIELD=COLUMN", default=[],
-                   help="name the source column for a log field, e.g. --map item=question_id (repeatable)")
+    add_map_option(p)
     add_model_option(p)
     add_threshold_option(p)
     if on_duplicate:
         p.add_argument("--on-duplicate", choices=("error", "first", "last"), default="error",
                        help="repeated (model, item, trial, condition) keys: error (default) or keep first/last")
+
+
+def add_map_option(p: argparse.ArgumentParser, legacy_cols: bool = False) -> None:
+    """``--map FIELD=COLUMN`` (repeatable), as ``ingest`` takes it. ``legacy_cols``: also accept the old
+    ``--model-col COL`` / ``--item-col COL`` of ``irt``/``subset``/``subset-eval``, deprecated aliases of
+    ``--map model=COL`` / ``--map item=COL`` (:func:`map_arg` warns on stderr)."""
+    p.add_argument("--map", action="append", metavar="FIELD=COLUMN", default=[],
+                   help="name the source column for a log field, e.g. --map item=question_id (repeatable)")
+    if legacy_cols:
+        for fld in ("model", "item"):
+            p.add_argument(f"--{fld}-col", dest=f"legacy_{fld}_col", metavar="COL", action=Once,
+                           help=f"deprecated: use --map {fld}=COL")
+
+
+def map_arg(args: argparse.Namespace, cmd: str) -> dict[str, str]:
+    """The ``--map`` of a call as ``{field: column}``, with the deprecated ``--model-col``/``--item-col``
+    folded in (one stderr warning each; a clash with ``--map`` for the same field is an error)."""
+    mapping = parse_kv(getattr(args, "map", None), "--map")
+    for fld in ("model", "item"):
+        col = getattr(args, f"legacy_{fld}_col", None)
+        if col is None:
+            continue
+        info(f"mrcstats {cmd}: --{fld}-col is deprecated; use --map {fld}={col}")
+        if fld in mapping and mapping[fld] != col:
+            raise InputError(f"--{fld}-col {col!r} and --map {fld}={mapping[fld]} name different columns; "
+                             f"give only --map {fld}=COLUMN")
+        if col != fld:
+            mapping[fld] = col
+    return mapping
 
 
 def add_model_option(p: argparse.ArgumentParser, dest: str = "model") -> None:
@@ -163,7 +191,7 @@ def read_log_args(args: argparse.Namespace, paths: Any, cmd: str, what: str = ""
     :func:`mrcstats.io.read_log`, and report every skipped row on stderr."""
     from mrcstats.io import read_log
 
-    mapping = parse_kv(getattr(args, "map", None), "--map")
+    mapping = map_arg(args, cmd)
     log = read_log(paths, format=getattr(args, "fmt", None), mapping=mapping or None,
                    model=model_arg(getattr(args, "model", None)),
                    on_duplicate=getattr(args, "on_duplicate", "error"), threshold=getattr(args, "threshold", None))

@@ -1,7 +1,7 @@
 """CLI subcommands ``compare`` and ``power`` (argument parsing only; logic in :mod:`mrcstats.stats.compare`).
 
 * ``mrcstats compare LOG [--models a,b,...] [--cluster COL] [--adjust holm|BH|bonferroni|none]
-  [--bootstrap B] [--seed S] [--alpha A] [--condition C] [--json]``
+  [--bootstrap B] [--seed S] [--alpha A] [--condition C] [--map FIELD=COLUMN] [--json]``
   -> ``{"models": [...], "pairs": [...], "adjust", "cluster", "skipped", ...}``;
 * ``mrcstats power --sd-diff SD (--n-items N | --effect D) [--design-effect X] [--alpha A] [--power P]``, or
   ``mrcstats power LOG [--models ...] [--cluster COL] [--n-items N | --effect D]`` (each pair's observed
@@ -15,9 +15,11 @@ from mrcstats.cli._common import (
     Once,
     add_format_option,
     add_json_flag,
+    add_map_option,
     add_model_option,
     add_threshold_option,
     info,
+    map_arg,
     model_arg,
     output,
     parse_list,
@@ -32,6 +34,7 @@ def _add_log_args(p: argparse.ArgumentParser, nargs: str) -> None:
                                                     "SEs and the cluster bootstrap (default: items independent)")
     p.add_argument("--condition", metavar="C", help="keep only this condition (logs with several conditions)")
     add_format_option(p)
+    add_map_option(p)
     add_model_option(p, dest="model_name")
     add_threshold_option(p)
     p.add_argument("--outcome", choices=("auto", "correct", "score"), default="auto",
@@ -78,7 +81,8 @@ def _load(args: argparse.Namespace, cmd: str):
     from mrcstats.io import read_log
     from mrcstats.io.dataset import is_dataset, open_dataset
 
-    if len(args.log) == 1 and is_dataset(args.log[0]) and not args.fmt and not args.model_name:
+    mapping = map_arg(args, cmd)
+    if len(args.log) == 1 and is_dataset(args.log[0]) and not args.fmt and not args.model_name and not mapping:
         ds = open_dataset(args.log[0])       # lazy: per-item scores come from DuckDB SQL
         if args.condition is not None:
             ds = ds.filter(condition=args.condition)
@@ -87,7 +91,8 @@ def _load(args: argparse.Namespace, cmd: str):
                     "SELECT DISTINCT condition FROM log ORDER BY 1")["condition"][:20])
                 raise InputError(f"--condition {args.condition!r} matches no row; conditions: {shown}")
         return ds
-    log = read_log(args.log, format=args.fmt, model=model_arg(args.model_name), threshold=args.threshold)
+    log = read_log(args.log, format=args.fmt, mapping=mapping or None, model=model_arg(args.model_name),
+                   threshold=args.threshold)
     for why, n in (log.attrs.get("skipped") or {}).items():
         if n:
             info(f"mrcstats {cmd}: {n} row(s) skipped while reading: {why}")

@@ -10,6 +10,10 @@
   [--groups COL] [--json]`` -> ``{"folds", "seeds", "results": [{"method", "estimator", "k", "mae",
   "mae_ci_low", "mae_ci_high", "tau", "tau_ci_low", "tau_ci_high"}]}``
   (:func:`mrcstats.stats.subsets.subset_eval`).
+
+Every one reads its log with the shared options (``--format``, ``--map FIELD=COLUMN``, ``--threshold``);
+``--model-col COL``/``--item-col COL`` are deprecated aliases of ``--map model=COL``/``--map item=COL``.
+``subset``/``subset-eval`` take ``--stratify COL`` (docs/subsets_irt.md).
 """
 from __future__ import annotations
 
@@ -19,17 +23,22 @@ from mrcstats.cli._common import (
     Once,
     add_format_option,
     add_json_flag,
+    add_map_option,
+    add_threshold_option,
     info,
     output,
     parse_list,
+    read_log_args,
 )
 
 
 def _log_args(p: argparse.ArgumentParser) -> None:
+    """The shared log options (``--format``, ``--map FIELD=COLUMN``, ``--threshold``; ``--model`` is the IRT
+    model here) and the deprecated ``--model-col``/``--item-col`` (aliases of ``--map model=``/``item=``)."""
     p.add_argument("log", nargs="+", metavar="LOG", help="canonical log (e.g. from mrcstats ingest) or any read_log input")
     add_format_option(p)
-    p.add_argument("--model-col", default="model", metavar="COL", help="respondent column (model)")
-    p.add_argument("--item-col", default="item", metavar="COL", help="item column (item)")
+    add_map_option(p, legacy_cols=True)
+    add_threshold_option(p)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,7 +69,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _log_args(p)
     p.add_argument("--k", type=int, required=True, help="number of items")
     p.add_argument("--method", default="random", choices=("random", "pd", "irt-info", "anchor"))
-    p.add_argument("--seed", type=int, default=None, metavar="S", help="random seed")
+    p.add_argument("--seed", type=int, default=None, metavar="S", help="random seed (also breaks ties)")
+    p.add_argument("--stratify", metavar="COL", action=Once, help="log column constant per item (subject, cluster): each value "
+                                                     "gets k times its share of the items")
     add_json_flag(p)
     p.set_defaults(func=_subset)
 
@@ -77,19 +88,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=int, default=3, metavar="N", help="repetitions with seeds 0..N-1 (3)")
     p.add_argument("--groups", metavar="COL", action=Once, help="log column grouping models that are held out together "
                                                    "(e.g. checkpoints of one model)")
+    p.add_argument("--stratify", metavar="COL", action=Once, help="choose every subset stratified by this item column")
     p.add_argument("--predictions-out", metavar="CSV", help="also write every held-out estimate to this CSV")
     add_json_flag(p)
     p.set_defaults(func=_subset_eval)
 
 
 def _read(args: argparse.Namespace, cmd: str):
-    from mrcstats.io import read_log
-
-    log = read_log(args.log, format=args.fmt)
-    for why, n in (getattr(log, "attrs", {}).get("skipped") or {}).items():
-        if n:
-            info(f"mrcstats {cmd}: {n} row(s) skipped while reading: {why}")
-    return log
+    return read_log_args(args, args.log, cmd)
 
 
 def _irt(args: argparse.Namespace) -> int:
@@ -97,8 +103,7 @@ def _irt(args: argparse.Namespace) -> int:
 
     log = _read(args, "irt")
     res = irt(log, model=args.irt_model, prior_sd=None if args.no_prior else args.prior_sd,
-              quadrature=args.quadrature, lrt=args.lrt, progress=None,
-              model_col=args.model_col, item_col=args.item_col)
+              quadrature=args.quadrature, lrt=args.lrt, progress=None)
     for why, n in res.skipped.items():
         info(f"mrcstats irt: {n} {why}")
     if args.items_out:
@@ -111,7 +116,7 @@ def _subset(args: argparse.Namespace) -> int:
     from mrcstats.stats.subsets import subset
 
     log = _read(args, "subset")
-    res = subset(log, args.k, method=args.method, seed=args.seed, model_col=args.model_col, item_col=args.item_col)
+    res = subset(log, args.k, method=args.method, seed=args.seed, stratify=args.stratify)
     text = res.summary() if not args.json else None
     return output(args, res.to_dict(), text)
 
@@ -123,7 +128,7 @@ def _subset_eval(args: argparse.Namespace) -> int:
     methods = parse_list(args.methods, "--methods")
     log = _read(args, "subset-eval")
     res = subset_eval(log, ks=ks, methods=methods, folds=args.folds, seeds=args.seeds, groups=args.groups,
-                      progress=None, model_col=args.model_col, item_col=args.item_col)
+                      stratify=args.stratify, progress=None)
     if args.predictions_out:
         res.predictions.to_csv(args.predictions_out, index=False)
         info(f"mrcstats subset-eval: predictions written to {args.predictions_out}")

@@ -191,9 +191,35 @@ def coerce_correct(values: pd.Series, source: str | None = None, column: str = "
     return pd.Series(pd.array(mapped.tolist(), dtype="boolean"), index=s.index, name=s.name)
 
 
-def _to_string(s: pd.Series) -> pd.Series:
+def _nested_at(s: pd.Series) -> int | None:
+    """Position of the first JSON object/array (a dict or list cell) of an object column, else None."""
+    if s.dtype != object:
+        return None
+    hit = s.map(lambda v: isinstance(v, (dict, list))).to_numpy(dtype=bool)
+    return int(np.flatnonzero(hit)[0]) if hit.any() else None
+
+
+def _json_text(v: Any) -> Any:
+    """A dict/list cell as its JSON text (``["A", "B"]``); other values unchanged."""
+    import json
+
+    return json.dumps(v, ensure_ascii=False, default=str) if isinstance(v, (dict, list)) else v
+
+
+def _to_string(s: pd.Series, *, nested: str = "refuse", source: str | None = None) -> pd.Series:
+    """A column as nullable strings. A JSON object or array in a cell (``"options": ["A", "B"]``) becomes its
+    JSON text when ``nested="json"`` (free-text and extra columns); in a one-value field (``nested="refuse"``:
+    model, item, cluster, condition) it is refused, naming the row and column."""
     if isinstance(s.dtype, pd.StringDtype) and s.dtype.na_value is pd.NA:
         return s
+    pos = _nested_at(s)
+    if pos is not None:
+        if nested != "json":
+            v = s.iloc[pos]
+            kind = "a JSON object" if isinstance(v, dict) else "a JSON array"
+            raise SchemaError(f"{_where(source, pos, str(s.name))}{s.name} must be one value per row, got {kind} "
+                              f"{show_value(_json_text(v))}; map a field holding one value with --map {s.name}=COLUMN")
+        s = s.map(_json_text)
     if s.dtype == object:
         # mixed python objects: keep text as is, render numbers without a trailing .0
         def conv(v: Any) -> Any:
@@ -241,14 +267,14 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
                                     "; ".join(hints[m] for m in missing))
     n = len(out)
     for col in ("model", "item"):
-        out[col] = _to_string(out[col])
+        out[col] = _to_string(out[col], source=source)
         nul = out[col].isna().to_numpy()
         if nul.any():
             pos = int(np.flatnonzero(nul)[0])
             raise SchemaError(f"{_where(source, pos, col)}{col} is missing; every row needs a {col}")
-    out["cluster"] = _to_string(out["cluster"]).fillna(out["item"]) if "cluster" in out else out["item"].copy()
+    out["cluster"] = _to_string(out["cluster"], source=source).fillna(out["item"]) if "cluster" in out else out["item"].copy()
     if "condition" in out:
-        out["condition"] = _to_string(out["condition"]).fillna("")
+        out["condition"] = _to_string(out["condition"], source=source).fillna("")
     else:
         out["condition"] = pd.Series(pd.array(np.full(n, "", dtype=object), dtype=STRING_DTYPE), index=out.index)
     out["trial"] = _coerce_trial(out["trial"], source) if "trial" in out else np.zeros(n, dtype="int64")
@@ -267,9 +293,12 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
         out["score"] = score_from_correct(out["correct"])
     for col in ("response", "gold", "pred", *TEXT_COLUMNS):
         if col in out:
-            out[col] = _to_string(out[col])
+            out[col] = _to_string(out[col], nested="json", source=source)
         elif col not in TEXT_COLUMNS:
             out[col] = _na_string(n, out.index)
+    for col in out.columns:  # extra columns: a list or object per cell (MMLU-Pro's options) is kept as JSON text
+        if col not in CANONICAL_COLUMNS and _nested_at(out[col]) is not None:
+            out[col] = _to_string(out[col], nested="json", source=source)
     order = [c for c in CANONICAL_COLUMNS if c in out.columns]
     order += [c for c in out.columns if c not in order]
     out = out[order]

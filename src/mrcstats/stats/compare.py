@@ -77,6 +77,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._pformat import format_pval
 from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.stats.multiplicity import check_method, p_adjust
@@ -348,9 +349,8 @@ def _f(v: Any, digits: int = 4) -> str:
 
 
 def _g(v: Any) -> str:
-    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
-        return "NA"
-    return f"{float(v):.3g}"
+    """A p-value for the terminal (:func:`mrcstats._pformat.format_pval`: never a bare 0)."""
+    return format_pval(None if v is pd.NA else v)
 
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:

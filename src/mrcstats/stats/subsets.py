@@ -35,6 +35,11 @@ Kendall's tau-b between estimated and true accuracies of the held-out models, ea
 over the ``folds x seeds`` replicates with a t interval ``mean +- t_{0.975, R-1} sd / sqrt(R)``
 (R replicates; folds share training models, so the interval is approximate -- Bengio &
 Grandvalet 2004).
+
+Seeding: every random choice draws from its own stream, :func:`mrcstats._seeds.stream`
+``(seed, "folds", folds)`` for the split of the models and ``(seed, "select", method, k,
+"fold", f)`` for the subset of a fold (``(seed, "select", method, k)`` in :func:`subset`), so
+the numbers of one (method, k) never depend on which other methods or ks were asked.
 """
 from __future__ import annotations
 
@@ -47,12 +52,17 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._seeds import stream
 from mrcstats.errors import InputError
 from mrcstats.models.irt import IrtFit, ResponseMatrix, fit_irt, response_matrix, score_abilities
 
-__all__ = ["METHODS", "SubsetEvalResult", "SubsetResult", "subset", "subset_eval"]
+__all__ = ["METHODS", "TAU_MIN_MODELS", "SubsetEvalResult", "SubsetResult", "subset", "subset_eval"]
 
 METHODS: tuple[str, ...] = ("random", "pd", "irt-info", "anchor")
+#: Kendall's tau of a fold needs at least this many held-out models; with 1 it is undefined and with 2 it
+#: can only be -1 or +1 (a coin flip, not a ranking), so such folds give no tau (NaN, counted in
+#: ``n_tau`` and the ``caveats``).
+TAU_MIN_MODELS: int = 3
 ESTIMATORS: tuple[str, ...] = ("mean", "weighted", "irt")
 
 
@@ -68,6 +78,7 @@ class SubsetResult(Result):
     n_items: int
     skipped: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    stratify: str | None = None
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame({"item": list(self.items),
@@ -77,12 +88,13 @@ class SubsetResult(Result):
         """The ``mrcstats subset --json`` object."""
         return {"method": self.method, "k": self.k, "items": list(self.items),
                 "weights": list(self.weights) if self.weights is not None else None,
-                "seed": self.seed, "n_items": self.n_items, "skipped": dict(self.skipped), "notes": list(self.notes)}
+                "seed": self.seed, "stratify": self.stratify, "n_items": self.n_items, "skipped": dict(self.skipped), "notes": list(self.notes)}
 
     def summary(self) -> str:
         head = ", ".join(self.items[:10]) + (" ..." if self.k > 10 else "")
-        lines = [f"{self.k} of {self.n_items} items by {self.method}" + (f" (seed {self.seed})" if self.seed is not None
-                                                                         else "") + f": {head}"]
+        lines = [f"{self.k} of {self.n_items} items by {self.method}"
+                 + (f", stratified by {self.stratify}" if self.stratify else "")
+                 + (f" (seed {self.seed})" if self.seed is not None else "") + f": {head}"]
         for why, n in self.skipped.items():
             lines.append(f"  {n} {why}")
         return "\n".join(lines)
@@ -128,26 +140,55 @@ def _pick_top(score: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray
     return order[:k]
 
 
-def _pick_info(fit: IrtFit, fit_index: np.ndarray, n_items: int, k: int, rng: np.random.Generator) -> np.ndarray:
-    """Greedy log-precision design over the fitted models' abilities."""
+def _argmax_random(v: np.ndarray, rng: np.random.Generator, rtol: float = 1e-9) -> int:
+    """Index of the largest value of ``v``, ties (within ``rtol``) broken at random under ``rng``."""
+    top = float(np.max(v))
+    if not np.isfinite(top):
+        return int(np.argmax(v))
+    cand = np.flatnonzero(v >= top - rtol * max(1.0, abs(top)))
+    return int(cand[0]) if len(cand) == 1 else int(rng.choice(cand))
+
+
+def _pick_info(fit: IrtFit, fit_index: np.ndarray, n_items: int, k: int, rng: np.random.Generator,
+               quota: Mapping[int, int] | None = None, stratum: np.ndarray | None = None) -> np.ndarray:
+    """Greedy log-precision design over the fitted models' abilities.
+
+    Items with equal gain (e.g. identical response patterns, hence identical parameters) are
+    tied: the tie is broken at random under the seed, not by item order. With ``quota``
+    (``{stratum: number of items}``) and ``stratum`` (the stratum of every item of the matrix),
+    a stratum stops contributing once its quota is filled.
+    """
     theta = fit.abilities["theta"].to_numpy()
     info = fit.information(theta).to_numpy()            # models x fitted items
     total = np.zeros(len(theta))
     chosen: list[int] = []
     avail = np.ones(info.shape[1], bool)
+    left = dict(quota) if quota is not None else None
+    fit_stratum = stratum[fit_index] if stratum is not None else None
     for _ in range(min(k, info.shape[1])):
         gain = np.log1p((total[:, None] + info) / (1.0 + total[:, None])).sum(axis=0)
         gain[~avail] = -np.inf
-        j = int(np.argmax(gain))
+        if left is not None and fit_stratum is not None:
+            full = [g for g, n in left.items() if n <= 0]
+            gain[np.isin(fit_stratum, full)] = -np.inf
+        j = _argmax_random(gain, rng)
         if not np.isfinite(gain[j]):
             break
         chosen.append(j)
         avail[j] = False
         total += info[:, j]
-    out = list(fit_index[chosen])
-    if len(out) < k:  # more items asked than have information: fill at random from the rest
+        if left is not None and fit_stratum is not None:
+            left[int(fit_stratum[j])] -= 1
+    out = [int(i) for i in fit_index[chosen]]
+    if len(out) < k:  # more items asked than have information: fill at random from the rest (within quotas)
         rest = np.setdiff1d(np.arange(n_items), out)
-        out.extend(rng.choice(rest, size=k - len(out), replace=False))
+        if left is not None and stratum is not None:
+            for g, n in sorted(left.items()):
+                if n > 0:
+                    pool = rest[stratum[rest] == g]
+                    out.extend(int(i) for i in rng.choice(pool, size=min(n, len(pool)), replace=False))
+        else:
+            out.extend(int(i) for i in rng.choice(rest, size=k - len(out), replace=False))
     return np.asarray(out)
 
 
@@ -235,40 +276,101 @@ def _pd_items(log: pd.DataFrame, items: Sequence[str], models: Sequence[str], co
     return res.pd.reindex(list(items)).to_numpy(dtype=float)
 
 
+def _quotas(stratum: np.ndarray, k: int) -> dict[int, int]:
+    """Items per stratum, proportional to the stratum's size (largest remainder; ties in the remainder go
+    to the larger, then the earlier stratum)."""
+    sizes = np.bincount(stratum)
+    exact = k * sizes / sizes.sum()
+    q = np.floor(exact).astype(int)
+    order = np.lexsort((np.arange(len(sizes)), -sizes, -(exact - q)))
+    for g in order[: k - int(q.sum())]:
+        q[g] += 1
+    return {int(g): int(n) for g, n in enumerate(q)}
+
+
 def _select(method: str, rm: ResponseMatrix, k: int, rng: np.random.Generator, *, log: pd.DataFrame,
             cols: Mapping[str, str], fit: IrtFit | None,
-            cache: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+            cache: dict[str, Any] | None = None,
+            stratum: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """Indices (and anchor weights) of the ``k`` items; with ``stratum`` (an integer code per item) each
+    stratum gets its proportional quota (:func:`_quotas`) and the method runs within it (``irt-info``:
+    one greedy design over all items, a stratum closed once its quota is filled)."""
     n_items = len(rm.items)
-    if method == "random":
-        return _pick_random(n_items, k, rng), None
-    if method == "pd":
-        cache = {} if cache is None else cache
-        if "pd" not in cache:  # the same for every k of a fold
-            cache["pd"] = _pd_items(log, rm.items, rm.models, cols)
-        return _pick_top(cache["pd"], k, rng), None
+    cache = {} if cache is None else cache
+    quota = _quotas(stratum, k) if stratum is not None else None
     if method == "irt-info":
         if fit is None:
             fit = fit_irt(rm, "2pl", tol=1e-5)
         pos = {it: i for i, it in enumerate(rm.items)}
         fit_index = np.array([pos[i] for i in fit.items["item"]])
-        return _pick_info(fit, fit_index, n_items, k, rng), None
-    idx, w = _pick_anchor(_shares(rm), k, rng)
-    return idx, w
+        return _pick_info(fit, fit_index, n_items, k, rng, quota, stratum), None
+    if method == "pd" and "pd" not in cache:  # the same for every k of a fold
+        cache["pd"] = _pd_items(log, rm.items, rm.models, cols)
+    if quota is None or stratum is None:
+        return _select_plain(method, rm, np.arange(n_items), k, rng, cache)
+    idx_all: list[np.ndarray] = []
+    w_all: list[np.ndarray] = []
+    for g, n in sorted(quota.items()):
+        if n <= 0:
+            continue
+        members = np.flatnonzero(stratum == g)
+        idx, w = _select_plain(method, rm, members, n, rng, cache)
+        idx_all.append(idx)
+        if w is not None:
+            w_all.append(w * len(members) / n_items)
+    idx = np.concatenate(idx_all)
+    return idx, (np.concatenate(w_all) if method == "anchor" else None)
+
+
+def _select_plain(method: str, rm: ResponseMatrix, members: np.ndarray, k: int, rng: np.random.Generator,
+                  cache: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray | None]:
+    """``random``, ``pd`` or ``anchor`` among the items ``members`` (indices into the matrix)."""
+    if method == "random":
+        return members[_pick_random(len(members), k, rng)], None
+    if method == "pd":
+        return members[_pick_top(cache["pd"][members], k, rng)], None
+    idx, w = _pick_anchor(_shares(rm)[:, members], k, rng)
+    return members[idx], w
+
+
+def _strata(log: pd.DataFrame, rm: ResponseMatrix, item_col: str, col: str | None,
+            where: str) -> np.ndarray | None:
+    """Integer stratum code of every item of ``rm`` from the log column ``col`` (constant per item)."""
+    if col is None:
+        return None
+    if col not in log.columns:
+        raise InputError(f"{where}: stratify column {col!r} is not in the log (columns: {', '.join(map(str, log.columns))})")
+    g = log[[item_col, col]].astype({item_col: str}).drop_duplicates()
+    dup = g[item_col].duplicated(keep=False)
+    if dup.any():
+        it = g.loc[dup, item_col].iloc[0]
+        raise InputError(f"{where}: item {it!r} has several values of {col!r}; the stratify column must be constant "
+                         "per item (a subject, passage or cluster)")
+    lab = dict(zip(g[item_col], g[col].astype(str)))
+    names = sorted({lab[i] for i in rm.items})
+    code = {n: c for c, n in enumerate(names)}
+    return np.array([code[lab[i]] for i in rm.items])
 
 
 def subset(log: pd.DataFrame, k: int, method: str = "random", seed: int | None = None, *,
+           stratify: str | None = None,
            model_col: str = "model", item_col: str = "item", correct_col: str = "correct") -> SubsetResult:
-    """Choose ``k`` items of a canonical log (see the module docstring for the methods)."""
+    """Choose ``k`` items of a canonical log (see the module docstring for the methods).
+
+    ``stratify``: a log column constant per item (subject, passage, cluster); each of its values gets
+    ``k`` times its share of the items (largest remainder) and the method picks within it.
+    """
     m = _check_method(method)
     rm = response_matrix(log, model=model_col, item=item_col, correct=correct_col, where="subset")
     kk = _check_k(k, len(rm.items))
-    rng = np.random.default_rng(seed)
+    rng = stream(seed, "select", m, kk)
     cols = {"model": model_col, "item": item_col, "correct": correct_col}
-    idx, w = _select(m, rm, kk, rng, log=log, cols=cols, fit=None)
+    strat = _strata(log, rm, item_col, stratify, "subset")
+    idx, w = _select(m, rm, kk, rng, log=log, cols=cols, fit=None, stratum=strat)
     items = tuple(rm.items[i] for i in idx)
     weights = tuple(float(v) for v in w) if w is not None else None
     skipped = {k_: v for k_, v in rm.skipped.items() if "left out" in k_}
-    return SubsetResult(m, kk, items, weights, seed, len(rm.items), skipped, rm.notes)
+    return SubsetResult(m, kk, items, weights, seed, len(rm.items), skipped, rm.notes, stratify)
 
 
 # --------------------------------------------------------------------------- validation
@@ -278,7 +380,7 @@ class SubsetEvalResult(Result):
     """Held-out MAE and Kendall tau by method, estimator and k (see the module docstring).
 
     ``results``: one row per (method, estimator, k) with ``mae, mae_ci_low, mae_ci_high,
-    tau, tau_ci_low, tau_ci_high, n_replicates`` (mean and 95% t interval over the replicates, clipped to
+    tau, tau_ci_low, tau_ci_high, n_replicates, n_tau, caveat`` (mean and 95% t interval over the replicates, clipped to
     MAE >= 0 and tau in [-1, 1]); ``replicates``: one row per (seed, fold,
     method, estimator, k) with that replicate's ``mae`` and ``tau``; ``predictions``: every
     held-out estimate with the true accuracy.
@@ -295,6 +397,7 @@ class SubsetEvalResult(Result):
     n_items: int
     skipped: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    caveats: tuple[str, ...] = ()
 
     def to_frame(self) -> pd.DataFrame:
         return self.results.copy()
@@ -303,8 +406,8 @@ class SubsetEvalResult(Result):
         """The ``mrcstats subset-eval --json`` object."""
         cols = ["method", "estimator", "k", "mae", "mae_ci_low", "mae_ci_high", "tau", "tau_ci_low", "tau_ci_high"]
         return {"folds": self.folds, "seeds": list(self.seeds), "n_models": self.n_models, "n_items": self.n_items,
-                "results": self.results[cols + ["n_replicates"]].to_dict(orient="records"),
-                "skipped": dict(self.skipped), "notes": list(self.notes)}
+                "results": self.results[cols + ["n_replicates", "n_tau", "caveat"]].to_dict(orient="records"),
+                "skipped": dict(self.skipped), "notes": list(self.notes), "caveats": list(self.caveats)}
 
     def table(self, metric: str = "mae") -> pd.DataFrame:
         """``metric`` by (method, estimator) down and k across."""
@@ -318,6 +421,7 @@ class SubsetEvalResult(Result):
                  "Kendall tau of the held-out ranking:",
                  self.table("tau").round(3).to_string()]
         lines.extend(f"  note: {n}" for n in self.notes)
+        lines.extend(f"  caveat: {c}" for c in self.caveats)
         return "\n".join(lines)
 
 
@@ -347,14 +451,14 @@ def _t_ci(v: np.ndarray, lo: float = -math.inf, hi: float = math.inf) -> tuple[f
 
 def subset_eval(log: pd.DataFrame, ks: Sequence[int] = (25, 50, 100, 200, 400),
                 methods: Sequence[str] = METHODS, folds: int = 5, seeds: int | Sequence[int] = 3, *,
-                groups: Mapping[str, str] | str | None = None, progress: bool | None = None,
+                groups: Mapping[str, str] | str | None = None, stratify: str | None = None, progress: bool | None = None,
                 irt_tol: float = 1e-4, irt_max_iter: int = 60, quadrature: int = 7,
                 model_col: str = "model", item_col: str = "item", correct_col: str = "correct") -> SubsetEvalResult:
     """Leave-models-out cross-validation of the subset methods (see the module docstring).
 
     ``seeds``: a number of seeds (0, 1, ...) or the seeds themselves; each seed reshuffles the
     folds and redraws every random choice. ``groups``: ``{model: group}`` or a column of the
-    log; models of one group are always held out together. The 2PL of each training fold is
+    log; models of one group are always held out together. ``stratify``: as in :func:`subset`. The 2PL of each training fold is
     fitted to ``irt_tol`` (largest parameter change) within ``irt_max_iter`` iterations with
     ``quadrature`` adaptive nodes: the estimates only feed predictions, so a loose fit suffices
     (folds that stop at the iteration limit are counted in ``notes``).
@@ -390,6 +494,7 @@ def subset_eval(log: pd.DataFrame, ks: Sequence[int] = (25, 50, 100, 200, 400),
         raise InputError(f"subset-eval: with {len(rm.models)} models and {folds} folds fewer than 3 models remain "
                          "for training; use fewer folds or more models")
     cols = {"model": model_col, "item": item_col, "correct": correct_col}
+    strat = _strata(log, rm, item_col, stratify, "subset-eval")
     y = _shares(rm)
     truth = np.nanmean(y, axis=1)
     pred_rows: list[dict[str, Any]] = []
@@ -402,8 +507,7 @@ def subset_eval(log: pd.DataFrame, ks: Sequence[int] = (25, 50, 100, 200, 400),
     unconverged = 0
     try:
         for seed in seed_list:
-            rng = np.random.default_rng(seed)
-            fid = _fold_ids(rm.models, folds, grp, rng)
+            fid = _fold_ids(rm.models, folds, grp, stream(seed, "folds", folds))
             for f in range(folds):
                 test = np.flatnonzero(fid == f)
                 train = np.flatnonzero(fid != f)
@@ -418,14 +522,16 @@ def subset_eval(log: pd.DataFrame, ks: Sequence[int] = (25, 50, 100, 200, 400),
                 cache: dict[str, Any] = {}
                 for method in ms:
                     for k in kk:
-                        idx, w = _select(method, tr, k, rng, log=log, cols=cols, fit=fit, cache=cache)
+                        rng = stream(seed, "select", method, k, "fold", f)
+                        idx, w = _select(method, tr, k, rng, log=log, cols=cols, fit=fit, cache=cache,
+                                       stratum=strat)
                         est = _estimate(method, idx, w, y[test], rm.s[test], rm.n[test], fit, fit_index, p_train)
                         for name, vals in est.items():
                             for j, v in zip(test, vals):
                                 pred_rows.append({"seed": seed, "fold": f, "method": method, "estimator": name, "k": k,
                                                   "model": rm.models[j], "estimate": v, "truth": truth[j]})
                             err = np.abs(vals - truth[test])
-                            tau = _kendall(vals, truth[test])
+                            tau = _kendall(vals, truth[test]) if len(test) >= TAU_MIN_MODELS else math.nan
                             rep_rows.append({"seed": seed, "fold": f, "method": method, "estimator": name, "k": k,
                                              "mae": float(np.nanmean(err)), "tau": tau, "n_test": len(test)})
                 bar.update(1)
@@ -435,18 +541,29 @@ def subset_eval(log: pd.DataFrame, ks: Sequence[int] = (25, 50, 100, 200, 400),
     out = []
     for (method, name, k), g in reps.groupby(["method", "estimator", "k"], sort=False):
         mae = _t_ci(g["mae"].to_numpy(dtype=float), lo=0.0)
-        tau = _t_ci(g["tau"].to_numpy(dtype=float), lo=-1.0, hi=1.0)
+        tv = g["tau"].to_numpy(dtype=float)
+        tau = _t_ci(tv, lo=-1.0, hi=1.0)
+        n_tau = int(np.isfinite(tv).sum())
+        short = int((g["n_test"] < TAU_MIN_MODELS).sum())
+        cav = (f"tau from {n_tau} of {len(g)} replicates: {short} held out fewer than {TAU_MIN_MODELS} models"
+               if short else None)
         out.append({"method": method, "estimator": name, "k": int(k), "mae": mae[0], "mae_ci_low": mae[1],
                     "mae_ci_high": mae[2], "tau": tau[0], "tau_ci_low": tau[1], "tau_ci_high": tau[2],
-                    "n_replicates": len(g)})
+                    "n_replicates": len(g), "n_tau": n_tau, "caveat": cav})
     res = pd.DataFrame(out)
     if unconverged:
         notes.append(f"{unconverged} of {total} training-fold 2PL fits stopped at {irt_max_iter} iterations before "
                      f"reaching tol {irt_tol:g}")
-    if reps["n_test"].min() < 3:
-        notes.append("some folds hold out fewer than 3 models: Kendall tau there is coarse or undefined")
+    caveats: list[str] = []
+    short = reps.drop_duplicates(["seed", "fold"])
+    n_short = int((short["n_test"] < TAU_MIN_MODELS).sum())
+    if n_short:
+        caveats.append(f"Kendall tau not computed in {n_short} of {len(short)} folds: they hold out fewer than "
+                       f"{TAU_MIN_MODELS} models; use fewer folds or more "
+                       "models" + ("; no tau at all" if n_short == len(short) else ""))
     return SubsetEvalResult(folds, seed_list, kk, ms, res, reps, pd.DataFrame(pred_rows), len(rm.models), n_items,
-                            {k_: v for k_, v in rm.skipped.items() if "left out" in k_}, tuple(notes))
+                            {k_: v for k_, v in rm.skipped.items() if "left out" in k_}, tuple(notes),
+                            tuple(caveats))
 
 
 def _kendall(x: np.ndarray, y: np.ndarray) -> float:

@@ -35,7 +35,8 @@ class Irt(Analysis):
                                "logLik": fit.loglik, "AIC": fit.aic, "BIC": fit.bic,
                                "LRT χ² (1PL vs 2PL)": res.lrt["chisq"] if res.lrt else None,
                                "df": res.lrt["df"] if res.lrt else None, "p": res.lrt["p"] if res.lrt else None}])
-        out.table(Table(stats, caption="Marginal maximum likelihood fit (models as respondents).",
+        fit_caveat = "".join(f" Caveat: {c}." for c in res.caveats)
+        out.table(Table(stats, caption=f"Marginal maximum likelihood fit (models as respondents).{fit_caveat}",
                         label=f"a{a.index}_irt_fit", formats={"Items": "{:,.0f}", "df": "{:.0f}", "p": "{:.3g}",
                                                              "logLik": "{:.2f}", "AIC": "{:.1f}", "BIC": "{:.1f}",
                                                              "LRT χ² (1PL vs 2PL)": "{:.2f}"}))
@@ -50,10 +51,12 @@ class Irt(Analysis):
                         "P_d, IRT a and b, share correct p and point-biserial r_pb.",
                         label=f"a{a.index}_irt_rank_correlations"))
         n = a.get("n")
-        top = fitted.sort_values("a", ascending=False).head(n)
+        ranked = res.top_items(len(fitted) if n is None else int(n), by="a")
+        top = ranked.table
         cols = ["item", "a", "se_a", "b", "se_b", "p", "r_pb", "pd"]
+        caveat = "".join(f" Caveat: {c}." for c in ranked.caveats)
         out.table(Table(top[cols].rename(columns={"pd": "P_d", "r_pb": "r_pb"}),
-                        caption=f"The {len(top)} most discriminating items (highest a).",
+                        caption=f"The {len(top)} most discriminating items (highest a).{caveat}",
                         label=f"a{a.index}_irt_top_items"))
         th = fit.abilities.sort_values("theta", ascending=False)[["model", "theta", "sd"]]
         out.table(Table(th.rename(columns={"model": "Model", "theta": "θ (EAP)", "sd": "posterior SD"}),
@@ -107,11 +110,13 @@ class SubsetEval(Analysis):
         out.figure(F.subset_error_plot(r, "tau", ylabel="Kendall τ of the held-out ranking"), f"a{a.index}_subset_tau",
                    "Kendall τ between estimated and true accuracies of the held-out models.")
         tab = r[["method", "estimator", "k", "mae", "mae_ci_low", "mae_ci_high", "tau", "tau_ci_low", "tau_ci_high"]]
+        caveat = "".join(f" Caveat: {c}." for c in res.caveats)
         out.table(Table(tab.rename(columns={"method": "Method", "estimator": "Estimator", "mae": "MAE",
                                             "mae_ci_low": "MAE low", "mae_ci_high": "MAE high", "tau": "τ",
                                             "tau_ci_low": "τ low", "tau_ci_high": "τ high"}),
                         caption="Leave-models-out validation: MAE of the estimated full-benchmark accuracy and "
-                                "Kendall τ of the held-out ranking, means over folds × seeds with 95% t intervals.",
+                                "Kendall τ of the held-out ranking, means over folds × seeds with 95% t intervals."
+                                + caveat,
                         label=f"a{a.index}_subset_eval", stub=3,
                         formats={"k": "{:.0f}", **{c: "{:.4f}" for c in ("MAE", "MAE low", "MAE high")}}))
         for nt in res.notes:
