@@ -50,8 +50,8 @@ def test_read_log_files(f: LogFile, policy: str) -> None:
         check_unchanged(before, Path(d))
         if log is not None:
             _accounted(log, f.n_rows)
-            assert list(log.columns[:10]) == ["model", "item", "cluster", "trial", "condition", "masking_rate",
-                                              "correct", "response", "gold", "pred"]
+            assert list(log.columns[:11]) == ["model", "item", "cluster", "trial", "condition", "masking_rate",
+                                              "correct", "score", "response", "gold", "pred"]
 
 
 @fuzz(1000)
@@ -130,7 +130,8 @@ def test_validate_log_frames(df: pd.DataFrame, policy: str) -> None:
 def small_logs(tmp_path_factory):
     """A canonical log with hostile names and an extra column, in memory and as a dataset."""
     from mrcstats.io import read_log
-    from mrcstats.io.dataset import open_dataset, write_dataset
+    from mrcstats.io.dataset import open_dataset
+    from mrcstats.io.ingest import write_dataset
 
     d = tmp_path_factory.mktemp("fz")
     rng = np.random.default_rng(0)

@@ -98,3 +98,20 @@ def test_categorical_trial_column() -> None:
     with pytest.raises(SchemaError, match=r"row 3, column 'trial': trial must be an integer, got 'x'"):
         validate_log(df)
     assert validate_log(df.iloc[:2])["trial"].tolist() == [0, 1]
+
+
+def test_parquet_with_damaged_pandas_metadata_is_one_clear_error(tmp_path):
+    """A Parquet file whose pandas metadata (JSON in the footer) is damaged: one InputError, not a
+    JSONDecodeError traceback (found by the fuzz suite's corrupted-bytes cases)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import mrcstats
+    from mrcstats.errors import InputError
+
+    t = pa.table({"model": ["a"], "item": ["1"], "correct": [True]})
+    t = t.replace_schema_metadata({b"pandas": b'{"index_columns": [] x'})
+    p = tmp_path / "bad.parquet"
+    pq.write_table(t, p)
+    with pytest.raises(InputError, match="bad.parquet: cannot read Parquet"):
+        mrcstats.read_log(p)

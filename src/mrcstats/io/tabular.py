@@ -190,12 +190,12 @@ def read_parquet_table(src: Source) -> pd.DataFrame:
         names = pq.ParquetFile(io.BytesIO(src.data)).schema_arrow.names
         check_unique_columns([str(c) for c in names], src.name)
         table = pq.read_table(io.BytesIO(src.data))
+        df = table.to_pandas()      # reads the pandas metadata too (damaged JSON there: ValueError)
     except (ArrowException, OSError, ValueError) as exc:
         if isinstance(exc, InputError):
             raise
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InputError(f"{src.name}: cannot read Parquet ({msg})") from None
-    df = table.to_pandas()
     if len(df) == 0:
         raise InputError(f"{src.name}: Parquet file has no rows")
     nan = nan_cells(table)

@@ -13,12 +13,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from mrcstats.models.results import GlmerResult
-
 __all__ = ["GlmerResult", "anova", "build_design", "drop1", "emmeans", "glmer", "gvif", "lmer", "pairs",
            "parse_formula"]
 
-_LAZY = {
+_LAZY = {      # imported on first use: the CLI asks models.family for its choices without loading the rest
+    "GlmerResult": "mrcstats.models.results",
     "glmer": "mrcstats.models.fit",
     "lmer": "mrcstats.models.lmm",
     "parse_formula": "mrcstats.models.formula",
