@@ -8,6 +8,7 @@ from mrcstats.cli._common import (
     add_log_options,
     add_model_args,
     info,
+    model_arg,
     output,
     parse_kv,
     parse_levels,
@@ -37,7 +38,7 @@ def _lmer(args: argparse.Namespace) -> int:
     contrasts = parse_kv(args.contrasts, "--contrasts")
     levels = parse_levels(args.levels)
     data = read_data(args.data, format=args.fmt, mapping=parse_kv(args.map, "--map") or None,
-                     model=args.model, on_duplicate=args.on_duplicate)
+                     model=model_arg(args.model), on_duplicate=args.on_duplicate)
     report_skipped(data, "lmer")
     m = lmer(args.formula, data, reml=not args.ml, contrasts=contrasts or None, levels=levels or None)
     if args.json:
