@@ -200,6 +200,17 @@ def read_log_args(args: argparse.Namespace, paths: Any, cmd: str, what: str = ""
     return log
 
 
+def read_data_args(args: argparse.Namespace, who: str) -> Any:
+    """The data table of a model command (``glmer``, ``lmer``): ``args.data`` read with the shared log
+    options (``--format``, ``--map``, ``--model``, ``--on-duplicate``), skipped rows reported for ``who``."""
+    from mrcstats.io import read_data
+
+    data = read_data(args.data, format=args.fmt, mapping=parse_kv(args.map, "--map") or None,
+                     model=model_arg(args.model), on_duplicate=args.on_duplicate)
+    report_skipped(data, who)
+    return data
+
+
 def report_skipped(log: Any, cmd: str, what: str = "") -> None:
     """One stderr line per reason rows were left out while reading (``log.attrs["skipped"]``)."""
     for why, n in (getattr(log, "attrs", {}).get("skipped") or {}).items():

@@ -9,11 +9,10 @@ from mrcstats.cli._common import (
     add_log_options,
     add_model_args,
     info,
-    model_arg,
     output,
     parse_kv,
     parse_levels,
-    report_skipped,
+    read_data_args,
 )
 
 
@@ -81,7 +80,6 @@ def _glmer(args: argparse.Namespace) -> int:
     if args.family == "gaussian" and (args.confint or args.drop1 or args.gvif or args.compare or args.emmeans):
         raise InputError("--family gaussian is a linear mixed model (mrcstats lmer): --confint, --drop1, --gvif, "
                          "--compare and --emmeans are not available for it yet")
-    from mrcstats.io import read_data
     from mrcstats.io.dataset import is_dataset, open_dataset
 
     if args.scheduler and args.engine != "dask":
@@ -89,9 +87,7 @@ def _glmer(args: argparse.Namespace) -> int:
     if len(args.data) == 1 and is_dataset(args.data[0]) and not args.fmt and not args.map and not args.model:
         data = open_dataset(args.data[0])       # lazy: one DuckDB/Dask pass collapses it (models.outofcore)
     else:
-        data = read_data(args.data, format=args.fmt, mapping=parse_kv(args.map, "--map") or None,
-                         model=model_arg(args.model), on_duplicate=args.on_duplicate)
-        report_skipped(data, "glmer")
+        data = read_data_args(args, "glmer")
     kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": args.engine, "weights": args.weights,
               "levels": levels or None, "lme4_defaults": args.lme4_defaults, "family": args.family}
     if args.engine in ("duckdb", "dask") or not hasattr(data, "columns") or hasattr(data, "files"):

@@ -8,11 +8,10 @@ from mrcstats.cli._common import (
     add_log_options,
     add_model_args,
     info,
-    model_arg,
     output,
     parse_kv,
     parse_levels,
-    report_skipped,
+    read_data_args,
 )
 
 
@@ -32,14 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _lmer(args: argparse.Namespace) -> int:
-    from mrcstats.io import read_data
     from mrcstats.models.lmm import lmer
 
     contrasts = parse_kv(args.contrasts, "--contrasts")
     levels = parse_levels(args.levels)
-    data = read_data(args.data, format=args.fmt, mapping=parse_kv(args.map, "--map") or None,
-                     model=model_arg(args.model), on_duplicate=args.on_duplicate)
-    report_skipped(data, "lmer")
+    data = read_data_args(args, "lmer")
     m = lmer(args.formula, data, reml=not args.ml, contrasts=contrasts or None, levels=levels or None)
     if args.json:
         for msg in m.messages:
