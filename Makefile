@@ -11,7 +11,7 @@ sysdeps:
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q --upgrade pip "setuptools>=77"
 
 # the package (editable) with its core dependencies
 venv: $(PY)
