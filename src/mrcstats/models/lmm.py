@@ -395,6 +395,10 @@ class LmerResult(Result):
     optinfo: Mapping[str, Any] = field(default_factory=dict, repr=False)
     vcov_varpar: np.ndarray | None = field(default=None, repr=False)
     family: Any = field(default=GAUSSIAN, repr=False)
+    jac_varpar: tuple[np.ndarray, ...] = field(default=(), repr=False)
+    frame: pd.DataFrame | None = field(default=None, repr=False)
+    fit_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    kr: Any = field(default=None, repr=False)
 
     @property
     def link(self) -> str:
@@ -465,6 +469,67 @@ class LmerResult(Result):
     def __str__(self) -> str:
         return self.summary()
 
+    # ------------------------------------------------------------------ contrasts (lmerTest's contest)
+    def contrast_df(self, L: np.ndarray, ddf: str = "Satterthwaite") -> np.ndarray:
+        """Denominator df of each row l of ``L`` (one-df contrasts lᵀβ), lmerTest's ``contest1D``:
+        Satterthwaite ν = 2 (lᵀVl)² / (gᵀAg), g_k = lᵀ (∂V/∂φ_k) l; or Kenward-Roger's (pbkrtest's ``get_Lb_ddf``)."""
+        L = np.atleast_2d(np.asarray(L, float))
+        if _ddf_name(ddf) == "Kenward-Roger":
+            return np.array([self._kr().ddf(row[None, :])[1] for row in L])
+        V = self.vcov.to_numpy()
+        A = self.vcov_varpar
+        out = np.empty(len(L))
+        for i, l in enumerate(L):
+            g = np.array([l @ J @ l for J in self.jac_varpar])
+            out[i] = 2.0 * float(l @ V @ l) ** 2 / float(g @ A @ g)
+        return out
+
+    def contest(self, L: np.ndarray, ddf: str = "Satterthwaite") -> dict[str, float]:
+        """The F test of H0: Lβ = 0, lmerTest's ``contestMD`` (Kuznetsova et al. 2017, sec. 3.2): with VL = L V Lᵀ =
+        P D Pᵀ (eigenvalues above √eps·d₁ kept, q of them), F = Σ (p_mᵀLβ)²/d_m / q; the denominator df from
+        the q one-df Satterthwaite dfs ν_m: E = Σ ν_m/(ν_m − 2), ddf = 2E/(E − q) (2 if any ν_m ≤ 2; their mean
+        if they agree to 1e-8; ν₁ when q = 1). ``ddf="Kenward-Roger"``: pbkrtest's ``KRmodcomp`` F (scaled F,
+        its df), as lmerTest's ``contestMD(ddf = "Kenward-Roger")``. Returns ``Sum Sq``, ``Mean Sq``, ``NumDF``,
+        ``DenDF``, ``F value``, ``Pr(>F)``."""
+        L = np.atleast_2d(np.asarray(L, float))
+        sigma2 = self.sigma ** 2
+        if _ddf_name(ddf) == "Kenward-Roger":
+            F, ddf_, q = self._kr().ftest(L)
+            return _ftable(F, q, ddf_, sigma2)
+        beta = self.fixef.to_numpy()
+        V = self.vcov.to_numpy()
+        d, P = np.linalg.eigh(L @ V @ L.T)
+        d, P = d[::-1], P[:, ::-1]
+        tol = max(math.sqrt(np.finfo(float).eps) * d[0], 0.0)
+        q = int(np.sum(d > tol))
+        if q == 0:
+            return _ftable(math.nan, 0, math.nan, sigma2)
+        PtL = (P.T @ L)[:q]
+        nu = self.contrast_df(PtL)
+        F = float(np.sum((PtL @ beta) ** 2 / d[:q]) / q)
+        return _ftable(F, q, _fstat_ddf(nu), sigma2)
+
+    def anova(self, type: int | str = 3, ddf: str = "Satterthwaite") -> LmerAnova:
+        """lmerTest's ``anova(m, type = type, ddf = ddf)``: one F test per fixed-effect term (see :meth:`contest`),
+        the term's hypothesis matrix from lmerTest's ``get_contrasts_type3`` (type 3: contrasts in treatment
+        coding, each term orthogonalised against the terms containing it, mapped to the fit's own coding; SAS's
+        type III) or ``get_contrasts_type1`` (type 1: rows of the normalised Doolittle factor of XᵀX, sequential).
+        ``ddf``: ``"Satterthwaite"`` (default) or ``"Kenward-Roger"`` (pbkrtest)."""
+        t = {"3": 3, "III": 3, "1": 1, "I": 1}.get(str(type).upper())
+        if t is None:
+            raise InputError(f"lmer anova: type must be 1 or 3 (lmerTest's type = 1 or 3), got {type!r}")
+        name = _ddf_name(ddf)
+        Ls = anova_contrasts(self, t)
+        rows = {lab: self.contest(L, ddf=name) for lab, L in Ls.items()}
+        cols = ["Sum Sq", "Mean Sq", "NumDF", "DenDF", "F value", "Pr(>F)"]
+        table = pd.DataFrame.from_dict(rows, orient="index", columns=cols) if rows else pd.DataFrame(columns=cols)
+        return LmerAnova(table=table, type=t, ddf=name, formula=self.formula)
+
+    def _kr(self):
+        if self.kr is None:
+            raise InputError("lmer: Kenward-Roger needs the fit's design; refit with mrcstats.lmer")
+        return self.kr
+
     def confint(self, level: float = 0.95) -> pd.DataFrame:
         """Wald intervals of the fixed effects with Satterthwaite's df (lmerTest's ``contest(..., confint=TRUE)``):
         β ± t_{df, 1-α/2} SE."""
@@ -473,6 +538,160 @@ class LmerResult(Result):
         lo = self.fixef - q * self.se
         hi = self.fixef + q * self.se
         return pd.DataFrame({"lower": lo, "upper": hi})
+
+
+# ----------------------------------------------------------------------------- anova (lmerTest)
+
+
+def _ddf_name(ddf: str) -> str:
+    key = str(ddf).lower().replace("_", "-").replace(" ", "-")
+    if key in ("satterthwaite", "sat", "satt"):
+        return "Satterthwaite"
+    if key in ("kenward-roger", "kr", "kenwardroger"):
+        return "Kenward-Roger"
+    raise InputError(f"lmer: ddf must be 'Satterthwaite' or 'Kenward-Roger', got {ddf!r}")
+
+
+def _ftable(F: float, ndf: int, ddf: float, sigma2: float) -> dict[str, float]:
+    """lmerTest's ``mk_Ftable``."""
+    p = float(_st.f.sf(F, ndf, ddf)) if ndf > 0 and math.isfinite(F) else math.nan
+    return {"Sum Sq": F * sigma2 * ndf, "Mean Sq": F * sigma2, "NumDF": float(ndf), "DenDF": float(ddf),
+            "F value": F, "Pr(>F)": p}
+
+
+def _fstat_ddf(nu: np.ndarray, tol: float = 1e-8) -> float:
+    """lmerTest's ``get_Fstat_ddf``."""
+    nu = np.asarray(nu, float)
+    if len(nu) == 1:
+        return float(nu[0])
+    if np.all(np.abs(np.diff(nu)) < tol):
+        return float(np.mean(nu))
+    if np.any(nu <= 2):
+        return 2.0
+    E = float(np.sum(nu / (nu - 2)))
+    return 2 * E / (E - len(nu))
+
+
+def _zapsmall(x: np.ndarray, digits: int = 7) -> np.ndarray:
+    """R's ``zapsmall``: round to ``digits`` significant digits of the largest entry."""
+    x = np.asarray(x, float)
+    mx = float(np.max(np.abs(x))) if x.size else 0.0
+    if not mx > 0:
+        return x
+    return np.round(x, max(0, digits - int(math.ceil(math.log10(mx)))))
+
+
+def _doolittle(x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """lmerTest's ``doolittle(x)$L`` (unit lower-triangular factor, entries below eps zeroed)."""
+    n = x.shape[0]
+    L = np.eye(n)
+    U = np.zeros((n, n))
+    for i in range(n):
+        U[i] = x[i] - L[i, :i] @ U[:i]
+        for j in range(i + 1, n):
+            v = x[j, i] - L[j, :i] @ U[:i, i]
+            L[j, i] = 0.0 if abs(U[i, i]) < eps else v / U[i, i]
+    L[np.abs(L) < eps] = 0.0
+    return L
+
+
+def _term_matrix(spec: ModelSpec, terms, intercept: bool, frame: pd.DataFrame, info, contrasts):
+    from dataclasses import replace
+
+    from mrcstats.models.design import _model_matrix
+
+    sub = replace(spec, terms=tuple(terms), intercept=intercept)
+    X, assign, names, _ = _model_matrix(sub, frame, contrasts, info.xlevels, info.scaling, where="anova")
+    return np.asarray(X), list(assign), list(names)
+
+
+def anova_contrasts(m: LmerResult, type: int = 3) -> dict[str, np.ndarray]:
+    """Per fixed-effect term its hypothesis matrix (rows: contrasts of the fit's coefficients), as lmerTest's
+    ``get_contrasts_type1`` / ``get_contrasts_type3``."""
+    info, frame = m.info, m.frame
+    if info is None or frame is None:
+        raise InputError("lmer anova needs the fit's design and data; refit with mrcstats.lmer")
+    if info.dropped_columns:
+        raise InputError(f"lmer anova: the fixed-effect model matrix is rank deficient (dropped "
+                         f"{', '.join(info.dropped_columns)}); anova of such a fit is not supported — drop the "
+                         "aliased terms from the formula")
+    spec = info.spec
+    labels = list(spec.term_labels)
+    if not labels:
+        return {}
+    Xo = info.model_matrix(frame)
+    assign = np.asarray(info.assign)
+    p = Xo.shape[1]
+    if type == 1 or p <= 1 or len(labels) <= 1:
+        XtX = Xo.T @ Xo
+        Lt = _doolittle(XtX).T if p > 1 else np.ones((1, 1))
+        return {lab: Lt[assign == i + 1] for i, lab in enumerate(labels)}
+    codings = list(info.contrasts.values())
+    if codings and all(c == "contr.treatment" for c in codings):
+        X, xassign, xnames = Xo, list(info.assign), list(info.column_names)
+    else:
+        X, xassign, xnames = _term_matrix(spec, spec.terms, spec.intercept, frame, info, {})
+    # the rank-deficient design of every term coded by indicators (lmerTest's get_rdX)
+    blocks, rnames = [], []
+    if spec.intercept:
+        blocks.append(np.ones((len(frame), 1)))
+        rnames.append("(Intercept)")
+    for t in spec.terms:
+        Xt, _a, nt = _term_matrix(spec, [t], False, frame, info, {})
+        blocks.append(Xt)
+        rnames.extend(nt)
+    rdX = np.hstack(blocks)
+    XtX = X.T @ X
+    cho = sla.cho_factor(XtX)
+    L = _zapsmall(sla.cho_solve(cho, X.T @ rdX).T)          # t(ginv(X) %*% rdX): rdX params x X coefficients
+    cols = {lab: np.flatnonzero(np.asarray(xassign) == i + 1) for i, lab in enumerate(labels)}
+    numeric = {v.label for t in spec.terms for v in t.variables if v.label not in info.xlevels}
+    tvars = {t.label: {v.label for v in t.variables} for t in spec.terms}
+    order = {t.label: t.order for t in spec.terms}
+    for lab in sorted(labels, key=lambda s: -order[s]):             # stable: R's order(decreasing = TRUE)
+        contains = [o for o in labels if tvars[lab] < tvars[o] and tvars[lab] & numeric == tvars[o] & numeric]
+        if contains:
+            Xc = L[:, np.concatenate([cols[o] for o in contains])]
+            Y = L[:, cols[lab]]
+            coef, *_ = np.linalg.lstsq(Xc, Y, rcond=None)
+            L[:, cols[lab]] = _zapsmall(Y - Xc @ coef)
+    try:
+        L = L[[rnames.index(c) for c in xnames]]
+    except ValueError:  # pragma: no cover - the two codings name their columns alike
+        raise ModelError("lmer anova: the treatment-coded columns are not among the indicator columns") from None
+    out = {lab: L[:, cols[lab]].T for lab in labels}
+    if X is not Xo:
+        mp = _zapsmall(sla.cho_solve(cho, X.T @ Xo))              # ginv(X) %*% Xorig
+        out = {lab: Lk @ mp for lab, Lk in out.items()}
+    return {lab: Lk[np.abs(Lk).sum(axis=1) > 1e-8] for lab, Lk in out.items()}
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class LmerAnova(Result):
+    """lmerTest's ``anova(m, type, ddf)`` table: per term ``Sum Sq``, ``Mean Sq``, ``NumDF``, ``DenDF``,
+    ``F value``, ``Pr(>F)``."""
+
+    table: pd.DataFrame
+    type: int
+    ddf: str
+    formula: str
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.reset_index(names="term")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "ddf": self.ddf,
+                "terms": [{"term": str(r["term"]), **{k: float(r[k]) for k in self.table.columns}}
+                          for r in self.to_frame().to_dict(orient="records")]}
+
+    def summary(self) -> str:
+        roman = {1: "I", 3: "III"}[self.type]
+        head = f"Type {roman} Analysis of Variance Table with {self.ddf}'s method"
+        body = self.table.to_string(float_format=lambda v: f"{v:.6g}") if len(self.table) else "(no terms)"
+        return f"{head}\n{body}"
+
+    def __str__(self) -> str:
+        return self.summary()
 
 
 # ----------------------------------------------------------------------------- fitting
@@ -640,7 +859,8 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None) -> LmerResult:
         converged=converged, singular=singular, messages=tuple(dict.fromkeys(messages)),
         fit_seconds=time.perf_counter() - t0, info=design.info,
         optinfo={"optimizer": "L-BFGS-B+Newton", "nit": int(r.nit), "nfev": sys_.nfev, "message": str(r.message)},
-        vcov_varpar=A)
+        vcov_varpar=A, jac_varpar=tuple(J[:, k].reshape(p, p) for k in range(J.shape[1])), frame=design.frame,
+        fit_options={"contrasts": dict(design.info.contrasts)})
 
 
-__all__ = ["LmerResult", "LmmSystem", "fit_lmm", "lmer"]
+__all__ = ["LmerAnova", "LmerResult", "anova_contrasts", "LmmSystem", "fit_lmm", "lmer"]
