@@ -1,0 +1,129 @@
+"""lmer's ``anova`` (types 3 and 1), emmeans with lmer df, and Wald/profile intervals against lmerTest, emmeans
+and lme4 run in the same test run on data generated here (lme4's optimiser tightened as in test_lmer.py).
+
+Targets (issue 26): F, NumDF, DenDF 1e-4 relative, p 1e-6 relative.
+"""
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+
+import mrcstats
+from mrcstats.errors import InputError
+from mrcstats.models.lmm import _doolittle, _fstat_ddf, _zapsmall, lmer
+
+from .test_lmer import lmm_data
+
+_R = r"""
+suppressMessages({library(lmerTest); library(emmeans)})
+a <- commandArgs(TRUE)
+df <- read.csv(a[1], stringsAsFactors = TRUE)
+ctl <- lmerControl(optimizer = "nloptwrap", optCtrl = list(xtol_abs = 1e-12, ftol_abs = 1e-14, xtol_rel = 1e-12,
+                                                           ftol_rel = 1e-15, maxeval = 100000))
+cl <- if (nchar(a[3])) setNames(list("contr.sum"), a[3]) else NULL
+m <- lmer(as.formula(a[2]), df, REML = TRUE, control = ctl, contrasts = cl)
+out <- function(sec, nm, v) cat(paste(sec, nm, sprintf("%.17g", v), sep = "\t"), sep = "\n")
+for (ty in c(3, 1)) for (dd in strsplit(a[4], ",")[[1]]) {
+  t <- anova(m, type = ty, ddf = dd)
+  for (col in c("F value", "NumDF", "DenDF", "Pr(>F)"))
+    out(paste("anova", ty, dd, col, sep = ":"), rownames(t), t[[col]])
+}
+if (nchar(a[5])) {
+  em <- emmeans(m, a[5], lmer.df = "satterthwaite")
+  s <- as.data.frame(summary(em))
+  for (col in c("emmean", "SE", "df", "lower.CL")) out(paste("em", col, sep = ":"), seq_len(nrow(s)), s[[col]])
+  p <- as.data.frame(summary(pairs(em)))
+  for (col in c("estimate", "SE", "df", "t.ratio", "p.value")) out(paste("pairs", col, sep = ":"), p$contrast, p[[col]])
+}
+"""
+
+
+def r_anova(rscript, df, formula, tmp, sum_factor="", ddf="Satterthwaite", em=""):
+    csv = tmp / "d.csv"
+    df.to_csv(csv, index=False)
+    script = tmp / "anova.R"
+    script.write_text(_R)
+    res = subprocess.run([rscript, str(script), str(csv), formula, sum_factor, ddf, em], capture_output=True,
+                         text=True, timeout=600, check=False)
+    if res.returncode != 0:
+        raise RuntimeError(res.stderr[-2000:])
+    out: dict = {}
+    for line in res.stdout.splitlines():
+        sec, name, val = line.split("\t")
+        out.setdefault(sec, {})[name] = float(val)
+    return out
+
+
+CASES = {
+    "interaction_slopes": ("y ~ x * cond + (1 + x | g)", ""),
+    "interaction_sum": ("y ~ x * cond + (1 + x | g)", "cond"),
+    "crossed": ("y ~ cond + x + (1 | g) + (1 | item)", ""),
+    "two_factors": ("y ~ cond * sub + x + (1 | g)", ""),
+    "two_factors_sum": ("y ~ cond * sub + x + (1 | g)", "cond"),
+}
+
+
+@pytest.mark.r
+@pytest.mark.parametrize("case", list(CASES))
+def test_anova_matches_lmertest(case, rscript, tmp_path):
+    f, sumf = CASES[case]
+    df = lmm_data(seed=3)
+    m = lmer(f, df, contrasts={sumf: "sum"} if sumf else None)
+    r = r_anova(rscript, df, f, tmp_path, sumf)
+    for ty in (3, 1):
+        a = m.anova(type=ty).table
+        got_terms = list(a.index)
+        assert got_terms == list(r[f"anova:{ty}:Satterthwaite:F value"]), ty
+        for col, rel in (("F value", 1e-4), ("NumDF", 1e-12), ("DenDF", 1e-4), ("Pr(>F)", 1e-6)):
+            want = r[f"anova:{ty}:Satterthwaite:{col}"]
+            for term in got_terms:
+                assert a.loc[term, col] == pytest.approx(want[term], rel=rel), (ty, col, term)
+
+
+@pytest.mark.r
+def test_emmeans_lmer_satterthwaite_matches_emmeans(rscript, tmp_path):
+    f = "y ~ x * cond + (1 + x | g)"
+    df = lmm_data(seed=3)
+    m = lmer(f, df)
+    r = r_anova(rscript, df, f, tmp_path, em="cond")
+    em = mrcstats.emmeans(m, "cond")
+    t = em.to_frame()
+    for col in ("emmean", "SE", "df", "lower.CL"):
+        want = np.array([r[f"em:{col}"][str(i + 1)] for i in range(len(t))])
+        assert np.allclose(t[col], want, rtol=1e-4, atol=1e-6), col
+    pr = em.pairs().to_frame().set_index("contrast")
+    for col in ("estimate", "SE", "df", "t.ratio", "p.value"):
+        want = r[f"pairs:{col}"]
+        for k, v in want.items():
+            assert pr.loc[k, col] == pytest.approx(v, rel=1e-6 if col == "p.value" else 1e-4, abs=1e-7), (col, k)
+    assert "Degrees-of-freedom method: satterthwaite" in em.summary()
+
+
+def test_anova_pieces():
+    # lmerTest's helpers on hand-checked inputs
+    assert _fstat_ddf(np.array([10.0])) == 10.0
+    assert _fstat_ddf(np.array([5.0, 5.0])) == 5.0
+    assert _fstat_ddf(np.array([1.5, 30.0])) == 2.0
+    nu = np.array([10.0, 20.0])
+    E = 10 / 8 + 20 / 18
+    assert _fstat_ddf(nu) == pytest.approx(2 * E / (E - 2))
+    assert np.array_equal(_zapsmall(np.array([1.0, 1e-12, 0.123456789])), [1.0, 0.0, 0.1234568])   # R: round(x, 7)
+    x = np.array([[4.0, 2, 1], [2, 3, 1], [1, 1, 2]])
+    L = _doolittle(x)
+    D = np.diag(np.linalg.cholesky(x).diagonal() ** 2)
+    assert np.allclose(L @ D @ L.T, x)
+    m = lmer("y ~ x * cond + (1 | g)", lmm_data())
+    a = m.anova()
+    assert list(a.to_frame()["term"]) == ["x", "cond", "x:cond"] and a.to_dict()["type"] == 3
+    assert "Type III Analysis of Variance Table with Satterthwaite's method" in a.summary()
+    # a one-df term: F = t², the df of the coefficient's t test
+    one = lmer("y ~ x + (1 | g)", lmm_data())
+    t1 = one.anova().table
+    assert t1.loc["x", "F value"] == pytest.approx(one.t["x"] ** 2, rel=1e-10)
+    assert t1.loc["x", "DenDF"] == pytest.approx(one.df["x"], rel=1e-10)
+    with pytest.raises(InputError, match="type"):
+        m.anova(type=2)
+    with pytest.raises(InputError, match="ddf"):
+        m.anova(ddf="containment")
