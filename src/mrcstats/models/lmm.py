@@ -134,7 +134,9 @@ class LmmSystem:
         self.A11 = A11
         self.A12 = ZtZ[:self.m1, self.m1:].toarray() if self.Q2 else None
         self.A22 = ZtZ[self.m1:, self.m1:].toarray() if self.Q2 else None
+        self.ZtR = np.column_stack([self.Zty, self.ZtX])         # Zᵀ[y X], one Λᵀ product per evaluation
         self.nfev = 0
+        self._cache: dict[bytes, tuple] = {}
 
     # ------------------------------------------------------------------ Λ
     def factors(self, theta: np.ndarray) -> list[np.ndarray]:
@@ -212,9 +214,9 @@ class LmmSystem:
         theta = np.asarray(theta, float)
         Ts = self.factors(theta)
         fac = self._factor(Ts)
-        bu = self._lam_t(Ts, self.Zty)
-        Bx = self._lam_t(Ts, self.ZtX)
-        W = self._solve(fac, np.column_stack([bu, Bx]))
+        BR = self._lam_t(Ts, self.ZtR)
+        bu, Bx = BR[:, 0], BR[:, 1:]
+        W = self._solve(fac, BR)
         wu, Wx = W[:, 0], W[:, 1:]
         RtR = self.XtX - Bx.T @ Wx
         rhs = self.Xty - Bx.T @ wu
@@ -242,11 +244,58 @@ class LmmSystem:
     def deviance(self, theta) -> float:
         return self.evaluate(theta)["dev"]
 
+    def deviance_grad(self, theta) -> tuple[float, np.ndarray]:
+        """d(θ) and its exact gradient when there is one random-effects term (M block-diagonal; else None).
+
+        Per level j (A_j = Z_jᵀZ_j, B_j = Z_jᵀX_j, c_j = Z_jᵀy_j, D_j = TᵀA_jT + I, K_j = B_j (RXᵀRX)⁻¹ B_jᵀ,
+        res_j = c_j − B_jβ̂ − A_jTû_j), with dT = ∂T/∂θ_k: ∂log|L|² = 2 Σ tr(dT D_j⁻¹TᵀA_j); ∂r² = −2 Σ res_jᵀ dT û_j
+        (the envelope theorem: β̂, û minimise r²); ∂log|RX|² = −2 Σ tr(dT (D_j⁻¹TᵀK_j − N_jTᵀA_j)),
+        N_j = D_j⁻¹TᵀK_jTD_j⁻¹; then ∂d = ∂log|L|² [+ ∂log|RX|²] + (n [− p]) ∂r²/r²."""
+        e = self.evaluate(theta)
+        if self.Q2:
+            return e["dev"], None
+        T = e["Ts"][0]
+        Dinv = e["fac"][0]
+        n1, q, p = self.nls[0], self.qs[0], self.p
+        A = self.A11
+        u = e["u"].reshape(n1, q)
+        beta = e["beta"]
+        Tu = u @ T.T
+        res = self.Zty.reshape(n1, q) - (self.ZtX @ beta).reshape(n1, q) - (A @ Tu[:, :, None])[:, :, 0]
+        TtA = T.T @ A                                               # Tᵀ A_j
+        G = 2.0 * np.tensordot(Dinv, TtA, axes=([0, 2], [0, 1]))    # Σ D_j⁻¹ Tᵀ A_j
+        n = self.n
+        if self.reml and p:
+            B = self.ZtX.reshape(n1, q, p)
+            BRi = (self.ZtX @ np.linalg.inv(e["RXtRX"])).reshape(n1, q, p)
+            K = BRi @ B.transpose(0, 2, 1)
+            DTK = (Dinv @ T.T) @ K                                  # D_j⁻¹ Tᵀ K_j
+            N = (DTK @ T) @ Dinv                                    # D_j⁻¹ Tᵀ K_j T D_j⁻¹
+            G -= 2.0 * (DTK.sum(axis=0) - np.tensordot(N, TtA, axes=([0, 2], [0, 1])))
+        coef = (n - p if self.reml else n) / e["r2"]
+        G -= 2.0 * coef * (u.T @ res)
+        tri = self.terms[0]._tri()
+        return e["dev"], np.array([G[j, i] for i, j in tri])
+
+    def _pieces(self, theta: np.ndarray) -> tuple[float, float, float, np.ndarray]:
+        """(log|L|², r², log|RX|², RXᵀRX) at θ, remembered (the numerical derivatives in (θ, σ) revisit each θ)."""
+        theta = np.asarray(theta, float)
+        key = theta.tobytes()
+        hit = self._cache.get(key)
+        if hit is None:
+            e = self.evaluate(theta)
+            hit = (e["ldL2"], e["r2"], e["ldRX2"], e["RXtRX"])
+            if len(self._cache) > 1024:
+                self._cache.clear()
+            self._cache[key] = hit
+        return hit
+
     # ------------------------------------------------------------------ lmerTest's functions of (θ, σ)
     def devfun_vp(self, varpar: np.ndarray) -> float:
         """lmerTest's ``devfun_vp``: the deviance at (θ, σ), β and u profiled."""
         sigma2 = float(varpar[-1]) ** 2
-        e = self.evaluate(varpar[:-1])
+        ldL2, r2, ldRX2, _ = self._pieces(varpar[:-1])
+        e = {"ldL2": ldL2, "r2": r2, "ldRX2": ldRX2}
         n, p = self.n, self.p
         dev = e["ldL2"] + e["r2"] / sigma2 + n * math.log(2 * math.pi * sigma2)
         if self.reml:
@@ -255,8 +304,8 @@ class LmmSystem:
 
     def covbeta(self, varpar: np.ndarray) -> np.ndarray:
         """lmerTest's ``get_covbeta``: σ² (RXᵀRX(θ))⁻¹, flattened."""
-        e = self.evaluate(varpar[:-1])
-        return (float(varpar[-1]) ** 2 * np.linalg.inv(e["RXtRX"])).ravel()
+        RtR = self._pieces(varpar[:-1])[3]
+        return (float(varpar[-1]) ** 2 * np.linalg.inv(RtR)).ravel()
 
     def condvar(self, e: dict[str, Any]) -> list[np.ndarray]:
         """Per term the blocks of Λ M⁻¹ Λᵀ (levels x q x q), to be scaled by σ² (lme4's ``condVar``)."""
@@ -766,11 +815,18 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None) -> LmerResult:
     th0 = np.concatenate([r.start for r in re])
     f = sys_.deviance
     bounds = [(0.0 if lo == 0 else None, None) for lo in lower]
-    r = optimize.minimize(lambda th: (f(th), _central_grad(f, th, lower)), th0, jac=True, method="L-BFGS-B",
-                          bounds=bounds, options={"maxiter": 1000, "ftol": 1e-12, "gtol": 1e-7, "maxcor": 20})
+    exact = not sys_.Q2                  # one random-effects term: the exact gradient (LmmSystem.deviance_grad)
+
+    def fg(th):
+        return sys_.deviance_grad(th) if exact else (f(th), _central_grad(f, th, lower))
+
+    def grad(th):
+        return fg(th)[1]
+
+    r = optimize.minimize(fg, th0, jac=True, method="L-BFGS-B", bounds=bounds,
+                          options={"maxiter": 1000, "ftol": 1e-12, "gtol": 1e-7, "maxcor": 20})
     th = np.maximum(r.x, lower)
-    fval = f(th)
-    g_end = _central_grad(f, th, lower)
+    fval, g_end = fg(th)
     converged = bool(np.all(np.abs(np.where((lower == 0) & (th <= 1e-8), np.minimum(g_end, 0), g_end)) < 2e-3))
     # Newton polish on the free parameters (those off the boundary)
     for _ in range(8):
@@ -778,13 +834,25 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None) -> LmerResult:
         if not free.any():
             break
         idx = np.flatnonzero(free)
-
-        def fsub(z, idx=idx, base=th):
-            t = base.copy()
-            t[idx] = z
-            return f(t)
-        g = _central_grad(fsub, th[idx], lower[idx], h=1e-5)
-        H = richardson_hessian(fsub, th[idx], r=2, d=1e-3)
+        if exact:       # Hessian by central differences of the exact gradient
+            g = g_end[idx]
+            H = np.empty((len(idx), len(idx)))
+            for a, i in enumerate(idx):
+                h = 1e-5 * max(1.0, abs(th[i]))
+                if lower[i] == 0:
+                    h = min(h, 0.5 * th[i])
+                tp, tm = th.copy(), th.copy()
+                tp[i] += h
+                tm[i] -= h
+                H[:, a] = (grad(tp)[idx] - grad(tm)[idx]) / (2 * h)
+            H = 0.5 * (H + H.T)
+        else:
+            def fsub(z, idx=idx, base=th):
+                t = base.copy()
+                t[idx] = z
+                return f(t)
+            g = _central_grad(fsub, th[idx], lower[idx], h=1e-5)
+            H = richardson_hessian(fsub, th[idx], r=2, d=1e-3)
         try:
             step = np.linalg.solve(H, g)
         except np.linalg.LinAlgError:
@@ -792,10 +860,10 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None) -> LmerResult:
         tn = th.copy()
         tn[idx] = th[idx] - step
         tn = np.maximum(tn, lower)
-        fn = f(tn)
+        fn, gn = fg(tn)
         if fn <= fval and np.max(np.abs(tn - th)) > 0:
             moved = np.max(np.abs(tn - th))
-            th, fval = tn, fn
+            th, fval, g_end = tn, fn, gn
             if moved < 1e-10:
                 break
         else:
