@@ -60,37 +60,18 @@ PAIRS_MAX = 30_000_000       # first-term x other-term coupling entries kept den
 
 
 def _left(T: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """T @ B[j] for every j (T: q x q, B: n x q x m), as q² vector operations (faster than batched matmul
-    for the small q of random-effects terms)."""
-    q = T.shape[0]
-    out = np.zeros(B.shape)
-    for a in range(q):
-        for b in range(q):
-            if T[a, b] != 0.0:
-                out[:, a] += T[a, b] * B[:, b]
-    return out
+    """T @ B[j] for every j (T: q x q, B: n x q x m), as one matrix product over the stacked blocks."""
+    return np.moveaxis(np.tensordot(T, B, axes=([1], [1])), 0, 1)
 
 
 def _right(B: np.ndarray, T: np.ndarray) -> np.ndarray:
     """B[..., :] @ T over the last axis (B: ... x q)."""
-    q = T.shape[0]
-    out = np.zeros(B.shape)
-    for a in range(q):
-        for b in range(q):
-            if T[b, a] != 0.0:
-                out[..., a] += B[..., b] * T[b, a]
-    return out
+    return B @ T
 
 
 def _bmm(M: np.ndarray, B: np.ndarray) -> np.ndarray:
     """M[j] @ B[j] (M: n x q x q, B: n x q x m)."""
-    q = M.shape[1]
-    out = np.zeros(B.shape)
-    for a in range(q):
-        for b in range(q):
-            out[:, a] += M[:, a, b, None] * B[:, b]
-    return out
-
+    return M @ B
 
 
 class LmmSystem:
