@@ -357,33 +357,14 @@ def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff
         full[mask] = r.x
         return np.concatenate([[math.copysign(1.0, xx - opt[w]) * math.sqrt(dev)], full])
 
-    def nextpar(mat, cc, r, lower, upper, minstep=1e-6):
-        pvals = mat[r - 1:r + 1, cc]
-        zz = mat[r - 1:r + 1, 0]
-        num = pvals[1] - pvals[0]
-        denom = zz[1] - zz[0]
-        if not np.isfinite(denom) or denom == 0:
-            step = minstep
-        else:
-            step = delta * num / denom
-            if step < 0:
-                step = minstep
-            elif abs(step) > maxmult * abs(num):
-                step = math.copysign(maxmult * abs(num), step)
-        return min(upper, max(lower, pvals[1] + math.copysign(1.0, num) * step))
+    def step(w, xx, prev):
+        start = np.delete(prev, w)
+        if not np.all(np.isfinite(start)):
+            start = np.delete(opt, w)
+        return zeta(w, xx, start)
 
     def fillmat(mat, n_rows, w, lower, upper):
-        cc = w + 1
-        i = 1                                  # 0-based index of the last filled row
-        while (i < maxpts - 1 and lower < mat[i, cc] < upper
-               and (not np.isfinite(mat[i, 0]) or abs(mat[i, 0]) <= cutoff)):
-            npar = nextpar(mat, cc, i, lower, upper)
-            start = np.delete(mat[i, 1:], w)
-            if not np.all(np.isfinite(start)):
-                start = np.delete(opt, w)
-            mat[i + 1] = zeta(w, npar, start)
-            i += 1
-        return mat[:i + 1]
+        return _fillmat(mat, w, lower, upper, step, delta, cutoff, maxpts, maxmult)
 
     a = (1 - level) / 2
     zq = _st.norm.ppf([a, 1 - a])
@@ -402,14 +383,7 @@ def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff
         nres[0] = srow
         up = fillmat(pres, maxpts, w, lowcut, upcut)
         dn = fillmat(nres, maxpts, w, lowcut, upcut) if pw > lowcut else nres[:2]
-        allr = np.vstack([up, dn])
-        allr = allr[np.all(np.isfinite(allr[:, [0, w + 1]]), axis=1)]
-        allr = np.unique(allr, axis=0)
-        x, z = allr[:, w + 1], allr[:, 0]
-        order = np.argsort(x, kind="stable")
-        x, z = x[order], z[order]
-        keep = np.concatenate([[True], np.diff(x) > 0])
-        x, z = x[keep], z[keep]
+        x, z = _profile_xz(up, dn, w)
         try:
             ci = _back_spline_predict(x, z, zq)
         except ValueError:
@@ -442,6 +416,50 @@ def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff
                            "(a singular fit, see the messages); use method='boot' for the random-effect parameters")
         out[k] = ci
     return out, msgs, refused
+
+
+def _nextpar(mat, cc, r, lower, upper, delta, maxmult, minstep=1e-6):
+    """lme4's ``nextpar`` (``profile.merMod``): the next value of column ``cc`` after row ``r``, a step of
+    ``delta`` in ζ extrapolated from the last two rows, at least ``minstep``, at most ``maxmult`` times the last
+    step, kept within [lower, upper]."""
+    pvals = mat[r - 1:r + 1, cc]
+    zz = mat[r - 1:r + 1, 0]
+    num = pvals[1] - pvals[0]
+    denom = zz[1] - zz[0]
+    if not np.isfinite(denom) or denom == 0:
+        step = minstep
+    else:
+        step = delta * num / denom
+        if step < 0:
+            step = minstep
+        elif abs(step) > maxmult * abs(num):
+            step = math.copysign(maxmult * abs(num), step)
+    return min(upper, max(lower, pvals[1] + math.copysign(1.0, num) * step))
+
+
+def _profile_xz(up: np.ndarray, dn: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
+    """The profile of parameter ``w`` from both directions' rows: (values, ζ), finite, unique, increasing."""
+    allr = np.vstack([up, dn])
+    allr = allr[np.all(np.isfinite(allr[:, [0, w + 1]]), axis=1)]
+    allr = np.unique(allr, axis=0)
+    x, z = allr[:, w + 1], allr[:, 0]
+    order = np.argsort(x, kind="stable")
+    x, z = x[order], z[order]
+    keep = np.concatenate([[True], np.diff(x) > 0])
+    return x[keep], z[keep]
+
+
+def _fillmat(mat, w, lower, upper, zeta, delta, cutoff, maxpts, maxmult):
+    """lme4's ``fillmat``: rows [ζ, parameters] from row 1 on, stepping parameter ``w`` by :func:`_nextpar` until
+    |ζ| passes ``cutoff``, a bound, or ``maxpts`` rows; ``zeta(w, x, previous row's parameters)`` gives a row."""
+    cc = w + 1
+    i = 1                                  # 0-based index of the last filled row
+    while (i < maxpts - 1 and lower < mat[i, cc] < upper
+           and (not np.isfinite(mat[i, 0]) or abs(mat[i, 0]) <= cutoff)):
+        npar = _nextpar(mat, cc, i, lower, upper, delta, maxmult)
+        mat[i + 1] = zeta(w, npar, mat[i, 1:])
+        i += 1
+    return mat[:i + 1]
 
 
 def _direct_bounds(f, theta_hat, beta_hat, j: int, se: float, base: float, zq: np.ndarray, lower: np.ndarray,
