@@ -429,6 +429,7 @@ class LmerResult(Result):
     frame: pd.DataFrame | None = field(default=None, repr=False)
     fit_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     kr: Any = field(default=None, repr=False)
+    design: Any = field(default=None, repr=False)
 
     @property
     def link(self) -> str:
@@ -560,14 +561,224 @@ class LmerResult(Result):
             raise InputError("lmer: Kenward-Roger needs the fit's design; refit with mrcstats.lmer")
         return self.kr
 
-    def confint(self, level: float = 0.95) -> pd.DataFrame:
-        """Wald intervals of the fixed effects with Satterthwaite's df (lmerTest's ``contest(..., confint=TRUE)``):
-        β ± t_{df, 1-α/2} SE."""
+    def confint(self, method: str = "profile", level: float = 0.95, parm: Any = None):
+        """Confidence intervals as lme4's ``confint(m, parm, level, method)`` on an lmer fit (rows ``.sig01``, …,
+        ``.sigma``, then the fixed effects; columns ``"2.5 %"``/``"97.5 %"``):
+
+        * ``"profile"`` (lme4's default): the likelihood profile of each parameter on lme4's scale (SDs and
+          correlations in the response's units, σ, β) from the ML fit (lme4 refits a REML fit by ML first), stepped
+          as lme4's ``profile.merMod`` and inverted by its interpolating back-spline (:func:`profile_confint`);
+        * ``"Wald"``: β ± z_{1-α/2} SE, NA for the variance parameters (lme4);
+        * ``"satterthwaite"``: β ± t_{df, 1-α/2} SE with Satterthwaite's df (lmerTest's ``contest(...,
+          confint = TRUE)``), fixed effects only.
+        """
+        from mrcstats.models.confint import ConfintResult, _which, format_perc, sig_names
+
         level = check_level(level, "lmer confint")
-        q = _st.t.ppf(0.5 + level / 2, self.df.to_numpy())
-        lo = self.fixef - q * self.se
-        hi = self.fixef + q * self.se
-        return pd.DataFrame({"lower": lo, "upper": hi})
+        meth = {"profile": "profile", "wald": "Wald", "satterthwaite": "satterthwaite"}.get(str(method).lower())
+        if meth is None:
+            raise InputError(f"lmer confint method {method!r}: use profile, Wald or satterthwaite")
+        if meth == "profile":
+            return profile_confint(self, level=level, parm=parm)
+        a = (1 - level) / 2
+        cols = format_perc(np.array([a, 1 - a]))
+        fe, se = self.fixef.to_numpy(), self.se.to_numpy()
+        if meth == "satterthwaite":
+            q = _st.t.ppf(1 - a, self.df.to_numpy())
+            tab = pd.DataFrame(np.column_stack([fe - q * se, fe + q * se]), index=self.fixef.index, columns=cols)
+            rows = _which(parm, list(self.fixef.index), 0)
+            return ConfintResult("satterthwaite", level, tab.iloc[rows])
+        names = sig_names(len(self.theta)) + [".sigma"] + list(self.fixef.index)
+        k = len(self.theta) + 1
+        ci = np.full((len(names), 2), np.nan)
+        ci[k:] = fe[:, None] + se[:, None] * _st.norm.ppf([a, 1 - a])[None, :]
+        rows = _which(parm, names, k)
+        return ConfintResult("Wald", level, pd.DataFrame(ci, index=names, columns=cols).iloc[rows])
+
+
+def _reduced_system(sys_: LmmSystem, j: int, b: float) -> LmmSystem:
+    """The ML system of the model with β_j fixed at b (lme4's profile: an offset b·x_j, x_j dropped from X), from
+    the cross-products alone."""
+    import copy
+
+    r = copy.copy(sys_)
+    keep = np.delete(np.arange(sys_.p), j)
+    xj = sys_.ZtX[:, j]
+    r.Zty = sys_.Zty - b * xj
+    r.ZtX = np.ascontiguousarray(sys_.ZtX[:, keep])
+    r.yty = sys_.yty - 2 * b * sys_.Xty[j] + b * b * sys_.XtX[j, j]
+    r.Xty = sys_.Xty[keep] - b * sys_.XtX[keep, j]
+    r.XtX = sys_.XtX[np.ix_(keep, keep)]
+    r.p = sys_.p - 1
+    r.ZtR = np.column_stack([r.Zty, r.ZtX])
+    r._cache = {}
+    return r
+
+
+def _min_theta(sys_: LmmSystem, th0: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """θ minimising sys_'s profiled deviance from th0 (L-BFGS-B; the exact gradient for one term)."""
+    exact = not sys_.Q2
+
+    def fg(th):
+        return sys_.deviance_grad(th) if exact else (sys_.deviance(th), _central_grad(sys_.deviance, th, lower))
+
+    bounds = [(0.0 if lo == 0 else None, None) for lo in lower]
+    r = optimize.minimize(fg, np.maximum(th0, lower), jac=True, method="L-BFGS-B", bounds=bounds,
+                          options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9, "maxcor": 20})
+    return np.maximum(r.x, lower)
+
+
+def profile_confint(m: LmerResult, level: float = 0.95, parm: Any = None, maxpts: int = 100,
+                    alphamax: float = 0.01, delta_cutoff: float = 1 / 8, maxmult: float = 10.0):
+    """lme4's ``confint(m, method = "profile")`` for an lmer fit (``profile.merMod`` + ``confint.thpr``).
+
+    The profile is of the ML deviance (a REML fit is refitted by ML, as lme4's ``devfun2`` does), base D̂ = −2 logLik.
+    Variance parameters on lme4's scale v = (SDs σ·sd(Λ), correlations, σ): D(v) = log|L|² + r²(θ)/σ² + n log(2πσ²)
+    with θ from v (``Sv_to_Cv``) and β profiled; each v_w fixed in turn, D minimised over the other v (bounds
+    SD, σ ≥ 0, |cor| ≤ 1), first step 1.01·v̂_w (1e-3 from 0). Fixed effects: β_j fixed by an offset, the ML
+    profiled deviance minimised over θ, first step β̂_j + δ·SE_j. Steps of δ = cutoff/8 in ζ = sign·√(D − D̂)
+    (``nextpar``/``fillmat``), cutoff √χ²_{nptot}(0.99); the bounds ζ = ∓z_{1-α/2} from R's back-spline of the
+    interpolating spline ζ(x); NA (the range limit) where the profile does not reach the cutoff."""
+    from mrcstats.models.confint import (
+        ConfintResult,
+        _back_spline_predict,
+        _fillmat,
+        _Params,
+        _profile_xz,
+        _which,
+        format_perc,
+        sig_names,
+    )
+
+    t0 = time.perf_counter()
+    design = m.design
+    if design is None:
+        raise InputError("lmer confint: this fit kept no design; refit with mrcstats.lmer")
+    ml = fit_lmm(design, reml=False, satterthwaite=False) if m.reml else m
+    sys_ = LmmSystem(design, reml=False)
+    n, p = sys_.n, sys_.p
+    P = _Params(design.re, p)
+    nth = P.nth
+    lower_th = np.concatenate([r.lower for r in design.re])
+    th_hat = ml.theta.to_numpy()
+    sig = ml.sigma
+    sv = P.to_sdcor(th_hat)
+    sv[P.is_sd] *= sig
+    opt = np.concatenate([sv, [sig], ml.fixef.to_numpy()])
+    nv = nth + 1
+    lo = np.concatenate([np.where(P.is_sd, 0.0, -1.0), [0.0], np.full(p, -np.inf)])
+    hi = np.concatenate([np.where(P.is_sd, np.inf, 1.0), [np.inf], np.full(p, np.inf)])
+
+    def v_to_theta(v):
+        s = np.array(v[:nth], float)
+        s[P.is_sd] /= v[nth]
+        return P.to_theta(s)
+
+    def dev_v(v):
+        if v[nth] <= 0:
+            return math.inf
+        try:
+            ldL2, r2, _, _ = sys_._pieces(v_to_theta(v))
+        except (ModelError, np.linalg.LinAlgError):
+            return math.inf
+        s2 = v[nth] ** 2
+        return ldL2 + r2 / s2 + n * math.log(2 * math.pi * s2)
+
+    base = min(-2.0 * ml.loglik, dev_v(opt[:nv]))
+    nptot = len(opt)
+    cutoff = math.sqrt(_st.chi2.ppf(1 - alphamax, nptot))
+    delta = cutoff * delta_cutoff
+    se_ml = ml.se.to_numpy()
+
+    def zeta(w, xx, prev):
+        row = np.full(nptot + 1, np.nan)
+        if w < nv:
+            mask = np.ones(nv, bool)
+            mask[w] = False
+            start = prev[:nv][mask] if np.all(np.isfinite(prev[:nv])) else opt[:nv][mask]
+
+            def fun(z):
+                v = np.empty(nv)
+                v[w] = xx
+                v[mask] = z
+                return dev_v(v)
+
+            lo_m, hi_m = lo[:nv][mask], hi[:nv][mask]
+            bnds = list(zip(lo_m, np.where(np.isfinite(hi_m), hi_m, None)))
+            z0 = np.clip(start, lo_m, hi_m)
+            r = optimize.minimize(lambda z: (fun(z), _central_grad(fun, z, lo_m)), z0, jac=True,
+                                  method="L-BFGS-B", bounds=bnds,
+                                  options={"maxiter": 3000, "ftol": 1e-15, "gtol": 1e-9, "maxcor": 20})
+            dev = float(r.fun) - base
+            v = np.empty(nv)
+            v[w] = xx
+            v[mask] = r.x
+            row[1:nv + 1] = v
+            row[nv + 1:] = opt[nv:]
+        else:
+            j = w - nv
+            red = _reduced_system(sys_, j, xx)
+            th0 = v_to_theta(prev[:nv]) if np.all(np.isfinite(prev[:nv])) else th_hat
+            th = _min_theta(red, th0, lower_th)
+            e = red.evaluate(th)
+            dev = e["dev"] - base
+            s = math.sqrt(e["r2"] / n)
+            v = P.to_sdcor(th)
+            v[P.is_sd] *= s
+            row[1:nth + 1] = v
+            row[nth + 1] = s
+            row[nv + 1:] = np.insert(e["beta"], j, xx)
+        if not np.isfinite(dev):
+            return row
+        row[0] = math.copysign(1.0, xx - opt[w]) * math.sqrt(max(dev, 1e-9))
+        return row
+
+    names = sig_names(nth) + [".sigma"] + list(m.fixef.index)
+    rows = _which(parm, names, nv)
+    a = (1 - level) / 2
+    zq = _st.norm.ppf([a, 1 - a])
+    out = np.full((len(rows), 2), np.nan)
+    msgs: list[str] = []
+    opt_row = np.concatenate([[0.0], opt])
+    ctl = None
+    from mrcstats.models.fit import _blas_controller
+
+    ctl = _blas_controller()
+    import contextlib
+
+    with (ctl.limit(limits=1, user_api="blas") if ctl is not None else contextlib.nullcontext()):
+        for k, w in enumerate(rows):
+            pw = opt[w]
+            if w < nv:
+                shift = 1e-3 if pw == 0 else pw * 1.01
+            else:
+                shift = pw + delta * se_ml[w - nv]
+            srow = zeta(w, shift, opt_row[1:])
+            pres = np.tile(opt_row, (maxpts, 1))
+            nres = pres.copy()
+            pres[1] = srow
+            nres[0] = srow
+            up = _fillmat(pres, w, lo[w], hi[w], zeta, delta, cutoff, maxpts, maxmult)
+            dn = _fillmat(nres, w, lo[w], hi[w], zeta, delta, cutoff, maxpts, maxmult) if pw > lo[w] else nres[:2]
+            x, z = _profile_xz(up, dn, w)
+            try:
+                ci = _back_spline_predict(x, z, zq)
+            except ValueError:
+                msgs.append(f"non-monotonic profile for {names[w]}: linear interpolation")
+                zu, inv = np.unique(z, return_inverse=True)
+                xm = np.bincount(inv, weights=x) / np.bincount(inv)
+                ci = (np.interp(zq, zu, xm, left=np.nan, right=np.nan) if len(zu) > 1
+                      else np.array([np.nan, np.nan]))
+            if np.isnan(ci[0]):
+                ci[0] = lo[w]
+            if np.isnan(ci[1]):
+                ci[1] = hi[w]
+            out[k] = ci
+    refused = [f"{names[w]}: the profile does not reach the cutoff, the interval is unbounded"
+               for k, w in enumerate(rows) if not np.all(np.isfinite(out[k]))]
+    cols = format_perc(np.array([a, 1 - a]))
+    return ConfintResult("profile", level, pd.DataFrame(out, index=[names[w] for w in rows], columns=cols),
+                         tuple(msgs), seconds=time.perf_counter() - t0, refused=tuple(refused))
 
 
 # ----------------------------------------------------------------------------- anova (lmerTest)
@@ -785,7 +996,7 @@ def _central_grad(f, x: np.ndarray, lower: np.ndarray, h: float = 1e-6) -> np.nd
     return g
 
 
-def fit_lmm(design, reml: bool = True, t0: float | None = None) -> LmerResult:
+def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: bool = True) -> LmerResult:
     """Fit a built Gaussian :class:`~mrcstats.models.design.Design` (see the module docstring)."""
     from mrcstats.models.fit import _ranef_frames, varcorr_frame
 
@@ -863,21 +1074,24 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None) -> LmerResult:
         messages.append("boundary (singular) fit: see help('isSingular')")
     # Satterthwaite (lmerTest)
     varpar = np.concatenate([th, [sigma]])
-    H = richardson_hessian(sys_.devfun_vp, varpar)
-    evals, evecs = np.linalg.eigh(H)
-    pos = evals > 1e-8
-    if np.any(evals < -1e-8):
-        messages.append(f"Model failed to converge with {int(np.sum(evals < -1e-8))} negative eigenvalue(s) of the "
-                        "Hessian of the variance parameters")
-    if np.any(np.abs(evals) <= 1e-8):
-        messages.append("Model may not have converged with eigenvalue(s) of the variance parameters' Hessian "
-                        "close to zero")
-    A = 2.0 * (evecs[:, pos] / evals[pos]) @ evecs[:, pos].T
-    J = richardson_jacobian(sys_.covbeta, varpar)        # p² x len(varpar)
-    df = np.empty(p)
-    for j in range(p):
-        g = J[j * p + j]
-        df[j] = 2.0 * V[j, j] ** 2 / float(g @ A @ g)
+    if satterthwaite:
+        H = richardson_hessian(sys_.devfun_vp, varpar)
+        evals, evecs = np.linalg.eigh(H)
+        pos = evals > 1e-8
+        if np.any(evals < -1e-8):
+            messages.append(f"Model failed to converge with {int(np.sum(evals < -1e-8))} negative eigenvalue(s) of "
+                            "the Hessian of the variance parameters")
+        if np.any(np.abs(evals) <= 1e-8):
+            messages.append("Model may not have converged with eigenvalue(s) of the variance parameters' Hessian "
+                            "close to zero")
+        A = 2.0 * (evecs[:, pos] / evals[pos]) @ evecs[:, pos].T
+        J = richardson_jacobian(sys_.covbeta, varpar)        # p² x len(varpar)
+        df = np.empty(p)
+        for j in range(p):
+            g = J[j * p + j]
+            df[j] = 2.0 * V[j, j] ** 2 / float(g @ A @ g)
+    else:                                                    # (a refit inside profile: no tests needed)
+        A, J, df = None, np.zeros((p * p, 0)), np.full(p, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         tval = beta / se
     pval = 2.0 * _st.t.sf(np.abs(tval), df)
@@ -909,7 +1123,7 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None) -> LmerResult:
         fit_seconds=time.perf_counter() - t0, info=design.info,
         optinfo={"optimizer": "L-BFGS-B+Newton", "nit": int(r.nit), "nfev": sys_.nfev, "message": str(r.message)},
         vcov_varpar=A, jac_varpar=tuple(J[:, k].reshape(p, p) for k in range(J.shape[1])), frame=design.frame,
-        fit_options={"contrasts": dict(design.info.contrasts)})
+        fit_options={"contrasts": dict(design.info.contrasts)}, design=design)
 
 
 __all__ = ["LmerAnova", "LmerResult", "anova_contrasts", "LmmSystem", "fit_lmm", "lmer"]
