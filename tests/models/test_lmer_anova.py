@@ -172,3 +172,32 @@ def test_lmer_profile_and_wald_confint_match_lme4(formula, rscript, tmp_path):
     sat = m.confint("satterthwaite").to_frame()
     assert list(sat.index) == list(m.fixef.index)
     assert (sat.iloc[:, 0].to_numpy() < m.fixef.to_numpy()).all()
+
+
+def test_cli_lmer_anova_and_confint_json(tmp_path, capsys):
+    import json
+
+    from mrcstats.cli import main
+
+    df = lmm_data()
+    p = tmp_path / "scores.csv"
+    df.to_csv(p, index=False)
+    f = "y ~ x * cond + (1 | g)"
+    assert main(["lmer", str(p), "--formula", f, "--anova", "--ddf", "satterthwaite", "--confint", "Wald",
+                 "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    m = lmer(f, df)
+    a = m.anova()
+    assert [t["term"] for t in got["anova"]["terms"]] == ["x", "cond", "x:cond"]
+    for t in got["anova"]["terms"]:
+        assert t["DenDF"] == pytest.approx(a.table.loc[t["term"], "DenDF"], rel=1e-9)
+        assert t["Pr(>F)"] == pytest.approx(a.table.loc[t["term"], "Pr(>F)"], rel=1e-9)
+    assert got["anova"]["type"] == 3 and got["anova"]["ddf"] == "Satterthwaite"
+    assert set(got["df"]) == set(m.fixef.index) and set(got["p"]) == set(m.fixef.index) and got["sigma"] > 0
+    assert got["confint"]["method"] == "Wald" and got["confint"]["intervals"][".sig01"] == [None, None]
+    assert main(["lmer", str(p), "--formula", f, "--anova"]) == 0
+    assert "Type III Analysis of Variance Table" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["lmer", str(p), "--formula", f, "--ddf", "kenward-roger"])
+    with pytest.raises(InputError, match="Kenward-Roger"):
+        m.anova(ddf="Kenward-Roger")

@@ -25,6 +25,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_args(p, "score ~ LLM + (1 | item)")
     p.add_argument("--ml", action="store_true", help="maximum likelihood instead of REML (lme4's REML = FALSE)")
     p.add_argument("--ranef", action="store_true", help="conditional modes and variances of the random effects")
+    p.add_argument("--anova", action="store_true",
+                   help="type III F tests per fixed-effect term, as lmerTest's anova(m, type = 3) (JSON key 'anova')")
+    p.add_argument("--ddf", choices=["satterthwaite"], default="satterthwaite",
+                   help="denominator df of the t and F tests: satterthwaite (lmerTest's default; Kenward-Roger is "
+                        "not implemented yet)")
+    p.add_argument("--confint", choices=["profile", "Wald", "satterthwaite"], default=None,
+                   help="confidence intervals as lme4's confint(m, method) (satterthwaite: t intervals of the "
+                        "fixed effects; JSON key 'confint')")
     add_log_options(p)
     add_json_flag(p)
     p.set_defaults(func=_lmer)
@@ -42,6 +50,14 @@ def _lmer(args: argparse.Namespace) -> int:
             info(f"mrcstats lmer: {msg}")
     obj = m.to_dict()
     text = [m.summary()]
+    if args.anova:
+        a = m.anova(type=3, ddf=args.ddf)
+        obj["anova"] = a.to_dict()
+        text.append("\n" + a.summary())
+    if args.confint:
+        ci = m.confint(args.confint)
+        obj["confint"] = ci.to_dict()
+        text.append("\n" + ci.summary())
     if args.ranef:
         obj["ranef"] = m.ranef_dict()
         for g, df in m.ranef.items():

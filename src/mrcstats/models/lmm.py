@@ -428,7 +428,6 @@ class LmerResult(Result):
     jac_varpar: tuple[np.ndarray, ...] = field(default=(), repr=False)
     frame: pd.DataFrame | None = field(default=None, repr=False)
     fit_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
-    kr: Any = field(default=None, repr=False)
     design: Any = field(default=None, repr=False)
 
     @property
@@ -503,10 +502,9 @@ class LmerResult(Result):
     # ------------------------------------------------------------------ contrasts (lmerTest's contest)
     def contrast_df(self, L: np.ndarray, ddf: str = "Satterthwaite") -> np.ndarray:
         """Denominator df of each row l of ``L`` (one-df contrasts lᵀβ), lmerTest's ``contest1D``:
-        Satterthwaite ν = 2 (lᵀVl)² / (gᵀAg), g_k = lᵀ (∂V/∂φ_k) l; or Kenward-Roger's (pbkrtest's ``get_Lb_ddf``)."""
+        Satterthwaite ν = 2 (lᵀVl)² / (gᵀAg), g_k = lᵀ (∂V/∂φ_k) l."""
         L = np.atleast_2d(np.asarray(L, float))
-        if _ddf_name(ddf) == "Kenward-Roger":
-            return np.array([self._kr().ddf(row[None, :])[1] for row in L])
+        _ddf_name(ddf)
         V = self.vcov.to_numpy()
         A = self.vcov_varpar
         out = np.empty(len(L))
@@ -519,14 +517,11 @@ class LmerResult(Result):
         """The F test of H0: Lβ = 0, lmerTest's ``contestMD`` (Kuznetsova et al. 2017, sec. 3.2): with VL = L V Lᵀ =
         P D Pᵀ (eigenvalues above √eps·d₁ kept, q of them), F = Σ (p_mᵀLβ)²/d_m / q; the denominator df from
         the q one-df Satterthwaite dfs ν_m: E = Σ ν_m/(ν_m − 2), ddf = 2E/(E − q) (2 if any ν_m ≤ 2; their mean
-        if they agree to 1e-8; ν₁ when q = 1). ``ddf="Kenward-Roger"``: pbkrtest's ``KRmodcomp`` F (scaled F,
-        its df), as lmerTest's ``contestMD(ddf = "Kenward-Roger")``. Returns ``Sum Sq``, ``Mean Sq``, ``NumDF``,
+        if they agree to 1e-8; ν₁ when q = 1). Returns ``Sum Sq``, ``Mean Sq``, ``NumDF``,
         ``DenDF``, ``F value``, ``Pr(>F)``."""
         L = np.atleast_2d(np.asarray(L, float))
         sigma2 = self.sigma ** 2
-        if _ddf_name(ddf) == "Kenward-Roger":
-            F, ddf_, q = self._kr().ftest(L)
-            return _ftable(F, q, ddf_, sigma2)
+        _ddf_name(ddf)
         beta = self.fixef.to_numpy()
         V = self.vcov.to_numpy()
         d, P = np.linalg.eigh(L @ V @ L.T)
@@ -545,7 +540,7 @@ class LmerResult(Result):
         the term's hypothesis matrix from lmerTest's ``get_contrasts_type3`` (type 3: contrasts in treatment
         coding, each term orthogonalised against the terms containing it, mapped to the fit's own coding; SAS's
         type III) or ``get_contrasts_type1`` (type 1: rows of the normalised Doolittle factor of XᵀX, sequential).
-        ``ddf``: ``"Satterthwaite"`` (default) or ``"Kenward-Roger"`` (pbkrtest)."""
+        ``ddf``: ``"Satterthwaite"`` (Kenward-Roger is not implemented yet)."""
         t = {"3": 3, "III": 3, "1": 1, "I": 1}.get(str(type).upper())
         if t is None:
             raise InputError(f"lmer anova: type must be 1 or 3 (lmerTest's type = 1 or 3), got {type!r}")
@@ -555,11 +550,6 @@ class LmerResult(Result):
         cols = ["Sum Sq", "Mean Sq", "NumDF", "DenDF", "F value", "Pr(>F)"]
         table = pd.DataFrame.from_dict(rows, orient="index", columns=cols) if rows else pd.DataFrame(columns=cols)
         return LmerAnova(table=table, type=t, ddf=name, formula=self.formula)
-
-    def _kr(self):
-        if self.kr is None:
-            raise InputError("lmer: Kenward-Roger needs the fit's design; refit with mrcstats.lmer")
-        return self.kr
 
     def confint(self, method: str = "profile", level: float = 0.95, parm: Any = None):
         """Confidence intervals as lme4's ``confint(m, parm, level, method)`` on an lmer fit (rows ``.sig01``, …,
@@ -789,8 +779,8 @@ def _ddf_name(ddf: str) -> str:
     if key in ("satterthwaite", "sat", "satt"):
         return "Satterthwaite"
     if key in ("kenward-roger", "kr", "kenwardroger"):
-        return "Kenward-Roger"
-    raise InputError(f"lmer: ddf must be 'Satterthwaite' or 'Kenward-Roger', got {ddf!r}")
+        raise InputError("lmer: Kenward-Roger df (pbkrtest) are not implemented yet; use ddf='Satterthwaite'")
+    raise InputError(f"lmer: ddf must be 'Satterthwaite', got {ddf!r}")
 
 
 def _ftable(F: float, ndf: int, ddf: float, sigma2: float) -> dict[str, float]:
@@ -819,7 +809,7 @@ def _zapsmall(x: np.ndarray, digits: int = 7) -> np.ndarray:
     mx = float(np.max(np.abs(x))) if x.size else 0.0
     if not mx > 0:
         return x
-    return np.round(x, max(0, digits - int(math.ceil(math.log10(mx)))))
+    return np.round(x, max(0, digits - math.ceil(math.log10(mx))))
 
 
 def _doolittle(x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
@@ -1126,4 +1116,4 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
         fit_options={"contrasts": dict(design.info.contrasts)}, design=design)
 
 
-__all__ = ["LmerAnova", "LmerResult", "anova_contrasts", "LmmSystem", "fit_lmm", "lmer"]
+__all__ = ["LmerAnova", "LmerResult", "LmmSystem", "anova_contrasts", "fit_lmm", "lmer", "profile_confint"]
