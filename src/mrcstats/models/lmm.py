@@ -612,10 +612,38 @@ def _min_theta(sys_: LmmSystem, th0: np.ndarray, lower: np.ndarray) -> np.ndarra
     def fg(th):
         return sys_.deviance_grad(th) if exact else (sys_.deviance(th), _central_grad(sys_.deviance, th, lower))
 
+    return _lbfgs_theta(fg, th0, lower, {"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9, "maxcor": 20})[0]
+
+
+def _lbfgs_theta(fg, th0: np.ndarray, lower: np.ndarray, options: Mapping[str, Any]):
+    """L-BFGS-B on θ (diagonal entries ≥ 0), restarted off the boundary while that lowers the deviance.
+
+    The deviance is even in each diagonal entry of T whose column below it is zero, so the exact gradient there
+    is 0 at the bound and a bound-constrained descent that reaches it stops: each diagonal entry at 0 is probed
+    at 0.01 and 0.1 and the descent restarted from the first probe that is lower (lme4's derivative-free
+    BOBYQA moves off such points by itself)."""
     bounds = [(0.0 if lo == 0 else None, None) for lo in lower]
-    r = optimize.minimize(fg, np.maximum(th0, lower), jac=True, method="L-BFGS-B", bounds=bounds,
-                          options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9, "maxcor": 20})
-    return np.maximum(r.x, lower)
+    r = optimize.minimize(fg, np.maximum(th0, lower), jac=True, method="L-BFGS-B", bounds=bounds, options=options)
+    th = np.maximum(r.x, lower)
+    fval = fg(th)[0]
+    for _ in range(5):
+        moved = False
+        for i in np.flatnonzero((lower == 0) & (th <= 1e-8)):
+            for probe in (1e-2, 1e-1):
+                t = th.copy()
+                t[i] = probe
+                if fg(t)[0] < fval - 1e-10:
+                    r = optimize.minimize(fg, t, jac=True, method="L-BFGS-B", bounds=bounds, options=options)
+                    tn = np.maximum(r.x, lower)
+                    fn = fg(tn)[0]
+                    if fn < fval:
+                        th, fval, moved = tn, fn, True
+                    break
+            if moved:
+                break
+        if not moved:
+            break
+    return th, r
 
 
 def profile_confint(m: LmerResult, level: float = 0.95, parm: Any = None, maxpts: int = 100,
@@ -996,7 +1024,6 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
     lower = np.concatenate([r.lower for r in re])
     th0 = np.concatenate([r.start for r in re])
     f = sys_.deviance
-    bounds = [(0.0 if lo == 0 else None, None) for lo in lower]
     exact = not sys_.Q2                  # one random-effects term: the exact gradient (LmmSystem.deviance_grad)
 
     def fg(th):
@@ -1005,9 +1032,7 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
     def grad(th):
         return fg(th)[1]
 
-    r = optimize.minimize(fg, th0, jac=True, method="L-BFGS-B", bounds=bounds,
-                          options={"maxiter": 1000, "ftol": 1e-12, "gtol": 1e-7, "maxcor": 20})
-    th = np.maximum(r.x, lower)
+    th, r = _lbfgs_theta(fg, th0, lower, {"maxiter": 1000, "ftol": 1e-12, "gtol": 1e-7, "maxcor": 20})
     fval, g_end = fg(th)
     converged = bool(np.all(np.abs(np.where((lower == 0) & (th <= 1e-8), np.minimum(g_end, 0), g_end)) < 2e-3))
     # Newton polish on the free parameters (those off the boundary)
