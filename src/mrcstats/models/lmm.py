@@ -65,13 +65,18 @@ def _left(T: np.ndarray, B: np.ndarray) -> np.ndarray:
 
 
 def _right(B: np.ndarray, T: np.ndarray) -> np.ndarray:
-    """B[..., :] @ T over the last axis (B: ... x q)."""
-    return B @ T
+    """B[..., :] @ T over the last axis (B: ... x q), as one matrix product."""
+    q = T.shape[0]
+    return (np.ascontiguousarray(B).reshape(-1, q) @ T).reshape(B.shape)
 
 
 def _bmm(M: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """M[j] @ B[j] (M: n x q x q, B: n x q x m)."""
-    return M @ B
+    """M[j] @ B[j] (M: n x a x b, B: n x b x m), as elementwise products summed over b (numpy's stacked matmul
+    is slow for the small blocks of random-effects terms)."""
+    out = M[:, :, 0, None] * B[:, None, 0, :]
+    for b in range(1, M.shape[2]):
+        out += M[:, :, b, None] * B[:, None, b, :]
+    return out
 
 
 class LmmSystem:
@@ -242,16 +247,16 @@ class LmmSystem:
         u = e["u"].reshape(n1, q)
         beta = e["beta"]
         Tu = u @ T.T
-        res = self.Zty.reshape(n1, q) - (self.ZtX @ beta).reshape(n1, q) - (A @ Tu[:, :, None])[:, :, 0]
-        TtA = T.T @ A                                               # Tᵀ A_j
+        res = self.Zty.reshape(n1, q) - (self.ZtX @ beta).reshape(n1, q) - (A * Tu[:, None, :]).sum(axis=2)
+        TtA = _left(T.T, A)                                         # Tᵀ A_j
         G = 2.0 * np.tensordot(Dinv, TtA, axes=([0, 2], [0, 1]))    # Σ D_j⁻¹ Tᵀ A_j
         n = self.n
         if self.reml and p:
             B = self.ZtX.reshape(n1, q, p)
             BRi = (self.ZtX @ np.linalg.inv(e["RXtRX"])).reshape(n1, q, p)
-            K = BRi @ B.transpose(0, 2, 1)
-            DTK = (Dinv @ T.T) @ K                                  # D_j⁻¹ Tᵀ K_j
-            N = (DTK @ T) @ Dinv                                    # D_j⁻¹ Tᵀ K_j T D_j⁻¹
+            K = (BRi[:, :, None, :] * B[:, None, :, :]).sum(axis=3)   # B_j (RXᵀRX)⁻¹ B_jᵀ
+            DTK = _bmm(_right(Dinv, T.T), K)                        # D_j⁻¹ Tᵀ K_j
+            N = _bmm(_right(DTK, T), Dinv)                          # D_j⁻¹ Tᵀ K_j T D_j⁻¹
             G -= 2.0 * (DTK.sum(axis=0) - np.tensordot(N, TtA, axes=([0, 2], [0, 1])))
         coef = (n - p if self.reml else n) / e["r2"]
         G -= 2.0 * coef * (u.T @ res)
