@@ -14,15 +14,13 @@ import mrcstats
 from mrcstats.errors import InputError
 from mrcstats.models.lmm import _doolittle, _fstat_ddf, _zapsmall, lmer
 
-from .test_lmer import lmm_data
+from .test_lmer import R_CONTROL, lmm_data
 
 _R = r"""
 suppressMessages({library(lmerTest); library(emmeans)})
 a <- commandArgs(TRUE)
 df <- read.csv(a[1], stringsAsFactors = TRUE)
-ctl <- lmerControl(optimizer = "nloptwrap", optCtrl = list(xtol_abs = 1e-12, ftol_abs = 1e-14, xtol_rel = 1e-12,
-                                                           ftol_rel = 1e-15, maxeval = 100000))
-cl <- if (nchar(a[3])) setNames(list("contr.sum"), a[3]) else NULL
+""" + R_CONTROL + r"""cl <- if (nchar(a[3])) setNames(list("contr.sum"), a[3]) else NULL
 m <- lmer(as.formula(a[2]), df, REML = TRUE, control = ctl, contrasts = cl)
 out <- function(sec, nm, v) cat(paste(sec, nm, sprintf("%.17g", v), sep = "\t"), sep = "\n")
 for (ty in c(3, 1)) for (dd in strsplit(a[4], ",")[[1]]) {
@@ -133,9 +131,7 @@ _R_CI = r"""
 suppressMessages(library(lme4))
 a <- commandArgs(TRUE)
 df <- read.csv(a[1], stringsAsFactors = TRUE)
-ctl <- lmerControl(optimizer = "nloptwrap", optCtrl = list(xtol_abs = 1e-12, ftol_abs = 1e-14, xtol_rel = 1e-12,
-                                                           ftol_rel = 1e-15, maxeval = 100000))
-m <- lmer(as.formula(a[2]), df, control = ctl)
+""" + R_CONTROL + r"""m <- lmer(as.formula(a[2]), df, control = ctl)
 ci <- suppressWarnings(suppressMessages(confint(m, method = "profile")))
 w <- confint(m, method = "Wald")
 for (i in seq_len(nrow(ci))) cat(paste(rownames(ci)[i], sprintf("%.17g", ci[i, 1]), sprintf("%.17g", ci[i, 2]),

@@ -443,14 +443,7 @@ class PairsResult(Result):
         df = pd.DataFrame({"contrast": list(self.contrast)})
         for b in self.by:
             df[b] = self.by_grid[b].to_numpy()
-        if self.df is not None:
-            df["estimate"] = self.estimate
-            df["SE"] = self.se
-            df["df"] = self.df
-            df["t.ratio"] = self.z
-            df["p.value"] = self.p
-            return df
-        if self.type == "response":
+        if self.type == "response" and self.df is None:
             df[self.family.ratio_col] = np.exp(self.estimate)
             df["SE"] = np.maximum(np.exp(self.estimate), np.finfo(float).eps) * self.se
             df["df"] = math.inf
@@ -458,8 +451,8 @@ class PairsResult(Result):
         else:
             df["estimate"] = self.estimate
             df["SE"] = self.se
-            df["df"] = math.inf
-        df["z.ratio"] = self.z
+            df["df"] = math.inf if self.df is None else self.df
+        df["z.ratio" if self.df is None else "t.ratio"] = self.z    # lmer fits: t tests with their own df
         df["p.value"] = self.p
         return df
 
