@@ -21,11 +21,11 @@ at the conditional mode û (Newton with step halving on −Σℓ + ½‖u‖², 
 decrement of 1e-18 rather than clmm's max|gradient| < 1e-4). H is eliminated through the first (largest) factor,
 which is diagonal for random intercepts: with H₁₁ diagonal, log|H| = Σ log H₁₁ + log|H₂₂ − H₂₁H₁₁⁻¹H₁₂| (dense
 Schur complement over the other factors' levels), the same elimination as the crossed GLMM kernels
-(:class:`~mrcstats.models.deviance.MultiFactor`). (α, β, σ) minimise NLA by L-BFGS-B on central differences with
+(:class:`~mrcstats.models.deviance.MultiFactor`). (α, β, σ) minimise NLA by L-BFGS-B with its analytic gradient (:meth:`ClmmLaplace.gradient`) and
 σ ≥ 0 (clmm: ``nlminb`` with the same bound). logLik = −NLA; AIC = −2 logLik + 2(J − 1 + p + K).
 
 Standard errors as clmm's: vcov = H̃⁻¹ with H̃ the Hessian of NLA in (α, β, σ) by ordinal's ``deriv12``
-(central differences, step 1e-4), σ on the boundary left out (``paratBoundary2``). ``max.grad`` and ``cond.H``
+(central differences, step 1e-4; here of the analytic gradient), σ on the boundary left out (``paratBoundary2``). ``max.grad`` and ``cond.H``
 (largest over smallest eigenvalue of H̃) as ``summary.clmm`` prints them.
 
 Predicted category probabilities are population-level (b = 0): P(Y = j) = F(α_j − xᵀβ) − F(α_{j−1} − xᵀβ).
@@ -65,41 +65,78 @@ _SQRT2PI = math.sqrt(2.0 * math.pi)
 # ----------------------------------------------------------------------------- the links
 
 
-def _cdf(link: str, x: np.ndarray) -> np.ndarray:
-    return special.expit(x) if link == "logit" else special.ndtr(x)
-
-
-def _pdf_d(link: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The density f(x) and its derivative f'(x) (0 at ±∞)."""
+def _cdfs(link: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """F(x) and 1 − F(x), each without cancellation (the logistic from one exp(−|x|))."""
     if link == "logit":
-        p, q = special.expit(x), special.expit(-x)
-        f = p * q
-        return f, f * (q - p)
+        with np.errstate(over="ignore"):
+            e = np.exp(-np.abs(x))
+        d = 1.0 / (1.0 + e)
+        ed = e * d
+        pos = x >= 0
+        return np.where(pos, d, ed), np.where(pos, ed, d)
+    return special.ndtr(x), special.ndtr(-x)
+
+
+def _density(link: str, x: np.ndarray, order: int):
+    """F(x), 1 − F(x) and the density's derivatives f, f', f'' (up to ``order``; 0 at ±∞)."""
+    F, Fc = _cdfs(link, x)
+    if link == "logit":
+        f = F * Fc
+        if order < 2:
+            return F, Fc, (f,)
+        t = Fc - F
+        return F, Fc, (f, f * t, f * t * t - 2 * f * f)
     with np.errstate(invalid="ignore", over="ignore"):
         f = np.exp(-0.5 * x * x) / _SQRT2PI
-        df = np.where(np.isfinite(x), -x * f, 0.0)
-    return f, df
+        if order < 2:
+            return F, Fc, (f,)
+        xf = np.where(np.isfinite(x), x, 0.0)
+        return F, Fc, (f, -xf * f, (xf * xf - 1.0) * f)
 
 
 def category_probs(link: str, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     """F(hi) − F(lo) for hi > lo, computed on the side where it does not cancel."""
+    Fh, Fch = _cdfs(link, hi)
+    Fl, Fcl = _cdfs(link, lo)
     with np.errstate(invalid="ignore"):
-        return np.where(lo > 0, _cdf(link, -lo) - _cdf(link, -hi), _cdf(link, hi) - _cdf(link, lo))
+        return np.where(lo > 0, Fcl - Fch, Fh - Fl)
 
 
-def rows_loglik(link: str, alpha: np.ndarray, y: np.ndarray, eta: np.ndarray):
-    """Per row ℓ = log P(Y = y | η), ∂ℓ/∂η and ∂²ℓ/∂η² (module docstring); ``y`` codes 0..J−1."""
+def _ab(alpha: np.ndarray, y: np.ndarray, eta: np.ndarray):
     cut = np.concatenate([[-np.inf], alpha, [np.inf]])
-    a = cut[y + 1] - eta
-    b = cut[y] - eta
-    p = category_probs(link, a, b)
+    return cut[y + 1] - eta, cut[y] - eta
+
+
+def rows_ll(link: str, alpha: np.ndarray, y: np.ndarray, eta: np.ndarray) -> np.ndarray:
+    """Per row ℓ = log P(Y = y | η), ``y`` codes 0..J−1."""
+    a, b = _ab(alpha, y, eta)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ll = np.log(p)
-        fa, dfa = _pdf_d(link, a)
-        fb, dfb = _pdf_d(link, b)
-        d1 = -(fa - fb) / p
-        d2 = (dfa - dfb) / p - d1 * d1
-    return ll, d1, d2
+        return np.log(category_probs(link, a, b))
+
+
+def rows_derivs(link: str, alpha: np.ndarray, y: np.ndarray, eta: np.ndarray, order: int = 2) -> dict[str, np.ndarray]:
+    """ℓ and its partial derivatives in a = α_y − η and b = α_{y−1} − η (``la``, ``lab``, ``laab``, …; order 2 or
+    3), with the η-derivatives ``d1``, ``d2`` (and ``d3``): d/dη = −(∂_a + ∂_b). p = F(a) − F(b) separates in
+    (a, b), so ℓ_ab = −ℓ_a ℓ_b and the mixed third derivatives follow from it."""
+    a, b = _ab(alpha, y, eta)
+    Fa, Fca, da = _density(link, a, order)
+    Fb, Fcb, db = _density(link, b, order)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        p = np.where(b > 0, Fcb - Fca, Fa - Fb)
+        ip = 1.0 / p
+        la, lb = da[0] * ip, -db[0] * ip
+        laa, lbb = da[1] * ip - la * la, -db[1] * ip - lb * lb
+        lab = -la * lb
+        out = {"ll": np.log(p), "la": la, "lb": lb, "laa": laa, "lab": lab, "lbb": lbb,
+               "d1": -(la + lb), "d2": laa + 2 * lab + lbb}
+        if order >= 3:
+            laaa = da[2] * ip - da[1] * ip * la - 2 * la * laa
+            lbbb = -db[2] * ip + db[1] * ip * lb - 2 * lb * lbb
+            laab = -laa * lb - la * lab
+            labb = -lab * lb - la * lbb
+            out.update(laaa=laaa, laab=laab, labb=labb, lbbb=lbbb,
+                       d3=-(laaa + 3 * laab + 3 * labb + lbbb))
+    return out
 
 
 # ----------------------------------------------------------------------------- the response
@@ -198,6 +235,12 @@ class ClmmLaplace:
         self.c2 = [self.codes[k] + (self.offs[k] - self.m1) for k in range(1, self.K)]
         self.key12 = [self.codes[0] * self.Q2 + c for c in self.c2]
         self.key22 = [a * self.Q2 + b for a in self.c2 for b in self.c2]
+        from mrcstats.models.design import ReTerm, reterms_matrix
+
+        Z, _ = reterms_matrix([ReTerm(str(k), c, tuple(range(m))) for k, (c, m) in
+                               enumerate(zip(self.codes, self.nlev))], self.n)
+        self.Z = Z.tocsr()
+        self.Zt = Z.T.tocsr()
         self.u = np.zeros(self.q)
         self.nfev = 0
         self.inner = 0
@@ -232,22 +275,28 @@ class ClmmLaplace:
         return (h11, h12, cho), float(np.sum(np.log(h11)) + 2.0 * np.sum(np.log(np.diag(cho))))
 
     def _solve(self, fac, g: np.ndarray) -> np.ndarray:
+        """H⁻¹ g (g a vector or a q x m matrix)."""
+        h11, h12, cho = fac
+        d = h11 if g.ndim == 1 else h11[:, None]
+        if h12 is None:
+            return g / d
+        g1, g2 = g[:self.m1], g[self.m1:]
+        x2 = sla.cho_solve((cho, True), g2 - h12.T @ (g1 / d), check_finite=False)
+        return np.concatenate([(g1 - h12 @ x2) / d, x2])
+
+    def _hinv_parts(self, fac):
+        """diag(H⁻¹) and the pieces of its other entries: A S⁻¹ (A = H₁₁⁻¹H₁₂) and S⁻¹."""
         h11, h12, cho = fac
         if h12 is None:
-            return g / h11
-        g1, g2 = g[:self.m1], g[self.m1:]
-        x2 = sla.cho_solve((cho, True), g2 - h12.T @ (g1 / h11), check_finite=False)
-        return np.concatenate([(g1 - h12 @ x2) / h11, x2])
+            return 1.0 / h11, None, None
+        sinv = sla.cho_solve((cho, True), np.eye(self.Q2), check_finite=False)
+        a = h12 / h11[:, None]
+        a_s = a @ sinv
+        return np.concatenate([1.0 / h11 + np.einsum("ij,ij->i", a_s, a), np.diag(sinv)]), a_s, sinv
 
     def hinv_diag(self, fac) -> np.ndarray:
         """diag(H⁻¹) (conditional variances of u)."""
-        h11, h12, cho = fac
-        if h12 is None:
-            return 1.0 / h11
-        sinv = sla.cho_solve((cho, True), np.eye(self.Q2), check_finite=False)
-        a = h12 / h11[:, None]
-        d1 = 1.0 / h11 + np.einsum("ij,jk,ik->i", a, sinv, a)
-        return np.concatenate([d1, np.diag(sinv)])
+        return self._hinv_parts(fac)[0]
 
     # -- the objective
     def split(self, par: np.ndarray):
@@ -255,14 +304,14 @@ class ClmmLaplace:
         return par[:J1], par[J1:J1 + self.p], par[J1 + self.p:]
 
     def modes(self, alpha, beta, sd, u=None):
-        """The conditional modes û and the factor of H there; None where the probabilities vanish."""
+        """The conditional modes û, the factor of H there, log|H| and the rows' derivatives at û; None where the
+        probabilities vanish."""
         lam = np.repeat(sd, self.nlev)
         eta0 = self.X @ beta if self.p else np.zeros(self.n)
         u = (self.u if u is None else u).copy()
 
         def pen(uu):
-            ll, _, _ = rows_loglik(self.link, alpha, self.y, eta0 + self._zu(lam * uu))
-            return -float(ll.sum()) + 0.5 * float(uu @ uu)
+            return -float(rows_ll(self.link, alpha, self.y, eta0 + self._zu(lam * uu)).sum()) + 0.5 * float(uu @ uu)
 
         f0 = pen(u)
         if not np.isfinite(f0):
@@ -272,12 +321,9 @@ class ClmmLaplace:
                 return None
         for _ in range(MODE_MAXIT):
             self.inner += 1
-            ll, d1, d2 = rows_loglik(self.link, alpha, self.y, eta0 + self._zu(lam * u))
-            g = u - lam * self._ztv(d1)
-            try:
-                fac, _ = self._factor(lam, np.maximum(-d2, 0.0))
-            except np.linalg.LinAlgError:  # pragma: no cover - W ≥ 0 keeps H positive definite
-                return None
+            r = rows_derivs(self.link, alpha, self.y, eta0 + self._zu(lam * u))
+            g = u - lam * self._ztv(r["d1"])
+            fac, logdet = self._factor(lam, np.maximum(-r["d2"], 0.0))
             step = self._solve(fac, g)
             dec = float(g @ step)
             if dec < MODE_TOL * max(1, self.q):
@@ -287,52 +333,103 @@ class ClmmLaplace:
                 return None
         else:
             raise ModelError("clmm: the conditional modes of the random effects did not converge")
-        ll, d1, d2 = rows_loglik(self.link, alpha, self.y, eta0 + self._zu(lam * u))
-        fac, logdet = self._factor(lam, -d2)
-        return u, fac, logdet, ll
+        return u, fac, logdet, r, eta0 + self._zu(lam * u)
 
-    def nla(self, par: np.ndarray, keep: bool = False) -> float:
-        """clmm's ``getNLA`` at par = (α, β, σ): −Σℓ(η̂) + ½‖û‖² + ½ log|H| (inf where it does not exist)."""
+    def nla(self, par: np.ndarray, keep: bool = False, grad: bool = False):
+        """clmm's ``getNLA`` at par = (α, β, σ): −Σℓ(η̂) + ½‖û‖² + ½ log|H| (inf where it does not exist);
+        with ``grad`` also its gradient (:meth:`gradient`)."""
         self.nfev += 1
-        alpha, beta, sd = self.split(np.asarray(par, float))
+        par = np.asarray(par, float)
+        alpha, beta, sd = self.split(par)
+        bad = (math.inf, np.zeros(len(par))) if grad else math.inf
         if np.any(np.diff(alpha) <= 0) or np.any(sd < 0) or not np.all(np.isfinite(par)):
-            return math.inf
+            return bad
         try:
             res = self.modes(alpha, beta, sd)
         except (np.linalg.LinAlgError, ValueError):
-            return math.inf
+            return bad
         if res is None:
-            return math.inf
-        u, _fac, logdet, ll = res
+            return bad
+        u, fac, logdet, r, eta = res
         if keep:
             self.u = u
-        f = -float(ll.sum()) + 0.5 * float(u @ u) + 0.5 * logdet
-        return f if np.isfinite(f) else math.inf
+        f = -float(r["ll"].sum()) + 0.5 * float(u @ u) + 0.5 * logdet
+        if not np.isfinite(f):
+            return bad
+        if not grad:
+            return f
+        return f, self.gradient(alpha, sd, u, fac, eta)
+
+    def gradient(self, alpha, sd, u, fac, eta) -> np.ndarray:
+        """d NLA / d(α, β, σ) at the modes.
+
+        With g(u, ψ) = u − ΛZᵀℓ' the modes' equation, the first two terms of NLA are stationary in u (their
+        ψ-partials only); ½ log|H| changes with ψ directly and through û: d log|H|/dψ = Σᵢ sᵢ dWᵢ/dψ (plus
+        2(n_k − tr_k H⁻¹)/σ_k for σ_k), sᵢ = (ZΛH⁻¹ΛZᵀ)ᵢᵢ, dWᵢ/dψ = −(∂Wᵢ/∂ψ-direct + ℓᵢ⁽³⁾ dηᵢ/dψ),
+        dη/dψ = ∂η/∂ψ + ZΛ dû/dψ and dû/dψ = H⁻¹ (ΛZᵀ ∂ℓ'/∂ψ + (∂Λ/∂ψ) Zᵀℓ').
+        """
+        J1, p, K, n = self.J - 1, self.p, self.K, self.n
+        npar = J1 + p + K
+        r = rows_derivs(self.link, alpha, self.y, eta, order=3)
+        d1, d2, d3 = r["d1"], r["d2"], r["d3"]
+        lam = np.repeat(sd, self.nlev)
+        y = self.y
+        up, lo = y < J1, y > 0
+        yu, yl = y[up], y[lo] - 1
+        g = np.zeros(npar)
+        g[:J1] = -(np.bincount(yu, r["la"][up], J1) + np.bincount(yl, r["lb"][lo], J1))
+        g[J1:J1 + p] = -(self.X.T @ d1)
+        zd1 = self._ztv(d1)
+        uk = [u[self.offs[k]:self.offs[k + 1]][self.codes[k]] for k in range(K)]   # u per row, per factor
+        for k in range(K):
+            g[J1 + p + k] = -float(u[self.offs[k]:self.offs[k + 1]] @ zd1[self.offs[k]:self.offs[k + 1]])
+        # ∂ℓ'/∂ψ and ∂ℓ''/∂ψ at fixed η (thresholds) or fixed u (β, σ)
+        R = np.zeros((n, npar))
+        D = np.zeros((n, npar))
+        iu, il = np.flatnonzero(up), np.flatnonzero(lo)
+        R[iu, yu] += -(r["laa"][up] + r["lab"][up])
+        R[il, yl] += -(r["lab"][lo] + r["lbb"][lo])
+        D[iu, yu] += r["laaa"][up] + 2 * r["laab"][up] + r["labb"][up]
+        D[il, yl] += r["laab"][lo] + 2 * r["labb"][lo] + r["lbbb"][lo]
+        E = np.zeros((n, npar))                                 # ∂η/∂ψ at fixed u
+        E[:, J1:J1 + p] = self.X
+        for k in range(K):
+            E[:, J1 + p + k] = uk[k]
+        R[:, J1:] += d2[:, None] * E[:, J1:]
+        G = (self.Zt @ R) * lam[:, None]
+        for k in range(K):
+            G[self.offs[k]:self.offs[k + 1], J1 + p + k] += zd1[self.offs[k]:self.offs[k + 1]]
+        dU = self._solve(fac, G) * lam[:, None]
+        E += self.Z @ dU
+        dW = D + d3[:, None] * E                                # d(ℓ'')/dψ = −dW/dψ
+        hd, a_s, sinv = self._hinv_parts(fac)
+        c0 = self.codes[0]
+        l1 = lam[:self.m1][c0]
+        s = l1 * l1 * hd[:self.m1][c0]
+        if a_s is not None:
+            l2 = lam[self.m1:]
+            for ck in self.c2:
+                s -= 2 * l1 * l2[ck] * a_s[c0, ck]
+            for ck in self.c2:
+                for cl in self.c2:
+                    s += l2[ck] * l2[cl] * sinv[ck, cl]
+        glog = -(s @ dW)
+        for k in range(K):
+            if sd[k] > 1e-10:
+                glog[J1 + p + k] += 2.0 * (self.nlev[k] - hd[self.offs[k]:self.offs[k + 1]].sum()) / sd[k]
+        return g + 0.5 * glog
 
 
-def deriv12(f, x: np.ndarray, delta: float = 1e-4, fx: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Gradient and Hessian by central differences with a fixed step, as ordinal's ``deriv12``
-    (the Hessian ``clmm`` inverts for its standard errors)."""
+def hessian_from_gradient(grad, x: np.ndarray, delta: float = 1e-4) -> np.ndarray:
+    """The Hessian as central differences of an analytic gradient with ordinal's ``deriv12`` step (1e-4),
+    symmetrised."""
     n = len(x)
-    fx = f(x) if fx is None else fx
     H = np.empty((n, n))
-    g = np.empty(n)
     for j in range(n):
-        xa, xs = x.copy(), x.copy()
-        xa[j] += delta
-        xs[j] -= delta
-        fa, fs = f(xa), f(xs)
-        H[j, j] = (fa - 2 * fx + fs) / delta ** 2
-        g[j] = (fa - fs) / (2 * delta)
-        for i in range(j):
-            v = []
-            for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
-                xx = x.copy()
-                xx[i] += si * delta
-                xx[j] += sj * delta
-                v.append(f(xx))
-            H[i, j] = H[j, i] = (v[0] - v[1] - v[2] + v[3]) / (4 * delta ** 2)
-    return g, H
+        e = np.zeros(n)
+        e[j] = delta
+        H[:, j] = (grad(x + e) - grad(x - e)) / (2 * delta)
+    return 0.5 * (H + H.T)
 
 
 # ----------------------------------------------------------------------------- the result
@@ -472,7 +569,7 @@ class ClmmResult(Result):
 
     def summary(self) -> str:
         """The layout of ``summary(clmm(...))``."""
-        from mrcstats.models.results import _coef_lines, _fmt_sig, _varcorr_lines
+        from mrcstats.models.results import _coef_lines, _varcorr_lines
 
         heads = ["link", "threshold", "nobs", "logLik", "AIC", "niter", "max.grad", "cond.H"]
         cells = [self.link, self.threshold, str(self.nobs), f"{self.loglik:.2f}", f"{self.aic:.2f}",
@@ -493,8 +590,8 @@ class ClmmResult(Result):
             out += ["", "No Coefficients"]
         tt = self.threshold_table()
         out += ["", "Threshold coefficients:",
-                tt.to_string(formatters={c: (lambda v, d=d: _fmt_sig(v, d)) for c, d in
-                                         (("Estimate", 4), ("Std. Error", 4), ("z value", 4))})]
+                tt.to_string(formatters={"Estimate": "{:.4f}".format, "Std. Error": "{:.4f}".format,
+                                         "z value": "{:.3f}".format})]
         if self.messages:
             out += ["", *self.messages]
         return "\n".join(out)
@@ -621,37 +718,26 @@ def _fit(design, X, bnames, y, lv, link, col, t0) -> ClmmResult:
     lower = np.concatenate([np.full(J1 + p, -np.inf), np.zeros(K)])
 
     def fg(x):
-        f0 = model.nla(x, keep=True)
-        g = np.empty(len(x))
-        if not np.isfinite(f0):
-            return 1e300, np.zeros(len(x))
-        for i in range(len(x)):
-            h = 1e-5 * max(1.0, abs(x[i]))
-            xp, xm = x.copy(), x.copy()
-            xp[i] += h
-            xm[i] -= h
-            if xm[i] < lower[i]:
-                g[i] = (model.nla(xp) - f0) / h
-            else:
-                g[i] = (model.nla(xp) - model.nla(xm)) / (2 * h)
-        return f0, g
+        f, g = model.nla(x, keep=True, grad=True)
+        return (f, g) if np.isfinite(f) else (1e300, np.zeros(len(x)))
 
     bounds = [(0.0, None) if lo == 0 else (None, None) for lo in lower]
     r = optimize.minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                          options={"maxiter": 3000, "ftol": 1e-15, "gtol": 1e-7, "maxcor": 20})
+                          options={"maxiter": 3000, "ftol": 1e-15, "gtol": 1e-8, "maxcor": 20})
     x = np.maximum(r.x, lower)
-    fval = model.nla(x, keep=True)
+    fval, grad_all = model.nla(x, keep=True, grad=True)
     alpha, beta, sd = model.split(x)
-    # clmm's Hessian (deriv12) over the parameters off the boundary
+    # clmm's Hessian over the parameters off the boundary (paratBoundary2)
     free = ~((lower == 0) & (x < 1e-5))
     idx = np.flatnonzero(free)
 
-    def fsub(z):
+    def gsub(z):
         xx = x.copy()
         xx[idx] = z
-        return model.nla(xx)
+        return model.nla(xx, grad=True)[1][idx]
 
-    grad, H = deriv12(fsub, x[idx], fx=fval)
+    H = hessian_from_gradient(gsub, x[idx])
+    grad = grad_all[idx]
     model.nla(x, keep=True)
     messages = list(design.messages)
     try:
