@@ -1,0 +1,58 @@
+"""CLI subcommand ``clmm`` (argument parsing only; logic lives in :mod:`mrcstats.models.clmm`)."""
+from __future__ import annotations
+
+import argparse
+
+from mrcstats.cli._common import (
+    add_json_flag,
+    add_log_options,
+    add_model_args,
+    info,
+    output,
+    parse_kv,
+    parse_levels,
+    read_data_args,
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``clmm`` to the mrcstats parser."""
+    p = sub.add_parser(
+        "clmm", help="cumulative-link mixed model for ordered ratings (LLM-judge scores), as ordinal::clmm",
+        description="Fit a cumulative-link mixed model as R's ordinal::clmm(formula, data, link = LINK) "
+                    "(Laplace approximation, flexible thresholds named 1|2, 2|3, ...) to an ordered rating: "
+                    "consecutive whole numbers, or labels ordered with --levels RATING=low,mid,high. Random "
+                    "intercepts, crossed allowed: 'rating ~ x + (1 | item) + (1 | model)'. DATA: any table or "
+                    "log mrcstats ingest reads.")
+    add_model_args(p, "score ~ LLM + (1 | item)")
+    p.add_argument("--link", choices=("logit", "probit"), default="logit",
+                   help="cumulative link: logit (proportional odds, default) or probit")
+    p.add_argument("--ranef", action="store_true", help="conditional modes and variances of the random effects")
+    p.add_argument("--probs", action="store_true",
+                   help="population-level category probabilities of every row used (JSON key 'probs')")
+    add_log_options(p)
+    add_json_flag(p)
+    p.set_defaults(func=_clmm)
+
+
+def _clmm(args: argparse.Namespace) -> int:
+    from mrcstats.models.clmm import clmm
+
+    contrasts = parse_kv(args.contrasts, "--contrasts")
+    levels = parse_levels(args.levels)
+    data = read_data_args(args, "clmm")
+    m = clmm(args.formula, data, link=args.link, contrasts=contrasts or None, levels=levels or None)
+    if args.json:
+        for msg in m.messages:
+            info(f"mrcstats clmm: {msg}")
+    obj = m.to_dict()
+    text = [m.summary()]
+    if args.ranef:
+        obj["ranef"] = m.ranef_dict()
+        for g, df in m.ranef.items():
+            text.append(f"\nRandom effects ({g}): conditional modes and variances\n{df.to_string()}")
+    if args.probs:
+        pr = m.predict()
+        obj["probs"] = {"levels": list(m.levels), "rows": pr.to_numpy().tolist()}
+        text.append(f"\nCategory probabilities (population level)\n{pr.to_string()}")
+    return output(args, obj, "\n".join(text))
