@@ -303,9 +303,9 @@ class ClmmLaplace:
         J1 = self.J - 1
         return par[:J1], par[J1:J1 + self.p], par[J1 + self.p:]
 
-    def modes(self, alpha, beta, sd, u=None):
-        """The conditional modes û, the factor of H there, log|H| and the rows' derivatives at û; None where the
-        probabilities vanish."""
+    def modes(self, alpha, beta, sd, u=None, order: int = 2):
+        """The conditional modes û, the factor of H there, log|H|, the rows' derivatives at û (to ``order``) and
+        η̂; None where the probabilities vanish."""
         lam = np.repeat(sd, self.nlev)
         eta0 = self.X @ beta if self.p else np.zeros(self.n)
         u = (self.u if u is None else u).copy()
@@ -313,27 +313,37 @@ class ClmmLaplace:
         def pen(uu):
             return -float(rows_ll(self.link, alpha, self.y, eta0 + self._zu(lam * uu)).sum()) + 0.5 * float(uu @ uu)
 
-        f0 = pen(u)
+        def at(uu):
+            eta = eta0 + self._zu(lam * uu)
+            r = rows_derivs(self.link, alpha, self.y, eta, order)
+            return r, eta, -float(r["ll"].sum()) + 0.5 * float(uu @ uu)
+
+        r, eta, f0 = at(u)
         if not np.isfinite(f0):
-            u[:] = 0.0
-            f0 = pen(u)
+            u = np.zeros(self.q)
+            r, eta, f0 = at(u)
             if not np.isfinite(f0):
                 return None
         for _ in range(MODE_MAXIT):
             self.inner += 1
-            r = rows_derivs(self.link, alpha, self.y, eta0 + self._zu(lam * u))
             g = u - lam * self._ztv(r["d1"])
             fac, logdet = self._factor(lam, np.maximum(-r["d2"], 0.0))
             step = self._solve(fac, g)
             dec = float(g @ step)
             if dec < MODE_TOL * max(1, self.q):
                 break
-            u, f0 = halving_step(u, step, f0, pen)
+            if dec < 1e-8:          # quadratic convergence: the full Newton step (checked by the next decrement)
+                u = u - step
+            else:
+                u, f0 = halving_step(u, step, f0, pen)
+            r, eta, f0 = at(u)
             if not np.isfinite(f0):
                 return None
         else:
             raise ModelError("clmm: the conditional modes of the random effects did not converge")
-        return u, fac, logdet, r, eta0 + self._zu(lam * u)
+        if np.any(r["d2"] > 0):     # W must be ≥ 0 at the mode (log-concave links): refactor with W itself
+            fac, logdet = self._factor(lam, -r["d2"])
+        return u, fac, logdet, r, eta
 
     def nla(self, par: np.ndarray, keep: bool = False, grad: bool = False):
         """clmm's ``getNLA`` at par = (α, β, σ): −Σℓ(η̂) + ½‖û‖² + ½ log|H| (inf where it does not exist);
@@ -345,12 +355,12 @@ class ClmmLaplace:
         if np.any(np.diff(alpha) <= 0) or np.any(sd < 0) or not np.all(np.isfinite(par)):
             return bad
         try:
-            res = self.modes(alpha, beta, sd)
+            res = self.modes(alpha, beta, sd, order=3 if grad else 2)
         except (np.linalg.LinAlgError, ValueError):
             return bad
         if res is None:
             return bad
-        u, fac, logdet, r, eta = res
+        u, fac, logdet, r, _eta = res
         if keep:
             self.u = u
         f = -float(r["ll"].sum()) + 0.5 * float(u @ u) + 0.5 * logdet
@@ -358,9 +368,9 @@ class ClmmLaplace:
             return bad
         if not grad:
             return f
-        return f, self.gradient(alpha, sd, u, fac, eta)
+        return f, self.gradient(alpha, sd, u, fac, r)
 
-    def gradient(self, alpha, sd, u, fac, eta) -> np.ndarray:
+    def gradient(self, alpha, sd, u, fac, r) -> np.ndarray:
         """d NLA / d(α, β, σ) at the modes.
 
         With g(u, ψ) = u − ΛZᵀℓ' the modes' equation, the first two terms of NLA are stationary in u (their
@@ -370,7 +380,6 @@ class ClmmLaplace:
         """
         J1, p, K, n = self.J - 1, self.p, self.K, self.n
         npar = J1 + p + K
-        r = rows_derivs(self.link, alpha, self.y, eta, order=3)
         d1, d2, d3 = r["d1"], r["d2"], r["d3"]
         lam = np.repeat(sd, self.nlev)
         y = self.y
