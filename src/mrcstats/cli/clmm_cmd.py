@@ -54,5 +54,6 @@ def _clmm(args: argparse.Namespace) -> int:
     if args.probs:
         pr = m.predict()
         obj["probs"] = {"levels": list(m.levels), "rows": pr.to_numpy().tolist()}
-        text.append(f"\nCategory probabilities (population level)\n{pr.to_string()}")
+        text.append(f"\nCategory probabilities (population level; the first 10 of {len(pr)} rows, all with "
+                    f"--json)\n{pr.head(10).to_string()}\nmean over the rows\n{pr.mean().to_frame().T.to_string(index=False)}")
     return output(args, obj, "\n".join(text))
