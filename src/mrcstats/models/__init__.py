@@ -5,7 +5,7 @@ frame, X, random-effect terms; the response read as its :mod:`.family` says) -> 
 (the Laplace / AGQ deviance of any canonical family) -> :mod:`.fit` (optimizer, Hessian, checks) ->
 :mod:`.results` (:class:`GlmerResult`); :mod:`.lmm` fits linear mixed models (``lmer``: profiled
 REML/ML, Satterthwaite t-tests); :mod:`.clmm` fits cumulative-link mixed models for ordered
-ratings (``clmm``, as ``ordinal::clmm``).
+ratings (``mrcstats.clmm``, as ``ordinal::clmm``; the function is ``mrcstats.models.clmm.clmm``).
 :mod:`.r_engine` fits the same call through lme4; :mod:`.compare` has ``anova``,
 ``drop1`` and ``gvif``.
 """
@@ -14,14 +14,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["ClmmResult", "GlmerResult", "anova", "build_design", "clmm", "drop1", "emmeans", "glmer", "gvif", "lmer", "pairs",
+__all__ = ["ClmmResult", "GlmerResult", "anova", "build_design", "drop1", "emmeans", "glmer", "gvif", "lmer", "pairs",
            "parse_formula"]
 
 _LAZY = {      # imported on first use: the CLI asks models.family for its choices without loading the rest
     "GlmerResult": "mrcstats.models.results",
     "glmer": "mrcstats.models.fit",
     "lmer": "mrcstats.models.lmm",
-    "clmm": "mrcstats.models.clmm",
     "ClmmResult": "mrcstats.models.clmm",
     "parse_formula": "mrcstats.models.formula",
     "build_design": "mrcstats.models.design",
