@@ -212,24 +212,23 @@ def test_category_probabilities_are_a_distribution(cuts, eta, link):
 
 def test_docs_clmm_examples_run(tmp_path, monkeypatch, capsys):
     """Every example in docs/clmm.md runs, in order, in one folder (the first block writes ``ratings.csv``)."""
-    import re
     import shlex
     from pathlib import Path
 
     from mrcstats.cli import main
 
+    from .._docblocks import blocks, cli_lines
+
     doc = Path(__file__).resolve().parents[2] / "docs" / "clmm.md"
-    blocks = re.findall(r"```(\w+)\n(.*?)```", doc.read_text(encoding="utf-8"), re.DOTALL)
-    assert [lang for lang, _ in blocks] == ["python", "bash"]
+    found = [(lang, body) for _, lang, body in blocks(doc)]
+    assert [lang for lang, _ in found] == ["python", "bash"]
     monkeypatch.chdir(tmp_path)
-    for lang, code in blocks:
+    for lang, code in found:
         if lang == "python":
             exec(compile(code, str(doc), "exec"), {})  # noqa: S102 - the docs are ours
             continue
-        for line in (x.strip() for x in code.splitlines()):
-            if line and not line.startswith("#"):
-                capsys.readouterr()
-                assert main(shlex.split(line)[1:]) == 0, line
-                out = capsys.readouterr().out
-                if "--json" in line:
-                    assert set(json.loads(out)["thresholds"]) == {"1|2", "2|3", "3|4", "4|5"}
+        for line in cli_lines(code):
+            capsys.readouterr()
+            assert main(shlex.split(line)[1:]) == 0, line
+            if "--json" in line:
+                assert set(json.loads(capsys.readouterr().out)["thresholds"]) == {"1|2", "2|3", "3|4", "4|5"}
