@@ -211,6 +211,22 @@ def read_data_args(args: argparse.Namespace, who: str) -> Any:
     return data
 
 
+def model_output(args: argparse.Namespace, m: Any, cmd: str) -> tuple[dict[str, Any], list[str]]:
+    """The JSON object and the text of a fitted mixed model (``glmer``, ``lmer``, ``clmm``): ``m.to_dict()`` and
+    ``m.summary()``; with ``--json`` the fit's messages go to stderr (the text summary lists them once);
+    ``--ranef`` adds the conditional modes and variances to both."""
+    if getattr(args, "json", False):
+        for msg in m.messages:
+            info(f"mrcstats {cmd}: {msg}")
+    obj = m.to_dict()
+    text = [m.summary()]
+    if getattr(args, "ranef", False):
+        obj["ranef"] = m.ranef_dict()
+        for g, df in m.ranef.items():
+            text.append(f"\nRandom effects ({g}): conditional modes and variances\n{df.to_string()}")
+    return obj, text
+
+
 def report_skipped(log: Any, cmd: str, what: str = "") -> None:
     """One stderr line per reason rows were left out while reading (``log.attrs["skipped"]``)."""
     for why, n in (getattr(log, "attrs", {}).get("skipped") or {}).items():

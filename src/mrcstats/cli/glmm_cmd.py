@@ -9,6 +9,7 @@ from mrcstats.cli._common import (
     add_log_options,
     add_model_args,
     info,
+    model_output,
     output,
     parse_kv,
     parse_levels,
@@ -101,15 +102,7 @@ def _glmer(args: argparse.Namespace) -> int:
                             nagq=args.nagq)
     else:
         m = glmer(args.formula, data, **kw)
-    if args.json:  # in text mode the summary lists the messages (once)
-        for msg in m.messages:
-            info(f"mrcstats glmer: {msg}")
-    obj = m.to_dict()
-    text = [m.summary()]
-    if args.ranef:
-        obj["ranef"] = m.ranef_dict()
-        for g, df in m.ranef.items():
-            text.append(f"\nRandom effects ({g}): conditional modes and variances\n{df.to_string()}")
+    obj, text = model_output(args, m, "glmer")
     if args.confint:
         ci = m.confint(args.confint, level=args.level, nsim=args.nsim, seed=args.seed)
         for msg in ci.messages:
