@@ -175,6 +175,8 @@ def test_bad_input_is_one_clear_error():
         clmm("rating ~ x + (1 | item)", df, link="cloglog")
     with pytest.raises(InputError, match="random intercept"):
         clmm("rating ~ x", df)
+    with pytest.raises(InputError, match="intercept"):
+        clmm("rating ~ 0 + x + (1 | item)", df)
 
 
 def test_cli_clmm_json(tmp_path, capsys):

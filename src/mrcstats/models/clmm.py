@@ -682,6 +682,10 @@ def clmm(formula: str | ModelSpec, data: pd.DataFrame, link: str = "logit",
         raise InputError(f"clmm: {spec.response.text}: the response is one column of ordered ratings, not cbind()")
     if not spec.random:
         raise InputError(f"clmm: formula {spec.formula!r} has no random intercept such as (1 | item); clmm needs one")
+    if not spec.intercept:
+        raise InputError(f"clmm: formula {spec.formula!r} removes the intercept ('0 +' or '- 1'); the thresholds take "
+                         "its place in a cumulative-link model, so write the formula with it (e.g. 'rating ~ LLM + "
+                         "(1 | item)')")
     slopes = [r.text for r in spec.random if not r.is_scalar]
     if slopes:
         raise InputError(f"clmm: random slopes ({', '.join(slopes)}) are not supported; use random intercepts "
