@@ -105,6 +105,12 @@ def test_clmm_emmeans_latent_match_emmeans(r_fits):
     em = m.emmeans("LLM").to_frame().set_index("LLM")
     assert em["emmean"].to_dict() == pytest.approx(want["emmean"], abs=1e-4)
     assert em["SE"].to_dict() == pytest.approx(want["emse"], rel=1e-3)
+    import mrcstats
+
+    same = mrcstats.emmeans(m, "LLM").to_frame().set_index("LLM")      # the one emmeans front door
+    assert same["emmean"].to_dict() == em["emmean"].to_dict()
+    with pytest.raises(InputError, match="latent scale"):
+        mrcstats.emmeans(m, "LLM", type="response")
     pr = m.emmeans("LLM").pairs().to_frame().set_index("contrast")
     assert pr["estimate"].to_dict() == pytest.approx(want["pairs"], abs=1e-4)
     assert pr["p.value"].to_dict() == pytest.approx(want["pairs_p"], rel=1e-3, abs=1e-6)
@@ -141,6 +147,13 @@ def test_result_outputs_and_predictions():
     assert repr(m).startswith("<ClmmResult>")
     P = m.predict()
     assert P.shape == (300, 4) and np.allclose(P.sum(axis=1), 1.0) and (P.to_numpy() >= 0).all()
+    import mrcstats
+
+    em = mrcstats.emmeans(m, "LLM").to_frame()                           # the one emmeans front door
+    assert em["emmean"].tolist() == m.emmeans("LLM").to_frame()["emmean"].tolist()
+    assert "latent" in mrcstats.emmeans(m, "LLM").summary()
+    with pytest.raises(InputError, match="latent scale"):
+        mrcstats.emmeans(m, "LLM", type="response")
     new = pd.DataFrame({"x": [0.0, 2.0], "LLM": ["a", "a"]})
     Pn = m.predict(new)
     # a larger latent value moves probability to the top category
@@ -194,6 +207,13 @@ def test_cli_clmm_json(tmp_path, capsys):
     assert main(["clmm", str(p), "--formula", f, "--probs", "--ranef"]) == 0
     out = capsys.readouterr().out
     assert "Threshold coefficients:" in out and "Category probabilities" in out
+    df.assign(LLM=np.where(df["x"] > 0, "a", "b")).to_csv(p, index=False)
+    fe = "rating ~ x + LLM + (1 | item)"
+    assert main(["clmm", str(p), "--formula", fe, "--emmeans", "LLM", "--pairs", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [r["LLM"] for r in got["emmeans"]] == ["a", "b"] and got["pairs"][0]["contrast"] == "a - b"
+    assert main(["clmm", str(p), "--formula", fe, "--emmeans", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
     df.assign(rating=df["rating"] + 0.25).to_csv(p, index=False)
     assert main(["clmm", str(p), "--formula", f]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -233,7 +253,9 @@ def test_docs_clmm_examples_run(tmp_path, monkeypatch, capsys):
             capsys.readouterr()
             assert main(shlex.split(line)[1:]) == 0, line
             if "--json" in line:
-                assert set(json.loads(capsys.readouterr().out)["thresholds"]) == {"1|2", "2|3", "3|4", "4|5"}
+                got = json.loads(capsys.readouterr().out)
+                assert set(got["thresholds"]) == {"1|2", "2|3", "3|4", "4|5"}
+                assert "--emmeans" not in line or len(got["pairs"]) == 3
 
 
 def test_boundary_sd_is_reported_and_left_out_of_vcov():

@@ -4,9 +4,12 @@ from __future__ import annotations
 import argparse
 
 from mrcstats.cli._common import (
+    add_emmeans_args,
     add_json_flag,
     add_log_options,
     add_model_args,
+    check_emmeans_args,
+    emmeans_block,
     model_output,
     output,
     parse_kv,
@@ -31,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--probs", action="store_true",
                    help="population-level category probabilities of every row used (JSON key 'probs')")
     add_log_options(p)
+    add_emmeans_args(p)
     add_json_flag(p)
     p.set_defaults(func=_clmm)
 
@@ -40,6 +44,7 @@ def _clmm(args: argparse.Namespace) -> int:
 
     contrasts = parse_kv(args.contrasts, "--contrasts")
     levels = parse_levels(args.levels)
+    check_emmeans_args(args)
     data = read_data_args(args, "clmm")
     m = clmm(args.formula, data, link=args.link, contrasts=contrasts or None, levels=levels or None)
     obj, text = model_output(args, m, "clmm")
@@ -48,4 +53,5 @@ def _clmm(args: argparse.Namespace) -> int:
         obj["probs"] = {"levels": list(m.levels), "rows": pr.to_numpy().tolist()}
         text.append(f"\nCategory probabilities (population level; the first 10 of {len(pr)} rows, all with "
                     f"--json)\n{pr.head(10).to_string()}\nmean over the rows\n{pr.mean().to_frame().T.to_string(index=False)}")
+    emmeans_block(args, m, obj, text)
     return output(args, obj, "\n".join(text))

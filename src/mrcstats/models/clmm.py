@@ -536,7 +536,14 @@ class ClmmResult(Result):
         xᵀβ − mean(α) averaged over the reference grid (:func:`mrcstats.models.emmeans.emmeans`)."""
         from mrcstats.models.emmeans import emmeans
 
-        return emmeans(_LatentView.of(self), specs, by=by, type="link", at=at, level=level)
+        return emmeans(self, specs, by=by, type="link", at=at, level=level)
+
+    def emmeans_view(self, type: str = "link") -> _LatentView:
+        """The linear model :func:`mrcstats.models.emmeans.emmeans` takes the means of: the latent scale."""
+        if type != "link":
+            raise InputError("emmeans of a clmm are on the latent scale only (type='link'); the category "
+                             "probabilities are m.predict(newdata)")
+        return _LatentView.of(self)
 
     # ------------------------------------------------------------------ output
     def to_frame(self) -> pd.DataFrame:
