@@ -21,12 +21,13 @@ at the conditional mode û (Newton with step halving on −Σℓ + ½‖u‖², 
 decrement of 1e-18 rather than clmm's max|gradient| < 1e-4). H is eliminated through the first (largest) factor,
 which is diagonal for random intercepts: with H₁₁ diagonal, log|H| = Σ log H₁₁ + log|H₂₂ − H₂₁H₁₁⁻¹H₁₂| (dense
 Schur complement over the other factors' levels), the same elimination as the crossed GLMM kernels
-(:class:`~mrcstats.models.deviance.MultiFactor`). (α, β, σ) minimise NLA by L-BFGS-B with its analytic gradient (:meth:`ClmmLaplace.gradient`) and
-σ ≥ 0 (clmm: ``nlminb`` with the same bound). logLik = −NLA; AIC = −2 logLik + 2(J − 1 + p + K).
+(:class:`~mrcstats.models.deviance.MultiFactor`). (α, β, σ) minimise NLA by L-BFGS-B with its analytic gradient
+(:meth:`ClmmLaplace.gradient`) and σ ≥ 0 (clmm: ``nlminb`` on finite differences with the same bound). logLik = −NLA; AIC = −2 logLik + 2(J − 1 + p + K).
 
 Standard errors as clmm's: vcov = H̃⁻¹ with H̃ the Hessian of NLA in (α, β, σ) by ordinal's ``deriv12``
-(central differences, step 1e-4; here of the analytic gradient), σ on the boundary left out (``paratBoundary2``). ``max.grad`` and ``cond.H``
-(largest over smallest eigenvalue of H̃) as ``summary.clmm`` prints them.
+(central differences, step 1e-4; here of the analytic gradient), σ on the boundary left out
+(``paratBoundary2``). ``max.grad`` and ``cond.H`` (largest over smallest eigenvalue of H̃) as ``summary.clmm``
+prints them.
 
 Predicted category probabilities are population-level (b = 0): P(Y = j) = F(α_j − xᵀβ) − F(α_{j−1} − xᵀβ).
 Marginal means on the latent scale follow emmeans' ``mode = "latent"`` for clm/clmm (emmeans 1.8,
@@ -58,7 +59,7 @@ LINKS = ("logit", "probit")
 MODE_TOL = 1e-18          # squared Newton decrement at which the conditional modes are converged
 MODE_MAXIT = 100
 DENSE_MAX = 6000          # random effects outside the first factor (dense Schur complement)
-SINGULAR_TOL = 1e-4
+BOUNDARY_TOL = 1e-5       # an SD below this is on the boundary (left out of the Hessian)
 _SQRT2PI = math.sqrt(2.0 * math.pi)
 
 
@@ -748,7 +749,7 @@ def _fit(design, X, bnames, y, lv, link, col, t0) -> ClmmResult:
     fval, grad_all = model.nla(x, keep=True, grad=True)
     alpha, beta, sd = model.split(x)
     # clmm's Hessian over the parameters off the boundary (paratBoundary2)
-    free = ~((lower == 0) & (x < 1e-5))
+    free = ~((lower == 0) & (x < BOUNDARY_TOL))
     idx = np.flatnonzero(free)
 
     def gsub(z):
