@@ -4,10 +4,13 @@ from __future__ import annotations
 import argparse
 
 from mrcstats.cli._common import (
+    add_emmeans_args,
     add_json_flag,
     add_log_options,
     add_model_args,
-    info,
+    check_emmeans_args,
+    emmeans_block,
+    model_output,
     output,
     parse_kv,
     parse_levels,
@@ -33,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--confint", choices=["profile", "Wald", "satterthwaite"], default=None,
                    help="confidence intervals as lme4's confint(m, method) (satterthwaite: t intervals of the "
                         "fixed effects; JSON key 'confint')")
+    add_emmeans_args(p)
     add_log_options(p)
     add_json_flag(p)
     p.set_defaults(func=_lmer)
@@ -43,13 +47,10 @@ def _lmer(args: argparse.Namespace) -> int:
 
     contrasts = parse_kv(args.contrasts, "--contrasts")
     levels = parse_levels(args.levels)
+    check_emmeans_args(args)
     data = read_data_args(args, "lmer")
     m = lmer(args.formula, data, reml=not args.ml, contrasts=contrasts or None, levels=levels or None)
-    if args.json:
-        for msg in m.messages:
-            info(f"mrcstats lmer: {msg}")
-    obj = m.to_dict()
-    text = [m.summary()]
+    obj, text = model_output(args, m, "lmer")
     if args.anova:
         a = m.anova(type=3, ddf=args.ddf)
         obj["anova"] = a.to_dict()
@@ -58,8 +59,5 @@ def _lmer(args: argparse.Namespace) -> int:
         ci = m.confint(args.confint)
         obj["confint"] = ci.to_dict()
         text.append("\n" + ci.summary())
-    if args.ranef:
-        obj["ranef"] = m.ranef_dict()
-        for g, df in m.ranef.items():
-            text.append(f"\nRandom effects ({g}): conditional modes and variances\n{df.to_string()}")
+    emmeans_block(args, m, obj, text)
     return output(args, obj, "\n".join(text))
