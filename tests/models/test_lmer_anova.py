@@ -193,6 +193,11 @@ def test_cli_lmer_anova_and_confint_json(tmp_path, capsys):
     assert got["confint"]["method"] == "Wald" and got["confint"]["intervals"][".sig01"] == [None, None]
     assert main(["lmer", str(p), "--formula", f, "--anova"]) == 0
     assert "Type III Analysis of Variance Table" in capsys.readouterr().out
+    assert main(["lmer", str(p), "--formula", f, "--emmeans", "cond", "--pairs", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    em = mrcstats.emmeans(m, "cond")
+    assert [r["df"] for r in got["emmeans"]] == pytest.approx(list(em.df), rel=1e-9)
+    assert [r["t.ratio"] for r in got["pairs"]] == pytest.approx(list(em.pairs().z), rel=1e-9)
     with pytest.raises(SystemExit):
         main(["lmer", str(p), "--formula", f, "--ddf", "kenward-roger"])
     with pytest.raises(InputError, match="Kenward-Roger"):
