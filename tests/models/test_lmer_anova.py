@@ -28,17 +28,18 @@ for (ty in c(3, 1)) for (dd in strsplit(a[4], ",")[[1]]) {
   for (col in c("F value", "NumDF", "DenDF", "Pr(>F)"))
     out(paste("anova", ty, dd, col, sep = ":"), rownames(t), t[[col]])
 }
-if (nchar(a[5])) {
-  em <- emmeans(m, a[5], lmer.df = "satterthwaite")
+if (nchar(a[5])) for (meth in c("satterthwaite", "kenward-roger")) {
+  em <- emmeans(m, a[5], lmer.df = meth)
   s <- as.data.frame(summary(em))
-  for (col in c("emmean", "SE", "df", "lower.CL")) out(paste("em", col, sep = ":"), seq_len(nrow(s)), s[[col]])
+  for (col in c("emmean", "SE", "df", "lower.CL")) out(paste("em", meth, col, sep = ":"), seq_len(nrow(s)), s[[col]])
   p <- as.data.frame(summary(pairs(em)))
-  for (col in c("estimate", "SE", "df", "t.ratio", "p.value")) out(paste("pairs", col, sep = ":"), p$contrast, p[[col]])
+  for (col in c("estimate", "SE", "df", "t.ratio", "p.value"))
+    out(paste("pairs", meth, col, sep = ":"), p$contrast, p[[col]])
 }
 """
 
 
-def r_anova(rscript, df, formula, tmp, sum_factor="", ddf="Satterthwaite", em=""):
+def r_anova(rscript, df, formula, tmp, sum_factor="", ddf="Satterthwaite,Kenward-Roger", em=""):
     csv = tmp / "d.csv"
     df.to_csv(csv, index=False)
     script = tmp / "anova.R"
@@ -71,32 +72,34 @@ def test_anova_matches_lmertest(case, rscript, tmp_path):
     m = lmer(f, df, contrasts={sumf: "sum"} if sumf else None)
     r = r_anova(rscript, df, f, tmp_path, sumf)
     for ty in (3, 1):
-        a = m.anova(type=ty).table
-        got_terms = list(a.index)
-        assert got_terms == list(r[f"anova:{ty}:Satterthwaite:F value"]), ty
-        for col, rel in (("F value", 1e-4), ("NumDF", 1e-12), ("DenDF", 1e-4), ("Pr(>F)", 1e-6)):
-            want = r[f"anova:{ty}:Satterthwaite:{col}"]
-            for term in got_terms:
-                assert a.loc[term, col] == pytest.approx(want[term], rel=rel), (ty, col, term)
+        for ddf in ("Satterthwaite", "Kenward-Roger"):
+            a = m.anova(type=ty, ddf=ddf).table
+            got_terms = list(a.index)
+            assert got_terms == list(r[f"anova:{ty}:{ddf}:F value"]), ty
+            for col, rel in (("F value", 1e-4), ("NumDF", 1e-12), ("DenDF", 1e-4), ("Pr(>F)", 1e-6)):
+                want = r[f"anova:{ty}:{ddf}:{col}"]
+                for term in got_terms:
+                    assert a.loc[term, col] == pytest.approx(want[term], rel=rel), (ty, ddf, col, term)
 
 
 @pytest.mark.r
-def test_emmeans_lmer_satterthwaite_matches_emmeans(rscript, tmp_path):
+@pytest.mark.parametrize("meth", ["satterthwaite", "kenward-roger"])
+def test_emmeans_lmer_df_matches_emmeans(meth, rscript, tmp_path):
     f = "y ~ x * cond + (1 + x | g)"
     df = lmm_data(seed=3)
     m = lmer(f, df)
     r = r_anova(rscript, df, f, tmp_path, em="cond")
-    em = mrcstats.emmeans(m, "cond")
+    em = mrcstats.emmeans(m, "cond", lmer_df=meth)
     t = em.to_frame()
     for col in ("emmean", "SE", "df", "lower.CL"):
-        want = np.array([r[f"em:{col}"][str(i + 1)] for i in range(len(t))])
+        want = np.array([r[f"em:{meth}:{col}"][str(i + 1)] for i in range(len(t))])
         assert np.allclose(t[col], want, rtol=1e-4, atol=1e-6), col
     pr = em.pairs().to_frame().set_index("contrast")
     for col in ("estimate", "SE", "df", "t.ratio", "p.value"):
-        want = r[f"pairs:{col}"]
+        want = r[f"pairs:{meth}:{col}"]
         for k, v in want.items():
             assert pr.loc[k, col] == pytest.approx(v, rel=1e-6 if col == "p.value" else 1e-4, abs=1e-7), (col, k)
-    assert "Degrees-of-freedom method: satterthwaite" in em.summary()
+    assert f"Degrees-of-freedom method: {meth}" in em.summary()
 
 
 def test_anova_pieces():
@@ -198,10 +201,13 @@ def test_cli_lmer_anova_and_confint_json(tmp_path, capsys):
     em = mrcstats.emmeans(m, "cond")
     assert [r["df"] for r in got["emmeans"]] == pytest.approx(list(em.df), rel=1e-9)
     assert [r["t.ratio"] for r in got["pairs"]] == pytest.approx(list(em.pairs().z), rel=1e-9)
-    with pytest.raises(SystemExit):
-        main(["lmer", str(p), "--formula", f, "--ddf", "kenward-roger"])
-    with pytest.raises(InputError, match="Kenward-Roger"):
-        m.anova(ddf="Kenward-Roger")
+    assert main(["lmer", str(p), "--formula", f, "--anova", "--ddf", "kenward-roger", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    kr = m.anova(ddf="Kenward-Roger").table
+    assert got["anova"]["ddf"] == "Kenward-Roger"
+    assert [t["DenDF"] for t in got["anova"]["terms"]] == pytest.approx(list(kr["DenDF"]), rel=1e-9)
+    assert main(["lmer", str(p), "--formula", f, "--ml", "--anova", "--ddf", "kenward-roger"]) == 2
+    assert "REML" in capsys.readouterr().err
 
 
 def test_lmer_leaves_the_even_boundary_saddle():

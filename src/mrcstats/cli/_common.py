@@ -258,7 +258,8 @@ def emmeans_block(args: argparse.Namespace, m: Any, obj: dict[str, Any], text: l
         return
     from mrcstats.models.emmeans import emmeans, pairs
 
-    em = emmeans(m, args.emmeans, by=args.by, type=getattr(args, "type", "link"))
+    em = emmeans(m, args.emmeans, by=args.by, type=getattr(args, "type", "link"),
+                 lmer_df=getattr(args, "ddf", "satterthwaite"))   # lmer: --ddf
     obj["emmeans"] = em.records()
     text.append("\n" + em.summary())
     if args.pairs:

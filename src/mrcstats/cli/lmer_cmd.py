@@ -30,9 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ranef", action="store_true", help="conditional modes and variances of the random effects")
     p.add_argument("--anova", action="store_true",
                    help="type III F tests per fixed-effect term, as lmerTest's anova(m, type = 3) (JSON key 'anova')")
-    p.add_argument("--ddf", choices=["satterthwaite"], default="satterthwaite",
-                   help="denominator df of the t and F tests: satterthwaite (lmerTest's default; Kenward-Roger is "
-                        "not implemented yet)")
+    p.add_argument("--ddf", choices=["satterthwaite", "kenward-roger"], default="satterthwaite",
+                   help="denominator df of --anova and --emmeans: satterthwaite (lmerTest's default) or "
+                        "kenward-roger (pbkrtest; REML fits, n x n matrices: at most 5,000 rows)")
     p.add_argument("--confint", choices=["profile", "Wald", "satterthwaite"], default=None,
                    help="confidence intervals as lme4's confint(m, method) (satterthwaite: t intervals of the "
                         "fixed effects; JSON key 'confint')")

@@ -31,7 +31,8 @@ for a ``GlmerResult`` of any family (:mod:`mrcstats.models.family`) from either 
   ``"a / b"``.
 
 Linear mixed models (:func:`mrcstats.lmer`, emmeans's ``lmer.df = "satterthwaite"``): each mean and each contrast
-l'β gets its own denominator df, Satterthwaite's (lmerTest's ``contest1D``); intervals ``lower.CL/upper.CL`` use
+l'β gets its own denominator df, Satterthwaite's (lmerTest's ``contest1D``) or Kenward-Roger's (pbkrtest, with its
+adjusted covariance in place of ``vcov``); intervals ``lower.CL/upper.CL`` use
 ``t_{df}``, pairs give ``t.ratio`` and ``p`` from ``t_{df}``, Tukey's adjustment ``ptukey(..., df)``.
 
 Rank-deficient fits: a grid row's linear function that is not estimable (emmeans's
@@ -354,7 +355,7 @@ class EmmeansResult(Result):
     link: str = "logit"
     formula: str = ""
     family: Family = BINOMIAL
-    df: np.ndarray | None = None      # per mean (lmer fits: Satterthwaite); None = Inf
+    df: np.ndarray | None = None      # per mean (lmer fits: Satterthwaite or Kenward-Roger); None = Inf
     df_fun: Any = field(default=None, repr=False)   # contrast rows in β -> df (for pairs)
 
     @property
@@ -491,9 +492,9 @@ def emmeans(m: GlmerResult, specs: str | Sequence[str] = "LLM", by: str | Sequen
     at : ``{"x": [0, 1]}`` covariate values or ``{"LLM": ["a", "b"]}`` factor levels for the grid.
     level : confidence level of the asymptotic intervals.
     lmer_df : for a linear mixed model (:func:`mrcstats.lmer`): ``"satterthwaite"`` (each mean's df as lmerTest's
-        ``contest1D``; emmeans's ``lmer.df = "satterthwaite"``; Kenward-Roger is not implemented yet). The
-        intervals then use t quantiles (``lower.CL``, ``upper.CL``) and ``pairs`` gives ``t.ratio`` with each
-        contrast's own df.
+        ``contest1D``; emmeans's ``lmer.df = "satterthwaite"``) or ``"kenward-roger"`` (pbkrtest's adjusted
+        covariance and ``Lb_ddf``, emmeans's ``lmer.df = "kenward-roger"``). The intervals then use t quantiles
+        (``lower.CL``, ``upper.CL``) and ``pairs`` gives ``t.ratio`` with each contrast's own df.
 
     Returns
     -------
@@ -532,12 +533,15 @@ def emmeans(m: GlmerResult, specs: str | Sequence[str] = "LLM", by: str | Sequen
     Vb = m.vcov.to_numpy(dtype=float)
     df_fun = None
     if callable(getattr(m, "contrast_df", None)):      # an lmer fit: t tests with Satterthwaite / KR df
-        if str(lmer_df).lower() not in ("satterthwaite", "sat"):
-            raise InputError(f"emmeans(): lmer_df must be 'satterthwaite' (Kenward-Roger is not implemented yet), "
-                             f"got {lmer_df!r}")
+        key = str(lmer_df).lower().replace("_", "-")
+        if key not in ("satterthwaite", "kenward-roger"):
+            raise InputError(f"emmeans(): lmer_df must be 'satterthwaite' or 'kenward-roger', got {lmer_df!r}")
+        ddf = "Kenward-Roger" if key == "kenward-roger" else "Satterthwaite"
+        if ddf == "Kenward-Roger":
+            Vb = m.vcov_kr().to_numpy(dtype=float)          # emmeans: the adjusted covariance with KR df
 
-        def df_fun(Lc, _m=m):
-            return _m.contrast_df(Lc)
+        def df_fun(Lc, _m=m, _d=ddf):
+            return _m.contrast_df(Lc, ddf=_d)
     est = L @ beta
     Vm = L @ Vb @ L.T
     se = np.sqrt(np.maximum(np.diag(Vm), 0.0))
@@ -555,7 +559,7 @@ def emmeans(m: GlmerResult, specs: str | Sequence[str] = "LLM", by: str | Sequen
         dfs = np.full(nmeans, np.nan)
         if est_ok.any():
             dfs[est_ok] = df_fun(L[est_ok])
-        notes.append("Degrees-of-freedom method: satterthwaite")
+        notes.append(f"Degrees-of-freedom method: {key}")
     if averaged:
         notes.append(f"Results are averaged over the levels of: {', '.join(averaged)}")
     if df_fun is not None:

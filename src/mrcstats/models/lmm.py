@@ -31,6 +31,7 @@ and ``jacobian``, which lmerTest calls). p = 2 P(T_ν > |t|).
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Mapping
@@ -505,11 +506,23 @@ class LmerResult(Result):
         return self.summary()
 
     # ------------------------------------------------------------------ contrasts (lmerTest's contest)
+    @functools.cached_property
+    def kenward_roger(self) -> KenwardRoger:
+        """pbkrtest's Kenward-Roger pieces of this (REML) fit, computed once."""
+        return KenwardRoger(self)
+
+    def vcov_kr(self) -> pd.DataFrame:
+        """pbkrtest's ``vcovAdj(m)``: the Kenward-Roger adjusted covariance of β̂."""
+        return pd.DataFrame(self.kenward_roger.PhiA, index=self.fixef.index, columns=self.fixef.index)
+
     def contrast_df(self, L: np.ndarray, ddf: str = "Satterthwaite") -> np.ndarray:
         """Denominator df of each row l of ``L`` (one-df contrasts lᵀβ), lmerTest's ``contest1D``:
-        Satterthwaite ν = 2 (lᵀVl)² / (gᵀAg), g_k = lᵀ (∂V/∂φ_k) l."""
+        Satterthwaite ν = 2 (lᵀVl)² / (gᵀAg), g_k = lᵀ (∂V/∂φ_k) l; or Kenward-Roger's (pbkrtest's ``Lb_ddf``,
+        :class:`KenwardRoger`)."""
         L = np.atleast_2d(np.asarray(L, float))
-        _ddf_name(ddf)
+        if _ddf_name(ddf) == "Kenward-Roger":
+            kr = self.kenward_roger
+            return np.array([kr.ddf(row[None, :]) for row in L])
         V = self.vcov.to_numpy()
         A = self.vcov_varpar
         out = np.empty(len(L))
@@ -522,11 +535,16 @@ class LmerResult(Result):
         """The F test of H0: Lβ = 0, lmerTest's ``contestMD`` (Kuznetsova et al. 2017, sec. 3.2): with VL = L V Lᵀ =
         P D Pᵀ (eigenvalues above √eps·d₁ kept, q of them), F = Σ (p_mᵀLβ)²/d_m / q; the denominator df from
         the q one-df Satterthwaite dfs ν_m: E = Σ ν_m/(ν_m − 2), ddf = 2E/(E − q) (2 if any ν_m ≤ 2; their mean
-        if they agree to 1e-8; ν₁ when q = 1). Returns ``Sum Sq``, ``Mean Sq``, ``NumDF``,
+        if they agree to 1e-8; ν₁ when q = 1). ``ddf="Kenward-Roger"``: pbkrtest's ``KRmodcomp`` (F from the
+        adjusted covariance, scaled; its df) as lmerTest. Returns ``Sum Sq``, ``Mean Sq``, ``NumDF``,
         ``DenDF``, ``F value``, ``Pr(>F)``."""
         L = np.atleast_2d(np.asarray(L, float))
         sigma2 = self.sigma ** 2
-        _ddf_name(ddf)
+        if _ddf_name(ddf) == "Kenward-Roger":         # lmerTest's mk_Ftable(FtestU, ..., Fscale = F.scaling)
+            F, df2, q, FU = self.kenward_roger.ftest(L)
+            out = _ftable(F, int(q), df2, sigma2)
+            out["Sum Sq"], out["Mean Sq"] = FU * sigma2 * q, FU * sigma2
+            return out
         beta = self.fixef.to_numpy()
         V = self.vcov.to_numpy()
         d, P = np.linalg.eigh(L @ V @ L.T)
@@ -545,7 +563,7 @@ class LmerResult(Result):
         the term's hypothesis matrix from lmerTest's ``get_contrasts_type3`` (type 3: contrasts in treatment
         coding, each term orthogonalised against the terms containing it, mapped to the fit's own coding; SAS's
         type III) or ``get_contrasts_type1`` (type 1: rows of the normalised Doolittle factor of XᵀX, sequential).
-        ``ddf``: ``"Satterthwaite"`` (Kenward-Roger is not implemented yet)."""
+        ``ddf``: ``"Satterthwaite"`` (default) or ``"Kenward-Roger"`` (pbkrtest, :class:`KenwardRoger`)."""
         t = {"3": 3, "III": 3, "1": 1, "I": 1}.get(str(type).upper())
         if t is None:
             raise InputError(f"lmer anova: type must be 1 or 3 (lmerTest's type = 1 or 3), got {type!r}")
@@ -812,8 +830,8 @@ def _ddf_name(ddf: str) -> str:
     if key in ("satterthwaite", "sat", "satt"):
         return "Satterthwaite"
     if key in ("kenward-roger", "kr", "kenwardroger"):
-        raise InputError("lmer: Kenward-Roger df (pbkrtest) are not implemented yet; use ddf='Satterthwaite'")
-    raise InputError(f"lmer: ddf must be 'Satterthwaite', got {ddf!r}")
+        return "Kenward-Roger"
+    raise InputError(f"lmer: ddf must be 'Satterthwaite' or 'Kenward-Roger', got {ddf!r}")
 
 
 def _ftable(F: float, ndf: int, ddf: float, sigma2: float) -> dict[str, float]:
@@ -928,6 +946,117 @@ def anova_contrasts(m: LmerResult, type: int = 3) -> dict[str, np.ndarray]:
         mp = _zapsmall(sla.cho_solve(cho, X.T @ Xo))              # ginv(X) %*% Xorig
         out = {lab: Lk @ mp for lab, Lk in out.items()}
     return {lab: Lk[np.abs(Lk).sum(axis=1) > 1e-8] for lab, Lk in out.items()}
+
+
+KR_MAX_ROWS = 5000   # pbkrtest's Kenward-Roger works with n x n matrices; so does this one
+
+
+class KenwardRoger:
+    """Kenward & Roger (1997, Biometrics 53(3)) as pbkrtest 0.5 computes it (``vcovAdj_internal``, ``Lb_ddf``,
+    ``.KR_adjust``), on the REML fit: Σ = Σ_r γ_r G_r (γ: the random-effect (co)variances σ²(TTᵀ)_ij of each term
+    and σ²; G_r = Z_s (I ⊗ E_ij) Z_sᵀ, and I for σ²), Φ = vcov(m), P_r = −XᵀΣ⁻¹G_rΣ⁻¹X,
+    Q_rs = XᵀΣ⁻¹G_rΣ⁻¹G_sΣ⁻¹X, the information I_rs = tr(Σ⁻¹G_rΣ⁻¹G_s) − 2 tr(ΦQ_rs) + tr(ΦP_rΦP_s), W = 2 I⁻¹,
+    the adjusted covariance Φ_A = Φ + 2Φ [Σ_rs W_rs (Q_rs − P_rΦP_s)] Φ; for a hypothesis L (q rows)
+    Θ = Lᵀ(LΦLᵀ)⁻¹L, A₁ = Σ W_rs tr(ΘΦP_rΦ) tr(ΘΦP_sΦ), A₂ = Σ W_rs tr(ΘΦP_rΦΘΦP_sΦ), and the F statistic's
+    scale and denominator df from them (pbkrtest's formulas). Dense in the rows, as pbkrtest."""
+
+    def __init__(self, m: LmerResult):
+        design = m.design
+        if design is None:
+            raise InputError("lmer: Kenward-Roger needs the fit's design; refit with mrcstats.lmer")
+        if not m.reml:
+            raise InputError("lmer: Kenward-Roger's method is only available for REML fits (as lmerTest); refit "
+                             "without --ml")
+        n = design.nobs
+        if n > KR_MAX_ROWS:
+            raise InputError(f"lmer: Kenward-Roger works with {n} x {n} matrices (as pbkrtest); this fit has "
+                             f"{n} rows, the limit is {KR_MAX_ROWS}; use Satterthwaite's df")
+        X = np.asarray(design.X, float)
+        Z, offs = reterms_matrix(design.re, n)
+        s2 = m.sigma ** 2
+        th = m.theta.to_numpy()
+        o = 0
+        gam, G = [], []
+        for k, t in enumerate(design.re):
+            T = t.factor(th[o:o + t.ntheta])
+            o += t.ntheta
+            C = s2 * T @ T.T
+            Zs = Z[:, offs[k]:offs[k + 1]].toarray()
+            for i, j in t._tri():
+                gam.append(C[i, j])
+                Gm = Zs[:, i::t.q] @ Zs[:, j::t.q].T
+                G.append(Gm + Gm.T if i != j else Gm)
+        gam.append(s2)
+        G.append(np.eye(n))
+        Sigma = sum(g * Gm for g, Gm in zip(gam, G))
+        Si = sla.cho_solve(sla.cho_factor(Sigma), np.eye(n))
+        Phi = m.vcov.to_numpy()
+        TT = Si @ X
+        HH = [Gm @ Si for Gm in G]
+        OO = [H @ X for H in HH]
+        r = len(G)
+        PP = [-(O.T @ TT) for O in OO]
+        PP = [0.5 * (P + P.T) for P in PP]                         # forceSymmetric
+        QQ = {(a, b): OO[a].T @ Si @ OO[b] for a in range(r) for b in range(a, r)}
+        IE2 = np.empty((r, r))
+        for a in range(r):
+            for b in range(a, r):
+                kt = float(np.sum(HH[a].T * HH[b]))
+                IE2[a, b] = IE2[b, a] = (kt - 2 * float(np.sum(Phi * QQ[a, b]))
+                                         + float(np.sum((Phi @ PP[a]) * (PP[b] @ Phi))))
+        condi = float(np.min(np.abs(np.linalg.eigvalsh(IE2))))
+        W = 2 * (np.linalg.inv(IE2) if condi > 1e-10 else np.linalg.pinv(IE2))
+        W = 0.5 * (W + W.T)
+        UU = np.zeros_like(Phi)
+        for a in range(r - 1):
+            for b in range(a + 1, r):
+                UU += W[a, b] * (QQ[a, b] - PP[a] @ Phi @ PP[b])
+        UU = UU + UU.T
+        for a in range(r):
+            UU += W[a, a] * (QQ[a, a] - PP[a] @ Phi @ PP[a])
+        self.Phi, self.P, self.W = Phi, PP, W
+        self.PhiA = Phi + 2 * Phi @ UU @ Phi
+        self.beta = m.fixef.to_numpy()
+
+    def _adjust(self, L: np.ndarray) -> tuple[float, float, float]:
+        """(df2, F scaling, q) of pbkrtest's ``.KR_adjust`` / ``Lb_ddf``."""
+        Phi = self.Phi
+        Theta = L.T @ np.linalg.solve(L @ Phi @ L.T, L)
+        TP = Theta @ Phi
+        U = [TP @ P @ Phi for P in self.P]
+        A1 = A2 = 0.0
+        r = len(U)
+        for a in range(r):
+            for b in range(a, r):
+                e = 1.0 if a == b else 2.0
+                A1 += e * self.W[a, b] * float(np.trace(U[a])) * float(np.trace(U[b]))
+                A2 += e * self.W[a, b] * float(np.sum(U[a] * U[b].T))
+        q = float(np.linalg.matrix_rank(L))
+        B = (A1 + 6 * A2) / (2 * q)
+        g = ((q + 1) * A1 - (q + 4) * A2) / ((q + 2) * A2)
+        den = 3 * q + 2 * (1 - g)
+        c1, c2, c3 = g / den, (q - g) / den, (q + 2 - g) / den
+        V0 = 1 + c1 * B
+        V1 = 1 - c2 * B
+        V2 = 1 - c3 * B
+        V0 = 0.0 if abs(V0) < 1e-10 else V0
+        x = 1 - A2 / q
+        ratio = 1.0 if abs(x) < 1e-14 and abs(V1) < 1e-14 else x / V1
+        rho = ratio ** 2 * V0 / V2 / q
+        df2 = 4 + (q + 2) / (q * rho - 1)
+        scale = 1.0 if abs(df2 - 2) < 0.01 else df2 * (1 - A2 / q) / (df2 - 2)
+        return df2, scale, q
+
+    def ddf(self, L: np.ndarray) -> float:
+        return self._adjust(np.atleast_2d(L))[0]
+
+    def ftest(self, L: np.ndarray) -> tuple[float, float, float, float]:
+        """(F value, ddf, NumDF, F unscaled): lmerTest's ``contestMD(ddf = "Kenward-Roger")`` via KRmodcomp."""
+        L = np.atleast_2d(L)
+        df2, scale, q = self._adjust(L)
+        Lb = L @ self.beta
+        FU = float(Lb @ np.linalg.solve(L @ self.PhiA @ L.T, Lb)) / q
+        return FU * scale, df2, q, FU
 
 
 @dataclass(frozen=True, eq=False, repr=False)
