@@ -200,6 +200,15 @@ def read_log_args(args: argparse.Namespace, paths: Any, cmd: str, what: str = ""
     return log
 
 
+def parse_model_args(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """``--contrasts`` and ``--levels`` of a model command (``glmer``, ``lmer``, ``clmm``), and its ``--emmeans``
+    options checked against the formula, before any data is read."""
+    contrasts = parse_kv(args.contrasts, "--contrasts")
+    levels = parse_levels(args.levels)
+    check_emmeans_args(args)
+    return contrasts, levels
+
+
 def read_data_args(args: argparse.Namespace, who: str) -> Any:
     """The data table of a model command (``glmer``, ``lmer``): ``args.data`` read with the shared log
     options (``--format``, ``--map``, ``--model``, ``--on-duplicate``), skipped rows reported for ``who``."""

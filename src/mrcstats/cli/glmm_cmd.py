@@ -8,13 +8,11 @@ from mrcstats.cli._common import (
     add_json_flag,
     add_log_options,
     add_model_args,
-    check_emmeans_args,
     emmeans_block,
     info,
     model_output,
     output,
-    parse_kv,
-    parse_levels,
+    parse_model_args,
     read_data_args,
 )
 
@@ -70,12 +68,10 @@ def _glmer(args: argparse.Namespace) -> int:
     from mrcstats.errors import InputError
     from mrcstats.models import glmer
 
-    contrasts = parse_kv(args.contrasts, "--contrasts")
-    levels = parse_levels(args.levels)
-    check_emmeans_args(args)
+    contrasts, levels = parse_model_args(args)
     if args.family == "gaussian" and (args.confint or args.drop1 or args.gvif or args.compare or args.emmeans):
-        raise InputError("--family gaussian is a linear mixed model (mrcstats lmer): --confint, --drop1, --gvif, "
-                         "--compare and --emmeans are not available for it yet")
+        raise InputError("--family gaussian is a linear mixed model: use mrcstats lmer for --confint, --emmeans "
+                         "and --anova; --drop1, --gvif and --compare are not available for it yet")
     from mrcstats.io.dataset import is_dataset, open_dataset
 
     if args.scheduler and args.engine != "dask":

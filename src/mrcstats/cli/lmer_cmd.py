@@ -8,12 +8,10 @@ from mrcstats.cli._common import (
     add_json_flag,
     add_log_options,
     add_model_args,
-    check_emmeans_args,
     emmeans_block,
     model_output,
     output,
-    parse_kv,
-    parse_levels,
+    parse_model_args,
     read_data_args,
 )
 
@@ -45,9 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _lmer(args: argparse.Namespace) -> int:
     from mrcstats.models.lmm import lmer
 
-    contrasts = parse_kv(args.contrasts, "--contrasts")
-    levels = parse_levels(args.levels)
-    check_emmeans_args(args)
+    contrasts, levels = parse_model_args(args)
     data = read_data_args(args, "lmer")
     m = lmer(args.formula, data, reml=not args.ml, contrasts=contrasts or None, levels=levels or None)
     obj, text = model_output(args, m, "lmer")
