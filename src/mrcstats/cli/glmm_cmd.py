@@ -90,9 +90,10 @@ def _glmer(args: argparse.Namespace) -> int:
         data = read_data_args(args, "glmer")
     # --engine duckdb|dask is the CLI's spelling of the backend; the front door (mrcstats.glmer) chooses the rest
     engine, backend = ("native", args.engine) if args.engine in ("duckdb", "dask") else (args.engine, None)
-    m = glmer(args.formula, data, contrasts=contrasts or None, nagq=args.nagq, engine=engine, backend=backend,
-              scheduler=args.scheduler, weights=args.weights, levels=levels or None,
-              lme4_defaults=args.lme4_defaults, family=args.family)
+    kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": engine, "backend": backend,
+          "scheduler": args.scheduler, "weights": args.weights, "levels": levels or None,
+          "lme4_defaults": args.lme4_defaults, "family": args.family}
+    m = glmer(args.formula, data, **kw)
     if args.json:  # in text mode the summary lists the messages (once)
         for msg in m.messages:
             info(f"mrcstats glmer: {msg}")
