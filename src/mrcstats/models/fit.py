@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from mrcstats.errors import InputError
+from mrcstats.io.dataset import is_dataset
 from mrcstats.models.family import Family, get_family
 from mrcstats.models.formula import ModelSpec, parse_formula
 from mrcstats.models.lmm import lmer
@@ -67,8 +68,11 @@ def choose(engine: str, backend: str | None, data: Any, scheduler: Any = None) -
             backend = "memory"
         elif type(data).__name__ == "DataFrame":            # a dask.dataframe
             backend = "dask"
-        else:                                                # a LogDataset or a dataset folder
+        elif type(data).__name__ == "LogDataset" or (isinstance(data, str) or hasattr(data, "__fspath__")) \
+                and is_dataset(data):                        # a log dataset or its folder
             backend = "duckdb"
+        else:                                                # anything else is refused as data below
+            backend = "memory"
     if backend not in BACKENDS:
         raise InputError(f"backend {backend!r}: use one of {', '.join(BACKENDS)}")
     if scheduler is not None and backend != "dask":
