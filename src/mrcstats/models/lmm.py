@@ -50,7 +50,8 @@ from mrcstats.models.design import reterms_matrix
 from mrcstats.models.deviance import _binv, _blogdet
 from mrcstats.models.family import GAUSSIAN
 from mrcstats.models.formula import ModelSpec
-from mrcstats.models.results import _varcorr_lines, check_level, ranef_dict
+from mrcstats.models._checks import check_level
+from mrcstats.models.results import _varcorr_lines, ranef_dict
 
 SINGULAR_TOL = 1e-4
 DENSE_MAX = 6000             # random effects outside the first term (dense Schur complement)
@@ -782,7 +783,7 @@ def profile_confint(m: LmerResult, level: float = 0.95, parm: Any = None, maxpts
     msgs: list[str] = []
     opt_row = np.concatenate([[0.0], opt])
     ctl = None
-    from mrcstats.models.fit import _blas_controller
+    from mrcstats.models.optimize import _blas_controller
 
     ctl = _blas_controller()
     import contextlib
