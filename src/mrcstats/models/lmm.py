@@ -46,11 +46,11 @@ from scipy import stats as _st
 
 from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
+from mrcstats.models._checks import check_level
 from mrcstats.models.design import reterms_matrix
 from mrcstats.models.deviance import _binv, _blogdet
 from mrcstats.models.family import GAUSSIAN
 from mrcstats.models.formula import ModelSpec
-from mrcstats.models._checks import check_level
 from mrcstats.models.results import _varcorr_lines, ranef_dict
 
 SINGULAR_TOL = 1e-4
