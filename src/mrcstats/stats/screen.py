@@ -487,7 +487,14 @@ def screen(log: pd.DataFrame, *, fdr: float = 0.1, irt_model: str = "2pl", seed:
         bar.update(1)
         # ---- null reference
         n0 = n_null if n_null is not None else int(min(max(I, 2000), 20000))
-        F0 = _null_features(rng, n0, fit, rm, ch, N, theta, a0, rest, I)
+        # the null under no key errors: each template item is simulated clean with the key its data favour
+        # (the likelihood's best option), and its (a, d) come from items whose data favour their own key
+        ml_key = consistent = None
+        if ch is not None:
+            flip = np.nan_to_num(alt_delta, nan=-np.inf) > 0
+            ml_key = np.where(flip, alt_pair, ch.gold)
+            consistent = ~flip
+        F0 = _null_features(rng, n0, fit, rm, ch, N, theta, a0, rest, I, ml_key, consistent)
         s0 = np.sort(combine(F0[:, use]))
         bar.update(1)
         from mrcstats.stats.multiplicity import p_adjust
@@ -625,12 +632,18 @@ def _version_features(ch: _Choices, items: np.ndarray, key: np.ndarray, N: np.nd
 
 
 def _null_features(rng: np.random.Generator, n0: int, fit: Any, rm: Any, ch: _Choices | None, N: np.ndarray,
-                   theta: np.ndarray, a0: float, rest: np.ndarray, I: int) -> np.ndarray:
-    """Signals of ``n0`` items simulated from the fitted model (see the module docstring)."""
+                   theta: np.ndarray, a0: float, rest: np.ndarray, I: int, ml_key: np.ndarray | None = None,
+                   consistent: np.ndarray | None = None) -> np.ndarray:
+    """Signals of ``n0`` items simulated from the fitted model (see the module docstring). ``ml_key``: per
+    item, the option pair taken as the template's key (default the gold one); ``consistent``: the items whose
+    fitted (a, d) the null may draw (default all fitted items)."""
     from scipy.special import expit
 
     fitted = np.flatnonzero(rm.fit_mask)
-    par = rng.integers(len(fit.items), size=n0)
+    rows = np.arange(len(fit.items))                      # fit.items rows follow the fitted items
+    if consistent is not None and consistent[fitted].sum() >= 2:
+        rows = rows[consistent[fitted]]
+    par = rows[rng.integers(len(rows), size=n0)]
     a = fit.items["a"].to_numpy()[par]
     d = fit.items["d"].to_numpy()[par]
     base = fitted[rng.integers(len(fitted), size=n0)]     # shapes (answers per model, rest, distractors)
@@ -651,7 +664,8 @@ def _null_features(rng: np.random.Generator, n0: int, fit: Any, rm: Any, ch: _Ch
     ends = np.searchsorted(ch.item, base, side="right")
     for v in range(n0):
         i = base[v]
-        ps = [p for p in range(starts[v], ends[v]) if p != ch.gold[i] and tot[p] > 0]
+        key_i = ch.gold[i] if ml_key is None else ml_key[i]
+        ps = [p for p in range(starts[v], ends[v]) if p != key_i and tot[p] > 0]
         if not ps:
             c = np.zeros((1, J))
             c[0] = wrong[v]
