@@ -41,8 +41,11 @@ fit concentrates on the tail. The score is the log-likelihood ratio of the mixtu
 = more suspect. A log without ``pred``/``gold`` gets the mean robust z-score of the correctness signals.
 
 **Calibration.** ``p_sim``: the share of null items scoring at least as high, the null items simulated from
-the fitted model (an item's ``(a, d)`` drawn from the fitted items, correctness ``~ Binomial(n_ij, P_ij)``,
-each model's wrong answers on the distractors it chose on a real item, in its own shares). That null assumes
+the fitted model under no key errors: a template item of the log is simulated clean with the key its data favour
+(the key likelihood's best option, the gold one unless ``alt_loglik > 0``), its ``(a, d)`` drawn from the fitted
+items whose data favour their own key, correctness ``~ Binomial(n_ij, P_ij)``, each model's wrong answers on the
+other options it chose on the template, in its own shares (templates taken as keyed copied the broken items'
+pattern - strong models agreeing on a "distractor" - into the null, and nothing was flagged). That null assumes
 clean items follow the 2PL; real clean items misfit it (several skills, guessing), score higher than the
 simulated ones, and a false-discovery rate read from ``p_sim`` is then optimistic. ``p_value`` therefore
 recentres it on the log's own items (Efron's empirical null, :func:`_empirical_null`: the probit of the
@@ -568,12 +571,12 @@ def screen(log: pd.DataFrame, *, fdr: float = 0.1, irt_model: str = "2pl", seed:
 def _empirical_null(s0: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
     """p-values of ``score`` against the sorted simulated null ``s0``, recentred on the items' own scores.
 
-    Each item's mid-p against the simulation, ``p = (#{s0 > s} + #{s0 = s}/2 + 1/2) / (n0 + 1)``, becomes
-    ``z = Φ⁻¹(1 - p)``; were the simulated null right, the clean items' ``z`` would be N(0, 1). Real clean items
+    Each item's mid-p against the simulation, ``p_mid = (#{s0 > s} + #{s0 = s}/2 + 1/2) / (n0 + 1)``, becomes
+    ``z = Φ⁻¹(1 - p_mid)``; were the simulated null right, the clean items' ``z`` would be N(0, 1). Real clean items
     misfit the 2PL, so their ``z`` are shifted and wider: the empirical null N(δ, σ²) is read off the centre
     of the items' ``z`` (δ = median, σ = IQR / 1.349; the few broken items sit in the upper tail and can only
-    move both up), and ``p = 1 - Φ((z - δ') / σ')`` with ``δ' = max(δ, 0)``, ``σ' = max(σ, 1)`` - never less
-    conservative than the simulation. Efron (2004), "Large-scale simultaneous hypothesis testing: the choice
+    move both up), and ``p = max(1 - Φ((z - δ') / σ'), p_mid)`` with ``δ' = max(δ, 0)``, ``σ' = max(σ, 1)`` -
+    never less conservative than the simulation. Efron (2004), "Large-scale simultaneous hypothesis testing: the choice
     of a null hypothesis", JASA 99:96-104 (R ``locfdr``'s empirical null, here by quantiles).
     """
     from scipy.stats import norm
@@ -587,7 +590,7 @@ def _empirical_null(s0: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, dict
     q25, q50, q75 = np.quantile(z[ok], [0.25, 0.5, 0.75]) if ok.any() else (0.0, 0.0, 0.0)
     delta, sigma = float(q50), float((q75 - q25) / 1.3489795003921634)
     d, sd = max(delta, 0.0), max(sigma, 1.0)
-    p = norm.sf((z - d) / sd)
+    p = np.maximum(norm.sf((z - d) / sd), pm)
     return p, {"method": "empirical", "delta": delta, "sigma": sigma, "delta_used": d, "sigma_used": sd}
 
 
