@@ -178,3 +178,18 @@ def test_grid_with_item_covariates_equals_lme4(rscript, tmp_path):
     np.testing.assert_allclose(g.theta.to_numpy(), list(r["theta"].values()), rtol=0, atol=1e-5)
     np.testing.assert_allclose(g.se.to_numpy(), list(r["se"].values()), rtol=1e-3)
     assert g.loglik == pytest.approx(r["loglik"]["loglik"], abs=1e-6)
+
+
+def test_docs_scale_recipe_runs(tmp_path, monkeypatch, capsys):
+    """docs/scale.md's seed-003 recipe (a dataset block, which tests/test_readme.py skips) runs as written."""
+    pytest.importorskip("duckdb")
+    from pathlib import Path
+
+    from .._docblocks import blocks
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "scale.md"
+    [code] = [b for _l, lang, b in blocks(page) if lang == "python" and "scaled_tok + scaled_con + wh" in b]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, str(page), "exec"), {})  # noqa: S102 - the page is ours
+    out = capsys.readouterr().out
+    assert "native (duckdb grid)" in out and "item-level covariates scaled_con, scaled_tok, wh" in out
