@@ -86,6 +86,8 @@ _TRAIN_PRIOR = 0.05
 _RIDGE = 1e-2
 #: share of the training copies whose key is moved to an option no model chose
 _UNCHOSEN = 0.2
+#: simulated null scores above which the null's p-values come from an exponential tail fit
+_TAIL = 250
 
 
 def _design(Z: np.ndarray) -> np.ndarray:
@@ -571,7 +573,8 @@ def screen(log: pd.DataFrame, *, fdr: float = 0.1, irt_model: str = "2pl", seed:
 def _empirical_null(s0: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
     """p-values of ``score`` against the sorted simulated null ``s0``, recentred on the items' own scores.
 
-    Each item's mid-p against the simulation, ``p_mid = (#{s0 > s} + #{s0 = s}/2 + 1/2) / (n0 + 1)``, becomes
+    Each item's mid-p against the simulation, ``p_mid = (#{s0 > s} + #{s0 = s}/2 + 1/2) / (n0 + 1)`` (past
+    the top ``_TAIL`` simulated scores: an exponential tail fitted to them), becomes
     ``z = Φ⁻¹(1 - p_mid)``; were the simulated null right, the clean items' ``z`` would be N(0, 1). Real clean items
     misfit the 2PL, so their ``z`` are shifted and wider: the empirical null N(δ, σ²) is read off the centre
     of the items' ``z`` (δ = median, σ = IQR / 1.349; the few broken items sit in the upper tail and can only
@@ -585,6 +588,16 @@ def _empirical_null(s0: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, dict
     above = n0 - np.searchsorted(s0, score, side="right")
     ties = np.searchsorted(s0, score, side="right") - np.searchsorted(s0, score, side="left")
     pm = (above + 0.5 * ties + 0.5) / (n0 + 1.0)
+    # beyond the simulation's top _TAIL values: an exponential tail fitted to their excesses (the GPD
+    # approximation of permutation p-values with shape 0; Knijnenburg et al. 2009, Bioinformatics 25:i161),
+    # so items scoring past every simulated one are not all tied at 1 / (n0 + 1)
+    k = min(_TAIL, n0 // 10)
+    if k >= 10:
+        u = float(s0[n0 - k - 1])
+        beta = float(np.mean(s0[n0 - k:] - u))
+        if beta > 0:
+            tail = score > u
+            pm = np.where(tail, (k + 0.5) / (n0 + 1.0) * np.exp(-(score - u) / beta), pm)
     z = norm.isf(pm)
     ok = np.isfinite(z)
     q25, q50, q75 = np.quantile(z[ok], [0.25, 0.5, 0.75]) if ok.any() else (0.0, 0.0, 0.0)
