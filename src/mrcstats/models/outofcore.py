@@ -50,7 +50,7 @@ from mrcstats.errors import InputError, ModelError
 from mrcstats.models.design import factor_levels
 from mrcstats.models.family import BINOMIAL
 from mrcstats.models.formula import ModelSpec, Response, parse_formula
-from mrcstats.models.grid import MAX_SECOND, fit_grid
+from mrcstats.models.grid import MAX_SECOND, NotSeparable, fit_grid, grid_covariates
 from mrcstats.models.native import fit_rows
 
 GRID_MAX_CELLS = 400_000_000    # q1 x q2 cells of the crossed grid (two int32 tables: 3.2 GB)
@@ -127,8 +127,10 @@ def glmer_outofcore(formula: str | ModelSpec, data: Any, *, backend: str | None 
             (:mod:`mrcstats.backends`). ``engine=`` is its deprecated old name.
         scheduler: ``backend="dask"``: a scheduler address (``tcp://host:8786``) or a ``Client``.
         contrasts, levels, nagq: as :func:`mrcstats.glmer`.
-        method: ``"auto"``: the crossed grid (:mod:`mrcstats.models.grid`) for ``y ~ 1 + (1 | a) + (1 | b)``,
-            the cell table otherwise; ``"cells"``: always the cell table.
+        method: ``"auto"``: the crossed grid (:mod:`mrcstats.models.grid`) for ``y ~ X + (1 | a) + (1 | b)``
+            when every fixed-effect column is constant within a level of ``a`` or of ``b`` (item- and
+            model-level covariates), the cell table otherwise; ``"grid"``: the crossed grid or one
+            InputError saying which covariate it cannot take; ``"cells"``: always the cell table.
 
     Returns:
         A :class:`~mrcstats.models.results.GlmerResult` equal to ``glmer(formula, rows)`` (same estimates,
@@ -143,8 +145,8 @@ def glmer_outofcore(formula: str | ModelSpec, data: Any, *, backend: str | None 
         warnings.warn("glmer_outofcore(engine=) is deprecated: the row pass is backend=", DeprecationWarning,
                       stacklevel=2)
         backend = backend or engine
-    if method not in ("auto", "cells"):
-        raise InputError(f"method {method!r}: use 'auto' or 'cells'")
+    if method not in ("auto", "cells", "grid"):
+        raise InputError(f"method {method!r}: use 'auto', 'grid' or 'cells'")
     spec = formula if isinstance(formula, ModelSpec) else parse_formula(formula)
     formula = spec.formula
     if spec.response.is_cbind:
@@ -163,8 +165,15 @@ def glmer_outofcore(formula: str | ModelSpec, data: Any, *, backend: str | None 
         raise InputError(f"formula {formula!r}: column(s) {', '.join(map(repr, missing))} not in the data; "
                          f"columns: {', '.join(sorted(have))}")
     grid_factors = _grid_factors(spec, nagq)
+    if method == "grid" and grid_factors is None:
+        raise InputError(f"formula {formula!r}: the crossed grid fits y ~ X + (1 | a) + (1 | b) with an intercept "
+                         f"(Laplace, nagq=1); use method='cells'")
     if grid_factors is not None and method != "cells":
-        return _fit_on_grid(spec, backend, grid_factors, response, levels, t0)
+        try:
+            return _fit_on_grid(spec, backend, grid_factors, response, levels, t0, contrasts)
+        except NotSeparable as exc:
+            if method == "grid":
+                raise InputError(f"formula {formula!r}: {exc}") from None
     t_pass = time.perf_counter()
     cells, dropped = backend.cell_counts(cols, response)
     t_pass = time.perf_counter() - t_pass
@@ -211,8 +220,9 @@ def _dropped_messages(dropped: Mapping[str, int], what: str) -> list[str]:
 
 
 def _grid_factors(spec: Any, nagq: int) -> tuple[str, str] | None:
-    """The two grouping columns when the formula is ``y ~ 1 + (1 | a) + (1 | b)`` (Laplace), else None."""
-    if nagq != 1 or spec.terms or not spec.intercept or len(spec.random) != 2:
+    """The two grouping columns when the formula is ``y ~ X + (1 | a) + (1 | b)`` with an intercept
+    (Laplace), else None (whether X is separable is decided on the data: :func:`~mrcstats.models.grid.grid_covariates`)."""
+    if nagq != 1 or not spec.intercept or len(spec.random) != 2:
         return None
     if not all(r.is_scalar and len(r.factors) == 1 for r in spec.random):
         return None
@@ -221,7 +231,7 @@ def _grid_factors(spec: Any, nagq: int) -> tuple[str, str] | None:
 
 
 def _fit_on_grid(spec: Any, backend: Any, factors: tuple[str, str], response: str,
-                 levels: Mapping[str, Any] | None, t0: float) -> Any:
+                 levels: Mapping[str, Any] | None, t0: float, contrasts: Mapping[str, str] | None = None) -> Any:
     t_pass = time.perf_counter()
     grid, dropped = backend.grid_counts(factors, response, lambda vals: _Grid(factors, vals, levels))
     t_pass = time.perf_counter() - t_pass
@@ -232,6 +242,7 @@ def _fit_on_grid(spec: Any, backend: Any, factors: tuple[str, str], response: st
     if grid.shape[1] > MAX_SECOND:
         raise ModelError(f"crossed terms with {grid.shape[0]:,} and {grid.shape[1]:,} levels: the native engine "
                          f"handles a smaller factor of at most {MAX_SECOND:,} levels; use engine='lme4'")
+    cov = grid_covariates(spec, backend, grid, response, contrasts, levels) if spec.terms else None
     filled = int(np.count_nonzero(N))
     msgs = [(f"fitted exactly on a {grid.shape[0]:,} x {grid.shape[1]:,} grid of binomial counts "
              f"({' x '.join(grid.factors)}; {filled:,} non-empty cells) collapsed from {rows:,} rows by the "
@@ -239,7 +250,8 @@ def _fit_on_grid(spec: Any, backend: Any, factors: tuple[str, str], response: st
     msgs += _dropped_messages(dropped, "grouping factor")
     opt = {"collapse": {"rows": rows, "cells": filled, "grid": list(K.shape), "backend": backend.name,
                         "dropped": dropped, "pass_seconds": t_pass}}
-    res = fit_grid(K, N, levels=grid.levels, names=grid.factors, spec=spec, t0=t0, messages=msgs, optinfo=opt)
+    res = fit_grid(K, N, levels=grid.levels, names=grid.factors, spec=spec, t0=t0, messages=msgs, optinfo=opt,
+                   covariates=cov)
     return dataclasses.replace(res, engine=f"native ({backend.name} grid)")
 
 
