@@ -60,10 +60,14 @@ class Compare(Analysis):
         tab = rk[["rank", "model", "n_items", "accuracy", se_col, "ci_low", "ci_high"]].copy()
         tab.columns = ["Rank", "Model", "Items", "Accuracy (%)", "SE (%)", f"{lvl} CI low", f"{lvl} CI high"]
         tab[tab.columns[3:]] = tab[tab.columns[3:]] * 100.0
-        se_words = (f"cluster-robust SE clustered on {res.cluster} (small-sample factor G/(G−1))" if res.cluster
-                    else "CLT standard error (items independent)")
-        out.table(Table(tab, caption=f"{title}: models ranked by accuracy (percent) with the {se_words} and "
-                                     f"{lvl} normal confidence interval.",
+        from mrcstats.stats.accuracy import ci_words
+
+        se_words = (f"cluster-robust standard error (SE) clustered on {res.cluster}, with the small-sample "
+                    "factor G/(G−1) for G clusters" if res.cluster
+                    else "standard error (SE) from the central limit theorem, items independent")
+        ci_name = "; ".join(dict.fromkeys(ci_words(m, 1 - alpha) for m in rk["ci_method"]))
+        out.table(Table(tab, caption=f"{title}: models ranked by accuracy (percent) with the {se_words}, and "
+                                     f"the {ci_name} of the accuracy, the interval of the accuracy tables.",
                         label=f"a{a.index}_compare_ranking", stub=2,
                         formats={c: _pct for c in tab.columns[3:]}))
         # (table values are percent: the CSV beside the PDF holds the same numbers unrounded)
@@ -77,7 +81,7 @@ class Compare(Analysis):
                    f"Pairwise accuracy differences (row − column, percentage points), paired on items; * = "
                    f"{adj_name}-adjusted p < {alpha:g} over all {len(res.pairs)} pairs.")
         out.figure(forest_plot(rk), f"a{a.index}_compare_forest",
-                   f"Accuracy with {lvl} confidence intervals ({se_words}), in rank order.")
+                   f"Accuracy with its {ci_name} (the interval of the ranking table), in rank order.")
         pairs = res.pairs.copy()
         se_used = pairs["se_cluster"] if res.cluster else pairs["se"]
         ptab = pairs[["model_a", "model_b", "n_items", "diff"]].copy()
