@@ -9,7 +9,10 @@ optimum with ``tolPwrss`` tightened until its logLik stops changing.
 Standard errors: lme4's default ``vcov`` (``use.hessian = TRUE``) inverts the Hessian
 H of the deviance in (θ, β) and takes the β block of 2 H⁻¹; H here is the central
 difference of the analytic gradient (lme4: ``deriv12`` of the deviance). When H is
-not positive definite, lme4's RX-based matrix is used with lme4's warning.
+not positive definite, lme4's RX-based matrix is used with lme4's warning. The result names
+the rule (``vcov_method``: ``"hessian"`` or ``"RX"``), keeps the other matrix (``vcov_other``)
+and ``glmer(..., vcov="RX")`` reports the RX one (lme4's ``vcov(m, use.hessian = FALSE)``),
+the same rule in both engines.
 Convergence and singularity checks follow lme4's ``checkConv`` (max|scaled grad|
 < 2e-3; θ < 1e-4 is a singular fit) with its wording.
 """
@@ -38,7 +41,7 @@ HESS_TOL = 1e-6
 def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str | Family = "binomial",
           contrasts: Mapping[str, str] | None = None, nagq: int = 1, engine: str = "native",
           weights: Any = None, levels: Mapping[str, Any] | None = None,
-          lme4_defaults: bool = False) -> GlmerResult:
+          lme4_defaults: bool = False, vcov: str = "hessian") -> GlmerResult:
     """Fit a GLMM as lme4's ``glmer(formula, data, family = family, nAGQ = nagq)``.
 
     Parameters
@@ -54,6 +57,9 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str | Family = "
     weights : prior weights, a column name or an array (R's ``weights=``).
     levels : ``{"LLM": ["gpt4", ...]}`` level orders (default: sorted by code point).
     lme4_defaults : lme4 engine only: keep lme4's default ``tolPwrss`` (to reproduce published numbers).
+    vcov : ``"hessian"`` (default; lme4's default ``vcov(m)`` for a GLMM) or ``"RX"`` (lme4's
+        ``vcov(m, use.hessian = FALSE)``): the covariance behind ``se``, ``z`` and ``p``, the same rule
+        in both engines; the result's ``vcov_method`` names it and ``vcov_other`` keeps the other one.
 
     Returns
     -------
@@ -68,6 +74,11 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str | Family = "
     Laplace deviance), sec. 5.3 (PIRLS); lme4 1.1-31 ``glmer``, ``vcov.merMod``, ``checkConv``.
     """
     t0 = time.perf_counter()        # fit_seconds: the whole call, from the data frame to the result
+    if vcov not in ("hessian", "RX"):
+        raise InputError(f"vcov must be 'hessian' or 'RX' (lme4's use.hessian = TRUE/FALSE), got {vcov!r}")
+    if vcov == "RX":
+        res = glmer(formula, data, family, contrasts, nagq, engine, weights, levels, lme4_defaults)
+        return res.use_vcov("RX") if hasattr(res, "use_vcov") else res
     if not isinstance(formula, (str, ModelSpec)):
         raise InputError(f"glmer: formula must be R formula text such as 'correct ~ x + (1 | cluster)', got "
                          f"{type(formula).__name__}")
@@ -457,6 +468,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         theta = np.array([abs(float(r.x))])
         fval, beta = sf.nagq0(theta[0], state["beta"])
         vcov = _rx_vcov_safe(sf, theta[0], beta, messages)
+        vcov_method, vcov_other = "RX", None
         H = None
         grad = np.zeros(1)
         optinfo.update(optimizer="brent", nfev=sf.nfev, fval=fval)
@@ -493,7 +505,16 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         converged, cmsgs = True, (["boundary (singular) fit: see help('isSingular')"] if singular else [])
     else:
         converged, cmsgs = _check_conv(np.asarray(grad), H, k, singular)
+        n_before = len(cmsgs)
         vcov = vcov_from_hessian(H, k, lambda: _rx_vcov_safe(model, th_arg(theta), beta, cmsgs), cmsgs)
+        if len(cmsgs) > n_before and any("falling back to var-cov estimated from RX" in m for m in cmsgs):
+            vcov_method, vcov_other = "RX", None
+        else:
+            vcov_method = "hessian"
+            try:
+                vcov_other = model.rx_vcov(th_arg(theta), beta)
+            except (np.linalg.LinAlgError, AttributeError):
+                vcov_other = None
     messages += cmsgs
 
     ex = model.extras(th_arg(theta), beta)
@@ -512,13 +533,19 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         loglik = -0.5 * fval
     ranef = _ranef_frames(re, ex["b"], ex["condvar"])
     fit_seconds = time.perf_counter() - t0
-    return GlmerResult.from_estimates(
+    import dataclasses
+
+    res = GlmerResult.from_estimates(
         info=design.info, beta=beta, vcov=vcov, theta=theta, group_names=[r_.name for r_ in re],
         theta_names=[n for r_ in re for n in r_.theta_names], varcorr=varcorr_frame(re, theta),
         ngroups=design.ngroups, ranef=ranef, loglik=loglik, deviance=devres_sum, pearson_resid=pearson,
         nobs=design.nobs, converged=converged, messages=messages, engine="native", nagq=nagq,
         fit_seconds=fit_seconds, singular=singular, optinfo=optinfo, fit_options=fit_options or {},
         frame=design.frame, design=design, family=fam)
+    names = list(res.fixef.index)
+    other = (pd.DataFrame(np.asarray(vcov_other, dtype=float).reshape(len(names), len(names)), index=names,
+                          columns=names) if vcov_other is not None else None)
+    return dataclasses.replace(res, vcov_method=vcov_method, vcov_other=other)
 
 
 def _ranef_frames(re, bs, cvs) -> dict[str, pd.DataFrame]:
