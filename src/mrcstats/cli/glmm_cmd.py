@@ -34,6 +34,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="response distribution: " + "; ".join(f"{f.name} ({f.link} link; {reads[f.response]})"
                                                               for f in FAMILIES.values()) + " (default binomial)")
     p.add_argument("--weights", metavar="COL", help="prior weights column (R's weights=)")
+    p.add_argument("--invalid", choices=("wrong", "exclude"), default="wrong",
+                   help="invalid answers (correct empty) count as not correct (wrong, default, as summary, compare "
+                        "and irt) or are left out (exclude)")
+    p.add_argument("--vcov", choices=("hessian", "RX"), default="hessian",
+                   help="covariance behind the standard errors: hessian (default, lme4's vcov()) or RX "
+                        "(lme4's vcov(use.hessian = FALSE)); both engines follow it")
     p.add_argument("--nagq", type=int, default=1, metavar="N",
                    help="1 = Laplace (default), 0 = lme4's nAGQ=0, 2..25 = adaptive Gauss-Hermite")
     p.add_argument("--engine", choices=("native", "lme4", "duckdb", "dask"), default="native",
@@ -84,12 +90,18 @@ def _glmer(args: argparse.Namespace) -> int:
 
     if args.scheduler and args.engine != "dask":
         raise InputError("--scheduler goes with --engine dask")
+    invalid_note = ""
     if len(args.data) == 1 and is_dataset(args.data[0]) and not args.fmt and not args.map and not args.model:
         data = open_dataset(args.data[0])       # lazy: one DuckDB/Dask pass collapses it (models.outofcore)
     else:
         data = read_data_args(args, "glmer")
+        from mrcstats.io.schema import apply_invalid, invalid_sentence
+
+        data, n_invalid = apply_invalid(data, args.invalid)
+        invalid_note = f"{invalid_sentence(n_invalid, args.invalid)} (--invalid {args.invalid})" if n_invalid else ""
     kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": args.engine, "weights": args.weights,
-              "levels": levels or None, "lme4_defaults": args.lme4_defaults, "family": args.family}
+              "levels": levels or None, "lme4_defaults": args.lme4_defaults, "family": args.family,
+              "vcov": args.vcov}
     if args.engine in ("duckdb", "dask") or not hasattr(data, "columns") or hasattr(data, "files"):
         from mrcstats.models.outofcore import glmer_outofcore
 
@@ -101,6 +113,8 @@ def _glmer(args: argparse.Namespace) -> int:
                             nagq=args.nagq)
     else:
         m = glmer(args.formula, data, **kw)
+    if invalid_note:
+        info(f"mrcstats glmer: {invalid_note}")
     if args.json:  # in text mode the summary lists the messages (once)
         for msg in m.messages:
             info(f"mrcstats glmer: {msg}")
