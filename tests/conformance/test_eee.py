@@ -6,7 +6,6 @@ version, the origin of each input and the aggregate's own numbers)."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._words import plural
 from mrcstats.errors import InputError, SchemaError
 
 #: every canonical column, in the order they appear in a log
@@ -473,7 +474,7 @@ def require_binary(log: Any, where: str, correct: str = "correct") -> None:
     n = graded_rows(log) if correct == "correct" else 0
     if n:
         sc = log["score"][log["score"].notna() & log["correct"].isna()]
-        raise SchemaError(f"{where}: needs a binary outcome (correct), but the log holds graded scores ({n} row(s) "
+        raise SchemaError(f"{where}: needs a binary outcome (correct), but the log holds graded scores ({plural(n, 'row')} "
                           f"with a score and no correct, e.g. score {float(sc.iloc[0]):g}); read it with a "
                           f"threshold (--threshold T, read_log(..., threshold=T): correct = score >= T), or use "
                           f"summary / compare / power, which analyse the mean score")

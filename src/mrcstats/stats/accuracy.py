@@ -550,7 +550,6 @@ def finish_summary(moments: pd.DataFrame | None, by: Sequence[str], level: float
     """
     import math
 
-    from scipy.stats import norm
 
     by_cols = list(by)
     if moments is None:   # no cluster moments: the totals come from the per-trial counts

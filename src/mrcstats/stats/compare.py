@@ -301,8 +301,9 @@ class CompareResult(Result):
         se_name = f"clustered on {self.cluster!r} (CR1, G/(G-1))" if self.cluster else "CLT, unclustered"
         what = "mean score" if self.outcome == "score" else "accuracy"
         methods = list(dict.fromkeys(self.models["ci_method"])) if "ci_method" in self.models else []
-        lines = [f"Models ranked by {what} (SE {se_name}; {lvl} CI: "
-                 f"{', '.join(CI_METHODS.get(m, m) for m in methods)})"]
+        head = (f"Models ranked by {what} (SE {se_name}; {lvl} CI: "
+                f"{', '.join(CI_METHODS.get(m, m) for m in methods)})")
+        lines = [head]
         rk = self.ranking()
         head = ["rank", "model", "n_items", what.replace(" ", "_"), "se", "se_cluster", f"{lvl} CI"]
         rows = [[str(int(r["rank"])), str(r["model"]), str(int(r["n_items"])), _f(r["accuracy"]), _f(r["se"]),

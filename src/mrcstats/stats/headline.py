@@ -36,6 +36,7 @@ import pandas as pd
 
 from mrcstats._jsonout import plain_records
 from mrcstats._repr import Result
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.io.inspect_ai import INSPECT_VALUES
 
@@ -180,7 +181,7 @@ def inspect_headline(log: Any) -> Headline:
     notes: list[str] = []
     n_null = int(np.isnan(work["score"]).sum())
     if n_null:
-        notes.append(f"{n_null} row(s) without a score left out")
+        notes.append(f"{plural(n_null, 'row')} without a score left out")
         work = work[~np.isnan(work["score"])]
     rows = []
     for key, g in work.groupby([*by, "reducer"], sort=True):

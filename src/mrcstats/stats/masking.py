@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.stats.accuracy import finish_summary
 
@@ -286,7 +287,7 @@ def masking_accuracy(log: Any, *, level: float = 0.95, cluster: str | None = "cl
     notes: list[str] = []
     no_mr = per["masking_rate"].isna()
     if no_mr.any():
-        notes.append(f"{int(per.loc[no_mr, 'n'].sum())} row(s) without a masking_rate left out")
+        notes.append(f"{plural(int(per.loc[no_mr, 'n'].sum()), 'row')} without a masking_rate left out")
         per = per[~no_mr]
     if per.empty or int(per["n"].sum()) == 0:
         raise InputError("masking_accuracy: the log has no rows with a masking_rate; "
@@ -449,7 +450,7 @@ def masking_indicators(log: Any,
                 part["na_baseline"] = normalized_accuracy(part["acc_baseline"], b0)
                 miss = int(part["acc_baseline"].isna().sum())
                 if miss:
-                    notes.append(f"{model} / {cond}: {miss} masking rate(s) missing in the baseline; "
+                    notes.append(f"{model} / {cond}: {plural(miss, 'masking rate')} missing in the baseline; "
                                  "EA and KI are null there")
                 part["ea"] = effective_accuracy(part["na"], part["na_baseline"], a0)
                 part["ki"] = knowledge_independence(part["na"], part["na_baseline"])

@@ -16,7 +16,7 @@ from mrcstats.report.analyses.base import (
     compare_published,
     words,
 )
-from mrcstats.report.tables import format_number, pd_cutoff_table
+from mrcstats.report.tables import pd_cutoff_table
 from mrcstats.stats.discrimination import discrimination
 
 
