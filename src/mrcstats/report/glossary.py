@@ -26,13 +26,15 @@ GLOSSARY: dict[str, str] = {
     "RX": "the fixed-effect block R_X of lme4's Cholesky factor", "OR": "odds ratio",
     "ELAGENT": "the seed 004 agent benchmark", "LLM": "large language model",
     "WH": "wh-word (what, when, which, why, where, who, how)", "TAU": "Kendall's τ",
+    "CLT": "central limit theorem", "2PL": "two-parameter logistic item response model",
+    "1PL": "one-parameter logistic item response model", "IRLS": "iteratively reweighted least squares",
 }
 
 #: all-capitals tokens that are names, not abbreviations to define (software, formats, data sets, test labels)
 NAMES: frozenset[str] = frozenset({
     "R", "CSV", "PDF", "JSON", "HTML", "API", "RACE", "MSKQA", "MSKQA's", "RQA", "UQA", "AQA", "MMLU", "ID",
     "I", "II", "III", "IV", "V", "X", "Y", "N", "P", "B", "G", "K", "T", "H", "TRUE", "FALSE", "NULL", "AGQ",
-    "OK", "NO", "YES", "UTC", "GPT", "LME4", "DOI", "URL"})
+    "OK", "NO", "YES", "UTC", "GPT", "LME4", "DOI", "URL", "BFGS"})
 
 _TOKEN = re.compile(r"(?<![\w/.])([A-Z][A-Z0-9]{1,})(?![\w])")
 

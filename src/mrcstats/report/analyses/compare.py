@@ -90,7 +90,7 @@ class Compare(Analysis):
         ptab["p"], ptab["p_adj"], ptab["p_mcnemar"] = pairs["p"], pairs["p_adjusted"], pairs["p_mcnemar"]
         ptab["corr"], ptab["var_ratio"] = pairs["corr"], pairs["variance_ratio"]
         head = ["Model A", "Model B", "Items", "Diff (pts)", "SE (pts)", "CI low", "CI high", "p",
-                f"p ({adj_name})", "p McNemar", "r", "Var. ratio"]
+                f"p ({adj_name})", "p McNemar", "r", "Variance ratio"]
         if res.bootstrap:
             ptab["boot_lo"], ptab["boot_hi"] = pairs["boot_ci_low"], pairs["boot_ci_high"]
             head += ["Boot. low", "Boot. high"]
@@ -100,7 +100,7 @@ class Compare(Analysis):
                 ptab[c] = ptab[c] * 100.0
         fm = {c: _pct for c in ("Diff (pts)", "SE (pts)", "CI low", "CI high", "Boot. low", "Boot. high")}
         fm.update({c: _p for c in ("p", f"p ({adj_name})", "p McNemar")})
-        fm.update({"r": "{:.2f}", "Var. ratio": "{:.2f}"})
+        fm.update({"r": "{:.2f}", "Variance ratio": "{:.2f}"})
         fm = {k: v for k, v in fm.items() if k in ptab.columns}
         full = Table(ptab, caption=f"{title}: every pair (A − B, percentage points), paired on items.",
                      label=f"a{a.index}_compare_pairs", formats=fm, stub=2)
@@ -113,7 +113,7 @@ class Compare(Analysis):
         compact[f"p ({adj_name})"] = ptab[f"p ({adj_name})"]
         compact["p McNemar"] = ptab["p McNemar"]
         compact["Corr."] = ptab["r"]
-        compact["Var. ratio"] = ptab["Var. ratio"]
+        compact["Variance ratio"] = ptab["Variance ratio"]
         if res.bootstrap:
             compact["Bootstrap CI"] = [f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in zip(ptab["Boot. low"],
                                                                                     ptab["Boot. high"])]
@@ -123,7 +123,7 @@ class Compare(Analysis):
             out.table(Table(compact, caption=f"{title}: every pair (A − B, percentage points), paired on "
                                              + (f"{int(ptab['Items'].iloc[0])} items each" if same_n else "items")
                                              + f"; CI from the {'clustered' if res.cluster else 'paired'} SE; Corr. = "
-                                             f"correlation of the per-item scores; Var. ratio = paired / unpaired "
+                                             f"correlation of the per-item scores; Variance ratio = paired / unpaired "
                                              f"variance. All columns (SEs, z, unadjusted p): table file "
                                              f"{full.label}.csv.",
                             label=f"a{a.index}_compare_pairs_pdf", formats=cfm, stub=2))

@@ -166,7 +166,7 @@ class Glmm(Analysis):
                 r = frame.reset_index(names="level") if "level" not in frame.columns else frame
                 rsec.figure(F.caterpillar_plot(r, n=n, seed=ctx.seed), f"ranef_{name}_{g}",
                             f"Conditional modes of the {g} random intercepts of the {name} GLMM with 95% intervals "
-                            f"from the conditional variances (±1.96·√condVar); {min(n, len(r))} of {len(r):,} levels "
+                            f"(mode ± 1.96 × the square root of its conditional variance); {min(n, len(r))} of {len(r):,} levels "
                             f"sampled with seed {ctx.seed}, sorted.")
                 modes = r.sort_values("mode")
                 rsec.text(f"{g}: hardest level {modes['level'].iloc[0]} (mode {modes['mode'].iloc[0]:.3f}), "

@@ -127,5 +127,5 @@ class SubsetEval(Analysis):
             f"Subsets: {', '.join(res.methods)}; leave-models-out cross-validation with {res.folds} folds"
             + (f" grouped by {a.get('groups')}" if a.get("groups") else "") +
             f" and {plural(len(res.seeds), 'seed')}; subset and 2PL chosen on the training models only; estimators: subset "
-            "mean, anchor-weighted mean, p-IRT (observed subset answers plus 2PL predictions for the other items).")
+            "mean, anchor-weighted mean, prediction-powered IRT estimate (p-IRT: observed subset answers plus 2PL predictions for the other items).")
         return out
