@@ -191,7 +191,7 @@ def test_rows_without_rate_are_counted_not_dropped_silently():
     log = synthetic_log()
     log.loc[log.index[:5], "masking_rate"] = pd.NA
     res = masking_accuracy(log)
-    assert res.notes and "5 row(s)" in res.notes[0]
+    assert res.notes and "5 rows" in res.notes[0]
 
 
 # ----------------------------------------------------------------------------- maskcode-format runs
