@@ -295,10 +295,12 @@ def _multiplicity(doc: ReportDocument, tests: list[TestRecord], method: str, tab
                             "statistic": [t.statistic for t in ts], "p": [t.p for t in ts], "p_adjusted": adj})
         vis = pd.DataFrame({"Hypothesis": raw["test"], "Test": raw["method"], "Statistic": raw["statistic"],
                             "p": raw["p"], f"p ({method})": adj})
+        if not any(raw["statistic"]):          # no test of the family has a statistic: no column of dashes
+            vis = vis.drop(columns=["Statistic"])
         t = PairTable(vis, raw=raw, caption=f"Family: {_family_name(fam)}; {len(ts)} tests, unadjusted p and p "
                       f"adjusted by {_METHOD_NAMES[method]}.", label=f"multiplicity_{i + 1}", stub=2,
                       formats={"p": format_p, f"p ({method})": format_p,
-                               "Statistic": lambda v: v or "–"})
+                               **({"Statistic": lambda v: v or "–"} if "Statistic" in vis.columns else {})})
         paths += t.write(tables_dir / slug(t.label))
         doc.table(t)
     return paths

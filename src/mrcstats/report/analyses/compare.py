@@ -111,7 +111,8 @@ class Compare(Analysis):
                                                                           "Diff (pts)"]].copy()
         compact[lvl_ci] = [f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in zip(ptab["CI low"], ptab["CI high"])]
         compact[f"p ({adj_name})"] = ptab[f"p ({adj_name})"]
-        compact["p McNemar"] = ptab["p McNemar"]
+        if ptab["p McNemar"].notna().any():    # null for every pair with repeated trials: no column of dashes
+            compact["p McNemar"] = ptab["p McNemar"]
         compact["Corr."] = ptab["r"]
         compact["Variance ratio"] = ptab["Variance ratio"]
         if res.bootstrap:
