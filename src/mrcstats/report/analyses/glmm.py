@@ -132,8 +132,8 @@ class Glmm(Analysis):
             n_in, n_t = int(round(cover * int(ok.sum()))), int(ok.sum())
             out.text(f"Recovery: the largest |estimate − truth| is {maxerr:.3f}; {n_in} of the {n_t} true fixed "
                      f"effects ({cover:.0%}) lie inside estimate ± 1.96 SE. The 95% is a long-run rate over repeated "
-                     f"simulations: with {n_t} coefficients from one simulated data set, {n_t - 1} of {n_t} inside "
-                     "is an ordinary outcome.")
+                     f"simulations; over {n_t} coefficients of one simulated data set the share inside varies around "
+                     f"it by about ±{(0.95 * 0.05 / max(n_t, 1)) ** 0.5:.0%} (binomial standard deviation).")
             out.figure(F.fixef_truth_plot(cf, truth, labels=terms), f"fixef_truth_{name}",
                        f"Recovered fixed effects (±1.96 SE) of the {name} GLMM against the simulated truth (×).")
         if a.get("drop1"):
