@@ -399,7 +399,7 @@ def _data_summary(doc: ReportDocument, rs: ReportSpec, log: pd.DataFrame, featur
                   f"{log['trial'].nunique()}.")
     inv = sum(st["invalid"].values())
     doc.paragraph(f"Invalid or missing answers: {inv:,}, kept and counted as not correct in every section "
-                  "(accuracy, comparisons, item response models, the GLMM) unless a section says it leaves them out. "
+                  "(accuracy, comparisons, item response models, mixed models) unless a section says it leaves them out. "
                   + (f"Rows skipped while reading: {st['skipped']}." if st["skipped"] else
                      "No rows were skipped while reading."))
     if rs.features is not None:
