@@ -3,16 +3,14 @@ reproductions on the shared data): no console dumps, no "(s)" plurals, every abb
 first use, accuracy intervals inside [0, 1] and the same interval for the same cell wherever it appears."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from ._review import review, review_tables, review_text
+from .test_analyses import _load
 from .test_pdf import needs_poppler
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_check_finds_what_a_referee_found():
@@ -45,13 +43,6 @@ def test_demo_report_passes(tmp_path):
     c = pd.read_csv(tmp_path / "demo_tables" / "a1_compare_ranking.csv").set_index("Model")
     assert (s["ci_method"] == "clustered").all()
     pd.testing.assert_series_equal(s["ci_low"] * 100, c.loc[s.index, "95% CI low"], check_names=False, rtol=1e-12)
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, REPO / "analyses" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
 
 
 @pytest.mark.slow

@@ -129,7 +129,8 @@ class Glmm(Analysis):
                 "estimate": dict(zip(cf["term"], cf["estimate"])), "se": dict(zip(cf["term"], cf["se"])),
                 "truth": {t: truth[t] for t in cf["term"] if t in truth}, "max_abs_error": maxerr,
                 "coverage_95": cover}
-            n_in, n_t = int(round(cover * int(ok.sum()))), int(ok.sum())
+            n_t = int(ok.sum())
+            n_in = round(cover * n_t)
             out.text(f"Recovery: the largest |estimate − truth| is {maxerr:.3f}; {n_in} of the {n_t} true fixed "
                      f"effects ({cover:.0%}) lie inside estimate ± 1.96 SE. The 95% is a long-run rate over repeated "
                      f"simulations; over {n_t} coefficients of one simulated data set the share inside varies around "
