@@ -174,7 +174,7 @@ def _counts(log: Any, where: str, cluster: str | None = None) -> pd.DataFrame:
 
     keys = [*_KEYS, "trial", *(["_cl"] if cluster else [])]
     if isinstance(log, LogDataset):
-        from mrcstats.stats._sql import check_columns, group_counts
+        from mrcstats.backends.sql import check_columns, group_counts
 
         check_columns(log, ["model", "masking_rate", "correct"], "compute masking curves by")
         raw = group_counts(log, [c for c in [*keys[:4], *([cluster] if cluster else [])] if c in log.columns])
