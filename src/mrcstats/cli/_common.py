@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 from mrcstats._jsonout import emit_json
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 
 
@@ -281,4 +282,4 @@ def report_skipped(log: Any, cmd: str, what: str = "") -> None:
     """One stderr line per reason rows were left out while reading (``log.attrs["skipped"]``)."""
     for why, n in (getattr(log, "attrs", {}).get("skipped") or {}).items():
         if n:
-            info(f"mrcstats {cmd}: {what + ': ' if what else ''}{n} row(s) skipped while reading: {why}")
+            info(f"mrcstats {cmd}: {what + ': ' if what else ''}{plural(n, 'row')} skipped while reading: {why}")

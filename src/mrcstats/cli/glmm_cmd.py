@@ -35,6 +35,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="response distribution: " + "; ".join(f"{f.name} ({f.link} link; {reads[f.response]})"
                                                               for f in FAMILIES.values()) + " (default binomial)")
     p.add_argument("--weights", metavar="COL", help="prior weights column (R's weights=)")
+    p.add_argument("--invalid", choices=("wrong", "exclude"), default="wrong",
+                   help="invalid answers (correct empty) count as not correct (wrong, default, as summary, compare "
+                        "and irt) or are left out (exclude)")
+    p.add_argument("--vcov", choices=("hessian", "RX"), default="hessian",
+                   help="covariance behind the standard errors: hessian (default, lme4's vcov()) or RX "
+                        "(lme4's vcov(use.hessian = FALSE)); both engines follow it")
     p.add_argument("--nagq", type=int, default=1, metavar="N",
                    help="1 = Laplace (default), 0 = lme4's nAGQ=0, 2..25 = adaptive Gauss-Hermite")
     p.add_argument("--engine", choices=("native", "lme4", "duckdb", "dask"), default="native",
@@ -76,16 +82,23 @@ def _glmer(args: argparse.Namespace) -> int:
 
     if args.scheduler and args.engine != "dask":
         raise InputError("--scheduler goes with --engine dask")
+    invalid_note = ""
     if len(args.data) == 1 and is_dataset(args.data[0]) and not args.fmt and not args.map and not args.model:
         data = open_dataset(args.data[0])       # lazy: one DuckDB/Dask pass collapses it (models.outofcore)
     else:
         data = read_data_args(args, "glmer")
+        from mrcstats.io.schema import apply_invalid, invalid_sentence
+
+        data, n_invalid = apply_invalid(data, args.invalid)
+        invalid_note = f"{invalid_sentence(n_invalid, args.invalid)} (--invalid {args.invalid})" if n_invalid else ""
     # --engine duckdb|dask is the CLI's spelling of the backend; the front door (mrcstats.glmer) chooses the rest
     engine, backend = ("native", args.engine) if args.engine in ("duckdb", "dask") else (args.engine, None)
     kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": engine, "backend": backend,
           "scheduler": args.scheduler, "weights": args.weights, "levels": levels or None,
-          "lme4_defaults": args.lme4_defaults, "family": args.family}
+          "lme4_defaults": args.lme4_defaults, "family": args.family, "vcov": args.vcov}
     m = glmer(args.formula, data, **kw)
+    if invalid_note:
+        info(f"mrcstats glmer: {invalid_note}")
     obj, text = model_output(args, m, "glmer")
     if args.confint:
         ci = m.confint(args.confint, level=args.level, nsim=args.nsim, seed=args.seed)

@@ -45,7 +45,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mrcstats.errors import SchemaError
+from mrcstats._words import plural
+from mrcstats.errors import InputError, SchemaError
 
 #: every canonical column, in the order they appear in a log
 CANONICAL_COLUMNS: tuple[str, ...] = (
@@ -431,6 +432,41 @@ def resolve_outcome(log: Any, outcome: str = "auto", where: str = "") -> str:
     return "correct" if (np.isin(vals, (0.0, 1.0)).all() and graded_rows(log) == 0) else "score"
 
 
+#: how each section states the invalid-answer rule (one wording for accuracy, compare, IRT and the GLMM)
+INVALID_WORDS: dict[str, str] = {"wrong": "invalid answers count as not correct",
+                                 "exclude": "invalid answers are left out"}
+
+
+def invalid_sentence(n: int, invalid: str = "wrong") -> str:
+    """``"1 invalid answer counts as not correct"``, ``"6,931 invalid answers are left out"``."""
+    one = n == 1
+    verb = ("counts" if one else "count") + " as not correct" if invalid == "wrong" else \
+        ("is" if one else "are") + " left out"
+    return f"{n:,} invalid answer{'' if one else 's'} {verb}"
+
+
+def apply_invalid(data: pd.DataFrame, invalid: str = "wrong", correct: str = "correct") -> tuple[pd.DataFrame, int]:
+    """The package's one rule for invalid answers (``correct`` <NA>) in a model's data: ``"wrong"``
+    (default, as :func:`mrcstats.stats.accuracy.summarize`, ``compare`` and the IRT) makes them not correct,
+    ``"exclude"`` leaves their rows out. Returns the data and the number of invalid answers; a frame without
+    ``correct`` comes back unchanged. Without this a GLMM drops them as R's ``na.omit`` and its denominator
+    differs from the accuracy tables'."""
+    if invalid not in INVALID_WORDS:
+        raise InputError(f"invalid must be 'wrong' (invalid = not correct) or 'exclude', got {invalid!r}")
+    if correct not in data.columns:
+        return data, 0
+    na = data[correct].isna()
+    n = int(na.sum())
+    if not n:
+        return data, 0
+    if invalid == "exclude":
+        return data[~na.to_numpy()], n
+    out = data.copy()
+    col = out[correct]
+    out[correct] = col.fillna(False) if str(col.dtype) == "boolean" else col.where(~na, 0)
+    return out, n
+
+
 def require_binary(log: Any, where: str, correct: str = "correct") -> None:
     """The one check of every analysis that needs a 0/1 outcome (glmer binomial, McNemar, discrimination,
     IRT, masking indicators, ...): refuse a graded log (rows with a ``score`` and no ``correct``) with one
@@ -438,7 +474,7 @@ def require_binary(log: Any, where: str, correct: str = "correct") -> None:
     n = graded_rows(log) if correct == "correct" else 0
     if n:
         sc = log["score"][log["score"].notna() & log["correct"].isna()]
-        raise SchemaError(f"{where}: needs a binary outcome (correct), but the log holds graded scores ({n} row(s) "
+        raise SchemaError(f"{where}: needs a binary outcome (correct), but the log holds graded scores ({plural(n, 'row')} "
                           f"with a score and no correct, e.g. score {float(sc.iloc[0]):g}); read it with a "
                           f"threshold (--threshold T, read_log(..., threshold=T): correct = score >= T), or use "
                           f"summary / compare / power, which analyse the mean score")

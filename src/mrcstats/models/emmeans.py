@@ -58,6 +58,7 @@ import pandas as pd
 from scipy import stats as _st
 
 from mrcstats._repr import Result
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.models._checks import check_level
 from mrcstats.models.design import _is_numeric
@@ -572,7 +573,7 @@ def emmeans(m: GlmerResult, specs: str | Sequence[str] = "LLM", by: str | Sequen
     if _in_interaction(m, facs):
         notes.append("NOTE: Results may be misleading due to involvement in interactions")
     if not est_ok.all():
-        notes.append(f"{int((~est_ok).sum())} mean(s) not estimable in this rank-deficient fit (NA)")
+        notes.append(f"{plural(int((~est_ok).sum()), 'mean')} not estimable in this rank-deficient fit (NA)")
     return EmmeansResult(specs=sp, by=bv, type=type, grid=grid, estimate=est, se=se, L=L, V=Vm, level=level,
                          averaged_over=averaged, covariates=covs,
                          numeric=tuple(v.name for v in rg.variables if v.numeric and v.name in facs),

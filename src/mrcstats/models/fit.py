@@ -86,7 +86,7 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str | Family = "
           contrasts: Mapping[str, str] | None = None, nagq: int = 1, engine: str = "native",
           weights: Any = None, levels: Mapping[str, Any] | None = None,
           lme4_defaults: bool = False, backend: str | None = None, scheduler: Any = None,
-          method: str = "auto") -> GlmerResult:
+          method: str = "auto", vcov: str = "hessian") -> GlmerResult:
     """Fit a GLMM as lme4's ``glmer(formula, data, family = family, nAGQ = nagq)``.
 
     Parameters
@@ -109,6 +109,10 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str | Family = "
     weights : prior weights, a column name or an array (R's ``weights=``).
     levels : ``{"LLM": ["gpt4", ...]}`` level orders (default: sorted by code point).
     lme4_defaults : lme4 engine only: keep lme4's default ``tolPwrss`` (to reproduce published numbers).
+    vcov : ``"hessian"`` (default; lme4's default ``vcov(m)`` for a GLMM: 2 H⁻¹ of the deviance in (θ, β))
+        or ``"RX"`` (lme4's ``vcov(m, use.hessian = FALSE)``): the covariance behind ``se``, ``z`` and ``p``,
+        the same rule in both engines; the result's ``vcov_method`` names it and ``vcov_other`` keeps the
+        other one (:meth:`~mrcstats.models.results.GlmerResult.use_vcov`).
 
     Returns
     -------
@@ -123,6 +127,12 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str | Family = "
     Laplace deviance), sec. 5.3 (PIRLS); lme4 1.1-31 ``glmer``, ``vcov.merMod``, ``checkConv``.
     """
     t0 = time.perf_counter()        # fit_seconds: the whole call, from the data frame to the result
+    if vcov not in ("hessian", "RX"):
+        raise InputError(f"vcov must be 'hessian' or 'RX' (lme4's use.hessian = TRUE/FALSE), got {vcov!r}")
+    if vcov == "RX":
+        res = glmer(formula, data, family, contrasts, nagq, engine, weights, levels, lme4_defaults, backend,
+                    scheduler, method)
+        return res.use_vcov("RX") if hasattr(res, "use_vcov") else res
     if not isinstance(formula, (str, ModelSpec)):
         raise InputError(f"glmer: formula must be R formula text such as 'correct ~ x + (1 | cluster)', got "
                          f"{type(formula).__name__}")

@@ -100,6 +100,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         theta = np.array([abs(float(r.x))])
         fval, beta = sf.nagq0(theta[0], state["beta"])
         vcov = _rx_vcov_safe(sf, theta[0], beta, messages)
+        vcov_method, vcov_other = "RX", None     # nAGQ = 0 has no Hessian in (θ, β)
         H = None
         grad = np.zeros(1)
         optinfo.update(optimizer="brent", nfev=sf.nfev, fval=fval)
@@ -136,7 +137,16 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         converged, cmsgs = True, (["boundary (singular) fit: see help('isSingular')"] if singular else [])
     else:
         converged, cmsgs = _check_conv(np.asarray(grad), H, k, singular)
+        n_before = len(cmsgs)
         vcov = vcov_from_hessian(H, k, lambda: _rx_vcov_safe(model, th_arg(theta), beta, cmsgs), cmsgs)
+        if any("falling back to var-cov estimated from RX" in m for m in cmsgs[n_before:]):
+            vcov_method, vcov_other = "RX", None
+        else:       # lme4's vcov(m, use.hessian = TRUE); the RX one (use.hessian = FALSE) kept beside it
+            vcov_method = "hessian"
+            try:
+                vcov_other = model.rx_vcov(th_arg(theta), beta)
+            except (np.linalg.LinAlgError, AttributeError):
+                vcov_other = None
     messages += cmsgs
 
     ex = model.extras(th_arg(theta), beta)
@@ -155,13 +165,17 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         loglik = -0.5 * fval
     ranef = _ranef_frames(re, ex["b"], ex["condvar"])
     fit_seconds = time.perf_counter() - t0
-    return GlmerResult.from_estimates(
+    res = GlmerResult.from_estimates(
         info=design.info, beta=beta, vcov=vcov, theta=theta, group_names=[r_.name for r_ in re],
         theta_names=[n for r_ in re for n in r_.theta_names], varcorr=varcorr_frame(re, theta),
         ngroups=design.ngroups, ranef=ranef, loglik=loglik, deviance=devres_sum, pearson_resid=pearson,
         nobs=design.nobs, converged=converged, messages=messages, engine="native", nagq=nagq,
         fit_seconds=fit_seconds, singular=singular, optinfo=optinfo, fit_options=fit_options or {},
         frame=design.frame, design=design, family=fam)
+    names = list(res.fixef.index)
+    other = (pd.DataFrame(np.asarray(vcov_other, dtype=float).reshape(len(names), len(names)), index=names,
+                          columns=names) if vcov_other is not None else None)
+    return dataclasses.replace(res, vcov_method=vcov_method, vcov_other=other)
 
 
 def fit_rows(spec: ModelSpec, data: pd.DataFrame, *, family: Family, contrasts: Mapping[str, str] | None = None,

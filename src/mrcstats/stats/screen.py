@@ -67,6 +67,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 
 __all__ = ["SIGNALS", "ScreenResult", "ScreenValidation", "inject_key_errors", "precision_at_k", "roc_auc",
@@ -173,14 +174,14 @@ def _choices(log: pd.DataFrame, items: tuple[str, ...], models: tuple[str, ...],
     cnt = g.groupby(["i", "gold"], sort=True).size().reset_index(name="n")
     multi = cnt.groupby("i")["gold"].nunique()
     if (multi > 1).any():
-        notes.append(f"{int((multi > 1).sum())} item(s) have more than one gold answer across rows; the most "
+        notes.append(f"{plural(int((multi > 1).sum()), 'item')} have more than one gold answer across rows; the most "
                      "frequent is used as the key")
     key = cnt.sort_values(["i", "n", "gold"], ascending=[True, False, True]).drop_duplicates("i")
     gold_of = pd.Series(pd.NA, index=range(I), dtype="string")
     gold_of[key["i"].to_numpy()] = key["gold"].to_numpy()
     no_gold = int(gold_of.isna().sum())
     if no_gold:
-        notes.append(f"{no_gold} item(s) have no gold answer: no key likelihood for them")
+        notes.append(f"{plural(no_gold, 'item')} have no gold answer: no key likelihood for them")
     pred = _norm(log["pred"]).to_numpy()[keep]
     ok = pd.notna(pred)
     rows = pd.DataFrame({"i": ipos[keep][ok], "j": mpos[keep][ok], "o": pred[ok]})
@@ -560,7 +561,7 @@ def screen(log: pd.DataFrame, *, fdr: float = 0.1, irt_model: str = "2pl", seed:
                                   "q_value": np.nan, "p_sim": np.nan})
             tab = pd.concat([tab, extra], ignore_index=True)
             tab["flag"] = tab["flag"].astype(bool)
-            notes.append(f"{len(missing)} item(s) answered by one model only are listed without a score")
+            notes.append(f"{plural(len(missing), 'item')} answered by one model only are listed without a score")
         tab = tab.iloc[_order(tab["score"].to_numpy(float))].reset_index(drop=True)
         bar.update(1)
     finally:
@@ -741,7 +742,7 @@ def inject_key_errors(log: pd.DataFrame, k: int, seed: int = 0, *, model_col: st
         raise InputError("validate: the log's 'pred' or 'gold' column is empty; cannot move keys")
     elig = np.flatnonzero(_eligible(ch, len(rm.items)))
     if k > len(elig):
-        raise InputError(f"validate: K = {k} but only {len(elig)} item(s) have an option other than the key "
+        raise InputError(f"validate: K = {k} but only {plural(len(elig), 'item')} have an option other than the key "
                          "chosen by some model; choose a smaller K")
     rng = np.random.default_rng(seed)
     pick = np.sort(rng.choice(elig, int(k), replace=False))
