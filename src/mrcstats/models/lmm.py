@@ -41,8 +41,8 @@ import numpy as np
 import pandas as pd
 from scipy import linalg as sla
 from scipy import optimize
-from scipy import stats as _st
 
+from mrcstats._dist import t_ppf, t_sf
 from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models.design import reterms_matrix
@@ -469,7 +469,7 @@ class LmerResult(Result):
         """Wald intervals of the fixed effects with Satterthwaite's df (lmerTest's ``contest(..., confint=TRUE)``):
         β ± t_{df, 1-α/2} SE."""
         level = check_level(level, "lmer confint")
-        q = _st.t.ppf(0.5 + level / 2, self.df.to_numpy())
+        q = t_ppf(0.5 + level / 2, self.df.to_numpy())
         lo = self.fixef - q * self.se
         hi = self.fixef + q * self.se
         return pd.DataFrame({"lower": lo, "upper": hi})
@@ -612,7 +612,7 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None) -> LmerResult:
         df[j] = 2.0 * V[j, j] ** 2 / float(g @ A @ g)
     with np.errstate(divide="ignore", invalid="ignore"):
         tval = beta / se
-    pval = 2.0 * _st.t.sf(np.abs(tval), df)
+    pval = 2.0 * t_sf(np.abs(tval), df)
     # lme4's ranef: b = Λû (û in σ's units), condVar σ² Λ M⁻¹ Λᵀ
     b_all = sys_._lam(e["Ts"], e["u"])
     bs, cvs = [], []

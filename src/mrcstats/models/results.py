@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _st
 
+from mrcstats._dist import norm_sf
 from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.design import DesignInfo
@@ -40,7 +40,7 @@ def wald_table(estimate: Mapping[str, float] | pd.Series, se: Mapping[str, float
     s = pd.Series(se, dtype=float).reindex(est.index).rename(COEF_COLUMNS[1])
     with np.errstate(divide="ignore", invalid="ignore"):
         z = (est / s).rename(COEF_COLUMNS[2])
-    p = pd.Series(2.0 * _st.norm.sf(np.abs(z.to_numpy())), index=est.index, name=COEF_COLUMNS[3])
+    p = pd.Series(2.0 * norm_sf(np.abs(z.to_numpy())), index=est.index, name=COEF_COLUMNS[3])
     return pd.concat([est, s, z, p], axis=1)
 
 
@@ -143,7 +143,7 @@ class GlmerResult(Result):
             z = beta / se
             d = np.sqrt(np.outer(np.diag(V), np.diag(V)))
             C = V / d
-        p = 2.0 * _st.norm.sf(np.abs(z))
+        p = 2.0 * norm_sf(np.abs(z))
         th = np.asarray(theta, dtype=float)
         tnames = list(theta_names) if theta_names is not None else [f"{g}.(Intercept)" for g in group_names]
         npar = len(names) + len(th) + npar_extra
