@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Self
 
 
 def progress(iterable: Iterable | None = None, *, total: int | None = None, desc: str = "",
@@ -34,7 +34,7 @@ class _Quiet:
     def __iter__(self) -> Any:
         return iter(self._iterable if self._iterable is not None else ())
 
-    def __enter__(self) -> _Quiet:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
