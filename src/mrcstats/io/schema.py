@@ -86,8 +86,17 @@ def _na_float(n: int) -> pd.api.extensions.ExtensionArray:
 
 
 def _na_string(n: int, index: pd.Index) -> pd.Series:
-    """An all-<NA> ``string`` Series of length ``n``."""
-    return pd.Series(pd.array(np.full(n, None, dtype=object), dtype=STRING_DTYPE), index=index)
+    """An all-<NA> ``string`` Series of length ``n`` (an Arrow null array: no Python objects)."""
+    return pd.Series(_const_string(None, n), index=index)
+
+
+def _const_string(value: str | None, n: int) -> pd.api.extensions.ExtensionArray:
+    """``n`` times ``value`` (None: <NA>) as a ``string`` array, built by Arrow when the dtype is Arrow's."""
+    if STRING_DTYPE.storage == "pyarrow":
+        import pyarrow as pa
+
+        return pd.array(pa.repeat(pa.scalar(value, pa.large_string()), n), dtype=STRING_DTYPE)
+    return pd.array(np.full(n, value, dtype=object), dtype=STRING_DTYPE)  # pragma: no cover - without pyarrow
 
 
 def show_value(v: Any) -> str:
@@ -276,7 +285,7 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
     if "condition" in out:
         out["condition"] = _to_string(out["condition"], source=source).fillna("")
     else:
-        out["condition"] = pd.Series(pd.array(np.full(n, "", dtype=object), dtype=STRING_DTYPE), index=out.index)
+        out["condition"] = pd.Series(_const_string("", n), index=out.index)
     out["trial"] = _coerce_trial(out["trial"], source) if "trial" in out else np.zeros(n, dtype="int64")
     if "masking_rate" in out:
         out["masking_rate"] = coerce_masking_rate(out["masking_rate"], source)
