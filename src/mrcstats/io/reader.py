@@ -16,6 +16,8 @@ from mrcstats.io.schema import (
     apply_threshold,
     check_duplicates,
     coerce_log,
+    is_validated,
+    mark_validated,
     merge_skipped,
     validate_log,
 )
@@ -128,7 +130,7 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
     log.attrs = {**base, "skipped": skipped, "format": sources[0][1],
                  "sources": [str(f) for f in files], **({"threshold": float(threshold)} if threshold is not None
                                                         else {})}
-    return log
+    return mark_validated(log)
 
 
 def open_log(paths: str | os.PathLike | Sequence[str | os.PathLike], **kwargs):
@@ -221,6 +223,8 @@ def _restore_dtypes(log: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
 def write_log(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     """Validate ``df`` and write it atomically: Parquet (``.parquet``/``.pq``, lossless) or CSV/TSV
     (``.csv``/``.tsv``, optionally ``.gz``), by the file ending; any other ending raises :class:`InputError`.
+    A log :func:`read_log` or :func:`~mrcstats.io.schema.validate_log` returned is written as it is, not
+    validated a second time (:func:`~mrcstats.io.schema.is_validated`).
 
     ``df.attrs`` (JSON-serialisable parts) travel in the Parquet metadata, so
     :func:`read_log` gives back the same frame. The files the log was read from
@@ -233,7 +237,7 @@ def write_log(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     # the files the log was read from (read_log records them) are inputs: never overwritten
     target = check_output_path(path, suffixes=LOG_SUFFIXES, what="write_log",
                                inputs=sources if isinstance(sources, (list, tuple)) else ())
-    log = validate_log(df)
+    log = df if is_validated(df) else validate_log(df)   # read_log's and validate_log's logs: checked once
     name = target.name.lower()
     with atomic_path(target) as tmp:
         if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):

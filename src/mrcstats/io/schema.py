@@ -39,6 +39,7 @@ not 0/1); :func:`require_binary` is the one check of the analyses that need a 0/
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -647,7 +648,25 @@ def validate_log(df: pd.DataFrame, *, on_duplicate: str = "error", source: str |
     out = check_duplicates(out, on_duplicate, source, skipped)
     out.attrs.update(attrs)
     out.attrs["skipped"] = skipped
-    return out
+    return mark_validated(out)
+
+
+#: the frames :func:`validate_log` and :func:`mrcstats.io.read_log` returned (by id, held weakly)
+_VALIDATED: weakref.WeakValueDictionary[int, pd.DataFrame] = weakref.WeakValueDictionary()
+
+
+def mark_validated(df: pd.DataFrame) -> pd.DataFrame:
+    """Record that ``df`` is a validated canonical log (what :func:`validate_log` and ``read_log`` return), so
+    :func:`mrcstats.io.write_log` writes it without validating it a second time. Returns ``df``."""
+    _VALIDATED[id(df)] = df
+    return df
+
+
+def is_validated(df: Any) -> bool:
+    """True for a frame :func:`mark_validated` recorded that still has the canonical dtypes. A new frame
+    (a filter, a copy, a concatenation) is not: it is validated again. A log changed in place after
+    reading (``log.loc[...] = ...``) is the one case this cannot see; pass ``log.copy()`` to have it checked."""
+    return isinstance(df, pd.DataFrame) and _VALIDATED.get(id(df)) is df and is_canonical(df)
 
 
 def is_canonical(df: pd.DataFrame) -> bool:
