@@ -107,6 +107,13 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
             raise InputError(f"mixed formats in one call: {sources[0][0].path} is {sources[0][1]} but {path} is "
                              f"{fmt}; read one format at a time (or pass --format)")
         sources.append((src, fmt))
+    return _read_loaded(files, sources, mapping, model, on_duplicate, threshold)
+
+
+def _read_loaded(files: list[Path], sources: list[tuple[Source, str]], mapping: Mapping[str, str] | None,
+                 model: str | Mapping[str, str] | None, on_duplicate: str, threshold: float | None) -> pd.DataFrame:
+    """:func:`read_log` after its files are loaded and their one format known (``sources``: (file, format)
+    pairs; each file's bytes are released once it is read)."""
     frames: list[pd.DataFrame] = []
     skipped: dict[str, int] = {}
     from mrcstats._progress import progress
@@ -172,8 +179,8 @@ def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: st
         i = next(i for i, f in enumerate(fmts) if f != fmts[0])
         raise InputError(f"mixed formats in one call: {files[0]} is {fmts[0]} but {files[i]} is {fmts[i]}; "
                          f"read one format at a time (or pass --format)")
-    if fmts[0] not in TABLE_FORMATS:
-        return read_log(files, format=fmts[0], mapping=mapping, model=model, on_duplicate=on_duplicate)
+    if fmts[0] not in TABLE_FORMATS:   # a log: read from the files loaded above, not a second time
+        return _read_loaded(files, list(zip(srcs, fmts)), mapping, model, on_duplicate, None)
     from mrcstats.io.schema import coerce_correct
     from mrcstats.io.tabular import read_plain_table
 

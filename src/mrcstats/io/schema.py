@@ -582,7 +582,8 @@ def check_duplicates(df: pd.DataFrame, on_duplicate: str = "error", source: str 
     """
     if on_duplicate not in DUPLICATE_POLICIES:
         raise SchemaError(f"on_duplicate must be one of {', '.join(DUPLICATE_POLICIES)}, got {on_duplicate!r}")
-    dup = df.duplicated(subset=list(KEY_COLUMNS), keep=False)
+    key = _distinguishing(df, KEY_COLUMNS)
+    dup = df.duplicated(subset=key, keep=False)
     if not dup.any():
         return df
     if on_duplicate == "error":
@@ -594,7 +595,7 @@ def check_duplicates(df: pd.DataFrame, on_duplicate: str = "error", source: str 
                           f"model={key['model']!r} item={key['item']!r} trial={key['trial']} "
                           f"condition={key['condition']!r}{mr} at rows {pos[0] + 1} and {pos[1] + 1}; "
                           f"{_duplicate_advice(df, dup)}")
-    drop = df.duplicated(subset=list(KEY_COLUMNS), keep=on_duplicate)
+    drop = df.duplicated(subset=key, keep=on_duplicate)
     n_drop = int(drop.sum())
     if skipped is not None:
         reason = f"duplicate (model, item, trial, condition), kept {on_duplicate}"
@@ -602,6 +603,20 @@ def check_duplicates(df: pd.DataFrame, on_duplicate: str = "error", source: str 
     out = df.loc[~drop.to_numpy()]
     out.index = pd.RangeIndex(len(out))
     return out
+
+
+def _distinguishing(df: pd.DataFrame, columns: tuple[str, ...]) -> list[str]:
+    """The key columns that are not one value throughout (a log without trials, conditions or masking has
+    trial 0, condition "" and no masking rate on every row): rows repeat a key exactly when they repeat it
+    on these, so :func:`check_duplicates` hashes only them. Never empty (the first column stays)."""
+    def constant(s: pd.Series) -> bool:
+        na = s.isna().to_numpy()
+        if na.all():
+            return True
+        return not na.any() and bool((s == s.iloc[0]).all())
+
+    keep = [c for c in columns if not constant(df[c])]
+    return keep or [columns[0]]
 
 
 #: columns that say where a row was read from, not what it holds (left out when duplicates are compared)
