@@ -93,6 +93,8 @@ def _delimited_arrow(src: Source, delimiter: str, cols: list[str], text: list[st
     column (floats, words, all missing) is converted by pandas' own parser from the same bytes
     (``usecols``), so its dtype and values are pandas'. Arrow's errors (a row with too many or too few
     fields, ...), a header Arrow reads differently, or no data rows fall back to pandas."""
+    if STRING_DTYPE.storage != "pyarrow":   # pandas < 3 keeps text as Python objects: its own reader is as fast
+        return None
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pv
