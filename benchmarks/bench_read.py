@@ -12,7 +12,8 @@ mrcstats, each in fresh processes (``PYTHONPATH=<tree>``):
 
 "before" is ``--before-ref`` (default 452bd97, the commit before this work) unpacked with ``git archive``
 (or ``--before SRC``, a ``src`` folder); "after" is this checkout's ``src``. Prints each time and the
-ratio before/after (> 1: faster now), and the load average (the machine may be shared).
+ratio before/after (> 1: faster now), wall and CPU time (user + system: the steadier figure on a shared
+machine), and the load average.
 Usage: python benchmarks/bench_read.py [--models 29] [--items 12000] [--repeat 3] [--startup 10]
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -34,10 +36,12 @@ import json, sys, time
 from mrcstats.io import read_log
 path, repeat = sys.argv[1], int(sys.argv[2])
 read_log(path)
-times = []
+times, cpu = [], []
 for _ in range(repeat):
-    t = time.perf_counter(); log = read_log(path); times.append(time.perf_counter() - t)
-print(json.dumps({"best": min(times), "rows": len(log)}))
+    t, c = time.perf_counter(), time.process_time()
+    log = read_log(path)
+    times.append(time.perf_counter() - t); cpu.append(time.process_time() - c)
+print(json.dumps({"best": min(times), "cpu": min(cpu), "rows": len(log)}))
 """
 
 
@@ -67,23 +71,33 @@ def _env(src: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": src, "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def _run(src: str, args: list[str]) -> float:
-    t = time.perf_counter()
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _run(src: str, args: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, of the child) of one ``python ARGS``."""
+    c, t = _cpu(), time.perf_counter()
     subprocess.run([sys.executable, *args], env=_env(src), check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t
+    return time.perf_counter() - t, _cpu() - c
 
 
-def wall(src: str, args: list[str], n: int) -> float:
-    """Median wall time of ``n`` fresh processes ``python ARGS`` with ``src`` on the path."""
-    _run(src, args)   # compiles the tree's .pyc files once (PYTHONDONTWRITEBYTECODE: they are not kept)
-    return statistics.median(_run(src, args) for _ in range(n))
+def wall(src: str, args: list[str], n: int) -> tuple[float, float]:
+    """Median wall and median CPU time of ``n`` fresh processes ``python ARGS`` with ``src`` on the path (the
+    CPU time is the steadier figure on a shared machine)."""
+    _run(src, args)
+    runs = [_run(src, args) for _ in range(n)]
+    return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
 
 
-def read_best(src: str, path: Path, repeat: int) -> float:
+def read_best(src: str, path: Path, repeat: int) -> tuple[float, float]:
+    """Best wall and best CPU (this process's ``time.process_time``) of ``repeat`` reads in one process."""
     out = subprocess.run([sys.executable, "-c", READ, str(path), str(repeat)], env=_env(src), check=True,
                          capture_output=True, text=True)
-    return float(json.loads(out.stdout.strip().splitlines()[-1])["best"])
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return float(r["best"]), float(r["cpu"])
 
 
 def before_tree(ref: str, folder: Path) -> str:
@@ -112,20 +126,22 @@ def main() -> None:
               f"{csv.stat().st_size / 2**20:.1f} MiB, Parquet {pq.stat().st_size / 2**20:.1f} MiB; "
               f"before = {a.before or a.before_ref}")
         rows = [
-            ("mrcstats --version (median wall)", lambda s: wall(s, ["-m", "mrcstats", "--version"], a.startup)),
-            ("mrcstats --help (median wall)", lambda s: wall(s, ["-m", "mrcstats", "--help"], a.startup)),
+            ("mrcstats --version (median)", lambda s: wall(s, ["-m", "mrcstats", "--version"], a.startup)),
+            ("mrcstats --help (median)", lambda s: wall(s, ["-m", "mrcstats", "--help"], a.startup)),
             ("read_log(CSV) (best, in process)", lambda s: read_best(s, csv, a.repeat)),
             ("read_log(Parquet) (best, in process)", lambda s: read_best(s, pq, a.repeat)),
-            ("mrcstats summary CSV (median wall)",
+            ("mrcstats summary CSV (median)",
              lambda s: wall(s, ["-m", "mrcstats", "summary", str(csv)], a.repeat)),
-            ("mrcstats ingest CSV --out (median wall)",
+            ("mrcstats ingest CSV --out (median)",
              lambda s: wall(s, ["-m", "mrcstats", "ingest", str(csv), "--out", str(folder / "o.parquet")],
                             a.repeat)),
         ]
-        print(f"{'':42s} {'before':>9s} {'after':>9s} {'before/after':>13s}")
+        print(f"{'':40s} {'wall: before':>12s} {'after':>8s} {'ratio':>6s}   {'CPU: before':>11s} {'after':>8s} "
+              f"{'ratio':>6s}")
         for name, fn in rows:
-            t0, t1 = fn(before), fn(after)
-            print(f"{name:42s} {t0:8.3f}s {t1:8.3f}s {t0 / t1:12.2f}x", flush=True)
+            (w0, c0), (w1, c1) = fn(before), fn(after)
+            print(f"{name:40s} {w0:11.3f}s {w1:7.3f}s {w0 / w1:5.2f}x   {c0:10.3f}s {c1:7.3f}s {c0 / c1:5.2f}x",
+                  flush=True)
     print("load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()) + f" ({os.cpu_count()} cores)")
 
 
