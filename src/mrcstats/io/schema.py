@@ -707,25 +707,30 @@ def log_stats(df: pd.DataFrame) -> dict[str, Any]:
     A graded log (:func:`resolve_outcome` gives ``score``) adds ``"outcome": "score"`` and
     ``"mean_score"`` per model (invalid rows score 0); its ``invalid`` counts rows without a score.
     """
-    correct = df["correct"].fillna(False).astype(bool)
+    correct = df["correct"].fillna(False).astype(bool).to_numpy()
     graded = resolve_outcome(df) == "score"
-    invalid = df["score"].isna() if graded else df["correct"].isna()
-    g = pd.DataFrame({"model": df["model"].astype(object), "c": correct, "i": invalid})
-    agg = g.groupby("model", sort=True).agg(n=("c", "size"), c=("c", "sum"), i=("i", "sum"))
+    invalid = (df["score"].isna() if graded else df["correct"].isna()).to_numpy()
+    # models by code, sorted by code point (as Python sorts str): counted without a Python object per row
+    codes, models = pd.factorize(df["model"], sort=True)
+    k = len(models)
+    n = np.bincount(codes, minlength=k)
+    c = np.bincount(codes, weights=correct, minlength=k)
+    i = np.bincount(codes, weights=invalid, minlength=k)
+    names = [str(m) for m in models]
     out = {
         "rows": len(df),
-        "models": [str(m) for m in agg.index],
+        "models": names,
         "items": int(df["item"].nunique()),
         "clusters": int(df["cluster"].nunique()),
-        "conditions": sorted(str(c) for c in pd.unique(df["condition"].astype(object))),
-        "accuracy": {str(m): float(r.c) / float(r.n) for m, r in agg.iterrows()},
-        "invalid": {str(m): int(r.i) for m, r in agg.iterrows()},
+        "conditions": sorted(str(c) for c in pd.unique(df["condition"])),
+        "accuracy": {m: float(c[j]) / float(n[j]) for j, m in enumerate(names)},
+        "invalid": {m: int(i[j]) for j, m in enumerate(names)},
         "skipped": dict(df.attrs.get("skipped", {}) or {}),
     }
     if graded:
         sc = pd.Series(df["score"].to_numpy(dtype=float, na_value=0.0))
-        means = sc.groupby(df["model"].astype(object).to_numpy(), sort=True).mean()
-        out = {**out, "outcome": "score", "mean_score": {str(m): float(v) for m, v in means.items()}}
+        means = sc.groupby(codes, sort=True).mean()     # pandas' groupby mean, as before: the same sums
+        out = {**out, "outcome": "score", "mean_score": {names[j]: float(v) for j, v in means.items()}}
         if df.attrs.get("threshold") is not None:   # accuracy is correct = score >= threshold
             out["threshold"] = float(df.attrs["threshold"])
     return out
