@@ -77,10 +77,10 @@ def test_summarize_conventions_on_dask(sim, ds):
     for invalid, trials in (("exclude", "mean"), ("wrong", "mean"), ("exclude", "pool")):
         for by in (["model"], ["condition", "masking_rate"]):
             a = summarize(sim, by=by, invalid=invalid, trials=trials).to_frame()
-            b = summarize(ds, by=by, invalid=invalid, trials=trials, engine="dask").to_frame()
+            b = summarize(ds, by=by, invalid=invalid, trials=trials, backend="dask").to_frame()
             pd.testing.assert_frame_equal(a, b, rtol=1e-12, atol=0)
     a = summarize(sim, by=[], invalid="exclude", trials="mean").to_frame()
-    b = summarize(sim, by=[], invalid="exclude", trials="mean", engine="dask").to_frame()   # a frame on Dask
+    b = summarize(sim, by=[], invalid="exclude", trials="mean", backend="dask").to_frame()   # a frame on Dask
     pd.testing.assert_frame_equal(a, b, rtol=1e-12, atol=0)
 
 

@@ -85,19 +85,12 @@ def _glmer(args: argparse.Namespace) -> int:
         data = open_dataset(args.data[0])       # lazy: one DuckDB/Dask pass collapses it (models.outofcore)
     else:
         data = read_data_args(args, "glmer")
-    kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": args.engine, "weights": args.weights,
-              "levels": levels or None, "lme4_defaults": args.lme4_defaults, "family": args.family}
-    if args.engine in ("duckdb", "dask") or not hasattr(data, "columns") or hasattr(data, "files"):
-        from mrcstats.models.outofcore import glmer_outofcore
-
-        if args.weights or args.lme4_defaults or args.engine == "lme4" or args.family != "binomial":
-            raise InputError("a dataset folder / --engine duckdb|dask fits binomial models natively without "
-                             "--weights or lme4 options")
-        m = glmer_outofcore(args.formula, data, engine=None if args.engine == "native" else args.engine,
-                            scheduler=args.scheduler, contrasts=contrasts or None, levels=levels or None,
-                            nagq=args.nagq)
-    else:
-        m = glmer(args.formula, data, **kw)
+    # --engine duckdb|dask is the CLI's spelling of the backend; the front door (mrcstats.glmer) chooses the rest
+    engine, backend = ("native", args.engine) if args.engine in ("duckdb", "dask") else (args.engine, None)
+    kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": engine, "backend": backend,
+          "scheduler": args.scheduler, "weights": args.weights, "levels": levels or None,
+          "lme4_defaults": args.lme4_defaults, "family": args.family}
+    m = glmer(args.formula, data, **kw)
     obj, text = model_output(args, m, "glmer")
     if args.confint:
         ci = m.confint(args.confint, level=args.level, nsim=args.nsim, seed=args.seed)

@@ -154,7 +154,7 @@ def _summary(args: argparse.Namespace) -> int:
         from mrcstats.errors import InputError
 
         raise InputError("--scheduler goes with --engine dask")
-    res = summarize(log, by=by, engine=args.engine, scheduler=args.scheduler, invalid=args.invalid,
+    res = summarize(log, by=by, backend=args.engine, scheduler=args.scheduler, invalid=args.invalid,
                     trials=args.trials, outcome=args.outcome)
     from mrcstats.stats.headline import has_headline, inspect_headline
 

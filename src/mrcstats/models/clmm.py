@@ -716,7 +716,7 @@ def clmm(formula: str | ModelSpec, data: pd.DataFrame, link: str = "logit",
     keep = [j for j, nm in enumerate(names) if nm != "(Intercept)"]
     X = np.asarray(design.X, float)[:, keep]
     bnames = [names[j] for j in keep]
-    from mrcstats.models.fit import _blas_controller
+    from mrcstats.models.optimize import _blas_controller
 
     ctl = _blas_controller()
     if ctl is None:  # pragma: no cover

@@ -43,7 +43,7 @@ from scipy import stats as _st
 
 from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
-from mrcstats.models.results import check_level
+from mrcstats.models._checks import check_level
 
 METHODS = ("Wald", "profile", "boot")
 
@@ -282,7 +282,7 @@ def _design_of(m):
 
 def _setup(design):
     from mrcstats.models.deviance import ResponseData
-    from mrcstats.models.fit import deviance_function, make_model
+    from mrcstats.models.optimize import deviance_function, make_model
 
     d = ResponseData.from_design(design)
     model = make_model(d, design.re)
@@ -295,7 +295,7 @@ def _setup(design):
 def _profile(m, design, rows: list[int], names: list[str], level: float,
              maxpts: int = 100, alphamax: float = 0.01, delta_cutoff: float = 1 / 8, maxmult: float = 10.0,
              devtol: float = 1e-9):
-    from mrcstats.models.fit import _blas_controller
+    from mrcstats.models.optimize import _blas_controller
 
     ctl = _blas_controller()
     if ctl is not None:
@@ -608,7 +608,7 @@ def _boot_one(seed_seq) -> np.ndarray | None:
     import dataclasses
 
     from mrcstats.models.deviance import ResponseData
-    from mrcstats.models.fit import make_model, refit_optimum
+    from mrcstats.models.optimize import make_model, refit_optimum
 
     design, theta, beta = _BOOT["design"], _BOOT["theta"], _BOOT["beta"]
     rng = np.random.default_rng(seed_seq)
@@ -630,7 +630,7 @@ def _boot_one(seed_seq) -> np.ndarray | None:
 
 
 def _boot_chunk(seeds) -> list:
-    from mrcstats.models.fit import _blas_controller
+    from mrcstats.models.optimize import _blas_controller
 
     ctl = _blas_controller()
     if ctl is None:  # pragma: no cover

@@ -54,10 +54,10 @@ from scipy import stats as _st
 
 from mrcstats._repr import Result
 from mrcstats.errors import InputError
+from mrcstats.models._checks import check_level
 from mrcstats.models.design import _is_numeric
 from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.formula import ModelSpec
-from mrcstats.models.results import check_level
 
 if TYPE_CHECKING:  # pragma: no cover
     from mrcstats.models.results import GlmerResult

@@ -112,7 +112,7 @@ class CrossedGrid:
         shares = [sh for sh in (chunks[w::THREADS] for w in range(THREADS)) if sh]
         if len(shares) == 1:
             return [work(shares[0])]
-        from mrcstats.models.fit import _blas_controller
+        from mrcstats.models.optimize import _blas_controller
 
         ctl = _blas_controller()
         pool = _pool()
@@ -515,7 +515,7 @@ def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], n
     """
     from mrcstats._progress import progress
     from mrcstats.models.design import DesignInfo
-    from mrcstats.models.fit import SINGULAR_TOL, _check_conv, optimize_laplace, vcov_from_hessian
+    from mrcstats.models.optimize import SINGULAR_TOL, _check_conv, optimize_laplace, vcov_from_hessian
     from mrcstats.models.results import GlmerResult
 
     t0 = time.perf_counter() if t0 is None else t0
@@ -575,7 +575,7 @@ def _subgrid_start(K, N, x0, lower, chunk_cells):
     """(θ, β) and modes from the fit on evenly spaced rows and columns of the tables: a start near the
     optimum, so the full grid's optimiser needs a few evaluations (the optimum does not depend on the
     start; lme4's θ = 1 start is used below ``START_CELLS``)."""
-    from mrcstats.models.fit import optimize_laplace
+    from mrcstats.models.optimize import optimize_laplace
 
     rows = np.unique(np.linspace(0, K.shape[0] - 1, min(K.shape[0], START_SHAPE[0])).round().astype(np.int64))
     cols = np.unique(np.linspace(0, K.shape[1] - 1, min(K.shape[1], START_SHAPE[1])).round().astype(np.int64))

@@ -512,7 +512,7 @@ def lmer(formula: str | ModelSpec, data: pd.DataFrame, reml: bool = True,
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"lmer: data must be a pandas DataFrame, got {type(data).__name__}")
     design = build_design(formula, data, contrasts=contrasts, levels=levels, family=GAUSSIAN)
-    from mrcstats.models.fit import _blas_controller
+    from mrcstats.models.optimize import _blas_controller
 
     ctl = _blas_controller()
     if ctl is None:  # pragma: no cover
@@ -538,7 +538,7 @@ def _central_grad(f, x: np.ndarray, lower: np.ndarray, h: float = 1e-6) -> np.nd
 
 def fit_lmm(design, reml: bool = True, t0: float | None = None) -> LmerResult:
     """Fit a built Gaussian :class:`~mrcstats.models.design.Design` (see the module docstring)."""
-    from mrcstats.models.fit import _ranef_frames, varcorr_frame
+    from mrcstats.models.optimize import _ranef_frames, varcorr_frame
 
     t0 = time.perf_counter() if t0 is None else t0
     sys_ = LmmSystem(design, reml=reml)

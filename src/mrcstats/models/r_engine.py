@@ -312,7 +312,7 @@ def result_from_lme4(r: Mapping[str, Any], design: Design, *, fit_options: Mappi
     if slopes:  # random slopes: lme4's theta (Cholesky factor entries); VarCorr with correlations
         theta = pd.Series([float(r["theta"][t]) for t in tnames], index=tnames, name="theta")
         if tnames == [n for t in design.re for n in t.theta_names]:
-            from mrcstats.models.fit import varcorr_frame
+            from mrcstats.models.optimize import varcorr_frame
 
             vcf = varcorr_frame(design.re, theta.to_numpy())
         else:  # pragma: no cover - lme4 ordered the terms differently: SDs as R gives them

@@ -21,10 +21,12 @@ import pandas as pd
 
 from mrcstats._dist import norm_sf
 from mrcstats._repr import Result
-from mrcstats.errors import InputError
+from mrcstats.models._checks import check_level  # noqa: F401  (re-exported)
+from mrcstats.models.confint import confint as _confint
 from mrcstats.models.design import DesignInfo
 from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.formula import ModelSpec
+from mrcstats.models.predict import predict as _predict
 
 _QNAMES = ("Min", "1Q", "Median", "3Q", "Max")
 COEF_COLUMNS = ("Estimate", "Std. Error", "z value", "Pr(>|z|)")
@@ -42,17 +44,6 @@ def wald_table(estimate: Mapping[str, float] | pd.Series, se: Mapping[str, float
         z = (est / s).rename(COEF_COLUMNS[2])
     p = pd.Series(2.0 * norm_sf(np.abs(z.to_numpy())), index=est.index, name=COEF_COLUMNS[3])
     return pd.concat([est, s, z, p], axis=1)
-
-
-def check_level(level: Any, who: str) -> float:
-    """A confidence level as a float strictly between 0 and 1, or an InputError starting with ``who``."""
-    try:
-        level = float(level)
-    except (TypeError, ValueError):
-        raise InputError(f"{who} level must be a number in (0, 1), got {level!r}") from None
-    if not 0 < level < 1:
-        raise InputError(f"{who} level must be in (0, 1), got {level}")
-    return level
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -222,16 +213,12 @@ class GlmerResult(Result):
         """lme4's ``confint(m, parm, level, method)``: ``"Wald"``, ``"profile"`` (default, as lme4)
         or ``"boot"`` (parametric bootstrap, ``nsim`` refits, ``seed``); rows ``.sig01``, …
         then the fixed effects. See :mod:`mrcstats.models.confint`."""
-        from mrcstats.models.confint import confint
-
-        return confint(self, method=method, level=level, nsim=nsim, seed=seed, parm=parm, **kw)
+        return _confint(self, method=method, level=level, nsim=nsim, seed=seed, parm=parm, **kw)
 
     def predict(self, newdata: pd.DataFrame | None = None, re_form: str | None = None,
                 type: str = "link", allow_new_levels: bool = False) -> np.ndarray:
         """Predictions as lme4's ``predict.merMod``; see :func:`mrcstats.models.predict.predict`."""
-        from mrcstats.models.predict import predict
-
-        return predict(self, newdata, re_form=re_form, type=type, allow_new_levels=allow_new_levels)
+        return _predict(self, newdata, re_form=re_form, type=type, allow_new_levels=allow_new_levels)
 
     # ------------------------------------------------------------------ output
     def to_dict(self) -> dict[str, Any]:

@@ -151,8 +151,8 @@ def _fmt(v: Any) -> str:
 
 
 def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = "cluster",
-              level: float = 0.95, invalid: str = "wrong", trials: str = "pool", engine: str | None = None,
-              scheduler: Any = None, outcome: str = "auto") -> AccuracySummary:
+              level: float = 0.95, invalid: str = "wrong", trials: str = "pool", backend: str | None = None,
+              scheduler: Any = None, outcome: str = "auto", engine: str | None = None) -> AccuracySummary:
     """Accuracy, accuracy over valid answers, invalid count, Wilson and clustered intervals per group.
 
     Args:
@@ -163,8 +163,9 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
         level: confidence level of the intervals.
         invalid: ``"wrong"`` (invalid = not correct) or ``"exclude"`` (over valid answers only).
         trials: ``"pool"`` or ``"mean"`` (mean over trials of the per-trial accuracy, with SD and t interval).
-        engine: for a :class:`~mrcstats.io.dataset.LogDataset` (a dataset folder larger than memory) the
-            per-(group, cluster) counts come from DuckDB SQL (default, :func:`mrcstats.stats._sql.summary_moments`)
+        backend: where the rows are read (:mod:`mrcstats.backends`; ``engine=`` is its deprecated old
+            name): for a :class:`~mrcstats.io.dataset.LogDataset` (a dataset folder larger than memory) the
+            per-(group, cluster) counts come from DuckDB SQL (default, :func:`mrcstats.backends.sql.summary_moments`)
             or, with ``"dask"``, from Dask partitions reduced on the client (``scheduler``: an address or a
             ``distributed.Client``), and per (group, trial) for ``trials="mean"``; :func:`finish_summary`
             turns them into the same table as in memory (every convention).
@@ -176,8 +177,16 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
     from mrcstats.io.dataset import LogDataset
     from mrcstats.io.schema import check_grouping, is_canonical, validate_log
 
+    if engine is not None:
+        import warnings
+
+        warnings.warn("summarize(engine=) is deprecated: the row pass is backend= (engine means native/lme4)",
+                      DeprecationWarning, stacklevel=2)
+        if backend not in (None, engine):
+            raise InputError(f"summarize: engine={engine!r} and backend={backend!r} disagree; pass backend only")
+    engine = backend if backend is not None else engine       # below: the backend
     if engine not in (None, "duckdb", "memory", "dask"):
-        raise InputError(f"summarize: engine must be duckdb, memory or dask, got {engine!r}")
+        raise InputError(f"summarize: backend must be duckdb, memory or dask, got {engine!r}")
     if isinstance(log, pd.DataFrame) and engine != "dask" and not is_canonical(log):
         log = validate_log(log)
     if isinstance(log, (LogDataset, pd.DataFrame)):
@@ -340,10 +349,10 @@ def _summarize_counts(log: Any, by_cols: list[str], cluster: str, level: float, 
 
     _check_conventions(level, invalid, trials)
     if engine == "dask":
-        from mrcstats.models.outofcore import pass_backend
+        from mrcstats.backends import pass_backend
 
         if isinstance(log, LogDataset):
-            from mrcstats.stats._sql import check_columns
+            from mrcstats.backends.sql import check_columns
 
             check_columns(log, [*by_cols, cluster, "correct", *(["trial"] if trials == "mean" else [])])
         elif isinstance(log, pd.DataFrame):
@@ -355,7 +364,7 @@ def _summarize_counts(log: Any, by_cols: list[str], cluster: str, level: float, 
 
         def typed(cl: pd.DataFrame) -> pd.DataFrame:
             if isinstance(log, LogDataset):
-                from mrcstats.stats._sql import canonical_dtypes
+                from mrcstats.backends.sql import canonical_dtypes
 
                 return canonical_dtypes(cl, by_cols, log)
             if isinstance(log, pd.DataFrame):
@@ -367,7 +376,7 @@ def _summarize_counts(log: Any, by_cols: list[str], cluster: str, level: float, 
         per = (typed(backend.group_counts(list(dict.fromkeys([*by_cols, "trial"])))) if trials == "mean"
                else None)
     else:
-        from mrcstats.stats._sql import group_counts, summary_moments
+        from mrcstats.backends.sql import group_counts, summary_moments
 
         mom = summary_moments(log, by_cols, cluster)
         per = group_counts(log, [*by_cols, "trial"]) if trials == "mean" else None

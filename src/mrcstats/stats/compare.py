@@ -134,7 +134,7 @@ def per_item_scores(log: pd.DataFrame, cluster: str = "cluster", outcome: str = 
 
         check_grouping(cluster, log.columns, "cluster by")
         if outcome == "correct" or (outcome == "auto" and not _dataset_graded(log)):
-            from mrcstats.stats._sql import per_item_scores as sql_scores
+            from mrcstats.backends.sql import per_item_scores as sql_scores
 
             out = sql_scores(log, cluster)
             out.attrs["outcome"] = "correct"

@@ -172,7 +172,7 @@ def discrimination(log: pd.DataFrame, cluster: str = "cluster", model: str = "mo
 
 def _discrimination_dataset(ds: Any, cluster: str, model: str, epsilon: float, correct: str,
                             item: str) -> DiscriminationResult:
-    from mrcstats.stats._sql import cluster_model_counts
+    from mrcstats.backends.sql import cluster_model_counts
 
     if not (0 <= epsilon < 0.5):
         raise InputError(f"discrimination: epsilon must lie in [0, 0.5), got {epsilon}")

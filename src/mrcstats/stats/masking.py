@@ -159,7 +159,7 @@ def _counts(log: Any, where: str) -> pd.DataFrame:
 
     keys = [*_KEYS, "trial"]
     if isinstance(log, LogDataset):
-        from mrcstats.stats._sql import check_columns, group_counts
+        from mrcstats.backends.sql import check_columns, group_counts
 
         check_columns(log, ["model", "masking_rate", "correct"], "compute masking curves by")
         raw = group_counts(log, [c for c in keys if c in log.columns])

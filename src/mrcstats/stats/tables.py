@@ -104,7 +104,7 @@ def crosstab(log: pd.DataFrame, rows: str, cols: str, *, test: str = "chisq", si
     from mrcstats.io.dataset import LogDataset
 
     if isinstance(log, LogDataset):  # larger than memory: the counts of each (rows, cols) pair from DuckDB
-        from mrcstats.stats._sql import pair_counts
+        from mrcstats.backends.sql import pair_counts
 
         pairs, n_miss = pair_counts(log, rows, cols)
         skipped = {f"missing {rows} or {cols}": n_miss} if n_miss else {}

@@ -84,7 +84,7 @@ def summary_moments(ds: Any, by: Sequence[str], cluster: str = "cluster") -> pd.
 
 def group_counts(ds: Any, cols: Sequence[str], response: str = "correct") -> pd.DataFrame:
     """Per distinct ``cols`` (nulls kept as a group): ``n`` rows, ``k`` correct, ``inv`` null responses
-    (the SQL twin of :meth:`mrcstats.models.outofcore.DaskPass.group_counts`); key columns in the
+    (:meth:`mrcstats.backends.DuckDBPass.group_counts`; the twin of :meth:`mrcstats.backends.DaskPass.group_counts`); key columns in the
     canonical dtypes."""
     cols = list(dict.fromkeys(cols))
     check_columns(ds, [*cols, response])
