@@ -20,7 +20,7 @@ from mrcstats.cli._common import (
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``glmer`` to the mrcstats parser."""
     from mrcstats.io.formats import formats_phrase
-    from mrcstats.models.family import FAMILIES
+    from mrcstats.models.family_table import FAMILY_TABLE
 
     p = sub.add_parser(
         "glmer", help="GLMM (binomial, Poisson, beta-binomial; random intercepts and slopes), lme4-exact",
@@ -31,9 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_args(p, "correct ~ scaled_tok * LLM + (1 | passage)")
     reads = {"binomial": "0/1, proportions with --weights or cbind(k, n - k)", "count": "counts",
              "continuous": "numeric scores: a linear mixed model, as mrcstats lmer"}
-    p.add_argument("--family", choices=tuple(FAMILIES), default="binomial",
-                   help="response distribution: " + "; ".join(f"{f.name} ({f.link} link; {reads[f.response]})"
-                                                              for f in FAMILIES.values()) + " (default binomial)")
+    p.add_argument("--family", choices=tuple(FAMILY_TABLE), default="binomial",
+                   help="response distribution: " + "; ".join(f"{name} ({link} link; {reads[response]})"
+                                                              for name, (link, response) in FAMILY_TABLE.items())
+                        + " (default binomial)")
     p.add_argument("--weights", metavar="COL", help="prior weights column (R's weights=)")
     p.add_argument("--invalid", choices=("wrong", "exclude"), default="wrong",
                    help="invalid answers (correct empty) count as not correct (wrong, default, as summary, compare "

@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import linalg as sla
-from scipy import optimize
-from scipy import stats as _st
+from scipy import optimize, special
 
+from mrcstats._dist import norm_ppf, t_ppf, t_sf
 from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models._checks import check_level
@@ -598,14 +598,14 @@ class LmerResult(Result):
         cols = format_perc(np.array([a, 1 - a]))
         fe, se = self.fixef.to_numpy(), self.se.to_numpy()
         if meth == "satterthwaite":
-            q = _st.t.ppf(1 - a, self.df.to_numpy())
+            q = t_ppf(1 - a, self.df.to_numpy())
             tab = pd.DataFrame(np.column_stack([fe - q * se, fe + q * se]), index=self.fixef.index, columns=cols)
             rows = _which(parm, list(self.fixef.index), 0)
             return ConfintResult("satterthwaite", level, tab.iloc[rows])
         names = sig_names(len(self.theta)) + [".sigma"] + list(self.fixef.index)
         k = len(self.theta) + 1
         ci = np.full((len(names), 2), np.nan)
-        ci[k:] = fe[:, None] + se[:, None] * _st.norm.ppf([a, 1 - a])[None, :]
+        ci[k:] = fe[:, None] + se[:, None] * norm_ppf([a, 1 - a])[None, :]
         rows = _which(parm, names, k)
         return ConfintResult("Wald", level, pd.DataFrame(ci, index=names, columns=cols).iloc[rows])
 
@@ -728,7 +728,9 @@ def profile_confint(m: LmerResult, level: float = 0.95, parm: Any = None, maxpts
 
     base = min(-2.0 * ml.loglik, dev_v(opt[:nv]))
     nptot = len(opt)
-    cutoff = math.sqrt(_st.chi2.ppf(1 - alphamax, nptot))
+    from scipy import stats  # the profile only: not at import (issue 28's start-up)
+
+    cutoff = math.sqrt(stats.chi2.ppf(1 - alphamax, nptot))
     delta = cutoff * delta_cutoff
     se_ml = ml.se.to_numpy()
 
@@ -778,7 +780,7 @@ def profile_confint(m: LmerResult, level: float = 0.95, parm: Any = None, maxpts
     names = sig_names(nth) + [".sigma"] + list(m.fixef.index)
     rows = _which(parm, names, nv)
     a = (1 - level) / 2
-    zq = _st.norm.ppf([a, 1 - a])
+    zq = norm_ppf([a, 1 - a])
     out = np.full((len(rows), 2), np.nan)
     msgs: list[str] = []
     opt_row = np.concatenate([[0.0], opt])
@@ -837,7 +839,7 @@ def _ddf_name(ddf: str) -> str:
 
 def _ftable(F: float, ndf: int, ddf: float, sigma2: float) -> dict[str, float]:
     """lmerTest's ``mk_Ftable``."""
-    p = float(_st.f.sf(F, ndf, ddf)) if ndf > 0 and math.isfinite(F) else math.nan
+    p = float(special.fdtrc(ndf, ddf, F)) if ndf > 0 and math.isfinite(F) else math.nan
     return {"Sum Sq": F * sigma2 * ndf, "Mean Sq": F * sigma2, "NumDF": float(ndf), "DenDF": float(ddf),
             "F value": F, "Pr(>F)": p}
 
@@ -1244,7 +1246,7 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
         A, J, df = None, np.zeros((p * p, 0)), np.full(p, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         tval = beta / se
-    pval = 2.0 * _st.t.sf(np.abs(tval), df)
+    pval = 2.0 * t_sf(np.abs(tval), df)
     # lme4's ranef: b = Λû (û in σ's units), condVar σ² Λ M⁻¹ Λᵀ
     b_all = sys_._lam(e["Ts"], e["u"])
     bs, cvs = [], []

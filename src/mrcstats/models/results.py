@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _st
 
+from mrcstats._dist import norm_sf
 from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models._checks import check_level  # noqa: F401  (re-exported)
@@ -43,7 +43,7 @@ def wald_table(estimate: Mapping[str, float] | pd.Series, se: Mapping[str, float
     s = pd.Series(se, dtype=float).reindex(est.index).rename(COEF_COLUMNS[1])
     with np.errstate(divide="ignore", invalid="ignore"):
         z = (est / s).rename(COEF_COLUMNS[2])
-    p = pd.Series(2.0 * _st.norm.sf(np.abs(z.to_numpy())), index=est.index, name=COEF_COLUMNS[3])
+    p = pd.Series(2.0 * norm_sf(np.abs(z.to_numpy())), index=est.index, name=COEF_COLUMNS[3])
     return pd.concat([est, s, z, p], axis=1)
 
 
@@ -142,7 +142,7 @@ class GlmerResult(Result):
             z = beta / se
             d = np.sqrt(np.outer(np.diag(V), np.diag(V)))
             C = V / d
-        p = 2.0 * _st.norm.sf(np.abs(z))
+        p = 2.0 * norm_sf(np.abs(z))
         th = np.asarray(theta, dtype=float)
         tnames = list(theta_names) if theta_names is not None else [f"{g}.(Intercept)" for g in group_names]
         npar = len(names) + len(th) + npar_extra
@@ -197,7 +197,7 @@ class GlmerResult(Result):
         return dataclasses.replace(
             self, vcov=self.vcov_other, vcov_other=self.vcov, vcov_method=method,
             se=pd.Series(se, index=idx, name="Std. Error"), z=pd.Series(z, index=idx, name="z value"),
-            p=pd.Series(2.0 * _st.norm.sf(np.abs(z)), index=idx, name="Pr(>|z|)"),
+            p=pd.Series(2.0 * norm_sf(np.abs(z)), index=idx, name="Pr(>|z|)"),
             corr=pd.DataFrame(C, index=idx, columns=idx))
 
     # ------------------------------------------------------------------ accessors

@@ -34,7 +34,7 @@ GLOSSARY: dict[str, str] = {
 NAMES: frozenset[str] = frozenset({
     "R", "CSV", "PDF", "JSON", "HTML", "API", "RACE", "MSKQA", "MSKQA's", "RQA", "UQA", "AQA", "MMLU", "ID",
     "I", "II", "III", "IV", "V", "X", "Y", "N", "P", "B", "G", "K", "T", "H", "TRUE", "FALSE", "NULL", "AGQ",
-    "OK", "NO", "YES", "UTC", "GPT", "LME4", "DOI", "URL", "BFGS", "TIGER", "AI"})
+    "OK", "NO", "YES", "UTC", "GPT", "LME4", "DOI", "URL", "BFGS", "TIGER", "AI", "NLTK"})
 
 _TOKEN = re.compile(r"(?<![\w/.])([A-Z][A-Z0-9]{1,})(?![\w])")
 

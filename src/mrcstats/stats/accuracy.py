@@ -114,11 +114,11 @@ def accuracy_interval(p: Any, n: Any, se: Any, method: str, level: float = 0.95)
 
 def wilson_interval(k: np.ndarray | float, n: np.ndarray | float, level: float = 0.95) -> tuple[Any, Any]:
     """Wilson score interval for ``k`` successes in ``n`` trials (R ``prop.test(k, n, correct=FALSE)``)."""
-    from scipy.stats import norm
+    from mrcstats._dist import norm_ppf
 
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
-    z = float(norm.ppf(0.5 + level / 2.0))
+    z = float(norm_ppf(0.5 + level / 2.0))
     with np.errstate(invalid="ignore", divide="ignore"):
         p = k / n
         denom = 1.0 + z * z / n
@@ -289,7 +289,7 @@ def summarize_scores(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster
     (``invalid="wrong"``) or are left out (``"exclude"``). Same table as :func:`summarize_frame`, with
     ``outcome="score"``; reference: R ``sandwich::vcovCL(lm(score ~ 1), cluster = ~cluster, type = "HC0",
     cadjust = FALSE)`` (tests/stats/_r_scores.py)."""
-    from scipy.stats import norm
+    from mrcstats._dist import norm_ppf
 
     by_cols = [by] if isinstance(by, str) else list(by)
     for c in [*by_cols, *([cluster] if cluster else []), *(["trial"] if trials == "mean" else [])]:
@@ -304,7 +304,7 @@ def summarize_scores(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster
         work[f"_g{i}"] = pd.Series(log[b].array)
     keys = [f"_g{i}" for i in range(len(by_cols))]
     cl = log[cluster].to_numpy() if cluster else None
-    z = float(norm.ppf(0.5 + level / 2.0))
+    z = float(norm_ppf(0.5 + level / 2.0))
     recs = []
     groups = work.groupby(keys, sort=True, dropna=False) if keys else [((), work)]
     for key, g in groups:
@@ -499,7 +499,7 @@ def trial_summary(per: pd.DataFrame, by: Sequence[str], level: float = 0.95,
     Vectorised over groups (two-pass SD: Σ (acc_t - mean)² / (T - 1)).
     Rows come out in the order of the groups sorted by ``by`` (missing last), as :func:`finish_summary`.
     """
-    from scipy import stats as _st
+    from mrcstats._dist import t_ppf
 
     by_cols = list(by)
     p = per.copy()
@@ -526,7 +526,7 @@ def trial_summary(per: pd.DataFrame, by: Sequence[str], level: float = 0.95,
         ss = np.bincount(g_ok, weights=dev * dev, minlength=n_groups)
         sd = np.where(nt > 1, np.sqrt(ss / np.where(nt > 1, nt - 1, 1)), np.nan)
         se = sd / np.sqrt(np.where(nt > 1, nt, np.nan))
-        tq = np.where(nt > 1, _st.t.ppf(0.5 + level / 2, np.where(nt > 1, nt - 1, 1)), np.nan)
+        tq = np.where(nt > 1, t_ppf(0.5 + level / 2, np.where(nt > 1, nt - 1, 1)), np.nan)
     half = tq * se
     out = np.column_stack([nt, mean, sd, se, mean - half, mean + half])
     first = p.drop_duplicates(subset=gcols, keep="first") if len(p) else p

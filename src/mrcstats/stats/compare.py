@@ -446,8 +446,7 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
     ``clustered=True`` uses the ``cluster`` column for cluster-robust SEs and the cluster
     bootstrap (``cluster_name`` only labels the result). See the module docstring.
     """
-    from scipy.stats import norm
-
+    from mrcstats._dist import norm_ppf, norm_sf
     from mrcstats.stats.accuracy import accuracy_interval, cluster_se
     from mrcstats.stats.contingency import mcnemar_exact_p
 
@@ -480,7 +479,7 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
         item_cl = np.arange(n_items, dtype=np.int64)
     n_cl = int(item_cl.max()) + 1 if n_items else 0
     F = ~np.isnan(S)
-    zq = float(norm.ppf(1 - alpha / 2))
+    zq = float(norm_ppf(1 - alpha / 2))
 
     # ---- per model
     graded = items.attrs.get("outcome") == "score"
@@ -610,7 +609,7 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
             used, ua, ub = se, se_a, se_b
         z = np.where(used > 0, diff / used, np.where(diff == 0, 0.0, np.copysign(np.inf, diff)))
         z = np.where(np.isnan(used), np.nan, z)
-        p = 2.0 * norm.sf(np.abs(z))
+        p = 2.0 * norm_sf(np.abs(z))
         denom = ua ** 2 + ub ** 2
         vratio = np.where(denom > 0, used ** 2 / denom, np.nan)
         va, vb = cols["va"], cols["vb"]
