@@ -51,8 +51,12 @@ def test_demo_report_passes(tmp_path):
 @pytest.mark.parametrize("name", ["seed000_mskqa", "seed003_race", "seed004_elagent"])
 def test_seed_reports_pass(name, shared_data, tmp_path):
     args = [str(shared_data), "--out", str(tmp_path / "out")]
-    if name == "seed004_elagent":
+    if name != "seed000_mskqa":
         args += ["--work", str(tmp_path / "work")]
+    if name == "seed003_race":
+        # the report's text and tables, not the syntactic parse (tests/features): the parse of every RACE-h
+        # passage takes most of an hour on two cores
+        args += ["--parser", "none"]
     if _load(name).main(args) != 0:
         pytest.skip(f"{name} could not run on this machine")
     pdf = next((tmp_path / "out").glob("*.pdf"))

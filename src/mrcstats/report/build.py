@@ -256,7 +256,7 @@ def _methods(doc: ReportDocument, rs: ReportSpec, outputs: list[Output]) -> None
                           f"{_METHOD_NAMES[rs.multiplicity]} (R's p.adjust(p, \"{rs.multiplicity}\")) within each "
                           f"family: " + "; ".join(f"{_family_name(f)} ({len(ts)} tests)" for f, ts in multi.items())
                           + ". The section Multiplicity lists the unadjusted and adjusted p-values; the tables "
-                          "show unadjusted p-values. Wald tests of single GLMM coefficients are not adjusted.")
+                          "show unadjusted p-values. Wald tests of single coefficients of a mixed model are not adjusted.")
         else:
             doc.paragraph("Each family holds a single test, so no adjustment for multiplicity was needed.")
 

@@ -24,7 +24,8 @@ GLOSSARY: dict[str, str] = {
     "NA": "normalised accuracy Acc_r / Acc_0 (seed 000)", "SD": "standard deviation", "SE": "standard error",
     "MLE": "maximum-likelihood estimate", "PIRLS": "penalised iteratively reweighted least squares",
     "RX": "the fixed-effect block R_X of lme4's Cholesky factor", "OR": "odds ratio",
-    "ELAGENT": "the seed 004 agent benchmark", "LLM": "large language model",
+    "LLM": "large language model", "FP": "false positive",
+    "NT": "a predicate that is not transitive (seed 004)", "NS": "a predicate that is not symmetrical (seed 004)",
     "WH": "wh-word (what, when, which, why, where, who, how)", "TAU": "Kendall's τ",
     "CLT": "central limit theorem", "2PL": "two-parameter logistic item response model",
     "1PL": "one-parameter logistic item response model",
@@ -34,7 +35,7 @@ GLOSSARY: dict[str, str] = {
 NAMES: frozenset[str] = frozenset({
     "R", "CSV", "PDF", "JSON", "HTML", "API", "RACE", "MSKQA", "MSKQA's", "RQA", "UQA", "AQA", "MMLU", "ID",
     "I", "II", "III", "IV", "V", "X", "Y", "N", "P", "B", "G", "K", "T", "H", "TRUE", "FALSE", "NULL", "AGQ",
-    "OK", "NO", "YES", "UTC", "GPT", "LME4", "DOI", "URL", "BFGS", "TIGER", "AI", "NLTK"})
+    "OK", "NO", "YES", "UTC", "GPT", "LME4", "DOI", "URL", "BFGS", "TIGER", "AI", "NLTK", "ELAGENT"})
 
 _TOKEN = re.compile(r"(?<![\w/.])([A-Z][A-Z0-9]{1,})(?![\w])")
 
