@@ -36,6 +36,7 @@ from mrcstats.models.family import BINOMIAL, Family
 PIRLS_TOL = 1e-22      # Newton decrement (squared) below which the modes are converged
 PIRLS_MAXIT = 200
 DENSE_PAIRS_MAX = 32_000_000  # largest q1 x q2 table of pair sums kept dense (crossed terms; 256 MB)
+GRID_ORDER = True      # complete crossed grids: kernels in cell order (False: the row-order path, for tests)
 
 
 def halving_step(u: np.ndarray, step: np.ndarray, f0: float, pen) -> tuple[np.ndarray, float]:
@@ -90,6 +91,16 @@ class ResponseData:
         simulated one)."""
         return cls(design.X, design.y if y is None else y, design.weights, design.offset, design.loglik_const,
                    design.family)
+
+    def reordered(self, order: np.ndarray) -> ResponseData:
+        """The same data with the rows in ``order`` (a permutation); the sums over all rows (``const``,
+        ``ent``) are kept, not recomputed in the new order."""
+        out = object.__new__(ResponseData)
+        out.__dict__.update(self.__dict__)
+        out.XT = np.ascontiguousarray(self.XT[:, order])
+        out.y, out.w, out.wy = self.y[order], self.w[order], self.wy[order]
+        out.offset = None if self.offset is None else self.offset[order]
+        return out
 
     def linpred(self, beta: np.ndarray) -> np.ndarray:
         eta = beta @ self.XT if self.p else np.zeros(self.n)
@@ -365,6 +376,7 @@ class MultiFactor:
 
     def __init__(self, data: ResponseData, codes: list[np.ndarray], nlev: list[int]):
         self.d = data
+        self._dd = data         # the rows in the order the kernels use (the grid's cell order, see below)
         self.k = len(codes)
         self.nlev = nlev
         self.q1 = nlev[0]
@@ -384,6 +396,19 @@ class MultiFactor:
         self.nfirst = nlev[1]
         self.dense = q1 * q2 <= min(DENSE_PAIRS_MAX, max(2 * data.n, 200_000))
         keys = np.concatenate([self.c1.astype(np.int64) * q2 + c for c in self.cr])
+        # two crossed terms with every pair of levels exactly once (every model answered every item once):
+        # the rows are the cells of the q1 x q2 table. The kernels then keep the rows in cell order, so
+        # pair sums are a reshape and the per-row η a broadcast sum (no bincount, no gather); the table of
+        # pair sums is the same to the bit (one row per cell), only whole-data sums add in another order.
+        self.grid = (GRID_ORDER and self.nrest == 1 and data.n == q1 * q2 and q1 * q2 <= DENSE_PAIRS_MAX
+                     and bool(np.all(np.bincount(keys, minlength=q1 * q2) == 1)))
+        if self.grid:
+            self.dense = True
+            order = np.empty(data.n, dtype=np.intp)
+            order[keys] = np.arange(data.n)           # cell j*q2 + k <- the row of level pair (j, k)
+            self._dd = data.reordered(order)
+            self.c1 = np.repeat(np.arange(q1, dtype=np.intp), q2)     # the levels of each cell
+            self.cr = [np.tile(np.arange(q2, dtype=np.intp), q1)]
         if self.dense:
             self.key1 = keys
         else:
@@ -406,6 +431,8 @@ class MultiFactor:
         self.pirls_iters = 0
 
     def _pairs(self, vec):
+        if self.grid:
+            return vec.reshape(self.q1, self.q2)
         vr = np.tile(vec, self.nrest) if self.nrest > 1 else vec
         if self.dense:
             return np.bincount(self.key1, weights=vr, minlength=self.q1 * self.q2).reshape(self.q1, self.q2)
@@ -428,12 +455,19 @@ class MultiFactor:
         """Per observation a1[level of term 1] + Σ_k a2[column of term k] (one gather of the
         q1 x q2 table when the pair table is dense and there are two terms)."""
         if self.dense and self.nrest == 1:
-            tab = np.add.outer(a1, a2)
-            return np.take(tab.ravel(), self.key1)
+            return self._cells(np.add.outer(a1, a2))
         out = np.take(a1, self.c1)
         for c in self.cr:
             out += np.take(a2, c)
         return out
+
+    def _cells(self, tab: np.ndarray) -> np.ndarray:
+        """Per observation the entry of a q1 x q2 table at its pair of levels."""
+        return tab.ravel() if self.grid else np.take(tab.ravel(), self.key1)
+
+    def _rows(self, x: np.ndarray) -> np.ndarray:
+        """A per-observation array in the kernels' order back in the data's row order."""
+        return x[self.key1] if self.grid else x
 
     def _eta(self, eta0, theta, u):
         t1, lr = self._lam(theta)
@@ -484,7 +518,7 @@ class MultiFactor:
         fcur = None
         for it in range(PIRLS_MAXIT):
             eta = self._eta(eta0, theta, u)
-            mu = self.d.family.mean(eta)
+            mu = self._dd.family.mean(eta)
             e, v = self._ev(mu)
             a1, a2 = self._zt(theta, e)
             g1 = u[:self.q1] - a1
@@ -512,13 +546,13 @@ class MultiFactor:
 
     def _ev(self, mu):
         """w(y-μ) and wV(μ)."""
-        d = self.d
+        d = self._dd
         if d.unit:
             return d.y - mu, d.family.variance_into(mu, np.empty_like(mu))
         return d.wy - d.w * mu, d.family.wvariance(mu, d.w)
 
     def _pen(self, eta, u):
-        d = self.d
+        d = self._dd
         f = d.family.cumulant(eta)
         f *= d.w
         f -= d.wy * eta
@@ -539,10 +573,10 @@ class MultiFactor:
         t1, lr = self._lam(theta)
         if self.dense and self.nrest == 1:
             tab = (t1 * t1) * diag1[:, None] - (2 * t1) * GS * lr[None, :] + (lr * lr * diag2)[None, :]
-            return np.take(tab.ravel(), self.key1), diag1, diag2, GS, Sinv
+            return self._cells(tab), diag1, diag2, GS, Sinv
         h = diag1[self.c1]
         h *= t1 * t1
-        n = self.d.n
+        n = self._dd.n
         for a, ca in enumerate(self.cr):
             gs = GS.ravel()[self.key1[a * n:(a + 1) * n]] if self.dense else GS[self.c1, ca]
             h -= (2 * t1) * lr[ca] * gs
@@ -555,7 +589,7 @@ class MultiFactor:
         return h, diag1, diag2, GS, Sinv
 
     def evaluate(self, theta: np.ndarray, beta: np.ndarray, grad: bool = True, keep: bool = True):
-        d = self.d
+        d = self._dd
         self.nfev += 1
         theta = np.asarray(theta, float)
         eta0 = d.linpred(beta)
@@ -615,7 +649,7 @@ class MultiFactor:
 
     def extras(self, theta, beta):
         theta = np.asarray(theta, float)
-        eta0 = self.d.linpred(beta)
+        eta0 = self._dd.linpred(beta)
         u, eta, mu, (D1, C, G, cho, _v) = self.modes(eta0, theta)
         _h, diag1, diag2, _GS, _Sinv = self._selinv(theta, D1, C, G, cho)
         t1, _lr = self._lam(theta)
@@ -627,10 +661,10 @@ class MultiFactor:
             sl = slice(offs[j - 1], offs[j])
             b.append(theta[j] * ur[sl])
             cv.append(theta[j] ** 2 * diag2[sl])
-        return {"b": b, "condvar": cv, "mu": mu, "eta": eta}
+        return {"b": b, "condvar": cv, "mu": self._rows(mu), "eta": self._rows(eta)}
 
     def rx_vcov(self, theta, beta):
-        d = self.d
+        d = self._dd
         theta = np.asarray(theta, float)
         _u, _eta, _mu, (D1, C, G, cho, v) = self.modes(d.linpred(beta), theta)
         XtWX = (d.XT * v) @ d.XT.T
