@@ -427,6 +427,7 @@ class MultiFactor:
                     keys2.append(self.cr[a].astype(np.int64) * q2 + self.cr[b])
         self.key2 = np.concatenate(keys2) if keys2 else None
         self.u = np.zeros(self.q1 + self.q2)
+        self._u_theta: np.ndarray | None = None     # the θ of the kept modes
         self.nfev = 0
         self.pirls_iters = 0
 
@@ -513,8 +514,22 @@ class MultiFactor:
         P = self._pairs(vec)
         return t1 * self._rowsum(P), lr * self._colsum(P)
 
+    def _start(self, theta: np.ndarray) -> np.ndarray:
+        """PIRLS start: the last kept modes, rescaled per term to keep b = θu (between nearby θ the random
+        effects move little; fewer Newton steps than from u itself). The modes are iterated to the same
+        tolerance from any start."""
+        u = self.u.copy()
+        old = self._u_theta
+        if old is not None:
+            t_old, t_new = self._lam(old), self._lam(theta)
+            if t_old[0] > 0 and t_new[0] > 0:
+                u[:self.q1] *= t_old[0] / t_new[0]
+            ok = (t_old[1] > 0) & (t_new[1] > 0)
+            u[self.q1:][ok] *= t_old[1][ok] / t_new[1][ok]
+        return u
+
     def modes(self, eta0, theta, u=None):
-        u = self.u.copy() if u is None else u.copy()
+        u = self._start(theta) if u is None else u.copy()
         fcur = None
         for it in range(PIRLS_MAXIT):
             eta = self._eta(eta0, theta, u)
@@ -596,6 +611,7 @@ class MultiFactor:
         u, eta, mu, (D1, C, G, cho, v) = self.modes(eta0, theta)
         if keep:
             self.u = u
+            self._u_theta = theta.copy()
         f = d.family.cumulant(eta)
         if not d.unit:
             f *= d.w
