@@ -766,12 +766,29 @@ class GeneralModel:
 
     def __init__(self, data: ResponseData, terms) -> None:
         self.d = data
+        self._dd = data     # the rows in the order the kernels use (a complete grid's cell order, see below)
         self.terms = list(terms)
         n = data.n
         t1 = self.terms[0]
         self.q1, self.n1 = t1.q, t1.nlevels
         self.codes = [np.ascontiguousarray(t.codes, dtype=np.intp) for t in self.terms]
         self.Zs = [np.ones((n, 1)) if t.Z is None else np.asarray(t.Z, float) for t in self.terms]
+        # two grouping factors with every pair of levels exactly once: the kernels keep the rows in cell
+        # order (level of the first term major), so the per-level sums are row/column sums of an n1 x n2
+        # table and the coupling block C is a reshape (no bincount over Q₂-long keys)
+        self.grid = None
+        if GRID_ORDER and len(self.terms) == 2 and n == self.n1 * self.terms[1].nlevels:
+            n2 = self.terms[1].nlevels
+            keys = self.codes[0].astype(np.int64) * n2 + self.codes[1]
+            if bool(np.all(np.bincount(keys, minlength=n) == 1)):
+                order = np.empty(n, dtype=np.intp)
+                order[keys] = np.arange(n)
+                self.grid = (self.n1, n2)
+                self._rowkey = keys
+                self._dd = data.reordered(order)
+                self.codes = [np.repeat(np.arange(self.n1, dtype=np.intp), n2),
+                              np.tile(np.arange(n2, dtype=np.intp), self.n1)]
+                self.Zs = [np.ascontiguousarray(Z[order]) for Z in self.Zs]
         self.qs = [t.q for t in self.terms]
         self.nls = [t.nlevels for t in self.terms]
         self.nth = [t.ntheta for t in self.terms]
@@ -798,6 +815,16 @@ class GeneralModel:
         self._ckeys: dict[tuple[int, int, int], np.ndarray] = {}
 
     # ------------------------------------------------------------------ pieces
+    def _segsum(self, k: int, w: np.ndarray) -> np.ndarray:
+        """Σ of w over the rows of each level of term k (a row/column sum on a complete grid)."""
+        if self.grid is not None:
+            return w.reshape(self.grid).sum(axis=1 - k)
+        return np.bincount(self.codes[k], weights=w, minlength=self.nls[k])
+
+    def _rows(self, x: np.ndarray) -> np.ndarray:
+        """A per-row array in the kernels' order back in the data's row order."""
+        return x if self.grid is None else x[self._rowkey]
+
     def _ckey(self, a: int, k: int, c: int) -> np.ndarray:
         """Flat index of row i's entry (level₁ column a, term k column c) in the dense C (cached)."""
         key = (a, k, c)
@@ -832,7 +859,7 @@ class GeneralModel:
 
     def _gather(self, A: list[np.ndarray], U: list[np.ndarray]) -> np.ndarray:
         """Σ_k Σ_c A_k[i, c] U_k[level_k(i), c] per row."""
-        out = np.zeros(self.d.n)
+        out = np.zeros(self._dd.n)
         for Ak, Uk, ck in zip(A, U, self.codes):
             for c in range(Ak.shape[1]):
                 out += Ak[:, c] * np.take(Uk[:, c], ck)
@@ -841,8 +868,8 @@ class GeneralModel:
     def _zt(self, A: list[np.ndarray], r: np.ndarray) -> np.ndarray:
         """Aᵀ r as a flat vector in u's order."""
         parts = []
-        for Ak, ck, nl in zip(A, self.codes, self.nls):
-            parts.append(np.stack([np.bincount(ck, weights=Ak[:, c] * r, minlength=nl)
+        for k, Ak in enumerate(A):
+            parts.append(np.stack([self._segsum(k, Ak[:, c] * r)
                                    for c in range(Ak.shape[1])], axis=1).ravel())
         return np.concatenate(parts)
 
@@ -853,26 +880,35 @@ class GeneralModel:
         D = np.empty((n1, q1, q1))
         for a in range(q1):
             for b in range(a, q1):
-                D[:, a, b] = np.bincount(c1, weights=v * A1[:, a] * A1[:, b], minlength=n1)
+                D[:, a, b] = self._segsum(0, v * A1[:, a] * A1[:, b])
                 D[:, b, a] = D[:, a, b]
             D[:, a, a] += 1.0
         if not self.rest:
             return D, None, None
         Q2 = self.Q2
-        C = np.zeros(n1 * q1 * Q2)
-        for a in range(q1):
-            va = v * A1[:, a]
-            for k in self.rest:
-                for c in range(self.qs[k]):
-                    C += np.bincount(self._ckey(a, k, c), weights=va * A[k][:, c], minlength=n1 * q1 * Q2)
-        C = C.reshape(n1 * q1, Q2)
+        if self.grid is not None:       # one rest term, one row per (level₁, level₂): C is that table
+            qk = self.qs[1]
+            C4 = np.empty((n1, q1, self.grid[1], qk))
+            for a in range(q1):
+                va = v * A1[:, a]
+                for c in range(qk):
+                    C4[:, a, :, c] = (va * A[1][:, c]).reshape(self.grid)
+            C = C4.reshape(n1 * q1, Q2)
+        else:
+            C = np.zeros(n1 * q1 * Q2)
+            for a in range(q1):
+                va = v * A1[:, a]
+                for k in self.rest:
+                    for c in range(self.qs[k]):
+                        C += np.bincount(self._ckey(a, k, c), weights=va * A[k][:, c], minlength=n1 * q1 * Q2)
+            C = C.reshape(n1 * q1, Q2)
         B = np.eye(Q2)
         for k in self.rest:
             qk, nk, ck = self.qs[k], self.nls[k], self.codes[k]
             blk = np.empty((nk, qk, qk))
             for a in range(qk):
                 for b in range(a, qk):
-                    blk[:, a, b] = np.bincount(ck, weights=v * A[k][:, a] * A[k][:, b], minlength=nk)
+                    blk[:, a, b] = self._segsum(k, v * A[k][:, a] * A[k][:, b])
                     blk[:, b, a] = blk[:, a, b]
             o = self.base_off[k]
             for j in range(nk):
@@ -923,7 +959,7 @@ class GeneralModel:
         return np.concatenate([x1, y2])
 
     def _pen(self, eta: np.ndarray, u: np.ndarray) -> float:
-        d = self.d
+        d = self._dd
         f = d.family.cumulant(eta)
         if not d.unit:
             f *= d.w
@@ -931,7 +967,7 @@ class GeneralModel:
         return 2 * float(f.sum()) + float(u @ u)
 
     def _ev(self, mu):
-        d = self.d
+        d = self._dd
         v = d.family.variance(mu)
         if d.unit:
             return d.y - mu, v
@@ -944,7 +980,7 @@ class GeneralModel:
         fcur = None
         for _it in range(PIRLS_MAXIT):
             eta = eta0 + self._gather(A, self._split(u))
-            mu = self.d.family.mean(eta)
+            mu = self._dd.family.mean(eta)
             e, v = self._ev(mu)
             g = u - self._zt(A, e)
             D, C, B = self._system(A, v)
@@ -983,7 +1019,7 @@ class GeneralModel:
                 for c in range(self.qs[k]):
                     s1[:, a] -= np.take(GSf, self._ckey(a, k, c)) * A[k][:, c]
         for k in self.rest:
-            sk = np.zeros((self.d.n, self.qs[k]))
+            sk = np.zeros((self._dd.n, self.qs[k]))
             for c in range(self.qs[k]):
                 rk = (self.base[k] + c) * Q2
                 for m in self.rest:
@@ -996,7 +1032,7 @@ class GeneralModel:
 
     # ------------------------------------------------------------------ deviance
     def evaluate(self, theta, beta, grad: bool = True, keep: bool = True):
-        d = self.d
+        d = self._dd
         self.nfev += 1
         theta = np.asarray(theta, float)
         eta0 = d.linpred(beta)
@@ -1026,8 +1062,8 @@ class GeneralModel:
             ZQ = np.empty((Zk.shape[1], self.qs[k]))
             for r in range(Zk.shape[1]):
                 zr = Zk[:, r]
-                zrho = np.bincount(ck, weights=zr * rho, minlength=nk)
-                ze = np.bincount(ck, weights=zr * e, minlength=nk)
+                zrho = self._segsum(k, zr * rho)
+                ze = self._segsum(k, zr * e)
                 zv = zr * v2
                 for c in range(self.qs[k]):
                     ZQ[r, c] = zrho @ U[k][:, c] + ze @ W[k][:, c] + zv @ s[k][:, c]
@@ -1039,7 +1075,7 @@ class GeneralModel:
     def extras(self, theta, beta):
         """Modes b_k = u_k T_kᵀ (levels x q) and their conditional covariances T M⁻¹_jj Tᵀ."""
         theta = np.asarray(theta, float)
-        eta0 = self.d.linpred(beta)
+        eta0 = self._dd.linpred(beta)
         u, eta, mu, _e, _v, C, fac = self.modes(eta0, theta)
         A = self._A(theta)
         _s, extra = self._rows_minv(A, C, fac)
@@ -1056,10 +1092,10 @@ class GeneralModel:
                 idx = o + np.arange(self.nls[k])[:, None] * qk + np.arange(qk)[None, :]
                 blocks = Sinv[idx[:, :, None], idx[:, None, :]]
             cv.append(np.einsum("ab,jbc,dc->jad", T, blocks, T))
-        return {"b": b, "condvar": cv, "mu": mu, "eta": eta}
+        return {"b": b, "condvar": cv, "mu": self._rows(mu), "eta": self._rows(eta)}
 
     def rx_vcov(self, theta, beta):
-        d = self.d
+        d = self._dd
         theta = np.asarray(theta, float)
         _u, _eta, _mu, _e, v, C, fac = self.modes(d.linpred(beta), theta)
         A = self._A(theta)
