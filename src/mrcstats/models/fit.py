@@ -326,12 +326,8 @@ def refit_optimum(model, lower: np.ndarray, x0: np.ndarray, ftol: float = 1e-12)
 def optimize_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg=None, scale: np.ndarray | None = None):
     """Minimise a model's Laplace deviance over (θ, β) from ``x0`` (lme4's ``nAGQ = 1`` objective).
 
-    L-BFGS-B with the model's analytic gradient until its steps lower the deviance by less than
-    ``SWITCH_DECREASE`` per iteration (near the optimum, where the deviance is close to quadratic), then
-    Newton steps with the Hessian of that gradient (forward differences, which also give the SEs) and step
-    halving, to a step below 1e-9. Should the Newton phase not reach a (projected) gradient below
-    ``NEWTON_GTOL``, L-BFGS-B resumes to its full tolerance and the Newton polish follows (the path of
-    mrcstats <= 0.x, ``FAST_PATH = False``). ``model`` is any deviance object with
+    L-BFGS-B with the model's analytic gradient, then a Newton polish with the Hessian of that
+    gradient (forward differences), which also gives the SEs. ``model`` is any deviance object with
     ``evaluate(θ, β, grad, keep) -> (D, ∇D)`` (:mod:`mrcstats.models.deviance`, the crossed grid of
     :mod:`mrcstats.models.grid`). ``scale``: typical step sizes of the parameters (e.g. their standard
     errors from a fit on a subsample): L-BFGS-B then works in x = x0 + scale·z, so that its first trial
@@ -351,36 +347,14 @@ def optimize_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg=None, scal
         D, g = model.evaluate(th_arg(x[:k]), x[k:])
         return D, g * s
 
-    def gfun(z):
-        return model.evaluate(th_arg(z[:k]), z[k:], keep=False)[1]
-
     bounds = [((lo - c[i]) / s[i] if lo == 0 else None, None) for i, lo in enumerate(lower)] + [(None, None)] * p
-    opts = {"maxiter": 2000, "ftol": 1e-10, "gtol": 1e-5 * float(np.min(s)), "maxcor": 20}
-    info: dict[str, Any] = {"optimizer": "L-BFGS-B+Newton"}
-    if FAST_PATH:
-        last: list[float] = []
-
-        def switch(intermediate_result):
-            f = float(intermediate_result.fun)
-            if last and last[-1] - f < SWITCH_DECREASE:
-                raise StopIteration
-            last.append(f)
-
-        r = optimize.minimize(fg, z0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts, callback=switch)
-        x, fval, grad = c + s * r.x, float(r.fun), np.asarray(r.jac, float) / s
-        x[:k] = np.maximum(x[:k], lower)
-        nit = int(r.nit)
-        res = _newton(model, th_arg, gfun, x, fval, grad, lower, maxit=30)
-        if res is not None:
-            x, fval, grad, H, moved = res
-            if moved > 1e-4:
-                H = _hessian_from_grad(gfun, x, grad)
-            info.update(nit=nit, lbfgs_message=str(r.message), newton=True)
-            return x, fval, grad, H, info
-        z0 = (x - c) / s                    # resume: the path below from where L-BFGS-B stopped
-    r = optimize.minimize(fg, z0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
+    r = optimize.minimize(fg, z0, jac=True, method="L-BFGS-B", bounds=bounds,
+                          options={"maxiter": 2000, "ftol": 1e-10, "gtol": 1e-5 * float(np.min(s)), "maxcor": 20})
     x, fval, grad = c + s * r.x, float(r.fun), np.asarray(r.jac, float) / s
     x[:k] = np.maximum(x[:k], lower)
+
+    def gfun(z):
+        return model.evaluate(th_arg(z[:k]), z[k:], keep=False)[1]
 
     # Newton polish with the Hessian of the analytic gradient (also used for the SEs);
     # the Hessian is recomputed when the polish moved the point noticeably
@@ -405,59 +379,10 @@ def optimize_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg=None, scal
             break
     if moved > 1e-4:
         H = _hessian_from_grad(gfun, x, grad)
-    info.update(nit=int(r.nit), lbfgs_message=str(r.message))
-    return x, fval, grad, H, info
+    return x, fval, grad, H, {"optimizer": "L-BFGS-B+Newton", "nit": int(r.nit), "lbfgs_message": str(r.message)}
 
 
-FAST_PATH = True          # False: L-BFGS-B to its full tolerance from lme4's start (the path before issue 28)
-SWITCH_DECREASE = 1e-2    # L-BFGS-B hands over to Newton when an iteration lowers the deviance by less
-NEWTON_REHESS = 1e-2      # the Newton phase recomputes H after moving this far (max-norm) from where it was taken
-NEWTON_GTOL = 1e-5        # the Newton phase must bring the projected gradient below this, else L-BFGS-B resumes
-
-
-def _newton(model, th_arg, gfun, x, fval, grad, lower, maxit: int = 30):
-    """Newton steps x - H⁻¹∇D (H: forward differences of the analytic gradient, recomputed when a step
-    moved the point by more than 1e-2), halved until the deviance does not increase, θ kept >= its lower
-    bound; stops after a step below 1e-9 or when no step lowers the deviance. Returns (x, D, ∇D, H,
-    largest step since H) or None when H is not positive definite or the projected gradient stays above
-    ``NEWTON_GTOL``."""
-    k = len(lower)
-    H = _hessian_from_grad(gfun, x, grad)
-    moved = 0.0
-    for _ in range(maxit):
-        try:
-            np.linalg.cholesky(H)
-            step = np.linalg.solve(H, grad)
-        except np.linalg.LinAlgError:
-            return None
-        fac, accepted = 1.0, False
-        for _h in range(20):
-            xn = x - fac * step
-            xn[:k] = np.maximum(xn[:k], lower)
-            if np.max(np.abs(xn - x)) == 0:
-                break
-            Dn, gn = model.evaluate(th_arg(xn[:k]), xn[k:])
-            if Dn <= fval + 1e-12 * abs(fval):
-                accepted = True
-                break
-            fac /= 2
-        if not accepted:
-            break
-        dx = float(np.max(np.abs(xn - x)))
-        x, fval, grad = xn, Dn, gn
-        moved = max(moved, dx)
-        if dx < 1e-9:
-            break
-        if moved > NEWTON_REHESS:
-            H = _hessian_from_grad(gfun, x, grad)
-            moved = 0.0
-    pg = grad.copy()
-    pg[:k][(x[:k] <= lower) & (grad[:k] > 0)] = 0.0       # at a bound θ = 0, a gradient pushing below it
-    if not np.all(np.isfinite(pg)) or float(np.max(np.abs(pg))) > NEWTON_GTOL:
-        return None
-    return x, fval, grad, H, moved
-
-
+FAST_PATH = True          # False: lme4's start for crossed random intercepts on many rows (the path before issue 28)
 START_ROWS = 50_000     # crossed random intercepts on more rows start from the fit on about this many
 
 
