@@ -875,7 +875,7 @@ class GeneralModel:
 
     def _system(self, A: list[np.ndarray], v: np.ndarray):
         """D (levels₁ x q₁ x q₁), C (levels₁ q₁ x Q₂) and B (Q₂ x Q₂) of M."""
-        q1, n1, c1 = self.q1, self.n1, self.codes[0]
+        q1, n1 = self.q1, self.n1
         A1 = A[0]
         D = np.empty((n1, q1, q1))
         for a in range(q1):
@@ -904,7 +904,7 @@ class GeneralModel:
             C = C.reshape(n1 * q1, Q2)
         B = np.eye(Q2)
         for k in self.rest:
-            qk, nk, ck = self.qs[k], self.nls[k], self.codes[k]
+            qk, nk = self.qs[k], self.nls[k]
             blk = np.empty((nk, qk, qk))
             for a in range(qk):
                 for b in range(a, qk):
@@ -1057,7 +1057,7 @@ class GeneralModel:
         g_theta = np.empty(self.ntheta)
         v2 = 2.0 * v
         for k, term in enumerate(self.terms):
-            ck, nk, Zk = self.codes[k], self.nls[k], self.Zs[k]
+            Zk = self.Zs[k]
             # ZQ[r, c] = Σ_i z_ik[r] (ρ_i u_k[c] + e_i ω_k[c] + 2 v_i s_ik[c])
             ZQ = np.empty((Zk.shape[1], self.qs[k]))
             for r in range(Zk.shape[1]):

@@ -424,7 +424,7 @@ def _subsample_start(d: ResponseData, re, model: MultiFactor, x0: np.ndarray, lo
     lr_sub, lr = sub._lam(x[:k])[1], model._lam(th)[1]
     u[model.q1:] = np.where(lr > 0, sub.u[sub.q1:] * lr_sub / np.where(lr > 0, lr, 1.0), 0.0)
     model.u, model._u_theta = u, th.copy()
-    return x, scale, {"from": "subsample fit", "rows": int(rows.sum()), "levels": int(len(keep)),
+    return x, scale, {"from": "subsample fit", "rows": int(rows.sum()), "levels": len(keep),
                       "x0": x.tolist(), "nfev": int(sub.nfev)}
 
 
