@@ -53,6 +53,23 @@ def halving_step(u: np.ndarray, step: np.ndarray, f0: float, pen) -> tuple[np.nd
     return un, f1
 
 
+def cho_factor(S: np.ndarray) -> tuple[np.ndarray, bool]:
+    """``scipy.linalg.cho_factor(S, lower=True)`` without its argument checks (LAPACK ``dpotrf``, the same
+    call and the same numbers; the checks cost more than the factorisation of a small Schur complement)."""
+    c, info = sla.lapack.dpotrf(S, lower=1, clean=0)
+    if info != 0:
+        raise np.linalg.LinAlgError("the matrix is not positive definite")
+    return c, True
+
+
+def cho_solve(cho: tuple[np.ndarray, bool], b: np.ndarray) -> np.ndarray:
+    """``scipy.linalg.cho_solve(cho, b)`` for a lower factor from :func:`cho_factor` (LAPACK ``dpotrs``)."""
+    x, info = sla.lapack.dpotrs(cho[0], b, lower=1)
+    if info != 0:  # pragma: no cover
+        raise ValueError(f"dpotrs: illegal value in argument {-info}")
+    return x
+
+
 def gh_rule(k: int) -> tuple[np.ndarray, np.ndarray]:
     """lme4's ``GHrule(k)``: nodes z and weights w for the standard normal density."""
     x, w = np.polynomial.hermite.hermgauss(k)
@@ -428,6 +445,7 @@ class MultiFactor:
         self.key2 = np.concatenate(keys2) if keys2 else None
         self.u = np.zeros(self.q1 + self.q2)
         self._u_theta: np.ndarray | None = None     # the θ of the kept modes
+        self._lam_cache: tuple | None = None
         self.nfev = 0
         self.pirls_iters = 0
 
@@ -450,7 +468,11 @@ class MultiFactor:
         return np.bincount(self.cols1, weights=P, minlength=self.q2)
 
     def _lam(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        return float(theta[0]), np.asarray(theta[1:], float)[self.term_of_rest - 1]
+        """(θ₁, the θ of each column of the rest block), cached for the last θ (called many times per θ)."""
+        key = np.asarray(theta, float).tobytes()
+        if self._lam_cache is None or self._lam_cache[0] != key:
+            self._lam_cache = (key, (float(theta[0]), np.asarray(theta[1:], float)[self.term_of_rest - 1]))
+        return self._lam_cache[1]
 
     def _gather(self, a1, a2):
         """Per observation a1[level of term 1] + Σ_k a2[column of term k] (one gather of the
@@ -504,7 +526,7 @@ class MultiFactor:
 
     def _solve(self, D1, C, G, cho, r1, r2):
         """Solve M x = r with the Schur complement."""
-        y2 = sla.cho_solve(cho, r2 - G.T @ r1)
+        y2 = cho_solve(cho, r2 - G.T @ r1)
         x1 = (r1 - C @ y2) / (D1 if np.ndim(r1) == 1 else D1[:, None])
         return x1, y2
 
@@ -542,7 +564,7 @@ class MultiFactor:
             G = self._factor(D1, C)
             S = self._schur(B, C, G)
             try:
-                cho = sla.cho_factor(S, lower=True, check_finite=False)
+                cho = cho_factor(S)
             except np.linalg.LinAlgError:  # pragma: no cover
                 raise ModelError("penalised IRLS: the random-effects system is not positive definite")
             s1, s2 = self._solve(D1, C, G, cho, g1, g2)
@@ -578,7 +600,7 @@ class MultiFactor:
 
     def _selinv(self, theta, D1, C, G, cho):
         """Per observation h_i = z_iΛ M⁻¹ Λz_iᵀ and the diagonal of M⁻¹."""
-        Sinv = sla.cho_solve(cho, np.eye(self.q2))
+        Sinv = cho_solve(cho, np.eye(self.q2))
         GS = G @ Sinv                                   # q1 x q2 dense (D1⁻¹ C S⁻¹)
         if self.dense:
             diag1 = 1.0 / D1 + np.einsum("ij,ij->i", G, GS)
@@ -933,7 +955,7 @@ class GeneralModel:
         G = np.einsum("jab,jbk->jak", Dinv, C3) if q1 > 1 else Dinv[:, :, :1] * C3
         S = B - C.T @ G.reshape(n1 * q1, Q2)
         try:
-            cho = sla.cho_factor(S, lower=True, check_finite=False)
+            cho = cho_factor(S)
         except np.linalg.LinAlgError:  # pragma: no cover
             raise ModelError("penalised IRLS: the random-effects system is not positive definite") from None
         ld = _blogdet(D) + 2.0 * float(np.log(np.diag(cho[0])).sum())
@@ -950,7 +972,7 @@ class GeneralModel:
                 return _bmatvec(Dinv, r1.reshape(n1, q1)).ravel()
             return np.einsum("jab,jbm->jam", Dinv, r1.reshape(n1, q1, -1)).reshape(m1, -1)
         Gf = G.reshape(m1, self.Q2)
-        y2 = sla.cho_solve(cho, r2 - Gf.T @ r1, check_finite=False)
+        y2 = cho_solve(cho, r2 - Gf.T @ r1)
         t = r1 - C @ y2
         if r.ndim == 1:
             x1 = _bmatvec(Dinv, t.reshape(n1, q1)).ravel()
@@ -1006,7 +1028,7 @@ class GeneralModel:
         if G is None:
             return [_rows_blockvec(Dinv, c1, A1)], None
         Q2 = self.Q2
-        Sinv = sla.cho_solve(cho, np.eye(Q2), check_finite=False)
+        Sinv = cho_solve(cho, np.eye(Q2))
         Gf = G.reshape(n1 * q1, Q2)
         GS = Gf @ Sinv
         K = np.einsum("jak,jbk->jab", GS.reshape(n1, q1, Q2), G)
