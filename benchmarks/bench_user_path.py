@@ -12,13 +12,14 @@ Four generated CSV files (seeded; written once into ``--dir``) and one formula e
 Measured per case:
 
 * mrcstats: ``python -m mrcstats glmer FILE --formula F --json`` as its own process (wall clock from
-  process start to the JSON, start-up and reading included), ``--repeat`` runs (median), and the
-  ``fit_seconds`` the JSON reports (median);
+  process start to the JSON, start-up and reading included, and the process's CPU time), ``--repeat`` runs
+  (median), and the ``fit_seconds`` the JSON reports (median);
 * R: ``system.time()`` of ``glmmTMB(F, family = binomial)`` and of lme4's default
   ``glmer(F, family = binomial)`` on the same CSV (read before timing), ``--r-repeat`` fits in one
   Rscript process (median).
 
-The ratio printed is anchor seconds / mrcstats wall seconds (and / fit_seconds). ``--quick`` runs
+The ratio printed is anchor seconds / mrcstats wall seconds (and / fit_seconds, and CPU / CPU: on a
+shared, loaded machine wall clocks measure the queue, CPU times less so). ``--quick`` runs
 only each case's target anchor, once. ``--save DIR`` writes each case's mrcstats JSON;
 ``--check DIR`` compares estimates, θ and logLik with a saved run (the "speed never changes a
 number" check; tolerance ``--tol``, default 1e-8 relative to max(1, |value|)).
@@ -35,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -64,12 +66,16 @@ for (w in which) {
   if (w == "lme4") suppressMessages(library(lme4))
   if (w == "glmmTMB") suppressMessages(library(glmmTMB))
   ts <- numeric(0)
+  cs <- numeric(0)
   for (r in seq_len(reps)) {
-    ts <- c(ts, system.time(m <- if (w == "lme4") glmer(f, data = df, family = binomial)
-                                  else glmmTMB(f, data = df, family = binomial))[["elapsed"]])
+    st <- system.time(m <- if (w == "lme4") glmer(f, data = df, family = binomial)
+                           else glmmTMB(f, data = df, family = binomial))
+    ts <- c(ts, st[["elapsed"]])
+    cs <- c(cs, st[["user.self"]] + st[["sys.self"]])
   }
-  out[[length(out) + 1]] <- sprintf('"%s": {"seconds": [%s], "loglik": %.10f}', w,
-                                    paste(sprintf("%.4f", ts), collapse = ", "), as.numeric(logLik(m)))
+  out[[length(out) + 1]] <- sprintf('"%s": {"seconds": [%s], "cpu": [%s], "loglik": %.10f}', w,
+                                    paste(sprintf("%.4f", ts), collapse = ", "),
+                                    paste(sprintf("%.4f", cs), collapse = ", "), as.numeric(logLik(m)))
 }
 cat(paste0("{", paste(unlist(out), collapse = ", "), "}\n"))
 """
@@ -148,19 +154,22 @@ MAKERS = {"ri20k": make_ri20k, "slope70k": make_slope70k, "crossed347k": make_cr
 
 
 def run_mrcstats(csv: str, formula: str, repeat: int) -> dict:
-    walls, fits, obj = [], [], None
+    walls, cpus, fits, obj = [], [], [], None
     env = dict(os.environ)
     for _ in range(repeat):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         out = subprocess.run([sys.executable, "-m", "mrcstats", "glmer", csv, "--formula", formula, "--json"],
                              capture_output=True, text=True, check=False, env=env)
         walls.append(time.perf_counter() - t)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
         if out.returncode != 0:
             return {"error": out.stderr.strip()[-400:]}
         obj = json.loads(out.stdout)
         fits.append(float(obj["fit_seconds"]))
-    return {"wall": statistics.median(walls), "walls": walls, "fit": statistics.median(fits), "fits": fits,
-            "json": obj}
+    return {"wall": statistics.median(walls), "walls": walls, "cpu": statistics.median(cpus),
+            "fit": statistics.median(fits), "fits": fits, "json": obj}
 
 
 def run_r(csv: str, formula: str, which: list[str], reps: int, timeout: float) -> dict:
@@ -181,6 +190,7 @@ def run_r(csv: str, formula: str, which: list[str], reps: int, timeout: float) -
     res = json.loads(out.stdout.strip().splitlines()[-1])
     for r in res.values():
         r["median"] = statistics.median(r["seconds"])
+        r["cpu_median"] = statistics.median(r["cpu"])
     return res
 
 
@@ -249,8 +259,8 @@ def main(argv=None) -> int:
         obj = m["json"]
         print(f"{name:12s} {nrows:>8,d} rows  {spec['formula']}\n"
               f"  mrcstats glmer --json: wall {m['wall']:.3f}s (runs {', '.join(f'{t:.3f}' for t in m['walls'])}), "
-              f"fit_seconds {m['fit']:.3f}s (runs {', '.join(f'{t:.3f}' for t in m['fits'])}), "
-              f"logLik {obj['loglik']:.10f}", flush=True)
+              f"process CPU {m['cpu']:.3f}s, fit_seconds {m['fit']:.3f}s (runs "
+              f"{', '.join(f'{t:.3f}' for t in m['fits'])}), logLik {obj['loglik']:.10f}", flush=True)
         if args.save:
             with open(os.path.join(args.save, f"{name}.json"), "w") as fh:
                 json.dump(obj, fh)
@@ -268,9 +278,10 @@ def main(argv=None) -> int:
             if "error" in res:
                 print(f"  {w}: {res['error']}", flush=True)
                 continue
-            print(f"  {w:8s} fit {res['median']:.3f}s (runs {', '.join(f'{t:.3f}' for t in res['seconds'])}): "
-                  f"{res['median'] / m['wall']:.1f}x mrcstats wall, {res['median'] / m['fit']:.1f}x fit_seconds; "
-                  f"logLik {res['loglik']:.6f} ({res['loglik'] - obj['loglik']:+.2e})", flush=True)
+            print(f"  {w:8s} fit {res['median']:.3f}s (runs {', '.join(f'{t:.3f}' for t in res['seconds'])}; "
+                  f"CPU {res['cpu_median']:.3f}s): {res['median'] / m['wall']:.1f}x mrcstats wall, "
+                  f"{res['median'] / m['fit']:.1f}x fit_seconds, CPU {res['cpu_median'] / m['cpu']:.1f}x mrcstats "
+                  f"process CPU; logLik {res['loglik']:.6f} ({res['loglik'] - obj['loglik']:+.2e})", flush=True)
         if kind == "fit_seconds":
             ok = m["fit"] <= want
             summary.append(f"{name:12s} fit_seconds {m['fit']:.3f}s   target <= {want:g}s   "
@@ -279,7 +290,7 @@ def main(argv=None) -> int:
             ratio = r[kind]["median"] / m["wall"]
             summary.append(f"{name:12s} {kind} / mrcstats wall = {ratio:.1f}x   target >= {want:g}x   "
                            f"{'met' if ratio >= want else 'NOT met'}  (fit_seconds ratio "
-                           f"{r[kind]['median'] / m['fit']:.0f}x)")
+                           f"{r[kind]['median'] / m['fit']:.0f}x; CPU ratio {r[kind]['cpu_median'] / m['cpu']:.1f}x)")
         else:
             summary.append(f"{name:12s} wall {m['wall']:.3f}s, fit {m['fit']:.3f}s (no {kind} anchor run)")
     print("\nTargets (issue 28):")
