@@ -30,6 +30,7 @@ Usage (from the repository, with this checkout's source first on the path)::
     PYTHONPATH=src python benchmarks/bench_user_path.py --quick --cases crossed347k,verbagg
     PYTHONPATH=src python benchmarks/bench_user_path.py --no-r --save /tmp/before
     PYTHONPATH=src python benchmarks/bench_user_path.py --no-r --check /tmp/before
+    PYTHONPATH=/old/checkout/src python benchmarks/bench_user_path.py --no-r --fit-cpu   # the engine's CPU
 """
 from __future__ import annotations
 
@@ -194,6 +195,24 @@ def run_r(csv: str, formula: str, which: list[str], reps: int, timeout: float) -
     return res
 
 
+def fit_cpu(csv: str, formula: str, repeat: int) -> dict:
+    """``mrcstats.glmer(formula, data)`` in this process: CPU seconds (``time.process_time``) and
+    ``fit_seconds`` of each of ``repeat`` fits, data read once (the engine alone, robust to a loaded machine;
+    run with ``PYTHONPATH`` at another checkout for its before/after)."""
+    from mrcstats.io import read_data
+    from mrcstats.models import glmer
+
+    df = read_data(csv)
+    cpus, walls, m = [], [], None
+    for _ in range(repeat):
+        c = time.process_time()
+        m = glmer(formula, df)
+        cpus.append(time.process_time() - c)
+        walls.append(m.fit_seconds)
+    return {"cpu": statistics.median(cpus), "cpus": cpus, "fit": statistics.median(walls),
+            "nfev": m.optinfo.get("nfev"), "loglik": m.loglik}
+
+
 def numbers(obj: dict) -> dict[str, float]:
     """The figures speed must not change: logLik, θ, fixed effects and their SEs."""
     out = {"loglik": float(obj["loglik"])}
@@ -232,6 +251,8 @@ def main(argv=None) -> int:
     ap.add_argument("--save", help="write each case's mrcstats JSON here")
     ap.add_argument("--check", help="compare the numbers with the JSON files saved there")
     ap.add_argument("--tol", type=float, default=1e-8)
+    ap.add_argument("--fit-cpu", action="store_true",
+                    help="also time mrcstats.glmer() in this process (CPU seconds of the fit alone, median)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per Rscript process")
     args = ap.parse_args(argv)
     names = [c.strip() for c in args.cases.split(",") if c.strip()]
@@ -261,6 +282,11 @@ def main(argv=None) -> int:
               f"  mrcstats glmer --json: wall {m['wall']:.3f}s (runs {', '.join(f'{t:.3f}' for t in m['walls'])}), "
               f"process CPU {m['cpu']:.3f}s, fit_seconds {m['fit']:.3f}s (runs "
               f"{', '.join(f'{t:.3f}' for t in m['fits'])}), logLik {obj['loglik']:.10f}", flush=True)
+        if args.fit_cpu:
+            fc = fit_cpu(csv, spec["formula"], args.repeat)
+            print(f"  mrcstats.glmer() in-process: fit CPU {fc['cpu']:.3f}s (runs "
+                  f"{', '.join(f'{t:.3f}' for t in fc['cpus'])}), fit_seconds {fc['fit']:.3f}s, "
+                  f"{fc['nfev']} deviance evaluations", flush=True)
         if args.save:
             with open(os.path.join(args.save, f"{name}.json"), "w") as fh:
                 json.dump(obj, fh)
