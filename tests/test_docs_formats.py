@@ -5,32 +5,26 @@ from __future__ import annotations
 
 import contextlib
 import io
-import re
 import shlex
 from pathlib import Path
 
 import pytest
+
+from ._docblocks import blocks, cli_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "formats.md"
 SKIP = (("scripts/tool_fixtures/", "regenerates fixtures: installs eval tools and needs the network"),)
 
 
-def _blocks() -> list[tuple[int, str, str]]:
-    text = DOC.read_text(encoding="utf-8")
-    return [(text[: m.start()].count("\n") + 1, m.group(1), m.group(2))
-            for m in re.finditer(r"```(\w+)\n(.*?)```", text, re.DOTALL)]
-
-
 def _cases() -> list:
     out = []
-    for line, lang, body in _blocks():
+    for line, lang, body in blocks(DOC):
         if lang == "bash":
-            for cmd in (c.strip() for c in body.splitlines()):
-                if cmd and not cmd.startswith("#"):
-                    why = next((w for p, w in SKIP if p in cmd), None)
-                    out.append(pytest.param("bash", cmd, id=f"L{line}:{cmd[:50]}",
-                                            marks=[pytest.mark.skip(reason=why)] if why else []))
+            for cmd in cli_lines(body):
+                why = next((w for p, w in SKIP if p in cmd), None)
+                out.append(pytest.param("bash", cmd, id=f"L{line}:{cmd[:50]}",
+                                        marks=[pytest.mark.skip(reason=why)] if why else []))
         elif lang == "python":
             out.append(pytest.param("python", body, id=f"L{line}:python"))
     return out

@@ -3,13 +3,14 @@ committed lm-eval fixtures): every ``bash`` line exits 0 and every ``python`` bl
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from ._docblocks import blocks, cli_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "docs" / "harness.md", ROOT / "docs" / "scores.md"]
@@ -18,15 +19,12 @@ DOCS = [ROOT / "docs" / "harness.md", ROOT / "docs" / "scores.md"]
 def _blocks():
     out = []
     for doc in DOCS:
-        text = doc.read_text(encoding="utf-8")
-        for m in re.finditer(r"```(bash|python)\n(.*?)```", text, re.DOTALL):
-            line = text[: m.start()].count("\n") + 1
-            if m.group(1) == "python":
-                out.append(pytest.param("python", m.group(2), id=f"{doc.name}:{line}"))
-            else:
-                for cmd in m.group(2).splitlines():
-                    if cmd.strip() and not cmd.startswith("#"):
-                        out.append(pytest.param("bash", cmd.strip(), id=f"{doc.name}:{line}:{cmd.split()[1]}"))
+        for line, lang, body in blocks(doc):
+            if lang == "python":
+                out.append(pytest.param("python", body, id=f"{doc.name}:{line}"))
+            elif lang == "bash":
+                for cmd in cli_lines(body):
+                    out.append(pytest.param("bash", cmd, id=f"{doc.name}:{line}:{cmd.split()[1]}"))
     return out
 
 

@@ -3,7 +3,6 @@ temporary folder, in order (the first Python block writes the generated log the 
 download the public MMLU-Pro outputs or run the benchmark on them are skipped (the benchmark reads real data)."""
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 
@@ -11,25 +10,22 @@ import pytest
 
 from mrcstats.cli import main
 
+from ._docblocks import blocks, cli_lines
+
 DOC = Path(__file__).resolve().parents[1] / "docs" / "screening.md"
 SKIP = ("git clone", "mkdir -p /tmp/mmlupro_json", "bench_screen.py")
-
-
-def _blocks():
-    text = DOC.read_text(encoding="utf-8")
-    return [(m.group(1), m.group(2)) for m in re.finditer(r"```(\w+)\n(.*?)```", text, re.DOTALL)]
 
 
 def test_screening_doc_examples_run(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     ran = 0
-    for lang, body in _blocks():
+    for _, lang, body in blocks(DOC):
         if lang == "python":
             exec(compile(body, str(DOC), "exec"), {})  # noqa: S102 - the doc is ours
             ran += 1
         elif lang == "bash":
-            for line in body.strip().splitlines():
-                if not line.strip() or any(s in line for s in SKIP):
+            for line in cli_lines(body):
+                if any(s in line for s in SKIP):
                     continue
                 argv = shlex.split(line, comments=True)
                 assert argv[0] == "mrcstats", line

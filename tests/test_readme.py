@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import re
 import shlex
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from ._docblocks import blocks, cli_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -61,29 +62,6 @@ OWN_TESTS: dict[str, str] = {
 }
 
 
-def _blocks(page: Path = README) -> list[tuple[int, str, str]]:
-    text = page.read_text(encoding="utf-8")
-    return [(text[: m.start()].count("\n") + 1, m.group(1), textwrap.dedent(m.group(2)))
-            for m in re.finditer(r"^[ \t]*```(\w+)\n(.*?)^[ \t]*```", text, re.DOTALL | re.MULTILINE)]
-
-
-def _cli_lines(body: str) -> list[str]:
-    out: list[str] = []
-    cur = ""
-    for raw in body.splitlines():
-        line = raw.rstrip()
-        if cur:
-            cur += " " + line.strip().rstrip("\\").strip()
-        elif line.strip() and not line.strip().startswith("#"):
-            cur = line.strip().rstrip("\\").strip()
-        else:
-            continue
-        if not line.endswith("\\"):
-            out.append(cur)
-            cur = ""
-    return out
-
-
 def _strip(cmd: str) -> str:
     """Drop trailing comments (outside quotes) and optional ``[...]`` parts; fast parser."""
     lex = shlex.shlex(cmd, posix=True, punctuation_chars=False)
@@ -106,11 +84,11 @@ def _cases() -> list:
         if name in OWN_TESTS:
             assert (ROOT / OWN_TESTS[name].split(" ")[0]).exists(), f"{name}: its test {OWN_TESTS[name]} is gone"
             continue
-        for line, lang, body in _blocks(page):
+        for line, lang, body in blocks(page):
             if lang == "python":
                 cases.append(pytest.param("python", body, id=f"{name}:L{line}-python"))
             elif lang == "bash":
-                for i, cmd in enumerate(_cli_lines(body)):
+                for i, cmd in enumerate(cli_lines(body)):
                     cases.append(pytest.param("bash", cmd, id=f"{name}:L{line}-bash{i}"))
             elif lang == "yaml":
                 cases.append(pytest.param("yaml", body, id=f"{name}:L{line}-yaml"))

@@ -6,7 +6,6 @@
 """
 from __future__ import annotations
 
-import re
 import shlex
 import shutil
 import warnings
@@ -16,14 +15,15 @@ import pytest
 
 from mrcstats.cli import main
 
+from .._docblocks import blocks
+
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "inspect.md"
 FIX = Path(__file__).resolve().parent / "inspect"
 
 
 def _blocks() -> list[tuple[str, str]]:
-    return [(m.group(1), m.group(2)) for m in re.finditer(r"```(\w+)\n(.*?)```", DOC.read_text(encoding="utf-8"),
-                                                          re.DOTALL)]
+    return [(lang, body) for _, lang, body in blocks(DOC)]
 
 
 @pytest.fixture()

@@ -3,16 +3,16 @@ in-process; the first block writes the ``scores.csv`` the others read)."""
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from pathlib import Path
+
+from .._docblocks import blocks
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "models.md"
 
 
 def _blocks() -> list[tuple[str, str]]:
-    return [(m.group(1), m.group(2)) for m in re.finditer(r"```(\w+)\n(.*?)```", DOC.read_text(encoding="utf-8"),
-                                                          re.DOTALL)]
+    return [(lang, body) for _, lang, body in blocks(DOC)]
 
 
 def test_docs_models_examples_run(tmp_path, monkeypatch, capsys):
