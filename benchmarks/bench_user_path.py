@@ -30,7 +30,7 @@ Usage (from the repository, with this checkout's source first on the path)::
     PYTHONPATH=src python benchmarks/bench_user_path.py --quick --cases crossed347k,verbagg
     PYTHONPATH=src python benchmarks/bench_user_path.py --no-r --save /tmp/before
     PYTHONPATH=src python benchmarks/bench_user_path.py --no-r --check /tmp/before
-    PYTHONPATH=/old/checkout/src python benchmarks/bench_user_path.py --no-r --fit-cpu   # the engine's CPU
+    PYTHONPATH=/old/checkout/src python benchmarks/bench_user_path.py --engine-only   # the engine's CPU
 """
 from __future__ import annotations
 
@@ -251,6 +251,8 @@ def main(argv=None) -> int:
     ap.add_argument("--save", help="write each case's mrcstats JSON here")
     ap.add_argument("--check", help="compare the numbers with the JSON files saved there")
     ap.add_argument("--tol", type=float, default=1e-8)
+    ap.add_argument("--engine-only", action="store_true",
+                    help="only the in-process fit CPU of --fit-cpu (no CLI processes, no R)")
     ap.add_argument("--fit-cpu", action="store_true",
                     help="also time mrcstats.glmer() in this process (CPU seconds of the fit alone, median)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per Rscript process")
@@ -273,6 +275,12 @@ def main(argv=None) -> int:
             MAKERS[name]().to_csv(csv, index=False)
         with open(csv) as fh:
             nrows = sum(1 for _ in fh) - 1
+        if args.engine_only:
+            fc = fit_cpu(csv, spec["formula"], args.repeat)
+            print(f"{name:12s} {nrows:>8,d} rows  mrcstats.glmer() in-process: fit CPU {fc['cpu']:.3f}s (runs "
+                  f"{', '.join(f'{t:.3f}' for t in fc['cpus'])}), fit_seconds {fc['fit']:.3f}s, "
+                  f"{fc['nfev']} deviance evaluations, logLik {fc['loglik']:.10f}", flush=True)
+            continue
         m = run_mrcstats(csv, spec["formula"], args.repeat)
         if "error" in m:
             print(f"{name}: mrcstats failed: {m['error']}", flush=True)
