@@ -223,20 +223,28 @@ def numbers(obj: dict) -> dict[str, float]:
 
 
 def check(name: str, obj: dict, saved_dir: str, tol: float) -> str:
+    """Estimates, θ and logLik against a saved run (difference relative to max(1, |value|), must be within
+    ``tol``), and the largest relative difference of the SEs (reported: they come from a finite-difference
+    Hessian taken where the optimiser stopped, within about 1e-4 of the optimum, so they move with its path
+    at the 1e-8..1e-6 level)."""
     path = os.path.join(saved_dir, f"{name}.json")
     if not os.path.exists(path):
         return "no saved run"
     with open(path) as fh:
         old = numbers(json.load(fh))
     new = numbers(obj)
-    worst, where = 0.0, ""
-    for k in old.keys() | new.keys():
-        if k not in old or k not in new:
-            return f"MISMATCH: {k} missing on one side"
+    if old.keys() != new.keys():
+        return f"MISMATCH: {sorted(old.keys() ^ new.keys())} on one side only"
+    worst, where, se = 0.0, "-", 0.0
+    for k in old:
+        if k.startswith("se:"):
+            se = max(se, abs(new[k] - old[k]) / abs(old[k]) if old[k] else abs(new[k]))
+            continue
         d = abs(new[k] - old[k]) / max(1.0, abs(old[k]))
         if d > worst:
             worst, where = d, k
-    return f"{'same' if worst <= tol else 'DIFFERENT'} (largest relative difference {worst:.1e} at {where or '-'})"
+    return (f"estimates, θ, logLik {'same' if worst <= tol else 'DIFFERENT'} (largest relative difference "
+            f"{worst:.1e} at {where}); SEs: largest relative difference {se:.1e}")
 
 
 def main(argv=None) -> int:
