@@ -56,6 +56,7 @@ OWN_TESTS: dict[str, str] = {
     "docs/scores.md": "tests/test_docs_harness_scores.py",
     "docs/inspect.md": "tests/conformance/test_inspect_docs.py",
     "docs/models.md": "tests/models/test_docs_models.py",
+    "docs/clmm.md": "tests/models/test_clmm.py",
     "docs/screening.md": "tests/test_docs_screening.py",
     "docs/subsets_irt.md": "tests/test_docs_subsets_irt.py",
     "docs/fuzzing.md": "tests/fuzz (its commands run the fuzz suite itself)",

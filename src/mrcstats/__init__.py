@@ -28,6 +28,7 @@ _API: dict[str, str] = {
     # models
     "glmer": "mrcstats.models",
     "lmer": "mrcstats.models",
+    "clmm": "mrcstats.models.clmm",
     "GlmerResult": "mrcstats.models",
     "anova": "mrcstats.models",
     "drop1": "mrcstats.models",

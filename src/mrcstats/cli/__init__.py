@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "features_cmd",  # features, models download
     "glmm_cmd",      # glmer
     "lmer_cmd",      # lmer
+    "clmm_cmd",      # clmm
     "stats_cmd",     # fisher, chisq, mcnemar, discrim
     "masking_cmd",   # masking, mskcal, mask
     "query_cmd",     # query

@@ -211,6 +211,62 @@ def read_data_args(args: argparse.Namespace, who: str) -> Any:
     return data
 
 
+def model_output(args: argparse.Namespace, m: Any, cmd: str) -> tuple[dict[str, Any], list[str]]:
+    """The JSON object and the text of a fitted mixed model (``glmer``, ``lmer``, ``clmm``): ``m.to_dict()`` and
+    ``m.summary()``; with ``--json`` the fit's messages go to stderr (the text summary lists them once);
+    ``--ranef`` adds the conditional modes and variances to both."""
+    if getattr(args, "json", False):
+        for msg in m.messages:
+            info(f"mrcstats {cmd}: {msg}")
+    obj = m.to_dict()
+    text = [m.summary()]
+    if getattr(args, "ranef", False):
+        obj["ranef"] = m.ranef_dict()
+        for g, df in m.ranef.items():
+            text.append(f"\nRandom effects ({g}): conditional modes and variances\n{df.to_string()}")
+    return obj, text
+
+
+def add_emmeans_args(p: argparse.ArgumentParser, types: str | None = None) -> None:
+    """``--emmeans SPEC``, ``--by VAR``, ``--pairs``, ``--adjust`` (and ``--type`` when the model has a response
+    scale; ``types`` is its help) of the mixed-model commands."""
+    p.add_argument("--emmeans", metavar="SPEC",
+                   help="estimated marginal means of SPEC (a factor, or 'A:B'), as R's emmeans(m, SPEC)")
+    p.add_argument("--by", metavar="VAR", action=Once, help="with --emmeans: means (and pairs) within each level of VAR")
+    if types:
+        p.add_argument("--type", choices=("link", "response"), default="link", help=f"with --emmeans: {types}")
+    p.add_argument("--pairs", action="store_true", help="with --emmeans: pairwise contrasts (pairs(em))")
+    p.add_argument("--adjust", choices=("tukey", "holm", "bonferroni", "sidak", "none"), default="tukey",
+                   help="with --pairs: p-value adjustment (default tukey, as emmeans)")
+
+
+def check_emmeans_args(args: argparse.Namespace) -> None:
+    """The ``--emmeans`` options make sense together, and SPEC/VAR name variables of the formula (before the fit)."""
+    if not args.emmeans:
+        if args.pairs or args.by or getattr(args, "type", "link") != "link" or args.adjust != "tukey":
+            raise InputError("--by, --type, --pairs and --adjust need --emmeans SPEC (e.g. --emmeans LLM)")
+        return
+    from mrcstats.models.emmeans import resolve_specs
+    from mrcstats.models.formula import parse_formula
+
+    resolve_specs(parse_formula(args.formula), args.emmeans, args.by)  # bad names fail before the fit
+
+
+def emmeans_block(args: argparse.Namespace, m: Any, obj: dict[str, Any], text: list[str]) -> None:
+    """``--emmeans/--by/--type/--pairs/--adjust``: adds ``"emmeans"`` and ``"pairs"`` record lists."""
+    if not args.emmeans:
+        return
+    from mrcstats.models.emmeans import emmeans, pairs
+
+    em = emmeans(m, args.emmeans, by=args.by, type=getattr(args, "type", "link"))
+    obj["emmeans"] = em.records()
+    text.append("\n" + em.summary())
+    if args.pairs:
+        pr = pairs(em, adjust=args.adjust)
+        obj["pairs"] = pr.records()
+        text.append("\n" + pr.summary())
+
+
 def report_skipped(log: Any, cmd: str, what: str = "") -> None:
     """One stderr line per reason rows were left out while reading (``log.attrs["skipped"]``)."""
     for why, n in (getattr(log, "attrs", {}).get("skipped") or {}).items():

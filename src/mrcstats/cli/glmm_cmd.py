@@ -4,11 +4,14 @@ from __future__ import annotations
 import argparse
 
 from mrcstats.cli._common import (
-    Once,
+    add_emmeans_args,
     add_json_flag,
     add_log_options,
     add_model_args,
+    check_emmeans_args,
+    emmeans_block,
     info,
+    model_output,
     output,
     parse_kv,
     parse_levels,
@@ -51,15 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="likelihood-ratio test against this reduced model (anova)")
     add_log_options(p)
     # estimated marginal means (emmeans) -- keep this block separate from other options
-    p.add_argument("--emmeans", metavar="SPEC",
-                   help="estimated marginal means of SPEC (a factor, or 'A:B'), as R's emmeans(m, SPEC)")
-    p.add_argument("--by", metavar="VAR", action=Once, help="with --emmeans: means (and pairs) within each level of VAR")
-    p.add_argument("--type", choices=("link", "response"), default="link",
-                   help="with --emmeans: link scale (emmean) or response scale (binomial: prob, pairs as odds "
-                        "ratios; poisson: rate, pairs as ratios)")
-    p.add_argument("--pairs", action="store_true", help="with --emmeans: pairwise contrasts (pairs(em))")
-    p.add_argument("--adjust", choices=("tukey", "holm", "bonferroni", "sidak", "none"), default="tukey",
-                   help="with --pairs: p-value adjustment (default tukey, as emmeans)")
+    add_emmeans_args(p, types="link scale (emmean) or response scale (binomial: prob, pairs as odds ratios; "
+                              "poisson: rate, pairs as ratios)")
 
     p.add_argument("--confint", choices=("Wald", "profile", "boot"), metavar="METHOD",
                    help="confidence intervals as lme4's confint(m, method=): Wald, profile or boot")
@@ -76,7 +72,7 @@ def _glmer(args: argparse.Namespace) -> int:
 
     contrasts = parse_kv(args.contrasts, "--contrasts")
     levels = parse_levels(args.levels)
-    _check_emmeans_args(args)
+    check_emmeans_args(args)
     if args.family == "gaussian" and (args.confint or args.drop1 or args.gvif or args.compare or args.emmeans):
         raise InputError("--family gaussian is a linear mixed model (mrcstats lmer): --confint, --drop1, --gvif, "
                          "--compare and --emmeans are not available for it yet")
@@ -101,15 +97,7 @@ def _glmer(args: argparse.Namespace) -> int:
                             nagq=args.nagq)
     else:
         m = glmer(args.formula, data, **kw)
-    if args.json:  # in text mode the summary lists the messages (once)
-        for msg in m.messages:
-            info(f"mrcstats glmer: {msg}")
-    obj = m.to_dict()
-    text = [m.summary()]
-    if args.ranef:
-        obj["ranef"] = m.ranef_dict()
-        for g, df in m.ranef.items():
-            text.append(f"\nRandom effects ({g}): conditional modes and variances\n{df.to_string()}")
+    obj, text = model_output(args, m, "glmer")
     if args.confint:
         ci = m.confint(args.confint, level=args.level, nsim=args.nsim, seed=args.seed)
         for msg in ci.messages:
@@ -133,36 +121,8 @@ def _glmer(args: argparse.Namespace) -> int:
         an = compare.anova(m0, m)
         obj["anova"] = an.to_dict()
         text.append("\n" + an.summary())
-    _emmeans_block(args, m, obj, text)
+    emmeans_block(args, m, obj, text)
     code = output(args, obj, "\n".join(text))
     if args.confint and ci.refused:       # an interval that could not be computed is not a success
         return 1
     return code
-
-
-def _check_emmeans_args(args: argparse.Namespace) -> None:
-    from mrcstats.errors import InputError
-
-    if not args.emmeans:
-        if args.pairs or args.by or args.type != "link" or args.adjust != "tukey":
-            raise InputError("--by, --type, --pairs and --adjust need --emmeans SPEC (e.g. --emmeans LLM)")
-        return
-    from mrcstats.models.emmeans import resolve_specs
-    from mrcstats.models.formula import parse_formula
-
-    resolve_specs(parse_formula(args.formula), args.emmeans, args.by)  # bad names fail before the fit
-
-
-def _emmeans_block(args: argparse.Namespace, m, obj: dict, text: list[str]) -> None:
-    """``--emmeans/--by/--type/--pairs/--adjust``: adds ``"emmeans"`` and ``"pairs"`` record lists."""
-    if not args.emmeans:
-        return
-    from mrcstats.models.emmeans import emmeans, pairs
-
-    em = emmeans(m, args.emmeans, by=args.by, type=args.type)
-    obj["emmeans"] = em.records()
-    text.append("\n" + em.summary())
-    if args.pairs:
-        pr = pairs(em, adjust=args.adjust)
-        obj["pairs"] = pr.records()
-        text.append("\n" + pr.summary())

@@ -7,7 +7,7 @@ from mrcstats.cli._common import (
     add_json_flag,
     add_log_options,
     add_model_args,
-    info,
+    model_output,
     output,
     parse_kv,
     parse_levels,
@@ -37,13 +37,5 @@ def _lmer(args: argparse.Namespace) -> int:
     levels = parse_levels(args.levels)
     data = read_data_args(args, "lmer")
     m = lmer(args.formula, data, reml=not args.ml, contrasts=contrasts or None, levels=levels or None)
-    if args.json:
-        for msg in m.messages:
-            info(f"mrcstats lmer: {msg}")
-    obj = m.to_dict()
-    text = [m.summary()]
-    if args.ranef:
-        obj["ranef"] = m.ranef_dict()
-        for g, df in m.ranef.items():
-            text.append(f"\nRandom effects ({g}): conditional modes and variances\n{df.to_string()}")
+    obj, text = model_output(args, m, "lmer")
     return output(args, obj, "\n".join(text))

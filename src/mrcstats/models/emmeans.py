@@ -464,7 +464,8 @@ def emmeans(m: GlmerResult, specs: str | Sequence[str] = "LLM", by: str | Sequen
 
     Parameters
     ----------
-    m : a fitted :class:`GlmerResult` (native or lme4 engine).
+    m : a fitted :class:`GlmerResult` (native or lme4 engine), or a model with ``emmeans_view(type)`` giving the
+        linear model its means are of (a :class:`~mrcstats.models.clmm.ClmmResult`: the latent scale).
     specs : the variable(s) whose levels the means are for: ``"LLM"``, ``["LLM", "cond"]``,
         ``"LLM:cond"``, or emmeans's one-sided formula ``"~ LLM | cond"`` (``|`` gives ``by``).
     by : variable(s) to group by (the means are computed for each combination; ``pairs`` then
@@ -479,9 +480,12 @@ def emmeans(m: GlmerResult, specs: str | Sequence[str] = "LLM", by: str | Sequen
 
     Formulas: see the module docstring (emmeans 1.8.4's ``ref_grid``/``emmeans``/``summary.emmGrid``).
     """
-    _check_model(m)
     if type not in ("link", "response"):
         raise InputError(f"emmeans(): type must be 'link' or 'response', got {type!r}")
+    view = getattr(m, "emmeans_view", None)
+    if callable(view):           # a model whose means live on another scale (clmm: the latent variable)
+        m = view(type)
+    _check_model(m)
     level = check_level(level, "emmeans():")
     sp, bv = resolve_specs(m.info.spec, specs, by)  # type: ignore[union-attr]
     rg = reference_grid(m, at)
