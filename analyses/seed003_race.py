@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         spec = {
             "title": "Seed 003 on RACE-h: a simulation from the published coefficients",
             "subtitle": "Real RACE-h test items and features; model responses simulated from the seed's published "
-                        "GLMMs (RACE-h has no public LLM responses): a recovery check, not a reproduction",
+                        "GLMMs (RACE-h has no public responses of language models): a recovery check, not a reproduction",
             "seed": args.seed,
             "notes": [
                 (f"Items: the RACE-h test split ({n_items:,} questions in {n_clusters:,} passages) from "
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                 "(nltk word_tokenize of passage, question and options), syntactic density (constituency nodes "
                 "per token), the wh-word opening the question's interrogative clause (wh_word_clause, the seed's "
                 "rule); scaled_tok and scaled_con are z-scores over items (R scale())."),
-                ("IMPORTANT: RACE-h has no public LLM responses, so the responses of Davinci-002, Davinci-003 and "
+                ("Important: RACE-h has no public LLM responses, so the responses of Davinci-002, Davinci-003 and "
                 "GPT-4 were simulated: one response per model and question from the seed's Appendix B GLMMs "
                 "(fixed effects and passage variance, sum contrasts), on the real items and features. Two response "
                 f"sets: condition '{tok_cond}' from the token-count model (B.1) and '{con_cond}' from the "

@@ -37,3 +37,28 @@ def test_dataset_writing_reading_and_opening_have_no_circle():
         assert not [m for f, m in io if f == path and m in above], (mod, above)
     # and nothing below ingest imports it (the CLI and tasks may)
     assert not [x for x in io if x[1] == "mrcstats.io.ingest" and x[0] != "io/__init__.py"]
+
+
+# io -> backends -> models / stats -> report: the package layers, bottom first (issue 26)
+
+
+def test_backends_sit_between_io_and_models_stats():
+    """io never imports backends, models or stats; backends never import models, stats or anything above;
+    no import (module level or inside a function) runs upward."""
+    above_io = ("mrcstats.backends", "mrcstats.models", "mrcstats.stats", "mrcstats.report", "mrcstats.cli")
+    assert not [x for x in _imports("io") if x[1].startswith(above_io)]
+    above_backends = ("mrcstats.models", "mrcstats.stats", "mrcstats.report", "mrcstats.cli", "mrcstats.features",
+                      "mrcstats.query", "mrcstats.tasks")
+    assert not [x for x in _imports("backends") if x[1].startswith(above_backends)]
+
+
+def test_stats_reach_datasets_through_backends_not_models():
+    """An accuracy summary of a dataset goes stats -> backends -> io, never through models."""
+    assert not [x for x in _imports("stats") if x[1].startswith("mrcstats.models.outofcore")]
+    assert not (SRC / "stats" / "_sql.py").exists()
+
+
+def test_models_reach_rows_through_backends():
+    """The out-of-core fit reads rows only through a backend: no SQL or Dask code in models."""
+    models = _imports("models")
+    assert not [x for x in models if x[1].startswith(("mrcstats.backends.sql", "dask", "duckdb", "distributed"))]

@@ -107,7 +107,8 @@ def workdir(tmp_path_factory):
     res = log.rename(columns={"item": "question_id", "cluster": "src"})
     res["LLM"] = res["model"]
     res.to_csv(d / "results.csv", index=False)
-    log.to_parquet(d / "log.parquet")  # what `mrcstats ingest results.csv ... --out log.parquet` writes
+    # what `mrcstats ingest results.csv ... --out log.parquet` writes, with the docs' GLMM factor LLM
+    log.assign(LLM=log["model"]).to_parquet(d / "log.parquet")
     pd.DataFrame([[12, 5, 3], [7, 9, 11]], index=["factual", "counterfactual"],
                  columns=["right", "wrong", "invalid"]).to_csv(d / "TABLE.csv")
     pd.DataFrame({"item": ["a", "b"], "tree": ["(ROOT (S (NP (DT The) (NN cat)) (VP (VBD sat))))",

@@ -37,14 +37,15 @@ def test_json_object_with_extras(seed_csv):
              "--drop1", "--gvif", "--ranef", "--compare", "correct ~ scaled_tok + LLM + (1 | passage)", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    assert d["engine"] == "native" and d["nobs"] == 719 and d["ngroups"] == {"passage": 80}
+    assert d["engine"] == "native" and d["nobs"] == 720 and d["ngroups"] == {"passage": 80}   # invalid = wrong
+    assert d["vcov_method"] == "hessian"
     assert set(d["fixef"]) == {"(Intercept)", "scaled_tok", "LLM1", "LLM2", "scaled_tok:LLM1", "scaled_tok:LLM2"}
     assert set(d["theta"]) == {"passage.(Intercept)"}
     assert d["drop1"]["term"] == ["scaled_tok:LLM"]
     assert d["gvif"]["term"] == ["scaled_tok", "LLM", "scaled_tok:LLM"]
     assert set(d["ranef"]["passage"]["p0"]) == {"mode", "condvar"}
     assert len(d["anova"]["loglik"]) == 2 and d["anova"]["df"] == 2
-    assert "1 row with missing values" in r.stderr
+    assert "1 invalid answer counts as not correct" in r.stderr
 
 
 def test_levels_flag_and_text_output(seed_csv):
@@ -98,3 +99,14 @@ def test_emmeans_bad_input(seed_csv, args, text):
     r = _run(str(seed_csv), "--formula", "correct ~ scaled_tok * LLM + (1 | passage)", *args, "--json")
     assert r.returncode == 2 and r.stdout == ""
     assert text in r.stderr and "Traceback" not in r.stderr
+
+
+def test_invalid_answers_count_as_wrong_unless_excluded(seed_csv):
+    """Issue 25: the GLMM silently dropped invalid answers while accuracy, compare and IRT count them wrong."""
+    f = "correct ~ LLM + (1 | passage)"
+    wrong = _run(str(seed_csv), "--formula", f, "--json")
+    excl = _run(str(seed_csv), "--formula", f, "--invalid", "exclude", "--vcov", "RX", "--json")
+    assert wrong.returncode == 0 and excl.returncode == 0, wrong.stderr + excl.stderr
+    assert json.loads(wrong.stdout)["nobs"] == 720 and "1 invalid answer counts as not correct" in wrong.stderr
+    d = json.loads(excl.stdout)
+    assert d["nobs"] == 719 and d["vcov_method"] == "RX" and "left out" in excl.stderr

@@ -123,7 +123,7 @@ def test_condition_none_says_what_it_leaves_out():
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     n_none = sum(1 for run in RUNS for p in _samples(run) for rec in _records(p) if rec["filter"] == "none")
-    assert "left out 80 row(s) of other conditions" in r.stderr
+    assert "left out 80 rows of other conditions" in r.stderr
     assert out["skipped"]["condition other than 'none' (--condition)"] == 80
     assert sum(m["n_items"] for m in out["models"]) == n_none
 

@@ -223,10 +223,10 @@ def test_summary_on_dask_equals_in_memory(sim, tmp_path):
             Client(cl) as client:
         for by in (["model"], ["condition", "masking_rate"], []):
             a = summarize(sim, by=by).to_frame()
-            b = summarize(ds, by=by, engine="dask", scheduler=client).to_frame()
+            b = summarize(ds, by=by, backend="dask", scheduler=client).to_frame()
             pd.testing.assert_frame_equal(a, b, rtol=1e-12, atol=0)
-    with pytest.raises(InputError, match="engine"):
-        summarize(ds, engine="spark")
+    with pytest.raises(InputError, match="backend"):
+        summarize(ds, backend="spark")
 
 
 # ----------------------------------------------------------------------------- the DuckDB fast path

@@ -136,3 +136,24 @@ def test_map_swaps_and_clashes(tmp_path):
     p2 = _csv(tmp_path, "model,item,question_id,correct\nm,old,q1,1\n", "clash.csv")
     log = read_log(p2, mapping={"item": "question_id"})
     assert log["item"].tolist() == ["q1"] and log["item_original"].tolist() == ["old"]
+
+
+def test_write_log_validates_once(tmp_path, monkeypatch):
+    """A log read_log returned is written without a second validation, and the file is the one a fresh
+    validation writes; a copy (not known to be validated) is validated again."""
+    from mrcstats.io import reader, schema
+
+    p = _csv(tmp_path, "model,item,correct,score\nm1,001,1,1\nm1,002,0,0\nm2,001,,\n")
+    log = read_log(p)
+    assert schema.is_validated(log) and not schema.is_validated(log.copy())
+    calls = []
+    monkeypatch.setattr(reader, "validate_log", lambda df: calls.append(1) or validate_log(df))
+    for suffix in (".parquet", ".csv"):
+        write_log(log, tmp_path / f"once{suffix}")
+        assert calls == []
+        write_log(log.copy(), tmp_path / f"again{suffix}")
+        assert calls == [1]
+        calls.clear()
+        a, b = read_log(tmp_path / f"once{suffix}"), read_log(tmp_path / f"again{suffix}")
+        pd.testing.assert_frame_equal(a, b)
+    assert (tmp_path / "once.csv").read_bytes() == (tmp_path / "again.csv").read_bytes()

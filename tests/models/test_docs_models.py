@@ -20,7 +20,7 @@ def test_docs_models_examples_run(tmp_path, monkeypatch, capsys):
 
     monkeypatch.chdir(tmp_path)
     blocks = _blocks()
-    assert [lang for lang, _ in blocks].count("bash") == 2 and blocks[0][0] == "python"
+    assert [lang for lang, _ in blocks].count("bash") == 3 and blocks[0][0] == "python"
     for lang, code in blocks:
         if lang == "python":
             exec(compile(code, str(DOC), "exec"), {})  # noqa: S102 - the docs are ours

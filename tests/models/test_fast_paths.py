@@ -4,7 +4,7 @@
   (``(1 | item) + (1 | model)``) and GeneralModel (``(1 | item) + (1 + x | model)``);
 * crossed random intercepts on many rows start from a fit on a subsample of the first term's levels.
 
-``deviance.GRID_ORDER = False`` and ``fit.FAST_PATH = False`` give the previous path (row order, lme4's
+``deviance.GRID_ORDER = False`` and ``optimize.FAST_PATH = False`` give the previous path (row order, lme4's
 start). Estimates, θ, logLik, modes and residuals agree to 1e-8; no timing is asserted.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import mrcstats.models.deviance as dv
-import mrcstats.models.fit as ft
+import mrcstats.models.optimize as ft
 from mrcstats.models import glmer
 from mrcstats.models.design import build_design
 

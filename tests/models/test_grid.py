@@ -134,8 +134,8 @@ def test_outofcore_grid_orientation_numeric_levels_and_cells_method():
     df.loc[::17, "correct"] = pd.NA
     f = "correct ~ 1 + (1 | item) + (1 | model)"
     rows = mrcstats.glmer(f, df.dropna())
-    g = glmer_outofcore(f, df, engine="memory")
-    c = glmer_outofcore(f, df, engine="memory", method="cells")
+    g = glmer_outofcore(f, df, backend="memory")
+    c = glmer_outofcore(f, df, backend="memory", method="cells")
     assert g.engine == "native (memory grid)" and c.engine == "native (memory collapse)"
     assert g.optinfo["collapse"]["grid"] == [14, 9]
     assert g.optinfo["collapse"]["dropped"]["response"] == int(df["correct"].isna().sum())
@@ -143,4 +143,4 @@ def test_outofcore_grid_orientation_numeric_levels_and_cells_method():
     _same_fit(rows, g, tol=1e-8, se_rel=1e-6)
     _same_fit(rows, c, tol=1e-6)
     with pytest.raises(InputError, match="method"):
-        glmer_outofcore(f, df, engine="memory", method="fast")
+        glmer_outofcore(f, df, backend="memory", method="fast")

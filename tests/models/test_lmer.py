@@ -17,13 +17,16 @@ from mrcstats.errors import InputError
 from mrcstats.models import glmer
 from mrcstats.models.lmm import LmmSystem, lmer, richardson_hessian, richardson_jacobian
 
+#: lme4's optimiser tightened (the R side of every lmer parity test)
+R_CONTROL = """ctl <- lmerControl(optimizer = "nloptwrap", optCtrl = list(xtol_abs = 1e-12, ftol_abs = 1e-14,
+                                                           xtol_rel = 1e-12, ftol_rel = 1e-15, maxeval = 100000))
+"""
+
 _R = r"""
 suppressMessages(library(lmerTest))
 a <- commandArgs(TRUE)
 df <- read.csv(a[1], stringsAsFactors = TRUE)
-ctl <- lmerControl(optimizer = "nloptwrap", optCtrl = list(xtol_abs = 1e-12, ftol_abs = 1e-14, xtol_rel = 1e-12,
-                                                           ftol_rel = 1e-15, maxeval = 100000))
-m <- lmer(as.formula(a[2]), df, REML = identical(a[3], "REML"), control = ctl)
+""" + R_CONTROL + r"""m <- lmer(as.formula(a[2]), df, REML = identical(a[3], "REML"), control = ctl)
 s <- summary(m)$coefficients
 out <- function(sec, nm, v) cat(paste(sec, nm, sprintf("%.17g", v), sep = "\t"), sep = "\n")
 out("fixef", rownames(s), s[, "Estimate"])

@@ -31,7 +31,7 @@ def test_single_factor_collapse_equals_rows(tmp_path):
     log = simulate_log(0, n_passages=10, questions_per_passage=2, masking_rates=(0, 50)).log
     f = "correct ~ scaled_tok * model + (1 | cluster)"
     rows = mrcstats.glmer(f, log)
-    mem = glmer_outofcore(f, log, engine="memory")
+    mem = glmer_outofcore(f, log, backend="memory")
     same_fit(rows, mem, 1e-6)
     assert mem.optinfo["collapse"]["cells"] == 30 and "30 cells (one per distinct scaled_tok, model, cluster)" in mem.messages[0]
     assert mem.optinfo["collapse"]["dropped"]["response"] == int(log["correct"].isna().sum())
@@ -68,7 +68,7 @@ def test_dask_two_worker_cluster_equals_memory_on_1m_rows(board1m):
     # in-process workers (processes=False): spawning worker processes costs seconds on a loaded machine
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl, \
             Client(cl) as client:
-        dk = glmer_outofcore(CROSSED, board1m, engine="dask", scheduler=client)
+        dk = glmer_outofcore(CROSSED, board1m, backend="dask", scheduler=client)
     same_fit(rows, dk, 1e-8)        # SEs: finite-difference Hessians (see same_fit)
     assert dk.engine == "native (dask grid)" and dk.optinfo["collapse"]["grid"] == [20_000, 50]
     assert dk.optinfo["collapse"]["dropped"]["response"] == int(log["correct"].isna().sum())
@@ -82,9 +82,9 @@ def test_bad_input(board):
     with pytest.raises(InputError, match="random slopes"):
         glmer_outofcore("correct ~ trial + (trial | item)", board)
     with pytest.raises(InputError, match="0/1 or true/false"):
-        glmer_outofcore("y ~ 1 + (1 | g)", pd.DataFrame({"y": [0, 2, 1], "g": ["a", "b", "a"]}), engine="memory")
-    with pytest.raises(InputError, match="engine"):
-        glmer_outofcore(CROSSED, board, engine="spark")
+        glmer_outofcore("y ~ 1 + (1 | g)", pd.DataFrame({"y": [0, 2, 1], "g": ["a", "b", "a"]}), backend="memory")
+    with pytest.raises(InputError, match="backend"):
+        glmer_outofcore(CROSSED, board, backend="spark")
 
 
 def test_cli_glmer_on_dataset(board, capsys):

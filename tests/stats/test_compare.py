@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from scipy.stats import norm
 
 from mrcstats.errors import InputError
+from mrcstats.stats.accuracy import wilson_interval
 from mrcstats.stats.compare import compare, compare_scores, p_adjust, per_item_scores
 from mrcstats.stats.power import power
 
@@ -95,9 +96,14 @@ def test_matches_numpy_by_hand(clustered: bool, drop: float) -> None:
         assert r.se == pytest.approx(plain, rel=1e-10)
         if clustered:
             assert r.se_cluster == pytest.approx(clus, rel=1e-10)
-            assert r.ci_low == pytest.approx(acc - norm.ppf(0.975) * clus, rel=1e-10)
+            n_eff = acc * (1 - acc) / clus ** 2     # the one accuracy interval: Wilson at the effective n
+            want = wilson_interval(acc * n_eff, n_eff)
+            assert (r.ci_method, r.ci_low, r.ci_high) == ("clustered", pytest.approx(float(want[0]), rel=1e-10),
+                                                          pytest.approx(float(want[1]), rel=1e-10))
         else:
-            assert math.isnan(r.se_cluster)
+            assert math.isnan(r.se_cluster) and r.ci_method == "wilson"
+            want = wilson_interval(acc * r.n_items, r.n_items)
+            assert r.ci_low == pytest.approx(float(want[0]), rel=1e-10)
     assert len(res.pairs) == 6
     for r in res.pairs.itertuples(index=False):
         h = pairs[(r.model_a, r.model_b)]
@@ -130,9 +136,23 @@ def test_uses_the_projects_cluster_se() -> None:
     items = per_item_scores(log)
     res = compare_scores(items, clustered=True)
     sub = items[items.model == "m1"]
-    g = sub["cluster"].nunique()
-    ref = cluster_se(sub["score"].to_numpy(), sub["cluster"].to_numpy()) * math.sqrt(g / (g - 1))
+    ref = cluster_se(sub["score"].to_numpy(), sub["cluster"].to_numpy())     # CR1, G/(G-1) inside
     assert res.models.set_index("model").loc["m1", "se_cluster"] == pytest.approx(ref, rel=1e-13)
+
+
+def test_summary_and_compare_give_the_same_se_cluster() -> None:
+    """Issue 25: summary used CR0 and compare CR0 x G/(G-1) under one name; now both report the one CR1
+    se_cluster and the one interval for the same model."""
+    from mrcstats.stats.accuracy import summarize
+
+    log = make_log()
+    s = summarize(log, cluster="cluster").to_frame().set_index("model")
+    c = compare(log, cluster="cluster").models.set_index("model")
+    for m in c.index:
+        assert c.loc[m, "se_cluster"] == pytest.approx(s.loc[m, "se_cluster"], rel=1e-12)
+        assert c.loc[m, "ci_method"] == s.loc[m, "ci_method"] == "clustered"
+        assert (c.loc[m, "ci_low"], c.loc[m, "ci_high"]) == (pytest.approx(s.loc[m, "ci_low"], rel=1e-12),
+                                                           pytest.approx(s.loc[m, "ci_high"], rel=1e-12))
 
 
 def test_per_item_scores_repeated_trials() -> None:
@@ -200,7 +220,8 @@ def test_json_shape_and_nulls() -> None:
     res = compare(make_log(models=3), models=["m2", "m0"])
     d = json.loads(dumps(res.to_dict()))
     assert set(d) >= {"models", "pairs", "adjust", "cluster", "skipped"}
-    assert list(d["models"][0]) == ["model", "n_items", "accuracy", "se", "se_cluster", "ci_low", "ci_high", "rank"]
+    assert list(d["models"][0]) == ["model", "n_items", "accuracy", "se", "se_cluster", "ci_low", "ci_high",
+                                   "ci_method", "rank"]
     assert list(d["pairs"][0]) == ["model_a", "model_b", "n_items", "diff", "se", "se_cluster", "ci_low", "ci_high",
                                    "z", "p", "p_adjusted", "p_mcnemar", "corr", "variance_ratio", "boot_ci_low",
                                    "boot_ci_high"]

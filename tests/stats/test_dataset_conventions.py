@@ -59,7 +59,7 @@ def test_summarize_every_convention_equals_in_memory(sim, ds):
                 pd.testing.assert_frame_equal(c.to_frame(), b.to_frame(), rtol=1e-12, atol=0)
                 assert _close(a.to_dict(), b.to_dict())
     t = summarize(ds, by="model", invalid="exclude", trials="mean").to_frame()
-    assert {"trials", "sd", "se_trials", "ci_low_t", "ci_high_t"} <= set(t.columns)
+    assert {"trials", "sd", "se_trials", "ci_method"} <= set(t.columns)
     assert t["se_cluster"].notna().all() and (t["trials"] == 3).all()
 
 
@@ -77,10 +77,10 @@ def test_summarize_conventions_on_dask(sim, ds):
     for invalid, trials in (("exclude", "mean"), ("wrong", "mean"), ("exclude", "pool")):
         for by in (["model"], ["condition", "masking_rate"]):
             a = summarize(sim, by=by, invalid=invalid, trials=trials).to_frame()
-            b = summarize(ds, by=by, invalid=invalid, trials=trials, engine="dask").to_frame()
+            b = summarize(ds, by=by, invalid=invalid, trials=trials, backend="dask").to_frame()
             pd.testing.assert_frame_equal(a, b, rtol=1e-12, atol=0)
     a = summarize(sim, by=[], invalid="exclude", trials="mean").to_frame()
-    b = summarize(sim, by=[], invalid="exclude", trials="mean", engine="dask").to_frame()   # a frame on Dask
+    b = summarize(sim, by=[], invalid="exclude", trials="mean", backend="dask").to_frame()   # a frame on Dask
     pd.testing.assert_frame_equal(a, b, rtol=1e-12, atol=0)
 
 
@@ -89,7 +89,7 @@ def test_masking_on_dataset_equals_in_memory(sim, ds):
     pd.testing.assert_frame_equal(a.table, b.table, rtol=1e-12, atol=0)
     pd.testing.assert_frame_equal(masking_accuracy(ds.to_log()).table, b.table, rtol=1e-12, atol=0)
     n_missing = int(sim["masking_rate"].isna().sum())
-    assert n_missing > 0 and b.notes == a.notes == (f"{n_missing} row(s) without a masking_rate left out",)
+    assert n_missing > 0 and b.notes == a.notes == (f"{n_missing} row{'' if n_missing == 1 else 's'} without a masking_rate left out",)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ia, ib = masking_indicators(sim, baseline=sim), masking_indicators(ds, baseline=ds)
@@ -185,11 +185,12 @@ def test_dataset_conventions_against_r(rscript, ds, tmp_path):
     d = log[log["correct"].notna()].assign(y=lambda f: f["correct"].astype(int))
     want = r_per_model(rscript, d, tmp_path, trials=True)
     got = summarize(ds, by="model", invalid="exclude", trials="mean").to_frame().set_index("model")
-    for m, (lo, hi, se, acc, sd, tlo, thi) in want.items():
+    for m, (_lo, _hi, se, base, clo, chi, acc, sd, _tlo, _thi) in want.items():
         row = got.loc[m]
-        assert [row["ci_low"], row["ci_high"], row["accuracy"], row["sd"], row["ci_low_t"], row["ci_high_t"]] == \
-            pytest.approx([lo, hi, acc, sd, tlo, thi], rel=1e-12)
-        assert row["se_cluster"] == pytest.approx(se, rel=1e-10)
+        assert row["ci_method"] == "clustered"     # repeated trials of each item
+        assert [row["ci_low"], row["ci_high"], row["accuracy"], row["sd"]] == \
+            pytest.approx([clo, chi, acc, sd], rel=1e-10)
+        assert row["se_cluster"] == pytest.approx(se, rel=1e-10) and row["se_cluster"] == pytest.approx(base, rel=1e-10)
 
 
 def test_trial_summary_does_not_depend_on_the_order_of_the_counts():

@@ -64,24 +64,37 @@ def test_acc_is_exact_proportion_with_invalid_not_correct():
     assert set(d["acc"]["m"]["regular"]) == {"0", "20", "40", "60", "80", "100"}
 
 
-def test_ci_matches_r_t_test(rscript):
+def test_sd_matches_r(rscript):
     log = synthetic_log(seed=3)
     res = masking_accuracy(log)
     row = res.table.iloc[2]
     g = log[(log.condition == row.condition) & (log.masking_rate == row.masking_rate)]
     x = g.groupby("trial")["correct"].apply(lambda s: s.fillna(False).sum() / len(s)).tolist()
-    code = f"x <- c({','.join(repr(float(v)) for v in x)}); ci <- t.test(x)$conf.int; " \
-           "cat(sprintf('%.15f %.15f %.15f', mean(x), ci[1], ci[2]))"
+    code = f"x <- c({','.join(repr(float(v)) for v in x)}); cat(sprintf('%.15f %.15f', mean(x), sd(x)))"
     out = subprocess.run([rscript, "-e", code], capture_output=True, text=True, check=True).stdout.split()
     assert row.acc == pytest.approx(float(out[0]), abs=1e-12)
-    assert row.ci_low == pytest.approx(float(out[1]), abs=1e-12)
-    assert row.ci_high == pytest.approx(float(out[2]), abs=1e-12)
+    assert row.sd == pytest.approx(float(out[1]), abs=1e-12)
 
 
-def test_single_trial_has_null_sd_and_ci():
+def test_curve_interval_is_the_accuracy_tables_interval():
+    """Issue 25: the masking figure drew a t interval over trials while the accuracy table beside it clustered
+    by item; both now take the one interval of summarize (clustered by item: each item is answered per trial)."""
+    from mrcstats.stats.accuracy import summarize
+
+    log = synthetic_log(seed=3)
+    res = masking_accuracy(log, cluster="item")
+    tab = summarize(log, by=["model", "condition", "masking_rate"], cluster="item", trials="mean").to_frame()
+    assert res.ci_method == "clustered" and "clustered Wilson" in res.ci_words()
+    np.testing.assert_allclose(res.table["ci_low"], tab["ci_low"], rtol=1e-12)
+    np.testing.assert_allclose(res.table["ci_high"], tab["ci_high"], rtol=1e-12)
+    np.testing.assert_allclose(res.table["se_cluster"], tab["se_cluster"], rtol=1e-12)
+    assert ((res.table["ci_low"] >= 0) & (res.table["ci_high"] <= 1)).all()
+
+
+def test_single_trial_has_null_sd_and_an_interval():
     log = synthetic_log(trials=1)
     t = masking_accuracy(log).table
-    assert t["sd"].isna().all() and t["ci_low"].isna().all()
+    assert t["sd"].isna().all() and t["ci_low"].notna().all()
 
 
 def test_indicators_self_baseline():
@@ -178,7 +191,7 @@ def test_rows_without_rate_are_counted_not_dropped_silently():
     log = synthetic_log()
     log.loc[log.index[:5], "masking_rate"] = pd.NA
     res = masking_accuracy(log)
-    assert res.notes and "5 row(s)" in res.notes[0]
+    assert res.notes and "5 rows" in res.notes[0]
 
 
 # ----------------------------------------------------------------------------- maskcode-format runs

@@ -108,7 +108,8 @@ def test_summary_graded_mean_and_cluster_se():
         assert t.loc[m, "accuracy"] == pytest.approx(x.mean(), rel=1e-14)
         xbar = x.mean()
         resid = pd.Series(x - xbar).groupby(sub["cluster"].to_numpy()).sum().to_numpy()
-        assert t.loc[m, "se_cluster"] == pytest.approx(np.sqrt((resid ** 2).sum()) / len(x), rel=1e-12)
+        g = len(resid)   # CR1: the small-sample factor G/(G-1)
+        assert t.loc[m, "se_cluster"] == pytest.approx(np.sqrt(g / (g - 1) * (resid ** 2).sum()) / len(x), rel=1e-12)
         assert t.loc[m, "invalid"] == int(sub["score"].isna().sum())
     ex = summarize(log, invalid="exclude").to_frame().set_index("model")
     for m, sub in log.groupby("model"):

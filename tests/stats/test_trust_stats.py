@@ -78,7 +78,7 @@ def test_se_cluster_is_na_for_one_observation():
     log = pd.DataFrame({"model": ["a", "b", "b"], "item": ["1", "1", "2"], "correct": [True, True, False]})
     res = summarize(log)
     t = res.table.set_index("model")
-    assert math.isnan(t.loc["a", "se_cluster"]) and t.loc["b", "se_cluster"] == pytest.approx(0.5 / 2 * math.sqrt(2))
+    assert math.isnan(t.loc["a", "se_cluster"]) and t.loc["b", "se_cluster"] == pytest.approx(0.5)  # CR1 over 2 items
     assert "NA" in res.summary().splitlines()[1]
     assert res.to_dict()["groups"][0]["se_cluster"] is None or math.isnan(res.to_dict()["groups"][0]["se_cluster"])
 

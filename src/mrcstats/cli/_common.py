@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 from mrcstats._jsonout import emit_json
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 
 
@@ -200,6 +201,15 @@ def read_log_args(args: argparse.Namespace, paths: Any, cmd: str, what: str = ""
     return log
 
 
+def parse_model_args(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """``--contrasts`` and ``--levels`` of a model command (``glmer``, ``lmer``, ``clmm``), and its ``--emmeans``
+    options checked against the formula, before any data is read."""
+    contrasts = parse_kv(args.contrasts, "--contrasts")
+    levels = parse_levels(args.levels)
+    check_emmeans_args(args)
+    return contrasts, levels
+
+
 def read_data_args(args: argparse.Namespace, who: str) -> Any:
     """The data table of a model command (``glmer``, ``lmer``): ``args.data`` read with the shared log
     options (``--format``, ``--map``, ``--model``, ``--on-duplicate``), skipped rows reported for ``who``."""
@@ -258,7 +268,8 @@ def emmeans_block(args: argparse.Namespace, m: Any, obj: dict[str, Any], text: l
         return
     from mrcstats.models.emmeans import emmeans, pairs
 
-    em = emmeans(m, args.emmeans, by=args.by, type=getattr(args, "type", "link"))
+    em = emmeans(m, args.emmeans, by=args.by, type=getattr(args, "type", "link"),
+                 lmer_df=getattr(args, "ddf", "satterthwaite"))   # lmer: --ddf
     obj["emmeans"] = em.records()
     text.append("\n" + em.summary())
     if args.pairs:
@@ -271,4 +282,4 @@ def report_skipped(log: Any, cmd: str, what: str = "") -> None:
     """One stderr line per reason rows were left out while reading (``log.attrs["skipped"]``)."""
     for why, n in (getattr(log, "attrs", {}).get("skipped") or {}).items():
         if n:
-            info(f"mrcstats {cmd}: {what + ': ' if what else ''}{n} row(s) skipped while reading: {why}")
+            info(f"mrcstats {cmd}: {what + ': ' if what else ''}{plural(n, 'row')} skipped while reading: {why}")

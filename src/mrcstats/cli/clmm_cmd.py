@@ -8,12 +8,10 @@ from mrcstats.cli._common import (
     add_json_flag,
     add_log_options,
     add_model_args,
-    check_emmeans_args,
     emmeans_block,
     model_output,
     output,
-    parse_kv,
-    parse_levels,
+    parse_model_args,
     read_data_args,
 )
 
@@ -42,9 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _clmm(args: argparse.Namespace) -> int:
     from mrcstats.models.clmm import clmm
 
-    contrasts = parse_kv(args.contrasts, "--contrasts")
-    levels = parse_levels(args.levels)
-    check_emmeans_args(args)
+    contrasts, levels = parse_model_args(args)
     data = read_data_args(args, "clmm")
     m = clmm(args.formula, data, link=args.link, contrasts=contrasts or None, levels=levels or None)
     obj, text = model_output(args, m, "clmm")

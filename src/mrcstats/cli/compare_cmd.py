@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from mrcstats._words import plural
 from mrcstats.cli._common import (
     Once,
     add_format_option,
@@ -95,7 +96,7 @@ def _load(args: argparse.Namespace, cmd: str):
                    threshold=args.threshold)
     for why, n in (log.attrs.get("skipped") or {}).items():
         if n:
-            info(f"mrcstats {cmd}: {n} row(s) skipped while reading: {why}")
+            info(f"mrcstats {cmd}: {plural(n, 'row')} skipped while reading: {why}")
     if args.condition is not None:
         keep = log["condition"].astype(str) == args.condition
         if not keep.any():
@@ -106,7 +107,7 @@ def _load(args: argparse.Namespace, cmd: str):
         if len(left):   # said, never silent: the rows of other conditions are left out
             shown = ", ".join(f"{c!r}: {n}" for c, n in sorted(left.items()))
             info(f"mrcstats {cmd}: --condition {args.condition!r} keeps {int(keep.sum())} of {len(log)} rows; left "
-                 f"out {int(left.sum())} row(s) of other conditions ({shown})")
+                 f"out {plural(int(left.sum()), 'row')} of other conditions ({shown})")
             reason = f"condition other than {args.condition!r} (--condition)"
             attrs["skipped"] = {**(attrs.get("skipped") or {}), reason: int(left.sum())}
         log = log[keep.to_numpy()].reset_index(drop=True)

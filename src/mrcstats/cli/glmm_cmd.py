@@ -8,13 +8,11 @@ from mrcstats.cli._common import (
     add_json_flag,
     add_log_options,
     add_model_args,
-    check_emmeans_args,
     emmeans_block,
     info,
     model_output,
     output,
-    parse_kv,
-    parse_levels,
+    parse_model_args,
     read_data_args,
 )
 
@@ -22,7 +20,7 @@ from mrcstats.cli._common import (
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``glmer`` to the mrcstats parser."""
     from mrcstats.io.formats import formats_phrase
-    from mrcstats.models.family import FAMILIES
+    from mrcstats.models.family_table import FAMILY_TABLE
 
     p = sub.add_parser(
         "glmer", help="GLMM (binomial, Poisson, beta-binomial; random intercepts and slopes), lme4-exact",
@@ -33,10 +31,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_args(p, "correct ~ scaled_tok * LLM + (1 | passage)")
     reads = {"binomial": "0/1, proportions with --weights or cbind(k, n - k)", "count": "counts",
              "continuous": "numeric scores: a linear mixed model, as mrcstats lmer"}
-    p.add_argument("--family", choices=tuple(FAMILIES), default="binomial",
-                   help="response distribution: " + "; ".join(f"{f.name} ({f.link} link; {reads[f.response]})"
-                                                              for f in FAMILIES.values()) + " (default binomial)")
+    p.add_argument("--family", choices=tuple(FAMILY_TABLE), default="binomial",
+                   help="response distribution: " + "; ".join(f"{name} ({link} link; {reads[response]})"
+                                                              for name, (link, response) in FAMILY_TABLE.items())
+                        + " (default binomial)")
     p.add_argument("--weights", metavar="COL", help="prior weights column (R's weights=)")
+    p.add_argument("--invalid", choices=("wrong", "exclude"), default="wrong",
+                   help="invalid answers (correct empty) count as not correct (wrong, default, as summary, compare "
+                        "and irt) or are left out (exclude)")
+    p.add_argument("--vcov", choices=("hessian", "RX"), default="hessian",
+                   help="covariance behind the standard errors: hessian (default, lme4's vcov()) or RX "
+                        "(lme4's vcov(use.hessian = FALSE)); both engines follow it")
     p.add_argument("--nagq", type=int, default=1, metavar="N",
                    help="1 = Laplace (default), 0 = lme4's nAGQ=0, 2..25 = adaptive Gauss-Hermite")
     p.add_argument("--engine", choices=("native", "lme4", "duckdb", "dask"), default="native",
@@ -70,33 +75,31 @@ def _glmer(args: argparse.Namespace) -> int:
     from mrcstats.errors import InputError
     from mrcstats.models import glmer
 
-    contrasts = parse_kv(args.contrasts, "--contrasts")
-    levels = parse_levels(args.levels)
-    check_emmeans_args(args)
+    contrasts, levels = parse_model_args(args)
     if args.family == "gaussian" and (args.confint or args.drop1 or args.gvif or args.compare or args.emmeans):
-        raise InputError("--family gaussian is a linear mixed model (mrcstats lmer): --confint, --drop1, --gvif, "
-                         "--compare and --emmeans are not available for it yet")
+        raise InputError("--family gaussian is a linear mixed model: use mrcstats lmer for --confint, --emmeans "
+                         "and --anova; --drop1, --gvif and --compare are not available for it yet")
     from mrcstats.io.dataset import is_dataset, open_dataset
 
     if args.scheduler and args.engine != "dask":
         raise InputError("--scheduler goes with --engine dask")
+    invalid_note = ""
     if len(args.data) == 1 and is_dataset(args.data[0]) and not args.fmt and not args.map and not args.model:
         data = open_dataset(args.data[0])       # lazy: one DuckDB/Dask pass collapses it (models.outofcore)
     else:
         data = read_data_args(args, "glmer")
-    kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": args.engine, "weights": args.weights,
-              "levels": levels or None, "lme4_defaults": args.lme4_defaults, "family": args.family}
-    if args.engine in ("duckdb", "dask") or not hasattr(data, "columns") or hasattr(data, "files"):
-        from mrcstats.models.outofcore import glmer_outofcore
+        from mrcstats.io.schema import apply_invalid, invalid_sentence
 
-        if args.weights or args.lme4_defaults or args.engine == "lme4" or args.family != "binomial":
-            raise InputError("a dataset folder / --engine duckdb|dask fits binomial models natively without "
-                             "--weights or lme4 options")
-        m = glmer_outofcore(args.formula, data, engine=None if args.engine == "native" else args.engine,
-                            scheduler=args.scheduler, contrasts=contrasts or None, levels=levels or None,
-                            nagq=args.nagq)
-    else:
-        m = glmer(args.formula, data, **kw)
+        data, n_invalid = apply_invalid(data, args.invalid)
+        invalid_note = f"{invalid_sentence(n_invalid, args.invalid)} (--invalid {args.invalid})" if n_invalid else ""
+    # --engine duckdb|dask is the CLI's spelling of the backend; the front door (mrcstats.glmer) chooses the rest
+    engine, backend = ("native", args.engine) if args.engine in ("duckdb", "dask") else (args.engine, None)
+    kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": engine, "backend": backend,
+          "scheduler": args.scheduler, "weights": args.weights, "levels": levels or None,
+          "lme4_defaults": args.lme4_defaults, "family": args.family, "vcov": args.vcov}
+    m = glmer(args.formula, data, **kw)
+    if invalid_note:
+        info(f"mrcstats glmer: {invalid_note}")
     obj, text = model_output(args, m, "glmer")
     if args.confint:
         ci = m.confint(args.confint, level=args.level, nsim=args.nsim, seed=args.seed)

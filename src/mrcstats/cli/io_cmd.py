@@ -56,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the outcome summarised: score (graded: partial credit, f1, judge ratings; mean score) or "
                         "correct (accuracy); auto = score when the log has scores other than 0/1 (docs/scores.md)")
     s.add_argument("--trials", choices=("pool", "mean"), default="pool",
-                   help="pool the trials (default) or average the per-trial accuracy (mean: adds SD and t interval)")
+                   help="pool the trials (default) or average the per-trial accuracy (mean: adds the SD over trials)")
     add_log_options(s)
     add_json_flag(s)
     s.set_defaults(func=_summary)
@@ -154,7 +154,7 @@ def _summary(args: argparse.Namespace) -> int:
         from mrcstats.errors import InputError
 
         raise InputError("--scheduler goes with --engine dask")
-    res = summarize(log, by=by, engine=args.engine, scheduler=args.scheduler, invalid=args.invalid,
+    res = summarize(log, by=by, backend=args.engine, scheduler=args.scheduler, invalid=args.invalid,
                     trials=args.trials, outcome=args.outcome)
     from mrcstats.stats.headline import has_headline, inspect_headline
 

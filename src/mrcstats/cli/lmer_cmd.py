@@ -4,13 +4,14 @@ from __future__ import annotations
 import argparse
 
 from mrcstats.cli._common import (
+    add_emmeans_args,
     add_json_flag,
     add_log_options,
     add_model_args,
+    emmeans_block,
     model_output,
     output,
-    parse_kv,
-    parse_levels,
+    parse_model_args,
     read_data_args,
 )
 
@@ -25,6 +26,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_args(p, "score ~ LLM + (1 | item)")
     p.add_argument("--ml", action="store_true", help="maximum likelihood instead of REML (lme4's REML = FALSE)")
     p.add_argument("--ranef", action="store_true", help="conditional modes and variances of the random effects")
+    p.add_argument("--anova", action="store_true",
+                   help="type III F tests per fixed-effect term, as lmerTest's anova(m, type = 3) (JSON key 'anova')")
+    p.add_argument("--ddf", choices=["satterthwaite", "kenward-roger"], default="satterthwaite",
+                   help="denominator df of --anova and --emmeans: satterthwaite (lmerTest's default) or "
+                        "kenward-roger (pbkrtest; REML fits, n x n matrices: at most 5,000 rows)")
+    p.add_argument("--confint", choices=["profile", "Wald", "satterthwaite"], default=None,
+                   help="confidence intervals as lme4's confint(m, method) (satterthwaite: t intervals of the "
+                        "fixed effects; JSON key 'confint')")
+    add_emmeans_args(p)
     add_log_options(p)
     add_json_flag(p)
     p.set_defaults(func=_lmer)
@@ -33,9 +43,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _lmer(args: argparse.Namespace) -> int:
     from mrcstats.models.lmm import lmer
 
-    contrasts = parse_kv(args.contrasts, "--contrasts")
-    levels = parse_levels(args.levels)
+    contrasts, levels = parse_model_args(args)
     data = read_data_args(args, "lmer")
     m = lmer(args.formula, data, reml=not args.ml, contrasts=contrasts or None, levels=levels or None)
     obj, text = model_output(args, m, "lmer")
+    if args.anova:
+        a = m.anova(type=3, ddf=args.ddf)
+        obj["anova"] = a.to_dict()
+        text.append("\n" + a.summary())
+    if args.confint:
+        ci = m.confint(args.confint)
+        obj["confint"] = ci.to_dict()
+        text.append("\n" + ci.summary())
+    emmeans_block(args, m, obj, text)
     return output(args, obj, "\n".join(text))

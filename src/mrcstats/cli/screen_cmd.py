@@ -36,7 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "slope with the abilities fixed, Rasch infit/outfit and, with pred/gold, the "
                                    "option the strongest models converge on and the log-likelihood change if it "
                                    "were the key. One combined score (higher = more suspect) with BH q-values "
-                                   "against a simulated null; items with q <= --fdr are flagged. --validate K "
+                                   "against a simulated null recentred on the log's own items (empirical null); "
+                                   "items with q <= --fdr are flagged. --validate K "
                                    "moves K keys to a distractor some model chose and reports the ROC AUC and "
                                    "precision at K of every signal.")
     p.add_argument("log", nargs="+", metavar="LOG", help="canonical log or any read_log input (pred and gold help)")
@@ -44,6 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fdr", type=float, default=0.1, help="flag items with estimated FDR (q-value) <= this (0.1)")
     p.add_argument("--irt-model", default="2pl", choices=("1pl", "2pl"), help="abilities from this IRT model (2pl)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the injected copies and the null (0)")
+    p.add_argument("--calibration", default="empirical", choices=("empirical", "simulated"),
+                   help="p-values: the simulated null recentred on the log's items (empirical) or as simulated")
     p.add_argument("--validate", type=_positive, metavar="K", help="move K keys and measure the screen's power")
     p.add_argument("--top", type=int, default=20, metavar="N", help="rows shown in the text table (20)")
     p.add_argument("--items-out", metavar="CSV", help="also write the full item table to this CSV")
@@ -80,9 +83,10 @@ def _screen(args: argparse.Namespace) -> int:
     log = read_log_args(args, args.log, "screen")
     if args.validate:
         v = screen_validate(log, args.validate, seed=args.seed, fdr=args.fdr, irt_model=args.irt_model,
-                            progress=None)
+                            progress=None, calibration=args.calibration)
         return output(args, v.to_dict(), v.summary())
-    res = screen(log, fdr=args.fdr, irt_model=args.irt_model, seed=args.seed, progress=None)
+    res = screen(log, fdr=args.fdr, irt_model=args.irt_model, seed=args.seed, progress=None,
+                 calibration=args.calibration)
     if args.items_out:
         res.items.to_csv(args.items_out, index=False)
         info(f"mrcstats screen: item table written to {args.items_out}")

@@ -12,7 +12,7 @@ column, and the real names are in the description. The files are written by
 
 :func:`open_dataset` returns a :class:`LogDataset`, a lazy handle: nothing is read
 until a query runs. Aggregations run as DuckDB SQL over the files
-(:mod:`mrcstats.stats._sql`), streamed in bounded memory; :meth:`LogDataset.to_log`
+(:mod:`mrcstats.backends.sql`), streamed in bounded memory; :meth:`LogDataset.to_log`
 loads it as an ordinary canonical frame when it fits in memory (so
 ``read_log(DIR)`` still works for small data).
 

@@ -365,7 +365,7 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
     counts dropped rows by reason).
     """
     from mrcstats._progress import progress
-    from mrcstats.io.detect import FORMATS, detect_format, expand_paths, load_source
+    from mrcstats.io.detect import FORMATS, expand_paths
     from mrcstats.io.schema import merge_skipped
     from mrcstats.io.stream import STREAM_BYTES, STREAM_FORMATS, head_source
 
@@ -380,6 +380,7 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
     check_output_path(out, inputs=given, what="dataset", kind="folder")
     limit = STREAM_BYTES if stream_bytes is None else stream_bytes
     units: list[tuple[str, str, str]] = []    # (kind, path, format or dataset root)
+    loaded = _Loaded()   # files loaded whole to detect their format, kept for their reading (jobs=1)
     sources: list[str] = []
     skipped: dict[str, int] = {}
     fmt0 = None
@@ -393,7 +394,7 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
             pairs = [(Path(p), fmt)]
         else:
             pairs = [(f, format or _detect_cheap(f) or _detect_large(f, limit)
-                      or detect_format(load_source(f))) for f in expand_paths(p)]
+                      or _detect_loaded(f, loaded if jobs == 1 else None, limit)) for f in expand_paths(p)]
         for f, fmt in pairs:
             if fmt0 is not None and fmt != fmt0:
                 raise InputError(f"mixed formats in one call: {given[0]} is {fmt0} but {f} is {fmt}; "
@@ -424,7 +425,7 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
                 _write_fast(w, x, con, opts=opts)
                 bar.update(len(x))
             elif jobs == 1 or len(slow) == 1:
-                _write_unit(w, x, **opts)
+                _write_unit(w, x, **opts, loaded=loaded)
                 bar.update(1)
         bar.close()
         if con is not None:
@@ -456,7 +457,10 @@ def _ingest_part(tmp: str, prefix: str, units: list, opts: dict) -> list[dict[st
 
 
 def _write_unit(w: DatasetWriter, unit: tuple[str, str, str], *, mapping, model, on_duplicate,
-                chunk_rows) -> None:
+                chunk_rows, loaded: dict[str, Any] | None = None) -> None:
+    """Validate and write one unit (a dataset fragment, a Parquet file, a streamed file or a file read
+    whole); ``loaded``: files already loaded to detect their format (:func:`_detect_loaded`), read from
+    memory rather than a second time."""
     from mrcstats.io.detect import load_source
     from mrcstats.io.reader import model_for, read_source
     from mrcstats.io.schema import coerce_log
@@ -481,7 +485,9 @@ def _write_unit(w: DatasetWriter, unit: tuple[str, str, str], *, mapping, model,
             except InputError as exc:
                 raise shift_rows(exc, f, before) from None
     else:
-        w.write(read_source(load_source(f), extra, mapping, model), f, on_duplicate=on_duplicate)
+        src = loaded.pop(f, None) if loaded is not None else None
+        src = load_source(f) if src is None else src
+        w.write(read_source(src, extra, mapping, model), f, on_duplicate=on_duplicate)
 
 
 def _read_fragment_nullable(file: str, root: str) -> pd.DataFrame:
@@ -543,6 +549,27 @@ def _detect_large(path: Path, limit: int) -> str | None:
     except InputError:
         return None
     return fmt if fmt in STREAM_FORMATS else None
+
+
+class _Loaded(dict):
+    """Loaded sources by path, with their total size in bytes."""
+
+    nbytes = 0
+
+
+def _detect_loaded(path: Path, loaded: _Loaded | None, limit: int) -> str:
+    """The format of a file that had to be loaded whole to be detected; the loaded file is kept in
+    ``loaded`` (by path) for :func:`_write_unit`, so it is not read twice, while the files kept stay
+    within ``limit`` bytes in all (the memory a streamed input may take); beyond that a file is loaded
+    again when it is written."""
+    from mrcstats.io.detect import detect_format, load_source
+
+    src = load_source(path)
+    fmt = detect_format(src)
+    if loaded is not None and loaded.nbytes + len(src.data) <= limit:
+        loaded[str(path)] = src
+        loaded.nbytes += len(src.data)
+    return fmt
 
 
 def _conform(chunk: pd.DataFrame, schema, source: str, before: int) -> pd.DataFrame:

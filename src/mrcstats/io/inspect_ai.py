@@ -54,6 +54,7 @@ from typing import Any
 
 import pandas as pd
 
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.io.source import Source
 
@@ -360,7 +361,7 @@ def read_inspect(src: Source, model: str | None = None, scorer: str | None = Non
         })
     if not rows:
         raise InputError(f"{src.name}: the Inspect log holds no scored sample (status {status!r}, "
-                         f"{len(samples)} sample(s) in the log" + (f", {len(errors)} errored: {errors[0]}"
+                         f"{plural(len(samples), 'sample')} in the log" + (f", {len(errors)} errored: {errors[0]}"
                                                                     if errors else "") + ")")
     df = pd.DataFrame(rows)
     df["score"] = df["score"].astype("Float64")

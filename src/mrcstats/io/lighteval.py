@@ -21,7 +21,7 @@ One canonical row per (sample, metric):
   the largest log-probability (log-likelihood tasks); gold = ``choices[gold_index]``; question = ``query``.
 
 lighteval's aggregate for a sample-level metric is the mean over samples, its stderr the sample standard
-deviation / sqrt(n) -- for binary metrics mrcstats' ``se_cluster`` (cluster = item) x sqrt(n / (n - 1)).
+deviation / sqrt(n) -- for binary metrics mrcstats' ``se_cluster`` (cluster = item; CR1).
 """
 from __future__ import annotations
 

@@ -16,6 +16,8 @@ from mrcstats.io.schema import (
     apply_threshold,
     check_duplicates,
     coerce_log,
+    is_validated,
+    mark_validated,
     merge_skipped,
     validate_log,
 )
@@ -105,6 +107,13 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
             raise InputError(f"mixed formats in one call: {sources[0][0].path} is {sources[0][1]} but {path} is "
                              f"{fmt}; read one format at a time (or pass --format)")
         sources.append((src, fmt))
+    return _read_loaded(files, sources, mapping, model, on_duplicate, threshold)
+
+
+def _read_loaded(files: list[Path], sources: list[tuple[Source, str]], mapping: Mapping[str, str] | None,
+                 model: str | Mapping[str, str] | None, on_duplicate: str, threshold: float | None) -> pd.DataFrame:
+    """:func:`read_log` after its files are loaded and their one format known (``sources``: (file, format)
+    pairs; each file's bytes are released once it is read)."""
     frames: list[pd.DataFrame] = []
     skipped: dict[str, int] = {}
     from mrcstats._progress import progress
@@ -128,7 +137,7 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
     log.attrs = {**base, "skipped": skipped, "format": sources[0][1],
                  "sources": [str(f) for f in files], **({"threshold": float(threshold)} if threshold is not None
                                                         else {})}
-    return log
+    return mark_validated(log)
 
 
 def open_log(paths: str | os.PathLike | Sequence[str | os.PathLike], **kwargs):
@@ -170,8 +179,8 @@ def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: st
         i = next(i for i, f in enumerate(fmts) if f != fmts[0])
         raise InputError(f"mixed formats in one call: {files[0]} is {fmts[0]} but {files[i]} is {fmts[i]}; "
                          f"read one format at a time (or pass --format)")
-    if fmts[0] not in TABLE_FORMATS:
-        return read_log(files, format=fmts[0], mapping=mapping, model=model, on_duplicate=on_duplicate)
+    if fmts[0] not in TABLE_FORMATS:   # a log: read from the files loaded above, not a second time
+        return _read_loaded(files, list(zip(srcs, fmts)), mapping, model, on_duplicate, None)
     from mrcstats.io.schema import coerce_correct
     from mrcstats.io.tabular import read_plain_table
 
@@ -221,6 +230,8 @@ def _restore_dtypes(log: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
 def write_log(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     """Validate ``df`` and write it atomically: Parquet (``.parquet``/``.pq``, lossless) or CSV/TSV
     (``.csv``/``.tsv``, optionally ``.gz``), by the file ending; any other ending raises :class:`InputError`.
+    A log :func:`read_log` or :func:`~mrcstats.io.schema.validate_log` returned is written as it is, not
+    validated a second time (:func:`~mrcstats.io.schema.is_validated`).
 
     ``df.attrs`` (JSON-serialisable parts) travel in the Parquet metadata, so
     :func:`read_log` gives back the same frame. The files the log was read from
@@ -233,7 +244,7 @@ def write_log(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     # the files the log was read from (read_log records them) are inputs: never overwritten
     target = check_output_path(path, suffixes=LOG_SUFFIXES, what="write_log",
                                inputs=sources if isinstance(sources, (list, tuple)) else ())
-    log = validate_log(df)
+    log = df if is_validated(df) else validate_log(df)   # read_log's and validate_log's logs: checked once
     name = target.name.lower()
     with atomic_path(target) as tmp:
         if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):

@@ -39,13 +39,15 @@ not 0/1); :func:`require_binary` is the one check of the analyses that need a 0/
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from mrcstats.errors import SchemaError
+from mrcstats._words import plural
+from mrcstats.errors import InputError, SchemaError
 
 #: every canonical column, in the order they appear in a log
 CANONICAL_COLUMNS: tuple[str, ...] = (
@@ -86,8 +88,17 @@ def _na_float(n: int) -> pd.api.extensions.ExtensionArray:
 
 
 def _na_string(n: int, index: pd.Index) -> pd.Series:
-    """An all-<NA> ``string`` Series of length ``n``."""
-    return pd.Series(pd.array(np.full(n, None, dtype=object), dtype=STRING_DTYPE), index=index)
+    """An all-<NA> ``string`` Series of length ``n`` (an Arrow null array: no Python objects)."""
+    return pd.Series(_const_string(None, n), index=index)
+
+
+def _const_string(value: str | None, n: int) -> pd.api.extensions.ExtensionArray:
+    """``n`` times ``value`` (None: <NA>) as a ``string`` array, built by Arrow when the dtype is Arrow's."""
+    if STRING_DTYPE.storage == "pyarrow":
+        import pyarrow as pa
+
+        return pd.array(pa.repeat(pa.scalar(value, pa.large_string()), n), dtype=STRING_DTYPE)
+    return pd.array(np.full(n, value, dtype=object), dtype=STRING_DTYPE)  # pragma: no cover - without pyarrow
 
 
 def show_value(v: Any) -> str:
@@ -276,7 +287,7 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
     if "condition" in out:
         out["condition"] = _to_string(out["condition"], source=source).fillna("")
     else:
-        out["condition"] = pd.Series(pd.array(np.full(n, "", dtype=object), dtype=STRING_DTYPE), index=out.index)
+        out["condition"] = pd.Series(_const_string("", n), index=out.index)
     out["trial"] = _coerce_trial(out["trial"], source) if "trial" in out else np.zeros(n, dtype="int64")
     if "masking_rate" in out:
         out["masking_rate"] = coerce_masking_rate(out["masking_rate"], source)
@@ -431,6 +442,41 @@ def resolve_outcome(log: Any, outcome: str = "auto", where: str = "") -> str:
     return "correct" if (np.isin(vals, (0.0, 1.0)).all() and graded_rows(log) == 0) else "score"
 
 
+#: how each section states the invalid-answer rule (one wording for accuracy, compare, IRT and the GLMM)
+INVALID_WORDS: dict[str, str] = {"wrong": "invalid answers count as not correct",
+                                 "exclude": "invalid answers are left out"}
+
+
+def invalid_sentence(n: int, invalid: str = "wrong") -> str:
+    """``"1 invalid answer counts as not correct"``, ``"6,931 invalid answers are left out"``."""
+    one = n == 1
+    verb = ("counts" if one else "count") + " as not correct" if invalid == "wrong" else \
+        ("is" if one else "are") + " left out"
+    return f"{n:,} invalid answer{'' if one else 's'} {verb}"
+
+
+def apply_invalid(data: pd.DataFrame, invalid: str = "wrong", correct: str = "correct") -> tuple[pd.DataFrame, int]:
+    """The package's one rule for invalid answers (``correct`` <NA>) in a model's data: ``"wrong"``
+    (default, as :func:`mrcstats.stats.accuracy.summarize`, ``compare`` and the IRT) makes them not correct,
+    ``"exclude"`` leaves their rows out. Returns the data and the number of invalid answers; a frame without
+    ``correct`` comes back unchanged. Without this a GLMM drops them as R's ``na.omit`` and its denominator
+    differs from the accuracy tables'."""
+    if invalid not in INVALID_WORDS:
+        raise InputError(f"invalid must be 'wrong' (invalid = not correct) or 'exclude', got {invalid!r}")
+    if correct not in data.columns:
+        return data, 0
+    na = data[correct].isna()
+    n = int(na.sum())
+    if not n:
+        return data, 0
+    if invalid == "exclude":
+        return data[~na.to_numpy()], n
+    out = data.copy()
+    col = out[correct]
+    out[correct] = col.fillna(False) if str(col.dtype) == "boolean" else col.where(~na, 0)
+    return out, n
+
+
 def require_binary(log: Any, where: str, correct: str = "correct") -> None:
     """The one check of every analysis that needs a 0/1 outcome (glmer binomial, McNemar, discrimination,
     IRT, masking indicators, ...): refuse a graded log (rows with a ``score`` and no ``correct``) with one
@@ -438,7 +484,7 @@ def require_binary(log: Any, where: str, correct: str = "correct") -> None:
     n = graded_rows(log) if correct == "correct" else 0
     if n:
         sc = log["score"][log["score"].notna() & log["correct"].isna()]
-        raise SchemaError(f"{where}: needs a binary outcome (correct), but the log holds graded scores ({n} row(s) "
+        raise SchemaError(f"{where}: needs a binary outcome (correct), but the log holds graded scores ({plural(n, 'row')} "
                           f"with a score and no correct, e.g. score {float(sc.iloc[0]):g}); read it with a "
                           f"threshold (--threshold T, read_log(..., threshold=T): correct = score >= T), or use "
                           f"summary / compare / power, which analyse the mean score")
@@ -572,7 +618,8 @@ def check_duplicates(df: pd.DataFrame, on_duplicate: str = "error", source: str 
     """
     if on_duplicate not in DUPLICATE_POLICIES:
         raise SchemaError(f"on_duplicate must be one of {', '.join(DUPLICATE_POLICIES)}, got {on_duplicate!r}")
-    dup = df.duplicated(subset=list(KEY_COLUMNS), keep=False)
+    key = _distinguishing(df, KEY_COLUMNS)
+    dup = df.duplicated(subset=key, keep=False)
     if not dup.any():
         return df
     if on_duplicate == "error":
@@ -584,7 +631,7 @@ def check_duplicates(df: pd.DataFrame, on_duplicate: str = "error", source: str 
                           f"model={key['model']!r} item={key['item']!r} trial={key['trial']} "
                           f"condition={key['condition']!r}{mr} at rows {pos[0] + 1} and {pos[1] + 1}; "
                           f"{_duplicate_advice(df, dup)}")
-    drop = df.duplicated(subset=list(KEY_COLUMNS), keep=on_duplicate)
+    drop = df.duplicated(subset=key, keep=on_duplicate)
     n_drop = int(drop.sum())
     if skipped is not None:
         reason = f"duplicate (model, item, trial, condition), kept {on_duplicate}"
@@ -592,6 +639,20 @@ def check_duplicates(df: pd.DataFrame, on_duplicate: str = "error", source: str 
     out = df.loc[~drop.to_numpy()]
     out.index = pd.RangeIndex(len(out))
     return out
+
+
+def _distinguishing(df: pd.DataFrame, columns: tuple[str, ...]) -> list[str]:
+    """The key columns that are not one value throughout (a log without trials, conditions or masking has
+    trial 0, condition "" and no masking rate on every row): rows repeat a key exactly when they repeat it
+    on these, so :func:`check_duplicates` hashes only them. Never empty (the first column stays)."""
+    def constant(s: pd.Series) -> bool:
+        na = s.isna().to_numpy()
+        if na.all():
+            return True
+        return not na.any() and bool((s == s.iloc[0]).all())
+
+    keep = [c for c in columns if not constant(df[c])]
+    return keep or [columns[0]]
 
 
 #: columns that say where a row was read from, not what it holds (left out when duplicates are compared)
@@ -638,7 +699,25 @@ def validate_log(df: pd.DataFrame, *, on_duplicate: str = "error", source: str |
     out = check_duplicates(out, on_duplicate, source, skipped)
     out.attrs.update(attrs)
     out.attrs["skipped"] = skipped
-    return out
+    return mark_validated(out)
+
+
+#: the frames :func:`validate_log` and :func:`mrcstats.io.read_log` returned (by id, held weakly)
+_VALIDATED: weakref.WeakValueDictionary[int, pd.DataFrame] = weakref.WeakValueDictionary()
+
+
+def mark_validated(df: pd.DataFrame) -> pd.DataFrame:
+    """Record that ``df`` is a validated canonical log (what :func:`validate_log` and ``read_log`` return), so
+    :func:`mrcstats.io.write_log` writes it without validating it a second time. Returns ``df``."""
+    _VALIDATED[id(df)] = df
+    return df
+
+
+def is_validated(df: Any) -> bool:
+    """True for a frame :func:`mark_validated` recorded that still has the canonical dtypes. A new frame
+    (a filter, a copy, a concatenation) is not: it is validated again. A log changed in place after
+    reading (``log.loc[...] = ...``) is the one case this cannot see; pass ``log.copy()`` to have it checked."""
+    return isinstance(df, pd.DataFrame) and _VALIDATED.get(id(df)) is df and is_canonical(df)
 
 
 def is_canonical(df: pd.DataFrame) -> bool:
@@ -664,25 +743,30 @@ def log_stats(df: pd.DataFrame) -> dict[str, Any]:
     A graded log (:func:`resolve_outcome` gives ``score``) adds ``"outcome": "score"`` and
     ``"mean_score"`` per model (invalid rows score 0); its ``invalid`` counts rows without a score.
     """
-    correct = df["correct"].fillna(False).astype(bool)
+    correct = df["correct"].fillna(False).astype(bool).to_numpy()
     graded = resolve_outcome(df) == "score"
-    invalid = df["score"].isna() if graded else df["correct"].isna()
-    g = pd.DataFrame({"model": df["model"].astype(object), "c": correct, "i": invalid})
-    agg = g.groupby("model", sort=True).agg(n=("c", "size"), c=("c", "sum"), i=("i", "sum"))
+    invalid = (df["score"].isna() if graded else df["correct"].isna()).to_numpy()
+    # models by code, sorted by code point (as Python sorts str): counted without a Python object per row
+    codes, models = pd.factorize(df["model"], sort=True)
+    k = len(models)
+    n = np.bincount(codes, minlength=k)
+    c = np.bincount(codes, weights=correct, minlength=k)
+    i = np.bincount(codes, weights=invalid, minlength=k)
+    names = [str(m) for m in models]
     out = {
         "rows": len(df),
-        "models": [str(m) for m in agg.index],
+        "models": names,
         "items": int(df["item"].nunique()),
         "clusters": int(df["cluster"].nunique()),
-        "conditions": sorted(str(c) for c in pd.unique(df["condition"].astype(object))),
-        "accuracy": {str(m): float(r.c) / float(r.n) for m, r in agg.iterrows()},
-        "invalid": {str(m): int(r.i) for m, r in agg.iterrows()},
+        "conditions": sorted(str(c) for c in pd.unique(df["condition"])),
+        "accuracy": {m: float(c[j]) / float(n[j]) for j, m in enumerate(names)},
+        "invalid": {m: int(i[j]) for j, m in enumerate(names)},
         "skipped": dict(df.attrs.get("skipped", {}) or {}),
     }
     if graded:
         sc = pd.Series(df["score"].to_numpy(dtype=float, na_value=0.0))
-        means = sc.groupby(df["model"].astype(object).to_numpy(), sort=True).mean()
-        out = {**out, "outcome": "score", "mean_score": {str(m): float(v) for m, v in means.items()}}
+        means = sc.groupby(codes, sort=True).mean()     # pandas' groupby mean, as before: the same sums
+        out = {**out, "outcome": "score", "mean_score": {names[j]: float(v) for j, v in means.items()}}
         if df.attrs.get("threshold") is not None:   # accuracy is correct = score >= threshold
             out["threshold"] = float(df.attrs["threshold"])
     return out

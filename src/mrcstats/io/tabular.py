@@ -18,7 +18,7 @@ import pandas as pd
 
 from mrcstats.errors import InputError
 from mrcstats.io.detect import header_columns
-from mrcstats.io.schema import STRING_COLUMNS, SchemaError
+from mrcstats.io.schema import STRING_COLUMNS, STRING_DTYPE, SchemaError
 from mrcstats.io.source import Source
 
 #: source columns read as text whatever they look like (ids keep leading zeros)
@@ -68,7 +68,84 @@ def read_delimited(src: Source, delimiter: str, mapping: Mapping[str, str] | Non
     if not cols or not any(c.strip() for c in cols):
         raise InputError(f"{src.name}: no header line; the first line must name the columns")
     check_unique_columns(cols, src.name)
-    dtype: dict[str, Any] = {c: "string" for c in _text_columns(cols, mapping)}
+    text = _text_columns(cols, mapping)
+    df = _delimited_arrow(src, delimiter, cols, text, missing)
+    return df if df is not None else _delimited_pandas(src, delimiter, text, missing)
+
+
+#: what pandas' C parser reads as booleans (its ``_true_values``/``_false_values``)
+_TRUE_WORDS, _FALSE_WORDS = ["True", "TRUE", "true"], ["False", "FALSE", "false"]
+#: integers Arrow converts exactly as pandas does: plain digits with an optional minus, at most 15 of them
+#: (exact as float64 too, which pandas gives a column with missing cells)
+_PLAIN_INT = r"^-?[0-9]{1,15}$"
+
+
+def _delimited_arrow(src: Source, delimiter: str, cols: list[str], text: list[str],
+                     missing: tuple[str, ...]) -> pd.DataFrame | None:
+    """CSV/TSV through Arrow's multithreaded reader, giving exactly :func:`_delimited_pandas`'s frame, or None
+    when it cannot promise that (then the pandas reader reads the file and words any error).
+
+    Arrow reads every column as text (``large_string``, so nothing is inferred by Arrow's own rules, which
+    differ from pandas': ``0x10`` is an integer to Arrow). The text columns become ``string`` columns without
+    a Python object per cell (the bulk of a log: model, item, response, ...). Another column whose cells
+    are all plain integers (:data:`_PLAIN_INT`) or, with no missing cell, all pandas' true/false words, is
+    converted by Arrow to what pandas infers (int64, float64 with NaN where missing; bool); any other
+    column (floats, words, all missing) is converted by pandas' own parser from the same bytes
+    (``usecols``), so its dtype and values are pandas'. Arrow's errors (a row with too many or too few
+    fields, ...), a header Arrow reads differently, or no data rows fall back to pandas."""
+    if STRING_DTYPE.storage != "pyarrow":   # pandas < 3 keeps text as Python objects: its own reader is as fast
+        return None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pv
+
+    try:
+        table = pv.read_csv(
+            pa.py_buffer(src.data),
+            parse_options=pv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
+            convert_options=pv.ConvertOptions(
+                column_types={c: pa.large_string() for c in cols}, null_values=list(missing),
+                strings_can_be_null=True, quoted_strings_can_be_null=True))
+    except (pa.ArrowException, ValueError, OSError):
+        return None
+    if table.column_names != cols or table.num_rows == 0:
+        return None
+    out: dict[str, Any] = {}
+    rest = []
+    words = pa.array(_TRUE_WORDS + _FALSE_WORDS, pa.large_string())
+    for name, col in zip(cols, table.columns):
+        if name in text:
+            out[name] = pd.array(col, dtype=STRING_DTYPE)
+        elif col.null_count == len(col):
+            rest.append(name)
+        elif col.null_count == 0 and pc.all(pc.is_in(col, value_set=words)).as_py():
+            out[name] = pc.is_in(col, value_set=pa.array(_TRUE_WORDS, pa.large_string())).to_numpy()
+        elif pc.all(pc.match_substring_regex(col, _PLAIN_INT)).as_py():
+            out[name] = pc.cast(col, pa.int64()).to_pandas().to_numpy()   # float64 with NaN where missing
+        else:
+            rest.append(name)
+    if not rest:
+        return pd.DataFrame(out, columns=cols)
+    try:
+        df = _pandas_columns(src, delimiter, rest, missing)
+    except (pd.errors.ParserError, ValueError):
+        return None
+    if len(df) != table.num_rows or list(df.columns) != rest:
+        return None
+    for name, values in out.items():
+        df[name] = values
+    return df[cols]
+
+
+def _pandas_columns(src: Source, delimiter: str, usecols: list[str], missing: tuple[str, ...]) -> pd.DataFrame:
+    """Some columns of a CSV/TSV as pandas' parser infers them (the options of :func:`_delimited_pandas`)."""
+    return pd.read_csv(io.BytesIO(src.data), sep=delimiter, usecols=usecols, engine="c", low_memory=False,
+                       keep_default_na=False, na_values=list(missing))
+
+
+def _delimited_pandas(src: Source, delimiter: str, text: list[str], missing: tuple[str, ...]) -> pd.DataFrame:
+    """CSV/TSV through pandas' C parser: the reference reader, and every parse error's wording."""
+    dtype: dict[str, Any] = {c: "string" for c in text}
     try:
         # only empty cells are missing: a response "N/A" or an item "NA" stays text
         df = pd.read_csv(io.BytesIO(src.data), sep=delimiter, dtype=dtype, engine="c", low_memory=False,

@@ -47,8 +47,8 @@ import numpy as np
 import pandas as pd
 from scipy import linalg as sla
 from scipy import optimize, special
-from scipy import stats as _st
 
+from mrcstats._dist import norm_sf
 from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models.deviance import DENSE_PAIRS_MAX, halving_step
@@ -716,7 +716,7 @@ def clmm(formula: str | ModelSpec, data: pd.DataFrame, link: str = "logit",
     keep = [j for j, nm in enumerate(names) if nm != "(Intercept)"]
     X = np.asarray(design.X, float)[:, keep]
     bnames = [names[j] for j in keep]
-    from mrcstats.models.fit import _blas_controller
+    from mrcstats.models.optimize import _blas_controller
 
     ctl = _blas_controller()
     if ctl is None:  # pragma: no cover
@@ -809,7 +809,7 @@ def _fit(design, X, bnames, y, lv, link, col, t0) -> ClmmResult:
         fixef=pd.Series(beta, index=list(bnames), name="Estimate"),
         se=pd.Series(bse, index=list(bnames), name="Std. Error"),
         z=pd.Series(z, index=list(bnames), name="z value"),
-        p=pd.Series(2 * _st.norm.sf(np.abs(z)), index=list(bnames), name="Pr(>|z|)"),
+        p=pd.Series(2 * norm_sf(np.abs(z)), index=list(bnames), name="Pr(>|z|)"),
         vcov=V, sd=pd.Series(sd, index=sd_names, name="Std.Dev."), ranef=ranef, loglik=loglik,
         aic=-2 * loglik + 2 * npar, bic=-2 * loglik + math.log(n) * npar, nobs=n, ngroups=design.ngroups,
         niter=int(r.nit), max_grad=max_grad, cond_h=cond_h, converged=converged, singular=singular,

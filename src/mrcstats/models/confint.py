@@ -43,7 +43,7 @@ from scipy import stats as _st
 
 from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
-from mrcstats.models.results import check_level
+from mrcstats.models._checks import check_level
 
 METHODS = ("Wald", "profile", "boot")
 
@@ -282,7 +282,7 @@ def _design_of(m):
 
 def _setup(design):
     from mrcstats.models.deviance import ResponseData
-    from mrcstats.models.fit import deviance_function, make_model
+    from mrcstats.models.optimize import deviance_function, make_model
 
     d = ResponseData.from_design(design)
     model = make_model(d, design.re)
@@ -295,7 +295,7 @@ def _setup(design):
 def _profile(m, design, rows: list[int], names: list[str], level: float,
              maxpts: int = 100, alphamax: float = 0.01, delta_cutoff: float = 1 / 8, maxmult: float = 10.0,
              devtol: float = 1e-9):
-    from mrcstats.models.fit import _blas_controller
+    from mrcstats.models.optimize import _blas_controller
 
     ctl = _blas_controller()
     if ctl is not None:
@@ -357,33 +357,14 @@ def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff
         full[mask] = r.x
         return np.concatenate([[math.copysign(1.0, xx - opt[w]) * math.sqrt(dev)], full])
 
-    def nextpar(mat, cc, r, lower, upper, minstep=1e-6):
-        pvals = mat[r - 1:r + 1, cc]
-        zz = mat[r - 1:r + 1, 0]
-        num = pvals[1] - pvals[0]
-        denom = zz[1] - zz[0]
-        if not np.isfinite(denom) or denom == 0:
-            step = minstep
-        else:
-            step = delta * num / denom
-            if step < 0:
-                step = minstep
-            elif abs(step) > maxmult * abs(num):
-                step = math.copysign(maxmult * abs(num), step)
-        return min(upper, max(lower, pvals[1] + math.copysign(1.0, num) * step))
+    def step(w, xx, prev):
+        start = np.delete(prev, w)
+        if not np.all(np.isfinite(start)):
+            start = np.delete(opt, w)
+        return zeta(w, xx, start)
 
     def fillmat(mat, n_rows, w, lower, upper):
-        cc = w + 1
-        i = 1                                  # 0-based index of the last filled row
-        while (i < maxpts - 1 and lower < mat[i, cc] < upper
-               and (not np.isfinite(mat[i, 0]) or abs(mat[i, 0]) <= cutoff)):
-            npar = nextpar(mat, cc, i, lower, upper)
-            start = np.delete(mat[i, 1:], w)
-            if not np.all(np.isfinite(start)):
-                start = np.delete(opt, w)
-            mat[i + 1] = zeta(w, npar, start)
-            i += 1
-        return mat[:i + 1]
+        return _fillmat(mat, w, lower, upper, step, delta, cutoff, maxpts, maxmult)
 
     a = (1 - level) / 2
     zq = _st.norm.ppf([a, 1 - a])
@@ -402,14 +383,7 @@ def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff
         nres[0] = srow
         up = fillmat(pres, maxpts, w, lowcut, upcut)
         dn = fillmat(nres, maxpts, w, lowcut, upcut) if pw > lowcut else nres[:2]
-        allr = np.vstack([up, dn])
-        allr = allr[np.all(np.isfinite(allr[:, [0, w + 1]]), axis=1)]
-        allr = np.unique(allr, axis=0)
-        x, z = allr[:, w + 1], allr[:, 0]
-        order = np.argsort(x, kind="stable")
-        x, z = x[order], z[order]
-        keep = np.concatenate([[True], np.diff(x) > 0])
-        x, z = x[keep], z[keep]
+        x, z = _profile_xz(up, dn, w)
         try:
             ci = _back_spline_predict(x, z, zq)
         except ValueError:
@@ -442,6 +416,50 @@ def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff
                            "(a singular fit, see the messages); use method='boot' for the random-effect parameters")
         out[k] = ci
     return out, msgs, refused
+
+
+def _nextpar(mat, cc, r, lower, upper, delta, maxmult, minstep=1e-6):
+    """lme4's ``nextpar`` (``profile.merMod``): the next value of column ``cc`` after row ``r``, a step of
+    ``delta`` in ζ extrapolated from the last two rows, at least ``minstep``, at most ``maxmult`` times the last
+    step, kept within [lower, upper]."""
+    pvals = mat[r - 1:r + 1, cc]
+    zz = mat[r - 1:r + 1, 0]
+    num = pvals[1] - pvals[0]
+    denom = zz[1] - zz[0]
+    if not np.isfinite(denom) or denom == 0:
+        step = minstep
+    else:
+        step = delta * num / denom
+        if step < 0:
+            step = minstep
+        elif abs(step) > maxmult * abs(num):
+            step = math.copysign(maxmult * abs(num), step)
+    return min(upper, max(lower, pvals[1] + math.copysign(1.0, num) * step))
+
+
+def _profile_xz(up: np.ndarray, dn: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
+    """The profile of parameter ``w`` from both directions' rows: (values, ζ), finite, unique, increasing."""
+    allr = np.vstack([up, dn])
+    allr = allr[np.all(np.isfinite(allr[:, [0, w + 1]]), axis=1)]
+    allr = np.unique(allr, axis=0)
+    x, z = allr[:, w + 1], allr[:, 0]
+    order = np.argsort(x, kind="stable")
+    x, z = x[order], z[order]
+    keep = np.concatenate([[True], np.diff(x) > 0])
+    return x[keep], z[keep]
+
+
+def _fillmat(mat, w, lower, upper, zeta, delta, cutoff, maxpts, maxmult):
+    """lme4's ``fillmat``: rows [ζ, parameters] from row 1 on, stepping parameter ``w`` by :func:`_nextpar` until
+    |ζ| passes ``cutoff``, a bound, or ``maxpts`` rows; ``zeta(w, x, previous row's parameters)`` gives a row."""
+    cc = w + 1
+    i = 1                                  # 0-based index of the last filled row
+    while (i < maxpts - 1 and lower < mat[i, cc] < upper
+           and (not np.isfinite(mat[i, 0]) or abs(mat[i, 0]) <= cutoff)):
+        npar = _nextpar(mat, cc, i, lower, upper, delta, maxmult)
+        mat[i + 1] = zeta(w, npar, mat[i, 1:])
+        i += 1
+    return mat[:i + 1]
 
 
 def _direct_bounds(f, theta_hat, beta_hat, j: int, se: float, base: float, zq: np.ndarray, lower: np.ndarray,
@@ -608,7 +626,7 @@ def _boot_one(seed_seq) -> np.ndarray | None:
     import dataclasses
 
     from mrcstats.models.deviance import ResponseData
-    from mrcstats.models.fit import make_model, refit_optimum
+    from mrcstats.models.optimize import make_model, refit_optimum
 
     design, theta, beta = _BOOT["design"], _BOOT["theta"], _BOOT["beta"]
     rng = np.random.default_rng(seed_seq)
@@ -630,7 +648,7 @@ def _boot_one(seed_seq) -> np.ndarray | None:
 
 
 def _boot_chunk(seeds) -> list:
-    from mrcstats.models.fit import _blas_controller
+    from mrcstats.models.optimize import _blas_controller
 
     ctl = _blas_controller()
     if ctl is None:  # pragma: no cover

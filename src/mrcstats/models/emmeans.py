@@ -30,6 +30,11 @@ for a ``GlmerResult`` of any family (:mod:`mrcstats.models.family`) from either 
   ``SE = odds.ratio · SE_link``, ``null = 1``, ``z.ratio`` and p from the log scale, labels
   ``"a / b"``.
 
+Linear mixed models (:func:`mrcstats.lmer`, emmeans's ``lmer.df = "satterthwaite"``): each mean and each contrast
+l'β gets its own denominator df, Satterthwaite's (lmerTest's ``contest1D``) or Kenward-Roger's (pbkrtest, with its
+adjusted covariance in place of ``vcov``); intervals ``lower.CL/upper.CL`` use
+``t_{df}``, pairs give ``t.ratio`` and ``p`` from ``t_{df}``, Tukey's adjustment ``ptukey(..., df)``.
+
 Rank-deficient fits: a grid row's linear function that is not estimable (emmeans's
 ``estimability::is.estble``: its squared projection on the null space of the training X
 exceeds 1e-8 of its squared norm) gives NA, and so do contrasts involving it.
@@ -53,11 +58,12 @@ import pandas as pd
 from scipy import stats as _st
 
 from mrcstats._repr import Result
+from mrcstats._words import plural
 from mrcstats.errors import InputError
+from mrcstats.models._checks import check_level
 from mrcstats.models.design import _is_numeric
 from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.formula import ModelSpec
-from mrcstats.models.results import check_level
 
 if TYPE_CHECKING:  # pragma: no cover
     from mrcstats.models.results import GlmerResult
@@ -350,12 +356,23 @@ class EmmeansResult(Result):
     link: str = "logit"
     formula: str = ""
     family: Family = BINOMIAL
+    df: np.ndarray | None = None      # per mean (lmer fits: Satterthwaite or Kenward-Roger); None = Inf
+    df_fun: Any = field(default=None, repr=False)   # contrast rows in β -> df (for pairs)
 
     @property
     def est_name(self) -> str:
         return self.family.response_col if self.type == "response" else "emmean"
 
     def to_frame(self) -> pd.DataFrame:
+        if self.df is not None:       # emmeans on an lmer fit: t quantiles, columns lower.CL / upper.CL
+            q = _st.t.ppf(0.5 + self.level / 2, self.df)
+            df = self.grid.copy()
+            df["emmean"] = self.estimate
+            df["SE"] = self.se
+            df["df"] = self.df
+            df["lower.CL"] = self.estimate - q * self.se
+            df["upper.CL"] = self.estimate + q * self.se
+            return df.reset_index(drop=True)
         z = _st.norm.ppf(0.5 + self.level / 2)
         lo, hi = self.estimate - z * self.se, self.estimate + z * self.se
         df = self.grid.copy()
@@ -418,6 +435,7 @@ class PairsResult(Result):
     notes: tuple[str, ...]
     C: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 0)))
     family: Family = BINOMIAL
+    df: np.ndarray | None = None      # per contrast (lmer fits); None = Inf (z tests)
 
     @property
     def est_name(self) -> str:
@@ -427,7 +445,7 @@ class PairsResult(Result):
         df = pd.DataFrame({"contrast": list(self.contrast)})
         for b in self.by:
             df[b] = self.by_grid[b].to_numpy()
-        if self.type == "response":
+        if self.type == "response" and self.df is None:
             df[self.family.ratio_col] = np.exp(self.estimate)
             df["SE"] = np.maximum(np.exp(self.estimate), np.finfo(float).eps) * self.se
             df["df"] = math.inf
@@ -435,8 +453,8 @@ class PairsResult(Result):
         else:
             df["estimate"] = self.estimate
             df["SE"] = self.se
-            df["df"] = math.inf
-        df["z.ratio"] = self.z
+            df["df"] = math.inf if self.df is None else self.df
+        df["z.ratio" if self.df is None else "t.ratio"] = self.z    # lmer fits: t tests with their own df
         df["p.value"] = self.p
         return df
 
@@ -459,7 +477,8 @@ class PairsResult(Result):
 
 
 def emmeans(m: GlmerResult, specs: str | Sequence[str] = "LLM", by: str | Sequence[str] | None = None,
-            type: str = "link", at: Mapping[str, Any] | None = None, level: float = 0.95) -> EmmeansResult:
+            type: str = "link", at: Mapping[str, Any] | None = None, level: float = 0.95,
+            lmer_df: str = "satterthwaite") -> EmmeansResult:
     """Estimated marginal means of a binomial GLMM, as R's ``emmeans(m, specs, by = by, type = type, at = at)``.
 
     Parameters
@@ -473,6 +492,10 @@ def emmeans(m: GlmerResult, specs: str | Sequence[str] = "LLM", by: str | Sequen
     type : ``"link"`` (logit scale, column ``emmean``) or ``"response"`` (probability, ``prob``).
     at : ``{"x": [0, 1]}`` covariate values or ``{"LLM": ["a", "b"]}`` factor levels for the grid.
     level : confidence level of the asymptotic intervals.
+    lmer_df : for a linear mixed model (:func:`mrcstats.lmer`): ``"satterthwaite"`` (each mean's df as lmerTest's
+        ``contest1D``; emmeans's ``lmer.df = "satterthwaite"``) or ``"kenward-roger"`` (pbkrtest's adjusted
+        covariance and ``Lb_ddf``, emmeans's ``lmer.df = "kenward-roger"``). The intervals then use t quantiles
+        (``lower.CL``, ``upper.CL``) and ``pairs`` gives ``t.ratio`` with each contrast's own df.
 
     Returns
     -------
@@ -509,6 +532,17 @@ def emmeans(m: GlmerResult, specs: str | Sequence[str] = "LLM", by: str | Sequen
     np.logical_and.at(est_ok, key, rg.estimable)
     beta = m.fixef.to_numpy(dtype=float)
     Vb = m.vcov.to_numpy(dtype=float)
+    df_fun = None
+    if callable(getattr(m, "contrast_df", None)):      # an lmer fit: t tests with Satterthwaite / KR df
+        key = str(lmer_df).lower().replace("_", "-")
+        if key not in ("satterthwaite", "kenward-roger"):
+            raise InputError(f"emmeans(): lmer_df must be 'satterthwaite' or 'kenward-roger', got {lmer_df!r}")
+        ddf = "Kenward-Roger" if key == "kenward-roger" else "Satterthwaite"
+        if ddf == "Kenward-Roger":
+            Vb = m.vcov_kr().to_numpy(dtype=float)          # emmeans: the adjusted covariance with KR df
+
+        def df_fun(Lc, _m=m, _d=ddf):
+            return _m.contrast_df(Lc, ddf=_d)
     est = L @ beta
     Vm = L @ Vb @ L.T
     se = np.sqrt(np.maximum(np.diag(Vm), 0.0))
@@ -521,21 +555,30 @@ def emmeans(m: GlmerResult, specs: str | Sequence[str] = "LLM", by: str | Sequen
     averaged = tuple(v.name for v in rg.variables if v.name not in facs and len(v.values) > 1)
     covs = {v.name: v.values for v in rg.variables if v.kind == "covariate"}
     notes = []
+    dfs = None
+    if df_fun is not None:
+        dfs = np.full(nmeans, np.nan)
+        if est_ok.any():
+            dfs[est_ok] = df_fun(L[est_ok])
+        notes.append(f"Degrees-of-freedom method: {key}")
     if averaged:
         notes.append(f"Results are averaged over the levels of: {', '.join(averaged)}")
-    if type == "link":
+    if df_fun is not None:
+        pass
+    elif type == "link":
         notes.append(f"Results are given on the {m.family.link} (not the response) scale.")
     notes.append(f"Confidence level used: {level:g}")
-    if type == "response":
+    if type == "response" and df_fun is None:
         notes.append(f"Intervals are back-transformed from the {m.family.link} scale")
     if _in_interaction(m, facs):
         notes.append("NOTE: Results may be misleading due to involvement in interactions")
     if not est_ok.all():
-        notes.append(f"{int((~est_ok).sum())} mean(s) not estimable in this rank-deficient fit (NA)")
+        notes.append(f"{plural(int((~est_ok).sum()), 'mean')} not estimable in this rank-deficient fit (NA)")
     return EmmeansResult(specs=sp, by=bv, type=type, grid=grid, estimate=est, se=se, L=L, V=Vm, level=level,
                          averaged_over=averaged, covariates=covs,
                          numeric=tuple(v.name for v in rg.variables if v.numeric and v.name in facs),
-                         notes=tuple(notes), link=m.family.link, formula=m.formula, family=m.family)
+                         notes=tuple(notes), link=m.family.link, formula=m.formula, family=m.family, df=dfs,
+                         df_fun=df_fun)
 
 
 def _in_interaction(m: GlmerResult, facs: Sequence[str]) -> bool:
@@ -629,33 +672,42 @@ def pairs(em: EmmeansResult, adjust: str = "tukey") -> PairsResult:
     se[bad] = np.nan
     with np.errstate(divide="ignore", invalid="ignore"):
         z = est / se
-    p_raw = 2.0 * _st.norm.sf(np.abs(z))
+    dfc = None
+    if em.df_fun is not None:                 # lmer: each contrast's own df, t tests (emmeans's lmer.df)
+        dfc = np.full(len(C), np.nan)
+        if (~bad).any():
+            dfc[~bad] = em.df_fun(C[~bad] @ em.L)
+        p_raw = 2.0 * _st.t.sf(np.abs(z), dfc)
+    else:
+        p_raw = 2.0 * _st.norm.sf(np.abs(z))
     n_contr = k * (k - 1) // 2
     used = "none" if n_contr == 1 else adj
     p = np.array(p_raw, dtype=float)
     fam_arr = np.asarray(fam)
     for gi in range(len(rows_by)):
         sel = fam_arr == gi
-        p[sel] = _adjust(p_raw[sel], z[sel], used, k, n_contr)
+        p[sel] = _adjust(p_raw[sel], z[sel], used, k, n_contr, None if dfc is None else dfc[sel])
     if em.type == "response":
         labels = [x.replace(" - ", " / ") for x in labels]
     by_grid = pd.DataFrame(by_rows, columns=list(em.by)) if em.by else pd.DataFrame(index=range(len(labels)))
-    notes = [n for n in em.notes if n.startswith("Results are averaged")]
-    if em.type == "link":
+    notes = [n for n in em.notes if n.startswith(("Results are averaged", "Degrees-of-freedom"))]
+    if dfc is not None:
+        pass
+    elif em.type == "link":
         notes.append(f"Results are given on the {em.family.contrast_scale} (not the response) scale.")
     if used == "tukey" and k >= 3:
         notes.append(f"P value adjustment: tukey method for comparing a family of {k} estimates")
     elif used not in ("none", "tukey"):
         notes.append(f"P value adjustment: {used} method for {n_contr} tests")
-    if em.type == "response":
+    if em.type == "response" and dfc is None:
         notes.append(f"Tests are performed on the {em.family.contrast_scale} scale")
     return PairsResult(contrast=tuple(labels), by=em.by, by_grid=by_grid, type=em.type, estimate=est, se=se, z=z,
                        p=p, p_unadjusted=p_raw, adjust=used, family_size=k, n_contrasts=n_contr, notes=tuple(notes),
-                       C=C, family=em.family)
+                       C=C, family=em.family, df=dfc)
 
 
-def _adjust(p: np.ndarray, z: np.ndarray, method: str, k: int, n: int) -> np.ndarray:
-    """emmeans's ``.adj.p.value`` for one family (``n`` contrasts of ``k`` means, df = Inf)."""
+def _adjust(p: np.ndarray, z: np.ndarray, method: str, k: int, n: int, df: np.ndarray | None = None) -> np.ndarray:
+    """emmeans's ``.adj.p.value`` for one family (``n`` contrasts of ``k`` means; df = Inf unless given)."""
     if method == "none":
         return p
     if method == "tukey":
@@ -663,7 +715,7 @@ def _adjust(p: np.ndarray, z: np.ndarray, method: str, k: int, n: int) -> np.nda
 
         out = np.full(p.shape, np.nan)
         ok = np.isfinite(z)
-        out[ok] = studentized_range.sf(math.sqrt(2.0) * np.abs(z[ok]), k, np.inf)
+        out[ok] = studentized_range.sf(math.sqrt(2.0) * np.abs(z[ok]), k, np.inf if df is None else df[ok])
         return np.clip(out, 0.0, 1.0)
     if method == "sidak":
         return 1.0 - (1.0 - p) ** n

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from mrcstats.errors import InputError
 
@@ -130,13 +131,17 @@ class Response:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A parsed formula: response, fixed terms in R order, intercept flag, random terms."""
+    """A parsed model: response, fixed terms in R order, intercept flag, random terms; the front door
+    (:func:`mrcstats.models.fit.glmer`) adds the family and a weights column, so every fitting path
+    (in memory, out of core, lme4) takes this one object instead of formula text."""
 
     formula: str
     response: Response
     terms: tuple[Term, ...]
     intercept: bool
     random: tuple[RandomTerm, ...] = ()
+    family: Any = None              # a mrcstats.models.family.Family once the front door has chosen it
+    weights: str | None = None      # the prior-weights column (R's weights=), when given by name
 
     @property
     def random_slopes(self) -> tuple[str, ...]:

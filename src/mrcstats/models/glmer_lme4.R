@@ -177,6 +177,8 @@ mrc_extract <- function(fit, formula, nagq, lme4_defaults = FALSE, with_ranef = 
     z = z,
     p = 2 * pnorm(-abs(z)),
     vcov = V,
+    vcov_rx = suppressWarnings(as.matrix(vcov(m, use.hessian = FALSE))),
+    vcov_method = "hessian",
     corr = cov2cor(V),
     assign = mrc_array(attr(X, "assign")),
     term_labels = mrc_array(attr(terms(m), "term.labels")),

@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -76,12 +77,16 @@ class CrossedGrid:
     """
 
     def __init__(self, K: np.ndarray, N: np.ndarray, chunk_cells: int = CHUNK_CELLS,
-                 cache_bytes: float = CACHE_BYTES):
+                 cache_bytes: float = CACHE_BYTES, Xr: np.ndarray | None = None, Xc: np.ndarray | None = None):
         if K.shape != N.shape or K.ndim != 2:
             raise ValueError("K and N must be q1 x q2 tables of the same shape")
         self.K, self.N = K, N
         self.family = BINOMIAL         # the grid holds binomial counts: b = softplus, V = μ(1-μ)
         self.q1, self.q2 = K.shape
+        # fixed effects: β = (β_r, β_c), η_jk = (X_r β_r)_j + (X_c β_c)_k + θ₁u₁ⱼ + θ₂u₂ₖ
+        self.Xr = np.ones((self.q1, 1)) if Xr is None else np.asarray(Xr, float).reshape(self.q1, -1)
+        self.Xc = np.zeros((self.q2, 0)) if Xc is None else np.asarray(Xc, float).reshape(self.q2, -1)
+        self.pr, self.pc = self.Xr.shape[1], self.Xc.shape[1]
         if self.q2 > MAX_SECOND:
             raise ModelError(f"the crossed grid handles a second factor of at most {MAX_SECOND} levels "
                              f"(here {self.q2}); use engine='lme4'")
@@ -100,6 +105,13 @@ class CrossedGrid:
         self.n_success = int(K.sum(dtype=np.int64))
 
     # ------------------------------------------------------------------ chunks
+    def _lin(self, theta, beta, u) -> tuple[np.ndarray, np.ndarray]:
+        """The row and column parts of η: a₁ = X_r β_r + θ₁u₁ (q1) and a₂ = X_c β_c + θ₂u₂ (q2)."""
+        beta = np.asarray(beta, float)
+        a1 = self.Xr @ beta[:self.pr] + float(theta[0]) * u[:self.q1]
+        a2 = self.Xc @ beta[self.pr:] + float(theta[1]) * u[self.q1:]
+        return a1, a2
+
     def _chunks(self):
         for r0 in range(0, self.q1, self.m):
             yield slice(r0, min(self.q1, r0 + self.m))
@@ -112,7 +124,7 @@ class CrossedGrid:
         shares = [sh for sh in (chunks[w::THREADS] for w in range(THREADS)) if sh]
         if len(shares) == 1:
             return [work(shares[0])]
-        from mrcstats.models.fit import _blas_controller
+        from mrcstats.models.optimize import _blas_controller
 
         ctl = _blas_controller()
         pool = _pool()
@@ -121,38 +133,35 @@ class CrossedGrid:
         with ctl.limit(limits=1, user_api="blas"):
             return [f.result() for f in [pool.submit(work, sh) for sh in shares]]
 
-    def _eta_mu(self, sl: slice, beta0: float, a1: np.ndarray, a2: np.ndarray):
-        """η and μ of the rows ``sl``; a1 = θ₁u₁, a2 = θ₂u₂."""
+    def _eta_mu(self, sl: slice, a1: np.ndarray, a2: np.ndarray):
+        """η and μ of the rows ``sl``; a1, a2 from :meth:`_lin`."""
         eta = a1[sl, None] + a2[None, :]
-        eta += beta0
         return eta, self.family.mean(eta)
 
-    def _vmu(self, sl: slice, theta, beta0: float, u: np.ndarray, a1=None, a2=None):
+    def _vmu(self, sl: slice, theta, beta, u: np.ndarray, a1=None, a2=None):
         """v = Nμ(1-μ) and μ of the rows ``sl`` at (θ, β, u): from the cache when it holds that point."""
-        if self._cache and self._at is not None and self._same(theta, beta0, u):
+        if self._cache and self._at is not None and self._same(theta, beta, u):
             return self._V[sl], self._MU[sl]
-        t1, t2 = float(theta[0]), float(theta[1])
         if a1 is None:
-            a1, a2 = t1 * u[:self.q1], t2 * u[self.q1:]
-        _eta, mu = self._eta_mu(sl, beta0, a1, a2)
+            a1, a2 = self._lin(theta, beta, u)
+        _eta, mu = self._eta_mu(sl, a1, a2)
         v = self.family.variance(mu)
         v *= self.N[sl]
         return v, mu
 
-    def _same(self, theta, beta0, u) -> bool:
+    def _same(self, theta, beta, u) -> bool:
         th, b, uu = self._at
-        return th[0] == theta[0] and th[1] == theta[1] and b == beta0 and (uu is u or np.array_equal(uu, u))
+        return (th[0] == theta[0] and th[1] == theta[1] and np.array_equal(b, beta)
+                and (uu is u or np.array_equal(uu, u)))
 
-    def _pen_part(self, theta, beta0, u) -> float:
+    def _pen_part(self, theta, beta, u) -> float:
         """2 Σ [N softplus(η) - Kη] (the deviance-residual part of the penalised deviance)."""
-        t1, t2 = theta
-        a1, a2 = t1 * u[:self.q1], t2 * u[self.q1:]
+        a1, a2 = self._lin(theta, beta, u)
 
         def work(share):
             tot = 0.0
             for sl in share:
                 eta = a1[sl, None] + a2[None, :]
-                eta += beta0
                 f = self.family.cumulant(eta)
                 f *= self.N[sl]
                 eta *= self.K[sl]
@@ -162,12 +171,12 @@ class CrossedGrid:
         return 2.0 * sum(self._run(work))
 
     # ------------------------------------------------------------------ penalised IRLS
-    def _system(self, theta, beta0, u):
+    def _system(self, theta, beta, u):
         """One pass at u: gradient halves g1, g2, D₁, B, the Schur complement S, Gᵀg₁ and the pen. deviance."""
         t1, t2 = float(theta[0]), float(theta[1])
         q1, q2 = self.q1, self.q2
         u1, u2 = u[:q1], u[q1:]
-        a1, a2 = t1 * u1, t2 * u2
+        a1, a2 = self._lin(theta, beta, u)
         rs_e, rs_v = np.empty(q1), np.empty(q1)
         c = t1 * t2
 
@@ -176,7 +185,7 @@ class CrossedGrid:
             S = np.zeros((q2, q2), order="F")
             dev = 0.0
             for sl in share:
-                eta, mu = self._eta_mu(sl, beta0, a1, a2)
+                eta, mu = self._eta_mu(sl, a1, a2)
                 Nc, Kc = self.N[sl], self.K[sl]
                 f = self.family.cumulant(eta)
                 f *= Nc
@@ -212,7 +221,7 @@ class CrossedGrid:
             S += p[3]
             dev += p[4]
         if self._cache:
-            self._at = (np.array(theta, float), beta0, u.copy())
+            self._at = (np.array(theta, float), np.array(beta, float), u.copy())
         D1 = 1.0 + t1 * t1 * rs_v
         B = 1.0 + t2 * t2 * cs_v
         S[np.diag_indices(q2)] += B
@@ -221,17 +230,30 @@ class CrossedGrid:
         return {"D1": D1, "S": S, "g1": g1, "g2": g2, "Gtg1": Gtg1, "pen": 2.0 * dev + float(u @ u),
                 "rs_e": rs_e, "cs_e": cs_e, "rs_v": rs_v, "cs_v": cs_v}
 
-    def _cmul(self, theta, beta0, u, x2: np.ndarray) -> np.ndarray:
-        """C x₂ = θ₁θ₂ V x₂ (one pass; V at u)."""
-        t1, t2 = float(theta[0]), float(theta[1])
-        out = np.empty(self.q1)
+    def _vx(self, theta, beta, u, x2: np.ndarray) -> np.ndarray:
+        """V x₂ (q1, or q1 x p for a q2 x p matrix; one pass, V at u)."""
+        out = np.empty((self.q1, *x2.shape[1:]))
 
         def work(share):
             for sl in share:
-                v, _mu = self._vmu(sl, theta, beta0, u)
+                v, _mu = self._vmu(sl, theta, beta, u)
                 out[sl] = v @ x2
         self._run(work)
-        return (t1 * t2) * out
+        return out
+
+    def _vtx(self, theta, beta, u, x1: np.ndarray) -> np.ndarray:
+        """Vᵀ x₁ (q2, or q2 x p for a q1 x p matrix; one pass, V at u)."""
+        def work(share):
+            out = np.zeros((self.q2, *x1.shape[1:]))
+            for sl in share:
+                v, _mu = self._vmu(sl, theta, beta, u)
+                out += v.T @ x1[sl]
+            return out
+        return sum(self._run(work))
+
+    def _cmul(self, theta, beta, u, x2: np.ndarray) -> np.ndarray:
+        """C x₂ = θ₁θ₂ V x₂ (one pass; V at u)."""
+        return (float(theta[0]) * float(theta[1])) * self._vx(theta, beta, u, x2)
 
     def _start(self, theta: np.ndarray) -> np.ndarray:
         """IRLS start: the last modes rescaled to keep b = θu (the random effects move little between
@@ -244,37 +266,37 @@ class CrossedGrid:
                     u[sl] *= th[k] / theta[k]
         return u
 
-    def modes(self, theta, beta0: float, u: np.ndarray | None = None):
+    def modes(self, theta, beta, u: np.ndarray | None = None):
         """Conditional modes û(θ, β) by Newton steps with step halving (lme4's PIRLS);
         returns (û, system at û, Cholesky factor of S at û)."""
         u = self.u.copy() if u is None else u.copy()
         for _ in range(PIRLS_MAXIT):
-            sy = self._system(theta, beta0, u)
+            sy = self._system(theta, beta, u)
             try:
                 cho = sla.cho_factor(sy["S"], lower=True, check_finite=False, overwrite_a=False)
             except np.linalg.LinAlgError:  # pragma: no cover
                 raise ModelError("penalised IRLS: the random-effects system is not positive definite") from None
             y2 = sla.cho_solve(cho, sy["g2"] - sy["Gtg1"])
-            x1 = (sy["g1"] - self._cmul(theta, beta0, u, y2)) / sy["D1"]
+            x1 = (sy["g1"] - self._cmul(theta, beta, u, y2)) / sy["D1"]
             step = np.concatenate([x1, y2])
             dec = float(np.concatenate([sy["g1"], sy["g2"]]) @ step)
             self.pirls_iters += 1
             if dec < PIRLS_TOL * max(1, len(step)):
                 return u, sy, cho
             if dec > 1e-3:
-                u, _f = halving_step(u, step, sy["pen"], lambda un: self._pen_part(theta, beta0, un) + float(un @ un))
+                u, _f = halving_step(u, step, sy["pen"], lambda un: self._pen_part(theta, beta, un) + float(un @ un))
             else:
                 u = u - step
         raise ModelError(f"penalised IRLS did not converge in {PIRLS_MAXIT} iterations; check for separation")
 
     # ------------------------------------------------------------------ deviance and gradient
-    def _selected(self, theta, beta0, u, sy, cho, Sinv, need_rows: bool):
+    def _selected(self, theta, beta, u, sy, cho, Sinv, need_rows: bool):
         """The pass with G S⁻¹: row sums of t∘h (t = v(1-2μ), h = z Λ M⁻¹ Λ zᵀ per cell), their column
         sums, the diagonal of M⁻¹ for the first term, Gᵀ(θ₁ rowsum(t∘h)), Vᵀu₁ and V u₂."""
         t1, t2 = float(theta[0]), float(theta[1])
         q1, q2 = self.q1, self.q2
         u1, u2 = u[:q1], u[q1:]
-        a1, a2 = t1 * u1, t2 * u2
+        a1, a2 = self._lin(theta, beta, u)
         D1 = sy["D1"]
         diag2 = np.diag(Sinv).copy()
         c = t1 * t2
@@ -283,7 +305,7 @@ class CrossedGrid:
         def work(share):
             cs_th, Gta1, VTu1 = np.zeros(q2), np.zeros(q2), np.zeros(q2)
             for sl in share:
-                v, mu = self._vmu(sl, theta, beta0, u, a1, a2)
+                v, mu = self._vmu(sl, theta, beta, u, a1, a2)
                 G = v * (c / D1[sl])[:, None]
                 GS = G @ Sinv
                 d1 = 1.0 / D1[sl] + np.einsum("ij,ij->i", G, GS)
@@ -315,9 +337,9 @@ class CrossedGrid:
 
     def evaluate(self, theta, beta, grad: bool = True, keep: bool = True):
         theta = np.asarray(theta, float)
-        beta0 = float(np.asarray(beta, float)[0])
+        beta = np.asarray(beta, float)
         self.nfev += 1
-        u, sy, cho = self.modes(theta, beta0, self._start(theta))
+        u, sy, cho = self.modes(theta, beta, self._start(theta))
         if keep:
             self.u = u
             self._u_theta = theta.copy()
@@ -332,16 +354,22 @@ class CrossedGrid:
         q1, q2 = self.q1, self.q2
         u1, u2 = u[:q1], u[q1:]
         Sinv = sla.cho_solve(cho, np.eye(q2))
-        sel = self._selected(theta, beta0, u, sy, cho, Sinv, need_rows=True)
+        sel = self._selected(theta, beta, u, sy, cho, Sinv, need_rows=True)
         rs_e, cs_e, rs_v, cs_v = sy["rs_e"], sy["cs_e"], sy["rs_v"], sy["cs_v"]
         a1, a2 = t1 * sel["rs_th"], t2 * sel["cs_th"]
         # w = M⁻¹ ΛZᵀ(t∘h) by the Schur complement
         w2 = Sinv @ (a2 - sel["Gta1"])
-        w1 = (a1 - self._cmul(theta, beta0, u, w2)) / D1
-        sum_e = float(rs_e.sum())
-        sum_th = float(sel["rs_th"].sum())
-        vzw = t1 * float(w1 @ rs_v) + t2 * float(w2 @ cs_v)
-        g_beta = -2.0 * sum_e + sum_th - vzw
+        Vw2 = self._vx(theta, beta, u, w2)
+        w1 = (a1 - (t1 * t2) * Vw2) / D1
+        # β: -2 xᵀe + xᵀ(t∘h) - (ΛZᵀ v x)ᵀ w per fixed-effect column x; a row covariate x_j has
+        # ΛZᵀvx = (θ₁ v_j. x_j, θ₂ Vᵀx), a column covariate x_k has (θ₁ V x, θ₂ v_.k x_k)
+        Xr, Xc = self.Xr, self.Xc
+        g_r = Xr.T @ (-2.0 * rs_e + sel["rs_th"] - t1 * rs_v * w1 - t2 * Vw2)
+        if self.pc:
+            Vtw1 = self._vtx(theta, beta, u, w1)
+            g_c = Xc.T @ (-2.0 * cs_e + sel["cs_th"] - t1 * Vtw1 - t2 * cs_v * w2)
+        else:
+            g_c = np.zeros(0)
         tr1, tr2 = float(sel["diag1"].sum()), float(sel["diag2"].sum())
         # θ₁ (first term): direct = u₁[j]
         dg1 = t1 * u1 * rs_v - rs_e
@@ -357,45 +385,42 @@ class CrossedGrid:
         if t2 != 0:
             ld += (2.0 / t2) * (q2 - tr2)
         g1 = -2.0 * float(u2 @ cs_e) + ld
-        return D, np.array([g0, g1, g_beta])
+        return D, np.concatenate([[g0, g1], g_r, g_c])
 
     def extras(self, theta, beta) -> dict[str, Any]:
         """Conditional modes b = Λû and conditional variances (lme4's ``ranef(condVar = TRUE)``)."""
         theta = np.asarray(theta, float)
-        beta0 = float(np.asarray(beta, float)[0])
-        u, sy, cho = self.modes(theta, beta0)
+        beta = np.asarray(beta, float)
+        u, sy, cho = self.modes(theta, beta)
         Sinv = sla.cho_solve(cho, np.eye(self.q2))
-        sel = self._selected(theta, beta0, u, sy, cho, Sinv, need_rows=False)
+        sel = self._selected(theta, beta, u, sy, cho, Sinv, need_rows=False)
         t1, t2 = float(theta[0]), float(theta[1])
         return {"b": [t1 * u[:self.q1], t2 * u[self.q1:]],
                 "condvar": [t1 * t1 * sel["diag1"], t2 * t2 * sel["diag2"]], "u": u}
 
     def rx_vcov(self, theta, beta) -> np.ndarray:
-        """Var(β̂) from R_X (lme4's ``vcov`` fallback): (Σv - aᵀ M⁻¹ a)⁻¹ with a = ΛZᵀv."""
+        """Var(β̂) from R_X (lme4's ``vcov`` fallback): (XᵀVX - Aᵀ M⁻¹ A)⁻¹ with A = ΛZᵀVX."""
         theta = np.asarray(theta, float)
-        beta0 = float(np.asarray(beta, float)[0])
-        u, sy, cho = self.modes(theta, beta0)
+        beta = np.asarray(beta, float)
+        u, sy, cho = self.modes(theta, beta)
         t1, t2 = float(theta[0]), float(theta[1])
-        A1, A2 = t1 * sy["rs_v"], t2 * sy["cs_v"]
-        Gta1 = self._gt(theta, beta0, u, sy["D1"], A1)
+        Xr, Xc, rs_v, cs_v = self.Xr, self.Xc, sy["rs_v"], sy["cs_v"]
+        VXc = self._vx(theta, beta, u, Xc) if self.pc else np.zeros((self.q1, 0))
+        VtXr = self._vtx(theta, beta, u, Xr)
+        XVX = np.block([[Xr.T @ (rs_v[:, None] * Xr), Xr.T @ VXc],
+                        [VXc.T @ Xr, Xc.T @ (cs_v[:, None] * Xc)]])
+        A1 = t1 * np.hstack([rs_v[:, None] * Xr, VXc])
+        A2 = t2 * np.hstack([VtXr, cs_v[:, None] * Xc])
+        Gta1 = self._gt(theta, beta, u, sy["D1"], A1)
         W2 = sla.cho_solve(cho, A2 - Gta1)
-        W1 = (A1 - self._cmul(theta, beta0, u, W2)) / sy["D1"]
-        RX = float(sy["rs_v"].sum()) - float(A1 @ W1 + A2 @ W2)
-        return np.array([[1.0 / RX]])
+        W1 = (A1 - self._cmul(theta, beta, u, W2)) / sy["D1"][:, None]
+        RX = XVX - (A1.T @ W1 + A2.T @ W2)
+        return np.linalg.inv(0.5 * (RX + RX.T))
 
-    def _gt(self, theta, beta0, u, D1, r1) -> np.ndarray:
-        """Gᵀ r₁ = θ₁θ₂ Vᵀ (r₁ / D₁)."""
-        t1, t2 = float(theta[0]), float(theta[1])
-        x = r1 / D1
-
-        def work(share):
-            out = np.zeros(self.q2)
-            for sl in share:
-                v, _mu = self._vmu(sl, theta, beta0, u)
-                out += v.T @ x[sl]
-            return out
-        out = sum(self._run(work))
-        return (t1 * t2) * out
+    def _gt(self, theta, beta, u, D1, r1) -> np.ndarray:
+        """Gᵀ r₁ = θ₁θ₂ Vᵀ (r₁ / D₁) (r₁: q1, or q1 x p)."""
+        x = r1 / (D1 if r1.ndim == 1 else D1[:, None])
+        return (float(theta[0]) * float(theta[1])) * self._vtx(theta, beta, u, x)
 
     def pearson_quantiles(self, theta, beta, u: np.ndarray, probs: Sequence[float]) -> np.ndarray:
         """Quantiles (R's type 7) of the row-level Pearson residuals (y-μ)/√(μ(1-μ)): a success row of a
@@ -403,9 +428,7 @@ class CrossedGrid:
         cell has them. Sorted ascending the residuals are the failures by η descending, then the successes
         by η descending; each order statistic is found by a histogram of η over the cells (weights: the
         cell's failures or successes) and the exact values of the few cells in the bin that holds it."""
-        t1, t2 = float(theta[0]), float(theta[1])
-        beta0 = float(np.asarray(beta, float)[0])
-        a1, a2 = t1 * u[:self.q1], t2 * u[self.q1:]
+        a1, a2 = self._lin(theta, beta, u)
         nf = int(self.n_trials - self.n_success)
         n = int(self.n_trials)
         ranks = []                       # (side, rank by η descending within the side)
@@ -417,7 +440,7 @@ class CrossedGrid:
             want.append((lo, hi, h - lo))
             ranks += [lo, hi]
         need = {i: ((0, i) if i < nf else (1, i - nf)) for i in set(ranks)}
-        vals = self._eta_order_stats(beta0, a1, a2, sorted(set(need.values())))
+        vals = self._eta_order_stats(0.0, a1, a2, sorted(set(need.values())))
 
         def stat(i: int) -> float:
             side, r = need[i]
@@ -504,22 +527,155 @@ class CrossedGrid:
                         out[(side, key)] = float(eb[min(int(np.searchsorted(cw, rr, side="right")), len(eb) - 1)])
         return out
 
+class NotSeparable(ValueError):
+    """A fixed-effect column the crossed grid cannot take (the counts of the cells are then not sufficient,
+    or X is not split into row and column parts); the message says which and why."""
+
+
+@dataclass(frozen=True)
+class GridCovariates:
+    """Fixed-effect columns of the crossed grid: ``Xr`` (q1 x pr, the intercept first) constant within a level
+    of the row factor, ``Xc`` (q2 x pc) constant within a level of the column factor; ``order[i]`` is the
+    position of internal column i (``Xr`` then ``Xc``) in ``info.column_names`` (the formula's order)."""
+
+    Xr: np.ndarray
+    Xc: np.ndarray
+    order: tuple[int, ...]
+    info: Any
+    message: str
+    intercept: int = 0
+
+
+def grid_covariates(spec: Any, backend: Any, grid: Any, response: str,
+                    contrasts: Mapping[str, str] | None = None,
+                    levels: Mapping[str, Any] | None = None) -> GridCovariates:
+    """Collect the fixed-effect design of ``spec`` per level of the grid's two factors.
+
+    η_jk = x_jᵀβ_r + x_kᵀβ_c + b_j + b_k is separable when every fixed-effect column is constant within a
+    level of the row factor (item-level covariates: token count, wh-word) or of the column factor
+    (model-level: size, family): the q1 x q2 count tables then stay sufficient. Each column ``c`` is placed
+    by one pass per factor over the distinct (level, c) pairs (``backend.cell_counts``); a column that varies
+    within an (item, model) cell, varies across both factors, is missing on some rows, or a term that mixes
+    the two sides raises :class:`NotSeparable` (the cell-table fit, ``method="cells"``, takes those).
+    ``scale(x)`` uses the rows' mean and SD (each level weighted by its rows), as R's ``scale`` on the rows.
+    """
+    from mrcstats.models.design import _CONTRASTS, DesignInfo, _model_matrix, _rank_columns
+
+    N = grid.tables()[1]
+    side_factor = list(grid.factors)                  # [row factor, column factor]
+    values: list[dict[str, np.ndarray]] = [{}, {}]
+    for c in spec.fixed_columns:
+        if c in side_factor:
+            raise NotSeparable(f"column {c!r} is both a grouping factor and a fixed-effect variable")
+        _cells, drop = backend.cell_counts([c], response)
+        if drop["covariate"]:
+            raise NotSeparable(f"covariate {c!r} is missing on {drop['covariate']:,} row(s); the grid fit needs it "
+                               f"on every row (method='cells' leaves those rows out)")
+        placed = False
+        for side in (0, 1):
+            f = side_factor[side]
+            t, _d = backend.cell_counts([f, c], response)
+            codes = _level_codes(grid, side, t[f])
+            ok = codes >= 0
+            cc = codes[ok]
+            if len(np.unique(cc)) == len(cc) and len(cc) == grid.shape[side]:
+                vals = t[c].to_numpy()[ok]
+                out = np.empty(len(cc), dtype=vals.dtype)
+                out[cc] = vals
+                values[side][c] = out
+                placed = True
+                break
+        if not placed:
+            t3, _d = backend.cell_counts(side_factor + [c], response)
+            within = bool(t3.duplicated(side_factor).any())
+            raise NotSeparable(
+                f"covariate {c!r} varies within an ({side_factor[0]}, {side_factor[1]}) cell: the grid of counts "
+                f"cannot hold it; use method='cells'" if within else
+                f"covariate {c!r} varies across both {side_factor[0]!r} and {side_factor[1]!r} (it is constant "
+                f"within neither); the crossed grid takes {side_factor[0]}-level or {side_factor[1]}-level "
+                f"covariates only; use method='cells'")
+    side_of = {c: s for s in (0, 1) for c in values[s]}
+    for t in spec.terms:
+        sides = {side_of[v.column] for v in t.variables}
+        if len(sides) > 1:
+            raise NotSeparable(f"term {t.label!r} mixes {side_factor[0]}-level and {side_factor[1]}-level "
+                               f"covariates (η is then not separable); use method='cells'")
+    # R's scale(x) over the rows: each level weighted by its number of rows
+    weights = [N.sum(axis=1, dtype=np.int64).astype(float), N.sum(axis=0, dtype=np.int64).astype(float)]
+    scaling = {}
+    for t in spec.terms:
+        for v in t.variables:
+            if v.transform == "scale" and v.label not in scaling:
+                s = side_of[v.column]
+                x = np.asarray(values[s][v.column], float)
+                w = weights[s]
+                n = w.sum()
+                m = float(w @ x / n)
+                sd = float(np.sqrt(w @ (x - m) ** 2 / max(1.0, n - 1)))
+                if sd == 0:
+                    raise ModelError(f"grid: scale({v.column}) has zero variance; drop the term")
+                scaling[v.label] = (m, sd)
+    # one frame of q1 + q2 rows: the row levels' values (column-side variables at their first level's value),
+    # then the column levels' (row-side ones at the first row level's): X's columns of each side are read there
+    q1, q2 = grid.shape
+    frame = {}
+    for c, s in side_of.items():
+        v = values[s][c]
+        first = v[:1]
+        parts = [v, np.repeat(first, q2)] if s == 0 else [np.repeat(first, q1), v]
+        frame[c] = pd.Series(np.concatenate(parts), dtype=None if v.dtype != object else object)
+    F = pd.DataFrame(frame, index=pd.RangeIndex(q1 + q2))
+    contr = {k: _CONTRASTS.get(str(v), str(v)) for k, v in (contrasts or {}).items()}
+    X, assign, names, (used, xlevels, scale_out) = _model_matrix(spec, F, contr, None, scaling, "grid",
+                                                                 levels_arg=levels)
+    if len(_rank_columns(X)) < X.shape[1]:
+        raise NotSeparable("the fixed-effect model matrix is rank deficient; use method='cells' (it drops the "
+                           "aliased columns as lme4 does)")
+    col_side = []
+    for j, a in enumerate(assign):
+        col_side.append(0 if a == 0 else side_of[spec.terms[a - 1].variables[0].column])
+    rcols = [j for j, sd in enumerate(col_side) if sd == 0]
+    ccols = [j for j, sd in enumerate(col_side) if sd == 1]
+    Xr = np.ascontiguousarray(X[:q1, rcols])
+    Xc = np.ascontiguousarray(X[q1:, ccols])
+    info = DesignInfo(spec=spec, column_names=tuple(names), assign=tuple(assign), contrasts=used,
+                      xlevels=xlevels, scaling=scale_out)
+    lv = [", ".join(sorted(values[s])) or "none" for s in (0, 1)]
+    msg = (f"fixed effects on the grid: {side_factor[0]}-level covariates {lv[0]}; {side_factor[1]}-level "
+           f"covariates {lv[1]} (each constant within its level, so the counts stay sufficient)")
+    return GridCovariates(Xr, Xc, tuple(rcols + ccols), info, msg)
+
+
+def _level_codes(grid: Any, side: int, values: pd.Series) -> np.ndarray:
+    """Positions of ``values`` among the grid's levels of its row (side 0) or column (side 1) factor; -1 for
+    a value that is not a level."""
+    ci = (1 - side) if grid.swap else side           # the factor's position in the caller's order
+    pos = grid.index[ci].get_indexer(pd.Index(values.to_numpy()))
+    return np.where(pos >= 0, grid.code_of[ci][np.maximum(pos, 0)], -1)
+
+
 def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], names: Sequence[str],
              spec: Any, t0: float | None = None, messages: Sequence[str] = (),
-             optinfo: dict[str, Any] | None = None, chunk_cells: int = CHUNK_CELLS):
+             optinfo: dict[str, Any] | None = None, chunk_cells: int = CHUNK_CELLS,
+             covariates: GridCovariates | None = None):
     """Fit ``y ~ 1 + (1 | names[0]) + (1 | names[1])`` on the count tables (rows = first term, which
-    has at least as many levels as the second, lme4's term order) with the native optimiser.
+    has at least as many levels as the second, lme4's term order) with the native optimiser; with
+    ``covariates``, ``y ~ X + (1 | names[0]) + (1 | names[1])`` where every column of X is constant within
+    a level of the first term (``covariates.Xr``) or of the second (``covariates.Xc``).
 
     Returns a :class:`~mrcstats.models.results.GlmerResult` in row terms (``nobs`` = Σ N, logLik of the
     Bernoulli rows, residual quantiles of the rows' Pearson residuals).
     """
     from mrcstats._progress import progress
     from mrcstats.models.design import DesignInfo
-    from mrcstats.models.fit import SINGULAR_TOL, _check_conv, optimize_laplace, vcov_from_hessian
+    from mrcstats.models.optimize import SINGULAR_TOL, _check_conv, optimize_laplace, vcov_from_hessian
     from mrcstats.models.results import GlmerResult
 
     t0 = time.perf_counter() if t0 is None else t0
-    model = CrossedGrid(K, N, chunk_cells=chunk_cells)
+    cov = covariates
+    model = CrossedGrid(K, N, chunk_cells=chunk_cells, Xr=None if cov is None else cov.Xr,
+                        Xc=None if cov is None else cov.Xc)
+    p = model.pr + model.pc
     n, s = model.n_trials, model.n_success
     if n == 0:
         raise ModelError("no rows left to fit")
@@ -528,11 +684,13 @@ def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], n
                          f"a binomial model has nothing to estimate")
     lower = np.zeros(2)
     ybar = s / n
-    beta0 = np.array([model.family.linkfun(ybar)])         # the intercept-only GLM's β̂
+    # β start: the intercept-only GLM's β̂ (the covariates at 0; the optimum does not depend on it)
+    beta0 = np.zeros(p)
+    beta0[0 if cov is None else cov.intercept] = model.family.linkfun(ybar)
     x0 = np.concatenate([np.ones(2), beta0])                # lme4's start θ = 1
     start = None
     if K.size > START_CELLS:
-        start = _subgrid_start(K, N, x0, lower, chunk_cells)
+        start = _subgrid_start(K, N, x0, lower, chunk_cells, model.Xr, model.Xc)
         if start is not None:
             x0, model.u, model._u_theta, scale = start
     bar = progress(desc=f"glmer on a {K.shape[0]:,} x {K.shape[1]:,} grid", unit=" deviance evaluations")
@@ -552,8 +710,19 @@ def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], n
     msgs += cmsgs
     ex = model.extras(theta, beta)
     rq = model.pearson_quantiles(theta, beta, ex["u"], [0, .25, .5, .75, 1])
-    devres = model._pen_part(theta, float(beta[0]), ex["u"])
-    info_d = DesignInfo(spec=spec, column_names=("(Intercept)",), assign=(0,), contrasts={}, xlevels={})
+    devres = model._pen_part(theta, beta, ex["u"])
+    if cov is None:
+        info_d = DesignInfo(spec=spec, column_names=("(Intercept)",), assign=(0,), contrasts={}, xlevels={})
+    else:
+        # back to the formula's column order
+        info_d = cov.info
+        pos = np.asarray(cov.order)
+        b_out = np.empty(p)
+        b_out[pos] = beta
+        v_out = np.empty((p, p))
+        v_out[np.ix_(pos, pos)] = vcov
+        beta, vcov = b_out, v_out
+        msgs.append(cov.message)
     ranef = {g: pd.DataFrame({"mode": b, "condvar": cv}, index=pd.Index(list(lv), name=g, dtype=object))
              for g, lv, b, cv in zip(names, levels, ex["b"], ex["condvar"])}
     varcorr = pd.DataFrame({"group": list(names), "name": ["(Intercept)"] * 2, "var2": [None, None],
@@ -571,11 +740,11 @@ def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], n
         fit_options={"nagq": 1, "family": model.family.name}, family=model.family)
 
 
-def _subgrid_start(K, N, x0, lower, chunk_cells):
+def _subgrid_start(K, N, x0, lower, chunk_cells, Xr, Xc):
     """(θ, β) and modes from the fit on evenly spaced rows and columns of the tables: a start near the
     optimum, so the full grid's optimiser needs a few evaluations (the optimum does not depend on the
     start; lme4's θ = 1 start is used below ``START_CELLS``)."""
-    from mrcstats.models.fit import optimize_laplace
+    from mrcstats.models.optimize import optimize_laplace
 
     rows = np.unique(np.linspace(0, K.shape[0] - 1, min(K.shape[0], START_SHAPE[0])).round().astype(np.int64))
     cols = np.unique(np.linspace(0, K.shape[1] - 1, min(K.shape[1], START_SHAPE[1])).round().astype(np.int64))
@@ -583,7 +752,8 @@ def _subgrid_start(K, N, x0, lower, chunk_cells):
     s, n = int(Ks.sum()), int(Ns.sum())
     if n == 0 or s in (0, n):
         return None
-    sub = CrossedGrid(np.ascontiguousarray(Ks), np.ascontiguousarray(Ns), chunk_cells=chunk_cells)
+    sub = CrossedGrid(np.ascontiguousarray(Ks), np.ascontiguousarray(Ns), chunk_cells=chunk_cells,
+                      Xr=Xr[rows], Xc=Xc[cols])
     try:
         x, _f, _g, H, _i = optimize_laplace(sub, x0.copy(), lower)
         se = np.sqrt(np.diag(np.linalg.inv(H)))
@@ -601,4 +771,4 @@ def _subgrid_start(K, N, x0, lower, chunk_cells):
     return x, u, th.copy(), scale
 
 
-__all__ = ["CrossedGrid", "fit_grid"]
+__all__ = ["CrossedGrid", "GridCovariates", "NotSeparable", "fit_grid", "grid_covariates"]

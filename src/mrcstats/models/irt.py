@@ -66,6 +66,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 
 __all__ = ["IrtFit", "ResponseMatrix", "fit_irt", "response_matrix", "score_abilities"]
@@ -149,7 +150,7 @@ def response_matrix(log: pd.DataFrame, *, model: str = "model", item: str = "ite
     i_codes, i_levels = pd.factorize(log[item].astype(str), sort=True)
     J, I = len(m_levels), len(i_levels)
     if J < min_models:
-        raise InputError(f"{where}: the log has {J} model(s) ({', '.join(m_levels[:5])}); item response models "
+        raise InputError(f"{where}: the log has {plural(J, 'model')} ({', '.join(m_levels[:5])}); item response models "
                          f"need at least {min_models} models answering the same items")
     y = corr.fillna(False).to_numpy(dtype=float)
     flat = m_codes.astype(np.int64) * I + i_codes
@@ -418,10 +419,10 @@ def fit_irt(data: pd.DataFrame | ResponseMatrix, model: str = "2pl", *, quadratu
     rm = data if isinstance(data, ResponseMatrix) else response_matrix(
         data, model=model_col, item=item_col, correct=correct_col)
     if len(rm.models) < 3:
-        raise InputError(f"irt: {len(rm.models)} model(s); item response models need at least 3")
+        raise InputError(f"irt: {plural(len(rm.models), 'model')}; item response models need at least 3")
     mask = rm.fit_mask
     if mask.sum() < 2:
-        raise InputError(f"irt: only {int(mask.sum())} item(s) have both correct and incorrect answers; "
+        raise InputError(f"irt: only {plural(int(mask.sum()), 'item')} have both correct and incorrect answers; "
                          "an item response model needs at least 2")
     s, n = rm.s[:, mask], rm.n[:, mask]
     J, I = s.shape

@@ -104,8 +104,8 @@ class LaplaceModel:
 def fit_laplace(design, t0: float | None = None, fit_options: Mapping[str, Any] | None = None):
     """Fit a design of a family with ``loglik_rows`` (beta-binomial) by the Laplace approximation; returns a
     :class:`~mrcstats.models.results.GlmerResult` with ``dispersion`` (glmmTMB's ``sigma``)."""
-    from mrcstats.models.fit import _glm_start, _ranef_frames, varcorr_frame
     from mrcstats.models.lmm import richardson_hessian
+    from mrcstats.models.optimize import _glm_start, _ranef_frames, varcorr_frame
     from mrcstats.models.results import GlmerResult
 
     t0 = time.perf_counter() if t0 is None else t0

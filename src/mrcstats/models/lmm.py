@@ -31,6 +31,7 @@ and ``jacobian``, which lmerTest calls). p = 2 P(T_ν > |t|).
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Mapping
@@ -40,16 +41,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import linalg as sla
-from scipy import optimize
-from scipy import stats as _st
+from scipy import optimize, special
 
+from mrcstats._dist import norm_ppf, t_ppf, t_sf
 from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
+from mrcstats.models._checks import check_level
 from mrcstats.models.design import reterms_matrix
 from mrcstats.models.deviance import _binv, _blogdet
 from mrcstats.models.family import GAUSSIAN
 from mrcstats.models.formula import ModelSpec
-from mrcstats.models.results import _varcorr_lines, check_level, ranef_dict
+from mrcstats.models.results import _varcorr_lines, ranef_dict
 
 SINGULAR_TOL = 1e-4
 DENSE_MAX = 6000             # random effects outside the first term (dense Schur complement)
@@ -60,37 +62,23 @@ PAIRS_MAX = 30_000_000       # first-term x other-term coupling entries kept den
 
 
 def _left(T: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """T @ B[j] for every j (T: q x q, B: n x q x m), as q² vector operations (faster than batched matmul
-    for the small q of random-effects terms)."""
-    q = T.shape[0]
-    out = np.zeros(B.shape)
-    for a in range(q):
-        for b in range(q):
-            if T[a, b] != 0.0:
-                out[:, a] += T[a, b] * B[:, b]
-    return out
+    """T @ B[j] for every j (T: q x q, B: n x q x m), as one matrix product over the stacked blocks."""
+    return np.moveaxis(np.tensordot(T, B, axes=([1], [1])), 0, 1)
 
 
 def _right(B: np.ndarray, T: np.ndarray) -> np.ndarray:
-    """B[..., :] @ T over the last axis (B: ... x q)."""
+    """B[..., :] @ T over the last axis (B: ... x q), as one matrix product."""
     q = T.shape[0]
-    out = np.zeros(B.shape)
-    for a in range(q):
-        for b in range(q):
-            if T[b, a] != 0.0:
-                out[..., a] += B[..., b] * T[b, a]
-    return out
+    return (np.ascontiguousarray(B).reshape(-1, q) @ T).reshape(B.shape)
 
 
 def _bmm(M: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """M[j] @ B[j] (M: n x q x q, B: n x q x m)."""
-    q = M.shape[1]
-    out = np.zeros(B.shape)
-    for a in range(q):
-        for b in range(q):
-            out[:, a] += M[:, a, b, None] * B[:, b]
+    """M[j] @ B[j] (M: n x a x b, B: n x b x m), as elementwise products summed over b (numpy's stacked matmul
+    is slow for the small blocks of random-effects terms)."""
+    out = M[:, :, 0, None] * B[:, None, 0, :]
+    for b in range(1, M.shape[2]):
+        out += M[:, :, b, None] * B[:, None, b, :]
     return out
-
 
 
 class LmmSystem:
@@ -134,7 +122,9 @@ class LmmSystem:
         self.A11 = A11
         self.A12 = ZtZ[:self.m1, self.m1:].toarray() if self.Q2 else None
         self.A22 = ZtZ[self.m1:, self.m1:].toarray() if self.Q2 else None
+        self.ZtR = np.column_stack([self.Zty, self.ZtX])         # Zᵀ[y X], one Λᵀ product per evaluation
         self.nfev = 0
+        self._cache: dict[bytes, tuple] = {}
 
     # ------------------------------------------------------------------ Λ
     def factors(self, theta: np.ndarray) -> list[np.ndarray]:
@@ -212,9 +202,9 @@ class LmmSystem:
         theta = np.asarray(theta, float)
         Ts = self.factors(theta)
         fac = self._factor(Ts)
-        bu = self._lam_t(Ts, self.Zty)
-        Bx = self._lam_t(Ts, self.ZtX)
-        W = self._solve(fac, np.column_stack([bu, Bx]))
+        BR = self._lam_t(Ts, self.ZtR)
+        bu, Bx = BR[:, 0], BR[:, 1:]
+        W = self._solve(fac, BR)
         wu, Wx = W[:, 0], W[:, 1:]
         RtR = self.XtX - Bx.T @ Wx
         rhs = self.Xty - Bx.T @ wu
@@ -242,11 +232,58 @@ class LmmSystem:
     def deviance(self, theta) -> float:
         return self.evaluate(theta)["dev"]
 
+    def deviance_grad(self, theta) -> tuple[float, np.ndarray]:
+        """d(θ) and its exact gradient when there is one random-effects term (M block-diagonal; else None).
+
+        Per level j (A_j = Z_jᵀZ_j, B_j = Z_jᵀX_j, c_j = Z_jᵀy_j, D_j = TᵀA_jT + I, K_j = B_j (RXᵀRX)⁻¹ B_jᵀ,
+        res_j = c_j − B_jβ̂ − A_jTû_j), with dT = ∂T/∂θ_k: ∂log|L|² = 2 Σ tr(dT D_j⁻¹TᵀA_j); ∂r² = −2 Σ res_jᵀ dT û_j
+        (the envelope theorem: β̂, û minimise r²); ∂log|RX|² = −2 Σ tr(dT (D_j⁻¹TᵀK_j − N_jTᵀA_j)),
+        N_j = D_j⁻¹TᵀK_jTD_j⁻¹; then ∂d = ∂log|L|² [+ ∂log|RX|²] + (n [− p]) ∂r²/r²."""
+        e = self.evaluate(theta)
+        if self.Q2:
+            return e["dev"], None
+        T = e["Ts"][0]
+        Dinv = e["fac"][0]
+        n1, q, p = self.nls[0], self.qs[0], self.p
+        A = self.A11
+        u = e["u"].reshape(n1, q)
+        beta = e["beta"]
+        Tu = u @ T.T
+        res = self.Zty.reshape(n1, q) - (self.ZtX @ beta).reshape(n1, q) - (A * Tu[:, None, :]).sum(axis=2)
+        TtA = _left(T.T, A)                                         # Tᵀ A_j
+        G = 2.0 * np.tensordot(Dinv, TtA, axes=([0, 2], [0, 1]))    # Σ D_j⁻¹ Tᵀ A_j
+        n = self.n
+        if self.reml and p:
+            B = self.ZtX.reshape(n1, q, p)
+            BRi = (self.ZtX @ np.linalg.inv(e["RXtRX"])).reshape(n1, q, p)
+            K = (BRi[:, :, None, :] * B[:, None, :, :]).sum(axis=3)   # B_j (RXᵀRX)⁻¹ B_jᵀ
+            DTK = _bmm(_right(Dinv, T.T), K)                        # D_j⁻¹ Tᵀ K_j
+            N = _bmm(_right(DTK, T), Dinv)                          # D_j⁻¹ Tᵀ K_j T D_j⁻¹
+            G -= 2.0 * (DTK.sum(axis=0) - np.tensordot(N, TtA, axes=([0, 2], [0, 1])))
+        coef = (n - p if self.reml else n) / e["r2"]
+        G -= 2.0 * coef * (u.T @ res)
+        tri = self.terms[0]._tri()
+        return e["dev"], np.array([G[j, i] for i, j in tri])
+
+    def _pieces(self, theta: np.ndarray) -> tuple[float, float, float, np.ndarray]:
+        """(log|L|², r², log|RX|², RXᵀRX) at θ, remembered (the numerical derivatives in (θ, σ) revisit each θ)."""
+        theta = np.asarray(theta, float)
+        key = theta.tobytes()
+        hit = self._cache.get(key)
+        if hit is None:
+            e = self.evaluate(theta)
+            hit = (e["ldL2"], e["r2"], e["ldRX2"], e["RXtRX"])
+            if len(self._cache) > 1024:
+                self._cache.clear()
+            self._cache[key] = hit
+        return hit
+
     # ------------------------------------------------------------------ lmerTest's functions of (θ, σ)
     def devfun_vp(self, varpar: np.ndarray) -> float:
         """lmerTest's ``devfun_vp``: the deviance at (θ, σ), β and u profiled."""
         sigma2 = float(varpar[-1]) ** 2
-        e = self.evaluate(varpar[:-1])
+        ldL2, r2, ldRX2, _ = self._pieces(varpar[:-1])
+        e = {"ldL2": ldL2, "r2": r2, "ldRX2": ldRX2}
         n, p = self.n, self.p
         dev = e["ldL2"] + e["r2"] / sigma2 + n * math.log(2 * math.pi * sigma2)
         if self.reml:
@@ -255,8 +292,8 @@ class LmmSystem:
 
     def covbeta(self, varpar: np.ndarray) -> np.ndarray:
         """lmerTest's ``get_covbeta``: σ² (RXᵀRX(θ))⁻¹, flattened."""
-        e = self.evaluate(varpar[:-1])
-        return (float(varpar[-1]) ** 2 * np.linalg.inv(e["RXtRX"])).ravel()
+        RtR = self._pieces(varpar[:-1])[3]
+        return (float(varpar[-1]) ** 2 * np.linalg.inv(RtR)).ravel()
 
     def condvar(self, e: dict[str, Any]) -> list[np.ndarray]:
         """Per term the blocks of Λ M⁻¹ Λᵀ (levels x q x q), to be scaled by σ² (lme4's ``condVar``)."""
@@ -395,6 +432,10 @@ class LmerResult(Result):
     optinfo: Mapping[str, Any] = field(default_factory=dict, repr=False)
     vcov_varpar: np.ndarray | None = field(default=None, repr=False)
     family: Any = field(default=GAUSSIAN, repr=False)
+    jac_varpar: tuple[np.ndarray, ...] = field(default=(), repr=False)
+    frame: pd.DataFrame | None = field(default=None, repr=False)
+    fit_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    design: Any = field(default=None, repr=False)
 
     @property
     def link(self) -> str:
@@ -465,14 +506,588 @@ class LmerResult(Result):
     def __str__(self) -> str:
         return self.summary()
 
-    def confint(self, level: float = 0.95) -> pd.DataFrame:
-        """Wald intervals of the fixed effects with Satterthwaite's df (lmerTest's ``contest(..., confint=TRUE)``):
-        β ± t_{df, 1-α/2} SE."""
+    # ------------------------------------------------------------------ contrasts (lmerTest's contest)
+    @functools.cached_property
+    def kenward_roger(self) -> KenwardRoger:
+        """pbkrtest's Kenward-Roger pieces of this (REML) fit, computed once."""
+        return KenwardRoger(self)
+
+    def vcov_kr(self) -> pd.DataFrame:
+        """pbkrtest's ``vcovAdj(m)``: the Kenward-Roger adjusted covariance of β̂."""
+        return pd.DataFrame(self.kenward_roger.PhiA, index=self.fixef.index, columns=self.fixef.index)
+
+    def contrast_df(self, L: np.ndarray, ddf: str = "Satterthwaite") -> np.ndarray:
+        """Denominator df of each row l of ``L`` (one-df contrasts lᵀβ), lmerTest's ``contest1D``:
+        Satterthwaite ν = 2 (lᵀVl)² / (gᵀAg), g_k = lᵀ (∂V/∂φ_k) l; or Kenward-Roger's (pbkrtest's ``Lb_ddf``,
+        :class:`KenwardRoger`)."""
+        L = np.atleast_2d(np.asarray(L, float))
+        if _ddf_name(ddf) == "Kenward-Roger":
+            kr = self.kenward_roger
+            return np.array([kr.ddf(row[None, :]) for row in L])
+        V = self.vcov.to_numpy()
+        A = self.vcov_varpar
+        out = np.empty(len(L))
+        for i, l in enumerate(L):
+            g = np.array([l @ J @ l for J in self.jac_varpar])
+            out[i] = 2.0 * float(l @ V @ l) ** 2 / float(g @ A @ g)
+        return out
+
+    def contest(self, L: np.ndarray, ddf: str = "Satterthwaite") -> dict[str, float]:
+        """The F test of H0: Lβ = 0, lmerTest's ``contestMD`` (Kuznetsova et al. 2017, sec. 3.2): with VL = L V Lᵀ =
+        P D Pᵀ (eigenvalues above √eps·d₁ kept, q of them), F = Σ (p_mᵀLβ)²/d_m / q; the denominator df from
+        the q one-df Satterthwaite dfs ν_m: E = Σ ν_m/(ν_m − 2), ddf = 2E/(E − q) (2 if any ν_m ≤ 2; their mean
+        if they agree to 1e-8; ν₁ when q = 1). ``ddf="Kenward-Roger"``: pbkrtest's ``KRmodcomp`` (F from the
+        adjusted covariance, scaled; its df) as lmerTest. Returns ``Sum Sq``, ``Mean Sq``, ``NumDF``,
+        ``DenDF``, ``F value``, ``Pr(>F)``."""
+        L = np.atleast_2d(np.asarray(L, float))
+        sigma2 = self.sigma ** 2
+        if _ddf_name(ddf) == "Kenward-Roger":         # lmerTest's mk_Ftable(FtestU, ..., Fscale = F.scaling)
+            F, df2, q, FU = self.kenward_roger.ftest(L)
+            out = _ftable(F, int(q), df2, sigma2)
+            out["Sum Sq"], out["Mean Sq"] = FU * sigma2 * q, FU * sigma2
+            return out
+        beta = self.fixef.to_numpy()
+        V = self.vcov.to_numpy()
+        d, P = np.linalg.eigh(L @ V @ L.T)
+        d, P = d[::-1], P[:, ::-1]
+        tol = max(math.sqrt(np.finfo(float).eps) * d[0], 0.0)
+        q = int(np.sum(d > tol))
+        if q == 0:
+            return _ftable(math.nan, 0, math.nan, sigma2)
+        PtL = (P.T @ L)[:q]
+        nu = self.contrast_df(PtL)
+        F = float(np.sum((PtL @ beta) ** 2 / d[:q]) / q)
+        return _ftable(F, q, _fstat_ddf(nu), sigma2)
+
+    def anova(self, type: int | str = 3, ddf: str = "Satterthwaite") -> LmerAnova:
+        """lmerTest's ``anova(m, type = type, ddf = ddf)``: one F test per fixed-effect term (see :meth:`contest`),
+        the term's hypothesis matrix from lmerTest's ``get_contrasts_type3`` (type 3: contrasts in treatment
+        coding, each term orthogonalised against the terms containing it, mapped to the fit's own coding; SAS's
+        type III) or ``get_contrasts_type1`` (type 1: rows of the normalised Doolittle factor of XᵀX, sequential).
+        ``ddf``: ``"Satterthwaite"`` (default) or ``"Kenward-Roger"`` (pbkrtest, :class:`KenwardRoger`)."""
+        t = {"3": 3, "III": 3, "1": 1, "I": 1}.get(str(type).upper())
+        if t is None:
+            raise InputError(f"lmer anova: type must be 1 or 3 (lmerTest's type = 1 or 3), got {type!r}")
+        name = _ddf_name(ddf)
+        Ls = anova_contrasts(self, t)
+        rows = {lab: self.contest(L, ddf=name) for lab, L in Ls.items()}
+        cols = ["Sum Sq", "Mean Sq", "NumDF", "DenDF", "F value", "Pr(>F)"]
+        table = pd.DataFrame.from_dict(rows, orient="index", columns=cols) if rows else pd.DataFrame(columns=cols)
+        return LmerAnova(table=table, type=t, ddf=name, formula=self.formula)
+
+    def confint(self, method: str = "profile", level: float = 0.95, parm: Any = None):
+        """Confidence intervals as lme4's ``confint(m, parm, level, method)`` on an lmer fit (rows ``.sig01``, …,
+        ``.sigma``, then the fixed effects; columns ``"2.5 %"``/``"97.5 %"``):
+
+        * ``"profile"`` (lme4's default): the likelihood profile of each parameter on lme4's scale (SDs and
+          correlations in the response's units, σ, β) from the ML fit (lme4 refits a REML fit by ML first), stepped
+          as lme4's ``profile.merMod`` and inverted by its interpolating back-spline (:func:`profile_confint`);
+        * ``"Wald"``: β ± z_{1-α/2} SE, NA for the variance parameters (lme4);
+        * ``"satterthwaite"``: β ± t_{df, 1-α/2} SE with Satterthwaite's df (lmerTest's ``contest(...,
+          confint = TRUE)``), fixed effects only.
+        """
+        from mrcstats.models.confint import ConfintResult, _which, format_perc, sig_names
+
         level = check_level(level, "lmer confint")
-        q = _st.t.ppf(0.5 + level / 2, self.df.to_numpy())
-        lo = self.fixef - q * self.se
-        hi = self.fixef + q * self.se
-        return pd.DataFrame({"lower": lo, "upper": hi})
+        meth = {"profile": "profile", "wald": "Wald", "satterthwaite": "satterthwaite"}.get(str(method).lower())
+        if meth is None:
+            raise InputError(f"lmer confint method {method!r}: use profile, Wald or satterthwaite")
+        if meth == "profile":
+            return profile_confint(self, level=level, parm=parm)
+        a = (1 - level) / 2
+        cols = format_perc(np.array([a, 1 - a]))
+        fe, se = self.fixef.to_numpy(), self.se.to_numpy()
+        if meth == "satterthwaite":
+            q = t_ppf(1 - a, self.df.to_numpy())
+            tab = pd.DataFrame(np.column_stack([fe - q * se, fe + q * se]), index=self.fixef.index, columns=cols)
+            rows = _which(parm, list(self.fixef.index), 0)
+            return ConfintResult("satterthwaite", level, tab.iloc[rows])
+        names = sig_names(len(self.theta)) + [".sigma"] + list(self.fixef.index)
+        k = len(self.theta) + 1
+        ci = np.full((len(names), 2), np.nan)
+        ci[k:] = fe[:, None] + se[:, None] * norm_ppf([a, 1 - a])[None, :]
+        rows = _which(parm, names, k)
+        return ConfintResult("Wald", level, pd.DataFrame(ci, index=names, columns=cols).iloc[rows])
+
+
+def _reduced_system(sys_: LmmSystem, j: int, b: float) -> LmmSystem:
+    """The ML system of the model with β_j fixed at b (lme4's profile: an offset b·x_j, x_j dropped from X), from
+    the cross-products alone."""
+    import copy
+
+    r = copy.copy(sys_)
+    keep = np.delete(np.arange(sys_.p), j)
+    xj = sys_.ZtX[:, j]
+    r.Zty = sys_.Zty - b * xj
+    r.ZtX = np.ascontiguousarray(sys_.ZtX[:, keep])
+    r.yty = sys_.yty - 2 * b * sys_.Xty[j] + b * b * sys_.XtX[j, j]
+    r.Xty = sys_.Xty[keep] - b * sys_.XtX[keep, j]
+    r.XtX = sys_.XtX[np.ix_(keep, keep)]
+    r.p = sys_.p - 1
+    r.ZtR = np.column_stack([r.Zty, r.ZtX])
+    r._cache = {}
+    return r
+
+
+def _min_theta(sys_: LmmSystem, th0: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """θ minimising sys_'s profiled deviance from th0 (L-BFGS-B; the exact gradient for one term)."""
+    exact = not sys_.Q2
+
+    def fg(th):
+        return sys_.deviance_grad(th) if exact else (sys_.deviance(th), _central_grad(sys_.deviance, th, lower))
+
+    return _lbfgs_theta(fg, th0, lower, {"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9, "maxcor": 20})[0]
+
+
+def _lbfgs_theta(fg, th0: np.ndarray, lower: np.ndarray, options: Mapping[str, Any]):
+    """L-BFGS-B on θ (diagonal entries ≥ 0), restarted off the boundary while that lowers the deviance.
+
+    The deviance is even in each diagonal entry of T whose column below it is zero, so the exact gradient there
+    is 0 at the bound and a bound-constrained descent that reaches it stops: each diagonal entry at 0 is probed
+    at 0.01 and 0.1 and the descent restarted from the first probe that is lower (lme4's derivative-free
+    BOBYQA moves off such points by itself)."""
+    bounds = [(0.0 if lo == 0 else None, None) for lo in lower]
+    r = optimize.minimize(fg, np.maximum(th0, lower), jac=True, method="L-BFGS-B", bounds=bounds, options=options)
+    th = np.maximum(r.x, lower)
+    fval = fg(th)[0]
+    for _ in range(5):
+        moved = False
+        for i in np.flatnonzero((lower == 0) & (th <= 1e-8)):
+            for probe in (1e-2, 1e-1):
+                t = th.copy()
+                t[i] = probe
+                if fg(t)[0] < fval - 1e-10:
+                    r = optimize.minimize(fg, t, jac=True, method="L-BFGS-B", bounds=bounds, options=options)
+                    tn = np.maximum(r.x, lower)
+                    fn = fg(tn)[0]
+                    if fn < fval:
+                        th, fval, moved = tn, fn, True
+                    break
+            if moved:
+                break
+        if not moved:
+            break
+    return th, r
+
+
+def profile_confint(m: LmerResult, level: float = 0.95, parm: Any = None, maxpts: int = 100,
+                    alphamax: float = 0.01, delta_cutoff: float = 1 / 8, maxmult: float = 10.0):
+    """lme4's ``confint(m, method = "profile")`` for an lmer fit (``profile.merMod`` + ``confint.thpr``).
+
+    The profile is of the ML deviance (a REML fit is refitted by ML, as lme4's ``devfun2`` does), base D̂ = −2 logLik.
+    Variance parameters on lme4's scale v = (SDs σ·sd(Λ), correlations, σ): D(v) = log|L|² + r²(θ)/σ² + n log(2πσ²)
+    with θ from v (``Sv_to_Cv``) and β profiled; each v_w fixed in turn, D minimised over the other v (bounds
+    SD, σ ≥ 0, |cor| ≤ 1), first step 1.01·v̂_w (1e-3 from 0). Fixed effects: β_j fixed by an offset, the ML
+    profiled deviance minimised over θ, first step β̂_j + δ·SE_j. Steps of δ = cutoff/8 in ζ = sign·√(D − D̂)
+    (``nextpar``/``fillmat``), cutoff √χ²_{nptot}(0.99); the bounds ζ = ∓z_{1-α/2} from R's back-spline of the
+    interpolating spline ζ(x); NA (the range limit) where the profile does not reach the cutoff."""
+    from mrcstats.models.confint import (
+        ConfintResult,
+        _back_spline_predict,
+        _fillmat,
+        _Params,
+        _profile_xz,
+        _which,
+        format_perc,
+        sig_names,
+    )
+
+    t0 = time.perf_counter()
+    design = m.design
+    if design is None:
+        raise InputError("lmer confint: this fit kept no design; refit with mrcstats.lmer")
+    ml = fit_lmm(design, reml=False, satterthwaite=False) if m.reml else m
+    sys_ = LmmSystem(design, reml=False)
+    n, p = sys_.n, sys_.p
+    P = _Params(design.re, p)
+    nth = P.nth
+    lower_th = np.concatenate([r.lower for r in design.re])
+    th_hat = ml.theta.to_numpy()
+    sig = ml.sigma
+    sv = P.to_sdcor(th_hat)
+    sv[P.is_sd] *= sig
+    opt = np.concatenate([sv, [sig], ml.fixef.to_numpy()])
+    nv = nth + 1
+    lo = np.concatenate([np.where(P.is_sd, 0.0, -1.0), [0.0], np.full(p, -np.inf)])
+    hi = np.concatenate([np.where(P.is_sd, np.inf, 1.0), [np.inf], np.full(p, np.inf)])
+
+    def v_to_theta(v):
+        s = np.array(v[:nth], float)
+        s[P.is_sd] /= v[nth]
+        return P.to_theta(s)
+
+    def dev_v(v):
+        if v[nth] <= 0:
+            return math.inf
+        try:
+            ldL2, r2, _, _ = sys_._pieces(v_to_theta(v))
+        except (ModelError, np.linalg.LinAlgError):
+            return math.inf
+        s2 = v[nth] ** 2
+        return ldL2 + r2 / s2 + n * math.log(2 * math.pi * s2)
+
+    base = min(-2.0 * ml.loglik, dev_v(opt[:nv]))
+    nptot = len(opt)
+    from scipy import stats  # the profile only: not at import (issue 28's start-up)
+
+    cutoff = math.sqrt(stats.chi2.ppf(1 - alphamax, nptot))
+    delta = cutoff * delta_cutoff
+    se_ml = ml.se.to_numpy()
+
+    def zeta(w, xx, prev):
+        row = np.full(nptot + 1, np.nan)
+        if w < nv:
+            mask = np.ones(nv, bool)
+            mask[w] = False
+            start = prev[:nv][mask] if np.all(np.isfinite(prev[:nv])) else opt[:nv][mask]
+
+            def fun(z):
+                v = np.empty(nv)
+                v[w] = xx
+                v[mask] = z
+                return dev_v(v)
+
+            lo_m, hi_m = lo[:nv][mask], hi[:nv][mask]
+            bnds = list(zip(lo_m, np.where(np.isfinite(hi_m), hi_m, None)))
+            z0 = np.clip(start, lo_m, hi_m)
+            r = optimize.minimize(lambda z: (fun(z), _central_grad(fun, z, lo_m)), z0, jac=True,
+                                  method="L-BFGS-B", bounds=bnds,
+                                  options={"maxiter": 3000, "ftol": 1e-15, "gtol": 1e-9, "maxcor": 20})
+            dev = float(r.fun) - base
+            v = np.empty(nv)
+            v[w] = xx
+            v[mask] = r.x
+            row[1:nv + 1] = v
+            row[nv + 1:] = opt[nv:]
+        else:
+            j = w - nv
+            red = _reduced_system(sys_, j, xx)
+            th0 = v_to_theta(prev[:nv]) if np.all(np.isfinite(prev[:nv])) else th_hat
+            th = _min_theta(red, th0, lower_th)
+            e = red.evaluate(th)
+            dev = e["dev"] - base
+            s = math.sqrt(e["r2"] / n)
+            v = P.to_sdcor(th)
+            v[P.is_sd] *= s
+            row[1:nth + 1] = v
+            row[nth + 1] = s
+            row[nv + 1:] = np.insert(e["beta"], j, xx)
+        if not np.isfinite(dev):
+            return row
+        row[0] = math.copysign(1.0, xx - opt[w]) * math.sqrt(max(dev, 1e-9))
+        return row
+
+    names = sig_names(nth) + [".sigma"] + list(m.fixef.index)
+    rows = _which(parm, names, nv)
+    a = (1 - level) / 2
+    zq = norm_ppf([a, 1 - a])
+    out = np.full((len(rows), 2), np.nan)
+    msgs: list[str] = []
+    opt_row = np.concatenate([[0.0], opt])
+    ctl = None
+    from mrcstats.models.optimize import _blas_controller
+
+    ctl = _blas_controller()
+    import contextlib
+
+    with (ctl.limit(limits=1, user_api="blas") if ctl is not None else contextlib.nullcontext()):
+        for k, w in enumerate(rows):
+            pw = opt[w]
+            if w < nv:
+                shift = 1e-3 if pw == 0 else pw * 1.01
+            else:
+                shift = pw + delta * se_ml[w - nv]
+            srow = zeta(w, shift, opt_row[1:])
+            pres = np.tile(opt_row, (maxpts, 1))
+            nres = pres.copy()
+            pres[1] = srow
+            nres[0] = srow
+            up = _fillmat(pres, w, lo[w], hi[w], zeta, delta, cutoff, maxpts, maxmult)
+            dn = _fillmat(nres, w, lo[w], hi[w], zeta, delta, cutoff, maxpts, maxmult) if pw > lo[w] else nres[:2]
+            x, z = _profile_xz(up, dn, w)
+            try:
+                ci = _back_spline_predict(x, z, zq)
+            except ValueError:
+                msgs.append(f"non-monotonic profile for {names[w]}: linear interpolation")
+                zu, inv = np.unique(z, return_inverse=True)
+                xm = np.bincount(inv, weights=x) / np.bincount(inv)
+                ci = (np.interp(zq, zu, xm, left=np.nan, right=np.nan) if len(zu) > 1
+                      else np.array([np.nan, np.nan]))
+            if np.isnan(ci[0]):
+                ci[0] = lo[w]
+            if np.isnan(ci[1]):
+                ci[1] = hi[w]
+            out[k] = ci
+    refused = [f"{names[w]}: the profile does not reach the cutoff, the interval is unbounded"
+               for k, w in enumerate(rows) if not np.all(np.isfinite(out[k]))]
+    cols = format_perc(np.array([a, 1 - a]))
+    return ConfintResult("profile", level, pd.DataFrame(out, index=[names[w] for w in rows], columns=cols),
+                         tuple(msgs), seconds=time.perf_counter() - t0, refused=tuple(refused))
+
+
+# ----------------------------------------------------------------------------- anova (lmerTest)
+
+
+def _ddf_name(ddf: str) -> str:
+    key = str(ddf).lower().replace("_", "-").replace(" ", "-")
+    if key in ("satterthwaite", "sat", "satt"):
+        return "Satterthwaite"
+    if key in ("kenward-roger", "kr", "kenwardroger"):
+        return "Kenward-Roger"
+    raise InputError(f"lmer: ddf must be 'Satterthwaite' or 'Kenward-Roger', got {ddf!r}")
+
+
+def _ftable(F: float, ndf: int, ddf: float, sigma2: float) -> dict[str, float]:
+    """lmerTest's ``mk_Ftable``."""
+    p = float(special.fdtrc(ndf, ddf, F)) if ndf > 0 and math.isfinite(F) else math.nan
+    return {"Sum Sq": F * sigma2 * ndf, "Mean Sq": F * sigma2, "NumDF": float(ndf), "DenDF": float(ddf),
+            "F value": F, "Pr(>F)": p}
+
+
+def _fstat_ddf(nu: np.ndarray, tol: float = 1e-8) -> float:
+    """lmerTest's ``get_Fstat_ddf``."""
+    nu = np.asarray(nu, float)
+    if len(nu) == 1:
+        return float(nu[0])
+    if np.all(np.abs(np.diff(nu)) < tol):
+        return float(np.mean(nu))
+    if np.any(nu <= 2):
+        return 2.0
+    E = float(np.sum(nu / (nu - 2)))
+    return 2 * E / (E - len(nu))
+
+
+def _zapsmall(x: np.ndarray, digits: int = 7) -> np.ndarray:
+    """R's ``zapsmall``: round to ``digits`` significant digits of the largest entry."""
+    x = np.asarray(x, float)
+    mx = float(np.max(np.abs(x))) if x.size else 0.0
+    if not mx > 0:
+        return x
+    return np.round(x, max(0, digits - math.ceil(math.log10(mx))))
+
+
+def _doolittle(x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """lmerTest's ``doolittle(x)$L`` (unit lower-triangular factor, entries below eps zeroed)."""
+    n = x.shape[0]
+    L = np.eye(n)
+    U = np.zeros((n, n))
+    for i in range(n):
+        U[i] = x[i] - L[i, :i] @ U[:i]
+        for j in range(i + 1, n):
+            v = x[j, i] - L[j, :i] @ U[:i, i]
+            L[j, i] = 0.0 if abs(U[i, i]) < eps else v / U[i, i]
+    L[np.abs(L) < eps] = 0.0
+    return L
+
+
+def _term_matrix(spec: ModelSpec, terms, intercept: bool, frame: pd.DataFrame, info, contrasts):
+    from dataclasses import replace
+
+    from mrcstats.models.design import _model_matrix
+
+    sub = replace(spec, terms=tuple(terms), intercept=intercept)
+    X, assign, names, _ = _model_matrix(sub, frame, contrasts, info.xlevels, info.scaling, where="anova")
+    return np.asarray(X), list(assign), list(names)
+
+
+def anova_contrasts(m: LmerResult, type: int = 3) -> dict[str, np.ndarray]:
+    """Per fixed-effect term its hypothesis matrix (rows: contrasts of the fit's coefficients), as lmerTest's
+    ``get_contrasts_type1`` / ``get_contrasts_type3``."""
+    info, frame = m.info, m.frame
+    if info is None or frame is None:
+        raise InputError("lmer anova needs the fit's design and data; refit with mrcstats.lmer")
+    if info.dropped_columns:
+        raise InputError(f"lmer anova: the fixed-effect model matrix is rank deficient (dropped "
+                         f"{', '.join(info.dropped_columns)}); anova of such a fit is not supported — drop the "
+                         "aliased terms from the formula")
+    spec = info.spec
+    labels = list(spec.term_labels)
+    if not labels:
+        return {}
+    Xo = info.model_matrix(frame)
+    assign = np.asarray(info.assign)
+    p = Xo.shape[1]
+    if type == 1 or p <= 1 or len(labels) <= 1:
+        XtX = Xo.T @ Xo
+        Lt = _doolittle(XtX).T if p > 1 else np.ones((1, 1))
+        return {lab: Lt[assign == i + 1] for i, lab in enumerate(labels)}
+    codings = list(info.contrasts.values())
+    if codings and all(c == "contr.treatment" for c in codings):
+        X, xassign, xnames = Xo, list(info.assign), list(info.column_names)
+    else:
+        X, xassign, xnames = _term_matrix(spec, spec.terms, spec.intercept, frame, info, {})
+    # the rank-deficient design of every term coded by indicators (lmerTest's get_rdX)
+    blocks, rnames = [], []
+    if spec.intercept:
+        blocks.append(np.ones((len(frame), 1)))
+        rnames.append("(Intercept)")
+    for t in spec.terms:
+        Xt, _a, nt = _term_matrix(spec, [t], False, frame, info, {})
+        blocks.append(Xt)
+        rnames.extend(nt)
+    rdX = np.hstack(blocks)
+    XtX = X.T @ X
+    cho = sla.cho_factor(XtX)
+    L = _zapsmall(sla.cho_solve(cho, X.T @ rdX).T)          # t(ginv(X) %*% rdX): rdX params x X coefficients
+    cols = {lab: np.flatnonzero(np.asarray(xassign) == i + 1) for i, lab in enumerate(labels)}
+    numeric = {v.label for t in spec.terms for v in t.variables if v.label not in info.xlevels}
+    tvars = {t.label: {v.label for v in t.variables} for t in spec.terms}
+    order = {t.label: t.order for t in spec.terms}
+    for lab in sorted(labels, key=lambda s: -order[s]):             # stable: R's order(decreasing = TRUE)
+        contains = [o for o in labels if tvars[lab] < tvars[o] and tvars[lab] & numeric == tvars[o] & numeric]
+        if contains:
+            Xc = L[:, np.concatenate([cols[o] for o in contains])]
+            Y = L[:, cols[lab]]
+            coef, *_ = np.linalg.lstsq(Xc, Y, rcond=None)
+            L[:, cols[lab]] = _zapsmall(Y - Xc @ coef)
+    try:
+        L = L[[rnames.index(c) for c in xnames]]
+    except ValueError:  # pragma: no cover - the two codings name their columns alike
+        raise ModelError("lmer anova: the treatment-coded columns are not among the indicator columns") from None
+    out = {lab: L[:, cols[lab]].T for lab in labels}
+    if X is not Xo:
+        mp = _zapsmall(sla.cho_solve(cho, X.T @ Xo))              # ginv(X) %*% Xorig
+        out = {lab: Lk @ mp for lab, Lk in out.items()}
+    return {lab: Lk[np.abs(Lk).sum(axis=1) > 1e-8] for lab, Lk in out.items()}
+
+
+KR_MAX_ROWS = 5000   # pbkrtest's Kenward-Roger works with n x n matrices; so does this one
+
+
+class KenwardRoger:
+    """Kenward & Roger (1997, Biometrics 53(3)) as pbkrtest 0.5 computes it (``vcovAdj_internal``, ``Lb_ddf``,
+    ``.KR_adjust``), on the REML fit: Σ = Σ_r γ_r G_r (γ: the random-effect (co)variances σ²(TTᵀ)_ij of each term
+    and σ²; G_r = Z_s (I ⊗ E_ij) Z_sᵀ, and I for σ²), Φ = vcov(m), P_r = −XᵀΣ⁻¹G_rΣ⁻¹X,
+    Q_rs = XᵀΣ⁻¹G_rΣ⁻¹G_sΣ⁻¹X, the information I_rs = tr(Σ⁻¹G_rΣ⁻¹G_s) − 2 tr(ΦQ_rs) + tr(ΦP_rΦP_s), W = 2 I⁻¹,
+    the adjusted covariance Φ_A = Φ + 2Φ [Σ_rs W_rs (Q_rs − P_rΦP_s)] Φ; for a hypothesis L (q rows)
+    Θ = Lᵀ(LΦLᵀ)⁻¹L, A₁ = Σ W_rs tr(ΘΦP_rΦ) tr(ΘΦP_sΦ), A₂ = Σ W_rs tr(ΘΦP_rΦΘΦP_sΦ), and the F statistic's
+    scale and denominator df from them (pbkrtest's formulas). Dense in the rows, as pbkrtest."""
+
+    def __init__(self, m: LmerResult):
+        design = m.design
+        if design is None:
+            raise InputError("lmer: Kenward-Roger needs the fit's design; refit with mrcstats.lmer")
+        if not m.reml:
+            raise InputError("lmer: Kenward-Roger's method is only available for REML fits (as lmerTest); refit "
+                             "without --ml")
+        n = design.nobs
+        if n > KR_MAX_ROWS:
+            raise InputError(f"lmer: Kenward-Roger works with {n} x {n} matrices (as pbkrtest); this fit has "
+                             f"{n} rows, the limit is {KR_MAX_ROWS}; use Satterthwaite's df")
+        X = np.asarray(design.X, float)
+        Z, offs = reterms_matrix(design.re, n)
+        s2 = m.sigma ** 2
+        th = m.theta.to_numpy()
+        o = 0
+        gam, G = [], []
+        for k, t in enumerate(design.re):
+            T = t.factor(th[o:o + t.ntheta])
+            o += t.ntheta
+            C = s2 * T @ T.T
+            Zs = Z[:, offs[k]:offs[k + 1]].toarray()
+            for i, j in t._tri():
+                gam.append(C[i, j])
+                Gm = Zs[:, i::t.q] @ Zs[:, j::t.q].T
+                G.append(Gm + Gm.T if i != j else Gm)
+        gam.append(s2)
+        G.append(np.eye(n))
+        Sigma = sum(g * Gm for g, Gm in zip(gam, G))
+        Si = sla.cho_solve(sla.cho_factor(Sigma), np.eye(n))
+        Phi = m.vcov.to_numpy()
+        TT = Si @ X
+        HH = [Gm @ Si for Gm in G]
+        OO = [H @ X for H in HH]
+        r = len(G)
+        PP = [-(O.T @ TT) for O in OO]
+        PP = [0.5 * (P + P.T) for P in PP]                         # forceSymmetric
+        QQ = {(a, b): OO[a].T @ Si @ OO[b] for a in range(r) for b in range(a, r)}
+        IE2 = np.empty((r, r))
+        for a in range(r):
+            for b in range(a, r):
+                kt = float(np.sum(HH[a].T * HH[b]))
+                IE2[a, b] = IE2[b, a] = (kt - 2 * float(np.sum(Phi * QQ[a, b]))
+                                         + float(np.sum((Phi @ PP[a]) * (PP[b] @ Phi))))
+        condi = float(np.min(np.abs(np.linalg.eigvalsh(IE2))))
+        W = 2 * (np.linalg.inv(IE2) if condi > 1e-10 else np.linalg.pinv(IE2))
+        W = 0.5 * (W + W.T)
+        UU = np.zeros_like(Phi)
+        for a in range(r - 1):
+            for b in range(a + 1, r):
+                UU += W[a, b] * (QQ[a, b] - PP[a] @ Phi @ PP[b])
+        UU = UU + UU.T
+        for a in range(r):
+            UU += W[a, a] * (QQ[a, a] - PP[a] @ Phi @ PP[a])
+        self.Phi, self.P, self.W = Phi, PP, W
+        self.PhiA = Phi + 2 * Phi @ UU @ Phi
+        self.beta = m.fixef.to_numpy()
+
+    def _adjust(self, L: np.ndarray) -> tuple[float, float, float]:
+        """(df2, F scaling, q) of pbkrtest's ``.KR_adjust`` / ``Lb_ddf``."""
+        Phi = self.Phi
+        Theta = L.T @ np.linalg.solve(L @ Phi @ L.T, L)
+        TP = Theta @ Phi
+        U = [TP @ P @ Phi for P in self.P]
+        A1 = A2 = 0.0
+        r = len(U)
+        for a in range(r):
+            for b in range(a, r):
+                e = 1.0 if a == b else 2.0
+                A1 += e * self.W[a, b] * float(np.trace(U[a])) * float(np.trace(U[b]))
+                A2 += e * self.W[a, b] * float(np.sum(U[a] * U[b].T))
+        q = float(np.linalg.matrix_rank(L))
+        B = (A1 + 6 * A2) / (2 * q)
+        g = ((q + 1) * A1 - (q + 4) * A2) / ((q + 2) * A2)
+        den = 3 * q + 2 * (1 - g)
+        c1, c2, c3 = g / den, (q - g) / den, (q + 2 - g) / den
+        V0 = 1 + c1 * B
+        V1 = 1 - c2 * B
+        V2 = 1 - c3 * B
+        V0 = 0.0 if abs(V0) < 1e-10 else V0
+        x = 1 - A2 / q
+        ratio = 1.0 if abs(x) < 1e-14 and abs(V1) < 1e-14 else x / V1
+        rho = ratio ** 2 * V0 / V2 / q
+        df2 = 4 + (q + 2) / (q * rho - 1)
+        scale = 1.0 if abs(df2 - 2) < 0.01 else df2 * (1 - A2 / q) / (df2 - 2)
+        return df2, scale, q
+
+    def ddf(self, L: np.ndarray) -> float:
+        return self._adjust(np.atleast_2d(L))[0]
+
+    def ftest(self, L: np.ndarray) -> tuple[float, float, float, float]:
+        """(F value, ddf, NumDF, F unscaled): lmerTest's ``contestMD(ddf = "Kenward-Roger")`` via KRmodcomp."""
+        L = np.atleast_2d(L)
+        df2, scale, q = self._adjust(L)
+        Lb = L @ self.beta
+        FU = float(Lb @ np.linalg.solve(L @ self.PhiA @ L.T, Lb)) / q
+        return FU * scale, df2, q, FU
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class LmerAnova(Result):
+    """lmerTest's ``anova(m, type, ddf)`` table: per term ``Sum Sq``, ``Mean Sq``, ``NumDF``, ``DenDF``,
+    ``F value``, ``Pr(>F)``."""
+
+    table: pd.DataFrame
+    type: int
+    ddf: str
+    formula: str
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.reset_index(names="term")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "ddf": self.ddf,
+                "terms": [{"term": str(r["term"]), **{k: float(r[k]) for k in self.table.columns}}
+                          for r in self.to_frame().to_dict(orient="records")]}
+
+    def summary(self) -> str:
+        roman = {1: "I", 3: "III"}[self.type]
+        head = f"Type {roman} Analysis of Variance Table with {self.ddf}'s method"
+        body = self.table.to_string(float_format=lambda v: f"{v:.6g}") if len(self.table) else "(no terms)"
+        return f"{head}\n{body}"
+
+    def __str__(self) -> str:
+        return self.summary()
 
 
 # ----------------------------------------------------------------------------- fitting
@@ -512,7 +1127,7 @@ def lmer(formula: str | ModelSpec, data: pd.DataFrame, reml: bool = True,
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"lmer: data must be a pandas DataFrame, got {type(data).__name__}")
     design = build_design(formula, data, contrasts=contrasts, levels=levels, family=GAUSSIAN)
-    from mrcstats.models.fit import _blas_controller
+    from mrcstats.models.optimize import _blas_controller
 
     ctl = _blas_controller()
     if ctl is None:  # pragma: no cover
@@ -536,9 +1151,9 @@ def _central_grad(f, x: np.ndarray, lower: np.ndarray, h: float = 1e-6) -> np.nd
     return g
 
 
-def fit_lmm(design, reml: bool = True, t0: float | None = None) -> LmerResult:
+def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: bool = True) -> LmerResult:
     """Fit a built Gaussian :class:`~mrcstats.models.design.Design` (see the module docstring)."""
-    from mrcstats.models.fit import _ranef_frames, varcorr_frame
+    from mrcstats.models.optimize import _ranef_frames, varcorr_frame
 
     t0 = time.perf_counter() if t0 is None else t0
     sys_ = LmmSystem(design, reml=reml)
@@ -546,12 +1161,16 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None) -> LmerResult:
     lower = np.concatenate([r.lower for r in re])
     th0 = np.concatenate([r.start for r in re])
     f = sys_.deviance
-    bounds = [(0.0 if lo == 0 else None, None) for lo in lower]
-    r = optimize.minimize(lambda th: (f(th), _central_grad(f, th, lower)), th0, jac=True, method="L-BFGS-B",
-                          bounds=bounds, options={"maxiter": 1000, "ftol": 1e-12, "gtol": 1e-7, "maxcor": 20})
-    th = np.maximum(r.x, lower)
-    fval = f(th)
-    g_end = _central_grad(f, th, lower)
+    exact = not sys_.Q2                  # one random-effects term: the exact gradient (LmmSystem.deviance_grad)
+
+    def fg(th):
+        return sys_.deviance_grad(th) if exact else (f(th), _central_grad(f, th, lower))
+
+    def grad(th):
+        return fg(th)[1]
+
+    th, r = _lbfgs_theta(fg, th0, lower, {"maxiter": 1000, "ftol": 1e-12, "gtol": 1e-7, "maxcor": 20})
+    fval, g_end = fg(th)
     converged = bool(np.all(np.abs(np.where((lower == 0) & (th <= 1e-8), np.minimum(g_end, 0), g_end)) < 2e-3))
     # Newton polish on the free parameters (those off the boundary)
     for _ in range(8):
@@ -559,13 +1178,25 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None) -> LmerResult:
         if not free.any():
             break
         idx = np.flatnonzero(free)
-
-        def fsub(z, idx=idx, base=th):
-            t = base.copy()
-            t[idx] = z
-            return f(t)
-        g = _central_grad(fsub, th[idx], lower[idx], h=1e-5)
-        H = richardson_hessian(fsub, th[idx], r=2, d=1e-3)
+        if exact:       # Hessian by central differences of the exact gradient
+            g = g_end[idx]
+            H = np.empty((len(idx), len(idx)))
+            for a, i in enumerate(idx):
+                h = 1e-5 * max(1.0, abs(th[i]))
+                if lower[i] == 0:
+                    h = min(h, 0.5 * th[i])
+                tp, tm = th.copy(), th.copy()
+                tp[i] += h
+                tm[i] -= h
+                H[:, a] = (grad(tp)[idx] - grad(tm)[idx]) / (2 * h)
+            H = 0.5 * (H + H.T)
+        else:
+            def fsub(z, idx=idx, base=th):
+                t = base.copy()
+                t[idx] = z
+                return f(t)
+            g = _central_grad(fsub, th[idx], lower[idx], h=1e-5)
+            H = richardson_hessian(fsub, th[idx], r=2, d=1e-3)
         try:
             step = np.linalg.solve(H, g)
         except np.linalg.LinAlgError:
@@ -573,10 +1204,10 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None) -> LmerResult:
         tn = th.copy()
         tn[idx] = th[idx] - step
         tn = np.maximum(tn, lower)
-        fn = f(tn)
+        fn, gn = fg(tn)
         if fn <= fval and np.max(np.abs(tn - th)) > 0:
             moved = np.max(np.abs(tn - th))
-            th, fval = tn, fn
+            th, fval, g_end = tn, fn, gn
             if moved < 1e-10:
                 break
         else:
@@ -595,24 +1226,27 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None) -> LmerResult:
         messages.append("boundary (singular) fit: see help('isSingular')")
     # Satterthwaite (lmerTest)
     varpar = np.concatenate([th, [sigma]])
-    H = richardson_hessian(sys_.devfun_vp, varpar)
-    evals, evecs = np.linalg.eigh(H)
-    pos = evals > 1e-8
-    if np.any(evals < -1e-8):
-        messages.append(f"Model failed to converge with {int(np.sum(evals < -1e-8))} negative eigenvalue(s) of the "
-                        "Hessian of the variance parameters")
-    if np.any(np.abs(evals) <= 1e-8):
-        messages.append("Model may not have converged with eigenvalue(s) of the variance parameters' Hessian "
-                        "close to zero")
-    A = 2.0 * (evecs[:, pos] / evals[pos]) @ evecs[:, pos].T
-    J = richardson_jacobian(sys_.covbeta, varpar)        # p² x len(varpar)
-    df = np.empty(p)
-    for j in range(p):
-        g = J[j * p + j]
-        df[j] = 2.0 * V[j, j] ** 2 / float(g @ A @ g)
+    if satterthwaite:
+        H = richardson_hessian(sys_.devfun_vp, varpar)
+        evals, evecs = np.linalg.eigh(H)
+        pos = evals > 1e-8
+        if np.any(evals < -1e-8):
+            messages.append(f"Model failed to converge with {int(np.sum(evals < -1e-8))} negative eigenvalue(s) of "
+                            "the Hessian of the variance parameters")
+        if np.any(np.abs(evals) <= 1e-8):
+            messages.append("Model may not have converged with eigenvalue(s) of the variance parameters' Hessian "
+                            "close to zero")
+        A = 2.0 * (evecs[:, pos] / evals[pos]) @ evecs[:, pos].T
+        J = richardson_jacobian(sys_.covbeta, varpar)        # p² x len(varpar)
+        df = np.empty(p)
+        for j in range(p):
+            g = J[j * p + j]
+            df[j] = 2.0 * V[j, j] ** 2 / float(g @ A @ g)
+    else:                                                    # (a refit inside profile: no tests needed)
+        A, J, df = None, np.zeros((p * p, 0)), np.full(p, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         tval = beta / se
-    pval = 2.0 * _st.t.sf(np.abs(tval), df)
+    pval = 2.0 * t_sf(np.abs(tval), df)
     # lme4's ranef: b = Λû (û in σ's units), condVar σ² Λ M⁻¹ Λᵀ
     b_all = sys_._lam(e["Ts"], e["u"])
     bs, cvs = [], []
@@ -640,7 +1274,8 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None) -> LmerResult:
         converged=converged, singular=singular, messages=tuple(dict.fromkeys(messages)),
         fit_seconds=time.perf_counter() - t0, info=design.info,
         optinfo={"optimizer": "L-BFGS-B+Newton", "nit": int(r.nit), "nfev": sys_.nfev, "message": str(r.message)},
-        vcov_varpar=A)
+        vcov_varpar=A, jac_varpar=tuple(J[:, k].reshape(p, p) for k in range(J.shape[1])), frame=design.frame,
+        fit_options={"contrasts": dict(design.info.contrasts)}, design=design)
 
 
-__all__ = ["LmerResult", "LmmSystem", "fit_lmm", "lmer"]
+__all__ = ["LmerAnova", "LmerResult", "LmmSystem", "anova_contrasts", "fit_lmm", "lmer", "profile_confint"]

@@ -309,10 +309,15 @@ def result_from_lme4(r: Mapping[str, Any], design: Design, *, fit_options: Mappi
         optinfo={"tol_pwrss": r.get("tol_pwrss"), "lme4_version": r.get("lme4_version"),
                  "lme4_defaults": r.get("lme4_defaults")},
         fit_options=fit_options, frame=data, family=design.family)
+    if r.get("vcov_rx") is not None:   # lme4's vcov(m, use.hessian = FALSE): the other rule
+        rx = np.array([[float(r["vcov_rx"][a][b]) for b in names] for a in names], dtype=float)
+        res = dataclasses.replace(res, vcov_method=str(r.get("vcov_method") or "hessian"),
+                                  vcov_other=pd.DataFrame(rx.reshape(len(names), len(names)), index=names,
+                                                          columns=names))
     if slopes:  # random slopes: lme4's theta (Cholesky factor entries); VarCorr with correlations
         theta = pd.Series([float(r["theta"][t]) for t in tnames], index=tnames, name="theta")
         if tnames == [n for t in design.re for n in t.theta_names]:
-            from mrcstats.models.fit import varcorr_frame
+            from mrcstats.models.optimize import varcorr_frame
 
             vcf = varcorr_frame(design.re, theta.to_numpy())
         else:  # pragma: no cover - lme4 ordered the terms differently: SDs as R gives them

@@ -18,13 +18,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _st
 
+from mrcstats._dist import norm_sf
 from mrcstats._repr import Result
 from mrcstats.errors import InputError
+from mrcstats.models._checks import check_level  # noqa: F401  (re-exported)
+from mrcstats.models.confint import confint as _confint
 from mrcstats.models.design import DesignInfo
 from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.formula import ModelSpec
+from mrcstats.models.predict import predict as _predict
 
 _QNAMES = ("Min", "1Q", "Median", "3Q", "Max")
 COEF_COLUMNS = ("Estimate", "Std. Error", "z value", "Pr(>|z|)")
@@ -40,19 +43,8 @@ def wald_table(estimate: Mapping[str, float] | pd.Series, se: Mapping[str, float
     s = pd.Series(se, dtype=float).reindex(est.index).rename(COEF_COLUMNS[1])
     with np.errstate(divide="ignore", invalid="ignore"):
         z = (est / s).rename(COEF_COLUMNS[2])
-    p = pd.Series(2.0 * _st.norm.sf(np.abs(z.to_numpy())), index=est.index, name=COEF_COLUMNS[3])
+    p = pd.Series(2.0 * norm_sf(np.abs(z.to_numpy())), index=est.index, name=COEF_COLUMNS[3])
     return pd.concat([est, s, z, p], axis=1)
-
-
-def check_level(level: Any, who: str) -> float:
-    """A confidence level as a float strictly between 0 and 1, or an InputError starting with ``who``."""
-    try:
-        level = float(level)
-    except (TypeError, ValueError):
-        raise InputError(f"{who} level must be a number in (0, 1), got {level!r}") from None
-    if not 0 < level < 1:
-        raise InputError(f"{who} level must be in (0, 1), got {level}")
-    return level
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -63,9 +55,14 @@ class GlmerResult(Result):
     Attributes
     ----------
     fixef, se, z, p : pandas.Series indexed by R's column names (``LLM1``, ``scaled_tok:LLM1``).
-        ``se`` from the Hessian of the deviance in (θ, β), as lme4's default ``vcov``;
-        ``z = fixef / se``; ``p = 2 Φ(-|z|)`` (``Pr(>|z|)``).
+        ``se`` from ``vcov`` (the rule ``vcov_method`` names); ``z = fixef / se``; ``p = 2 Φ(-|z|)``
+        (``Pr(>|z|)``).
     vcov, corr : pandas.DataFrame, covariance and correlation of the fixed effects.
+    vcov_method : which covariance ``vcov``/``se`` report, as lme4's ``vcov(m, use.hessian = )``:
+        ``"hessian"`` (the default of both engines, lme4's default for a GLMM: 2 H⁻¹ of the deviance in
+        (θ, β), β block) or ``"RX"`` (``use.hessian = FALSE``: (R_X' R_X)⁻¹ at θ̂, θ treated as known; also
+        what a fit falls back to when H is not positive definite, with lme4's message).
+    vcov_other : the other rule's covariance (None when not available); :meth:`use_vcov` switches.
     theta : pandas.Series, lme4's ``getME(m, "theta")``: per term the lower triangle of the
         relative covariance factor T, column by column, keyed ``"g.(Intercept)"``,
         ``"g.x.(Intercept)"``, ``"g.x"``; for random intercepts θ is the SD of the intercept.
@@ -116,6 +113,8 @@ class GlmerResult(Result):
     fit_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     frame: pd.DataFrame | None = field(default=None, repr=False)
     design: Any = field(default=None, repr=False)
+    vcov_method: str = "hessian"
+    vcov_other: pd.DataFrame | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -143,7 +142,7 @@ class GlmerResult(Result):
             z = beta / se
             d = np.sqrt(np.outer(np.diag(V), np.diag(V)))
             C = V / d
-        p = 2.0 * _st.norm.sf(np.abs(z))
+        p = 2.0 * norm_sf(np.abs(z))
         th = np.asarray(theta, dtype=float)
         tnames = list(theta_names) if theta_names is not None else [f"{g}.(Intercept)" for g in group_names]
         npar = len(names) + len(th) + npar_extra
@@ -175,6 +174,31 @@ class GlmerResult(Result):
             resid_quantiles=pd.Series(np.asarray(resid_quantiles, float), index=list(_QNAMES)),
             fit_seconds=float(fit_seconds), info=info, optinfo=dict(optinfo or {}),
             fit_options=dict(fit_options or {}), frame=frame, design=design, family=family)
+
+    def use_vcov(self, method: str) -> GlmerResult:
+        """The same fit reporting the ``"hessian"`` or the ``"RX"`` covariance (lme4's
+        ``vcov(m, use.hessian = TRUE/FALSE)``): ``se``, ``z``, ``p``, ``corr`` follow; the previous matrix
+        becomes ``vcov_other``."""
+        import dataclasses
+
+        if method not in ("hessian", "RX"):
+            raise InputError(f"vcov must be 'hessian' or 'RX' (lme4's use.hessian = TRUE/FALSE), got {method!r}")
+        if method == self.vcov_method:
+            return self
+        if self.vcov_other is None:
+            raise InputError(f"this fit has no {method} covariance (vcov_method is {self.vcov_method!r}; "
+                             "nAGQ = 0 and out-of-core fits have the RX one only)")
+        V = self.vcov_other.to_numpy(dtype=float)
+        se = np.sqrt(np.where(np.diag(V) >= 0, np.diag(V), np.nan))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = self.fixef.to_numpy(dtype=float) / se
+            C = V / np.sqrt(np.outer(np.diag(V), np.diag(V)))
+        idx = self.fixef.index
+        return dataclasses.replace(
+            self, vcov=self.vcov_other, vcov_other=self.vcov, vcov_method=method,
+            se=pd.Series(se, index=idx, name="Std. Error"), z=pd.Series(z, index=idx, name="z value"),
+            p=pd.Series(2.0 * norm_sf(np.abs(z)), index=idx, name="Pr(>|z|)"),
+            corr=pd.DataFrame(C, index=idx, columns=idx))
 
     # ------------------------------------------------------------------ accessors
     @property
@@ -222,23 +246,19 @@ class GlmerResult(Result):
         """lme4's ``confint(m, parm, level, method)``: ``"Wald"``, ``"profile"`` (default, as lme4)
         or ``"boot"`` (parametric bootstrap, ``nsim`` refits, ``seed``); rows ``.sig01``, …
         then the fixed effects. See :mod:`mrcstats.models.confint`."""
-        from mrcstats.models.confint import confint
-
-        return confint(self, method=method, level=level, nsim=nsim, seed=seed, parm=parm, **kw)
+        return _confint(self, method=method, level=level, nsim=nsim, seed=seed, parm=parm, **kw)
 
     def predict(self, newdata: pd.DataFrame | None = None, re_form: str | None = None,
                 type: str = "link", allow_new_levels: bool = False) -> np.ndarray:
         """Predictions as lme4's ``predict.merMod``; see :func:`mrcstats.models.predict.predict`."""
-        from mrcstats.models.predict import predict
-
-        return predict(self, newdata, re_form=re_form, type=type, allow_new_levels=allow_new_levels)
+        return _predict(self, newdata, re_form=re_form, type=type, allow_new_levels=allow_new_levels)
 
     # ------------------------------------------------------------------ output
     def to_dict(self) -> dict[str, Any]:
         """The CLI ``--json`` object (issue: formula, engine, nobs, ngroups, fixef, se, ...)."""
         return {
             "formula": self.formula, "family": self.family.name, "link": self.family.link, "engine": self.engine,
-            "nagq": self.nagq, "nobs": self.nobs,
+            "nagq": self.nagq, "nobs": self.nobs, "vcov_method": self.vcov_method,
             "ngroups": dict(self.ngroups),
             "fixef": self.fixef.to_dict(), "se": self.se.to_dict(), "z": self.z.to_dict(), "p": self.p.to_dict(),
             "theta": self.theta.to_dict(),
@@ -299,7 +319,8 @@ class GlmerResult(Result):
         if self.dispersion is not None:     # glmmTMB's wording for the beta-binomial's φ
             out.append(f"\nDispersion parameter for {self.family.name} family (): {_fmt_sig(self.dispersion, 3)}")
         out.append("")
-        out.append("Fixed effects:")
+        out.append(f"Fixed effects (standard errors: {'Hessian' if self.vcov_method == 'hessian' else 'RX'}-based "
+                   f"vcov, lme4's use.hessian = {'TRUE' if self.vcov_method == 'hessian' else 'FALSE'}):")
         out.extend(_coef_lines(self.coef_table()))
         out.append("---")
         out.append("Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1")

@@ -30,6 +30,7 @@ import pandas as pd
 
 from mrcstats._repr import Result
 from mrcstats._staging import Staging, recover_stale
+from mrcstats._words import plural
 from mrcstats.errors import InputError, MrcstatsError
 from mrcstats.report import figures as F
 from mrcstats.report.analyses.base import (
@@ -149,7 +150,11 @@ def _build(rs: ReportSpec, log: pd.DataFrame, out: Path, tables_dir: Path, figur
         from mrcstats.report.html import Documents, HtmlDocument
 
         doc = Documents(doc, HtmlDocument(rs.title, rs.subtitle, rs.author), html_path)
-    _data_summary(doc, rs, log, feature_missing)
+    from mrcstats.report import glossary
+
+    texts = [rs.title, rs.subtitle or "", *rs.notes, *rs.methods, *glossary.output_texts(outputs),
+             *(str(n) for n in rs.not_reproduced), *skipped]
+    _data_summary(doc, rs, log, feature_missing, glossary.paragraph(glossary.used(texts)))
     _methods(doc, rs, outputs)
     sections: list[str] = []
     for o in outputs:
@@ -251,7 +256,7 @@ def _methods(doc: ReportDocument, rs: ReportSpec, outputs: list[Output]) -> None
                           f"{_METHOD_NAMES[rs.multiplicity]} (R's p.adjust(p, \"{rs.multiplicity}\")) within each "
                           f"family: " + "; ".join(f"{_family_name(f)} ({len(ts)} tests)" for f, ts in multi.items())
                           + ". The section Multiplicity lists the unadjusted and adjusted p-values; the tables "
-                          "show unadjusted p-values. Wald tests of single GLMM coefficients are not adjusted.")
+                          "show unadjusted p-values. Wald tests of single coefficients of a mixed model are not adjusted.")
         else:
             doc.paragraph("Each family holds a single test, so no adjustment for multiplicity was needed.")
 
@@ -290,10 +295,12 @@ def _multiplicity(doc: ReportDocument, tests: list[TestRecord], method: str, tab
                             "statistic": [t.statistic for t in ts], "p": [t.p for t in ts], "p_adjusted": adj})
         vis = pd.DataFrame({"Hypothesis": raw["test"], "Test": raw["method"], "Statistic": raw["statistic"],
                             "p": raw["p"], f"p ({method})": adj})
+        if not any(raw["statistic"]):          # no test of the family has a statistic: no column of dashes
+            vis = vis.drop(columns=["Statistic"])
         t = PairTable(vis, raw=raw, caption=f"Family: {_family_name(fam)}; {len(ts)} tests, unadjusted p and p "
                       f"adjusted by {_METHOD_NAMES[method]}.", label=f"multiplicity_{i + 1}", stub=2,
                       formats={"p": format_p, f"p ({method})": format_p,
-                               "Statistic": lambda v: v or "–"})
+                               **({"Statistic": lambda v: v or "–"} if "Statistic" in vis.columns else {})})
         paths += t.write(tables_dir / slug(t.label))
         doc.table(t)
     return paths
@@ -377,18 +384,22 @@ def _some(values: list[str], n: int = 8) -> str:
     return ", ".join(vals) if len(vals) <= n else f"{len(vals)} ({', '.join(vals[:n])}, …)"
 
 
-def _data_summary(doc: ReportDocument, rs: ReportSpec, log: pd.DataFrame, feature_missing: int) -> None:
+def _data_summary(doc: ReportDocument, rs: ReportSpec, log: pd.DataFrame, feature_missing: int,
+                  abbreviations: str = "") -> None:
     from mrcstats.io.schema import log_stats
 
     st = log_stats(log)
     doc.heading("Data")
+    if abbreviations:       # first, so each abbreviation is defined before its first use
+        doc.paragraph(abbreviations)
     sources = ", ".join(str(s.path.name) for s in rs.logs)
-    doc.paragraph(f"Logs: {sources}. {st['rows']:,} responses from {len(st['models'])} model(s) "
+    doc.paragraph(f"Logs: {sources}. {st['rows']:,} responses from {plural(len(st['models']), 'model')} "
                   f"({', '.join(st['models'])}) on {st['items']:,} items in {st['clusters']:,} clusters; "
                   f"conditions: {_some(st['conditions'])}; trials: "
                   f"{log['trial'].nunique()}.")
     inv = sum(st["invalid"].values())
-    doc.paragraph(f"Invalid or missing answers (kept, counted as not correct in accuracy): {inv:,}. "
+    doc.paragraph(f"Invalid or missing answers: {inv:,}, kept and counted as not correct in every section "
+                  "(accuracy, comparisons, item response models, mixed models) unless a section says it leaves them out. "
                   + (f"Rows skipped while reading: {st['skipped']}." if st["skipped"] else
                      "No rows were skipped while reading."))
     if rs.features is not None:

@@ -43,8 +43,10 @@ def demo_spec(log_name: str, truth: dict[str, Any], seed: int) -> dict[str, Any]
         ],
         "logs": [log_name],
         "analyses": [
-            {"type": "summary", "by": ["model"], "filter": {"masking_rate": 0},
+            {"type": "summary", "by": ["model"], "filter": {"masking_rate": 0, "condition": "regular"},
              "title": "Accuracy on unmasked items"},
+            {"type": "compare", "filter": {"masking_rate": 0, "condition": "regular"}, "cluster": "cluster",
+             "title": "Model comparison on unmasked items"},
             {"type": "glmm", "name": "token count", "formula": truth["formula"], "filter": {"masking_rate": 0},
              "nagq": 1, "engine": "native", "drop1": True, "gvif": True, "truth": fixef,
              "truth_sd": {"cluster.(Intercept)": float(truth["sd_passage"])},
@@ -59,7 +61,7 @@ def demo_spec(log_name: str, truth: dict[str, Any], seed: int) -> dict[str, Any]
              "bootstrap": 500},
             {"type": "masking"},
             {"type": "accuracy", "rows": "condition", "cols": "model", "filter": {"masking_rate": 50},
-             "title": "Accuracy at masking rate 50 % (mean over 2 trials, 95% CI)"},
+             "title": "Accuracy at masking rate 50 % (mean over 2 trials)"},
         ],
     }
 

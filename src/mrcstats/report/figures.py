@@ -255,7 +255,7 @@ def caterpillar_plot(ranef: pd.DataFrame, level: str = "level", mode: str = "mod
 
 
 def pd_histogram(values: Sequence[float] | pd.Series, bins: int | Sequence[float] = 30, cutoffs: Sequence[float] = (),
-                 xlabel: str = "discriminatory power P_d (nats)"):
+                 xlabel: str = "discriminatory power P_d (natural-log units)"):
     """Histogram of P_d over clusters (seed 003 Fig. 4), cutoffs as vertical dotted lines."""
     v = pd.to_numeric(pd.Series(values), errors="coerce").dropna().to_numpy(dtype=float)
     fig, ax = new_figure("column", 0.65)
@@ -550,7 +550,7 @@ def pd_vs_a_plot(items: pd.DataFrame, pd_col: str = "pd", a: str = "a", rho: flo
         ax.set_xscale("log")
         _plain_log_axis(ax.xaxis)
         ax.set_xlabel("IRT discrimination a (log scale)")
-        ax.set_ylabel("P_d (nats)")
+        ax.set_ylabel("P_d (natural-log units)")
         if rho is not None and np.isfinite(rho):
             ax.set_title(f"Spearman rho = {rho:.2f}, {len(f):,} items", fontsize=7)
     return fig

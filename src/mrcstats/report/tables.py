@@ -508,11 +508,10 @@ def regression_table(result: Any, caption: str = "", label: str = "fixef", layou
     names = dict(terms or {})
     eta = getattr(getattr(result, "family", None), "eta_desc", "log-odds")
     if layout == "apa":
-        from scipy.stats import norm
-
+        from mrcstats._dist import norm_ppf
         from mrcstats.report.format import format_ci
 
-        zc = float(norm.ppf(0.5 + level / 2))
+        zc = float(norm_ppf(0.5 + level / 2))
         lo, hi = cf["estimate"] - zc * cf["se"], cf["estimate"] + zc * cf["se"]
         df = pd.DataFrame({"Term": [names.get(t, t) for t in cf["term"]], "Estimate": cf["estimate"],
                            "SE": cf["se"], f"{level:.0%} CI": list(zip(lo, hi)), "z": cf["z"], "p": cf["p"]})

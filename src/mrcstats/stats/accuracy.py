@@ -1,27 +1,32 @@
-"""Accuracy per group with a Wilson interval and a cluster-robust standard error.
+"""Accuracy per group with its 95% interval and a cluster-robust standard error.
 
 For a group of ``n`` rows with scores ``x_i`` (1 = correct; 0 = wrong *or invalid*):
 
 * ``accuracy = sum(x) / n`` (invalid answers count as not correct, as in ``mrcstats ingest``);
 * ``accuracy_valid = sum(x) / (n - invalid)`` (null when no answer is valid);
-* Wilson 95% score interval (Wilson 1927), the interval of R's
-  ``prop.test(k, n, correct = FALSE)``::
+* ``se_cluster``, the cluster-robust (CR1) standard error of the mean, clustered on ``cluster`` (Miller
+  2024, "Adding Error Bars to Evals", Eq. 4, with the small-sample factor G/(G-1), G = clusters)::
 
-      centre = (p + z^2 / (2n)) / (1 + z^2 / n)
-      half   = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / (4 n^2))
+      se_cluster = sqrt( G/(G-1) * sum_c ( sum_{i in c} (x_i - xbar) )^2 ) / n
 
-* the cluster-robust standard error of the mean, clustered on ``cluster`` (Miller
-  2024, "Adding Error Bars to Evals", Eq. 4, with the 1/n variance of the CLT term)::
+  R's ``sqrt(sandwich::vcovCL(lm(x ~ 1), cluster = ~cluster, type = "HC1", cadjust = TRUE))`` (for an
+  intercept-only model HC1's (n-1)/(n-k) is 1, so this is the cluster adjustment alone) and statsmodels'
+  ``OLS(...).fit(cov_type="cluster")``. It is the one ``se_cluster`` of the package: ``compare``, the report
+  tables and figures take it from here. With one row per cluster it is ``sqrt(p (1 - p) / (n - 1))``.
+* **one interval rule** (:func:`accuracy_interval`; the rule's name is the ``ci_method`` column and field):
 
-      se_cluster = sqrt( sum_c ( sum_{i in c} (x_i - xbar) )^2 ) / n
+  - ``"wilson"`` when every cluster of the table holds one row: the Wilson score interval (Wilson 1927),
+    the interval of R's ``prop.test(k, n, correct = FALSE)``::
 
-  which is the CR0 sandwich of an intercept-only regression: R's
-  ``sqrt(sandwich::vcovCL(lm(x ~ 1), cluster = ~cluster, type = "HC0", cadjust = FALSE))``
-  and statsmodels' ``OLS(...).fit(cov_type="cluster", cov_kwds={"use_correction": False})``.
-  With one row per cluster it is the plain ``sqrt(p (1 - p) / n)``.
-* the clustered 95% interval ``accuracy ± z * se_cluster`` (``ci_low_cluster``, ``ci_high_cluster``;
-  Miller 2024, Eq. 5), clipped to [0, 1]: the interval for logs with several rows per cluster
-  (repeated trials of an item, questions of a passage), where Wilson's treats rows as independent.
+        centre = (p + z^2 / (2n)) / (1 + z^2 / n)
+        half   = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / (4 n^2))
+
+  - ``"clustered"`` when a cluster holds several rows (repeated trials of an item, questions of a passage):
+    the same Wilson formula at the effective sample size ``n_eff = p (1 - p) / se_cluster^2`` (Kish's
+    design effect; Korn & Graubard 1998, "Confidence intervals for proportions with small expected number
+    of positive counts estimated from survey data", Survey Methodology 24:193-201, who use n_eff the same
+    way; ``n_eff = n`` when p is 0 or 1 and the SE vanishes). Near p = 1/2 its half-width is
+    ``z * se_cluster`` (Miller 2024, Eq. 5), and unlike ``p ± z se`` it stays inside [0, 1].
 
 The conventions are parameters, so this is the one accuracy of the package (ELAGENT scoring and the
 masking curves call it too):
@@ -31,16 +36,17 @@ masking curves call it too):
   ``accuracy_valid`` and the intervals are over the valid rows);
 * ``trials="pool"`` (default) pools the trials; ``trials="mean"`` takes the mean over trials of the
   per-trial accuracy (seed 000's Acc(MR), seed 004's tables) and adds ``trials``, ``sd`` (sample SD
-  over trials, R ``sd``), ``se_trials`` and the t interval ``ci_low_t``/``ci_high_t``
-  (R ``t.test(acc_t)$conf.int``).
+  over trials, R ``sd``) and ``se_trials``; the interval stays the one rule above (repeated trials make
+  it ``"clustered"``), so a table and a figure of the same cells draw the same interval.
 
 **Graded scores** (``outcome="score"``; docs/scores.md): a log whose ``score`` holds partial credit, a
 metric (f1, bleu) or a judge rating is summarised by its mean score with the same clustered SE,
-``se_cluster = sqrt( sum_c ( sum_{i in c} (x_i - xbar) )^2 ) / n`` (Miller 2024 holds for any bounded
-score; R ``sandwich::vcovCL(lm(score ~ 1), cluster = ~cluster, type = "HC0", cadjust = FALSE)``). The
-table keeps its columns: ``accuracy`` is then the mean score, ``correct`` the sum of scores, and
-``ci_low``/``ci_high`` the normal interval ``xbar ± z sqrt(sum (x_i - xbar)^2) / n`` (Wilson's is for
-proportions); no interval is clipped (a score need not lie in [0, 1]). ``outcome`` says which was used.
+the CR1 ``se_cluster`` above (Miller 2024 holds for any bounded score; R ``sandwich::vcovCL(lm(score ~ 1),
+cluster = ~cluster, type = "HC1")``). The table keeps its columns: ``accuracy`` is then the mean score,
+``correct`` the sum of scores, and ``ci_low``/``ci_high`` the normal interval ``xbar ± z se`` with the
+plain ``se = sqrt(sum (x_i - xbar)^2) / n`` (``ci_method`` ``"normal"``) or, when clusters hold several
+rows, ``se_cluster`` (``"clustered normal"``); no interval is clipped (a score need not lie in [0, 1]).
+``outcome`` says which was used.
 """
 from __future__ import annotations
 
@@ -56,18 +62,63 @@ from mrcstats._repr import Result
 from mrcstats.errors import InputError
 
 #: the per-group fields of ``summarize(...).to_dict()["groups"]`` besides the ``by`` columns
-GROUP_FIELDS: tuple[str, ...] = ("n", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high", "se_cluster")
+GROUP_FIELDS: tuple[str, ...] = ("n", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high", "ci_method",
+                                  "se_cluster")
 #: the fields added with ``trials="mean"``
-TRIAL_FIELDS: tuple[str, ...] = ("trials", "sd", "se_trials", "ci_low_t", "ci_high_t")
+TRIAL_FIELDS: tuple[str, ...] = ("trials", "sd", "se_trials")
+#: the interval rules (``ci_method``) and the words a caption, table note or legend names them with
+CI_METHODS: dict[str, str] = {
+    "wilson": "Wilson score interval",
+    "clustered": "clustered Wilson interval (effective sample size from the cluster-robust CR1 standard error)",
+    "normal": "normal interval",
+    "clustered normal": "normal interval from the cluster-robust CR1 standard error"}
+
+
+def ci_words(method: str, level: float = 0.95) -> str:
+    """``"95% Wilson score interval"``: how a caption names the interval of ``ci_method``."""
+    return f"{level:.0%} {CI_METHODS.get(method, method)}"
+
+
+def cr1_factor(g: Any) -> Any:
+    """The CR1 small-sample factor ``G / (G - 1)`` on the clustered variance (NaN for G < 2); R's
+    ``sandwich::vcovCL(cadjust = TRUE)``, Miller (2024) §2.2."""
+    g = np.asarray(g, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(g > 1, g / np.where(g > 1, g - 1.0, 1.0), np.nan)
+    return float(out) if out.ndim == 0 else out
+
+
+def interval_method(n: Any, clusters: Any) -> str:
+    """The interval rule of a table: ``"clustered"`` when some group has more rows than clusters (repeated
+    trials of an item, several questions of a passage), else ``"wilson"``."""
+    n, clusters = np.asarray(n, dtype=float), np.asarray(clusters, dtype=float)
+    return "clustered" if bool(np.any(n > clusters)) else "wilson"
+
+
+def accuracy_interval(p: Any, n: Any, se: Any, method: str, level: float = 0.95) -> tuple[Any, Any]:
+    """The one accuracy interval: Wilson at ``n`` (``method="wilson"``) or at the effective sample size
+    ``n_eff = p (1 - p) / se^2`` (``"clustered"``; ``n_eff = n`` where p is 0 or 1 or the SE is 0 or
+    missing). Always inside [0, 1]. See the module docstring for the formula and references."""
+    p = np.asarray(p, dtype=float)
+    n = np.asarray(n, dtype=float)
+    if method == "wilson":
+        return wilson_interval(p * n, n, level)
+    if method != "clustered":
+        raise InputError(f"accuracy_interval: method must be 'wilson' or 'clustered', got {method!r}")
+    se = np.asarray(se, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ok = (p > 0) & (p < 1) & (se > 0) & np.isfinite(se)
+        n_eff = np.where(ok, p * (1.0 - p) / np.where(ok, se * se, 1.0), n)
+    return wilson_interval(p * n_eff, n_eff, level)
 
 
 def wilson_interval(k: np.ndarray | float, n: np.ndarray | float, level: float = 0.95) -> tuple[Any, Any]:
     """Wilson score interval for ``k`` successes in ``n`` trials (R ``prop.test(k, n, correct=FALSE)``)."""
-    from scipy.stats import norm
+    from mrcstats._dist import norm_ppf
 
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
-    z = float(norm.ppf(0.5 + level / 2.0))
+    z = float(norm_ppf(0.5 + level / 2.0))
     with np.errstate(invalid="ignore", divide="ignore"):
         p = k / n
         denom = 1.0 + z * z / n
@@ -77,14 +128,17 @@ def wilson_interval(k: np.ndarray | float, n: np.ndarray | float, level: float =
 
 
 def cluster_se(x: np.ndarray, clusters: np.ndarray) -> float:
-    """Cluster-robust (CR0) standard error of ``mean(x)``: ``sqrt(sum_c (sum_{i in c}(x_i - xbar))^2) / n``."""
+    """Cluster-robust (CR1) standard error of ``mean(x)``:
+    ``sqrt(G/(G-1) * sum_c (sum_{i in c}(x_i - xbar))^2) / n`` (NaN for fewer than 2 clusters);
+    R ``sandwich::vcovCL(lm(x ~ 1), cluster = ~cl, type = "HC1", cadjust = TRUE)``."""
     x = np.asarray(x, dtype=float)
     n = len(x)
     if n == 0:
         return float("nan")
     codes, _ = pd.factorize(pd.Series(clusters), use_na_sentinel=False)
     resid = np.bincount(codes, weights=x - x.mean())
-    return float(np.sqrt(np.sum(resid * resid)) / n)
+    g = int(codes.max()) + 1
+    return float(np.sqrt(cr1_factor(g) * np.sum(resid * resid)) / n)
 
 
 @dataclass(frozen=True, repr=False)
@@ -92,9 +146,10 @@ class AccuracySummary(Result):
     """Accuracy per group (see the module docstring for the formulas).
 
     ``table`` has the ``by`` columns, then ``n``, ``correct``, ``accuracy``,
-    ``accuracy_valid``, ``invalid``, ``ci_low``, ``ci_high`` (Wilson), ``se_cluster``,
-    ``clusters`` (number of clusters in the group), ``ci_low_cluster``, ``ci_high_cluster``
-    and, with ``trials="mean"``, ``trials``, ``sd``, ``se_trials``, ``ci_low_t``, ``ci_high_t``.
+    ``accuracy_valid``, ``invalid``, ``ci_low``, ``ci_high`` (the one interval rule), ``ci_method`` (its
+    name, :data:`CI_METHODS`), ``se_cluster`` (CR1), ``clusters`` (number of clusters in the group)
+    and, with ``trials="mean"``, ``trials``, ``sd``, ``se_trials``. ``ci_method`` is also a field (one rule
+    per table) and :meth:`ci_words` names it as a caption does.
     """
 
     by: tuple[str, ...]
@@ -104,14 +159,19 @@ class AccuracySummary(Result):
     trials: str = "pool"        # "pool" or "mean"
     cluster: str | None = "cluster"
     outcome: str = "correct"    # "correct" (accuracy) or "score" (mean graded score)
+    ci_method: str = "wilson"   # the interval rule of ci_low/ci_high (CI_METHODS)
+
+    def ci_words(self) -> str:
+        """The interval as a caption names it: ``"95% Wilson score interval"``."""
+        return ci_words(self.ci_method, self.level)
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"groups": [{<by columns>, "n", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high",
-        "se_cluster"}, ...]}``; with ``trials="mean"`` also ``trials``, ``sd``, ``se_trials``, ``ci_low_t``,
-        ``ci_high_t``."""
+        """``{"outcome", "ci_method", "invalid", "groups": [{<by columns>, "n", "accuracy", "accuracy_valid",
+        "invalid", "ci_low", "ci_high", "ci_method", "se_cluster"}, ...]}``; with ``trials="mean"`` also
+        ``trials``, ``sd``, ``se_trials``."""
         cols = [*self.by, *GROUP_FIELDS, *(TRIAL_FIELDS if self.trials == "mean" else ())]
         groups = plain_records(self.table[cols])
         return {"outcome": self.outcome, "groups": groups}
@@ -121,7 +181,7 @@ class AccuracySummary(Result):
         t = self.table
         graded = self.outcome == "score"
         head = [*self.by, "n", "mean_score" if graded else "accuracy",
-                f"{int(self.level * 100)}% CI ({'normal' if graded else 'Wilson'})", "se_cluster",
+                f"{int(self.level * 100)}% CI ({self.ci_method})", "se_cluster (CR1)",
                 "score_valid" if graded else "acc_valid", "invalid"]
         rows = []
         for _, r in t.iterrows():
@@ -133,9 +193,11 @@ class AccuracySummary(Result):
         widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+        lines.append(f"interval: {self.ci_words()}; se_cluster: cluster-robust CR1 on "
+                     f"{self.cluster or 'rows'}; invalid answers "
+                     + (("score 0" if graded else "count as wrong") if self.invalid == "wrong" else "left out"))
         if graded:
-            lines.append("outcome: score (mean graded score; invalid answers "
-                         + ("score 0)" if self.invalid == "wrong" else "left out)"))
+            lines.append("outcome: score (mean graded score)")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -151,8 +213,8 @@ def _fmt(v: Any) -> str:
 
 
 def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = "cluster",
-              level: float = 0.95, invalid: str = "wrong", trials: str = "pool", engine: str | None = None,
-              scheduler: Any = None, outcome: str = "auto") -> AccuracySummary:
+              level: float = 0.95, invalid: str = "wrong", trials: str = "pool", backend: str | None = None,
+              scheduler: Any = None, outcome: str = "auto", engine: str | None = None) -> AccuracySummary:
     """Accuracy, accuracy over valid answers, invalid count, Wilson and clustered intervals per group.
 
     Args:
@@ -162,9 +224,10 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
             the log names no cluster).
         level: confidence level of the intervals.
         invalid: ``"wrong"`` (invalid = not correct) or ``"exclude"`` (over valid answers only).
-        trials: ``"pool"`` or ``"mean"`` (mean over trials of the per-trial accuracy, with SD and t interval).
-        engine: for a :class:`~mrcstats.io.dataset.LogDataset` (a dataset folder larger than memory) the
-            per-(group, cluster) counts come from DuckDB SQL (default, :func:`mrcstats.stats._sql.summary_moments`)
+        trials: ``"pool"`` or ``"mean"`` (mean over trials of the per-trial accuracy, with its SD).
+        backend: where the rows are read (:mod:`mrcstats.backends`; ``engine=`` is its deprecated old
+            name): for a :class:`~mrcstats.io.dataset.LogDataset` (a dataset folder larger than memory) the
+            per-(group, cluster) counts come from DuckDB SQL (default, :func:`mrcstats.backends.sql.summary_moments`)
             or, with ``"dask"``, from Dask partitions reduced on the client (``scheduler``: an address or a
             ``distributed.Client``), and per (group, trial) for ``trials="mean"``; :func:`finish_summary`
             turns them into the same table as in memory (every convention).
@@ -176,8 +239,16 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
     from mrcstats.io.dataset import LogDataset
     from mrcstats.io.schema import check_grouping, is_canonical, validate_log
 
+    if engine is not None:
+        import warnings
+
+        warnings.warn("summarize(engine=) is deprecated: the row pass is backend= (engine means native/lme4)",
+                      DeprecationWarning, stacklevel=2)
+        if backend not in (None, engine):
+            raise InputError(f"summarize: engine={engine!r} and backend={backend!r} disagree; pass backend only")
+    engine = backend if backend is not None else engine       # below: the backend
     if engine not in (None, "duckdb", "memory", "dask"):
-        raise InputError(f"summarize: engine must be duckdb, memory or dask, got {engine!r}")
+        raise InputError(f"summarize: backend must be duckdb, memory or dask, got {engine!r}")
     if isinstance(log, pd.DataFrame) and engine != "dask" and not is_canonical(log):
         log = validate_log(log)
     if isinstance(log, (LogDataset, pd.DataFrame)):
@@ -218,7 +289,7 @@ def summarize_scores(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster
     (``invalid="wrong"``) or are left out (``"exclude"``). Same table as :func:`summarize_frame`, with
     ``outcome="score"``; reference: R ``sandwich::vcovCL(lm(score ~ 1), cluster = ~cluster, type = "HC0",
     cadjust = FALSE)`` (tests/stats/_r_scores.py)."""
-    from scipy.stats import norm
+    from mrcstats._dist import norm_ppf
 
     by_cols = [by] if isinstance(by, str) else list(by)
     for c in [*by_cols, *([cluster] if cluster else []), *(["trial"] if trials == "mean" else [])]:
@@ -233,7 +304,7 @@ def summarize_scores(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster
         work[f"_g{i}"] = pd.Series(log[b].array)
     keys = [f"_g{i}" for i in range(len(by_cols))]
     cl = log[cluster].to_numpy() if cluster else None
-    z = float(norm.ppf(0.5 + level / 2.0))
+    z = float(norm_ppf(0.5 + level / 2.0))
     recs = []
     groups = work.groupby(keys, sort=True, dropna=False) if keys else [((), work)]
     for key, g in groups:
@@ -251,11 +322,17 @@ def summarize_scores(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster
         rec.update(n=n, correct=float(xs.sum()), accuracy=mean,
                    accuracy_valid=float(x[valid].mean()) if len(valid) else float("nan"), invalid=n_inv,
                    ci_low=mean - z * se_iid, ci_high=mean + z * se_iid, se_cluster=se_cl,
-                   clusters=int(pd.Series(cl[idx]).nunique()) if cluster else n,
-                   ci_low_cluster=mean - z * se_cl, ci_high_cluster=mean + z * se_cl)
+                   clusters=int(pd.Series(cl[use]).nunique()) if cluster else den, _den=den, _se_iid=se_iid)
         recs.append(rec)
     table = pd.DataFrame(recs, columns=[*by_cols, "n", "correct", "accuracy", "accuracy_valid", "invalid", "ci_low",
-                                        "ci_high", "se_cluster", "clusters", "ci_low_cluster", "ci_high_cluster"])
+                                        "ci_high", "se_cluster", "clusters", "_den", "_se_iid"])
+    method = "clustered normal" if cluster and interval_method(table["_den"], table["clusters"]) == "clustered" \
+        else "normal"
+    if method == "clustered normal":
+        table["ci_low"] = table["accuracy"] - z * table["se_cluster"]
+        table["ci_high"] = table["accuracy"] + z * table["se_cluster"]
+    table.insert(table.columns.get_loc("ci_high") + 1, "ci_method", method)
+    table = table.drop(columns=["_den", "_se_iid"])
     for c in by_cols:
         table[c] = table[c].astype(log[c].dtype)
     if trials == "mean":
@@ -266,10 +343,10 @@ def summarize_scores(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster
         tr = trial_summary(per, by_cols, level, invalid)
         table["trials"] = tr["trials"].to_numpy()
         table["accuracy"] = tr["accuracy"].to_numpy()
-        for c in ("sd", "se_trials", "ci_low_t", "ci_high_t"):
+        for c in ("sd", "se_trials"):
             table[c] = tr[c].to_numpy()
     return AccuracySummary(by=tuple(by_cols), table=table, level=level, invalid=invalid, trials=trials,
-                           cluster=cluster, outcome="score")
+                           cluster=cluster, outcome="score", ci_method=method)
 
 
 def summarize_frame(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster: str | None = "cluster",
@@ -340,10 +417,10 @@ def _summarize_counts(log: Any, by_cols: list[str], cluster: str, level: float, 
 
     _check_conventions(level, invalid, trials)
     if engine == "dask":
-        from mrcstats.models.outofcore import pass_backend
+        from mrcstats.backends import pass_backend
 
         if isinstance(log, LogDataset):
-            from mrcstats.stats._sql import check_columns
+            from mrcstats.backends.sql import check_columns
 
             check_columns(log, [*by_cols, cluster, "correct", *(["trial"] if trials == "mean" else [])])
         elif isinstance(log, pd.DataFrame):
@@ -355,7 +432,7 @@ def _summarize_counts(log: Any, by_cols: list[str], cluster: str, level: float, 
 
         def typed(cl: pd.DataFrame) -> pd.DataFrame:
             if isinstance(log, LogDataset):
-                from mrcstats.stats._sql import canonical_dtypes
+                from mrcstats.backends.sql import canonical_dtypes
 
                 return canonical_dtypes(cl, by_cols, log)
             if isinstance(log, pd.DataFrame):
@@ -367,7 +444,7 @@ def _summarize_counts(log: Any, by_cols: list[str], cluster: str, level: float, 
         per = (typed(backend.group_counts(list(dict.fromkeys([*by_cols, "trial"])))) if trials == "mean"
                else None)
     else:
-        from mrcstats.stats._sql import group_counts, summary_moments
+        from mrcstats.backends.sql import group_counts, summary_moments
 
         mom = summary_moments(log, by_cols, cluster)
         per = group_counts(log, [*by_cols, "trial"]) if trials == "mean" else None
@@ -375,7 +452,8 @@ def _summarize_counts(log: Any, by_cols: list[str], cluster: str, level: float, 
 
 
 def _moments(cl: pd.DataFrame, by_cols: list[str]) -> pd.DataFrame:
-    """Per group: n, correct, invalid, clusters (non-null cluster values) and the integer moments
+    """Per group: n, correct, invalid, clusters (non-null cluster values), clusters_valid (those with a
+    valid row) and the integer moments
     ss = Σ s², sm = Σ s m, mm = Σ m², smv = Σ s v, mmv = Σ v² (v = m - inv: valid rows) from per
     (group, cluster) ``_cl``, ``s`` (correct), ``m`` (rows), ``inv`` (invalid)."""
     cl = cl.copy()
@@ -384,11 +462,13 @@ def _moments(cl: pd.DataFrame, by_cols: list[str]) -> pd.DataFrame:
     v = m - cl["inv"].astype("int64")
     cl["ss"], cl["sm"], cl["mm"], cl["smv"], cl["mmv"] = s * s, s * m, m * m, s * v, v * v
     cl["_has"] = cl["_cl"].notna().astype("int64")
+    cl["_hasv"] = (cl["_cl"].notna() & (v > 0)).astype("int64")
     if not by_cols:
         cl["_g"] = 0
     gcols = by_cols or ["_g"]
     mom = cl.groupby(gcols, sort=True, dropna=False).agg(
         n=("m", "sum"), correct=("s", "sum"), invalid=("inv", "sum"), clusters=("_has", "sum"),
+        clusters_valid=("_hasv", "sum"),
         ss=("ss", "sum"), sm=("sm", "sum"), mm=("mm", "sum"), smv=("smv", "sum"), mmv=("mmv", "sum")).reset_index()
     return mom.drop(columns=["_g"]) if not by_cols else mom
 
@@ -419,7 +499,7 @@ def trial_summary(per: pd.DataFrame, by: Sequence[str], level: float = 0.95,
     Vectorised over groups (two-pass SD: Σ (acc_t - mean)² / (T - 1)).
     Rows come out in the order of the groups sorted by ``by`` (missing last), as :func:`finish_summary`.
     """
-    from scipy import stats as _st
+    from mrcstats._dist import t_ppf
 
     by_cols = list(by)
     p = per.copy()
@@ -446,7 +526,7 @@ def trial_summary(per: pd.DataFrame, by: Sequence[str], level: float = 0.95,
         ss = np.bincount(g_ok, weights=dev * dev, minlength=n_groups)
         sd = np.where(nt > 1, np.sqrt(ss / np.where(nt > 1, nt - 1, 1)), np.nan)
         se = sd / np.sqrt(np.where(nt > 1, nt, np.nan))
-        tq = np.where(nt > 1, _st.t.ppf(0.5 + level / 2, np.where(nt > 1, nt - 1, 1)), np.nan)
+        tq = np.where(nt > 1, t_ppf(0.5 + level / 2, np.where(nt > 1, nt - 1, 1)), np.nan)
     half = tq * se
     out = np.column_stack([nt, mean, sd, se, mean - half, mean + half])
     first = p.drop_duplicates(subset=gcols, keep="first") if len(p) else p
@@ -470,15 +550,15 @@ def finish_summary(moments: pd.DataFrame | None, by: Sequence[str], level: float
     ``invalid="wrong"``, the valid ones for ``"exclude"``; M, SM the matching moments), the cluster
     residual sum of squares Σ_c (s_c - m_c k/N)² is evaluated exactly in integers::
 
-        Σ_c (s_c - m_c k/N)² = (N² ss - 2 N k SM + k² MM) / N²,   se_cluster = sqrt(N² ss - 2 N k SM + k² MM) / N²
+        Σ_c (s_c - m_c k/N)² = (N² ss - 2 N k SM + k² MM) / N²,
+        se_cluster = sqrt(G/(G-1)) sqrt(N² ss - 2 N k SM + k² MM) / N²   (CR1, G = clusters)
 
-    With ``trial_counts`` (``trials="mean"``), ``accuracy`` is the mean over trials
-    (:func:`trial_summary`) and the trial columns are added; the Wilson and clustered intervals stay
-    those of the pooled rows.
+    The interval is :func:`accuracy_interval` under the table's rule (:func:`interval_method`). With
+    ``trial_counts`` (``trials="mean"``), ``accuracy`` is the mean over trials (:func:`trial_summary`) and
+    the trial columns are added; the interval stays that of the pooled rows.
     """
     import math
 
-    from scipy.stats import norm
 
     by_cols = list(by)
     if moments is None:   # no cluster moments: the totals come from the per-trial counts
@@ -496,11 +576,14 @@ def finish_summary(moments: pd.DataFrame | None, by: Sequence[str], level: float
     den_i = n_i if invalid == "wrong" else [n - i for n, i in zip(n_i, inv_i)]
     if cluster:
         sm_c, mm_c = ("sm", "mm") if invalid == "wrong" else ("smv", "mmv")
+        g_col = "clusters" if invalid == "wrong" or "clusters_valid" not in t.columns else "clusters_valid"
+        g_i = t[g_col].to_numpy(dtype=float)
         rss = [d * d * int(ss) - 2 * d * k * int(sm) + k * k * int(mm)
                for d, k, ss, sm, mm in zip(den_i, k_i, t["ss"], t[sm_c], t[mm_c])]
         se = np.array([math.sqrt(max(r, 0)) / (d * d) if d else float("nan") for r, d in zip(rss, den_i)],
-                      dtype=float)
+                      dtype=float) * np.sqrt(cr1_factor(g_i))
     else:
+        g_i = np.asarray(den_i, dtype=float)
         se = np.full(len(t), np.nan)
     den = np.asarray(den_i, dtype=float)
     k = table["correct"].to_numpy(dtype=float)
@@ -508,13 +591,13 @@ def finish_summary(moments: pd.DataFrame | None, by: Sequence[str], level: float
         table["accuracy"] = k / np.where(den > 0, den, np.nan)
     valid = table["n"] - table["invalid"]
     table["accuracy_valid"] = np.where(valid > 0, k / valid.where(valid > 0, 1).to_numpy(dtype=float), np.nan)
-    lo, hi = wilson_interval(k, den, level)
-    table["ci_low"], table["ci_high"] = lo, hi
     se[den < 2] = np.nan          # one observation has no spread to estimate: NA, not 0 (R: sd(1) is NA)
+    method = interval_method(den, g_i) if cluster else "wilson"
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo, hi = accuracy_interval(k / np.where(den > 0, den, np.nan), den, se, method, level)
+    table["ci_low"], table["ci_high"] = lo, hi
+    table["ci_method"] = method
     table["se_cluster"] = se
-    z = float(norm.ppf(0.5 + level / 2.0))
-    table["ci_low_cluster"] = np.clip(table["accuracy"] - z * table["se_cluster"], 0.0, 1.0)
-    table["ci_high_cluster"] = np.clip(table["accuracy"] + z * table["se_cluster"], 0.0, 1.0)
     extra: list[str] = []
     if trial_counts is not None:
         tr = trial_summary(trial_counts, by_cols, level, invalid)
@@ -522,10 +605,10 @@ def finish_summary(moments: pd.DataFrame | None, by: Sequence[str], level: float
             raise InputError("summarize: the per-trial counts do not cover the same groups as the totals")
         table["trials"] = tr["trials"].to_numpy()
         table["accuracy"] = tr["accuracy"].to_numpy()
-        for c in ("sd", "se_trials", "ci_low_t", "ci_high_t"):
+        for c in ("sd", "se_trials"):
             table[c] = tr[c].to_numpy()
-        extra = ["trials", "sd", "se_trials", "ci_low_t", "ci_high_t"]
+        extra = ["trials", "sd", "se_trials"]
     table = table[[*by_cols, "n", "correct", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high",
-                   "se_cluster", "clusters", "ci_low_cluster", "ci_high_cluster", *extra]]
+                   "ci_method", "se_cluster", "clusters", *extra]]
     return AccuracySummary(by=tuple(by_cols), table=table, level=level, invalid=invalid,
-                           trials="mean" if trial_counts is not None else "pool", cluster=cluster)
+                           trials="mean" if trial_counts is not None else "pool", cluster=cluster, ci_method=method)

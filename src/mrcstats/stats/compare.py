@@ -20,12 +20,16 @@ the score of item ``i`` (the mean of its ``K_i`` trials), ``n`` the number of it
     se         = sqrt( (1/(n-1)) Σ_i (s_i - s̄)² / n )              CLT SE (Miller §2.1, Eq. 2)
     se_cluster = sqrt( G/(G-1) · Σ_c ( Σ_{i∈c} (s_i - s̄) )² ) / n  clustered SE (Miller §2.2, Eq. 4)
 
-``se_cluster`` is Miller's Eq. 4 (the CR0 sandwich of an intercept-only regression,
-:func:`mrcstats.stats.accuracy.cluster_se`) times the small-sample factor ``G/(G-1)``
-on the variance: R's ``sqrt(sandwich::vcovCL(lm(s ~ 1), cluster = ~cluster,
-type = "HC0", cadjust = TRUE))``. With one item per cluster it equals ``se``
-exactly. CI: ``s̄ ± z · se_used`` with ``se_used = se_cluster`` when ``cluster`` is
-given, else ``se``. ``rank`` 1 is the highest accuracy (ties share the lower rank).
+``se_cluster`` is the package's one clustered SE, :func:`mrcstats.stats.accuracy.cluster_se`
+(CR1: Miller's Eq. 4 with the small-sample factor ``G/(G-1)`` on the variance; R's
+``sqrt(sandwich::vcovCL(lm(s ~ 1), cluster = ~cluster, type = "HC1", cadjust = TRUE))``), the same
+number ``summary`` reports for the same model. With one item per cluster it equals ``se``
+exactly. CI of a model's accuracy: the one accuracy interval of
+:func:`mrcstats.stats.accuracy.accuracy_interval` (``ci_method``): Wilson at n items for one binary answer
+per item and no clusters, else the clustered Wilson interval at the effective sample size
+``s̄(1-s̄)/se_used²`` with ``se_used = se_cluster`` when ``cluster`` is given, else ``se`` (items with
+repeated trials are then the clusters); it stays inside [0, 1]. Graded scores keep ``s̄ ± z · se_used``
+(``"normal"``). ``rank`` 1 is the highest accuracy (ties share the lower rank).
 
 **Per pair** (model a vs model b, paired on ``item``; items only one of them answered
 are left out and counted in ``skipped``), with ``d_i = s_{a,i} - s_{b,i}`` on the
@@ -99,7 +103,8 @@ ITEM_SCORE_COLUMNS: tuple[str, ...] = ("model", "item", "cluster", "score", "n_t
 #: ``--adjust`` choices; ``BH`` = Benjamini-Hochberg (R's ``"BH"``/``"fdr"``)
 ADJUST_METHODS: tuple[str, ...] = ("holm", "BH", "bonferroni", "none")
 #: the per-model fields of ``compare(...).to_dict()["models"]``
-MODEL_FIELDS: tuple[str, ...] = ("model", "n_items", "accuracy", "se", "se_cluster", "ci_low", "ci_high", "rank")
+MODEL_FIELDS: tuple[str, ...] = ("model", "n_items", "accuracy", "se", "se_cluster", "ci_low", "ci_high", "ci_method",
+                                  "rank")
 #: the per-pair fields of ``compare(...).to_dict()["pairs"]``
 PAIR_FIELDS: tuple[str, ...] = ("model_a", "model_b", "n_items", "diff", "se", "se_cluster", "ci_low", "ci_high",
                                 "z", "p", "p_adjusted", "p_mcnemar", "corr", "variance_ratio", "boot_ci_low",
@@ -134,7 +139,7 @@ def per_item_scores(log: pd.DataFrame, cluster: str = "cluster", outcome: str = 
 
         check_grouping(cluster, log.columns, "cluster by")
         if outcome == "correct" or (outcome == "auto" and not _dataset_graded(log)):
-            from mrcstats.stats._sql import per_item_scores as sql_scores
+            from mrcstats.backends.sql import per_item_scores as sql_scores
 
             out = sql_scores(log, cluster)
             out.attrs["outcome"] = "correct"
@@ -291,9 +296,14 @@ class CompareResult(Result):
     def summary(self) -> str:
         """Ranking and pairs as plain-text tables."""
         lvl = f"{100 * (1 - self.alpha):g}%"
-        se_name = f"clustered on {self.cluster!r} (CR, G/(G-1))" if self.cluster else "CLT, unclustered"
+        from mrcstats.stats.accuracy import CI_METHODS
+
+        se_name = f"clustered on {self.cluster!r} (CR1, G/(G-1))" if self.cluster else "CLT, unclustered"
         what = "mean score" if self.outcome == "score" else "accuracy"
-        lines = [f"Models ranked by {what} (SE {se_name}; {lvl} CI)"]
+        methods = list(dict.fromkeys(self.models["ci_method"])) if "ci_method" in self.models else []
+        head = (f"Models ranked by {what} (SE {se_name}; {lvl} CI: "
+                f"{', '.join(CI_METHODS.get(m, m) for m in methods)})")
+        lines = [head]
         rk = self.ranking()
         head = ["rank", "model", "n_items", what.replace(" ", "_"), "se", "se_cluster", f"{lvl} CI"]
         rows = [[str(int(r["rank"])), str(r["model"]), str(int(r["n_items"])), _f(r["accuracy"]), _f(r["se"]),
@@ -436,9 +446,8 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
     ``clustered=True`` uses the ``cluster`` column for cluster-robust SEs and the cluster
     bootstrap (``cluster_name`` only labels the result). See the module docstring.
     """
-    from scipy.stats import norm
-
-    from mrcstats.stats.accuracy import cluster_se
+    from mrcstats._dist import norm_ppf, norm_sf
+    from mrcstats.stats.accuracy import accuracy_interval, cluster_se
     from mrcstats.stats.contingency import mcnemar_exact_p
 
     _check_args(alpha, adjust, bootstrap)
@@ -470,9 +479,10 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
         item_cl = np.arange(n_items, dtype=np.int64)
     n_cl = int(item_cl.max()) + 1 if n_items else 0
     F = ~np.isnan(S)
-    zq = float(norm.ppf(1 - alpha / 2))
+    zq = float(norm_ppf(1 - alpha / 2))
 
     # ---- per model
+    graded = items.attrs.get("outcome") == "score"
     mrows = []
     for k, m in enumerate(names):
         mask = F[k]
@@ -482,12 +492,17 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
         se = float(np.std(x, ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
         g = len(np.unique(item_cl[mask]))
         if clustered:
-            sec = float(cluster_se(x, item_cl[mask]) * math.sqrt(g / (g - 1))) if g > 1 else float("nan")
+            sec = cluster_se(x, item_cl[mask])   # CR1: the package's one se_cluster (G/(G-1) inside)
         else:
             sec = float("nan")
         used = sec if clustered else se
+        if graded:
+            method, lo, hi = ("clustered normal" if clustered else "normal"), acc - zq * used, acc + zq * used
+        else:
+            method = "clustered" if (clustered or (K[k, mask] > 1).any()) else "wilson"
+            lo, hi = (float(v) for v in accuracy_interval(acc, n, used, method, 1 - alpha))
         mrows.append({"model": m, "n_items": n, "accuracy": acc, "se": se, "se_cluster": sec,
-                      "ci_low": acc - zq * used, "ci_high": acc + zq * used, "clusters": g})
+                      "ci_low": lo, "ci_high": hi, "ci_method": method, "clusters": g})
     mtab = pd.DataFrame(mrows)
     mtab["rank"] = mtab["accuracy"].rank(ascending=False, method="min").astype("int64")
     mtab = mtab[[*MODEL_FIELDS, "clusters"]]
@@ -594,7 +609,7 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
             used, ua, ub = se, se_a, se_b
         z = np.where(used > 0, diff / used, np.where(diff == 0, 0.0, np.copysign(np.inf, diff)))
         z = np.where(np.isnan(used), np.nan, z)
-        p = 2.0 * norm.sf(np.abs(z))
+        p = 2.0 * norm_sf(np.abs(z))
         denom = ua ** 2 + ub ** 2
         vratio = np.where(denom > 0, used ** 2 / denom, np.nan)
         va, vb = cols["va"], cols["vb"]

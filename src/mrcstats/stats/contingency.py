@@ -27,6 +27,7 @@ import pandas as pd
 
 from mrcstats._pformat import format_pval
 from mrcstats._repr import Result
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.stats._rxc_exact import FEXACT_TOL, rxc_exact_pvalue
 
@@ -92,7 +93,7 @@ def as_count_table(table: Any, *, drop_empty: bool = True, where: str = "table")
     else:
         raw = np.asarray(table, dtype=object)
         if raw.ndim != 2:
-            raise InputError(f"{where}: expected a two-way table of counts, got {raw.ndim} dimension(s)")
+            raise InputError(f"{where}: expected a two-way table of counts, got {plural(raw.ndim, 'dimension')}")
         rl = [str(i + 1) for i in range(raw.shape[0])]
         cl = [str(j + 1) for j in range(raw.shape[1])]
     if raw.ndim != 2 or raw.shape[0] < 2 or raw.shape[1] < 2:
@@ -125,9 +126,9 @@ def as_count_table(table: Any, *, drop_empty: bool = True, where: str = "table")
         if dropped_r or dropped_c:
             parts = []
             if dropped_r:
-                parts.append(f"{len(dropped_r)} all-zero row(s) {list(dropped_r)}")
+                parts.append(f"{plural(len(dropped_r), 'all-zero row')} {list(dropped_r)}")
             if dropped_c:
-                parts.append(f"{len(dropped_c)} all-zero column(s) {list(dropped_c)}")
+                parts.append(f"{plural(len(dropped_c), 'all-zero column')} {list(dropped_c)}")
             warnings.warn(f"{where}: dropped " + " and ".join(parts) + " (they carry no information)",
                           stacklevel=3)
         counts = counts[keep_r][:, keep_c]
@@ -688,7 +689,7 @@ def mcnemar(log: Any, models: Sequence[str] | None = None, *, b: Any = None,
         both_mask = merged["_merge"] == "both"
         n_unpaired = int((~both_mask).sum())
         if n_unpaired:
-            print(f"mcnemar: {n_unpaired} row(s) have no partner in the other model and are left out",
+            print(f"mcnemar: {plural(n_unpaired, 'row')} have no partner in the other model and are left out",
                   file=sys.stderr)
         merged = merged[both_mask]
         xa, ma = _as_bool_array(merged[f"{correct}_a"], name_a)

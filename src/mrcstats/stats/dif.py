@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 
 __all__ = ["DifResult", "DifValidation", "dif", "dif_validate", "mantel_haenszel", "resolve_groups"]
@@ -86,7 +87,7 @@ def resolve_groups(log: pd.DataFrame, groups: Any, model_col: str = "model") -> 
     models = sorted(log[model_col].astype(str).unique())
     missing = [m for m in models if m not in mapping]
     if missing:
-        raise InputError(f"dif: {len(missing)} model(s) have no group (e.g. {missing[0]!r}); map every model "
+        raise InputError(f"dif: {plural(len(missing), 'model')} have no group (e.g. {missing[0]!r}); map every model "
                          "of the log to a group")
     used = {m: mapping[m] for m in models}
     if len(set(used.values())) < 2:

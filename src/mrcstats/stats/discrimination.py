@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.models.predict import plogis
 
@@ -105,7 +106,7 @@ class DiscriminationResult(Result):
         if len(s):
             lines.append(f"  min {s.min():.4g}, median {s.median():.4g}, mean {s.mean():.4g}, max {s.max():.4g}")
         for why, k in self.skipped.items():
-            lines.append(f"  {k} cluster(s) without P_d: {why}")
+            lines.append(f"  {plural(k, 'cluster')} without P_d: {why}")
         return "\n".join(lines)
 
     def default_cutoffs(self) -> list[float]:
@@ -172,7 +173,7 @@ def discrimination(log: pd.DataFrame, cluster: str = "cluster", model: str = "mo
 
 def _discrimination_dataset(ds: Any, cluster: str, model: str, epsilon: float, correct: str,
                             item: str) -> DiscriminationResult:
-    from mrcstats.stats._sql import cluster_model_counts
+    from mrcstats.backends.sql import cluster_model_counts
 
     if not (0 <= epsilon < 0.5):
         raise InputError(f"discrimination: epsilon must lie in [0, 0.5), got {epsilon}")
@@ -220,7 +221,7 @@ def _from_counts(n_correct: pd.DataFrame, n_rows: pd.DataFrame, n_items: Any, it
     skipped: dict[str, int] = {}
     if (~ok).any():
         skipped["fewer than two models"] = int((~ok).sum())
-        print(f"discrimination: {int((~ok).sum())} cluster(s) have fewer than two models and get no P_d",
+        print(f"discrimination: {plural(int((~ok).sum()), 'cluster')} have fewer than two models and get no P_d",
               file=sys.stderr)
     return DiscriminationResult(pd_series, acc, n_correct.fillna(0.0), n_rows.fillna(0).astype(float),
                                 n_items, float(epsilon), cluster, model, skipped, items)

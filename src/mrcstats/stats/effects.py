@@ -50,12 +50,12 @@ class EffectSize(Result):
 
 def proportion_difference(k1: int, n1: int, k2: int, n2: int, level: float = 0.95) -> EffectSize:
     """``k1/n1 - k2/n2`` with R's ``prop.test(..., correct = FALSE)`` interval (module docstring)."""
-    from scipy.stats import norm
+    from mrcstats._dist import norm_ppf
 
     if min(n1, n2) <= 0 or not (0 <= k1 <= n1 and 0 <= k2 <= n2):
         raise InputError(f"proportion_difference: need 0 <= k <= n and n > 0, got {k1}/{n1} and {k2}/{n2}")
     p1, p2 = k1 / n1, k2 / n2
-    z = float(norm.ppf(0.5 + level / 2))
+    z = float(norm_ppf(0.5 + level / 2))
     half = z * math.sqrt(p1 * (1 - p1) / n1 + p2 * (1 - p2) / n2)
     d = p1 - p2
     return EffectSize("difference in proportions", d, max(-1.0, d - half), min(1.0, d + half), level)

@@ -13,8 +13,8 @@ the sample's epoch scores, then the metrics to the reduced scores, one per sampl
   undefined when m < k); ``pass_k_k`` = C(c, k) / C(m, k);
 * metrics on the ``n`` reduced values ``r_s``: ``accuracy()``/``mean()`` = mean(r);
   ``stderr()`` = sd(r) / sqrt(n) with the ``n - 1`` denominator (0 when n < 2) — which equals the
-  clustered SE of the trial level (Miller 2024, Eq. 4) times sqrt(G / (G - 1)) when each sample is one
-  cluster and the reducer is the mean.
+  package's CR1 ``se_cluster`` of the trial level (Miller 2024, Eq. 4, with G / (G - 1)) when each sample is
+  one cluster and the reducer is the mean.
 
 Errored and never-run sample-epochs are not in the log (the reader counts them as skipped), so they are
 left out as Inspect leaves them out. Samples flagged by ``invalidate_samples`` are kept in ``value`` and
@@ -36,6 +36,7 @@ import pandas as pd
 
 from mrcstats._jsonout import plain_records
 from mrcstats._repr import Result
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.io.inspect_ai import INSPECT_VALUES
 
@@ -180,7 +181,7 @@ def inspect_headline(log: Any) -> Headline:
     notes: list[str] = []
     n_null = int(np.isnan(work["score"]).sum())
     if n_null:
-        notes.append(f"{n_null} row(s) without a score left out")
+        notes.append(f"{plural(n_null, 'row')} without a score left out")
         work = work[~np.isnan(work["score"])]
     rows = []
     for key, g in work.groupby([*by, "reducer"], sort=True):

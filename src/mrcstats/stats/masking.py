@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.stats.accuracy import finish_summary
 
@@ -126,15 +127,29 @@ def mr_plain_mean(mr: Any, x: Any) -> float:
 
 
 # ----------------------------------------------------------------------------- accuracy
-def _check_log(log: pd.DataFrame, where: str) -> pd.DataFrame:
+def _check_log(log: pd.DataFrame, where: str, cluster: str | None = None) -> pd.DataFrame:
     """The columns this module uses, validated by the package's one validator (:mod:`mrcstats.io.schema`)."""
     from mrcstats.io.schema import require_binary, require_log
 
     require_binary(log, where)
     log = require_log(log, where, ("model", "masking_rate", "correct"))
     out = _keys(log, where)
+    if cluster:
+        out["_cl"] = log[cluster].to_numpy()
     out["correct"] = log["correct"]
     return out
+
+
+def _cluster_column(log: Any, cluster: str | None) -> str | None:
+    """The column the interval is clustered on: ``cluster`` when the log has it, else ``item`` (each item
+    answered in several trials is a cluster), else None (Wilson over rows)."""
+    cols = set(map(str, log.columns))
+    if cluster and cluster in cols:
+        return cluster
+    if cluster and cluster != "cluster":
+        raise InputError(f"masking: no column {cluster!r} to cluster the interval on; columns: "
+                         f"{', '.join(sorted(cols))}")
+    return "item" if "item" in cols else None
 
 
 def _keys(frame: pd.DataFrame, where: str) -> pd.DataFrame:
@@ -151,22 +166,24 @@ def _keys(frame: pd.DataFrame, where: str) -> pd.DataFrame:
     }, index=frame.index)
 
 
-def _counts(log: Any, where: str) -> pd.DataFrame:
-    """Integer counts per (model, condition, masking_rate, trial): ``n`` rows, ``k`` correct, ``inv``
-    invalid. A :class:`~mrcstats.io.dataset.LogDataset` is counted by DuckDB on the raw key values (the
-    keys are then coerced as in memory and the counts re-summed); a frame by pandas."""
+def _counts(log: Any, where: str, cluster: str | None = None) -> pd.DataFrame:
+    """Integer counts per (model, condition, masking_rate, trial[, cluster as ``_cl``]): ``n`` rows, ``k``
+    correct, ``inv`` invalid. A :class:`~mrcstats.io.dataset.LogDataset` is counted by DuckDB on the raw key
+    values (the keys are then coerced as in memory and the counts re-summed); a frame by pandas."""
     from mrcstats.io.dataset import LogDataset
 
-    keys = [*_KEYS, "trial"]
+    keys = [*_KEYS, "trial", *(["_cl"] if cluster else [])]
     if isinstance(log, LogDataset):
-        from mrcstats.stats._sql import check_columns, group_counts
+        from mrcstats.backends.sql import check_columns, group_counts
 
         check_columns(log, ["model", "masking_rate", "correct"], "compute masking curves by")
-        raw = group_counts(log, [c for c in keys if c in log.columns])
+        raw = group_counts(log, [c for c in [*keys[:4], *([cluster] if cluster else [])] if c in log.columns])
         df = _keys(raw, str(log.path))
+        if cluster:
+            df["_cl"] = raw[cluster].to_numpy()
         df[["n", "k", "inv"]] = raw[["n", "k", "inv"]]
     else:
-        df = _check_log(log, where)
+        df = _check_log(log, where, cluster)
         corr = df.pop("correct")
         df["n"] = 1
         df["k"] = corr.fillna(False).to_numpy(dtype=np.int64)
@@ -181,15 +198,25 @@ class MaskingAccuracy(Result):
     ``table`` columns: model, condition, masking_rate, n_trials, n (answers over
     all trials), n_correct, n_invalid, acc (mean over trials of the per-trial
     accuracy, invalid = not correct), sd (sample SD over trials, ddof = 1, as R
-    ``sd``), se, ci_low, ci_high (t interval ``acc +- t_{n_trials-1} * sd / sqrt(n_trials)``,
-    as R ``t.test(x)$conf.int``; null with one trial), acc_valid (correct / valid
-    answers, pooled over trials), invalid (invalid / all, pooled over trials).
-    ``notes`` lists rows left out and why.
+    ``sd``), se (sd / sqrt(n_trials)), ci_low, ci_high (the package's one accuracy interval,
+    :func:`mrcstats.stats.accuracy.accuracy_interval`: clustered on ``cluster`` — by default the item,
+    answered once per trial — so a curve and the accuracy table beside it draw the same interval),
+    ci_method (its name), se_cluster (CR1), acc_valid (correct / valid answers, pooled over trials),
+    invalid (invalid / all, pooled over trials). ``notes`` lists rows left out and why.
     """
 
     table: pd.DataFrame
     level: float = 0.95
     notes: tuple[str, ...] = ()
+    ci_method: str = "wilson"
+    cluster: str | None = None
+
+    def ci_words(self) -> str:
+        """The interval as a caption or legend names it (``"95% clustered Wilson interval (...)"``)."""
+        from mrcstats.stats.accuracy import ci_words
+
+        return ci_words(self.ci_method, self.level) + (f", clustered by {self.cluster}"
+                                                        if self.ci_method == "clustered" else "")
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -206,7 +233,7 @@ class MaskingAccuracy(Result):
 
     def summary(self, notes: bool = True) -> str:
         """Text table; ``notes=False`` leaves out the notes (the CLI prints them on stderr)."""
-        lines = [f"Acc(MR): mean over trials, invalid counted as not correct ({self.level:.0%} t interval)"]
+        lines = [f"Acc(MR): mean over trials, invalid counted as not correct ({self.ci_words()})"]
         for (m, c), g in self.table.groupby(["model", "condition"], sort=False):
             lines.append(f"{m} | {c or '(no condition)'}")
             lines.append("    MR   trials     acc      sd        CI            acc_valid  invalid")
@@ -224,7 +251,7 @@ def _fmt(x: float) -> str:
     return "   NA " if x is None or pd.isna(x) else f"{x:.4f}"
 
 
-def masking_accuracy(log: Any, *, level: float = 0.95) -> MaskingAccuracy:
+def masking_accuracy(log: Any, *, level: float = 0.95, cluster: str | None = "cluster") -> MaskingAccuracy:
     """Accuracy-masking-rate curve Acc(MR) per model x condition (seed section 4, Fig. 2).
 
     Parameters
@@ -234,7 +261,9 @@ def masking_accuracy(log: Any, *, level: float = 0.95) -> MaskingAccuracy:
         ``condition`` and ``trial``; or a log dataset folder opened with
         :func:`mrcstats.open_dataset` (counted by DuckDB, larger than memory;
         the same table and notes as on ``dataset.to_log()``).
-    level : confidence level of the t interval over trials.
+    level : confidence level of the interval.
+    cluster : the column the interval is clustered on (default ``cluster``, else ``item`` when the log
+        has no ``cluster`` column); None: no clustering (Wilson over rows).
 
     Returns
     -------
@@ -244,8 +273,8 @@ def masking_accuracy(log: Any, *, level: float = 0.95) -> MaskingAccuracy:
     -----
     Per trial t: ``acc_t = #(correct is True) / #rows`` (invalid answers count as
     not correct, the seed's Acc over all questions). ``acc`` is the mean of
-    ``acc_t`` over trials, ``sd`` their sample SD (R ``sd``), the interval R's
-    ``t.test(acc_t, conf.level = level)$conf.int``. ``acc_valid`` and
+    ``acc_t`` over trials, ``sd`` their sample SD (R ``sd``); the interval is the one accuracy interval
+    of :mod:`mrcstats.stats.accuracy` over the pooled rows, clustered by item. ``acc_valid`` and
     ``invalid`` pool the trials. Rows without a masking rate are left out and
     counted in ``notes``. Computed from integer counts per (model, condition,
     MR, trial) by :func:`mrcstats.stats.accuracy.finish_summary`, the code of
@@ -253,11 +282,12 @@ def masking_accuracy(log: Any, *, level: float = 0.95) -> MaskingAccuracy:
     """
     if not 0 < level < 1:
         raise InputError(f"level must be between 0 and 1, got {level!r}")
-    per = _counts(log, "masking_accuracy")
+    cl = _cluster_column(log, cluster)
+    per = _counts(log, "masking_accuracy", cl)
     notes: list[str] = []
     no_mr = per["masking_rate"].isna()
     if no_mr.any():
-        notes.append(f"{int(per.loc[no_mr, 'n'].sum())} row(s) without a masking_rate left out")
+        notes.append(f"{plural(int(per.loc[no_mr, 'n'].sum()), 'row')} without a masking_rate left out")
         per = per[~no_mr]
     if per.empty or int(per["n"].sum()) == 0:
         raise InputError("masking_accuracy: the log has no rows with a masking_rate; "
@@ -267,16 +297,26 @@ def masking_accuracy(log: Any, *, level: float = 0.95) -> MaskingAccuracy:
         raise InputError(f"masking_accuracy: {int(per.loc[no_trial, 'n'].sum())} row(s) have no trial number; "
                          "fill the 'trial' column (integers)")
     per = per.reset_index(drop=True)
-    acc = finish_summary(None, _KEYS, level, None, trial_counts=per).to_frame()
+    if cl:
+        from mrcstats.stats.accuracy import _moments
+
+        by_cl = per.groupby([*_KEYS, "_cl"], sort=False, dropna=False)[["n", "k", "inv"]].sum().reset_index()
+        mom = _moments(by_cl.rename(columns={"k": "s", "n": "m"}), _KEYS)
+        tr = per.groupby([*_KEYS, "trial"], sort=False, dropna=False)[["n", "k", "inv"]].sum().reset_index()
+        res = finish_summary(mom, _KEYS, level, cl, trial_counts=tr)
+    else:
+        res = finish_summary(None, _KEYS, level, None, trial_counts=per)
+    acc = res.to_frame()
     rows = [{"model": r["model"], "condition": r["condition"], "masking_rate": float(r["masking_rate"]),
              "n_trials": int(r["trials"]), "n": int(r["n"]), "n_correct": int(r["correct"]),
              "n_invalid": int(r["invalid"]), "acc": r["accuracy"], "sd": r["sd"], "se": r["se_trials"],
-             "ci_low": r["ci_low_t"], "ci_high": r["ci_high_t"], "acc_valid": r["accuracy_valid"],
+             "ci_low": r["ci_low"], "ci_high": r["ci_high"], "ci_method": r["ci_method"],
+             "se_cluster": r["se_cluster"], "acc_valid": r["accuracy_valid"],
              "invalid": r["invalid"] / r["n"]} for _, r in acc.iterrows()]
     table = pd.DataFrame(rows)
     table["model"] = table["model"].astype(str)
     table["condition"] = table["condition"].astype(str)
-    return MaskingAccuracy(table=table, level=level, notes=tuple(notes))
+    return MaskingAccuracy(table=table, level=level, notes=tuple(notes), ci_method=res.ci_method, cluster=cl)
 
 
 # ----------------------------------------------------------------------------- indicators
@@ -345,7 +385,7 @@ def _acc0_for(acc0: float | Mapping[str, float] | None, g: pd.DataFrame, model: 
 def masking_indicators(log: Any,
                        baseline: Any = None,
                        acc0: float | Mapping[str, float] | None = None,
-                       *, baseline_acc0: float | None = None) -> MaskingIndicators:
+                       *, baseline_acc0: float | None = None, cluster: str | None = "cluster") -> MaskingIndicators:
     """NA, EA and KI per masking rate, with MR-weighted and plain averages (seed 2.3, App. D).
 
     Parameters
@@ -358,6 +398,7 @@ def masking_indicators(log: Any,
     acc0 : mask-free accuracy Acc_0 as a fraction; default the MR = 0 accuracy
         of each model x condition. A mapping may give it per condition or model.
     baseline_acc0 : the same for the baseline (default its MR = 0 accuracy).
+    cluster : the column the accuracy interval is clustered on (:func:`masking_accuracy`).
 
     Returns
     -------
@@ -379,10 +420,10 @@ def masking_indicators(log: Any,
             raise InputError(f"acc0 must be a number (a fraction such as 0.8984), got {acc0!r}") from None
         if not 0 < acc0 <= 1:
             raise InputError(f"acc0 is a fraction in (0, 1] (0.8984 for 89.84 %), got {acc0!r}")
-    acc = log if isinstance(log, MaskingAccuracy) else masking_accuracy(log)
+    acc = log if isinstance(log, MaskingAccuracy) else masking_accuracy(log, cluster=cluster)
     base = None
     if baseline is not None:
-        base = baseline if isinstance(baseline, MaskingAccuracy) else masking_accuracy(baseline)
+        base = baseline if isinstance(baseline, MaskingAccuracy) else masking_accuracy(baseline, cluster=cluster)
     notes: list[str] = list(acc.notes)
     rows = []
     for (model, cond), g in acc.table.groupby(["model", "condition"], sort=False):
@@ -409,7 +450,7 @@ def masking_indicators(log: Any,
                 part["na_baseline"] = normalized_accuracy(part["acc_baseline"], b0)
                 miss = int(part["acc_baseline"].isna().sum())
                 if miss:
-                    notes.append(f"{model} / {cond}: {miss} masking rate(s) missing in the baseline; "
+                    notes.append(f"{model} / {cond}: {plural(miss, 'masking rate')} missing in the baseline; "
                                  "EA and KI are null there")
                 part["ea"] = effective_accuracy(part["na"], part["na_baseline"], a0)
                 part["ki"] = knowledge_independence(part["na"], part["na_baseline"])

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.stats.masking import mr_key
 
@@ -305,7 +306,7 @@ def read_mskcal_outputs(paths: Any) -> pd.DataFrame:
         else:
             skipped["not a MskCal answer file"] = skipped.get("not a MskCal answer file", 0) + 1
     if not rows:
-        raise InputError(f"no MskCal answers found in {len(files)} file(s); expected answer_<model>_<MR> "
+        raise InputError(f"no MskCal answers found in {plural(len(files), 'file')}; expected answer_<model>_<MR> "
                          "columns or a result_MskCal_p<MR>.csv with trial columns 0..9")
     df = pd.DataFrame(rows)
     df["response"] = df["response"].replace("", pd.NA).astype("string")
@@ -351,7 +352,7 @@ def mskcal(outputs: Any, *, truth: Mapping[str, float] | None = None, tol: float
     if bad:
         raise InputError(f"truth values must be finite non-zero numbers; bad: {', '.join(bad)}")
     df = _load(outputs)
-    notes: list[str] = [f"{n} file(s) skipped: {why}" for why, n in df.attrs.get("skipped", {}).items() if n]
+    notes: list[str] = [f"{plural(n, 'file')} skipped: {why}" for why, n in df.attrs.get("skipped", {}).items() if n]
     missing = [c for c in ("response", "masking_rate") if c not in df.columns]
     if missing:
         raise InputError(f"mskcal: column(s) {', '.join(missing)} missing from the outputs; they must hold "
@@ -364,7 +365,7 @@ def mskcal(outputs: Any, *, truth: Mapping[str, float] | None = None, tol: float
     })
     no_mr = d["masking_rate"].isna()
     if no_mr.any():
-        notes.append(f"{int(no_mr.sum())} row(s) without a masking_rate left out")
+        notes.append(f"{plural(int(no_mr.sum()), 'row')} without a masking_rate left out")
         d = d[~no_mr]
     if model is not None:
         known = sorted(d["model"].unique())

@@ -50,15 +50,15 @@ class PowerResult(Result):
 
     @property
     def z_alpha(self) -> float:
-        from scipy.stats import norm
+        from mrcstats._dist import norm_ppf
 
-        return float(norm.ppf(1 - self.alpha / 2))
+        return float(norm_ppf(1 - self.alpha / 2))
 
     @property
     def z_beta(self) -> float:
-        from scipy.stats import norm
+        from mrcstats._dist import norm_ppf
 
-        return float(norm.ppf(self.power))
+        return float(norm_ppf(self.power))
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -119,8 +119,7 @@ def power(sd_diff: Any, n_items: int | None = None, effect: float | None = None,
 
     Formula: the module docstring (Miller 2024, arXiv:2411.00640, Eq. 9-10).
     """
-    from scipy.stats import norm
-
+    from mrcstats._dist import norm_ppf
     from mrcstats.stats.compare import CompareResult
 
     a = _positive("alpha", alpha)
@@ -136,7 +135,7 @@ def power(sd_diff: Any, n_items: int | None = None, effect: float | None = None,
     else:
         eff = None
     n_given = None if n_items is None else int(_positive("n_items", n_items, integer=True))
-    zsum = float(norm.ppf(1 - a / 2) + norm.ppf(pw))
+    zsum = float(norm_ppf(1 - a / 2) + norm_ppf(pw))
     if isinstance(sd_diff, CompareResult):
         pr = sd_diff.pairs
         n = pr["n_items"].to_numpy(dtype=float)

@@ -40,13 +40,21 @@ fit concentrates on the tail. The score is the log-likelihood ratio of the mixtu
 ``log(sum_t pi_t exp(s_t))`` with ``pi_unchosen`` the share of items no model answered right (0.01-0.5); higher
 = more suspect. A log without ``pred``/``gold`` gets the mean robust z-score of the correctness signals.
 
-**Calibration.** ``p_value``: the share of null items scoring at least as high, the null items simulated from
-the fitted model (an item's ``(a, d)`` drawn from the fitted items, correctness ``~ Binomial(n_ij, P_ij)``,
-each model's wrong answers on the distractors it chose on a real item, in its own shares);
-``q_value``: Benjamini-Hochberg (R ``p.adjust(p, "BH")``) - the estimated false-discovery rate of flagging every
-item scoring at least as high. ``flag = q_value <= fdr``. The null assumes clean items follow the 2PL (real
-clean items deviate from it more), so on real data the estimate is optimistic: check it with
-:func:`screen_validate` and the benchmark (``benchmarks/bench_screen.py``).
+**Calibration.** ``p_sim``: the share of null items scoring at least as high, the null items simulated from
+the fitted model under no key errors: a template item of the log is simulated clean with the key its data favour
+(the key likelihood's best option, the gold one unless ``alt_loglik > 0``), its ``(a, d)`` drawn from the fitted
+items whose data favour their own key, correctness ``~ Binomial(n_ij, P_ij)``, each model's wrong answers on the
+other options it chose on the template, in its own shares (templates taken as keyed copied the broken items'
+pattern - strong models agreeing on a "distractor" - into the null, and nothing was flagged). That null assumes
+clean items follow the 2PL; real clean items misfit it (several skills, guessing), score higher than the
+simulated ones, and a false-discovery rate read from ``p_sim`` is then optimistic. ``p_value`` therefore
+recentres it on the log's own items (Efron's empirical null, :func:`_empirical_null`: the probit of the
+simulated p-values of the bulk of the items fixes a shift ``δ`` and a spread ``σ``, used when they make the test
+more conservative; ``calibration="simulated"`` keeps ``p_sim``). ``q_value``: Benjamini-Hochberg (R
+``p.adjust(p, "BH")``) of ``p_value`` - the estimated false-discovery rate of flagging every item scoring at
+least as high; ``flag = q_value <= fdr``. On logs with injected key errors and a misfitting 2PL
+(``tests/stats/test_screen_fdr.py``) the realised share of clean items among the flagged ones stays below
+``fdr`` on average over seeds.
 """
 from __future__ import annotations
 
@@ -59,6 +67,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 
 __all__ = ["SIGNALS", "ScreenResult", "ScreenValidation", "inject_key_errors", "precision_at_k", "roc_auc",
@@ -78,6 +87,8 @@ _TRAIN_PRIOR = 0.05
 _RIDGE = 1e-2
 #: share of the training copies whose key is moved to an option no model chose
 _UNCHOSEN = 0.2
+#: simulated null scores above which the null's p-values come from an exponential tail fit
+_TAIL = 250
 
 
 def _design(Z: np.ndarray) -> np.ndarray:
@@ -163,14 +174,14 @@ def _choices(log: pd.DataFrame, items: tuple[str, ...], models: tuple[str, ...],
     cnt = g.groupby(["i", "gold"], sort=True).size().reset_index(name="n")
     multi = cnt.groupby("i")["gold"].nunique()
     if (multi > 1).any():
-        notes.append(f"{int((multi > 1).sum())} item(s) have more than one gold answer across rows; the most "
+        notes.append(f"{plural(int((multi > 1).sum()), 'item')} have more than one gold answer across rows; the most "
                      "frequent is used as the key")
     key = cnt.sort_values(["i", "n", "gold"], ascending=[True, False, True]).drop_duplicates("i")
     gold_of = pd.Series(pd.NA, index=range(I), dtype="string")
     gold_of[key["i"].to_numpy()] = key["gold"].to_numpy()
     no_gold = int(gold_of.isna().sum())
     if no_gold:
-        notes.append(f"{no_gold} item(s) have no gold answer: no key likelihood for them")
+        notes.append(f"{plural(no_gold, 'item')} have no gold answer: no key likelihood for them")
     pred = _norm(log["pred"]).to_numpy()[keep]
     ok = pd.notna(pred)
     rows = pd.DataFrame({"i": ipos[keep][ok], "j": mpos[keep][ok], "o": pred[ok]})
@@ -310,6 +321,7 @@ class ScreenResult(Result):
     abilities: pd.DataFrame
     skipped: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    calibration: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def flagged(self) -> pd.DataFrame:
@@ -331,7 +343,8 @@ class ScreenResult(Result):
                         "evidence": {c: r[c] for c in ev_cols}})
         return {"items": out, "notes": list(self.notes), "fdr": self.fdr, "n_flagged": int(self.items["flag"].sum()),
                 "combination": self.combination, "weights": dict(self.weights), "irt_model": self.irt_model,
-                "a0": self.a0, "n_null": self.n_null, "n_train": self.n_train, "skipped": dict(self.skipped)}
+                "a0": self.a0, "n_null": self.n_null, "n_train": self.n_train, "skipped": dict(self.skipped),
+                "calibration": dict(self.calibration)}
 
     def summary(self, n: int = 20) -> str:
         it = self.items
@@ -359,19 +372,23 @@ def _check(log: Any, model_col: str, item_col: str, correct_col: str, fdr: float
 def screen(log: pd.DataFrame, *, fdr: float = 0.1, irt_model: str = "2pl", seed: int = 0,
            n_null: int | None = None, n_train: int | None = None, irt_tol: float = 1e-4,
            progress: bool | None = None, model_col: str = "model", item_col: str = "item",
-           correct_col: str = "correct") -> ScreenResult:
+           correct_col: str = "correct", calibration: str = "empirical") -> ScreenResult:
     """Rank every item of a canonical log by how likely it is broken (mis-keyed or ill-posed).
 
     ``fdr``: flag items whose estimated false-discovery rate (BH q-value against the simulated null) is at
     most this; ``irt_model``: ``"2pl"`` or ``"1pl"`` for the abilities; ``seed``: the injected training copies
     and the null simulation (deterministic given it); ``n_null`` / ``n_train``: simulated null items and
-    injected copies (default: as many as items, between 2,000 and 20,000 / up to 5,000).
+    injected copies (default: as many as items, between 2,000 and 20,000 / up to 5,000); ``calibration``:
+    ``"empirical"`` (the simulated null's p-values recentred on the log's own items, see the module docstring)
+    or ``"simulated"`` (the simulated null as it is: optimistic when the clean items misfit the 2PL).
     """
     from mrcstats._progress import progress as bar_of
     from mrcstats.models.irt import fit_irt, response_matrix
     from mrcstats.stats.irt import rest_scores
 
     _check(log, model_col, item_col, correct_col, fdr)
+    if calibration not in ("empirical", "simulated"):
+        raise InputError(f"screen: calibration must be 'empirical' or 'simulated', got {calibration!r}")
     if irt_model not in ("1pl", "2pl", "rasch"):
         raise InputError(f"screen: irt_model must be '1pl' or '2pl', got {irt_model!r}")
     disable = None if progress is None else not progress
@@ -476,17 +493,30 @@ def screen(log: pd.DataFrame, *, fdr: float = 0.1, irt_model: str = "2pl", seed:
         bar.update(1)
         # ---- null reference
         n0 = n_null if n_null is not None else int(min(max(I, 2000), 20000))
-        F0 = _null_features(rng, n0, fit, rm, ch, N, theta, a0, rest, I)
+        # the null under no key errors: each template item is simulated clean with the key its data favour
+        # (the likelihood's best option), and its (a, d) come from items whose data favour their own key
+        ml_key = consistent = None
+        if ch is not None:
+            flip = np.nan_to_num(alt_delta, nan=-np.inf) > 0
+            ml_key = np.where(flip, alt_pair, ch.gold)
+            consistent = ~flip
+        F0 = _null_features(rng, n0, fit, rm, ch, N, theta, a0, rest, I, ml_key, consistent)
         s0 = np.sort(combine(F0[:, use]))
         bar.update(1)
         from mrcstats.stats.multiplicity import p_adjust
 
-        pval = (1.0 + (len(s0) - np.searchsorted(s0, score, side="left"))) / (1.0 + len(s0))
+        p_sim = (1.0 + (len(s0) - np.searchsorted(s0, score, side="left"))) / (1.0 + len(s0))
+        cal = {"method": calibration, "delta": 0.0, "sigma": 1.0}
+        if calibration == "empirical":
+            pval, cal = _empirical_null(s0, score)
+        else:
+            pval = p_sim
         qval = p_adjust(pval, "BH")
         flag = qval <= fdr
         # ---- table
         mml = fit.items.set_index("item")
-        tab = pd.DataFrame({"item": list(rm.items), "score": score, "flag": flag, "p_value": pval, "q_value": qval})
+        tab = pd.DataFrame({"item": list(rm.items), "score": score, "flag": flag, "p_value": pval, "q_value": qval,
+                            "p_sim": p_sim})
         tab["suggested_key"] = pd.Series(pd.NA, index=tab.index, dtype="string")
         tab["gold"] = pd.Series(pd.NA, index=tab.index, dtype="string")
         tab["accuracy"] = sig["p"]
@@ -528,17 +558,54 @@ def screen(log: pd.DataFrame, *, fdr: float = 0.1, irt_model: str = "2pl", seed:
         missing = all_items.difference(pd.Index(rm.items))
         if len(missing):
             extra = pd.DataFrame({"item": list(missing), "score": np.nan, "flag": False, "p_value": np.nan,
-                                  "q_value": np.nan})
+                                  "q_value": np.nan, "p_sim": np.nan})
             tab = pd.concat([tab, extra], ignore_index=True)
             tab["flag"] = tab["flag"].astype(bool)
-            notes.append(f"{len(missing)} item(s) answered by one model only are listed without a score")
+            notes.append(f"{plural(len(missing), 'item')} answered by one model only are listed without a score")
         tab = tab.iloc[_order(tab["score"].to_numpy(float))].reset_index(drop=True)
         bar.update(1)
     finally:
         bar.close()
     ab = fit.abilities[["model", "theta", "sd"]].copy()
     return ScreenResult(tab, sigs, float(fdr), weights, combination, fit.model, a0, len(s0), int(n_tr), ab,
-                        dict(rm.skipped), tuple(notes))
+                        dict(rm.skipped), tuple(notes), cal)
+
+
+def _empirical_null(s0: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+    """p-values of ``score`` against the sorted simulated null ``s0``, recentred on the items' own scores.
+
+    Each item's mid-p against the simulation, ``p_mid = (#{s0 > s} + #{s0 = s}/2 + 1/2) / (n0 + 1)`` (past
+    the top ``_TAIL`` simulated scores: an exponential tail fitted to them), becomes
+    ``z = Φ⁻¹(1 - p_mid)``; were the simulated null right, the clean items' ``z`` would be N(0, 1). Real clean items
+    misfit the 2PL, so their ``z`` are shifted and wider: the empirical null N(δ, σ²) is read off the centre
+    of the items' ``z`` (δ = median, σ = IQR / 1.349; the few broken items sit in the upper tail and can only
+    move both up), and ``p = max(1 - Φ((z - δ') / σ'), p_mid)`` with ``δ' = max(δ, 0)``, ``σ' = max(σ, 1)`` -
+    never less conservative than the simulation. Efron (2004), "Large-scale simultaneous hypothesis testing: the choice
+    of a null hypothesis", JASA 99:96-104 (R ``locfdr``'s empirical null, here by quantiles).
+    """
+    from scipy.stats import norm
+
+    n0 = len(s0)
+    above = n0 - np.searchsorted(s0, score, side="right")
+    ties = np.searchsorted(s0, score, side="right") - np.searchsorted(s0, score, side="left")
+    pm = (above + 0.5 * ties + 0.5) / (n0 + 1.0)
+    # beyond the simulation's top _TAIL values: an exponential tail fitted to their excesses (the GPD
+    # approximation of permutation p-values with shape 0; Knijnenburg et al. 2009, Bioinformatics 25:i161),
+    # so items scoring past every simulated one are not all tied at 1 / (n0 + 1)
+    k = min(_TAIL, n0 // 10)
+    if k >= 10:
+        u = float(s0[n0 - k - 1])
+        beta = float(np.mean(s0[n0 - k:] - u))
+        if beta > 0:
+            tail = score > u
+            pm = np.where(tail, (k + 0.5) / (n0 + 1.0) * np.exp(-(score - u) / beta), pm)
+    z = norm.isf(pm)
+    ok = np.isfinite(z)
+    q25, q50, q75 = np.quantile(z[ok], [0.25, 0.5, 0.75]) if ok.any() else (0.0, 0.0, 0.0)
+    delta, sigma = float(q50), float((q75 - q25) / 1.3489795003921634)
+    d, sd = max(delta, 0.0), max(sigma, 1.0)
+    p = np.maximum(norm.sf((z - d) / sd), pm)
+    return p, {"method": "empirical", "delta": delta, "sigma": sigma, "delta_used": d, "sigma_used": sd}
 
 
 def _eligible(ch: _Choices, n_items: int) -> np.ndarray:
@@ -582,12 +649,18 @@ def _version_features(ch: _Choices, items: np.ndarray, key: np.ndarray, N: np.nd
 
 
 def _null_features(rng: np.random.Generator, n0: int, fit: Any, rm: Any, ch: _Choices | None, N: np.ndarray,
-                   theta: np.ndarray, a0: float, rest: np.ndarray, I: int) -> np.ndarray:
-    """Signals of ``n0`` items simulated from the fitted model (see the module docstring)."""
+                   theta: np.ndarray, a0: float, rest: np.ndarray, I: int, ml_key: np.ndarray | None = None,
+                   consistent: np.ndarray | None = None) -> np.ndarray:
+    """Signals of ``n0`` items simulated from the fitted model (see the module docstring). ``ml_key``: per
+    item, the option pair taken as the template's key (default the gold one); ``consistent``: the items whose
+    fitted (a, d) the null may draw (default all fitted items)."""
     from scipy.special import expit
 
     fitted = np.flatnonzero(rm.fit_mask)
-    par = rng.integers(len(fit.items), size=n0)
+    rows = np.arange(len(fit.items))                      # fit.items rows follow the fitted items
+    if consistent is not None and consistent[fitted].sum() >= 2:
+        rows = rows[consistent[fitted]]
+    par = rows[rng.integers(len(rows), size=n0)]
     a = fit.items["a"].to_numpy()[par]
     d = fit.items["d"].to_numpy()[par]
     base = fitted[rng.integers(len(fitted), size=n0)]     # shapes (answers per model, rest, distractors)
@@ -608,7 +681,8 @@ def _null_features(rng: np.random.Generator, n0: int, fit: Any, rm: Any, ch: _Ch
     ends = np.searchsorted(ch.item, base, side="right")
     for v in range(n0):
         i = base[v]
-        ps = [p for p in range(starts[v], ends[v]) if p != ch.gold[i] and tot[p] > 0]
+        key_i = ch.gold[i] if ml_key is None else ml_key[i]
+        ps = [p for p in range(starts[v], ends[v]) if p != key_i and tot[p] > 0]
         if not ps:
             c = np.zeros((1, J))
             c[0] = wrong[v]
@@ -668,7 +742,7 @@ def inject_key_errors(log: pd.DataFrame, k: int, seed: int = 0, *, model_col: st
         raise InputError("validate: the log's 'pred' or 'gold' column is empty; cannot move keys")
     elig = np.flatnonzero(_eligible(ch, len(rm.items)))
     if k > len(elig):
-        raise InputError(f"validate: K = {k} but only {len(elig)} item(s) have an option other than the key "
+        raise InputError(f"validate: K = {k} but only {plural(len(elig), 'item')} have an option other than the key "
                          "chosen by some model; choose a smaller K")
     rng = np.random.default_rng(seed)
     pick = np.sort(rng.choice(elig, int(k), replace=False))

@@ -53,6 +53,7 @@ import pandas as pd
 
 from mrcstats._repr import Result
 from mrcstats._seeds import stream
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.models.irt import IrtFit, ResponseMatrix, fit_irt, response_matrix, score_abilities
 
@@ -415,7 +416,7 @@ class SubsetEvalResult(Result):
 
     def summary(self) -> str:
         lines = [(f"Leave-models-out validation: {self.n_models} models, {self.n_items} items, {self.folds} folds x "
-                 f"{len(self.seeds)} seed(s)"),
+                 f"{plural(len(self.seeds), 'seed')}"),
                  "Mean absolute error of the full-benchmark accuracy (held-out models):",
                  self.table("mae").round(4).to_string(),
                  "Kendall tau of the held-out ranking:",

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.stats._rxc_exact import ExactTooLarge
 from mrcstats.stats.contingency import ChisqResult, FisherResult, chisq, fisher
@@ -90,7 +91,7 @@ def _need(log: pd.DataFrame, cols: Sequence[str], who: str) -> None:
 def _report(who: str, skipped: Mapping[str, int]) -> None:
     for why, k in skipped.items():
         if k:
-            print(f"{who}: left out {k} row(s): {why}", file=sys.stderr)
+            print(f"{who}: left out {plural(k, 'row')}: {why}", file=sys.stderr)
 
 
 def crosstab(log: pd.DataFrame, rows: str, cols: str, *, test: str = "chisq", simulate: bool = False,
@@ -104,7 +105,7 @@ def crosstab(log: pd.DataFrame, rows: str, cols: str, *, test: str = "chisq", si
     from mrcstats.io.dataset import LogDataset
 
     if isinstance(log, LogDataset):  # larger than memory: the counts of each (rows, cols) pair from DuckDB
-        from mrcstats.stats._sql import pair_counts
+        from mrcstats.backends.sql import pair_counts
 
         pairs, n_miss = pair_counts(log, rows, cols)
         skipped = {f"missing {rows} or {cols}": n_miss} if n_miss else {}

@@ -36,25 +36,38 @@ class SimulatedChoices:
 
 def choice_log(seed: int = 0, *, models: int = 24, items: int = 400, options: int = 4, families: int = 3,
                miskeyed: int = 12, dif_items: int = 0, dif_delta: float = 3.0,
-               invalid_rate: float = 0.02) -> SimulatedChoices:
-    """Simulate the log described in the module docstring."""
+               invalid_rate: float = 0.02, skills: int = 1, skill_corr: float = 0.6) -> SimulatedChoices:
+    """Simulate the log described in the module docstring.
+
+    ``skills > 1``: a misfitting log, as real benchmarks are - item ``i`` measures skill ``i mod skills`` and
+    model ``j`` has one ability per skill, ``theta_j ~ N(0, R)`` with correlation ``skill_corr`` between skills,
+    so a unidimensional 2PL fits the clean items only approximately (``truth["theta"]``: the first skill).
+    """
     if models < 3 or items < 2 or not (2 <= options <= 26) or families < 1:
         raise InputError("choice_log: need models >= 3, items >= 2, 2 <= options <= 26 and families >= 1")
     if miskeyed + dif_items > items:
         raise InputError("choice_log: miskeyed + dif_items must not exceed items")
     from scipy.special import expit
 
+    if skills < 1 or not (-1 < skill_corr < 1):
+        raise InputError("choice_log: need skills >= 1 and -1 < skill_corr < 1")
     rng = np.random.default_rng(seed)
     theta = rng.normal(0, 1, models)
     a = rng.lognormal(0.3, 0.3, items)
     b = rng.normal(0, 1, items)
+    th_items = np.broadcast_to(theta[:, None], (models, items))
+    if skills > 1:
+        # one ability per skill: the first is theta, the others correlated with it (skill_corr)
+        extra = rng.normal(0, 1, (models, skills - 1))
+        th_all = np.column_stack([theta, skill_corr * theta[:, None] + np.sqrt(1 - skill_corr ** 2) * extra])
+        th_items = th_all[:, np.arange(items) % skills]
     fam = np.arange(models) % families
     letters = np.array([chr(65 + k) for k in range(options)])
     key = rng.integers(options, size=items)
     order = rng.permutation(items)
     bad = np.sort(order[:miskeyed])
     dif = np.sort(order[miskeyed:miskeyed + dif_items])
-    eta = a[None, :] * (theta[:, None] - b[None, :])
+    eta = a[None, :] * (th_items - b[None, :])
     eta[np.ix_(fam == 0, dif)] += dif_delta
     right = rng.random((models, items)) < expit(eta)
     shares = rng.dirichlet(np.ones(options - 1), size=items)

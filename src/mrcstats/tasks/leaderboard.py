@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 
 
@@ -57,7 +58,7 @@ class LeaderboardLog(Result):
 
     def summary(self) -> str:
         t = self.truth
-        return (f"wrote {self.rows:,} rows ({self.models:,} models x {self.items:,} items x {self.trials} trial(s); "
+        return (f"wrote {self.rows:,} rows ({self.models:,} models x {self.items:,} items x {plural(self.trials, 'trial')}; "
                 f"{self.clusters:,} clusters) in {self.files:,} files to {self.path} in {self.seconds:.1f} s\n"
                 f"truth: {t.get('formula')}; b0 = {t.get('intercept')}, SD(ability) = {t.get('sd_ability')}, "
                 f"SD(difficulty) = {t.get('sd_difficulty')}, SD(cluster) = {t.get('sd_cluster')}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mrcstats._words import plural
 from mrcstats.report.analyses.base import Output
 
 TEST_TEXT = {
@@ -101,7 +102,7 @@ def wh_table(out: Output, seed: int, data: Any, groups: Any, col: str, simulate:
                                 effects=effects(counts, "", col)))
     for why, k in dict(tt.skipped).items():
         out.leave_out(why, k)
-        out.note(f"Left out {k} item(s): {why}.")
+        out.note(f"Left out {plural(k, 'item')}: {why}.")
     out.headline.setdefault("tests", {})[key] = {name: tt.test.p}
     out.tests.append(record(name, tt, key, int(counts.to_numpy().sum())))
     return name

@@ -32,17 +32,17 @@ class Accuracy(Analysis):
         cols, cluster = a.get("cols"), a.get("cluster")
         data = ctx.rows(a)
         ntrials = int(data["trial"].nunique())
-        agg = summarize(data, by=[*rows, cols], cluster=cluster, trials="mean" if ntrials > 1 else "pool").to_frame()
+        res = summarize(data, by=[*rows, cols], cluster=cluster, trials="mean" if ntrials > 1 else "pool")
+        agg = res.to_frame()
         order = dict(a.get("order") or {})
         keys = [c for c in [*rows, cols] if c in order]
         if keys:
             rank = {c: {str(v): i for i, v in enumerate(order[c])} for c in keys}
             agg = agg.sort_values(by=keys, key=lambda s: s.astype(str).map(rank[s.name]).fillna(len(rank[s.name])),
                                   kind="mergesort").reset_index(drop=True)
-        repeated = bool((agg["n"] > agg["clusters"]).any())
-        lo, hi = ("ci_low_cluster", "ci_high_cluster") if repeated else ("ci_low", "ci_high")
-        how = (f"Wald interval from the cluster-robust SE clustered by {cluster_words(data, cluster)}" if repeated
-               else "Wilson score interval")
+        repeated = res.ci_method == "clustered"
+        lo, hi = "ci_low", "ci_high"
+        how = res.ci_words() + (f", clustered by {cluster_words(data, cluster)}" if repeated else "")
         title = a.get("title") or f"Accuracy by {', '.join(rows)} and {cols}"
         trials = (f"mean over {ntrials} trials (= pooled accuracy)" if ntrials > 1 else "one trial per cell")
         labels = dict(a.get("labels") or {})
@@ -53,7 +53,7 @@ class Accuracy(Analysis):
         t = accuracy_table(agg.rename(columns=heads), [heads[c] for c in rows], cols, mean="accuracy", lo=lo, hi=hi,
                            sd="sd" if a.get("sd") and ntrials > 1 else None, percent=a.get("percent"),
                            caption=f"{title}: accuracy in percent ({trials}; invalid answers count as not correct) "
-                                   f"with its 95% {how}.",
+                                   f"with its {how}.",
                            label=f"a{a.index}_accuracy_{'_'.join(rows)}_{cols}")
         out = Output(title)
         out.table(t)
@@ -67,6 +67,8 @@ class Accuracy(Analysis):
         out.methods.append(
             "Accuracy per cell = correct / all responses (invalid = not correct)"
             + (f", the mean over {ntrials} trials of the per-trial accuracy" if ntrials > 1 else "")
-            + f"; 95% {how}" + (" (CR0, Miller 2024, Eqs. 4-5)." if repeated else
-                                " as R's prop.test(k, n, correct = FALSE)."))
+            + f"; {how}" + (" (Wilson's formula at the effective sample size p(1 − p)/SE², SE the "
+                            "cluster-robust standard error with the small-sample factor G/(G − 1), G = clusters; "
+                            "Miller 2024, Eq. 4; Korn and Graubard 1998)." if repeated else
+                            " as R's prop.test(k, n, correct = FALSE)."))
         return out

@@ -60,10 +60,14 @@ class Compare(Analysis):
         tab = rk[["rank", "model", "n_items", "accuracy", se_col, "ci_low", "ci_high"]].copy()
         tab.columns = ["Rank", "Model", "Items", "Accuracy (%)", "SE (%)", f"{lvl} CI low", f"{lvl} CI high"]
         tab[tab.columns[3:]] = tab[tab.columns[3:]] * 100.0
-        se_words = (f"cluster-robust SE clustered on {res.cluster} (small-sample factor G/(G−1))" if res.cluster
-                    else "CLT standard error (items independent)")
-        out.table(Table(tab, caption=f"{title}: models ranked by accuracy (percent) with the {se_words} and "
-                                     f"{lvl} normal confidence interval.",
+        from mrcstats.stats.accuracy import ci_words
+
+        se_words = (f"cluster-robust standard error (SE) clustered on {res.cluster}, with the small-sample "
+                    "factor G/(G−1) for G clusters" if res.cluster
+                    else "standard error (SE) from the central limit theorem, items independent")
+        ci_name = "; ".join(dict.fromkeys(ci_words(m, 1 - alpha) for m in rk["ci_method"]))
+        out.table(Table(tab, caption=f"{title}: models ranked by accuracy (percent) with the {se_words}, and "
+                                     f"the {ci_name} of the accuracy, the interval of the accuracy tables.",
                         label=f"a{a.index}_compare_ranking", stub=2,
                         formats={c: _pct for c in tab.columns[3:]}))
         # (table values are percent: the CSV beside the PDF holds the same numbers unrounded)
@@ -77,7 +81,7 @@ class Compare(Analysis):
                    f"Pairwise accuracy differences (row − column, percentage points), paired on items; * = "
                    f"{adj_name}-adjusted p < {alpha:g} over all {len(res.pairs)} pairs.")
         out.figure(forest_plot(rk), f"a{a.index}_compare_forest",
-                   f"Accuracy with {lvl} confidence intervals ({se_words}), in rank order.")
+                   f"Accuracy with its {ci_name} (the interval of the ranking table), in rank order.")
         pairs = res.pairs.copy()
         se_used = pairs["se_cluster"] if res.cluster else pairs["se"]
         ptab = pairs[["model_a", "model_b", "n_items", "diff"]].copy()
@@ -86,7 +90,7 @@ class Compare(Analysis):
         ptab["p"], ptab["p_adj"], ptab["p_mcnemar"] = pairs["p"], pairs["p_adjusted"], pairs["p_mcnemar"]
         ptab["corr"], ptab["var_ratio"] = pairs["corr"], pairs["variance_ratio"]
         head = ["Model A", "Model B", "Items", "Diff (pts)", "SE (pts)", "CI low", "CI high", "p",
-                f"p ({adj_name})", "p McNemar", "r", "Var. ratio"]
+                f"p ({adj_name})", "p McNemar", "r", "Variance ratio"]
         if res.bootstrap:
             ptab["boot_lo"], ptab["boot_hi"] = pairs["boot_ci_low"], pairs["boot_ci_high"]
             head += ["Boot. low", "Boot. high"]
@@ -96,7 +100,7 @@ class Compare(Analysis):
                 ptab[c] = ptab[c] * 100.0
         fm = {c: _pct for c in ("Diff (pts)", "SE (pts)", "CI low", "CI high", "Boot. low", "Boot. high")}
         fm.update({c: _p for c in ("p", f"p ({adj_name})", "p McNemar")})
-        fm.update({"r": "{:.2f}", "Var. ratio": "{:.2f}"})
+        fm.update({"r": "{:.2f}", "Variance ratio": "{:.2f}"})
         fm = {k: v for k, v in fm.items() if k in ptab.columns}
         full = Table(ptab, caption=f"{title}: every pair (A − B, percentage points), paired on items.",
                      label=f"a{a.index}_compare_pairs", formats=fm, stub=2)
@@ -107,9 +111,10 @@ class Compare(Analysis):
                                                                           "Diff (pts)"]].copy()
         compact[lvl_ci] = [f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in zip(ptab["CI low"], ptab["CI high"])]
         compact[f"p ({adj_name})"] = ptab[f"p ({adj_name})"]
-        compact["p McNemar"] = ptab["p McNemar"]
+        if ptab["p McNemar"].notna().any():    # null for every pair with repeated trials: no column of dashes
+            compact["p McNemar"] = ptab["p McNemar"]
         compact["Corr."] = ptab["r"]
-        compact["Var. ratio"] = ptab["Var. ratio"]
+        compact["Variance ratio"] = ptab["Variance ratio"]
         if res.bootstrap:
             compact["Bootstrap CI"] = [f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in zip(ptab["Boot. low"],
                                                                                     ptab["Boot. high"])]
@@ -119,7 +124,7 @@ class Compare(Analysis):
             out.table(Table(compact, caption=f"{title}: every pair (A − B, percentage points), paired on "
                                              + (f"{int(ptab['Items'].iloc[0])} items each" if same_n else "items")
                                              + f"; CI from the {'clustered' if res.cluster else 'paired'} SE; Corr. = "
-                                             f"correlation of the per-item scores; Var. ratio = paired / unpaired "
+                                             f"correlation of the per-item scores; Variance ratio = paired / unpaired "
                                              f"variance. All columns (SEs, z, unadjusted p): table file "
                                              f"{full.label}.csv.",
                             label=f"a{a.index}_compare_pairs_pdf", formats=cfm, stub=2))

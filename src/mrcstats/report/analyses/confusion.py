@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from mrcstats._words import plural
 from mrcstats.report import figures as F
 from mrcstats.report.analyses import _tests as T
 from mrcstats.report.analyses.base import (
@@ -50,7 +51,7 @@ class Confusion(Analysis):
         out = Output(f"Confusion matrix: {title}")
         if OTHER in [str(c) for c in counts.columns]:
             counts = counts[[c for c in counts.columns if str(c) != OTHER] + [OTHER]]
-        other = (f" {grouped} extracted answer(s) that are not among the gold labels (extraction leftovers) are "
+        other = (f" {plural(grouped, 'extracted answer')} that are not among the gold labels (extraction leftovers) are "
                  f"counted in the column '{OTHER}'." if grouped else "")
         out.figure(F.confusion_matrix_plot(counts, xlabel="predicted label", ylabel="gold label"),
                    f"a{a.index}_confusion", f"Confusion matrix, {title}: rows = gold, columns = predicted, counts "
@@ -60,7 +61,7 @@ class Confusion(Analysis):
                                     effects=T.effects(counts, gold, pred)))
         for why, k in dict(results[0].skipped).items():
             out.leave_out(why, k)
-            out.note(f"Left out {k} row(s): {why}.")
+            out.note(f"Left out {plural(k, 'row')}: {why}.")
         out.headline.setdefault("tests", {})[title] = {n: T.p_of(r) for n, r in tests}
         out.tests.append(T.record(tests[0][0], results[0], title, int(counts.to_numpy().sum())))
         out.methods += [(f"Counts of gold {gold} by predicted {pred}{filter_note(a.get('filter'))}; answers with no "

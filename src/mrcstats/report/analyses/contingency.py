@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from mrcstats._words import plural
 from mrcstats.report.analyses import _tests as T
 from mrcstats.report.analyses.base import (
     Analysis,
@@ -63,7 +64,7 @@ class Contingency(Analysis):
                                     effects=T.effects(counts, rows, cols), labels=labels))
         for why, k in dict(results[0].skipped).items():
             out.leave_out(why, k)
-            out.note(f"Left out {k} row(s): {why}.")
+            out.note(f"Left out {plural(k, 'row')}: {why}.")
         for r in results:
             if getattr(r.test, "warning", None):
                 out.note(f"{T.test_name(r)}: {r.test.warning}.")

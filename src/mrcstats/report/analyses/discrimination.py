@@ -16,7 +16,7 @@ from mrcstats.report.analyses.base import (
     compare_published,
     words,
 )
-from mrcstats.report.tables import format_number, pd_cutoff_table
+from mrcstats.report.tables import pd_cutoff_table
 from mrcstats.stats.discrimination import discrimination
 
 
@@ -37,11 +37,15 @@ def _cutoff_frame(cut: Any) -> pd.DataFrame:
 class Discrimination(Analysis):
     type = "discrimination"
     title = "Discrimination"
-    keys: ClassVar[dict[str, Key]] = {"cutoffs": Key((list,), [0, 5, 10, 15]), "epsilon": Key((float, int), 1e-10),
+    keys: ClassVar[dict[str, Key]] = {
+            "cutoffs": Key((list,), None, help="P_d cutoffs; default 0 and the P_d quartiles, as the CLI"),
+            "epsilon": Key((float, int), 1e-10),
             "cluster": Key((str,), "cluster"), "model": Key((str,), "model"), "bootstrap": Key((int,), 0),
             "bins": Key((int,), 30), "wh_column": Key((str,), "wh_word"), "n": Key((int,), 100)}
 
     def check(self, opts: dict[str, Any], err: Any, base: Any) -> None:
+        if opts["cutoffs"] is None:
+            return
         try:
             opts["cutoffs"] = [float(c) for c in opts["cutoffs"]]
         except (TypeError, ValueError):
@@ -51,9 +55,10 @@ class Discrimination(Analysis):
         ddata = ctx.rows(a)
         res = discrimination(ddata, cluster=a.get("cluster"), model=a.get("model"), epsilon=float(a.get("epsilon")))
         pdv = res.pd.astype(float)
-        cut = res.cutoffs(a.get("cutoffs"), bootstrap=a.get("bootstrap"), seed=ctx.seed)
+        cutoffs = a.get("cutoffs") if a.get("cutoffs") is not None else res.default_cutoffs()
+        cut = res.cutoffs(cutoffs, bootstrap=a.get("bootstrap"), seed=ctx.seed)
         out = Output("Discrimination: P_d")
-        out.figure(F.pd_histogram(pdv, bins=a.get("bins"), cutoffs=[c for c in a.get("cutoffs") if c > 0]),
+        out.figure(F.pd_histogram(pdv, bins=a.get("bins"), cutoffs=[c for c in cutoffs if c > 0]),
                    "pd_histogram", f"Distribution of the discriminatory power P_d over {len(pdv):,} clusters "
                    "(seed 003 Fig. 4); dotted lines: cutoffs.")
         out.table(pd_cutoff_table(cut, caption="Accuracy of each model on the clusters with P_d above each "
@@ -69,7 +74,7 @@ class Discrimination(Analysis):
                               "max": float(pdv.max()) if len(pdv) else None,
                               "cutoffs": [dict(r) for r in cut.to_dict()["cutoffs"]]}
         for why, k in dict(res.skipped).items():
-            out.note(f"{k} cluster(s) without P_d: {why}.")
+            out.note(f"{k} {'cluster' if k == 1 else 'clusters'} without P_d: {why}.")
         wh = a.get("wh_column")
         if wh and wh in ddata.columns and len(pdv) >= 4:
             k = min(a.get("n"), len(pdv) // 2)
@@ -86,6 +91,8 @@ class Discrimination(Analysis):
              "divergence (natural log) averaged over model pairs."),
             "Cutoff table: clusters with P_d strictly above the cutoff (a cluster on which every model scores alike has "
             "P_d = 0 and drops out already at the cutoff 0), their items, each model's accuracy and the grand mean "
-            f"(cutoffs {', '.join(format_number(c, 0) for c in a.get('cutoffs'))})"
+            f"(cutoffs {', '.join(f'{c:g}' for c in cutoffs)}"
+            + ("" if a.get("cutoffs") is not None else ": 0 and the quartiles of P_d, the default of the command "
+               "line") + ")"
             + (f"; cluster-bootstrap intervals with B = {a.get('bootstrap')}." if a.get("bootstrap") else ".")]
         return out

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from mrcstats._words import plural
 from mrcstats.report import figures as F
 from mrcstats.report.analyses import _tests as T
 from mrcstats.report.analyses.base import (
@@ -51,7 +52,7 @@ class ErrorTypes(Analysis):
                                     effects=T.effects(counts, rows, cols)))
         for why, k in dict(results[0].skipped).items():
             out.leave_out(why, k)
-            out.note(f"Left out {k} row(s): {why}.")
+            out.note(f"Left out {plural(k, 'row')}: {why}.")
         out.headline.setdefault("error_types", {})[title] = counts.to_dict()
         out.tests.append(T.record(tests[0][0], results[0], title, int(counts.to_numpy().sum())))
         out.methods += [f"Counts of {rows} by {cols}{filter_note(a.get('filter'))}."] + \

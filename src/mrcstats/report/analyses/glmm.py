@@ -43,6 +43,10 @@ class Glmm(Analysis):
         "name": Key((str,), None, help="referred to by other analyses (wh_extremes)"),
         "formula": Key((str,), None, required=True), "contrasts": Key((dict,), {}), "levels": Key((dict,), {}),
         "nagq": Key((int,), 1), "engine": Key((str,), "native", choices=("native", "lme4")),
+        "invalid": Key((str,), "wrong", choices=("wrong", "exclude"),
+                       help="invalid answers: not correct (as the accuracy tables) or left out"),
+        "vcov": Key((str,), "hessian", choices=("hessian", "RX"),
+                    help="covariance behind the SEs, as lme4's vcov(use.hessian = TRUE/FALSE)"),
         "lme4_defaults": Key((bool,), False), "drop1": Key((bool,), False), "gvif": Key((bool,), False),
         "sigma_table": Key((dict, list), None), "loess": Key((bool, dict), False), "ranef": Key((bool, dict), True),
         "truth": Key((dict,), None), "truth_sd": Key((dict,), None),
@@ -77,9 +81,13 @@ class Glmm(Analysis):
     def run(self, ctx: Context, a: AnalysisSpec) -> Output:
         name = a.get("name")
         data = ctx.rows(a)
+        from mrcstats.io.schema import apply_invalid
+
+        data, n_invalid = apply_invalid(data, a.get("invalid"))
         try:
             res = glmer(a.get("formula"), data, contrasts=a.get("contrasts") or None, nagq=a.get("nagq"),
-                        engine=a.get("engine"), levels=a.get("levels") or None, lme4_defaults=a.get("lme4_defaults"))
+                        engine=a.get("engine"), levels=a.get("levels") or None, lme4_defaults=a.get("lme4_defaults"),
+                        vcov=a.get("vcov"))
         except NotImplementedError as exc:
             raise Skip(f"the {a.get('engine')} GLMM engine is not available: {exc}") from None
         except (ImportError, DependencyError) as exc:
@@ -89,15 +97,17 @@ class Glmm(Analysis):
         truth = a.get("truth")
         out = Output(f"Fixed effects: {name}")
         out.methods_title = f"GLMM '{name}'"
-        out.methods += _methods(res, data, a)
-        out.leave_out("invalid answer or a missing model variable, dropped as R's na.omit", len(data) - res.nobs)
+        out.methods += _methods(res, data, a, n_invalid)
+        if a.get("invalid") == "exclude":
+            out.leave_out("invalid answer (left out, as asked)", n_invalid)
+        out.leave_out("missing model variable, dropped as R's na.omit", len(data) - res.nobs)
         if res.engine == "lme4":
             from mrcstats.models.r_engine import r_versions
 
             out.software.append(r_versions())
         terms, term_note = term_labels(res)
 
-        out.code(_short_summary(res))
+        out.text(_fit_sentence(res, name))
         fx = regression_table(res, caption=f"Fixed effects of the {name} GLMM ({res.formula}), "
                                            f"{res.family.eta_desc} scale"
                               + ("; Truth = simulated value" if truth else "") + ".",
@@ -119,8 +129,12 @@ class Glmm(Analysis):
                 "estimate": dict(zip(cf["term"], cf["estimate"])), "se": dict(zip(cf["term"], cf["se"])),
                 "truth": {t: truth[t] for t in cf["term"] if t in truth}, "max_abs_error": maxerr,
                 "coverage_95": cover}
-            out.text(f"Recovery: the largest |estimate − truth| is {maxerr:.3f}; {cover:.0%} of the true "
-                     "fixed effects lie inside estimate ± 1.96 SE.")
+            n_t = int(ok.sum())
+            n_in = round(cover * n_t)
+            out.text(f"Recovery: the largest |estimate − truth| is {maxerr:.3f}; {n_in} of the {n_t} true fixed "
+                     f"effects ({cover:.0%}) lie inside estimate ± 1.96 SE. The 95% is a long-run rate over repeated "
+                     f"simulations; over {n_t} coefficients of one simulated data set the share inside varies around "
+                     f"it by about ±{(0.95 * 0.05 / max(n_t, 1)) ** 0.5:.0%} (binomial standard deviation).")
             out.figure(F.fixef_truth_plot(cf, truth, labels=terms), f"fixef_truth_{name}",
                        f"Recovered fixed effects (±1.96 SE) of the {name} GLMM against the simulated truth (×).")
         if a.get("drop1"):
@@ -156,7 +170,7 @@ class Glmm(Analysis):
                 r = frame.reset_index(names="level") if "level" not in frame.columns else frame
                 rsec.figure(F.caterpillar_plot(r, n=n, seed=ctx.seed), f"ranef_{name}_{g}",
                             f"Conditional modes of the {g} random intercepts of the {name} GLMM with 95% intervals "
-                            f"from the conditional variances (±1.96·√condVar); {min(n, len(r))} of {len(r):,} levels "
+                            f"(mode ± 1.96 × the square root of its conditional variance); {min(n, len(r))} of {len(r):,} levels "
                             f"sampled with seed {ctx.seed}, sorted.")
                 modes = r.sort_values("mode")
                 rsec.text(f"{g}: hardest level {modes['level'].iloc[0]} (mode {modes['mode'].iloc[0]:.3f}), "
@@ -166,7 +180,18 @@ class Glmm(Analysis):
         return out
 
 
-def _methods(res: Any, data: pd.DataFrame, a: AnalysisSpec) -> list[str]:
+def _vcov_words(res: Any) -> str:
+    """The covariance rule behind the standard errors, as the Methods state it."""
+    if getattr(res, "vcov_method", "hessian") == "hessian":
+        return ("Standard errors from the Hessian of the deviance in (θ, β) (2 H⁻¹, fixed-effect block), lme4's "
+                "vcov(m, use.hessian = TRUE), its default for a GLMM; the RX-based alternative "
+                "(use.hessian = FALSE, θ treated as known) is kept in the result (vcov_other).")
+    return ("Standard errors from the RX-based covariance (R_X'R_X)⁻¹ at the estimated θ, lme4's "
+            "vcov(m, use.hessian = FALSE)" + (", used because the Hessian was not positive definite"
+                                               if res.vcov_other is None else "") + ".")
+
+
+def _methods(res: Any, data: pd.DataFrame, a: AnalysisSpec, n_invalid: int = 0) -> list[str]:
     contr = dict(res.contrasts or {})
     nagq = int(res.nagq)
     approx = ("nAGQ = 0 (β estimated inside the penalized IRLS)" if nagq == 0 else
@@ -177,12 +202,14 @@ def _methods(res: Any, data: pd.DataFrame, a: AnalysisSpec) -> list[str]:
              + ".",
              "Contrasts: " + (", ".join(f"{k} = contr.{str(v).removeprefix('contr.')}" for k, v in contr.items())
                               if contr else "none (no factors) or R's default contr.treatment")
-             + ". Standard errors from the Hessian of the deviance in (θ, β), as lme4's default vcov(); Wald z tests "
-               "and Wald 95% intervals (estimate ± 1.96 SE) of the individual coefficients, not adjusted for "
-               "multiplicity.",
-             f"Data: {len(data):,} log rows{filter_note(a.get('filter'))}; rows with an invalid answer (correct "
-             f"missing) are dropped as R's na.omit ({len(data) - res.nobs:,} here). Observations used: {res.nobs:,}; "
-             "groups: "
+             + ". " + _vcov_words(res) + " Wald z tests and Wald 95% intervals (estimate ± 1.96 standard "
+               "errors) of the individual coefficients, not adjusted for multiplicity.",
+             f"Data: {len(data):,} log rows{filter_note(a.get('filter'))}; "
+             + (f"{n_invalid:,} invalid answers count as not correct (correct = 0), as in the accuracy "
+                "tables" if a.get("invalid") == "wrong" else
+                f"{n_invalid:,} invalid answers are left out, as asked")
+             + f"; rows missing another model variable are dropped as R's na.omit ({len(data) - res.nobs:,} here). "
+             f"Observations used: {res.nobs:,}; groups: "
              + ", ".join(f"{g} {n:,}" for g, n in dict(res.ngroups).items())
              + f"; converged: {'yes' if res.converged else 'no'}; singular fit: {'yes' if res.singular else 'no'}."]
     opt = dict(res.optinfo or {})
@@ -250,14 +277,18 @@ def term_labels(res: Any) -> tuple[dict[str, str], str]:
     return out, ("; ".join(notes) + ".") if notes else ""
 
 
-def _short_summary(res: Any) -> str:
-    """The header block of lme4's summary (no fit times, so the PDF stays deterministic)."""
-    keep = []
-    for ln in res.summary().splitlines():
-        if ln.startswith("Fixed effects:"):
-            break
-        keep.append(ln)
-    return "\n".join(keep).rstrip()
+def _fit_sentence(res: Any, name: str) -> str:
+    """What lme4's summary header says, as a sentence (a report shows no raw console output)."""
+    nagq = int(res.nagq)
+    how = ("the Laplace approximation" if nagq == 1 else "nAGQ = 0" if nagq == 0
+           else f"adaptive Gauss-Hermite quadrature with {nagq} points")
+    vc = res._varcorr()
+    sds = "; ".join(f"{r.group} {r.name if r.name != '(Intercept)' else 'intercept'} standard deviation "
+                    f"{float(r.sd):.3f}" for r in vc.itertuples(index=False) if not isinstance(r.var2, str))
+    groups = ", ".join(f"{n:,} levels of {g}" for g, n in dict(res.ngroups).items())
+    return (f"The {name} generalized linear mixed model (GLMM) was fitted by maximum likelihood with {how} to "
+            f"{res.nobs:,} observations in {groups}. Random effects: {sds}. Log-likelihood "
+            f"{res.loglik:,.1f}, Akaike information criterion (AIC) {res.aic:,.1f}.")
 
 
 def _sigma_section(out: Output, res: Any, data: pd.DataFrame, s: Mapping[str, Any], name: str,

@@ -5,6 +5,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+from mrcstats._words import plural
 from mrcstats.report import figures as F
 from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output
 from mrcstats.report.tables import Table
@@ -125,6 +126,6 @@ class SubsetEval(Analysis):
         out.methods.append(
             f"Subsets: {', '.join(res.methods)}; leave-models-out cross-validation with {res.folds} folds"
             + (f" grouped by {a.get('groups')}" if a.get("groups") else "") +
-            f" and {len(res.seeds)} seed(s); subset and 2PL chosen on the training models only; estimators: subset "
-            "mean, anchor-weighted mean, p-IRT (observed subset answers plus 2PL predictions for the other items).")
+            f" and {plural(len(res.seeds), 'seed')}; subset and 2PL chosen on the training models only; estimators: subset "
+            "mean, anchor-weighted mean, prediction-powered IRT estimate (p-IRT: observed subset answers plus 2PL predictions for the other items).")
         return out

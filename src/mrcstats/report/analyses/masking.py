@@ -26,7 +26,8 @@ class Masking(Analysis):
     title = "Masking"
     keys: ClassVar[dict[str, Key]] = {"baseline": Key((str,), None, help="a baseline log (UQA in seed 000) for EA and KI"),
             "acc0": Key((float, int), None, help="mask-free accuracy (fraction) to normalise by"),
-            "models": Key((list,), None)}
+            "models": Key((list,), None),
+            "cluster": Key((str,), "cluster", help="column the interval is clustered on (item when absent)")}
 
     def check(self, opts: dict[str, Any], err: Any, base: Path) -> None:
         if opts.get("baseline"):
@@ -47,7 +48,7 @@ class Masking(Analysis):
         base = read_log(a.get("baseline")) if a.get("baseline") else None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = masking_indicators(log, baseline=base, acc0=a.get("acc0"))
+            res = masking_indicators(log, baseline=base, acc0=a.get("acc0"), cluster=a.get("cluster"))
         acc = res.accuracy.to_frame()
         out = Output("Masking: accuracy against masking rate")
         models = sorted(acc["model"].unique())
@@ -61,7 +62,8 @@ class Masking(Analysis):
             ntr = int(acc[acc["model"].isin(chunk)]["n_trials"].max())
             out.figure(fig, f"masking_curves_{start // 3 + 1}",
                        f"Accuracy of {', '.join(chunk)} against the masking rate per masking condition: mean over "
-                       f"{ntr} trial(s); band = {res.accuracy.level:.0%} t interval over trials (seed 000 Figs. 2-6).")
+                       f"{ntr} {'trials' if ntr != 1 else 'trial'}; band = {res.accuracy.ci_words()}, the interval "
+                       "of the accuracy tables (seed 000 Figs. 2-6).")
         av = res.averages[res.averages["kind"] == "weighted"]
         mt = masking_indicator_table(av, caption="MR-weighted average accuracy (percent) per masking condition and "
                                      "the NA, EA and KI indicators of regular masking (seed 000 Table 3)"
@@ -92,8 +94,8 @@ class Masking(Analysis):
         out.headline["masking"] = {f"{r.model}/{r.condition}": {"acc": r.acc, "na": r.na, "ea": r.ea, "ki": r.ki}
                                    for r in av.itertuples(index=False)}
         out.methods += [
-            ("Acc(MR) = mean over trials of the per-trial accuracy over all items (invalid = not correct); SD over "
-             "trials; t interval."),
+            ("Acc(MR) = mean over trials of the per-trial accuracy over all items (invalid answers count as not "
+             f"correct); standard deviation over trials; {res.accuracy.ci_words()}."),
             "NA_r = Acc_r / Acc_0; EA_r = Acc_0·√(NA_r·NA^U_r); KI_r = (NA^U_r − NA_r)/(1 − NA_r) (undefined where "
             "NA_r ≥ 1); MR-weighted averages ⟨X⟩ = Σ MR·X / Σ MR (seed 000 §2.3, App. D)"
             + (f"; Acc_0 = {a.get('acc0')}" if a.get("acc0") is not None else "; Acc_0 = accuracy at MR = 0") + "."]

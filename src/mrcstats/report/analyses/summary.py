@@ -36,10 +36,10 @@ class Summary(Analysis):
         data = ctx.rows(a)
         res = summarize(data, by=by, cluster=cluster, invalid=a.get("invalid"))
         f = res.to_frame()
-        repeated = bool((f["n"] - f["invalid"] * (a.get("invalid") == "exclude") > f["clusters"]).any())
-        lo, hi = ("ci_low_cluster", "ci_high_cluster") if repeated else ("ci_low", "ci_high")
-        how = (f"Wald interval from the cluster-robust SE, clustered by {cluster_words(data, cluster)}"
-               if repeated else "Wilson score interval (one response per cluster)")
+        repeated = res.ci_method == "clustered"
+        lo, hi = "ci_low", "ci_high"
+        how = res.ci_words() + (f", clustered by {cluster_words(data, cluster)}" if repeated
+                                else " (one response per cluster)")
         names = {b: b.replace("_", " ").capitalize() for b in by}
         vis = pd.DataFrame({**{names[b]: f[b] for b in by}, "n": f["n"], "Accuracy": f["accuracy"],
                             "95% CI": list(zip(f[lo], f[hi])), "Accuracy (valid)": f["accuracy_valid"],
@@ -50,7 +50,7 @@ class Summary(Analysis):
                "invalid answers left out (accuracy over valid answers)")
         out = Output(f"{title} by {', '.join(names.values())}" if by else title)
         out.table(PairTable(vis, raw=f, caption=f"{title} by {', '.join(names.values()) or 'all'}: accuracy over all "
-                            f"responses ({inv}) with its 95% {how}; accuracy over valid answers and the number "
+                            f"responses ({inv}) with its {how}; accuracy over valid answers and the number "
                             "of invalid answers beside it.", label=f"a{a.index}_summary_{'_'.join(by)}",
                             stub=len(by), formats=fm))
         if a.get("published"):
@@ -58,7 +58,10 @@ class Summary(Analysis):
             compare_published(out, title, ours, a.get("published"), a.get("tolerance"), f"a{a.index}_summary")
         out.methods_title = title
         out.methods.append(
-            f"Accuracy = correct / all responses per group ({inv}); 95% interval: {how} (CR0, Miller 2024, "
-            "Eqs. 4-5) when clusters hold several responses (repeated trials of an item, questions of a passage), "
-            "else the Wilson score interval as R's prop.test(k, n, correct = FALSE).")
+            f"Accuracy = correct / all responses per group ({inv}); interval: {how}. The package's one interval "
+            "rule: when clusters hold several responses (repeated trials of an item, questions of a passage) "
+            "Wilson's formula at the effective sample size p(1 − p)/SE², SE the cluster-robust standard error "
+            "with the small-sample factor G/(G − 1), G = clusters (Miller 2024, Eq. 4; Korn and Graubard "
+            "1998), else the Wilson score interval as R's prop.test(k, n, correct = FALSE); both stay inside "
+            "[0, 1].")
         return out

@@ -36,8 +36,9 @@ class WhExtremes(Analysis):
             data = data.assign(cluster=data[group])
         name = T.wh_table(out, ctx.seed, data, cd, col, a.get("simulate"), a.get("B"),
                           f"wh_extremes_{a.get('glmm')}",
-                          f"{words(col).capitalize()} of the items in the {k} easiest and {k} hardest {group} clusters (conditional "
-                          f"modes of the {a.get('glmm')} GLMM; seed 003 Table 3); last row: ratio of column shares.",
+                          f"{words(col).capitalize()} of the items in the {k} easiest and {k} hardest "
+                          + (f"{group} clusters" if group != "cluster" else "clusters") + " (conditional "
+                          + f"modes of the {a.get('glmm')} GLMM; seed 003 Table 3); last row: ratio of column shares.",
                           f"{words(col)}: easiest vs hardest clusters")
         out.headline["easiest_hardest"] = {"easiest": str(e["level"]), "p_easiest": float(e["probability"]),
                                            "hardest": str(h["level"]), "p_hardest": float(h["probability"])}

@@ -58,7 +58,8 @@ def canonical_dtypes(frame: pd.DataFrame, cols: Sequence[str], ds: Any) -> pd.Da
 
 
 def summary_moments(ds: Any, by: Sequence[str], cluster: str = "cluster") -> pd.DataFrame:
-    """Per group of ``by``: n, correct, invalid, clusters (non-null cluster values), ss = Σ_c s_c²,
+    """Per group of ``by``: n, correct, invalid, clusters (non-null cluster values), clusters_valid (those
+    with a valid row), ss = Σ_c s_c²,
     sm = Σ_c s_c m_c, mm = Σ_c m_c², smv = Σ_c s_c v_c, mmv = Σ_c v_c² (v_c = m_c - invalid_c: valid rows).
 
     Two GROUP BYs: (by, cluster) -> m_c rows, s_c correct, invalid; then by -> the sums. Integer
@@ -72,6 +73,7 @@ def summary_moments(ds: Any, by: Sequence[str], cluster: str = "cluster") -> pd.
              f"FROM log GROUP BY ALL")
     outer = (f"SELECT {g + ', ' if by else ''}sum(m)::BIGINT AS n, sum(s)::BIGINT AS correct, "
              f"sum(inv)::BIGINT AS invalid, count(_cl) AS clusters, "
+             f"count(_cl) FILTER (WHERE m > inv) AS clusters_valid, "
              f"sum(s::HUGEINT * s)::VARCHAR AS ss, sum(s::HUGEINT * m)::VARCHAR AS sm, "
              f"sum(m::HUGEINT * m)::VARCHAR AS mm, sum(s::HUGEINT * (m - inv))::VARCHAR AS smv, "
              f"sum((m - inv)::HUGEINT * (m - inv))::VARCHAR AS mmv "
@@ -84,7 +86,7 @@ def summary_moments(ds: Any, by: Sequence[str], cluster: str = "cluster") -> pd.
 
 def group_counts(ds: Any, cols: Sequence[str], response: str = "correct") -> pd.DataFrame:
     """Per distinct ``cols`` (nulls kept as a group): ``n`` rows, ``k`` correct, ``inv`` null responses
-    (the SQL twin of :meth:`mrcstats.models.outofcore.DaskPass.group_counts`); key columns in the
+    (:meth:`mrcstats.backends.DuckDBPass.group_counts`; the twin of :meth:`mrcstats.backends.DaskPass.group_counts`); key columns in the
     canonical dtypes."""
     cols = list(dict.fromkeys(cols))
     check_columns(ds, [*cols, response])

@@ -1,0 +1,217 @@
+"""The in-memory fit: rows of a data frame -> :class:`GlmerResult` (:func:`fit_rows`, by the native
+kernels or by lme4 through :mod:`.r_engine`; :func:`fit_design`: a built :class:`~mrcstats.models.design.Design`).
+
+The optimizer and its checks are :mod:`mrcstats.models.optimize` (lme4 1.1-31 ``optimizeGlmer``,
+``vcov.merMod``, ``checkConv``); this module only assembles the result.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import optimize
+
+from mrcstats.errors import InputError, ModelError
+from mrcstats.io.schema import require_binary
+from mrcstats.models.design import Design, build_design
+from mrcstats.models.deviance import MultiFactor, ResponseData, SingleFactor
+from mrcstats.models.family import Family
+from mrcstats.models.formula import ModelSpec
+from mrcstats.models.laplace import fit_laplace
+from mrcstats.models.optimize import (
+    SINGULAR_TOL,
+    _blas_controller,
+    _check_conv,
+    _glm_start,
+    _hessian_from_values,
+    _ranef_frames,
+    _rx_vcov_safe,
+    _scale_check,
+    _subsample_start,
+    make_model,
+    optimize_laplace,
+    varcorr_frame,
+    vcov_from_hessian,
+)
+from mrcstats.models.r_engine import fit_lme4
+from mrcstats.models.results import GlmerResult
+
+
+def fit_design(design: Design, nagq: int = 1, t0: float | None = None,
+               fit_options: Mapping[str, Any] | None = None) -> GlmerResult:
+    """Fit a built :class:`Design` with the native engine; returns a :class:`GlmerResult`.
+
+    BLAS runs single-threaded during the fit: the matrices are small or matrix-vector
+    products, and threaded OpenBLAS is many times slower on a loaded machine.
+    """
+    ctl = _blas_controller()
+    if ctl is None:  # pragma: no cover
+        return _fit_design(design, nagq, t0, fit_options)
+    with ctl.limit(limits=1, user_api="blas"):
+        return _fit_design(design, nagq, t0, fit_options)
+
+
+def _fit_design(design: Design, nagq: int, t0: float | None,
+                fit_options: Mapping[str, Any] | None) -> GlmerResult:
+    t0 = time.perf_counter() if t0 is None else t0
+    y, w = design.y, design.weights
+    d = ResponseData.from_design(design)
+    fam = d.family
+    re = design.re
+    messages = list(design.messages) + _scale_check(d.XT)
+    scalar = all(r.is_scalar for r in re)
+    if nagq > 1 and (len(re) != 1 or not scalar):
+        have = ", ".join("(" + " + ".join(r.cnames) + " | " + r.name + ")" for r in re)
+        raise ModelError(f"nAGQ = {nagq} needs a single scalar random-effects term such as (1 | g) (the model has "
+                         f"{have}); use nagq=1 (Laplace), as lme4 requires")
+    if nagq == 0 and (len(re) != 1 or not scalar):
+        raise ModelError("nAGQ = 0 is implemented natively for one random intercept (1 | g); "
+                         "use nagq=1 or engine='lme4'")
+    model = make_model(d, re)
+    lower = np.concatenate([r.lower for r in re])
+    k = len(lower)
+    p = d.p
+    ybar = float(d.wy.sum() / d.w.sum()) if d.w.sum() > 0 else float("nan")
+    why = fam.check_mean(ybar, design.nobs)
+    if why:
+        raise ModelError(why)
+    beta0 = _glm_start(d)
+    theta0 = np.concatenate([r.start for r in re])       # lme4's start
+
+    def th_arg(th):
+        return float(th[0]) if isinstance(model, SingleFactor) else np.asarray(th, float)
+
+    optinfo: dict[str, Any] = {}
+    if nagq == 0:
+        if k != 1:
+            raise ModelError("nAGQ = 0 is implemented natively for one grouping factor; use engine='lme4'")
+        sf: SingleFactor = model  # type: ignore[assignment]
+        state = {"beta": beta0}
+
+        def f0(t):
+            D, b = sf.nagq0(abs(float(t)), state["beta"])
+            state["beta"] = b
+            return D
+        r = optimize.minimize_scalar(f0, bounds=(0.0, max(10.0, 5 * theta0[0])), method="bounded",
+                                     options={"xatol": 1e-9})
+        theta = np.array([abs(float(r.x))])
+        fval, beta = sf.nagq0(theta[0], state["beta"])
+        vcov = _rx_vcov_safe(sf, theta[0], beta, messages)
+        vcov_method, vcov_other = "RX", None     # nAGQ = 0 has no Hessian in (θ, β)
+        H = None
+        grad = np.zeros(1)
+        optinfo.update(optimizer="brent", nfev=sf.nfev, fval=fval)
+    else:
+        x0, scale = np.concatenate([theta0, beta0]), None
+        start = _subsample_start(d, re, model, x0, lower) if isinstance(model, MultiFactor) else None
+        if start is not None:                 # crossed random intercepts on many rows (issue 28)
+            x0, scale, optinfo["start"] = start
+        x, fval, grad, H, info = optimize_laplace(model, x0, lower, th_arg, scale=scale)
+        optinfo.update(info)
+        if nagq > 1:
+            sf = model  # type: ignore[assignment]
+            bounds = [(0.0 if lo == 0 else None, None) for lo in lower] + [(None, None)] * p
+
+            def fa(z):
+                return sf.agq(abs(float(z[0])), z[1:], nagq)
+
+            def fa_grad(z):
+                h = 1e-6
+                gg = np.empty(len(z))
+                for i in range(len(z)):
+                    e = np.zeros(len(z))
+                    e[i] = h * max(1.0, abs(z[i]))
+                    gg[i] = (fa(z + e) - fa(z - e)) / (2 * e[i])
+                return gg
+            ra = optimize.minimize(lambda z: (fa(z), fa_grad(z)), x, jac=True, method="L-BFGS-B",
+                                   bounds=bounds, options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-7})
+            x = ra.x.copy()
+            grad, H = _hessian_from_values(fa, x)
+            fval = fa(x)
+            optinfo.update(optimizer="L-BFGS-B (AGQ)", agq_nit=int(ra.nit))
+        theta, beta = x[:k], x[k:]
+        optinfo.update(nfev=model.nfev, fval=fval, grad=grad.tolist(), hessian=H.tolist(), par=x.tolist())
+        vcov = None
+
+    singular = bool(np.any(theta[lower == 0] < SINGULAR_TOL))
+    if nagq == 0:
+        converged, cmsgs = True, (["boundary (singular) fit: see help('isSingular')"] if singular else [])
+    else:
+        converged, cmsgs = _check_conv(np.asarray(grad), H, k, singular)
+        n_before = len(cmsgs)
+        vcov = vcov_from_hessian(H, k, lambda: _rx_vcov_safe(model, th_arg(theta), beta, cmsgs), cmsgs)
+        if any("falling back to var-cov estimated from RX" in m for m in cmsgs[n_before:]):
+            vcov_method, vcov_other = "RX", None
+        else:       # lme4's vcov(m, use.hessian = TRUE); the RX one (use.hessian = FALSE) kept beside it
+            vcov_method = "hessian"
+            try:
+                vcov_other = model.rx_vcov(th_arg(theta), beta)
+            except (np.linalg.LinAlgError, AttributeError):
+                vcov_other = None
+    messages += cmsgs
+
+    ex = model.extras(th_arg(theta), beta)
+    mu, eta = ex["mu"], ex["eta"]
+    boundary = fam.boundary_message(mu)
+    if boundary:
+        messages.append(boundary)
+    f = fam.cumulant(eta)
+    devres_sum = float(np.sum(2 * d.w * f - 2 * d.wy * eta)) + d.ent
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pearson = (y - mu) * np.sqrt(w) / np.sqrt(fam.variance(mu))
+    pearson = np.where(np.isfinite(pearson), pearson, 0.0)
+    if nagq > 1:
+        loglik = -0.5 * fval
+    else:
+        loglik = -0.5 * fval
+    ranef = _ranef_frames(re, ex["b"], ex["condvar"])
+    fit_seconds = time.perf_counter() - t0
+    res = GlmerResult.from_estimates(
+        info=design.info, beta=beta, vcov=vcov, theta=theta, group_names=[r_.name for r_ in re],
+        theta_names=[n for r_ in re for n in r_.theta_names], varcorr=varcorr_frame(re, theta),
+        ngroups=design.ngroups, ranef=ranef, loglik=loglik, deviance=devres_sum, pearson_resid=pearson,
+        nobs=design.nobs, converged=converged, messages=messages, engine="native", nagq=nagq,
+        fit_seconds=fit_seconds, singular=singular, optinfo=optinfo, fit_options=fit_options or {},
+        frame=design.frame, design=design, family=fam)
+    names = list(res.fixef.index)
+    other = (pd.DataFrame(np.asarray(vcov_other, dtype=float).reshape(len(names), len(names)), index=names,
+                          columns=names) if vcov_other is not None else None)
+    return dataclasses.replace(res, vcov_method=vcov_method, vcov_other=other)
+
+
+def fit_rows(spec: ModelSpec, data: pd.DataFrame, *, family: Family, contrasts: Mapping[str, str] | None = None,
+             nagq: int = 1, engine: str = "native", weights: Any = None, levels: Mapping[str, Any] | None = None,
+             lme4_defaults: bool = False, t0: float | None = None) -> GlmerResult:
+    """The fit of a parsed ``spec`` on the rows of a data frame, by ``engine`` (native or lme4)."""
+    t0 = time.perf_counter() if t0 is None else t0
+    fam = family
+    if fam.name == "binomial":
+        require_binary(data, "glmer (binomial)")    # a graded log has no 0/1 response until thresholded
+    try:
+        nagq = int(nagq)
+    except (TypeError, ValueError):
+        raise InputError(f"nagq must be a whole number 0..25, got {nagq!r}") from None
+    if not 0 <= nagq <= 25:
+        raise InputError(f"nagq must be between 0 and 25, got {nagq}")
+    if engine == "lme4" and not fam.canonical:
+        raise InputError(f"family {fam.name!r}: lme4 has no such family (glmmTMB has); use engine='native'")
+    if engine == "lme4":
+        res = fit_lme4(spec, data, contrasts=contrasts, nagq=nagq, weights=weights, levels=levels,
+                       lme4_defaults=lme4_defaults, family=fam)
+        opt = dict(res.optinfo)
+        opt["r_glmer_seconds"] = res.fit_seconds     # R's glmer() call alone
+        return dataclasses.replace(res, fit_seconds=time.perf_counter() - t0, optinfo=opt)
+    design = build_design(spec, data, contrasts=contrasts, levels=levels, weights=weights, family=fam)
+    if fam.loglik_rows is not None:         # no canonical kernel: the Laplace fit of the row log-likelihood
+        if nagq != 1:
+            raise InputError(f"family {fam.name!r} is fitted by the Laplace approximation; use nagq=1")
+        return fit_laplace(design, t0=t0, fit_options={"contrasts": dict(contrasts or {}),
+                                                        "levels": dict(levels or {}), "family": fam.name})
+    return fit_design(design, nagq=nagq, t0=t0,
+                      fit_options={"contrasts": dict(contrasts or {}), "levels": dict(levels or {}),
+                                   "weights": weights if isinstance(weights, str) else None, "nagq": nagq,
+                                   "family": fam.name})

@@ -1,0 +1,395 @@
+"""The native optimizer's numerics: lme4's objective, its optimum, Hessian, checks (no result class).
+
+lme4 (``optimizeGlmer``) minimises the Laplace deviance first over θ with β inside the
+penalised IRLS (nAGQ = 0 stage), then over (θ, β) jointly, with PIRLS stopped at
+``tolPwrss``. Here the conditional modes are always iterated to machine precision
+and (θ, β) is found by L-BFGS-B with the analytic gradient, so the optimum is lme4's
+optimum with ``tolPwrss`` tightened until its logLik stops changing.
+
+Standard errors: lme4's default ``vcov`` (``use.hessian = TRUE``) inverts the Hessian
+H of the deviance in (θ, β) and takes the β block of 2 H⁻¹; H here is the central
+difference of the analytic gradient (lme4: ``deriv12`` of the deviance). When H is
+not positive definite, lme4's RX-based matrix is used with lme4's warning.
+Convergence and singularity checks follow lme4's ``checkConv`` (max|scaled grad|
+< 2e-3; θ < 1e-4 is a singular fit) with its wording.
+
+Layer: deviance kernels -> this module -> confint/grid/lmm/native fit (it imports no result class).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import optimize
+
+from mrcstats.errors import ModelError
+from mrcstats.models.deviance import GeneralModel, MultiFactor, ResponseData, SingleFactor
+
+SINGULAR_TOL = 1e-4
+GRAD_TOL = 2e-3
+HESS_TOL = 1e-6
+
+
+
+def _glm_start(d: ResponseData, maxit: int = 6, max_rows: int = 200_000) -> np.ndarray:
+    """β of the plain GLM of the family (a few IRLS steps with the canonical link, W = wV(μ),
+    z = η + (y-μ)/V(μ), on at most ``max_rows`` evenly spaced rows), the starting value for the
+    GLMM; only the optimizer's path depends on it."""
+    fam = d.family
+    p = d.p
+    beta = np.zeros(p)
+    if p == 0:
+        return beta
+    step = max(1, d.n // max_rows)
+    if step > 1:
+        XT, y, w = np.ascontiguousarray(d.XT[:, ::step]), d.y[::step].copy(), d.w[::step].copy()
+    else:
+        XT, y, w = d.XT, d.y, d.w
+    eta = np.full(y.size, fam.linkfun(fam.start_mean(y, w)))
+    for _ in range(maxit):
+        mu = fam.mean(eta)
+        v = np.maximum(fam.wvariance(mu, w), 1e-10)
+        z = eta + (y - mu) / np.maximum(fam.variance(mu), 1e-10)
+        XtWX = (XT * v) @ XT.T
+        try:
+            new = np.linalg.solve(XtWX, XT @ (v * z))
+        except np.linalg.LinAlgError:
+            break
+        if np.max(np.abs(new - beta)) < 1e-8:
+            beta = new
+            break
+        beta = new
+        eta = beta @ XT
+        if np.max(np.abs(beta)) > 30:
+            break
+    return np.clip(beta, -10, 10)
+
+
+def _hessian_from_grad(fun, x: np.ndarray, g0: np.ndarray | None = None, rel: float = 1e-6) -> np.ndarray:
+    """Hessian from an analytic gradient: forward differences when the gradient at x is
+    given (m evaluations), central otherwise; symmetrised."""
+    m = len(x)
+    H = np.empty((m, m))
+    for k in range(m):
+        h = rel * max(abs(x[k]), 0.1)
+        xp = x.copy()
+        xp[k] += h
+        if g0 is not None:
+            H[:, k] = (fun(xp) - g0) / h
+        else:
+            xm = x.copy()
+            xm[k] -= h
+            H[:, k] = (fun(xp) - fun(xm)) / (2 * h)
+    return (H + H.T) / 2
+
+
+def _hessian_from_values(f, x: np.ndarray, delta: float = 1e-4) -> tuple[np.ndarray, np.ndarray]:
+    """lme4's ``deriv12``: gradient and Hessian of f by central differences of values."""
+    m = len(x)
+    f0 = f(x)
+    g = np.empty(m)
+    H = np.empty((m, m))
+    fp, fm = np.empty(m), np.empty(m)
+    for i in range(m):
+        e = np.zeros(m)
+        e[i] = delta
+        fp[i], fm[i] = f(x + e), f(x - e)
+        g[i] = (fp[i] - fm[i]) / (2 * delta)
+        H[i, i] = (fp[i] - 2 * f0 + fm[i]) / delta ** 2
+    for i in range(m):
+        for j in range(i):
+            ei = np.zeros(m)
+            ej = np.zeros(m)
+            ei[i] = delta
+            ej[j] = delta
+            H[i, j] = H[j, i] = (f(x + ei + ej) - fp[i] - fp[j] + f0) / delta ** 2 \
+                if False else (f(x + ei + ej) - f(x + ei - ej) - f(x - ei + ej) + f(x - ei - ej)) / (4 * delta ** 2)
+    return g, H
+
+
+def _check_conv(grad: np.ndarray, H: np.ndarray, ntheta: int, singular: bool) -> tuple[bool, list[str]]:
+    """lme4's ``checkConv``: messages and whether the fit counts as converged."""
+    msgs: list[str] = []
+    if singular:
+        return True, ["boundary (singular) fit: see help('isSingular')"]
+    converged = True
+    try:
+        R = np.linalg.cholesky(H).T
+        scgrad = np.linalg.solve(R, grad)
+        mg = np.minimum(np.abs(scgrad), np.abs(grad))
+        if float(mg.max()) > GRAD_TOL:
+            k = int(np.argmax(mg)) + 1
+            msgs.append(f"Model failed to converge with max|grad| = {float(mg.max()):.6g} "
+                        f"(tol = {GRAD_TOL:g}, component {k})")
+            converged = False
+    except np.linalg.LinAlgError:
+        msgs.append("unable to evaluate scaled gradient")
+        converged = False
+    for Hs, kind in ((H[ntheta:, ntheta:], "fixed-effect "), (H, "")):
+        if Hs.size == 0:
+            continue
+        ev = np.linalg.eigvalsh(Hs)
+        neg = int(np.sum(ev < -HESS_TOL))
+        if neg:
+            msgs.append(f"Model failed to converge: degenerate {kind}Hessian with {neg} negative eigenvalues")
+            converged = False
+        elif np.sum(np.abs(ev) < HESS_TOL):
+            msgs.append(f"{kind}Hessian is numerically singular: parameters are not uniquely determined".strip())
+            converged = False
+        else:
+            if ev.max() * HESS_TOL > 1:
+                msgs.append("Model is nearly unidentifiable: very large eigenvalue - Rescale variables?")
+            elif ev.min() / ev.max() < HESS_TOL:
+                msgs.append("Model is nearly unidentifiable: large eigenvalue ratio - Rescale variables?")
+    # de-duplicate, keep order
+    return converged, list(dict.fromkeys(msgs))
+
+
+def vcov_from_hessian(H: np.ndarray, k: int, rx, msgs: list[str]) -> np.ndarray:
+    """Var(β̂) = 2 H⁻¹ restricted to β (H: Hessian of the deviance in (θ, β), θ first, k of them), as lme4's
+    ``vcov`` from the finite-difference Hessian; when that is not finite or not positive definite, lme4's
+    message and ``rx()`` (the covariance from R_X)."""
+    try:
+        Hinv = np.linalg.inv(H)
+        Vh = (Hinv + Hinv.T)[k:, k:]
+        if not np.all(np.isfinite(Vh)) or np.linalg.eigvalsh(Vh).min() <= 0:
+            raise np.linalg.LinAlgError
+        return Vh
+    except np.linalg.LinAlgError:
+        msgs.append("variance-covariance matrix computed from finite-difference Hessian is\n"
+                    "not positive definite or contains NA values: falling back to var-cov estimated from RX")
+        return rx()
+
+
+def _rx_vcov_safe(model, theta, beta, msgs: list[str]) -> np.ndarray:
+    """RX-based covariance; a pseudo-inverse with a message when RX is singular."""
+    try:
+        return model.rx_vcov(theta, beta)
+    except np.linalg.LinAlgError:
+        msgs.append("the fixed-effect information matrix is singular (aliased or separated terms); "
+                    "standard errors use its pseudo-inverse and are not reliable")
+        d = model.d
+        mu = model.extras(theta, beta)["mu"]
+        v = d.family.wvariance(mu, d.w)
+        return np.linalg.pinv((d.XT * v) @ d.XT.T)
+
+
+def _scale_check(XT: np.ndarray) -> list[str]:
+    """lme4's ``checkScaleX``: SDs of the non-0/1 columns differing by more than 1000-fold."""
+    sds = []
+    for row in XT:
+        if np.all((row == 0) | (row == 1)):
+            continue
+        sds.append(float(row.std(ddof=1)))
+    sds = [s for s in sds if s > 0]
+    if len(sds) > 1 and max(sds) / min(sds) > 1000:
+        return ["Some predictor variables are on very different scales: consider rescaling"]
+    return []
+
+
+# ----------------------------------------------------------------------------- native fit
+
+
+def make_model(d: ResponseData, re) -> SingleFactor | MultiFactor | GeneralModel:
+    """The deviance object for the random-effects terms ``re``.
+
+    One general structure (:class:`GeneralModel`, any lme4 covariance terms); random
+    intercepts have specialised kernels of it: one factor (diagonal L) and several
+    (diagonal block + dense Schur complement)."""
+    if all(r.is_scalar for r in re):
+        if len(re) == 1:
+            return SingleFactor(d, re[0].codes, re[0].nlevels)
+        return MultiFactor(d, [r.codes for r in re], [r.nlevels for r in re])
+    return GeneralModel(d, re)
+
+
+def deviance_function(model):
+    """(θ, β) -> (Laplace deviance, gradient) for any engine model (θ always an array)."""
+    if isinstance(model, SingleFactor):
+        return lambda th, beta, grad=True, keep=True: model.evaluate(float(th[0]), beta, grad=grad, keep=keep)
+    return lambda th, beta, grad=True, keep=True: model.evaluate(np.asarray(th, float), beta, grad=grad, keep=keep)
+
+
+def refit_optimum(model, lower: np.ndarray, x0: np.ndarray, ftol: float = 1e-12) -> tuple[np.ndarray, float, bool]:
+    """Minimise the Laplace deviance over (θ, β) from ``x0`` (L-BFGS-B, analytic gradient);
+    returns (x, deviance, converged). Used by the bootstrap's refits."""
+    k = len(lower)
+    f = deviance_function(model)
+    bounds = [(0.0 if lo == 0 else None, None) for lo in lower] + [(None, None)] * (len(x0) - k)
+    r = optimize.minimize(lambda z: f(z[:k], z[k:]), x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                          options={"maxiter": 2000, "ftol": ftol, "gtol": 1e-6, "maxcor": 20})
+    return r.x.copy(), float(r.fun), bool(r.success)
+
+
+def optimize_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg=None, scale: np.ndarray | None = None):
+    """Minimise a model's Laplace deviance over (θ, β) from ``x0`` (lme4's ``nAGQ = 1`` objective).
+
+    L-BFGS-B with the model's analytic gradient, then a Newton polish with the Hessian of that
+    gradient (forward differences), which also gives the SEs. ``model`` is any deviance object with
+    ``evaluate(θ, β, grad, keep) -> (D, ∇D)`` (:mod:`mrcstats.models.deviance`, the crossed grid of
+    :mod:`mrcstats.models.grid`). ``scale``: typical step sizes of the parameters (e.g. their standard
+    errors from a fit on a subsample): L-BFGS-B then works in x = x0 + scale·z, so that its first trial
+    step is about one such unit instead of one unit of each parameter. Returns (x, deviance, gradient,
+    Hessian, optinfo).
+    """
+    k = len(lower)
+    p = len(x0) - k
+    th_arg = th_arg or (lambda th: np.asarray(th, float))
+    x0 = np.asarray(x0, float)
+    # x = c + s·z: the identity without ``scale``
+    c, s, z0 = ((np.zeros(len(x0)), np.ones(len(x0)), x0) if scale is None
+                else (x0, np.asarray(scale, float), np.zeros(len(x0))))
+
+    def fg(z):
+        x = c + s * z
+        D, g = model.evaluate(th_arg(x[:k]), x[k:])
+        return D, g * s
+
+    bounds = [((lo - c[i]) / s[i] if lo == 0 else None, None) for i, lo in enumerate(lower)] + [(None, None)] * p
+    r = optimize.minimize(fg, z0, jac=True, method="L-BFGS-B", bounds=bounds,
+                          options={"maxiter": 2000, "ftol": 1e-10, "gtol": 1e-5 * float(np.min(s)), "maxcor": 20})
+    x, fval, grad = c + s * r.x, float(r.fun), np.asarray(r.jac, float) / s
+    x[:k] = np.maximum(x[:k], lower)
+
+    def gfun(z):
+        return model.evaluate(th_arg(z[:k]), z[k:], keep=False)[1]
+
+    # Newton polish with the Hessian of the analytic gradient (also used for the SEs);
+    # the Hessian is recomputed when the polish moved the point noticeably
+    H = _hessian_from_grad(gfun, x, grad)
+    moved = 0.0
+    for _ in range(6):
+        try:
+            step = np.linalg.solve(H, grad)
+        except np.linalg.LinAlgError:
+            break
+        xn = x - step
+        xn[:k] = np.maximum(xn[:k], lower)
+        if np.max(np.abs(xn - x)) == 0:
+            break
+        Dn, gn = model.evaluate(th_arg(xn[:k]), xn[k:])
+        if Dn <= fval + 1e-12 * abs(fval):
+            moved = max(moved, float(np.max(np.abs(xn - x))))
+            x, fval, grad = xn, Dn, gn
+            if np.max(np.abs(step)) < 1e-9:
+                break
+        else:
+            break
+    if moved > 1e-4:
+        H = _hessian_from_grad(gfun, x, grad)
+    return x, fval, grad, H, {"optimizer": "L-BFGS-B+Newton", "nit": int(r.nit), "lbfgs_message": str(r.message)}
+
+_CTL: list = []
+
+
+FAST_PATH = True          # False: lme4's start for crossed random intercepts on many rows (the path before issue 28)
+START_ROWS = 50_000     # crossed random intercepts on more rows start from the fit on about this many
+
+
+def _subsample_start(d: ResponseData, re, model: MultiFactor, x0: np.ndarray, lower: np.ndarray):
+    """A start near the optimum for several random intercepts on many rows: the fit (lme4's start, the same
+    optimiser) on the rows of evenly spaced levels of the first term (the one with the most levels), about
+    ``START_ROWS`` rows, with every level of the other terms. Returns (x0, step scale = that fit's
+    standard errors, a note for ``optinfo``), or None (small data, or the sub-fit failed: lme4's start).
+
+    The optimum does not depend on the start (the optimiser and its Newton polish converge to it); the
+    number of deviance evaluations on all rows does. As :func:`mrcstats.models.grid._subgrid_start`."""
+    q1 = model.q1
+    if not FAST_PATH or d.n <= 2 * START_ROWS or q1 < 200:
+        return None
+    nkeep = max(100, int(q1 * START_ROWS / d.n))
+    keep = np.unique(np.linspace(0, q1 - 1, nkeep).round().astype(np.intp))
+    newcode = np.full(q1, -1, dtype=np.intp)
+    newcode[keep] = np.arange(len(keep))
+    c1 = np.asarray(re[0].codes, dtype=np.intp)
+    rows = newcode[c1] >= 0
+    sub_d = ResponseData(d.XT.T[rows], d.y[rows], d.w[rows], None if d.offset is None else d.offset[rows], 0.0,
+                         d.family)
+    sub = MultiFactor(sub_d, [newcode[c1[rows]]] + [np.asarray(r.codes)[rows] for r in re[1:]],
+                      [len(keep)] + [r.nlevels for r in re[1:]])
+    k = len(lower)
+    try:
+        x, _f, _g, H, _i = optimize_laplace(sub, x0.copy(), lower)
+        se = np.sqrt(np.diag(np.linalg.inv(H)))
+    except (ModelError, np.linalg.LinAlgError):
+        return None
+    if not np.all(np.isfinite(x)):
+        return None
+    scale = np.where(np.isfinite(se) & (se > 0), se, np.maximum(np.abs(x), 0.1))
+    th = np.maximum(x[:k], 0.05)                 # away from the boundary, where u is undefined
+    x = np.concatenate([th, x[k:]])
+    # the modes: b = θu of the kept levels, 0 for the others
+    u = np.zeros(model.q1 + model.q2)
+    u[keep] = sub.u[:sub.q1] * (x[0] / th[0]) if x[0] > 0 else 0.0
+    lr_sub, lr = sub._lam(x[:k])[1], model._lam(th)[1]
+    u[model.q1:] = np.where(lr > 0, sub.u[sub.q1:] * lr_sub / np.where(lr > 0, lr, 1.0), 0.0)
+    model.u, model._u_theta = u, th.copy()
+    return x, scale, {"from": "subsample fit", "rows": int(rows.sum()), "levels": len(keep),
+                      "x0": x.tolist(), "nfev": int(sub.nfev)}
+
+
+def _blas_controller():
+    """A cached threadpoolctl controller (scanning the loaded libraries takes ~20 ms)."""
+    if not _CTL:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _CTL.append(ThreadpoolController())
+        except (ImportError, OSError, RuntimeError):  # pragma: no cover
+            _CTL.append(None)
+    return _CTL[0]
+
+def _ranef_frames(re, bs, cvs) -> dict[str, pd.DataFrame]:
+    """``ranef(m, condVar = TRUE)`` per grouping factor: a random intercept alone gives
+    columns ``mode``/``condvar``; otherwise one column per random-effect column (lme4's
+    ``cnms``, terms of the same factor side by side) and ``condvar:<name>`` (the diagonal
+    of ``postVar``)."""
+    groups: dict[str, list] = {}
+    for r_, b, cv in zip(re, bs, cvs):
+        groups.setdefault(r_.name, []).append((r_, b, cv))
+    out = {}
+    for g, items in groups.items():
+        r0 = items[0][0]
+        idx = pd.Index(r0.levels, name=g, dtype=object)
+        if len(items) == 1 and r0.is_scalar:
+            b, cv = items[0][1], items[0][2]
+            out[g] = pd.DataFrame({"mode": np.ravel(b), "condvar": np.ravel(cv)}, index=idx)
+            continue
+        cols: dict[str, np.ndarray] = {}
+        var: dict[str, np.ndarray] = {}
+        for r_, b, cv in items:
+            b = np.asarray(b).reshape(r_.nlevels, r_.q)
+            cv = np.asarray(cv).reshape(r_.nlevels, r_.q, r_.q)
+            for c, name in enumerate(r_.cnames):
+                cols[name] = b[:, c]
+                var[f"condvar:{name}"] = cv[:, c, c]
+        out[g] = pd.DataFrame({**cols, **var}, index=idx)
+    return out
+
+
+def varcorr_frame(re, theta) -> pd.DataFrame:
+    """lme4's ``as.data.frame(VarCorr(m))``: per term the variances/SDs of its columns then
+    the covariances/correlations (lower triangle, column by column); groups named as R
+    (a factor appearing in several terms: ``g``, ``g.1``). Columns ``group, name, var2,
+    variance, sd`` (for correlation rows ``variance`` is the covariance and ``sd`` the
+    correlation, as ``vcov``/``sdcor``)."""
+    theta = np.asarray(theta, float)
+    rows = []
+    seen: dict[str, int] = {}
+    off = 0
+    for r_ in re:
+        th = theta[off:off + r_.ntheta]
+        off += r_.ntheta
+        n = seen.get(r_.name, 0)
+        seen[r_.name] = n + 1
+        grp = r_.name if n == 0 else f"{r_.name}.{n}"
+        T = r_.factor(th)
+        S = T @ T.T
+        sd = np.sqrt(np.diag(S))
+        for c, name in enumerate(r_.cnames):
+            rows.append({"group": grp, "name": name, "var2": None, "variance": float(S[c, c]), "sd": float(sd[c])})
+        for j in range(r_.q):
+            for i in range(j + 1, r_.q):
+                cor = S[i, j] / (sd[i] * sd[j]) if sd[i] > 0 and sd[j] > 0 else float("nan")
+                rows.append({"group": grp, "name": r_.cnames[j], "var2": r_.cnames[i], "variance": float(S[i, j]),
+                             "sd": float(cor)})
+    return pd.DataFrame(rows, columns=["group", "name", "var2", "variance", "sd"])
