@@ -36,6 +36,7 @@ from mrcstats.models.family import BINOMIAL, Family
 PIRLS_TOL = 1e-22      # Newton decrement (squared) below which the modes are converged
 PIRLS_MAXIT = 200
 DENSE_PAIRS_MAX = 32_000_000  # largest q1 x q2 table of pair sums kept dense (crossed terms; 256 MB)
+GRID_ORDER = True      # complete crossed grids: kernels in cell order (False: the row-order path, for tests)
 
 
 def halving_step(u: np.ndarray, step: np.ndarray, f0: float, pen) -> tuple[np.ndarray, float]:
@@ -50,6 +51,23 @@ def halving_step(u: np.ndarray, step: np.ndarray, f0: float, pen) -> tuple[np.nd
             break
         fac /= 2
     return un, f1
+
+
+def cho_factor(S: np.ndarray) -> tuple[np.ndarray, bool]:
+    """``scipy.linalg.cho_factor(S, lower=True)`` without its argument checks (LAPACK ``dpotrf``, the same
+    call and the same numbers; the checks cost more than the factorisation of a small Schur complement)."""
+    c, info = sla.lapack.dpotrf(S, lower=1, clean=0)
+    if info != 0:
+        raise np.linalg.LinAlgError("the matrix is not positive definite")
+    return c, True
+
+
+def cho_solve(cho: tuple[np.ndarray, bool], b: np.ndarray) -> np.ndarray:
+    """``scipy.linalg.cho_solve(cho, b)`` for a lower factor from :func:`cho_factor` (LAPACK ``dpotrs``)."""
+    x, info = sla.lapack.dpotrs(cho[0], b, lower=1)
+    if info != 0:  # pragma: no cover
+        raise ValueError(f"dpotrs: illegal value in argument {-info}")
+    return x
 
 
 def gh_rule(k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -90,6 +108,16 @@ class ResponseData:
         simulated one)."""
         return cls(design.X, design.y if y is None else y, design.weights, design.offset, design.loglik_const,
                    design.family)
+
+    def reordered(self, order: np.ndarray) -> ResponseData:
+        """The same data with the rows in ``order`` (a permutation); the sums over all rows (``const``,
+        ``ent``) are kept, not recomputed in the new order."""
+        out = object.__new__(ResponseData)
+        out.__dict__.update(self.__dict__)
+        out.XT = np.ascontiguousarray(self.XT[:, order])
+        out.y, out.w, out.wy = self.y[order], self.w[order], self.wy[order]
+        out.offset = None if self.offset is None else self.offset[order]
+        return out
 
     def linpred(self, beta: np.ndarray) -> np.ndarray:
         eta = beta @ self.XT if self.p else np.zeros(self.n)
@@ -365,6 +393,7 @@ class MultiFactor:
 
     def __init__(self, data: ResponseData, codes: list[np.ndarray], nlev: list[int]):
         self.d = data
+        self._dd = data         # the rows in the order the kernels use (the grid's cell order, see below)
         self.k = len(codes)
         self.nlev = nlev
         self.q1 = nlev[0]
@@ -384,6 +413,19 @@ class MultiFactor:
         self.nfirst = nlev[1]
         self.dense = q1 * q2 <= min(DENSE_PAIRS_MAX, max(2 * data.n, 200_000))
         keys = np.concatenate([self.c1.astype(np.int64) * q2 + c for c in self.cr])
+        # two crossed terms with every pair of levels exactly once (every model answered every item once):
+        # the rows are the cells of the q1 x q2 table. The kernels then keep the rows in cell order, so
+        # pair sums are a reshape and the per-row η a broadcast sum (no bincount, no gather); the table of
+        # pair sums is the same to the bit (one row per cell), only whole-data sums add in another order.
+        self.grid = (GRID_ORDER and self.nrest == 1 and data.n == q1 * q2 and q1 * q2 <= DENSE_PAIRS_MAX
+                     and bool(np.all(np.bincount(keys, minlength=q1 * q2) == 1)))
+        if self.grid:
+            self.dense = True
+            order = np.empty(data.n, dtype=np.intp)
+            order[keys] = np.arange(data.n)           # cell j*q2 + k <- the row of level pair (j, k)
+            self._dd = data.reordered(order)
+            self.c1 = np.repeat(np.arange(q1, dtype=np.intp), q2)     # the levels of each cell
+            self.cr = [np.tile(np.arange(q2, dtype=np.intp), q1)]
         if self.dense:
             self.key1 = keys
         else:
@@ -402,10 +444,14 @@ class MultiFactor:
                     keys2.append(self.cr[a].astype(np.int64) * q2 + self.cr[b])
         self.key2 = np.concatenate(keys2) if keys2 else None
         self.u = np.zeros(self.q1 + self.q2)
+        self._u_theta: np.ndarray | None = None     # the θ of the kept modes
+        self._lam_cache: tuple | None = None
         self.nfev = 0
         self.pirls_iters = 0
 
     def _pairs(self, vec):
+        if self.grid:
+            return vec.reshape(self.q1, self.q2)
         vr = np.tile(vec, self.nrest) if self.nrest > 1 else vec
         if self.dense:
             return np.bincount(self.key1, weights=vr, minlength=self.q1 * self.q2).reshape(self.q1, self.q2)
@@ -422,18 +468,29 @@ class MultiFactor:
         return np.bincount(self.cols1, weights=P, minlength=self.q2)
 
     def _lam(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        return float(theta[0]), np.asarray(theta[1:], float)[self.term_of_rest - 1]
+        """(θ₁, the θ of each column of the rest block), cached for the last θ (called many times per θ)."""
+        key = np.asarray(theta, float).tobytes()
+        if self._lam_cache is None or self._lam_cache[0] != key:
+            self._lam_cache = (key, (float(theta[0]), np.asarray(theta[1:], float)[self.term_of_rest - 1]))
+        return self._lam_cache[1]
 
     def _gather(self, a1, a2):
         """Per observation a1[level of term 1] + Σ_k a2[column of term k] (one gather of the
         q1 x q2 table when the pair table is dense and there are two terms)."""
         if self.dense and self.nrest == 1:
-            tab = np.add.outer(a1, a2)
-            return np.take(tab.ravel(), self.key1)
+            return self._cells(np.add.outer(a1, a2))
         out = np.take(a1, self.c1)
         for c in self.cr:
             out += np.take(a2, c)
         return out
+
+    def _cells(self, tab: np.ndarray) -> np.ndarray:
+        """Per observation the entry of a q1 x q2 table at its pair of levels."""
+        return tab.ravel() if self.grid else np.take(tab.ravel(), self.key1)
+
+    def _rows(self, x: np.ndarray) -> np.ndarray:
+        """A per-observation array in the kernels' order back in the data's row order."""
+        return x[self.key1] if self.grid else x
 
     def _eta(self, eta0, theta, u):
         t1, lr = self._lam(theta)
@@ -469,7 +526,7 @@ class MultiFactor:
 
     def _solve(self, D1, C, G, cho, r1, r2):
         """Solve M x = r with the Schur complement."""
-        y2 = sla.cho_solve(cho, r2 - G.T @ r1)
+        y2 = cho_solve(cho, r2 - G.T @ r1)
         x1 = (r1 - C @ y2) / (D1 if np.ndim(r1) == 1 else D1[:, None])
         return x1, y2
 
@@ -479,12 +536,26 @@ class MultiFactor:
         P = self._pairs(vec)
         return t1 * self._rowsum(P), lr * self._colsum(P)
 
+    def _start(self, theta: np.ndarray) -> np.ndarray:
+        """PIRLS start: the last kept modes, rescaled per term to keep b = θu (between nearby θ the random
+        effects move little; fewer Newton steps than from u itself). The modes are iterated to the same
+        tolerance from any start."""
+        u = self.u.copy()
+        old = self._u_theta
+        if old is not None:
+            t_old, t_new = self._lam(old), self._lam(theta)
+            if t_old[0] > 0 and t_new[0] > 0:
+                u[:self.q1] *= t_old[0] / t_new[0]
+            ok = (t_old[1] > 0) & (t_new[1] > 0)
+            u[self.q1:][ok] *= t_old[1][ok] / t_new[1][ok]
+        return u
+
     def modes(self, eta0, theta, u=None):
-        u = self.u.copy() if u is None else u.copy()
+        u = self._start(theta) if u is None else u.copy()
         fcur = None
         for it in range(PIRLS_MAXIT):
             eta = self._eta(eta0, theta, u)
-            mu = self.d.family.mean(eta)
+            mu = self._dd.family.mean(eta)
             e, v = self._ev(mu)
             a1, a2 = self._zt(theta, e)
             g1 = u[:self.q1] - a1
@@ -493,7 +564,7 @@ class MultiFactor:
             G = self._factor(D1, C)
             S = self._schur(B, C, G)
             try:
-                cho = sla.cho_factor(S, lower=True, check_finite=False)
+                cho = cho_factor(S)
             except np.linalg.LinAlgError:  # pragma: no cover
                 raise ModelError("penalised IRLS: the random-effects system is not positive definite")
             s1, s2 = self._solve(D1, C, G, cho, g1, g2)
@@ -512,13 +583,13 @@ class MultiFactor:
 
     def _ev(self, mu):
         """w(y-μ) and wV(μ)."""
-        d = self.d
+        d = self._dd
         if d.unit:
             return d.y - mu, d.family.variance_into(mu, np.empty_like(mu))
         return d.wy - d.w * mu, d.family.wvariance(mu, d.w)
 
     def _pen(self, eta, u):
-        d = self.d
+        d = self._dd
         f = d.family.cumulant(eta)
         f *= d.w
         f -= d.wy * eta
@@ -529,7 +600,7 @@ class MultiFactor:
 
     def _selinv(self, theta, D1, C, G, cho):
         """Per observation h_i = z_iΛ M⁻¹ Λz_iᵀ and the diagonal of M⁻¹."""
-        Sinv = sla.cho_solve(cho, np.eye(self.q2))
+        Sinv = cho_solve(cho, np.eye(self.q2))
         GS = G @ Sinv                                   # q1 x q2 dense (D1⁻¹ C S⁻¹)
         if self.dense:
             diag1 = 1.0 / D1 + np.einsum("ij,ij->i", G, GS)
@@ -539,10 +610,10 @@ class MultiFactor:
         t1, lr = self._lam(theta)
         if self.dense and self.nrest == 1:
             tab = (t1 * t1) * diag1[:, None] - (2 * t1) * GS * lr[None, :] + (lr * lr * diag2)[None, :]
-            return np.take(tab.ravel(), self.key1), diag1, diag2, GS, Sinv
+            return self._cells(tab), diag1, diag2, GS, Sinv
         h = diag1[self.c1]
         h *= t1 * t1
-        n = self.d.n
+        n = self._dd.n
         for a, ca in enumerate(self.cr):
             gs = GS.ravel()[self.key1[a * n:(a + 1) * n]] if self.dense else GS[self.c1, ca]
             h -= (2 * t1) * lr[ca] * gs
@@ -555,13 +626,14 @@ class MultiFactor:
         return h, diag1, diag2, GS, Sinv
 
     def evaluate(self, theta: np.ndarray, beta: np.ndarray, grad: bool = True, keep: bool = True):
-        d = self.d
+        d = self._dd
         self.nfev += 1
         theta = np.asarray(theta, float)
         eta0 = d.linpred(beta)
         u, eta, mu, (D1, C, G, cho, v) = self.modes(eta0, theta)
         if keep:
             self.u = u
+            self._u_theta = theta.copy()
         f = d.family.cumulant(eta)
         if not d.unit:
             f *= d.w
@@ -615,7 +687,7 @@ class MultiFactor:
 
     def extras(self, theta, beta):
         theta = np.asarray(theta, float)
-        eta0 = self.d.linpred(beta)
+        eta0 = self._dd.linpred(beta)
         u, eta, mu, (D1, C, G, cho, _v) = self.modes(eta0, theta)
         _h, diag1, diag2, _GS, _Sinv = self._selinv(theta, D1, C, G, cho)
         t1, _lr = self._lam(theta)
@@ -627,10 +699,10 @@ class MultiFactor:
             sl = slice(offs[j - 1], offs[j])
             b.append(theta[j] * ur[sl])
             cv.append(theta[j] ** 2 * diag2[sl])
-        return {"b": b, "condvar": cv, "mu": mu, "eta": eta}
+        return {"b": b, "condvar": cv, "mu": self._rows(mu), "eta": self._rows(eta)}
 
     def rx_vcov(self, theta, beta):
-        d = self.d
+        d = self._dd
         theta = np.asarray(theta, float)
         _u, _eta, _mu, (D1, C, G, cho, v) = self.modes(d.linpred(beta), theta)
         XtWX = (d.XT * v) @ d.XT.T
@@ -716,12 +788,29 @@ class GeneralModel:
 
     def __init__(self, data: ResponseData, terms) -> None:
         self.d = data
+        self._dd = data     # the rows in the order the kernels use (a complete grid's cell order, see below)
         self.terms = list(terms)
         n = data.n
         t1 = self.terms[0]
         self.q1, self.n1 = t1.q, t1.nlevels
         self.codes = [np.ascontiguousarray(t.codes, dtype=np.intp) for t in self.terms]
         self.Zs = [np.ones((n, 1)) if t.Z is None else np.asarray(t.Z, float) for t in self.terms]
+        # two grouping factors with every pair of levels exactly once: the kernels keep the rows in cell
+        # order (level of the first term major), so the per-level sums are row/column sums of an n1 x n2
+        # table and the coupling block C is a reshape (no bincount over Q₂-long keys)
+        self.grid = None
+        if GRID_ORDER and len(self.terms) == 2 and n == self.n1 * self.terms[1].nlevels:
+            n2 = self.terms[1].nlevels
+            keys = self.codes[0].astype(np.int64) * n2 + self.codes[1]
+            if bool(np.all(np.bincount(keys, minlength=n) == 1)):
+                order = np.empty(n, dtype=np.intp)
+                order[keys] = np.arange(n)
+                self.grid = (self.n1, n2)
+                self._rowkey = keys
+                self._dd = data.reordered(order)
+                self.codes = [np.repeat(np.arange(self.n1, dtype=np.intp), n2),
+                              np.tile(np.arange(n2, dtype=np.intp), self.n1)]
+                self.Zs = [np.ascontiguousarray(Z[order]) for Z in self.Zs]
         self.qs = [t.q for t in self.terms]
         self.nls = [t.nlevels for t in self.terms]
         self.nth = [t.ntheta for t in self.terms]
@@ -748,6 +837,16 @@ class GeneralModel:
         self._ckeys: dict[tuple[int, int, int], np.ndarray] = {}
 
     # ------------------------------------------------------------------ pieces
+    def _segsum(self, k: int, w: np.ndarray) -> np.ndarray:
+        """Σ of w over the rows of each level of term k (a row/column sum on a complete grid)."""
+        if self.grid is not None:
+            return w.reshape(self.grid).sum(axis=1 - k)
+        return np.bincount(self.codes[k], weights=w, minlength=self.nls[k])
+
+    def _rows(self, x: np.ndarray) -> np.ndarray:
+        """A per-row array in the kernels' order back in the data's row order."""
+        return x if self.grid is None else x[self._rowkey]
+
     def _ckey(self, a: int, k: int, c: int) -> np.ndarray:
         """Flat index of row i's entry (level₁ column a, term k column c) in the dense C (cached)."""
         key = (a, k, c)
@@ -782,7 +881,7 @@ class GeneralModel:
 
     def _gather(self, A: list[np.ndarray], U: list[np.ndarray]) -> np.ndarray:
         """Σ_k Σ_c A_k[i, c] U_k[level_k(i), c] per row."""
-        out = np.zeros(self.d.n)
+        out = np.zeros(self._dd.n)
         for Ak, Uk, ck in zip(A, U, self.codes):
             for c in range(Ak.shape[1]):
                 out += Ak[:, c] * np.take(Uk[:, c], ck)
@@ -791,38 +890,47 @@ class GeneralModel:
     def _zt(self, A: list[np.ndarray], r: np.ndarray) -> np.ndarray:
         """Aᵀ r as a flat vector in u's order."""
         parts = []
-        for Ak, ck, nl in zip(A, self.codes, self.nls):
-            parts.append(np.stack([np.bincount(ck, weights=Ak[:, c] * r, minlength=nl)
+        for k, Ak in enumerate(A):
+            parts.append(np.stack([self._segsum(k, Ak[:, c] * r)
                                    for c in range(Ak.shape[1])], axis=1).ravel())
         return np.concatenate(parts)
 
     def _system(self, A: list[np.ndarray], v: np.ndarray):
         """D (levels₁ x q₁ x q₁), C (levels₁ q₁ x Q₂) and B (Q₂ x Q₂) of M."""
-        q1, n1, c1 = self.q1, self.n1, self.codes[0]
+        q1, n1 = self.q1, self.n1
         A1 = A[0]
         D = np.empty((n1, q1, q1))
         for a in range(q1):
             for b in range(a, q1):
-                D[:, a, b] = np.bincount(c1, weights=v * A1[:, a] * A1[:, b], minlength=n1)
+                D[:, a, b] = self._segsum(0, v * A1[:, a] * A1[:, b])
                 D[:, b, a] = D[:, a, b]
             D[:, a, a] += 1.0
         if not self.rest:
             return D, None, None
         Q2 = self.Q2
-        C = np.zeros(n1 * q1 * Q2)
-        for a in range(q1):
-            va = v * A1[:, a]
-            for k in self.rest:
-                for c in range(self.qs[k]):
-                    C += np.bincount(self._ckey(a, k, c), weights=va * A[k][:, c], minlength=n1 * q1 * Q2)
-        C = C.reshape(n1 * q1, Q2)
+        if self.grid is not None:       # one rest term, one row per (level₁, level₂): C is that table
+            qk = self.qs[1]
+            C4 = np.empty((n1, q1, self.grid[1], qk))
+            for a in range(q1):
+                va = v * A1[:, a]
+                for c in range(qk):
+                    C4[:, a, :, c] = (va * A[1][:, c]).reshape(self.grid)
+            C = C4.reshape(n1 * q1, Q2)
+        else:
+            C = np.zeros(n1 * q1 * Q2)
+            for a in range(q1):
+                va = v * A1[:, a]
+                for k in self.rest:
+                    for c in range(self.qs[k]):
+                        C += np.bincount(self._ckey(a, k, c), weights=va * A[k][:, c], minlength=n1 * q1 * Q2)
+            C = C.reshape(n1 * q1, Q2)
         B = np.eye(Q2)
         for k in self.rest:
-            qk, nk, ck = self.qs[k], self.nls[k], self.codes[k]
+            qk, nk = self.qs[k], self.nls[k]
             blk = np.empty((nk, qk, qk))
             for a in range(qk):
                 for b in range(a, qk):
-                    blk[:, a, b] = np.bincount(ck, weights=v * A[k][:, a] * A[k][:, b], minlength=nk)
+                    blk[:, a, b] = self._segsum(k, v * A[k][:, a] * A[k][:, b])
                     blk[:, b, a] = blk[:, a, b]
             o = self.base_off[k]
             for j in range(nk):
@@ -847,7 +955,7 @@ class GeneralModel:
         G = np.einsum("jab,jbk->jak", Dinv, C3) if q1 > 1 else Dinv[:, :, :1] * C3
         S = B - C.T @ G.reshape(n1 * q1, Q2)
         try:
-            cho = sla.cho_factor(S, lower=True, check_finite=False)
+            cho = cho_factor(S)
         except np.linalg.LinAlgError:  # pragma: no cover
             raise ModelError("penalised IRLS: the random-effects system is not positive definite") from None
         ld = _blogdet(D) + 2.0 * float(np.log(np.diag(cho[0])).sum())
@@ -864,7 +972,7 @@ class GeneralModel:
                 return _bmatvec(Dinv, r1.reshape(n1, q1)).ravel()
             return np.einsum("jab,jbm->jam", Dinv, r1.reshape(n1, q1, -1)).reshape(m1, -1)
         Gf = G.reshape(m1, self.Q2)
-        y2 = sla.cho_solve(cho, r2 - Gf.T @ r1, check_finite=False)
+        y2 = cho_solve(cho, r2 - Gf.T @ r1)
         t = r1 - C @ y2
         if r.ndim == 1:
             x1 = _bmatvec(Dinv, t.reshape(n1, q1)).ravel()
@@ -873,7 +981,7 @@ class GeneralModel:
         return np.concatenate([x1, y2])
 
     def _pen(self, eta: np.ndarray, u: np.ndarray) -> float:
-        d = self.d
+        d = self._dd
         f = d.family.cumulant(eta)
         if not d.unit:
             f *= d.w
@@ -881,7 +989,7 @@ class GeneralModel:
         return 2 * float(f.sum()) + float(u @ u)
 
     def _ev(self, mu):
-        d = self.d
+        d = self._dd
         v = d.family.variance(mu)
         if d.unit:
             return d.y - mu, v
@@ -894,7 +1002,7 @@ class GeneralModel:
         fcur = None
         for _it in range(PIRLS_MAXIT):
             eta = eta0 + self._gather(A, self._split(u))
-            mu = self.d.family.mean(eta)
+            mu = self._dd.family.mean(eta)
             e, v = self._ev(mu)
             g = u - self._zt(A, e)
             D, C, B = self._system(A, v)
@@ -920,7 +1028,7 @@ class GeneralModel:
         if G is None:
             return [_rows_blockvec(Dinv, c1, A1)], None
         Q2 = self.Q2
-        Sinv = sla.cho_solve(cho, np.eye(Q2), check_finite=False)
+        Sinv = cho_solve(cho, np.eye(Q2))
         Gf = G.reshape(n1 * q1, Q2)
         GS = Gf @ Sinv
         K = np.einsum("jak,jbk->jab", GS.reshape(n1, q1, Q2), G)
@@ -933,7 +1041,7 @@ class GeneralModel:
                 for c in range(self.qs[k]):
                     s1[:, a] -= np.take(GSf, self._ckey(a, k, c)) * A[k][:, c]
         for k in self.rest:
-            sk = np.zeros((self.d.n, self.qs[k]))
+            sk = np.zeros((self._dd.n, self.qs[k]))
             for c in range(self.qs[k]):
                 rk = (self.base[k] + c) * Q2
                 for m in self.rest:
@@ -946,7 +1054,7 @@ class GeneralModel:
 
     # ------------------------------------------------------------------ deviance
     def evaluate(self, theta, beta, grad: bool = True, keep: bool = True):
-        d = self.d
+        d = self._dd
         self.nfev += 1
         theta = np.asarray(theta, float)
         eta0 = d.linpred(beta)
@@ -971,13 +1079,13 @@ class GeneralModel:
         g_theta = np.empty(self.ntheta)
         v2 = 2.0 * v
         for k, term in enumerate(self.terms):
-            ck, nk, Zk = self.codes[k], self.nls[k], self.Zs[k]
+            Zk = self.Zs[k]
             # ZQ[r, c] = Σ_i z_ik[r] (ρ_i u_k[c] + e_i ω_k[c] + 2 v_i s_ik[c])
             ZQ = np.empty((Zk.shape[1], self.qs[k]))
             for r in range(Zk.shape[1]):
                 zr = Zk[:, r]
-                zrho = np.bincount(ck, weights=zr * rho, minlength=nk)
-                ze = np.bincount(ck, weights=zr * e, minlength=nk)
+                zrho = self._segsum(k, zr * rho)
+                ze = self._segsum(k, zr * e)
                 zv = zr * v2
                 for c in range(self.qs[k]):
                     ZQ[r, c] = zrho @ U[k][:, c] + ze @ W[k][:, c] + zv @ s[k][:, c]
@@ -989,7 +1097,7 @@ class GeneralModel:
     def extras(self, theta, beta):
         """Modes b_k = u_k T_kᵀ (levels x q) and their conditional covariances T M⁻¹_jj Tᵀ."""
         theta = np.asarray(theta, float)
-        eta0 = self.d.linpred(beta)
+        eta0 = self._dd.linpred(beta)
         u, eta, mu, _e, _v, C, fac = self.modes(eta0, theta)
         A = self._A(theta)
         _s, extra = self._rows_minv(A, C, fac)
@@ -1006,10 +1114,10 @@ class GeneralModel:
                 idx = o + np.arange(self.nls[k])[:, None] * qk + np.arange(qk)[None, :]
                 blocks = Sinv[idx[:, :, None], idx[:, None, :]]
             cv.append(np.einsum("ab,jbc,dc->jad", T, blocks, T))
-        return {"b": b, "condvar": cv, "mu": mu, "eta": eta}
+        return {"b": b, "condvar": cv, "mu": self._rows(mu), "eta": self._rows(eta)}
 
     def rx_vcov(self, theta, beta):
-        d = self.d
+        d = self._dd
         theta = np.asarray(theta, float)
         _u, _eta, _mu, _e, v, C, fac = self.modes(d.linpred(beta), theta)
         A = self._A(theta)

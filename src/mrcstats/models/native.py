@@ -18,7 +18,7 @@ from scipy import optimize
 from mrcstats.errors import InputError, ModelError
 from mrcstats.io.schema import require_binary
 from mrcstats.models.design import Design, build_design
-from mrcstats.models.deviance import ResponseData, SingleFactor
+from mrcstats.models.deviance import MultiFactor, ResponseData, SingleFactor
 from mrcstats.models.family import Family
 from mrcstats.models.formula import ModelSpec
 from mrcstats.models.laplace import fit_laplace
@@ -31,6 +31,7 @@ from mrcstats.models.optimize import (
     _ranef_frames,
     _rx_vcov_safe,
     _scale_check,
+    _subsample_start,
     make_model,
     optimize_laplace,
     varcorr_frame,
@@ -105,7 +106,11 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         grad = np.zeros(1)
         optinfo.update(optimizer="brent", nfev=sf.nfev, fval=fval)
     else:
-        x, fval, grad, H, info = optimize_laplace(model, np.concatenate([theta0, beta0]), lower, th_arg)
+        x0, scale = np.concatenate([theta0, beta0]), None
+        start = _subsample_start(d, re, model, x0, lower) if isinstance(model, MultiFactor) else None
+        if start is not None:                 # crossed random intercepts on many rows (issue 28)
+            x0, scale, optinfo["start"] = start
+        x, fval, grad, H, info = optimize_laplace(model, x0, lower, th_arg, scale=scale)
         optinfo.update(info)
         if nagq > 1:
             sf = model  # type: ignore[assignment]

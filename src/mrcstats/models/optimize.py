@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
+from mrcstats.errors import ModelError
 from mrcstats.models.deviance import GeneralModel, MultiFactor, ResponseData, SingleFactor
 
 SINGULAR_TOL = 1e-4
@@ -278,6 +279,52 @@ def optimize_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg=None, scal
     return x, fval, grad, H, {"optimizer": "L-BFGS-B+Newton", "nit": int(r.nit), "lbfgs_message": str(r.message)}
 
 _CTL: list = []
+
+
+FAST_PATH = True          # False: lme4's start for crossed random intercepts on many rows (the path before issue 28)
+START_ROWS = 50_000     # crossed random intercepts on more rows start from the fit on about this many
+
+
+def _subsample_start(d: ResponseData, re, model: MultiFactor, x0: np.ndarray, lower: np.ndarray):
+    """A start near the optimum for several random intercepts on many rows: the fit (lme4's start, the same
+    optimiser) on the rows of evenly spaced levels of the first term (the one with the most levels), about
+    ``START_ROWS`` rows, with every level of the other terms. Returns (x0, step scale = that fit's
+    standard errors, a note for ``optinfo``), or None (small data, or the sub-fit failed: lme4's start).
+
+    The optimum does not depend on the start (the optimiser and its Newton polish converge to it); the
+    number of deviance evaluations on all rows does. As :func:`mrcstats.models.grid._subgrid_start`."""
+    q1 = model.q1
+    if not FAST_PATH or d.n <= 2 * START_ROWS or q1 < 200:
+        return None
+    nkeep = max(100, int(q1 * START_ROWS / d.n))
+    keep = np.unique(np.linspace(0, q1 - 1, nkeep).round().astype(np.intp))
+    newcode = np.full(q1, -1, dtype=np.intp)
+    newcode[keep] = np.arange(len(keep))
+    c1 = np.asarray(re[0].codes, dtype=np.intp)
+    rows = newcode[c1] >= 0
+    sub_d = ResponseData(d.XT.T[rows], d.y[rows], d.w[rows], None if d.offset is None else d.offset[rows], 0.0,
+                         d.family)
+    sub = MultiFactor(sub_d, [newcode[c1[rows]]] + [np.asarray(r.codes)[rows] for r in re[1:]],
+                      [len(keep)] + [r.nlevels for r in re[1:]])
+    k = len(lower)
+    try:
+        x, _f, _g, H, _i = optimize_laplace(sub, x0.copy(), lower)
+        se = np.sqrt(np.diag(np.linalg.inv(H)))
+    except (ModelError, np.linalg.LinAlgError):
+        return None
+    if not np.all(np.isfinite(x)):
+        return None
+    scale = np.where(np.isfinite(se) & (se > 0), se, np.maximum(np.abs(x), 0.1))
+    th = np.maximum(x[:k], 0.05)                 # away from the boundary, where u is undefined
+    x = np.concatenate([th, x[k:]])
+    # the modes: b = θu of the kept levels, 0 for the others
+    u = np.zeros(model.q1 + model.q2)
+    u[keep] = sub.u[:sub.q1] * (x[0] / th[0]) if x[0] > 0 else 0.0
+    lr_sub, lr = sub._lam(x[:k])[1], model._lam(th)[1]
+    u[model.q1:] = np.where(lr > 0, sub.u[sub.q1:] * lr_sub / np.where(lr > 0, lr, 1.0), 0.0)
+    model.u, model._u_theta = u, th.copy()
+    return x, scale, {"from": "subsample fit", "rows": int(rows.sum()), "levels": len(keep),
+                      "x0": x.tolist(), "nfev": int(sub.nfev)}
 
 
 def _blas_controller():

@@ -1,0 +1,347 @@
+"""The user's path against glmmTMB and lme4 in one run (issue 28): ``mrcstats glmer FILE --json``.
+
+Four generated CSV files (seeded; written once into ``--dir``) and one formula each:
+
+* ``ri20k``    20,000 rows, 1,500 groups: ``correct ~ x * f + (1 | g)``            target: wall >= 10x glmmTMB
+* ``slope70k`` 70,000 rows: ``correct ~ x + (1 | item) + (1 + x | model)``          target: wall >= 20x glmmTMB
+* ``crossed347k`` 29 models x 12,000 items, every pair once (348,000 rows):
+  ``correct ~ 1 + (1 | item) + (1 | model)``                                        target: wall >= 50x lme4 default
+* ``verbagg``  VerbAgg-shaped 316 persons x 24 items, binary, crossed:
+  ``r2 ~ Anger + Gender + btype + situ + (1 | id) + (1 | item)``                    target: fit_seconds <= 0.05 s
+
+Measured per case:
+
+* mrcstats: ``python -m mrcstats glmer FILE --formula F --json`` as its own process (wall clock from
+  process start to the JSON, start-up and reading included, and the process's CPU time), ``--repeat`` runs
+  (median), and the ``fit_seconds`` the JSON reports (median);
+* R: ``system.time()`` of ``glmmTMB(F, family = binomial)`` and of lme4's default
+  ``glmer(F, family = binomial)`` on the same CSV (read before timing), ``--r-repeat`` fits in one
+  Rscript process (median).
+
+The ratio printed is anchor seconds / mrcstats wall seconds (and / fit_seconds, and CPU / CPU: on a
+shared, loaded machine wall clocks measure the queue, CPU times less so). ``--quick`` runs
+only each case's target anchor, once. ``--save DIR`` writes each case's mrcstats JSON;
+``--check DIR`` compares estimates, θ and logLik with a saved run (the "speed never changes a
+number" check; tolerance ``--tol``, default 1e-8 relative to max(1, |value|)).
+
+Usage (from the repository, with this checkout's source first on the path)::
+
+    PYTHONPATH=src python benchmarks/bench_user_path.py                  # everything (several minutes)
+    PYTHONPATH=src python benchmarks/bench_user_path.py --quick --cases crossed347k,verbagg
+    PYTHONPATH=src python benchmarks/bench_user_path.py --no-r --save /tmp/before
+    PYTHONPATH=src python benchmarks/bench_user_path.py --no-r --check /tmp/before
+    PYTHONPATH=/old/checkout/src python benchmarks/bench_user_path.py --engine-only   # the engine's CPU
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pandas as pd
+
+CASES = {
+    "ri20k": {"formula": "correct ~ x * f + (1 | g)", "target": ("glmmTMB", 10.0)},
+    "slope70k": {"formula": "correct ~ x + (1 | item) + (1 + x | model)", "target": ("glmmTMB", 20.0)},
+    "crossed347k": {"formula": "correct ~ 1 + (1 | item) + (1 | model)", "target": ("lme4", 50.0)},
+    "verbagg": {"formula": "r2 ~ Anger + Gender + btype + situ + (1 | id) + (1 | item)",
+                "target": ("fit_seconds", 0.05)},
+}
+
+R_SCRIPT = r"""
+a <- commandArgs(TRUE)
+df <- read.csv(a[1], stringsAsFactors = TRUE)
+f <- as.formula(a[2])
+which <- strsplit(a[3], ",")[[1]]
+reps <- as.integer(a[4])
+out <- list()
+for (w in which) {
+  if (w == "lme4") suppressMessages(library(lme4))
+  if (w == "glmmTMB") suppressMessages(library(glmmTMB))
+  ts <- numeric(0)
+  cs <- numeric(0)
+  for (r in seq_len(reps)) {
+    st <- system.time(m <- if (w == "lme4") glmer(f, data = df, family = binomial)
+                           else glmmTMB(f, data = df, family = binomial))
+    ts <- c(ts, st[["elapsed"]])
+    cs <- c(cs, st[["user.self"]] + st[["sys.self"]])
+  }
+  out[[length(out) + 1]] <- sprintf('"%s": {"seconds": [%s], "cpu": [%s], "loglik": %.10f}', w,
+                                    paste(sprintf("%.4f", ts), collapse = ", "),
+                                    paste(sprintf("%.4f", cs), collapse = ", "), as.numeric(logLik(m)))
+}
+cat(paste0("{", paste(unlist(out), collapse = ", "), "}\n"))
+"""
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def _draw(rng, eta):
+    return (rng.random(eta.shape) < 1.0 / (1.0 + np.exp(-eta))).astype(np.int8)
+
+
+def make_ri20k(seed: int = 281) -> pd.DataFrame:
+    """20,000 rows, 1,500 groups (13-14 rows each), a covariate x crossed with a 3-level factor f."""
+    rng = np.random.default_rng(seed)
+    n, q = 20_000, 1_500
+    g = rng.permutation(np.arange(n) % q)
+    x = rng.normal(size=n)
+    f = rng.choice(np.array(["a", "b", "c"]), n)
+    eta = 0.4 + 0.5 * x + np.select([f == "b", f == "c"], [-0.6, 0.3], 0.0) - 0.3 * x * (f == "b") \
+        + rng.normal(0, 0.9, q)[g]
+    return pd.DataFrame({"g": [f"g{i:04d}" for i in g], "x": x, "f": f, "correct": _draw(rng, eta)})
+
+
+def make_slope70k(seed: int = 282) -> pd.DataFrame:
+    """70,000 rows: 20 models x 3,500 items, every pair once; a row covariate x with a
+    per-model random slope correlated with the model's intercept."""
+    rng = np.random.default_rng(seed)
+    nm, ni = 20, 3_500
+    model = np.repeat(np.arange(nm), ni)
+    item = np.tile(np.arange(ni), nm)
+    x = rng.normal(size=nm * ni)
+    L = np.linalg.cholesky(np.array([[0.8, 0.2], [0.2, 0.15]]))
+    bm = rng.normal(size=(nm, 2)) @ L.T
+    eta = 0.2 + 0.3 * x + bm[model, 0] + bm[model, 1] * x + rng.normal(0, 1.2, ni)[item]
+    return pd.DataFrame({"model": [f"m{i:02d}" for i in model], "item": [f"i{i:05d}" for i in item], "x": x,
+                         "correct": _draw(rng, eta)})
+
+
+def make_crossed347k(seed: int = 283) -> pd.DataFrame:
+    """The leaderboard stand-in: 29 models x 12,000 items, every pair once (rows in log order:
+    model by model, items shuffled within each)."""
+    rng = np.random.default_rng(seed)
+    nm, ni = 29, 12_000
+    model = np.repeat(np.arange(nm), ni)
+    item = np.concatenate([rng.permutation(ni) for _ in range(nm)])
+    eta = 0.3 + rng.normal(0, 0.8, nm)[model] + rng.normal(0, 1.6, ni)[item]
+    return pd.DataFrame({"model": [f"model-{i:02d}" for i in model], "item": [f"q{i:05d}" for i in item],
+                         "correct": _draw(rng, eta)})
+
+
+def make_verbagg(seed: int = 284) -> pd.DataFrame:
+    """VerbAgg-shaped: 316 persons x 24 items (btype 3 x situ 2 x mode 2 x 2), binary r2,
+    person covariates Anger and Gender."""
+    rng = np.random.default_rng(seed)
+    npers, nit = 316, 24
+    pid = np.repeat(np.arange(npers), nit)
+    it = np.tile(np.arange(nit), npers)
+    anger = rng.integers(11, 40, npers)
+    gender = rng.choice(np.array(["F", "M"]), npers, p=[0.77, 0.23])
+    btype = np.array(["curse", "scold", "shout"])[(np.arange(nit) // 2) % 3]
+    situ = np.array(["other", "self"])[np.arange(nit) // 12]
+    eta = (-1.1 + 0.057 * anger[pid] + 0.32 * (gender[pid] == "M") - np.select(
+        [btype[it] == "scold", btype[it] == "shout"], [1.06, 2.1], 0.0) - 1.05 * (situ[it] == "self")
+        + rng.normal(0, 1.34, npers)[pid] + rng.normal(0, 0.5, nit)[it])
+    return pd.DataFrame({"id": [f"p{i:03d}" for i in pid], "item": [f"S{i:02d}" for i in it],
+                         "Anger": anger[pid], "Gender": gender[pid], "btype": btype[it], "situ": situ[it],
+                         "r2": _draw(rng, eta)})
+
+
+MAKERS = {"ri20k": make_ri20k, "slope70k": make_slope70k, "crossed347k": make_crossed347k,
+          "verbagg": make_verbagg}
+
+
+# ----------------------------------------------------------------------------- runs
+
+
+def run_mrcstats(csv: str, formula: str, repeat: int) -> dict:
+    walls, cpus, fits, obj = [], [], [], None
+    env = dict(os.environ)
+    for _ in range(repeat):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "mrcstats", "glmer", csv, "--formula", formula, "--json"],
+                             capture_output=True, text=True, check=False, env=env)
+        walls.append(time.perf_counter() - t)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+        if out.returncode != 0:
+            return {"error": out.stderr.strip()[-400:]}
+        obj = json.loads(out.stdout)
+        fits.append(float(obj["fit_seconds"]))
+    return {"wall": statistics.median(walls), "walls": walls, "cpu": statistics.median(cpus),
+            "fit": statistics.median(fits), "fits": fits, "json": obj}
+
+
+def run_r(csv: str, formula: str, which: list[str], reps: int, timeout: float) -> dict:
+    rscript = shutil.which("Rscript")
+    if not rscript or not which:
+        return {}
+    with tempfile.NamedTemporaryFile("w", suffix=".R", delete=False) as fh:
+        fh.write(R_SCRIPT)
+    try:
+        out = subprocess.run([rscript, fh.name, csv, formula, ",".join(which), str(reps)], capture_output=True,
+                             text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {w: {"error": f"timeout {timeout:g}s"} for w in which}
+    finally:
+        os.unlink(fh.name)
+    if out.returncode != 0:
+        return {w: {"error": out.stderr.strip()[-300:]} for w in which}
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    for r in res.values():
+        r["median"] = statistics.median(r["seconds"])
+        r["cpu_median"] = statistics.median(r["cpu"])
+    return res
+
+
+def fit_cpu(csv: str, formula: str, repeat: int) -> dict:
+    """``mrcstats.glmer(formula, data)`` in this process: CPU seconds (``time.process_time``) and
+    ``fit_seconds`` of each of ``repeat`` fits, data read once (the engine alone, robust to a loaded machine;
+    run with ``PYTHONPATH`` at another checkout for its before/after)."""
+    from mrcstats.io import read_data
+    from mrcstats.models import glmer
+
+    df = read_data(csv)
+    cpus, walls, m = [], [], None
+    for _ in range(repeat):
+        c = time.process_time()
+        m = glmer(formula, df)
+        cpus.append(time.process_time() - c)
+        walls.append(m.fit_seconds)
+    return {"cpu": statistics.median(cpus), "cpus": cpus, "fit": statistics.median(walls),
+            "nfev": m.optinfo.get("nfev"), "loglik": m.loglik}
+
+
+def numbers(obj: dict) -> dict[str, float]:
+    """The figures speed must not change: logLik, θ, fixed effects and their SEs."""
+    out = {"loglik": float(obj["loglik"])}
+    for key in ("theta", "fixef", "se"):
+        for k, v in (obj.get(key) or {}).items():
+            out[f"{key}:{k}"] = float(v)
+    return out
+
+
+def check(name: str, obj: dict, saved_dir: str, tol: float) -> str:
+    """Estimates, θ and logLik against a saved run (difference relative to max(1, |value|), must be within
+    ``tol``), and the largest relative difference of the SEs (reported: they come from a finite-difference
+    Hessian taken where the optimiser stopped, within about 1e-4 of the optimum, so they move with its path
+    at the 1e-8..1e-6 level)."""
+    path = os.path.join(saved_dir, f"{name}.json")
+    if not os.path.exists(path):
+        return "no saved run"
+    with open(path) as fh:
+        old = numbers(json.load(fh))
+    new = numbers(obj)
+    if old.keys() != new.keys():
+        return f"MISMATCH: {sorted(old.keys() ^ new.keys())} on one side only"
+    worst, where, se = 0.0, "-", 0.0
+    for k in old:
+        if k.startswith("se:"):
+            se = max(se, abs(new[k] - old[k]) / abs(old[k]) if old[k] else abs(new[k]))
+            continue
+        d = abs(new[k] - old[k]) / max(1.0, abs(old[k]))
+        if d > worst:
+            worst, where = d, k
+    return (f"estimates, θ, logLik {'same' if worst <= tol else 'DIFFERENT'} (largest relative difference "
+            f"{worst:.1e} at {where}); SEs: largest relative difference {se:.1e}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default=",".join(CASES), help=f"comma list of {', '.join(CASES)}")
+    ap.add_argument("--repeat", type=int, default=3, help="mrcstats processes per case (median)")
+    ap.add_argument("--r-repeat", type=int, default=3, help="R fits per anchor (median)")
+    ap.add_argument("--quick", action="store_true", help="only each case's target anchor, fitted once")
+    ap.add_argument("--no-r", action="store_true", help="no R anchors")
+    ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "mrcstats-bench-user-path"),
+                    help="where the CSV files are written (kept between runs)")
+    ap.add_argument("--save", help="write each case's mrcstats JSON here")
+    ap.add_argument("--check", help="compare the numbers with the JSON files saved there")
+    ap.add_argument("--tol", type=float, default=1e-8)
+    ap.add_argument("--engine-only", action="store_true",
+                    help="only the in-process fit CPU of --fit-cpu (no CLI processes, no R)")
+    ap.add_argument("--fit-cpu", action="store_true",
+                    help="also time mrcstats.glmer() in this process (CPU seconds of the fit alone, median)")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per Rscript process")
+    args = ap.parse_args(argv)
+    names = [c.strip() for c in args.cases.split(",") if c.strip()]
+    bad = [c for c in names if c not in CASES]
+    if bad:
+        ap.error(f"unknown case(s) {bad}; choose from {list(CASES)}")
+    os.makedirs(args.dir, exist_ok=True)
+    if args.save:
+        os.makedirs(args.save, exist_ok=True)
+    load = os.getloadavg()
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} cores; python {sys.executable}",
+          flush=True)
+    summary = []
+    for name in names:
+        spec = CASES[name]
+        csv = os.path.join(args.dir, f"{name}.csv")
+        if not os.path.exists(csv):
+            MAKERS[name]().to_csv(csv, index=False)
+        with open(csv) as fh:
+            nrows = sum(1 for _ in fh) - 1
+        if args.engine_only:
+            fc = fit_cpu(csv, spec["formula"], args.repeat)
+            print(f"{name:12s} {nrows:>8,d} rows  mrcstats.glmer() in-process: fit CPU {fc['cpu']:.3f}s (runs "
+                  f"{', '.join(f'{t:.3f}' for t in fc['cpus'])}), fit_seconds {fc['fit']:.3f}s, "
+                  f"{fc['nfev']} deviance evaluations, logLik {fc['loglik']:.10f}", flush=True)
+            continue
+        m = run_mrcstats(csv, spec["formula"], args.repeat)
+        if "error" in m:
+            print(f"{name}: mrcstats failed: {m['error']}", flush=True)
+            continue
+        obj = m["json"]
+        print(f"{name:12s} {nrows:>8,d} rows  {spec['formula']}\n"
+              f"  mrcstats glmer --json: wall {m['wall']:.3f}s (runs {', '.join(f'{t:.3f}' for t in m['walls'])}), "
+              f"process CPU {m['cpu']:.3f}s, fit_seconds {m['fit']:.3f}s (runs "
+              f"{', '.join(f'{t:.3f}' for t in m['fits'])}), logLik {obj['loglik']:.10f}", flush=True)
+        if args.fit_cpu:
+            fc = fit_cpu(csv, spec["formula"], args.repeat)
+            print(f"  mrcstats.glmer() in-process: fit CPU {fc['cpu']:.3f}s (runs "
+                  f"{', '.join(f'{t:.3f}' for t in fc['cpus'])}), fit_seconds {fc['fit']:.3f}s, "
+                  f"{fc['nfev']} deviance evaluations", flush=True)
+        if args.save:
+            with open(os.path.join(args.save, f"{name}.json"), "w") as fh:
+                json.dump(obj, fh)
+        if args.check:
+            print(f"  numbers vs {args.check}: {check(name, obj, args.check, args.tol)}", flush=True)
+        kind, want = spec["target"]
+        if args.no_r:
+            which = []
+        elif args.quick:
+            which = [kind] if kind != "fit_seconds" else []
+        else:
+            which = ["glmmTMB", "lme4"]
+        r = run_r(csv, spec["formula"], which, 1 if args.quick else args.r_repeat, args.timeout)
+        for w, res in r.items():
+            if "error" in res:
+                print(f"  {w}: {res['error']}", flush=True)
+                continue
+            print(f"  {w:8s} fit {res['median']:.3f}s (runs {', '.join(f'{t:.3f}' for t in res['seconds'])}; "
+                  f"CPU {res['cpu_median']:.3f}s): {res['median'] / m['wall']:.1f}x mrcstats wall, "
+                  f"{res['median'] / m['fit']:.1f}x fit_seconds, CPU {res['cpu_median'] / m['cpu']:.1f}x mrcstats "
+                  f"process CPU; logLik {res['loglik']:.6f} ({res['loglik'] - obj['loglik']:+.2e})", flush=True)
+        if kind == "fit_seconds":
+            ok = m["fit"] <= want
+            summary.append(f"{name:12s} fit_seconds {m['fit']:.3f}s   target <= {want:g}s   "
+                           f"{'met' if ok else 'NOT met'}")
+        elif kind in r and "median" in r[kind]:
+            ratio = r[kind]["median"] / m["wall"]
+            summary.append(f"{name:12s} {kind} / mrcstats wall = {ratio:.1f}x   target >= {want:g}x   "
+                           f"{'met' if ratio >= want else 'NOT met'}  (fit_seconds ratio "
+                           f"{r[kind]['median'] / m['fit']:.0f}x; CPU ratio {r[kind]['cpu_median'] / m['cpu']:.1f}x)")
+        else:
+            summary.append(f"{name:12s} wall {m['wall']:.3f}s, fit {m['fit']:.3f}s (no {kind} anchor run)")
+    print("\nTargets (issue 28):")
+    for line in summary:
+        print("  " + line)
+    load = os.getloadavg()
+    print(f"load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

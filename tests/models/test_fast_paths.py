@@ -1,0 +1,133 @@
+"""Issue 28: the fast paths of the native engine give the numbers of the previous path.
+
+* a complete crossed grid (every pair of levels once) is kept in cell order by MultiFactor
+  (``(1 | item) + (1 | model)``) and GeneralModel (``(1 | item) + (1 + x | model)``);
+* crossed random intercepts on many rows start from a fit on a subsample of the first term's levels.
+
+``deviance.GRID_ORDER = False`` and ``optimize.FAST_PATH = False`` give the previous path (row order, lme4's
+start). Estimates, θ, logLik, modes and residuals agree to 1e-8; no timing is asserted.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import mrcstats.models.deviance as dv
+import mrcstats.models.optimize as ft
+from mrcstats.models import glmer
+from mrcstats.models.design import build_design
+
+
+def grid_log(n_items=240, n_models=6, seed=28, slope=False, shuffle=True) -> pd.DataFrame:
+    """Every model answers every item once (rows shuffled, as a concatenated log would be)."""
+    rng = np.random.default_rng(seed)
+    item = np.tile(np.arange(n_items), n_models)
+    model = np.repeat(np.arange(n_models), n_items)
+    x = rng.normal(size=item.size)
+    bm = rng.normal(0, 0.7, n_models)
+    sm = rng.normal(0, 0.4, n_models) if slope else np.zeros(n_models)
+    eta = 0.2 + 0.4 * x + rng.normal(0, 1.3, n_items)[item] + bm[model] + sm[model] * x
+    y = (rng.random(item.size) < 1 / (1 + np.exp(-eta))).astype(np.int8)
+    df = pd.DataFrame({"item": [f"q{i:04d}" for i in item], "model": [f"m{i}" for i in model], "x": x, "correct": y})
+    return df.sample(frac=1.0, random_state=seed).reset_index(drop=True) if shuffle else df
+
+
+def _fit_both(monkeypatch, formula, df, start_rows=None):
+    if start_rows is not None:
+        monkeypatch.setattr(ft, "START_ROWS", start_rows)
+    monkeypatch.setattr(dv, "GRID_ORDER", False)
+    monkeypatch.setattr(ft, "FAST_PATH", False)
+    old = glmer(formula, df)
+    monkeypatch.setattr(dv, "GRID_ORDER", True)
+    monkeypatch.setattr(ft, "FAST_PATH", True)
+    new = glmer(formula, df)
+    return old, new
+
+
+def _same(old, new, tol=1e-8):
+    assert np.max(np.abs(new.fixef.values - old.fixef.values)) < tol
+    assert np.max(np.abs(new.theta.values - old.theta.values)) < tol
+    assert abs(new.loglik - old.loglik) < tol * max(1.0, abs(old.loglik))
+    assert abs(new.deviance - old.deviance) < tol * max(1.0, abs(old.deviance))
+    np.testing.assert_allclose(new.resid_quantiles.values, old.resid_quantiles.values, rtol=0, atol=1e-7)
+    for g in old.ranef:
+        np.testing.assert_allclose(new.ranef[g].values, old.ranef[g].values, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(new.se.values, old.se.values, rtol=1e-4)
+
+
+@pytest.mark.parametrize("formula", ["correct ~ 1 + (1 | item) + (1 | model)",
+                                     "correct ~ x + (1 | item) + (1 | model)"])
+def test_crossed_grid_in_cell_order_gives_the_row_order_numbers(monkeypatch, formula):
+    df = grid_log()
+    d = build_design(formula, df)
+    model = ft.make_model(dv.ResponseData.from_design(d), d.re)
+    assert isinstance(model, dv.MultiFactor) and model.grid       # the fast path is the one taken
+    old, new = _fit_both(monkeypatch, formula, df)
+    _same(old, new)
+
+
+def test_subsample_start_gives_the_same_optimum(monkeypatch):
+    df = grid_log(n_items=600, n_models=5, seed=3)
+    old, new = _fit_both(monkeypatch, "correct ~ x + (1 | item) + (1 | model)", df, start_rows=400)
+    assert new.optinfo["start"]["from"] == "subsample fit"
+    assert "start" not in old.optinfo
+    _same(old, new)
+
+
+def test_correlated_slope_on_a_grid_in_cell_order(monkeypatch):
+    df = grid_log(n_items=150, n_models=8, seed=5, slope=True)
+    formula = "correct ~ x + (1 | item) + (1 + x | model)"
+    d = build_design(formula, df)
+    model = ft.make_model(dv.ResponseData.from_design(d), d.re)
+    assert isinstance(model, dv.GeneralModel) and model.grid is not None
+    old, new = _fit_both(monkeypatch, formula, df)
+    _same(old, new)
+
+
+def test_incomplete_or_repeated_pairs_stay_on_the_row_path():
+    df = grid_log(n_items=50, n_models=4)
+    formula = "correct ~ x + (1 | item) + (1 | model)"
+    for data in (df.iloc[1:], pd.concat([df, df.iloc[:1]], ignore_index=True)):
+        d = build_design(formula, data)
+        assert not ft.make_model(dv.ResponseData.from_design(d), d.re).grid
+    d = build_design("correct ~ x + (1 | item) + (1 + x | model)", df.iloc[1:])
+    assert ft.make_model(dv.ResponseData.from_design(d), d.re).grid is None
+
+
+@pytest.mark.parametrize("formula, k", [("correct ~ x + (1 | item) + (1 | model)", 2),
+                                        ("correct ~ x + (1 | item) + (1 + x | model)", 4)])
+def test_grid_rows_come_back_in_the_data_order(monkeypatch, formula, k):
+    """Per-row μ and η (residuals, predictions) and the modes of the cell-order kernels are those of
+    the row-order kernels at the same (θ, β), row by row."""
+    df = grid_log(n_items=70, n_models=5, seed=11, slope=True)
+    d = build_design(formula, df)
+    rd = dv.ResponseData.from_design(d)
+    x = np.concatenate([[0.9, 0.6, 0.1, 0.3][:k], [0.1, 0.3]])
+    fast = ft.make_model(rd, d.re)
+    monkeypatch.setattr(dv, "GRID_ORDER", False)
+    slow = ft.make_model(rd, d.re)
+    assert fast.d is rd and (getattr(fast, "grid", None) is not None) and not getattr(slow, "grid", None)
+    a, b = fast.extras(x[:k], x[k:]), slow.extras(x[:k], x[k:])
+    for key in ("mu", "eta"):
+        np.testing.assert_allclose(a[key], b[key], rtol=0, atol=1e-10)
+    for ba, bb in zip(a["b"], b["b"]):
+        np.testing.assert_allclose(ba, bb, rtol=0, atol=1e-10)
+    assert fast.evaluate(x[:k], x[k:])[0] == pytest.approx(slow.evaluate(x[:k], x[k:])[0], rel=1e-13)
+
+
+def test_grid_gradient_matches_finite_differences():
+    df = grid_log(n_items=80, n_models=5, seed=9, slope=True)
+    for formula, k in (("correct ~ x + (1 | item) + (1 | model)", 2),
+                       ("correct ~ x + (1 | item) + (1 + x | model)", 4)):
+        d = build_design(formula, df)
+        model = ft.make_model(dv.ResponseData.from_design(d), d.re)
+        x = np.concatenate([[0.9, 0.6, 0.1, 0.3][:k], [0.1, 0.3]])
+        _D, g = model.evaluate(x[:k], x[k:])
+        num = np.empty_like(x)
+        for i in range(len(x)):
+            e = np.zeros_like(x)
+            e[i] = 1e-5
+            num[i] = (model.evaluate((x + e)[:k], (x + e)[k:], grad=False)[0]
+                      - model.evaluate((x - e)[:k], (x - e)[k:], grad=False)[0]) / 2e-5
+        np.testing.assert_allclose(g, num, rtol=1e-5, atol=1e-5)
