@@ -54,8 +54,8 @@ def test_seed_reports_pass(name, shared_data, tmp_path):
     if name != "seed000_mskqa":
         args += ["--work", str(tmp_path / "work")]
     if name == "seed003_race":
-        # the report's text and tables, not the syntactic parse (tests/features): the parse of every RACE-h
-        # passage takes most of an hour on two cores
+        # the report's text and tables, not the syntactic parse (tests/features): the link-grammar parse of
+        # every RACE-h passage adds about 10 minutes of CPU
         args += ["--parser", "none"]
     if _load(name).main(args) != 0:
         pytest.skip(f"{name} could not run on this machine")
