@@ -575,7 +575,7 @@ def grid_covariates(spec: Any, backend: Any, grid: Any, response: str,
         for side in (0, 1):
             f = side_factor[side]
             t, _d = backend.cell_counts([f, c], response)
-            codes = _level_codes(grid, side, t[f])
+            codes = grid.level_codes(side, t[f])
             ok = codes >= 0
             cc = codes[ok]
             if len(np.unique(cc)) == len(cc) and len(cc) == grid.shape[side]:
@@ -644,14 +644,6 @@ def grid_covariates(spec: Any, backend: Any, grid: Any, response: str,
     msg = (f"fixed effects on the grid: {side_factor[0]}-level covariates {lv[0]}; {side_factor[1]}-level "
            f"covariates {lv[1]} (each constant within its level, so the counts stay sufficient)")
     return GridCovariates(Xr, Xc, tuple(rcols + ccols), info, msg)
-
-
-def _level_codes(grid: Any, side: int, values: pd.Series) -> np.ndarray:
-    """Positions of ``values`` among the grid's levels of its row (side 0) or column (side 1) factor; -1 for
-    a value that is not a level."""
-    ci = (1 - side) if grid.swap else side           # the factor's position in the caller's order
-    pos = grid.index[ci].get_indexer(pd.Index(values.to_numpy()))
-    return np.where(pos >= 0, grid.code_of[ci][np.maximum(pos, 0)], -1)
 
 
 def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], names: Sequence[str],

@@ -86,6 +86,13 @@ class _Grid:
         r, c = (c1, c0) if self.swap else (c0, c1)
         return r.astype(np.int64) * self.shape[1] + c
 
+    def level_codes(self, side: int, values: Any) -> np.ndarray:
+        """Positions of ``values`` among the levels of the grid's row (side 0) or column (side 1) factor; -1
+        for a value that is not a level."""
+        ci = (1 - side) if self.swap else side           # the factor's position in the caller's order
+        pos = self.index[ci].get_indexer(pd.Index(np.asarray(values)))
+        return np.where(pos >= 0, self.code_of[ci][np.maximum(pos, 0)], -1)
+
     def add(self, cols: Sequence[np.ndarray], y: np.ndarray) -> None:
         """Add rows given by their factor values (any of the values the grid was built from)."""
         c = [m[ix.get_indexer(x)] for m, ix, x in zip(self.code_of, self.index, cols)]
