@@ -55,8 +55,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _st
 
+from mrcstats._dist import norm_ppf, norm_sf, t_ppf, t_sf
 from mrcstats._repr import Result
 from mrcstats._words import plural
 from mrcstats.errors import InputError
@@ -365,7 +365,7 @@ class EmmeansResult(Result):
 
     def to_frame(self) -> pd.DataFrame:
         if self.df is not None:       # emmeans on an lmer fit: t quantiles, columns lower.CL / upper.CL
-            q = _st.t.ppf(0.5 + self.level / 2, self.df)
+            q = t_ppf(0.5 + self.level / 2, self.df)
             df = self.grid.copy()
             df["emmean"] = self.estimate
             df["SE"] = self.se
@@ -373,7 +373,7 @@ class EmmeansResult(Result):
             df["lower.CL"] = self.estimate - q * self.se
             df["upper.CL"] = self.estimate + q * self.se
             return df.reset_index(drop=True)
-        z = _st.norm.ppf(0.5 + self.level / 2)
+        z = norm_ppf(0.5 + self.level / 2)
         lo, hi = self.estimate - z * self.se, self.estimate + z * self.se
         df = self.grid.copy()
         if self.type == "response":
@@ -677,9 +677,9 @@ def pairs(em: EmmeansResult, adjust: str = "tukey") -> PairsResult:
         dfc = np.full(len(C), np.nan)
         if (~bad).any():
             dfc[~bad] = em.df_fun(C[~bad] @ em.L)
-        p_raw = 2.0 * _st.t.sf(np.abs(z), dfc)
+        p_raw = 2.0 * t_sf(np.abs(z), dfc)
     else:
-        p_raw = 2.0 * _st.norm.sf(np.abs(z))
+        p_raw = 2.0 * norm_sf(np.abs(z))
     n_contr = k * (k - 1) // 2
     used = "none" if n_contr == 1 else adj
     p = np.array(p_raw, dtype=float)
