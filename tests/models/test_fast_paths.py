@@ -18,6 +18,8 @@ import mrcstats.models.optimize as ft
 from mrcstats.models import glmer
 from mrcstats.models.design import build_design
 
+from ._r import lme4_fit
+
 
 def grid_log(n_items=240, n_models=6, seed=28, slope=False, shuffle=True) -> pd.DataFrame:
     """Every model answers every item once (rows shuffled, as a concatenated log would be)."""
@@ -131,3 +133,71 @@ def test_grid_gradient_matches_finite_differences():
             num[i] = (model.evaluate((x + e)[:k], (x + e)[k:], grad=False)[0]
                       - model.evaluate((x - e)[:k], (x - e)[k:], grad=False)[0]) / 2e-5
         np.testing.assert_allclose(g, num, rtol=1e-5, atol=1e-5)
+
+
+def _singular_log(seed=4) -> pd.DataFrame:
+    """No item variation at all: the item SD's optimum is on the boundary (a singular fit)."""
+    rng = np.random.default_rng(seed)
+    n_items, n_models = 60, 6
+    item = np.tile(np.arange(n_items), n_models)
+    model = np.repeat(np.arange(n_models), n_items)
+    x = rng.normal(size=item.size)
+    eta = -0.2 + 0.5 * x + rng.normal(0, 0.8, n_models)[model]
+    y = (rng.random(item.size) < 1 / (1 + np.exp(-eta))).astype(np.int8)
+    return pd.DataFrame({"item": [f"q{i:03d}" for i in item], "model": [f"m{i}" for i in model], "x": x,
+                         "correct": y})
+
+
+@pytest.mark.parametrize("case", ["single", "crossed", "slope", "singular"])
+def test_newton_phase_reaches_the_lbfgs_optimum(monkeypatch, case):
+    """The Newton phase (issue 28) ends where L-BFGS-B from lme4's start ends: estimates, θ and logLik to
+    1e-8 on one random intercept, crossed intercepts, a correlated slope and a singular fit; with
+    Broyden's update of the θ columns and with fresh differences at every iteration."""
+    formula = {"single": "correct ~ x + (1 | item)", "crossed": "correct ~ x + (1 | item) + (1 | model)",
+               "slope": "correct ~ x + (1 | item) + (1 + x | model)",
+               "singular": "correct ~ x + (1 | item) + (1 | model)"}[case]
+    df = _singular_log() if case == "singular" else grid_log(n_items=120, n_models=6, seed=8, slope=True)
+    monkeypatch.setattr(ft, "NEWTON", False)
+    old = glmer(formula, df)
+    assert old.optinfo["optimizer"] == "L-BFGS-B+Newton"
+    monkeypatch.setattr(ft, "NEWTON", True)
+    for broyden in (True, False):
+        monkeypatch.setattr(ft, "BROYDEN", broyden)
+        new = glmer(formula, df)
+        assert new.optinfo["optimizer"] == "Newton+polish"
+        _same(old, new)
+        assert new.singular == old.singular == (case == "singular")
+
+
+@pytest.mark.r
+def test_newton_phase_leaves_a_false_boundary_optimum_lme4_leaves_too(monkeypatch, rscript, tmp_path):
+    """On this log L-BFGS-B from lme4's start stops on the boundary (slope SD 0, a singular fit, logLik
+    −443.587); the Newton phase reaches lme4's optimum (logLik −443.122, tolPwrss 1e-13, run here)."""
+    df = grid_log(n_items=120, n_models=6, seed=7, slope=True)
+    formula = "correct ~ x + (1 | item) + (1 + x | model)"
+    monkeypatch.setattr(ft, "NEWTON", False)
+    old = glmer(formula, df)
+    monkeypatch.setattr(ft, "NEWTON", True)
+    new = glmer(formula, df)
+    r = lme4_fit(rscript, df, formula, tmp_path, ranef=False)
+    assert old.singular and not new.singular
+    assert new.loglik > old.loglik + 0.4
+    assert new.loglik == pytest.approx(r["loglik"], abs=1e-6)
+    np.testing.assert_allclose(new.theta.values, list(r["theta"].values()), atol=2e-5)
+    np.testing.assert_allclose(new.fixef.values, list(r["fixef"].values()), atol=2e-5)
+
+
+def test_rx_vcov_at_the_last_evaluation_is_the_recomputed_one():
+    """rx_vcov reuses the factorisation the last evaluation left (no second PIRLS); it equals the one a
+    fresh model computes at the same point."""
+    df = grid_log(n_items=90, n_models=5, seed=13, slope=True)
+    for formula, k in (("correct ~ x + (1 | item)", 1), ("correct ~ x + (1 | item) + (1 | model)", 2),
+                       ("correct ~ x + (1 | item) + (1 + x | model)", 4)):
+        d = build_design(formula, df)
+        rd = dv.ResponseData.from_design(d)
+        x = np.concatenate([[0.9, 0.6, 0.1, 0.3][:k], [0.1, 0.3]])
+        th = float(x[0]) if k == 1 else x[:k]
+        a = ft.make_model(rd, d.re)
+        a.evaluate(th, x[k:])
+        b = ft.make_model(rd, d.re)
+        np.testing.assert_allclose(a.rx_vcov(th, x[k:]), b.rx_vcov(th, x[k:]), rtol=1e-9)

@@ -645,7 +645,7 @@ class MultiFactor:
             self.u = u
             self._u_theta = theta.copy()
             self._at = (_key(theta, beta), (D1, C, G, cho, v))    # for rx_vcov at this point (no second PIRLS)
-        f = d.family.cumulant(eta)
+        f = d.family.cumulant_at(eta, mu)
         if not d.unit:
             f *= d.w
         f -= d.wy * eta
@@ -846,6 +846,7 @@ class GeneralModel:
         self.base = {k: self.base_off[k] + self.codes[k] * self.qs[k] for k in rest}
         self.nu = self.n1 * self.q1 + self.Q2
         self.u = np.zeros(self.nu)
+        self._u_theta: np.ndarray | None = None     # the θ of the kept modes
         self.nfev = 0
         self.pirls_iters = 0
         self._A_key: tuple | None = None
@@ -995,9 +996,9 @@ class GeneralModel:
             x1 = np.einsum("jab,jbm->jam", Dinv, t.reshape(n1, q1, -1)).reshape(m1, -1)
         return np.concatenate([x1, y2])
 
-    def _pen(self, eta: np.ndarray, u: np.ndarray) -> float:
+    def _pen(self, eta: np.ndarray, u: np.ndarray, mu: np.ndarray | None = None) -> float:
         d = self._dd
-        f = d.family.cumulant(eta)
+        f = d.family.cumulant(eta) if mu is None else d.family.cumulant_at(eta, mu)
         if not d.unit:
             f *= d.w
         f -= d.wy * eta
@@ -1011,9 +1012,26 @@ class GeneralModel:
         return d.wy - d.w * mu, d.w * v
 
     # ------------------------------------------------------------------ PIRLS
+    def _start(self, theta: np.ndarray) -> np.ndarray:
+        """PIRLS start: the last kept modes, moved per term to keep the random effects b_k = u_k T_kᵀ of
+        the θ they were found at (between nearby θ the random effects move little: fewer Newton steps
+        than from u itself, as :meth:`MultiFactor._start`). The modes are iterated to the same tolerance
+        from any start."""
+        u = self.u.copy()
+        old = self._u_theta
+        if old is None or np.array_equal(old, theta):
+            return u
+        U = self._split(u)
+        for k, term in enumerate(self.terms):
+            lo, hi = self.th_off[k], self.th_off[k + 1]
+            T_old, T_new = term.factor(old[lo:hi]), term.factor(np.asarray(theta[lo:hi], float))
+            if np.all(np.abs(np.diag(T_new)) > 1e-10):
+                U[k][:] = np.linalg.solve(T_new, T_old @ U[k].T).T
+        return u
+
     def modes(self, eta0: np.ndarray, theta: np.ndarray, u: np.ndarray | None = None):
         A = self._A(theta)
-        u = self.u.copy() if u is None else u.copy()
+        u = self._start(np.asarray(theta, float)) if u is None else u.copy()
         fcur = None
         for _it in range(PIRLS_MAXIT):
             eta = eta0 + self._gather(A, self._split(u))
@@ -1076,8 +1094,9 @@ class GeneralModel:
         u, eta, mu, e, v, C, fac = self.modes(eta0, theta)
         if keep:
             self.u = u
+            self._u_theta = theta.copy()
             self._at = (_key(theta, beta), (v, C, fac))    # for rx_vcov at this point (no second PIRLS)
-        D = self._pen(eta, u) - 2.0 * d.const + fac[3]
+        D = self._pen(eta, u, mu) - 2.0 * d.const + fac[3]
         if not grad:
             return D, None
         A = self._A(theta)
