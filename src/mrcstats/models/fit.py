@@ -162,6 +162,8 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str | Family = "
             raise InputError(f"family {fam.name!r}: the out-of-core path (a dataset folder, backend duckdb/dask) "
                              "fits binomial models natively without weights or lme4 options; read the rows into "
                              "a data frame for other families")
+        from mrcstats.models.outofcore import glmer_outofcore
+
         return glmer_outofcore(spec, data, backend=backend,
                                scheduler=scheduler, contrasts=contrasts, levels=levels, nagq=nagq, method=method)
     if not isinstance(data, pd.DataFrame):
