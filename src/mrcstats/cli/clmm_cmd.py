@@ -38,6 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _clmm(args: argparse.Namespace) -> int:
+    from mrcstats._blas import pin_blas
+
+    pin_blas()            # before numpy loads: the fit then needs no threadpoolctl scan
     from mrcstats.models.clmm import clmm
 
     contrasts, levels = parse_model_args(args)

@@ -72,6 +72,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _glmer(args: argparse.Namespace) -> int:
+    from mrcstats._blas import pin_blas
+
+    pin_blas()            # before numpy loads: the fit then needs no threadpoolctl scan
     from mrcstats.errors import InputError
     from mrcstats.models import glmer
 

@@ -37,6 +37,11 @@ DENSE_PAIRS_MAX = 32_000_000  # largest q1 x q2 table of pair sums kept dense (c
 GRID_ORDER = True      # complete crossed grids: kernels in cell order (False: the row-order path, for tests)
 
 
+def _key(theta, beta) -> bytes:
+    """The point (θ, β) as bytes: the key under which a model keeps its factorisation for ``rx_vcov``."""
+    return np.asarray(theta, float).tobytes() + np.asarray(beta, float).tobytes()
+
+
 def halving_step(u: np.ndarray, step: np.ndarray, f0: float, pen) -> tuple[np.ndarray, float]:
     """The penalised-IRLS update with step halving (lme4's ``pwrssUpdate``): u - 2⁻ᵏ step for the first
     k = 0..39 whose penalised deviance ``pen(u_new)`` does not exceed ``f0`` (up to 1e-12 relative);
@@ -270,6 +275,7 @@ class SingleFactor:
         u, eta, mu, E, S = self.modes(eta0, theta)
         if keep:
             self.u = u
+            self._at = (_key(theta, beta), self._v.copy(), S)    # for rx_vcov at this point (no second PIRLS)
         th2 = theta * theta
         L = 1.0 + th2 * S
         f = self._half_dev(eta, self._t, eta0)  # eta0 is free from here on: scratch
@@ -305,8 +311,12 @@ class SingleFactor:
     def rx_vcov(self, theta: float, beta: np.ndarray) -> np.ndarray:
         """lme4's RX-based covariance of β (``pp$unsc()``), the fallback when the Hessian is not PD."""
         d = self.d
-        _u, _eta, mu, _E, S = self.modes(d.linpred(beta), theta)
-        v = d.family.wvariance(mu, d.w)
+        at = getattr(self, "_at", None)
+        if at is not None and at[0] == _key(theta, beta):
+            v, S = at[1], at[2]
+        else:
+            _u, _eta, mu, _E, S = self.modes(d.linpred(beta), theta)
+            v = d.family.wvariance(mu, d.w)
         L = 1.0 + theta * theta * S
         XtWX = (d.XT * v) @ d.XT.T
         A = np.stack([self._seg(v * d.XT[k]) for k in range(d.p)], axis=1)
@@ -657,6 +667,7 @@ class MultiFactor:
         if keep:
             self.u = u
             self._u_theta = theta.copy()
+            self._at = (_key(theta, beta), (D1, C, G, cho, v))    # for rx_vcov at this point (no second PIRLS)
         f = d.family.cumulant(eta)
         if not d.unit:
             f *= d.w
@@ -727,7 +738,11 @@ class MultiFactor:
     def rx_vcov(self, theta, beta):
         d = self._dd
         theta = np.asarray(theta, float)
-        _u, _eta, _mu, (D1, C, G, cho, v) = self.modes(d.linpred(beta), theta)
+        at = getattr(self, "_at", None)
+        if at is not None and at[0] == _key(theta, beta):
+            D1, C, G, cho, v = at[1]
+        else:
+            _u, _eta, _mu, (D1, C, G, cho, v) = self.modes(d.linpred(beta), theta)
         XtWX = (d.XT * v) @ d.XT.T
         cols1, cols2 = [], []
         for k in range(d.p):
@@ -1084,6 +1099,7 @@ class GeneralModel:
         u, eta, mu, e, v, C, fac = self.modes(eta0, theta)
         if keep:
             self.u = u
+            self._at = (_key(theta, beta), (v, C, fac))    # for rx_vcov at this point (no second PIRLS)
         D = self._pen(eta, u) - 2.0 * d.const + fac[3]
         if not grad:
             return D, None
@@ -1142,7 +1158,11 @@ class GeneralModel:
     def rx_vcov(self, theta, beta):
         d = self._dd
         theta = np.asarray(theta, float)
-        _u, _eta, _mu, _e, v, C, fac = self.modes(d.linpred(beta), theta)
+        at = getattr(self, "_at", None)
+        if at is not None and at[0] == _key(theta, beta):
+            v, C, fac = at[1]
+        else:
+            _u, _eta, _mu, _e, v, C, fac = self.modes(d.linpred(beta), theta)
         A = self._A(theta)
         XtWX = (d.XT * v) @ d.XT.T
         AVX = np.stack([self._zt(A, v * d.XT[k]) for k in range(d.p)], axis=1)
