@@ -26,8 +26,8 @@ from mrcstats.errors import ModelError
 from mrcstats.models.design import reterms_matrix
 from mrcstats.models.deviance import halving_step
 
-if TYPE_CHECKING:
-    from scipy import sparse
+if TYPE_CHECKING:        # scipy is imported in the functions: models/native.py imports this module on every
+    from scipy import sparse  # fit, the binomial ones that never call it too (tests/cli/test_startup.py)
 
 DENSE_MAX = 4000
 
