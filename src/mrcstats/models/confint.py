@@ -38,9 +38,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import interpolate, optimize
-from scipy import stats as _st
 
+from mrcstats._dist import chi2_ppf, norm_ppf
 from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models._checks import check_level
@@ -217,7 +216,7 @@ def confint(m, method: str = "profile", level: float = 0.95, nsim: int = 1000, s
     a = (1 - level) / 2
     cols = format_perc(np.array([a, 1 - a]))
     if meth == "Wald":
-        z = _st.norm.ppf([a, 1 - a])
+        z = norm_ppf(np.array([a, 1 - a]))
         ci = np.full((len(names), 2), np.nan)
         fe, se = m.fixef.to_numpy(), m.se.to_numpy()
         ci[len(m.theta):] = fe[:, None] + se[:, None] * z[None, :]
@@ -306,6 +305,8 @@ def _profile(m, design, rows: list[int], names: list[str], level: float,
 
 
 def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff, maxmult, devtol):
+    from scipy import optimize
+
     d, _model, f = _setup(design)
     P = _Params(design.re, d.p)
     nth = P.nth
@@ -315,7 +316,7 @@ def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff
     base = -2.0 * m.loglik
     lo, hi = P.bounds()
     nptot = len(opt)
-    cutoff = math.sqrt(_st.chi2.ppf(1 - alphamax, nptot))
+    cutoff = math.sqrt(chi2_ppf(1 - alphamax, nptot))
     delta = cutoff * delta_cutoff
     msgs: list[str] = []
     # the native optimum may lie a hair below lme4's; use the better of the two as the base
@@ -367,7 +368,7 @@ def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff
         return _fillmat(mat, w, lower, upper, step, delta, cutoff, maxpts, maxmult)
 
     a = (1 - level) / 2
-    zq = _st.norm.ppf([a, 1 - a])
+    zq = norm_ppf(np.array([a, 1 - a]))
     out = np.full((len(rows), 2), np.nan)
     opt_row = np.concatenate([[0.0], opt])
     refused: list[str] = []
@@ -467,6 +468,8 @@ def _direct_bounds(f, theta_hat, beta_hat, j: int, se: float, base: float, zq: n
     """Both profile bounds of β_j from ζ(b) = sign(b - β̂_j) √(min_{θ, β₋ⱼ} D(θ, β | β_j = b) - D̂), the
     minimisation in lme4's θ parameterisation (θ on the diagonal ≥ 0); a root of ζ = z is bracketed by steps of
     1, 2, 4, ... 2^max_doublings SE from β̂_j and found by Brent's method. Returns ([lower, upper], refusals)."""
+    from scipy import optimize
+
     k = len(theta_hat)
     p = len(beta_hat)
     mask = np.ones(k + p, bool)
@@ -517,6 +520,8 @@ def _back_spline_predict(x: np.ndarray, z: np.ndarray, zq: np.ndarray) -> np.nda
     """R's ``predict(backSpline(interpSpline(z ~ x)), zq)$y``: the natural cubic interpolating
     spline z(x), inverted piecewise with the knot values and slopes (``backSpline.npolySpline``);
     NA outside the range of z (``predict.polySpline`` via ``cut``)."""
+    from scipy import interpolate
+
     if len(x) < 4:
         raise ValueError("too few points for a cubic spline")
     spl = interpolate.CubicSpline(x, z, bc_type="natural")
@@ -585,9 +590,9 @@ def _norm_inter(t: np.ndarray, alpha: np.ndarray) -> np.ndarray:
         elif k[j] >= R:
             out[j] = t[R - 1]
         else:
-            t1 = _st.norm.ppf(alpha[j])
-            t2 = _st.norm.ppf(k[j] / (R + 1))
-            t3 = _st.norm.ppf((k[j] + 1) / (R + 1))
+            t1 = norm_ppf(alpha[j])
+            t2 = norm_ppf(k[j] / (R + 1))
+            t3 = norm_ppf((k[j] + 1) / (R + 1))
             tk, tk1 = t[k[j] - 1], t[k[j]]
             out[j] = tk + (t1 - t2) / (t3 - t2) * (tk1 - tk)
     return out

@@ -21,7 +21,6 @@ from mrcstats.errors import InputError
 from mrcstats.io.dataset import is_dataset
 from mrcstats.models.family import Family, get_family
 from mrcstats.models.formula import ModelSpec, parse_formula
-from mrcstats.models.lmm import lmer
 from mrcstats.models.native import fit_design, fit_rows  # noqa: F401  (fit_design: its old home)
 from mrcstats.models.optimize import (  # noqa: F401  (re-exported: the names' old home)
     GRAD_TOL,
@@ -38,11 +37,23 @@ from mrcstats.models.optimize import (  # noqa: F401  (re-exported: the names' o
     varcorr_frame,
     vcov_from_hessian,
 )
-from mrcstats.models.outofcore import glmer_outofcore
 from mrcstats.models.results import GlmerResult
 
 ENGINES = ("native", "lme4")
 BACKENDS = ("memory", "duckdb", "dask")
+
+# Imported where they are used (the gaussian family's lmer, the duckdb/dask backends): the binomial fit in
+# memory, what ``mrcstats glmer`` runs, does not pay for lmm's and the grid's scipy imports
+# (tests/cli/test_startup.py). Still importable from here, their old home.
+_LAZY = {"lmer": "mrcstats.models.lmm", "glmer_outofcore": "mrcstats.models.outofcore"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'mrcstats.models.fit' has no attribute {name!r}")
 
 
 def choose(engine: str, backend: str | None, data: Any, scheduler: Any = None) -> tuple[str, str]:
@@ -143,12 +154,16 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str | Family = "
     if fam.response == "continuous":          # lme4: glmer(family = gaussian) is lmer()
         if engine != "native" or nagq != 1 or backend != "memory":
             raise InputError("family 'gaussian' is a linear mixed model (lmer): the native engine in memory, no nagq")
+        from mrcstats.models.lmm import lmer
+
         return lmer(spec, data, contrasts=contrasts, levels=levels, weights=weights)  # type: ignore[return-value]
     if backend != "memory" or type(data).__name__ == "LogDataset":
         if fam.name != "binomial" or weights is not None or lme4_defaults:
             raise InputError(f"family {fam.name!r}: the out-of-core path (a dataset folder, backend duckdb/dask) "
                              "fits binomial models natively without weights or lme4 options; read the rows into "
                              "a data frame for other families")
+        from mrcstats.models.outofcore import glmer_outofcore
+
         return glmer_outofcore(spec, data, backend=backend,
                                scheduler=scheduler, contrasts=contrasts, levels=levels, nagq=nagq, method=method)
     if not isinstance(data, pd.DataFrame):

@@ -18,15 +18,16 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import linalg as sla
-from scipy import optimize, sparse
 
 from mrcstats.errors import ModelError
 from mrcstats.models.design import reterms_matrix
 from mrcstats.models.deviance import halving_step
+
+if TYPE_CHECKING:        # scipy is imported in the functions: models/native.py imports this module on every
+    from scipy import sparse  # fit, the binomial ones that never call it too (tests/cli/test_startup.py)
 
 DENSE_MAX = 4000
 
@@ -54,6 +55,8 @@ class LaplaceModel:
         self.nfev = 0
 
     def lam(self, theta: np.ndarray) -> sparse.csr_matrix:
+        from scipy import sparse
+
         blocks = []
         for k, t in enumerate(self.terms):
             T = t.factor(theta[self.th_off[k]:self.th_off[k + 1]])
@@ -65,6 +68,9 @@ class LaplaceModel:
 
     def objective(self, theta, beta, phi, keep: bool = True) -> float:
         """−2 log L at (θ, β, φ); the modes are warm-started and kept."""
+        from scipy import linalg as sla
+        from scipy import sparse
+
         self.nfev += 1
         ZL = (self.Z @ self.lam(theta)).tocsc()
         eta0 = self.X @ beta
@@ -104,6 +110,8 @@ class LaplaceModel:
 def fit_laplace(design, t0: float | None = None, fit_options: Mapping[str, Any] | None = None):
     """Fit a design of a family with ``loglik_rows`` (beta-binomial) by the Laplace approximation; returns a
     :class:`~mrcstats.models.results.GlmerResult` with ``dispersion`` (glmmTMB's ``sigma``)."""
+    from scipy import optimize, sparse
+
     from mrcstats.models.lmm import richardson_hessian
     from mrcstats.models.optimize import _glm_start, _ranef_frames, varcorr_frame
     from mrcstats.models.results import GlmerResult

@@ -23,7 +23,6 @@ from mrcstats._dist import norm_sf
 from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models._checks import check_level  # noqa: F401  (re-exported)
-from mrcstats.models.confint import confint as _confint
 from mrcstats.models.design import DesignInfo
 from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.formula import ModelSpec
@@ -245,7 +244,9 @@ class GlmerResult(Result):
                 parm: Any = None, **kw: Any):
         """lme4's ``confint(m, parm, level, method)``: ``"Wald"``, ``"profile"`` (default, as lme4)
         or ``"boot"`` (parametric bootstrap, ``nsim`` refits, ``seed``); rows ``.sig01``, …
-        then the fixed effects. See :mod:`mrcstats.models.confint`."""
+        then the fixed effects. See :mod:`mrcstats.models.confint` (imported here: fitting does not load it)."""
+        from mrcstats.models.confint import confint as _confint
+
         return _confint(self, method=method, level=level, nsim=nsim, seed=seed, parm=parm, **kw)
 
     def predict(self, newdata: pd.DataFrame | None = None, re_form: str | None = None,
