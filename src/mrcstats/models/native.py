@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
 
 from mrcstats.errors import InputError, ModelError
 from mrcstats.io.schema import require_binary
@@ -96,6 +95,9 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
             D, b = sf.nagq0(abs(float(t)), state["beta"])
             state["beta"] = b
             return D
+        # nAGQ = 0 and AGQ only: the Laplace fit imports no scipy (issue 28)
+        from scipy import optimize
+
         r = optimize.minimize_scalar(f0, bounds=(0.0, max(10.0, 5 * theta0[0])), method="bounded",
                                      options={"xatol": 1e-9})
         theta = np.array([abs(float(r.x))])
@@ -127,6 +129,8 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
                     e[i] = h * max(1.0, abs(z[i]))
                     gg[i] = (fa(z + e) - fa(z - e)) / (2 * e[i])
                 return gg
+            from scipy import optimize
+
             ra = optimize.minimize(lambda z: (fa(z), fa_grad(z)), x, jac=True, method="L-BFGS-B",
                                    bounds=bounds, options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-7})
             x = ra.x.copy()

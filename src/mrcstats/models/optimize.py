@@ -223,11 +223,14 @@ def refit_optimum(model, lower: np.ndarray, x0: np.ndarray, ftol: float = 1e-12)
     return r.x.copy(), float(r.fun), bool(r.success)
 
 
-def _theta_columns(gfun, x: np.ndarray, g0: np.ndarray, k: int) -> np.ndarray:
+def _theta_columns(gfun, x: np.ndarray, g0: np.ndarray, k: int, skip: np.ndarray | None = None) -> np.ndarray:
     """The first ``k`` columns of the Hessian (the θ columns) by forward differences of the analytic
-    gradient (k evaluations), as :func:`_hessian_from_grad` takes them."""
-    cols = np.empty((len(x), k))
+    gradient (one evaluation each, as :func:`_hessian_from_grad` takes them); a ``skip`` column is e_j."""
+    cols = np.zeros((len(x), k))
     for j in range(k):
+        if skip is not None and skip[j]:
+            cols[j, j] = 1.0
+            continue
         h = 1e-6 * max(abs(x[j]), 0.1)
         xp = x.copy()
         xp[j] += h
@@ -273,11 +276,19 @@ def newton_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg, maxit: int 
     m = len(x)
     bound = np.zeros(m, dtype=bool)
     bound[:k] = lower == 0
-    cols = None
+    cols, prev_held = None, None
+    flat = 0
     for it in range(1, maxit + 1):
+        # θ on (or within 1e-10 of) its bound with ∂D/∂θ ≥ 0 is held there; its column is not used (a
+        # difference across the boundary of a singular fit is not a derivative)
+        held = bound & (x <= 1e-10) & (g >= 0)
+        x[held] = 0.0
+        if prev_held is not None and not np.array_equal(held, prev_held):
+            cols = None
+        prev_held = held
         H = np.empty((m, m))
         if cols is None:
-            cols = _theta_columns(gfun, x, g, k)
+            cols = _theta_columns(gfun, x, g, k, skip=held[:k])
         H[:, :k] = cols
         H[:k, :k] = (cols[:k] + cols[:k].T) / 2
         H[:k, k:] = cols[k:].T
@@ -288,7 +299,7 @@ def newton_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg, maxit: int 
                 return None
         if not np.all(np.isfinite(H)):
             return None
-        free = ~(bound & (x <= 0) & (g > 0))
+        free = ~held
         Hf, gf = H[np.ix_(free, free)], g[free]
         try:
             ev, V = np.linalg.eigh(Hf)
@@ -325,8 +336,14 @@ def newton_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg, maxit: int 
         else:                                   # Broyden's update of the θ columns from this step's secant
             r = (gn - g) - H @ (xn - x)
             cols = cols + np.outer(r, dth) / float(dth @ dth)
+        drop = D - float(Dn)
         x, D, g = xn, float(Dn), gn
-        if dx < tol * max(1.0, float(np.max(np.abs(x)))):
+        if alpha < 1e-6:
+            return None         # stuck (a flat or separated direction): L-BFGS-B from the start takes over
+        flat = flat + 1 if drop < 1e-10 * max(1.0, abs(D)) and dx >= tol * max(1.0, float(np.max(np.abs(x)))) else 0
+        if flat >= 3:
+            return None         # full steps that no longer lower D: no finite optimum (separation)
+        if alpha == 1 and dx < tol * max(1.0, float(np.max(np.abs(x)))):
             return _snap_to_bound(fg, x, D, g, lower) + (it,)
     return None
 
