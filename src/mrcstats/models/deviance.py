@@ -56,22 +56,24 @@ def halving_step(u: np.ndarray, step: np.ndarray, f0: float, pen) -> tuple[np.nd
     return un, f1
 
 
-# Up to this order the Schur complement is factored and solved with numpy (np.linalg.cholesky, then the two
-# triangular systems by np.linalg.solve): no scipy import on the common path (crossed designs whose smaller
-# factor has a few dozen levels, e.g. the models of an evaluation). np.linalg.solve is an LU solve, O(n³)
-# where LAPACK's dpotrs is O(n²): on this machine 50 µs against 3 µs at n = 50, 0.2 ms against 0.01 ms at
-# n = 100 per call, so above it scipy's LAPACK is imported (0.15 s, once) and used.
+# Up to this order the Schur complement is factored with numpy and inverted once (np.linalg.cholesky, the
+# inverse of the factor): no scipy import on the common path (crossed designs whose smaller factor has a few
+# dozen levels, e.g. the models of an evaluation), and each solve is one small matrix product. numpy has no
+# triangular solve: np.linalg.solve on the factor is an LU solve with ~30 µs of call overhead, several per
+# PIRLS step. Above this order scipy's LAPACK (dpotrf/dpotrs) is imported (0.15 s, once) and used.
 NUMPY_CHOLESKY_MAX = 64
 
 
-def cho_factor(S: np.ndarray) -> tuple[np.ndarray, bool]:
+def cho_factor(S: np.ndarray) -> tuple:
     """The lower Cholesky factor of S as ``scipy.linalg.cho_factor(S, lower=True)`` returns it, ``(c, True)``,
-    without its argument checks: ``np.linalg.cholesky`` up to order :data:`NUMPY_CHOLESKY_MAX` (the upper
-    triangle zero), LAPACK ``dpotrf`` above (the upper triangle left as S's, as ``cho_factor`` leaves it;
-    the checks cost more than the factorisation of a small Schur complement). Raises
-    ``np.linalg.LinAlgError`` when S is not positive definite."""
+    without its argument checks. Up to order :data:`NUMPY_CHOLESKY_MAX`: ``np.linalg.cholesky`` (the upper
+    triangle zero) and, third, S⁻¹ = L⁻ᵀL⁻¹ for :func:`cho_solve`; above it LAPACK ``dpotrf`` (the upper
+    triangle left as S's, as ``cho_factor`` leaves it). Raises ``np.linalg.LinAlgError`` when S is not
+    positive definite."""
     if S.shape[0] <= NUMPY_CHOLESKY_MAX:
-        return np.linalg.cholesky(S), True
+        L = np.linalg.cholesky(S)
+        Li = np.linalg.inv(L)
+        return L, True, Li.T @ Li
     from scipy.linalg import lapack
 
     c, info = lapack.dpotrf(S, lower=1, clean=0)
@@ -80,15 +82,14 @@ def cho_factor(S: np.ndarray) -> tuple[np.ndarray, bool]:
     return c, True
 
 
-def cho_solve(cho: tuple[np.ndarray, bool], b: np.ndarray) -> np.ndarray:
-    """``scipy.linalg.cho_solve(cho, b)`` = S⁻¹ b for a lower factor from :func:`cho_factor`: L y = b, then
-    Lᵀ x = y (numpy up to order :data:`NUMPY_CHOLESKY_MAX`, LAPACK ``dpotrs`` above)."""
-    c = cho[0]
-    if c.shape[0] <= NUMPY_CHOLESKY_MAX:
-        return np.linalg.solve(c.T, np.linalg.solve(c, b))
+def cho_solve(cho: tuple, b: np.ndarray) -> np.ndarray:
+    """``scipy.linalg.cho_solve(cho, b)`` = S⁻¹ b for a factor from :func:`cho_factor`: the kept inverse
+    times b up to order :data:`NUMPY_CHOLESKY_MAX`, LAPACK ``dpotrs`` (L y = b, then Lᵀ x = y) above."""
+    if len(cho) == 3:
+        return cho[2] @ b
     from scipy.linalg import lapack
 
-    x, info = lapack.dpotrs(c, b, lower=1)
+    x, info = lapack.dpotrs(cho[0], b, lower=1)
     if info != 0:  # pragma: no cover
         raise ValueError(f"dpotrs: illegal value in argument {-info}")
     return x
@@ -743,13 +744,19 @@ class MultiFactor:
             D1, C, G, cho, v = at[1]
         else:
             _u, _eta, _mu, (D1, C, G, cho, v) = self.modes(d.linpred(beta), theta)
-        XtWX = (d.XT * v) @ d.XT.T
-        cols1, cols2 = [], []
-        for k in range(d.p):
-            a1, a2 = self._zt(theta, v * d.XT[k])
-            cols1.append(a1)
-            cols2.append(a2)
-        A1, A2 = np.stack(cols1, 1), np.stack(cols2, 1)
+        VX = d.XT * v
+        XtWX = VX @ d.XT.T
+        if self.grid:           # ΛZᵀVX of all columns at once: row and column sums of the p tables
+            t1, lr = self._lam(theta)
+            P = VX.reshape(d.p, self.q1, self.q2)
+            A1, A2 = t1 * P.sum(axis=2).T, lr[:, None] * P.sum(axis=1).T
+        else:
+            cols1, cols2 = [], []
+            for k in range(d.p):
+                a1, a2 = self._zt(theta, VX[k])
+                cols1.append(a1)
+                cols2.append(a2)
+            A1, A2 = np.stack(cols1, 1), np.stack(cols2, 1)
         W1, W2 = self._solve(D1, C, G, cho, A1, A2)
         RX = XtWX - (A1.T @ W1 + A2.T @ W2)
         return np.linalg.inv(RX)

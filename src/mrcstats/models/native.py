@@ -36,7 +36,6 @@ from mrcstats.models.optimize import (
     varcorr_frame,
     vcov_from_hessian,
 )
-from mrcstats.models.r_engine import fit_lme4
 from mrcstats.models.results import GlmerResult
 
 
@@ -204,6 +203,8 @@ def fit_rows(spec: ModelSpec, data: pd.DataFrame, *, family: Family, contrasts: 
     if engine == "lme4" and not fam.canonical:
         raise InputError(f"family {fam.name!r}: lme4 has no such family (glmmTMB has); use engine='native'")
     if engine == "lme4":
+        from mrcstats.models.r_engine import fit_lme4  # rpy2 and R only when asked for (start-up, issue 28)
+
         res = fit_lme4(spec, data, contrasts=contrasts, nagq=nagq, weights=weights, levels=levels,
                        lme4_defaults=lme4_defaults, family=fam)
         opt = dict(res.optinfo)
