@@ -29,6 +29,7 @@ number" check; tolerance ``--tol``, default 1e-8 relative to max(1, |value|)).
 Usage (from the repository, with this checkout's source first on the path)::
 
     PYTHONPATH=src python benchmarks/bench_user_path.py                  # everything (several minutes)
+    PYTHONPATH=src python benchmarks/bench_user_path.py --targets                        # the targets' anchors, median of 3
     PYTHONPATH=src python benchmarks/bench_user_path.py --quick --cases crossed347k,verbagg
     PYTHONPATH=src python benchmarks/bench_user_path.py --no-r --save /tmp/before
     PYTHONPATH=src python benchmarks/bench_user_path.py --no-r --check /tmp/before
@@ -260,6 +261,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="mrcstats processes per case (median)")
     ap.add_argument("--r-repeat", type=int, default=3, help="R fits per anchor (median)")
     ap.add_argument("--quick", action="store_true", help="only each case's target anchor, fitted once")
+    ap.add_argument("--targets", action="store_true",
+                    help="only each case's target anchor, --r-repeat fits (median): the issue's ratios, faster")
     ap.add_argument("--no-r", action="store_true", help="no R anchors")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "mrcstats-bench-user-path"),
                     help="where the CSV files are written (kept between runs)")
@@ -318,7 +321,7 @@ def main(argv=None) -> int:
         kind, want = spec["target"]
         if args.no_r:
             which = []
-        elif args.quick:
+        elif args.quick or args.targets:
             which = [kind] if kind != "fit_seconds" else []
         else:
             which = ["glmmTMB", "lme4"]

@@ -723,6 +723,8 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
     messages: list[str] = []
     n_dropped = int(miss.sum())
     frame = data.loc[~miss, cols] if n_dropped else data[cols]
+    if frame.attrs:         # a log's attrs (skipped rows, source) would be deep-copied by every pandas step here
+        frame.attrs = {}
     frame = _encode_text_columns(frame, levels)
     if wvec is not None:
         wvec = wvec[~miss]
