@@ -316,7 +316,7 @@ def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff
     base = -2.0 * m.loglik
     lo, hi = P.bounds()
     nptot = len(opt)
-    cutoff = math.sqrt(chi2_ppf(1 - alphamax, nptot))
+    cutoff = profile_cutoff(alphamax, nptot)
     delta = cutoff * delta_cutoff
     msgs: list[str] = []
     # the native optimum may lie a hair below lme4's; use the better of the two as the base
@@ -448,6 +448,12 @@ def _profile_xz(up: np.ndarray, dn: np.ndarray, w: int) -> tuple[np.ndarray, np.
     x, z = x[order], z[order]
     keep = np.concatenate([[True], np.diff(x) > 0])
     return x[keep], z[keep]
+
+
+def profile_cutoff(alphamax: float, nptot: int) -> float:
+    """lme4's ``profile`` cutoff on the ζ scale: √qchisq(1 − alphamax, nptot), nptot = number of parameters
+    (the glmer and lmer profiles both stop stepping there)."""
+    return math.sqrt(float(chi2_ppf(1 - alphamax, nptot)))
 
 
 def _fillmat(mat, w, lower, upper, zeta, delta, cutoff, maxpts, maxmult):

@@ -42,6 +42,13 @@ def _key(theta, beta) -> bytes:
     return np.asarray(theta, float).tobytes() + np.asarray(beta, float).tobytes()
 
 
+def _kept_at(model, theta, beta):
+    """What the model's last kept evaluation left for ``rx_vcov`` (its ``_at``, set by ``evaluate(keep=True)``)
+    when that evaluation was at (θ, β); None otherwise (``rx_vcov`` then runs PIRLS itself)."""
+    at = model._at
+    return at[1] if at is not None and at[0] == _key(theta, beta) else None
+
+
 def halving_step(u: np.ndarray, step: np.ndarray, f0: float, pen) -> tuple[np.ndarray, float]:
     """The penalised-IRLS update with step halving (lme4's ``pwrssUpdate``): u - 2⁻ᵏ step for the first
     k = 0..39 whose penalised deviance ``pen(u_new)`` does not exceed ``f0`` (up to 1e-12 relative);
@@ -163,6 +170,7 @@ class SingleFactor:
         self.g = np.ascontiguousarray(codes, dtype=np.intp)
         self.q = q
         self.u = np.zeros(q)
+        self._at: tuple | None = None       # (key of (θ, β), what rx_vcov needs) of the last kept evaluation
         self.nfev = 0
         self.pirls_iters = 0
         n = data.n
@@ -276,7 +284,7 @@ class SingleFactor:
         u, eta, mu, E, S = self.modes(eta0, theta)
         if keep:
             self.u = u
-            self._at = (_key(theta, beta), self._v.copy(), S)    # for rx_vcov at this point (no second PIRLS)
+            self._at = (_key(theta, beta), (self._v.copy(), S))    # for rx_vcov at this point (no second PIRLS)
         th2 = theta * theta
         L = 1.0 + th2 * S
         f = self._half_dev(eta, self._t, eta0)  # eta0 is free from here on: scratch
@@ -312,9 +320,9 @@ class SingleFactor:
     def rx_vcov(self, theta: float, beta: np.ndarray) -> np.ndarray:
         """lme4's RX-based covariance of β (``pp$unsc()``), the fallback when the Hessian is not PD."""
         d = self.d
-        at = getattr(self, "_at", None)
-        if at is not None and at[0] == _key(theta, beta):
-            v, S = at[1], at[2]
+        kept = _kept_at(self, theta, beta)
+        if kept is not None:
+            v, S = kept
         else:
             _u, _eta, mu, _E, S = self.modes(d.linpred(beta), theta)
             v = d.family.wvariance(mu, d.w)
@@ -475,6 +483,7 @@ class MultiFactor:
         self.key2 = np.concatenate(keys2) if keys2 else None
         self.u = np.zeros(self.q1 + self.q2)
         self._u_theta: np.ndarray | None = None     # the θ of the kept modes
+        self._at: tuple | None = None               # (key of (θ, β), what rx_vcov needs) of the last kept evaluation
         self._lam_cache: tuple | None = None
         self.nfev = 0
         self.pirls_iters = 0
@@ -739,9 +748,9 @@ class MultiFactor:
     def rx_vcov(self, theta, beta):
         d = self._dd
         theta = np.asarray(theta, float)
-        at = getattr(self, "_at", None)
-        if at is not None and at[0] == _key(theta, beta):
-            D1, C, G, cho, v = at[1]
+        kept = _kept_at(self, theta, beta)
+        if kept is not None:
+            D1, C, G, cho, v = kept
         else:
             _u, _eta, _mu, (D1, C, G, cho, v) = self.modes(d.linpred(beta), theta)
         VX = d.XT * v
@@ -877,6 +886,7 @@ class GeneralModel:
         self.nu = self.n1 * self.q1 + self.Q2
         self.u = np.zeros(self.nu)
         self._u_theta: np.ndarray | None = None     # the θ of the kept modes
+        self._at: tuple | None = None               # (key of (θ, β), what rx_vcov needs) of the last kept evaluation
         self.nfev = 0
         self.pirls_iters = 0
         self._A_key: tuple | None = None
@@ -1184,9 +1194,9 @@ class GeneralModel:
     def rx_vcov(self, theta, beta):
         d = self._dd
         theta = np.asarray(theta, float)
-        at = getattr(self, "_at", None)
-        if at is not None and at[0] == _key(theta, beta):
-            v, C, fac = at[1]
+        kept = _kept_at(self, theta, beta)
+        if kept is not None:
+            v, C, fac = kept
         else:
             _u, _eta, _mu, _e, v, C, fac = self.modes(d.linpred(beta), theta)
         A = self._A(theta)

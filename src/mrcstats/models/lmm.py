@@ -689,6 +689,7 @@ def profile_confint(m: LmerResult, level: float = 0.95, parm: Any = None, maxpts
         _profile_xz,
         _which,
         format_perc,
+        profile_cutoff,
         sig_names,
     )
 
@@ -728,9 +729,7 @@ def profile_confint(m: LmerResult, level: float = 0.95, parm: Any = None, maxpts
 
     base = min(-2.0 * ml.loglik, dev_v(opt[:nv]))
     nptot = len(opt)
-    from scipy import stats  # the profile only: not at import (issue 28's start-up)
-
-    cutoff = math.sqrt(stats.chi2.ppf(1 - alphamax, nptot))
+    cutoff = profile_cutoff(alphamax, nptot)
     delta = cutoff * delta_cutoff
     se_ml = ml.se.to_numpy()
 
