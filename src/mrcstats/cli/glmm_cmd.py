@@ -14,6 +14,7 @@ from mrcstats.cli._common import (
     output,
     parse_model_args,
     read_data_args,
+    report_skipped,
 )
 
 
@@ -89,6 +90,8 @@ def _glmer(args: argparse.Namespace) -> int:
     invalid_note = ""
     if len(args.data) == 1 and is_dataset(args.data[0]) and not args.fmt and not args.map and not args.model:
         data = open_dataset(args.data[0])       # lazy: one DuckDB/Dask pass collapses it (models.outofcore)
+    elif (data := _columns(args)) is not None:
+        report_skipped(data, "glmer")
     else:
         data = read_data_args(args, "glmer")
         from mrcstats.io.schema import apply_invalid, invalid_sentence
@@ -132,3 +135,20 @@ def _glmer(args: argparse.Namespace) -> int:
     if args.confint and ci.refused:       # an interval that could not be computed is not a success
         return 1
     return code
+
+
+def _columns(args: argparse.Namespace):
+    """The data read without pandas (:func:`mrcstats.io.arrow_csv.read_table_columns`: the same rows and cells
+    as ``read_data``), when the file is one plain CSV/TSV and nothing asked for needs a pandas frame (the
+    lme4 engine, a linear model, --confint, --drop1, --gvif, --compare, --emmeans); else None."""
+    from pathlib import Path
+
+    if (len(args.data) != 1 or args.fmt or args.map or args.model or args.engine != "native"
+            or args.family == "gaussian" or args.confint or args.drop1 or args.gvif or args.compare or args.emmeans
+            or not Path(args.data[0]).is_file()):
+        return None
+    from mrcstats.io.arrow_csv import read_table_columns
+    from mrcstats.models.formula import parse_formula
+
+    needed = [*parse_formula(args.formula).columns, *([args.weights] if args.weights else [])]
+    return read_table_columns(args.data[0], needed)

@@ -39,12 +39,12 @@ import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from mrcstats.errors import InputError
+
+if TYPE_CHECKING:        # pandas and numpy are imported where used: is_dataset is on the start-up path
+    import pandas as pd
 
 META_NAME = "_mrcstats.json"
 PARTITION = "model"
@@ -139,6 +139,8 @@ class LogDataset:
     def _where_sql(self) -> str:
         if not self.where:
             return ""
+        import numpy as np
+
         parts = []
         for c, v in self.where:
             col = '"' + c.replace('"', '""') + '"'
@@ -265,6 +267,8 @@ class LogDataset:
                 table = self.arrow().to_table()
         except OSError as exc:
             raise InputError(f"{self.path}: cannot read the dataset ({_first_line(exc)})") from None
+        import pandas as pd
+
         df = table.to_pandas(types_mapper={__import__("pyarrow").string(): pd.StringDtype()}.get)
         order = [c for c in self.meta.get("columns", []) if c in df.columns]
         df = df[order + [c for c in df.columns if c not in order]]
@@ -281,6 +285,8 @@ class LogDataset:
             import dask.dataframe as dd
         except ImportError:  # pragma: no cover - dask is an extra
             raise InputError("engine='dask' needs dask: pip install 'mrcstats[dask]'") from None
+        import pandas as pd
+
         cols = list(columns) if columns is not None else self.columns
         meta = pd.DataFrame({c: pd.Series([], dtype=_pandas_dtype(self.schema.field(c).type)) for c in cols})
         return dd.from_map(_read_fragment, list(self.files), path=str(self.path) if self.hive else None,
@@ -302,6 +308,7 @@ def _pandas_dtype(t) -> Any:
 def _read_fragment(file: str, path: str | None, cols: list[str]) -> pd.DataFrame:
     """One dataset file as a frame (a Dask partition); ``path``: the root of a first-layout dataset,
     whose model is filled in from the folder name."""
+    import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -17,12 +17,16 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
-from mrcstats.io.detect import header_columns
-from mrcstats.io.schema import STRING_COLUMNS, STRING_DTYPE, SchemaError
+from mrcstats.io.arrow_csv import (  # noqa: F401  (check_unique_columns: its old home)
+    check_unique_columns,
+    column_kind,
+    convert,
+    header,
+    read_text_table,
+    text_fields,
+)
+from mrcstats.io.schema import STRING_DTYPE, SchemaError
 from mrcstats.io.source import Source
-
-#: source columns read as text whatever they look like (ids keep leading zeros)
-_TEXT_FIELDS = STRING_COLUMNS
 
 
 def apply_mapping(df: pd.DataFrame, mapping: Mapping[str, str] | None, source: str | None) -> pd.DataFrame:
@@ -51,33 +55,16 @@ def apply_mapping(df: pd.DataFrame, mapping: Mapping[str, str] | None, source: s
     return out
 
 
-def _text_columns(cols: list[str], mapping: Mapping[str, str] | None) -> list[str]:
-    mapped_fields = set((mapping or {}).keys())
-    want = {c for c in cols if c in _TEXT_FIELDS and c not in mapped_fields}
-    want |= {col for fld, col in (mapping or {}).items() if fld in _TEXT_FIELDS}
-    return [c for c in cols if c in want]
-
-
 def read_delimited(src: Source, delimiter: str, mapping: Mapping[str, str] | None = None,
                    missing: tuple[str, ...] = ("",)) -> pd.DataFrame:
     """Read CSV/TSV; id and text columns (model, item, cluster, gold, ...) are read as strings.
 
     Only the cells in ``missing`` are missing values (for logs: only empty cells, so a
     response "N/A" or an item "NA" stays text)."""
-    cols = header_columns(src, delimiter)
-    if not cols or not any(c.strip() for c in cols):
-        raise InputError(f"{src.name}: no header line; the first line must name the columns")
-    check_unique_columns(cols, src.name)
-    text = _text_columns(cols, mapping)
+    cols = header(src, delimiter)
+    text = text_fields(cols, mapping)
     df = _delimited_arrow(src, delimiter, cols, text, missing)
     return df if df is not None else _delimited_pandas(src, delimiter, text, missing)
-
-
-#: what pandas' C parser reads as booleans (its ``_true_values``/``_false_values``)
-_TRUE_WORDS, _FALSE_WORDS = ["True", "TRUE", "true"], ["False", "FALSE", "false"]
-#: integers Arrow converts exactly as pandas does: plain digits with an optional minus, at most 15 of them
-#: (exact as float64 too, which pandas gives a column with missing cells)
-_PLAIN_INT = r"^-?[0-9]{1,15}$"
 
 
 def _delimited_arrow(src: Source, delimiter: str, cols: list[str], text: list[str],
@@ -85,45 +72,29 @@ def _delimited_arrow(src: Source, delimiter: str, cols: list[str], text: list[st
     """CSV/TSV through Arrow's multithreaded reader, giving exactly :func:`_delimited_pandas`'s frame, or None
     when it cannot promise that (then the pandas reader reads the file and words any error).
 
-    Arrow reads every column as text (``large_string``, so nothing is inferred by Arrow's own rules, which
-    differ from pandas': ``0x10`` is an integer to Arrow). The text columns become ``string`` columns without
-    a Python object per cell (the bulk of a log: model, item, response, ...). Another column whose cells
-    are all plain integers (:data:`_PLAIN_INT`) or, with no missing cell, all pandas' true/false words, is
-    converted by Arrow to what pandas infers (int64, float64 with NaN where missing; bool); any other
-    column (floats, words, all missing) is converted by pandas' own parser from the same bytes
-    (``usecols``), so its dtype and values are pandas'. Arrow's errors (a row with too many or too few
-    fields, ...), a header Arrow reads differently, or no data rows fall back to pandas."""
+    The cells are read and typed by :mod:`mrcstats.io.arrow_csv` (the same code as the pandas-free reader,
+    :func:`~mrcstats.io.arrow_csv.read_delimited_columns`): the text columns become ``string`` columns
+    without a Python object per cell (the bulk of a log: model, item, response, ...); the ``bool``, ``int``
+    and ``float`` columns are converted by Arrow to what pandas infers (bool; int64, or float64 with NaN where
+    missing; float64); any other column (words, unusual numbers, all missing) is converted by pandas' own
+    parser from the same bytes (``usecols``), so its dtype and values are pandas'."""
     if STRING_DTYPE.storage != "pyarrow":   # pandas < 3 keeps text as Python objects: its own reader is as fast
         return None
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.csv as pv
-
-    try:
-        table = pv.read_csv(
-            pa.py_buffer(src.data),
-            parse_options=pv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
-            convert_options=pv.ConvertOptions(
-                column_types={c: pa.large_string() for c in cols}, null_values=list(missing),
-                strings_can_be_null=True, quoted_strings_can_be_null=True))
-    except (pa.ArrowException, ValueError, OSError):
-        return None
-    if table.column_names != cols or table.num_rows == 0:
+    table = read_text_table(src, delimiter, cols, missing)
+    if table is None:
         return None
     out: dict[str, Any] = {}
     rest = []
-    words = pa.array(_TRUE_WORDS + _FALSE_WORDS, pa.large_string())
     for name, col in zip(cols, table.columns):
-        if name in text:
+        kind = column_kind(name, col, text)
+        if kind == "text":
             out[name] = pd.array(col, dtype=STRING_DTYPE)
-        elif col.null_count == len(col):
+        elif kind in ("words", "rest"):
             rest.append(name)
-        elif col.null_count == 0 and pc.all(pc.is_in(col, value_set=words)).as_py():
-            out[name] = pc.is_in(col, value_set=pa.array(_TRUE_WORDS, pa.large_string())).to_numpy()
-        elif pc.all(pc.match_substring_regex(col, _PLAIN_INT)).as_py():
-            out[name] = pc.cast(col, pa.int64()).to_pandas().to_numpy()   # float64 with NaN where missing
+        elif kind == "int":
+            out[name] = _int_values(col)
         else:
-            rest.append(name)
+            out[name] = convert(kind, col)
     if not rest:
         return pd.DataFrame(out, columns=cols)
     try:
@@ -135,6 +106,14 @@ def _delimited_arrow(src: Source, delimiter: str, cols: list[str], text: list[st
     for name, values in out.items():
         df[name] = values
     return df[cols]
+
+
+def _int_values(col: Any) -> np.ndarray:
+    """An ``int`` column as pandas infers it: int64, or float64 with NaN where a cell is missing."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.cast(col, pa.int64()).to_pandas().to_numpy()
 
 
 def _pandas_columns(src: Source, delimiter: str, usecols: list[str], missing: tuple[str, ...]) -> pd.DataFrame:
@@ -161,22 +140,6 @@ def _delimited_pandas(src: Source, delimiter: str, text: list[str], missing: tup
     if len(df) == 0:
         raise InputError(f"{src.name}: has a header but no data rows")
     return df
-
-
-def check_unique_columns(cols: list[str], source: str) -> None:
-    """Refuse a table whose header names a column twice (which one would be the data?)."""
-    seen: set[str] = set()
-    dups = []
-    for c in cols:
-        if c in seen and c not in dups:
-            dups.append(c)
-        seen.add(c)
-    if dups:
-        pos = [i + 1 for i, c in enumerate(cols) if c == dups[0]]
-        raise InputError(f"{source}: column {dups[0]!r} appears {len(pos)} times in the header (columns "
-                         f"{', '.join(map(str, pos))})" + (f"; also {', '.join(map(repr, dups[1:]))}" if dups[1:]
-                                                           else "")
-                         + "; rename or remove the repeated columns so each name is used once")
 
 
 def _nonfinite_cells(records: list[Any]) -> dict[str, int]:

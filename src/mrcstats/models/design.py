@@ -6,6 +6,8 @@
 * factors (strings, categoricals, logicals, ``factor(x)``) get levels sorted by code
   point (R under ``LC_COLLATE=C``; numbers numerically) unless ``levels`` gives them;
   pandas categoricals keep their category order;
+* the data are read through :class:`mrcstats.io.columns.Columns`, a pandas frame's columns converted when
+  used, or a table read without pandas (the command line's ``glmer``); both give the same design;
 * contrasts: ``contr.treatment`` by default, ``contr.sum`` with ``contrasts={"f": "sum"}``;
   a factor in a term is coded by contrasts when the term without it is in the model
   (the intercept counts), by indicators otherwise — R's rule in ``model.matrix``;
@@ -19,16 +21,20 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from mrcstats.errors import InputError, ModelError
+from mrcstats.io.columns import Column, Columns, as_columns, column_from_series
 from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.formula import _NAME_RE, ModelSpec, Response, Variable, _unquote, parse_formula
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _CONTRASTS = {"sum": "contr.sum", "contr.sum": "contr.sum", "treatment": "contr.treatment",
               "contr.treatment": "contr.treatment"}
@@ -55,7 +61,7 @@ class DesignInfo:
     def term_labels(self) -> tuple[str, ...]:
         return self.spec.term_labels
 
-    def model_matrix(self, data: pd.DataFrame) -> np.ndarray:
+    def model_matrix(self, data: pd.DataFrame | Columns) -> np.ndarray:
         """X for new data with the training levels, contrasts and scaling (no NA allowed)."""
         cols, _, names, _ = _model_matrix(self.spec, data, self.contrasts, self.xlevels, self.scaling,
                                           where="newdata")
@@ -157,7 +163,7 @@ class Design:
     y: np.ndarray
     weights: np.ndarray
     re: tuple[ReTerm, ...]
-    frame: pd.DataFrame
+    frame: Any          # the model frame: a pandas frame for pandas data, else Columns
     n_dropped: int = 0
     messages: tuple[str, ...] = ()
     loglik_const: float = 0.0
@@ -180,10 +186,6 @@ class Design:
 # ----------------------------------------------------------------------------- helpers
 
 
-def _is_missing(s: pd.Series) -> np.ndarray:
-    return np.asarray(s.isna(), dtype=bool)
-
-
 def _fmt_number(v: Any) -> str:
     """R's ``as.character`` of a number (15 significant digits, no trailing .0)."""
     if isinstance(v, (bool, np.bool_)):
@@ -197,47 +199,33 @@ def _fmt_number(v: Any) -> str:
     return s
 
 
-def _is_numeric(s: pd.Series) -> bool:
+def _is_numeric(s: Column | pd.Series) -> bool:
+    """A number column (bool is not: it is a factor with levels FALSE/TRUE)."""
+    if isinstance(s, Column):
+        return s.numeric
+    import pandas as pd
+
     return pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
 
 
-def _sorted_factorize(s: pd.Series) -> tuple[np.ndarray, list[str]]:
-    """Codes and labels with the labels sorted by code point (R under LC_COLLATE=C)."""
-    if s.dtype == object and pd.api.types.infer_dtype(s, skipna=True) not in ("string", "empty"):
-        s = s.astype(str)
-    codes, uniq = pd.factorize(s, sort=False)
-    labels = np.asarray(uniq, dtype=object).tolist()
-    if not all(type(x) is str for x in labels):
-        labels = [str(x) for x in labels]
-    order = sorted(range(len(labels)), key=labels.__getitem__)
-    if order != list(range(len(labels))):
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order))
-        codes = rank[codes]
-        labels = [labels[i] for i in order]
-    return np.asarray(codes, dtype=np.int64), labels
-
-
-def factor_levels(s: pd.Series, given: list[str] | tuple[str, ...] | None, what: str) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Integer codes and level labels of a column used as a factor (no missing values).
+def factor_levels(s: Column | pd.Series, given: list[str] | tuple[str, ...] | None,
+                  what: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Integer codes and level labels of a column (a :class:`~mrcstats.io.columns.Column` or a pandas
+    Series) used as a factor (no missing values).
 
     Levels: given ones; else a categorical's categories (unused dropped); else
     FALSE/TRUE for logicals, numbers in numeric order, text by code point.
     """
-    if pd.api.types.is_bool_dtype(s.dtype):
-        b = np.asarray(s, dtype=bool)
-        codes = b.astype(np.int64)
+    col = s if isinstance(s, Column) else column_from_series(s)
+    if col.kind == "bool":
+        codes = col.values.astype(np.int64)
         lv = ["FALSE", "TRUE"]
-    elif isinstance(s.dtype, pd.CategoricalDtype):
-        codes = np.asarray(s.cat.codes, dtype=np.int64)
-        cats = s.cat.categories.to_numpy(dtype=object).tolist()
-        lv = cats if all(type(c) is str for c in cats) else [str(c) for c in cats]
-    elif _is_numeric(s):
-        vals = np.asarray(s, dtype=float)
-        uniq, codes = np.unique(vals, return_inverse=True)
-        lv = [_fmt_number(u) for u in uniq]
+    elif col.coded:
+        codes = col.values
+        lv = list(col.levels)
     else:
-        codes, lv = _sorted_factorize(s)
+        uniq, codes = np.unique(col.values, return_inverse=True)
+        lv = [_fmt_number(u) for u in uniq]
     if given is None:
         used = np.bincount(codes, minlength=len(lv)) > 0
         if not used.all():
@@ -259,23 +247,25 @@ def factor_levels(s: pd.Series, given: list[str] | tuple[str, ...] | None, what:
 
 
 def _encode_text_columns(frame: pd.DataFrame, levels: Mapping | None) -> pd.DataFrame:
-    """Text columns as pandas categoricals with code-point sorted levels, encoded once here:
+    """Text columns of a pandas model frame as categoricals with code-point sorted levels, encoded once here:
     the design and every refit on ``frame`` (drop1, anova, confint) then work on integer codes."""
+    import pandas as pd
+
     out = None
     for c in frame.columns:
         s = frame[c]
-        if (levels and c in levels) or _is_numeric(s) or pd.api.types.is_bool_dtype(s.dtype) \
-                or isinstance(s.dtype, pd.CategoricalDtype):
+        if (levels and c in levels) or pd.api.types.is_numeric_dtype(s.dtype) \
+                or isinstance(s.dtype, pd.CategoricalDtype):      # (bool is a numeric dtype to pandas)
             continue
-        codes, labels = _sorted_factorize(s)
+        col = column_from_series(s)
         if out is None:
             out = frame.copy(deep=False)
-        out[c] = pd.Categorical.from_codes(codes, categories=pd.Index(labels, dtype=object))
+        out[c] = pd.Categorical.from_codes(col.values, categories=pd.Index(list(col.levels), dtype=object))
     return frame if out is None else out
 
 
-def _variable_values(var: Variable, data: pd.DataFrame, where: str):
-    """('numeric', array) or ('factor', series) for a variable, transforms applied later."""
+def _variable_values(var: Variable, data: Columns, where: str) -> tuple[str, Column]:
+    """('numeric' or 'factor', the column) for a variable, transforms applied later."""
     if var.column not in data.columns:
         raise InputError(f"{where}: column {var.column!r} used in the formula is not in the data "
                          f"(columns: {list(data.columns)[:20]})")
@@ -283,10 +273,10 @@ def _variable_values(var: Variable, data: pd.DataFrame, where: str):
     if var.transform in ("factor", "as.factor"):
         return "factor", s
     if var.transform in ("scale", "log", "exp", "sqrt"):
-        if not _is_numeric(s):
+        if not s.numeric:
             raise InputError(f"{where}: {var.label} needs a numeric column, {var.column!r} is {s.dtype}")
         return "numeric", s
-    if _is_numeric(s):
+    if s.numeric:
         return "numeric", s
     return "factor", s
 
@@ -319,10 +309,12 @@ def _contrast_matrix(kind: str, k: int) -> np.ndarray:
     return m
 
 
-def _model_matrix(spec: ModelSpec, data: pd.DataFrame, contrasts: Mapping[str, str],
+def _model_matrix(spec: ModelSpec, data: pd.DataFrame | Columns, contrasts: Mapping[str, str],
                   xlevels: Mapping[str, tuple[str, ...]] | None, scaling: Mapping[str, tuple[float, float]] | None,
-                  where: str, full_data: pd.DataFrame | None = None, levels_arg: Mapping | None = None):
-    """(X, assign, names, info dicts) following R's model.matrix rules."""
+                  where: str, full_data: pd.DataFrame | Columns | None = None, levels_arg: Mapping | None = None):
+    """(X, assign, names, info dicts) following R's model.matrix rules (``data``: a pandas frame or Columns;
+    ``full_data``: the rows before ``na.omit``, whose mean and SD ``scale()`` uses)."""
+    data = as_columns(data)
     n = len(data)
     fixed_vars: dict[Variable, None] = {}
     for t in spec.terms:
@@ -336,13 +328,13 @@ def _model_matrix(spec: ModelSpec, data: pd.DataFrame, contrasts: Mapping[str, s
     for v in fixed_vars:
         kind, s = _variable_values(v, data, where)
         if kind == "numeric":
-            x = np.asarray(s.astype("float64") if s.dtype != np.float64 else s, dtype=float)
+            x = s.floats()
             if v.transform == "scale":
                 if scaling is not None and v.label in scaling:
                     c, sc = scaling[v.label]
                 else:
-                    src = full_data[v.column] if full_data is not None else s
-                    allv = np.asarray(src.astype("float64"), dtype=float)
+                    src = as_columns(full_data)[v.column] if full_data is not None else s
+                    allv = src.floats()
                     allv = allv[~np.isnan(allv)]
                     c = float(allv.mean())
                     sc = float(np.sqrt(np.sum((allv - c) ** 2) / max(1, allv.size - 1)))
@@ -360,7 +352,7 @@ def _model_matrix(spec: ModelSpec, data: pd.DataFrame, contrasts: Mapping[str, s
                     x = np.sqrt(x)
             if not np.all(np.isfinite(x)):
                 bad = int(np.flatnonzero(~np.isfinite(x))[0])
-                raise InputError(f"{where}: {v.label} is not finite at row {data.index[bad]!r}; "
+                raise InputError(f"{where}: {v.label} is not finite at row {data.label(bad)!r}; "
                                  "remove or fix such rows")
             numeric[v] = x
         else:
@@ -459,7 +451,7 @@ def _rank_columns(X: np.ndarray, tol: float = 1e-7) -> list[int]:
     return keep
 
 
-def _arith(tokens: tuple[str, ...], data: pd.DataFrame, where: str) -> np.ndarray:
+def _arith(tokens: tuple[str, ...], data: Columns, where: str) -> np.ndarray:
     """Evaluate a cbind() argument: names, numbers, + - * / and parentheses (no eval)."""
     pos = 0
 
@@ -483,9 +475,9 @@ def _arith(tokens: tuple[str, ...], data: pd.DataFrame, where: str) -> np.ndarra
             if col not in data.columns:
                 raise InputError(f"{where}: column {col!r} used in cbind() is not in the data")
             s = data[col]
-            if not _is_numeric(s) and not pd.api.types.is_bool_dtype(s.dtype):
+            if not s.numeric and s.kind != "bool":
                 raise InputError(f"{where}: cbind() needs numeric counts, column {col!r} is {s.dtype}")
-            return np.asarray(s.astype("float64"), dtype=float)
+            return s.floats()
         return np.full(len(data), float(t))
 
     def term():
@@ -511,7 +503,7 @@ def _arith(tokens: tuple[str, ...], data: pd.DataFrame, where: str) -> np.ndarra
     return expr()
 
 
-def _numeric_response(spec: ModelSpec, data: pd.DataFrame, where: str, model: str, holds: str) -> np.ndarray:
+def _numeric_response(spec: ModelSpec, data: Columns, where: str, model: str, holds: str) -> np.ndarray:
     """The response of a one-column family as floats (``model``/``holds`` word the messages)."""
     r = spec.response
     if r.is_cbind:
@@ -521,33 +513,33 @@ def _numeric_response(spec: ModelSpec, data: pd.DataFrame, where: str, model: st
     if col not in data.columns:
         raise InputError(f"{where}: response column {col!r} is not in the data (columns: {list(data.columns)[:20]})")
     s = data[col]
-    if not _is_numeric(s) and not pd.api.types.is_bool_dtype(s.dtype):
+    if not s.numeric and s.kind != "bool":
         raise InputError(f"{where}: response {col!r} must hold {holds} for a {model}, it is {s.dtype}")
-    return np.asarray(s.astype("float64"), dtype=float)
+    return s.floats()
 
 
-def _count_response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg: Mapping | None):
+def _count_response(spec: ModelSpec, data: Columns, where: str, levels_arg: Mapping | None):
     """(y, ones, False) for a count family (Poisson): a numeric column of non-negative whole numbers."""
     col = spec.response.column
     y = _numeric_response(spec, data, where, "count model", "counts (non-negative whole numbers)")
     bad = np.flatnonzero(~np.isfinite(y) | (y < 0) | (y != np.round(y)))
     if bad.size:
         raise InputError(f"{where}: response {col!r} must hold counts (non-negative whole numbers); row "
-                         f"{data.index[bad[0]]!r} has {y[bad[0]]:g}")
+                         f"{data.label(bad[0])!r} has {y[bad[0]]:g}")
     return y, np.ones(len(y)), False
 
 
-def _continuous_response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg: Mapping | None):
+def _continuous_response(spec: ModelSpec, data: Columns, where: str, levels_arg: Mapping | None):
     """(y, ones, False) for the Gaussian family (lmer): a numeric column of finite numbers."""
     col = spec.response.column
     y = _numeric_response(spec, data, where, "linear mixed model", "numeric values")
     bad = np.flatnonzero(~np.isfinite(y))
     if bad.size:
-        raise InputError(f"{where}: response {col!r} is not finite at row {data.index[bad[0]]!r} ({y[bad[0]]})")
+        raise InputError(f"{where}: response {col!r} is not finite at row {data.label(bad[0])!r} ({y[bad[0]]})")
     return y, np.ones(len(y)), False
 
 
-def _response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg: Mapping | None):
+def _response(spec: ModelSpec, data: Columns, where: str, levels_arg: Mapping | None):
     """(y proportion, trials, is_counts) for the binomial family, R's ``binomial()$initialize`` rules."""
     r = spec.response
     if r.is_cbind:
@@ -555,7 +547,7 @@ def _response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg: Mappi
         f = _arith(r.failures, data, where)  # type: ignore[arg-type]
         bad = np.flatnonzero((s < 0) | (f < 0))
         if bad.size:
-            raise InputError(f"{where}: {r.text} has a negative count at row {data.index[bad[0]]!r} "
+            raise InputError(f"{where}: {r.text} has a negative count at row {data.label(bad[0])!r} "
                              f"(successes {s[bad[0]]:g}, failures {f[bad[0]]:g})")
         n = s + f
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -565,24 +557,24 @@ def _response(spec: ModelSpec, data: pd.DataFrame, where: str, levels_arg: Mappi
     if col not in data.columns:
         raise InputError(f"{where}: response column {col!r} is not in the data (columns: {list(data.columns)[:20]})")
     s = data[col]
-    if pd.api.types.is_bool_dtype(s.dtype):
-        return np.asarray(s, dtype=float), np.ones(len(s)), False
-    if _is_numeric(s):
-        y = np.asarray(s.astype("float64"), dtype=float)
+    if s.kind == "bool":
+        return s.floats(), np.ones(len(data)), False
+    if s.numeric:
+        y = s.floats()
         bad = np.flatnonzero((y < 0) | (y > 1))
         if bad.size:
             raise InputError(f"{where}: response {col!r} must be 0/1 (or a proportion with weights); "
-                             f"row {data.index[bad[0]]!r} has {y[bad[0]]:g}. Use cbind(successes, failures) for counts")
-        return y, np.ones(len(s)), False
+                             f"row {data.label(bad[0])!r} has {y[bad[0]]:g}. Use cbind(successes, failures) for counts")
+        return y, np.ones(len(data)), False
     given = (levels_arg or {}).get(col)
     codes, lv = factor_levels(s, given, f"{where}: response {col!r}")
     if len(lv) != 2:
         raise InputError(f"{where}: response {col!r} must have two levels (the first is failure), "
                          f"found {len(lv)}: {list(lv)[:6]}")
-    return (codes > 0).astype(float), np.ones(len(s)), False
+    return (codes > 0).astype(float), np.ones(len(data)), False
 
 
-def _group_codes(factors: tuple[str, ...], data: pd.DataFrame, where: str) -> tuple[np.ndarray, tuple[str, ...]]:
+def _group_codes(factors: tuple[str, ...], data: Columns, where: str) -> tuple[np.ndarray, tuple[str, ...]]:
     parts = []
     for col in factors:
         if col not in data.columns:
@@ -605,7 +597,7 @@ def _group_codes(factors: tuple[str, ...], data: pd.DataFrame, where: str) -> tu
     return codes.astype(np.int64), tuple(labels)
 
 
-def _slope_term(r, frame: pd.DataFrame, codes: np.ndarray, lv: tuple[str, ...], data: pd.DataFrame,
+def _slope_term(r, frame: Columns, codes: np.ndarray, lv: tuple[str, ...], data: Columns,
                 where: str) -> ReTerm:
     """A term with a left-hand side beyond ``1``: Z is the model matrix of the left-hand side
     (R's ``model.matrix(~ lhs)``, treatment contrasts), checked so that its covariance can
@@ -668,7 +660,8 @@ def reterms_matrix(re: Sequence[ReTerm], n: int):
 # ----------------------------------------------------------------------------- public
 
 
-def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Mapping[str, str] | None = None,
+def build_design(formula: str | ModelSpec, data: pd.DataFrame | Columns, *,
+                 contrasts: Mapping[str, str] | None = None,
                  levels: Mapping[str, Any] | None = None, weights: str | np.ndarray | None = None,
                  allow_slopes: bool = False, where: str = "data", family: Family = BINOMIAL) -> Design:
     """Parse (if needed) and build the design of a GLMM of ``family`` (binomial by default).
@@ -677,10 +670,17 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
     ``levels`` maps a column to its level order; ``weights`` is a column name or an
     array of prior weights (R's ``weights=``). The response is read as the family says
     (``family.response``: ``"binomial"`` or ``"count"``).
+
+    ``data`` is a pandas frame (the design's ``frame`` is then the pandas model frame, text columns as
+    categoricals) or :class:`~mrcstats.io.columns.Columns` read without pandas (``frame`` is then Columns);
+    the arrays are the same either way.
     """
     spec = parse_formula(formula) if isinstance(formula, str) else formula
-    if not isinstance(data, pd.DataFrame):
+    pd = sys.modules.get("pandas")
+    from_pandas = pd is not None and isinstance(data, pd.DataFrame)
+    if not from_pandas and not isinstance(data, Columns):
         raise InputError(f"{where}: expected a pandas DataFrame, got {type(data).__name__}")
+    src = as_columns(data)
     if not spec.random:
         raise ModelError(f"formula {spec.formula!r}: no random-effects term such as (1 | g); "
                          "glmer needs at least one (use a GLM otherwise)")
@@ -706,10 +706,10 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
         if isinstance(weights, str):
             if weights not in data.columns:
                 raise InputError(f"{where}: weights column {weights!r} is not in the data")
-            wser = data[weights]
-            if not _is_numeric(wser):
-                raise InputError(f"{where}: weights column {weights!r} must be numeric, it is {wser.dtype}")
-            wvec = np.asarray(wser.astype("float64"), dtype=float)
+            wcol = src[weights]
+            if not wcol.numeric:
+                raise InputError(f"{where}: weights column {weights!r} must be numeric, it is {wcol.dtype}")
+            wvec = wcol.floats()
         else:
             wvec = np.asarray(weights, dtype=float)
             if wvec.shape != (len(data),):
@@ -717,15 +717,19 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
     # na.omit on the formula variables (and weights)
     miss = np.zeros(len(data), dtype=bool)
     for c in cols:
-        miss |= _is_missing(data[c])
+        miss |= np.asarray(data[c].isna(), dtype=bool) if from_pandas else src[c].missing()
     if wvec is not None:
         miss |= np.isnan(wvec)
     messages: list[str] = []
     n_dropped = int(miss.sum())
-    frame = data.loc[~miss, cols] if n_dropped else data[cols]
-    if frame.attrs:         # a log's attrs (skipped rows, source) would be deep-copied by every pandas step here
-        frame.attrs = {}
-    frame = _encode_text_columns(frame, levels)
+    if from_pandas:
+        frame = data.loc[~miss, cols] if n_dropped else data[cols]
+        if frame.attrs:     # a log's attrs (skipped rows, source) would be deep-copied by every pandas step here
+            frame.attrs = {}
+        frame = _encode_text_columns(frame, levels)
+        view = Columns.from_pandas(frame)
+    else:
+        view = frame = src.select(cols).take(~miss) if n_dropped else src.select(cols)
     if wvec is not None:
         wvec = wvec[~miss]
         if np.any(wvec < 0):
@@ -736,9 +740,9 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
     if len(frame) == 0:
         raise InputError(f"{where}: no rows left after removing rows with missing values in {cols}")
 
-    y, trials, counts = _RESPONSES[family.response](spec, frame, where, levels)
+    y, trials, counts = _RESPONSES[family.response](spec, view, where, levels)
     X, assign, names, (used_contr, xlevels, scaling) = _model_matrix(
-        spec, frame, contr, None, None, where, full_data=data, levels_arg=levels)
+        spec, view, contr, None, None, where, full_data=src, levels_arg=levels)
     keep = _rank_columns(X)
     dropped: tuple[str, ...] = ()
     if len(keep) < X.shape[1]:
@@ -759,12 +763,12 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Map
     group_cache: dict[tuple[str, ...], tuple[np.ndarray, tuple[str, ...]]] = {}
     for r in spec.random:
         if r.factors not in group_cache:
-            group_cache[r.factors] = _group_codes(r.factors, frame, where)
+            group_cache[r.factors] = _group_codes(r.factors, view, where)
         codes, lv = group_cache[r.factors]
         if r.is_scalar:
             re_terms.append(ReTerm(r.name, codes, lv))
         else:
-            re_terms.append(_slope_term(r, frame, codes, lv, data, where))
+            re_terms.append(_slope_term(r, view, codes, lv, src, where))
     re_terms = _order_reterms(re_terms)
     nobs = len(frame)
     for t in re_terms:

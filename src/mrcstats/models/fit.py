@@ -10,14 +10,14 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 import warnings
 from collections.abc import Mapping
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from mrcstats.errors import InputError
+from mrcstats.io.columns import Columns
 from mrcstats.io.dataset import is_dataset
 from mrcstats.models.family import Family, get_family
 from mrcstats.models.formula import ModelSpec, parse_formula
@@ -39,6 +39,9 @@ from mrcstats.models.optimize import (  # noqa: F401  (re-exported: the names' o
 )
 from mrcstats.models.results import GlmerResult
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 ENGINES = ("native", "lme4")
 BACKENDS = ("memory", "duckdb", "dask")
 
@@ -54,6 +57,12 @@ def __getattr__(name: str) -> Any:
 
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'mrcstats.models.fit' has no attribute {name!r}")
+
+
+def in_memory(data: Any) -> bool:
+    """A table in memory: a pandas frame, or :class:`~mrcstats.io.columns.Columns` read without pandas."""
+    pd = sys.modules.get("pandas")      # no pandas loaded: no pandas frame exists
+    return isinstance(data, Columns) or (pd is not None and isinstance(data, pd.DataFrame))
 
 
 def choose(engine: str, backend: str | None, data: Any, scheduler: Any = None) -> tuple[str, str]:
@@ -75,7 +84,7 @@ def choose(engine: str, backend: str | None, data: Any, scheduler: Any = None) -
     if backend is None:
         if scheduler is not None:
             backend = "dask"
-        elif isinstance(data, pd.DataFrame):
+        elif in_memory(data):
             backend = "memory"
         elif type(data).__name__ == "DataFrame":            # a dask.dataframe
             backend = "dask"
@@ -93,7 +102,7 @@ def choose(engine: str, backend: str | None, data: Any, scheduler: Any = None) -
     return engine, backend
 
 
-def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str | Family = "binomial",
+def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | Family = "binomial",
           contrasts: Mapping[str, str] | None = None, nagq: int = 1, engine: str = "native",
           weights: Any = None, levels: Mapping[str, Any] | None = None,
           lme4_defaults: bool = False, backend: str | None = None, scheduler: Any = None,
@@ -103,7 +112,8 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str | Family = "
     Parameters
     ----------
     formula : R/lme4 formula text (``"correct ~ scaled_tok * LLM + (1 | passage)"``) or a parsed spec.
-    data : pandas DataFrame (a canonical log or any table).
+    data : pandas DataFrame (a canonical log or any table), or :class:`~mrcstats.io.columns.Columns` (a
+        table read without pandas, :func:`mrcstats.io.arrow_csv.read_delimited_columns`: the same fit).
     family : ``"binomial"`` (logit link; 0/1, proportions with weights, ``cbind(k, n - k)``) or
         ``"poisson"`` (log link; non-negative integer counts), as R spells them, or a
         :class:`~mrcstats.models.family.Family`.
@@ -156,6 +166,8 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str | Family = "
             raise InputError("family 'gaussian' is a linear mixed model (lmer): the native engine in memory, no nagq")
         from mrcstats.models.lmm import lmer
 
+        if isinstance(data, Columns):
+            data = data.to_pandas()
         return lmer(spec, data, contrasts=contrasts, levels=levels, weights=weights)  # type: ignore[return-value]
     if backend != "memory" or type(data).__name__ == "LogDataset":
         if fam.name != "binomial" or weights is not None or lme4_defaults:
@@ -166,7 +178,7 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame, family: str | Family = "
 
         return glmer_outofcore(spec, data, backend=backend,
                                scheduler=scheduler, contrasts=contrasts, levels=levels, nagq=nagq, method=method)
-    if not isinstance(data, pd.DataFrame):
+    if not in_memory(data):
         raise InputError(f"glmer: data must be a pandas DataFrame (e.g. mrcstats.read_log(...) or "
                          f"mrcstats.io.read_data(...)), got {type(data).__name__}")
     return fit_rows(spec, data, family=fam, contrasts=contrasts, nagq=nagq, engine=engine, weights=weights,

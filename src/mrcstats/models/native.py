@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError, ModelError
-from mrcstats.io.schema import require_binary
+from mrcstats.io.columns import Columns
 from mrcstats.models.design import Design, build_design
 from mrcstats.models.deviance import MultiFactor, ResponseData, SingleFactor
 from mrcstats.models.family import Family
@@ -186,13 +186,17 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
     return dataclasses.replace(res, vcov_method=vcov_method, vcov_other=other)
 
 
-def fit_rows(spec: ModelSpec, data: pd.DataFrame, *, family: Family, contrasts: Mapping[str, str] | None = None,
+def fit_rows(spec: ModelSpec, data: pd.DataFrame | Columns, *, family: Family, contrasts: Mapping[str, str] | None = None,
              nagq: int = 1, engine: str = "native", weights: Any = None, levels: Mapping[str, Any] | None = None,
              lme4_defaults: bool = False, t0: float | None = None) -> GlmerResult:
     """The fit of a parsed ``spec`` on the rows of a data frame, by ``engine`` (native or lme4)."""
     t0 = time.perf_counter() if t0 is None else t0
     fam = family
-    if fam.name == "binomial":
+    if isinstance(data, Columns) and (engine == "lme4" or "score" in data):
+        data = data.to_pandas()     # R's data.frame, and the graded-log check, read pandas frames
+    if fam.name == "binomial" and not isinstance(data, Columns):   # Columns: no score column (above)
+        from mrcstats.io.schema import require_binary
+
         require_binary(data, "glmer (binomial)")    # a graded log has no 0/1 response until thresholded
     try:
         nagq = int(nagq)

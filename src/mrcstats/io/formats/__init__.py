@@ -111,6 +111,8 @@ def _detect_harness(c: Content) -> bool:
 
 
 def _detect_helm(c: Content) -> bool:
+    if not isinstance(c.document, list):      # the reader's module (and its pandas) only for a JSON list
+        return False
     from mrcstats.io.helm import looks_like_helm
 
     return looks_like_helm(c.document)
@@ -126,21 +128,27 @@ def _detect_inspect(c: Content) -> bool:
 
 
 def _detect_elagent(c: Content) -> bool:
+    if not isinstance(c.document, dict):
+        return False
     from mrcstats.io.elagent import looks_like_elagent
 
-    return isinstance(c.document, dict) and looks_like_elagent(c.document)
+    return looks_like_elagent(c.document)
 
 
 def _detect_eee(c: Content) -> bool:
+    if not c.looks_json:
+        return False
     from mrcstats.io.eee import looks_like_eee
 
-    return c.looks_json and looks_like_eee(c.record)
+    return looks_like_eee(c.record)
 
 
 def _detect_lighteval(c: Content) -> bool:
+    if not c.is_parquet:        # the reader's module (and its pandas) only for a Parquet file
+        return False
     from mrcstats.io.lighteval import DETAIL_COLUMNS
 
-    return c.is_parquet and set(DETAIL_COLUMNS) <= set(c.parquet_columns)
+    return set(DETAIL_COLUMNS) <= set(c.parquet_columns)
 
 
 def _detect_jsonl(c: Content) -> bool:

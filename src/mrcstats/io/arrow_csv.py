@@ -1,0 +1,224 @@
+"""CSV/TSV through Arrow, without pandas: the one place a delimited file's cells become typed columns.
+
+Both readers of a delimited table go through here (issue 28):
+
+* :func:`mrcstats.io.tabular.read_delimited` (the pandas frame every command reads) converts the columns
+  :func:`column_kind` classifies with Arrow and leaves only the rest to pandas' parser;
+* :func:`read_delimited_columns` (the command line's ``glmer``, which imports no pandas) gives the same
+  cells as :class:`~mrcstats.io.columns.Columns`.
+
+Arrow reads every cell as text; :func:`column_kind` then decides each column's type by pandas' inference
+rules, on the cases where Arrow's conversion gives exactly what pandas' C parser gives (with
+``keep_default_na=False``, ``na_values`` = the missing words):
+
+* ``text``: the log's id and text columns (:data:`~mrcstats.io.fields.STRING_COLUMNS`), read as text
+  whatever they look like (ids keep leading zeros);
+* ``bool``: no missing cell and every cell one of pandas' true/false words (``True``/``TRUE``/``true``, ...);
+* ``int``: every cell plain digits with an optional minus, at most 15 (int64; float64 with NaN where a
+  cell is missing: exact either way);
+* ``float``: every cell a plain decimal number (digits on both sides of an optional point, an optional
+  exponent of one or two digits) with at most 17 significant digits (leading zeros not counted): what
+  ``repr`` writes of a double. Arrow's parser and pandas' agree on these to the bit (both round correctly
+  there; ``tests/io/test_arrow_csv.py`` checks it on generated values);
+* ``words``: some cell that no number or true/false parser would read (pandas then keeps every cell of
+  the column as text, ``str``);
+* ``rest``: anything else (``1e400``, ``inf``, `` 1``, ``+2``, 18 digits, an all-missing column, ...):
+  pandas' parser decides (the pandas reader), or the column is not available without pandas.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from mrcstats.errors import InputError
+from mrcstats.io.columns import Column, Columns, text_column
+from mrcstats.io.fields import STRING_COLUMNS
+from mrcstats.io.source import Source
+
+#: what pandas' C parser reads as booleans (its ``_true_values``/``_false_values``)
+TRUE_WORDS, FALSE_WORDS = ["True", "TRUE", "true"], ["False", "FALSE", "false"]
+#: integers Arrow converts exactly as pandas does: plain digits with an optional minus, at most 15 of them
+#: (exact as float64 too, which pandas gives a column with missing cells)
+PLAIN_INT = r"^-?[0-9]{1,15}$"
+#: decimals both parsers round alike: digits, an optional fraction, an optional short exponent
+PLAIN_FLOAT = r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]{1,2})?$"
+#: at most this many digits in a ``float`` cell (17 significant digits round-trip every double)
+MAX_FLOAT_DIGITS = 17
+#: a cell no number parser reads: a character other than digits, sign, point, exponent and blanks, and not
+#: one of the words a float parser knows (nan, inf, infinity; any case, signed)
+_NOT_A_NUMBER = r"[^0-9eE+\-. \t]"
+_NUMBER_WORDS = r"^\s*[-+]?(nan|inf|infinity)\s*$"
+
+
+def check_unique_columns(cols: list[str], source: str) -> None:
+    """Refuse a table whose header names a column twice (which one would be the data?)."""
+    seen: set[str] = set()
+    dups = []
+    for c in cols:
+        if c in seen and c not in dups:
+            dups.append(c)
+        seen.add(c)
+    if dups:
+        pos = [i + 1 for i, c in enumerate(cols) if c == dups[0]]
+        raise InputError(f"{source}: column {dups[0]!r} appears {len(pos)} times in the header (columns "
+                         f"{', '.join(map(str, pos))})" + (f"; also {', '.join(map(repr, dups[1:]))}" if dups[1:]
+                                                           else "")
+                         + "; rename or remove the repeated columns so each name is used once")
+
+
+def header(src: Source, delimiter: str) -> list[str]:
+    """The header's column names, checked: present and each used once."""
+    from mrcstats.io.detect import header_columns
+
+    cols = header_columns(src, delimiter)
+    if not cols or not any(c.strip() for c in cols):
+        raise InputError(f"{src.name}: no header line; the first line must name the columns")
+    check_unique_columns(cols, src.name)
+    return cols
+
+
+def text_fields(cols: Sequence[str], mapping: Any = None) -> list[str]:
+    """The source columns read as text whatever they look like: the log's id and text fields, by their own
+    name or mapped to one (``mapping``: ``{field: source column}``)."""
+    mapped_fields = set((mapping or {}).keys())
+    want = {c for c in cols if c in STRING_COLUMNS and c not in mapped_fields}
+    want |= {col for fld, col in (mapping or {}).items() if fld in STRING_COLUMNS}
+    return [c for c in cols if c in want]
+
+
+def read_text_table(src: Source, delimiter: str, cols: list[str], missing: tuple[str, ...]) -> Any:
+    """Every column as Arrow text (``large_string``; ``missing`` cells null), or None when Arrow cannot read
+    the file as its header says (a ragged row, a header read differently, no data rows): the pandas reader
+    then reads it and words the error."""
+    import pyarrow as pa
+    import pyarrow.csv as pv
+
+    try:
+        table = pv.read_csv(
+            pa.py_buffer(src.data),
+            parse_options=pv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
+            convert_options=pv.ConvertOptions(
+                column_types={c: pa.large_string() for c in cols}, null_values=list(missing),
+                strings_can_be_null=True, quoted_strings_can_be_null=True))
+    except (pa.ArrowException, ValueError, OSError):
+        return None
+    if table.column_names != cols or table.num_rows == 0:
+        return None
+    return table
+
+
+def column_kind(name: str, col: Any, text: Sequence[str]) -> str:
+    """``text``, ``bool``, ``int``, ``float``, ``words`` or ``rest`` (see the module docstring) for one
+    Arrow text column."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if name in text:
+        return "text"
+    if col.null_count == len(col):
+        return "rest"
+    words = pa.array(TRUE_WORDS + FALSE_WORDS, pa.large_string())
+    if col.null_count == 0 and pc.all(pc.is_in(col, value_set=words)).as_py():
+        return "bool"
+    if pc.all(pc.match_substring_regex(col, PLAIN_INT)).as_py():
+        return "int"
+    if pc.all(pc.match_substring_regex(col, PLAIN_FLOAT)).as_py():
+        mantissa = pc.replace_substring_regex(pc.replace_substring_regex(col, "[eE].*$", ""), "^-?[0.]*", "")
+        if pc.max(pc.count_substring_regex(mantissa, "[0-9]")).as_py() <= MAX_FLOAT_DIGITS:
+            return "float"
+    odd = pc.and_(pc.match_substring_regex(col, _NOT_A_NUMBER),
+                  pc.invert(pc.match_substring_regex(col, _NUMBER_WORDS, ignore_case=True)))
+    odd = pc.and_(odd, pc.invert(pc.is_in(col, value_set=words)))
+    return "words" if pc.any(odd).as_py() else "rest"
+
+
+def convert(kind: str, col: Any) -> np.ndarray:
+    """The NumPy values of a ``bool``, ``int`` (float64, NaN missing) or ``float`` column."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if kind == "bool":
+        return pc.is_in(col, value_set=pa.array(TRUE_WORDS, pa.large_string())).to_numpy()
+    target = pa.int64() if kind == "int" else pa.float64()
+    out = pc.cast(col, target)
+    if kind == "int":
+        out = pc.cast(out, pa.float64())
+    return np.asarray(out.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _coded(col: Any, dtype: str) -> Column:
+    """A text column as codes with code-point sorted levels (Arrow's dictionary encoding)."""
+    import pyarrow as pa
+
+    enc = col.combine_chunks().dictionary_encode() if isinstance(col, pa.ChunkedArray) else col.dictionary_encode()
+    idx = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    return text_column(idx, enc.dictionary.to_pylist(), dtype=dtype)
+
+
+def read_delimited_columns(src: Source, delimiter: str, missing: tuple[str, ...] = ("", "NA"),
+                           mapping: Any = None) -> tuple[Columns, tuple[str, ...]] | None:
+    """A CSV/TSV as :class:`~mrcstats.io.columns.Columns` without pandas, and the names of its ``rest``
+    columns (left out: only pandas' parser can say what they hold). None when Arrow cannot read the file
+    (the pandas reader then reads it and words the error). The cells are those the pandas reader gives:
+    the same kinds, text ``string`` (id fields) or ``str`` (words)."""
+    cols = header(src, delimiter)
+    table = read_text_table(src, delimiter, cols, missing)
+    if table is None:
+        return None
+    text = text_fields(cols, mapping)
+    out: dict[str, Column] = {}
+    rest = []
+    for name, col in zip(cols, table.columns):
+        kind = column_kind(name, col, text)
+        if kind in ("text", "words"):
+            out[name] = _coded(col, "string" if kind == "text" else "str")
+        elif kind == "rest":
+            rest.append(name)
+        else:
+            vals = convert(kind, col)
+            out[name] = Column(kind, vals, dtype={"bool": "bool", "float": "float64"}.get(
+                kind, "float64" if col.null_count else "int64"))
+    names = tuple(c for c in cols if c in out)
+    return Columns(names, table.num_rows, out), tuple(rest)
+
+
+def read_table_columns(path: Any, needed: Sequence[str]) -> Columns | None:
+    """A plain CSV/TSV table read without pandas: the rows and cells of
+    :func:`mrcstats.io.reader.read_data` for the columns in ``needed``, or None when this reader cannot
+    promise them (the caller then reads with :func:`~mrcstats.io.reader.read_data`, which reads every file
+    and words every error).
+
+    None for: a file whose content is not a CSV/TSV table (detected as ``read_data`` does), one Arrow cannot
+    read, a ``needed`` column only pandas' parser can type (``rest``), a ``score`` column (a graded log is
+    refused by :func:`~mrcstats.io.schema.require_binary`), and a ``correct`` column that is not 0/1 or
+    true/false in every row (words, missing cells: :func:`~mrcstats.io.schema.coerce_correct` and
+    :func:`~mrcstats.io.schema.apply_invalid` decide those). A ``correct`` column of 0/1 or true/false
+    becomes a bool column, as ``coerce_correct`` makes it. ``attrs`` are ``read_data``'s (format, sources,
+    no skipped rows)."""
+    from mrcstats.io.detect import detect_format
+    from mrcstats.io.source import load_source
+
+    src = load_source(path)
+    fmt = detect_format(src)
+    if fmt not in ("csv", "tsv"):
+        return None
+    got = read_delimited_columns(src, "," if fmt == "csv" else "\t", ("", "NA"))
+    if got is None:
+        return None
+    cols, rest = got
+    if any(c in rest for c in needed) or "score" in cols.names or "score" in rest or "correct" in rest:
+        return None
+    data = dict(cols.cols)
+    if "correct" in data:
+        c = data["correct"]
+        if c.kind == "bool" and c.mask is None:
+            vals = c.values
+        elif c.numeric and bool(np.all((c.values == 0.0) | (c.values == 1.0))):   # no NaN either
+            vals = c.values == 1.0
+        else:
+            return None
+        data["correct"] = Column("bool", vals, dtype="boolean")
+    return Columns(cols.names, cols.nrows, data,
+                   attrs={"skipped": {}, "format": fmt, "sources": [str(src.path)]})
