@@ -128,3 +128,18 @@ def test_family_table_names_the_families():
 
     assert list(FAMILY_TABLE) == list(FAMILIES)
     assert FAMILY_TABLE == {name: (f.link, f.response) for name, f in FAMILIES.items()}
+
+
+def test_glmer_on_a_plain_csv_imports_no_pandas(tmp_path):
+    """``mrcstats glmer TABLE.csv --json`` reads the table with Arrow into NumPy columns
+    (:mod:`mrcstats.io.arrow_csv`) and builds the design, fits and prints without pandas (issue 28: pandas'
+    import was most of a small fit's wall time). Also with a factor, a numeric column and --ranef."""
+    table = tmp_path / "t.csv"
+    table.write_text("g,x,f,correct\n" + "".join(f"g{i % 9},{(i * 37 % 101) / 10!r},{'abc'[i % 3]},"
+                                                 f"{int((i * 7 + i // 9) % 5 < 2)}\n" for i in range(180)))
+    for argv in (["glmer", str(_crossed_log(tmp_path)), *GLMER, "--json"],
+                 ["glmer", str(table), "--formula", "correct ~ x * f + (1 | g)", "--json", "--ranef"]):
+        mods = _imported(*argv, cwd=tmp_path)
+        assert "mrcstats.models.native" in mods
+        pandas = sorted(m for m in mods if m.split(".")[0] == "pandas")
+        assert not pandas, f"mrcstats {' '.join(argv[:2])} imported {pandas[:6]}"
