@@ -20,8 +20,9 @@ rules, on the cases where Arrow's conversion gives exactly what pandas' C parser
   exponent of one or two digits) with at most 17 significant digits (leading zeros not counted): what
   ``repr`` writes of a double. Arrow's parser and pandas' agree on these to the bit (both round correctly
   there; ``tests/io/test_arrow_csv.py`` checks it on generated values);
-* ``words``: some cell that no number or true/false parser would read (pandas then keeps every cell of
-  the column as text, ``str``);
+* ``words``: every cell one that no number or true/false parser would read (pandas then keeps every cell
+  of the column as text, ``str``; a column of words and numbers is ``rest``: pandas reads a missing cell
+  there as NaN or as an empty text, depending on the numbers);
 * ``rest``: anything else (``1e400``, ``inf``, `` 1``, ``+2``, 18 digits, an all-missing column, ...):
   pandas' parser decides (the pandas reader), or the column is not available without pandas.
 """
@@ -131,7 +132,7 @@ def column_kind(name: str, col: Any, text: Sequence[str]) -> str:
     odd = pc.and_(pc.match_substring_regex(col, _NOT_A_NUMBER),
                   pc.invert(pc.match_substring_regex(col, _NUMBER_WORDS, ignore_case=True)))
     odd = pc.and_(odd, pc.invert(pc.is_in(col, value_set=words)))
-    return "words" if pc.any(odd).as_py() else "rest"
+    return "words" if pc.all(odd).as_py() else "rest"
 
 
 def convert(kind: str, col: Any) -> np.ndarray:
