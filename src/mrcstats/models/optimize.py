@@ -549,7 +549,7 @@ def ranef_tables(re, bs, cvs) -> dict[str, RanefTable]:
 
 def _ranef_frames(re, bs, cvs) -> dict[str, pd.DataFrame]:
     """:func:`ranef_tables` as pandas frames indexed by level (lmer's result keeps these)."""
-    return {g: t.to_frame() for g, t in ranef_tables(re, bs, cvs).items()}
+    return {g: t.to_pandas() for g, t in ranef_tables(re, bs, cvs).items()}
 
 
 def varcorr_rows(re, theta) -> tuple[VarCorrRow, ...]:

@@ -4,7 +4,7 @@
 factor's ``ranef(m, condVar = TRUE)`` (level labels and one array per column). The optimizer
 (:mod:`mrcstats.models.optimize`) builds them; :class:`~mrcstats.models.results.GlmerResult` keeps them and
 turns them into pandas frames only when ``varcorr``/``ranef`` are read (:func:`varcorr_to_frame`,
-:meth:`RanefTable.to_frame`), so ``mrcstats glmer --json`` (``to_dict``, ``ranef_dict``, ``summary``) never
+:meth:`RanefTable.to_pandas`), so ``mrcstats glmer --json`` (``to_dict``, ``ranef_dict``, ``summary``) never
 imports pandas. Frames handed in by callers that already have them (the lme4 engine, the crossed grid) are
 turned into records by :func:`as_varcorr_rows` and :meth:`RanefTable.from_frame`, keeping their index dtype.
 """
@@ -73,7 +73,7 @@ class RanefTable:
         return cls(group=df.index.name, levels=df.index, columns=tuple(df.columns),
                    values=tuple(df[c].to_numpy() for c in df.columns), index_dtype=df.index.dtype)
 
-    def to_frame(self) -> pd.DataFrame:
+    def to_pandas(self) -> pd.DataFrame:
         """The frame indexed by level (index named by the group), one column per ``columns``."""
         import pandas as pd
 

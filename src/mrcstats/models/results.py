@@ -272,7 +272,7 @@ class GlmerResult(Result):
 
     @cached_property
     def ranef(self) -> dict[str, pd.DataFrame]:
-        return {g: t.to_frame() for g, t in self.ranef_tables.items()}
+        return {g: t.to_pandas() for g, t in self.ranef_tables.items()}
 
     @cached_property
     def resid_quantiles(self) -> pd.Series:
