@@ -4,7 +4,8 @@
 :meth:`GlmerResult.from_estimates`, which derives the standard errors, z and p
 values, correlations, AIC/BIC and the variance-component table exactly as lme4's
 ``summary.merMod``/``llikAIC``/``VarCorr`` do, so the two engines cannot drift apart
-in presentation.
+in presentation. It stores arrays and plain records; its pandas attributes are built when
+first read, and its text and JSON output need no pandas (issue 28).
 
 References: Bates, Mächler, Bolker & Walker (2015), *Fitting linear mixed-effects
 models using lme4*, J. Stat. Softw. 67(1); lme4 1.1-31 ``print.summary.merMod``.
@@ -157,7 +158,8 @@ class GlmerResult(Result):
                        design: Any = None, family: Family = BINOMIAL, npar_extra: int = 0,
                        vcov_method: str = "hessian", vcov_other: np.ndarray | pd.DataFrame | None = None,
                        dispersion: float | None = None) -> GlmerResult:
-        """Build a result from the estimates; every derived figure is computed here.
+        """Build a result from the estimates; AIC, BIC, df and the separation messages are computed here,
+        ``se``, ``z``, ``p`` and ``corr`` from ``beta`` and ``vcov`` when read (:func:`wald`).
 
         ``beta`` follows ``info.column_names``; ``theta`` and ``group_names`` follow lme4's
         random-term order; ``vcov`` is the covariance of β (lme4: ``vcov(m)``), by the rule ``vcov_method``
