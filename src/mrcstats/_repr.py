@@ -13,8 +13,6 @@ import html
 import shutil
 from typing import Any
 
-import pandas as pd
-
 #: the plain ``repr`` shows at most this many lines of ``summary()``
 MAX_LINES = 30
 #: and cuts lines longer than the terminal (at least 60, at most 120 columns)
@@ -47,6 +45,8 @@ def plain_repr(obj: Any, max_lines: int = MAX_LINES, width: int | None = None) -
 
 def html_repr(obj: Any, max_rows: int = MAX_ROWS) -> str:
     """A self-contained HTML fragment: title, the table, and the text summary (collapsed)."""
+    import pandas as pd
+
     name = html.escape(type(obj).__name__)
     parts = [f'<div class="mrcstats-result"><p><strong>{name}</strong></p>']
     table = ""

@@ -190,7 +190,7 @@ def test_exact_given_lme4_estimates(name, native, r_tables):
     beta, V = _r_estimates(r_tables, case)
     m = native[case]
     assert list(beta.index) == list(m.fixef.index)
-    m_r = dataclasses.replace(m, fixef=beta, vcov=V)
+    m_r = dataclasses.replace(m, fixef_values=beta.to_numpy(), vcov_values=V.to_numpy())
     theirs = r_tables[name]
     case, specs, by, typ, adj = JOBS[name]
     em = emmeans(m_r, specs.split(","), by=by or None, type=typ)

@@ -229,10 +229,11 @@ def model_output(args: argparse.Namespace, m: Any, cmd: str) -> tuple[dict[str, 
         for msg in m.messages:
             info(f"mrcstats {cmd}: {msg}")
     obj = m.to_dict()
-    text = [m.summary()]
+    as_json = getattr(args, "json", False)
+    text = [] if as_json else [m.summary()]     # with --json the text is never printed: not built
     if getattr(args, "ranef", False):
         obj["ranef"] = m.ranef_dict()
-        for g, df in m.ranef.items():
+        for g, df in ({} if as_json else m.ranef).items():
             text.append(f"\nRandom effects ({g}): conditional modes and variances\n{df.to_string()}")
     return obj, text
 

@@ -40,6 +40,10 @@ from mrcstats.io.source import Source
 
 #: what pandas' C parser reads as booleans (its ``_true_values``/``_false_values``)
 TRUE_WORDS, FALSE_WORDS = ["True", "TRUE", "true"], ["False", "FALSE", "false"]
+#: the same words as one pattern (a pattern, not a value set: building an Arrow array from Python values makes
+#: pyarrow import pandas, which this reader exists to avoid)
+_BOOL_WORDS = "^(" + "|".join(TRUE_WORDS + FALSE_WORDS) + ")$"
+_TRUE = "^(" + "|".join(TRUE_WORDS) + ")$"
 #: integers Arrow converts exactly as pandas does: plain digits with an optional minus, at most 15 of them
 #: (exact as float64 too, which pandas gives a column with missing cells)
 PLAIN_INT = r"^-?[0-9]{1,15}$"
@@ -113,15 +117,14 @@ def read_text_table(src: Source, delimiter: str, cols: list[str], missing: tuple
 def column_kind(name: str, col: Any, text: Sequence[str]) -> str:
     """``text``, ``bool``, ``int``, ``float``, ``words`` or ``rest`` (see the module docstring) for one
     Arrow text column."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     if name in text:
         return "text"
     if col.null_count == len(col):
         return "rest"
-    words = pa.array(TRUE_WORDS + FALSE_WORDS, pa.large_string())
-    if col.null_count == 0 and pc.all(pc.is_in(col, value_set=words)).as_py():
+    words = pc.match_substring_regex(col, _BOOL_WORDS)
+    if col.null_count == 0 and pc.all(words).as_py():
         return "bool"
     if pc.all(pc.match_substring_regex(col, PLAIN_INT)).as_py():
         return "int"
@@ -131,8 +134,32 @@ def column_kind(name: str, col: Any, text: Sequence[str]) -> str:
             return "float"
     odd = pc.and_(pc.match_substring_regex(col, _NOT_A_NUMBER),
                   pc.invert(pc.match_substring_regex(col, _NUMBER_WORDS, ignore_case=True)))
-    odd = pc.and_(odd, pc.invert(pc.is_in(col, value_set=words)))
+    odd = pc.and_(odd, pc.invert(words))
     return "words" if pc.all(odd).as_py() else "rest"
+
+
+def _bits(buf: Any, offset: int, n: int) -> np.ndarray:
+    """``n`` bits of an Arrow bitmap from bit ``offset``, as bools."""
+    return np.unpackbits(np.frombuffer(buf, np.uint8), bitorder="little")[offset:offset + n].astype(bool)
+
+
+def to_numpy(arr: Any, dtype: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """The values (a copy) of a primitive Arrow array (bool, or fixed-width numbers of ``dtype``) and its
+    validity (True = present; None when no cell is null), read from its buffers: pyarrow's own
+    ``to_numpy`` imports pandas (to check for its types), which the pandas-free reader must not."""
+    import pyarrow as pa
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    validity, data = arr.buffers()[:2]
+    n, off = len(arr), arr.offset
+    if dtype is bool:
+        vals = _bits(data, off, n)
+    else:
+        size = np.dtype(dtype).itemsize
+        vals = np.frombuffer(data, dtype=dtype, count=n, offset=off * size).copy()
+    valid = _bits(validity, off, n) if arr.null_count and validity is not None else None
+    return vals, valid
 
 
 def convert(kind: str, col: Any) -> np.ndarray:
@@ -141,12 +168,12 @@ def convert(kind: str, col: Any) -> np.ndarray:
     import pyarrow.compute as pc
 
     if kind == "bool":
-        return pc.is_in(col, value_set=pa.array(TRUE_WORDS, pa.large_string())).to_numpy()
-    target = pa.int64() if kind == "int" else pa.float64()
-    out = pc.cast(col, target)
-    if kind == "int":
-        out = pc.cast(out, pa.float64())
-    return np.asarray(out.to_numpy(zero_copy_only=False), dtype=np.float64)
+        return to_numpy(pc.match_substring_regex(col, _TRUE), bool)[0]
+    out = pc.cast(col, pa.int64()) if kind == "int" else col
+    vals, valid = to_numpy(pc.cast(out, pa.float64()), np.float64)
+    if valid is not None:
+        vals[~valid] = np.nan
+    return vals
 
 
 def _coded(col: Any, dtype: str) -> Column:
@@ -154,7 +181,10 @@ def _coded(col: Any, dtype: str) -> Column:
     import pyarrow as pa
 
     enc = col.combine_chunks().dictionary_encode() if isinstance(col, pa.ChunkedArray) else col.dictionary_encode()
-    idx = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    idx, valid = to_numpy(enc.indices, np.int32)
+    idx = idx.astype(np.int64)
+    if valid is not None:
+        idx[~valid] = -1
     return text_column(idx, enc.dictionary.to_pylist(), dtype=dtype)
 
 

@@ -113,7 +113,7 @@ def fit_laplace(design, t0: float | None = None, fit_options: Mapping[str, Any] 
     from scipy import optimize, sparse
 
     from mrcstats.models.lmm import richardson_hessian
-    from mrcstats.models.optimize import _glm_start, _ranef_frames, varcorr_frame
+    from mrcstats.models.optimize import _glm_start, ranef_tables, varcorr_rows
     from mrcstats.models.results import GlmerResult
 
     t0 = time.perf_counter() if t0 is None else t0
@@ -193,19 +193,16 @@ def fit_laplace(design, t0: float | None = None, fit_options: Mapping[str, Any] 
         pearson = (design.y - mu) * np.sqrt(design.weights) / np.sqrt(fam.variance(mu))
     singular = bool(np.any(theta[lower == 0] < 1e-4))
     msgs = list(design.messages) + (["boundary (singular) fit: see help('isSingular')"] if singular else [])
-    res = GlmerResult.from_estimates(
+    return GlmerResult.from_estimates(
         info=design.info, beta=beta, vcov=V, theta=theta, group_names=[t.name for t in re],
-        theta_names=[nm for t in re for nm in t.theta_names], varcorr=varcorr_frame(re, theta),
-        ngroups=design.ngroups, ranef=_ranef_frames(re, bs, cvs), loglik=-0.5 * fval,
+        theta_names=[nm for t in re for nm in t.theta_names], varcorr=varcorr_rows(re, theta),
+        ngroups=design.ngroups, ranef=ranef_tables(re, bs, cvs), loglik=-0.5 * fval,
         deviance=float("nan"), pearson_resid=np.where(np.isfinite(pearson), pearson, 0.0), nobs=design.nobs,
         converged=bool(r.success) or float(np.max(np.abs(r.jac))) < 1e-3, messages=msgs,
         engine="native (Laplace)", nagq=1, fit_seconds=time.perf_counter() - t0, singular=singular,
         optinfo={"optimizer": "L-BFGS-B", "nit": int(r.nit), "nfev": model.nfev, "par": x.tolist()},
         fit_options=fit_options or {}, frame=design.frame, design=design, family=design.family,
-        npar_extra=1)
-    import dataclasses
-
-    return dataclasses.replace(res, dispersion=phi)
+        npar_extra=1, dispersion=phi)
 
 
 __all__ = ["LaplaceModel", "fit_laplace"]

@@ -9,10 +9,9 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from mrcstats.errors import InputError, ModelError
 from mrcstats.io.columns import Columns
@@ -27,16 +26,19 @@ from mrcstats.models.optimize import (
     _check_conv,
     _glm_start,
     _hessian_from_values,
-    _ranef_frames,
     _rx_vcov_safe,
     _scale_check,
     _subsample_start,
     make_model,
     optimize_laplace,
-    varcorr_frame,
+    ranef_tables,
+    varcorr_rows,
     vcov_from_hessian,
 )
 from mrcstats.models.results import GlmerResult
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def fit_design(design: Design, nagq: int = 1, t0: float | None = None,
@@ -171,25 +173,22 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         loglik = -0.5 * fval
     else:
         loglik = -0.5 * fval
-    ranef = _ranef_frames(re, ex["b"], ex["condvar"])
+    ranef = ranef_tables(re, ex["b"], ex["condvar"])
     fit_seconds = time.perf_counter() - t0
-    res = GlmerResult.from_estimates(
+    return GlmerResult.from_estimates(
         info=design.info, beta=beta, vcov=vcov, theta=theta, group_names=[r_.name for r_ in re],
-        theta_names=[n for r_ in re for n in r_.theta_names], varcorr=varcorr_frame(re, theta),
+        theta_names=[n for r_ in re for n in r_.theta_names], varcorr=varcorr_rows(re, theta),
         ngroups=design.ngroups, ranef=ranef, loglik=loglik, deviance=devres_sum, pearson_resid=pearson,
         nobs=design.nobs, converged=converged, messages=messages, engine="native", nagq=nagq,
         fit_seconds=fit_seconds, singular=singular, optinfo=optinfo, fit_options=fit_options or {},
-        frame=design.frame, design=design, family=fam)
-    names = list(res.fixef.index)
-    other = (pd.DataFrame(np.asarray(vcov_other, dtype=float).reshape(len(names), len(names)), index=names,
-                          columns=names) if vcov_other is not None else None)
-    return dataclasses.replace(res, vcov_method=vcov_method, vcov_other=other)
+        frame=design.frame, design=design, family=fam, vcov_method=vcov_method, vcov_other=vcov_other)
 
 
 def fit_rows(spec: ModelSpec, data: pd.DataFrame | Columns, *, family: Family, contrasts: Mapping[str, str] | None = None,
              nagq: int = 1, engine: str = "native", weights: Any = None, levels: Mapping[str, Any] | None = None,
              lme4_defaults: bool = False, t0: float | None = None) -> GlmerResult:
     """The fit of a parsed ``spec`` on the rows of a data frame, by ``engine`` (native or lme4)."""
+
     t0 = time.perf_counter() if t0 is None else t0
     fam = family
     if isinstance(data, Columns) and (engine == "lme4" or "score" in data):

@@ -18,12 +18,17 @@ Layer: deviance kernels -> this module -> confint/grid/lmm/native fit (it import
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from mrcstats._blas import blas_pinned
 from mrcstats.errors import ModelError
 from mrcstats.models.deviance import GeneralModel, MultiFactor, ResponseData, SingleFactor
+from mrcstats.models.records import RanefTable, VarCorrRow, varcorr_to_frame
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SINGULAR_TOL = 1e-4
 GRAD_TOL = 2e-3
@@ -514,21 +519,20 @@ def _blas_controller():
             _CTL.append(None)
     return _CTL[0]
 
-def _ranef_frames(re, bs, cvs) -> dict[str, pd.DataFrame]:
-    """``ranef(m, condVar = TRUE)`` per grouping factor: a random intercept alone gives
-    columns ``mode``/``condvar``; otherwise one column per random-effect column (lme4's
-    ``cnms``, terms of the same factor side by side) and ``condvar:<name>`` (the diagonal
-    of ``postVar``)."""
+def ranef_tables(re, bs, cvs) -> dict[str, RanefTable]:
+    """``ranef(m, condVar = TRUE)`` per grouping factor, as :class:`~mrcstats.models.records.RanefTable`: a
+    random intercept alone gives columns ``mode``/``condvar``; otherwise one column per random-effect column
+    (lme4's ``cnms``, terms of the same factor side by side) and ``condvar:<name>`` (the diagonal of
+    ``postVar``)."""
     groups: dict[str, list] = {}
     for r_, b, cv in zip(re, bs, cvs):
         groups.setdefault(r_.name, []).append((r_, b, cv))
     out = {}
     for g, items in groups.items():
         r0 = items[0][0]
-        idx = pd.Index(r0.levels, name=g, dtype=object)
         if len(items) == 1 and r0.is_scalar:
             b, cv = items[0][1], items[0][2]
-            out[g] = pd.DataFrame({"mode": np.ravel(b), "condvar": np.ravel(cv)}, index=idx)
+            out[g] = RanefTable(g, r0.levels, ("mode", "condvar"), (np.ravel(b), np.ravel(cv)))
             continue
         cols: dict[str, np.ndarray] = {}
         var: dict[str, np.ndarray] = {}
@@ -538,16 +542,22 @@ def _ranef_frames(re, bs, cvs) -> dict[str, pd.DataFrame]:
             for c, name in enumerate(r_.cnames):
                 cols[name] = b[:, c]
                 var[f"condvar:{name}"] = cv[:, c, c]
-        out[g] = pd.DataFrame({**cols, **var}, index=idx)
+        both = {**cols, **var}
+        out[g] = RanefTable(g, r0.levels, tuple(both), tuple(both.values()))
     return out
 
 
-def varcorr_frame(re, theta) -> pd.DataFrame:
-    """lme4's ``as.data.frame(VarCorr(m))``: per term the variances/SDs of its columns then
-    the covariances/correlations (lower triangle, column by column); groups named as R
-    (a factor appearing in several terms: ``g``, ``g.1``). Columns ``group, name, var2,
-    variance, sd`` (for correlation rows ``variance`` is the covariance and ``sd`` the
-    correlation, as ``vcov``/``sdcor``)."""
+def _ranef_frames(re, bs, cvs) -> dict[str, pd.DataFrame]:
+    """:func:`ranef_tables` as pandas frames indexed by level (lmer's result keeps these)."""
+    return {g: t.to_pandas() for g, t in ranef_tables(re, bs, cvs).items()}
+
+
+def varcorr_rows(re, theta) -> tuple[VarCorrRow, ...]:
+    """lme4's ``as.data.frame(VarCorr(m))`` as :class:`~mrcstats.models.records.VarCorrRow` records: per term
+    the variances/SDs of its columns then the covariances/correlations (lower triangle, column by column);
+    groups named as R (a factor appearing in several terms: ``g``, ``g.1``). Fields ``group, name, var2,
+    variance, sd`` (for correlation rows ``variance`` is the covariance and ``sd`` the correlation, as
+    ``vcov``/``sdcor``)."""
     theta = np.asarray(theta, float)
     rows = []
     seen: dict[str, int] = {}
@@ -562,10 +572,14 @@ def varcorr_frame(re, theta) -> pd.DataFrame:
         S = T @ T.T
         sd = np.sqrt(np.diag(S))
         for c, name in enumerate(r_.cnames):
-            rows.append({"group": grp, "name": name, "var2": None, "variance": float(S[c, c]), "sd": float(sd[c])})
+            rows.append(VarCorrRow(grp, name, None, float(S[c, c]), float(sd[c])))
         for j in range(r_.q):
             for i in range(j + 1, r_.q):
                 cor = S[i, j] / (sd[i] * sd[j]) if sd[i] > 0 and sd[j] > 0 else float("nan")
-                rows.append({"group": grp, "name": r_.cnames[j], "var2": r_.cnames[i], "variance": float(S[i, j]),
-                             "sd": float(cor)})
-    return pd.DataFrame(rows, columns=["group", "name", "var2", "variance", "sd"])
+                rows.append(VarCorrRow(grp, r_.cnames[j], r_.cnames[i], float(S[i, j]), float(cor)))
+    return tuple(rows)
+
+
+def varcorr_frame(re, theta) -> pd.DataFrame:
+    """:func:`varcorr_rows` as a pandas frame with columns ``group, name, var2, variance, sd``."""
+    return varcorr_to_frame(varcorr_rows(re, theta))

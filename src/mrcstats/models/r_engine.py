@@ -33,6 +33,7 @@ from mrcstats.errors import DependencyError, InputError, ModelError
 from mrcstats.models.design import Design, build_design
 from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.formula import ModelSpec
+from mrcstats.models.records import VarCorrRow
 from mrcstats.models.results import GlmerResult
 
 R_LIB = Path(__file__).with_name("glmer_lme4.R")
@@ -297,7 +298,19 @@ def result_from_lme4(r: Mapping[str, Any], design: Design, *, fit_options: Mappi
                                 index=pd.Index([str(k) for k in levels], name=g))
     msgs = list(design.messages) + [m for m in _as_list(r.get("messages", [])) if m not in design.messages]
     q = r["resid_quantiles"]
-    res = GlmerResult.from_estimates(
+    vcov_other = None
+    if r.get("vcov_rx") is not None:   # lme4's vcov(m, use.hessian = FALSE): the other rule
+        vcov_other = np.array([[float(r["vcov_rx"][a][b]) for b in names] for a in names], dtype=float)
+    varcorr = None
+    if slopes:  # random slopes: lme4's theta (Cholesky factor entries); VarCorr with correlations
+        if tnames == [n for t in design.re for n in t.theta_names]:
+            from mrcstats.models.optimize import varcorr_rows
+
+            varcorr = varcorr_rows(design.re, [float(r["theta"][t]) for t in tnames])
+        else:  # pragma: no cover - lme4 ordered the terms differently: SDs as R gives them
+            varcorr = [VarCorrRow(g, nm, None, float(var), float(sd)) for g, vc in r["varcorr"].items()
+                       for nm, var, sd in zip(_as_list(vc["name"]), _as_list(vc["variance"]), _as_list(vc["sd"]))]
+    return GlmerResult.from_estimates(
         info=info, beta=[float(r["fixef"][n]) for n in names], vcov=V,
         theta=[float(r["theta"][t]) for t in tnames], group_names=groups,
         ngroups={str(k): int(v) for k, v in r["ngroups"].items()}, ranef=ranef,
@@ -308,26 +321,10 @@ def result_from_lme4(r: Mapping[str, Any], design: Design, *, fit_options: Mappi
         formula=str(r.get("formula") or info.spec.formula), singular=bool(r["singular"]),
         optinfo={"tol_pwrss": r.get("tol_pwrss"), "lme4_version": r.get("lme4_version"),
                  "lme4_defaults": r.get("lme4_defaults")},
-        fit_options=fit_options, frame=data, family=design.family)
-    if r.get("vcov_rx") is not None:   # lme4's vcov(m, use.hessian = FALSE): the other rule
-        rx = np.array([[float(r["vcov_rx"][a][b]) for b in names] for a in names], dtype=float)
-        res = dataclasses.replace(res, vcov_method=str(r.get("vcov_method") or "hessian"),
-                                  vcov_other=pd.DataFrame(rx.reshape(len(names), len(names)), index=names,
-                                                          columns=names))
-    if slopes:  # random slopes: lme4's theta (Cholesky factor entries); VarCorr with correlations
-        theta = pd.Series([float(r["theta"][t]) for t in tnames], index=tnames, name="theta")
-        if tnames == [n for t in design.re for n in t.theta_names]:
-            from mrcstats.models.optimize import varcorr_frame
-
-            vcf = varcorr_frame(design.re, theta.to_numpy())
-        else:  # pragma: no cover - lme4 ordered the terms differently: SDs as R gives them
-            rows = []
-            for g, vc in r["varcorr"].items():
-                for nm, var, sd in zip(_as_list(vc["name"]), _as_list(vc["variance"]), _as_list(vc["sd"])):
-                    rows.append({"group": g, "name": nm, "var2": None, "variance": float(var), "sd": float(sd)})
-            vcf = pd.DataFrame(rows)
-        res = dataclasses.replace(res, theta=theta, varcorr=vcf)
-    return res
+        fit_options=fit_options, frame=data, family=design.family,
+        theta_names=tnames if slopes else None, varcorr=varcorr,
+        vcov_method=str(r.get("vcov_method") or "hessian") if vcov_other is not None else "hessian",
+        vcov_other=vcov_other)
 
 
 def _as_list(x: Any) -> list[Any]:

@@ -4,7 +4,8 @@
 :meth:`GlmerResult.from_estimates`, which derives the standard errors, z and p
 values, correlations, AIC/BIC and the variance-component table exactly as lme4's
 ``summary.merMod``/``llikAIC``/``VarCorr`` do, so the two engines cannot drift apart
-in presentation.
+in presentation. It stores arrays and plain records; its pandas attributes are built when
+first read, and its text and JSON output need no pandas (issue 28).
 
 References: Bates, Mächler, Bolker & Walker (2015), *Fitting linear mixed-effects
 models using lme4*, J. Stat. Softw. 67(1); lme4 1.1-31 ``print.summary.merMod``.
@@ -12,12 +13,12 @@ models using lme4*, J. Stat. Softw. 67(1); lme4 1.1-31 ``print.summary.merMod``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from mrcstats._dist import norm_sf
 from mrcstats._repr import Result
@@ -26,7 +27,10 @@ from mrcstats.models._checks import check_level  # noqa: F401  (re-exported)
 from mrcstats.models.design import DesignInfo
 from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.formula import ModelSpec
-from mrcstats.models.predict import predict as _predict
+from mrcstats.models.records import RanefTable, VarCorrRow, as_varcorr_rows, varcorr_to_frame
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _QNAMES = ("Min", "1Q", "Median", "3Q", "Max")
 COEF_COLUMNS = ("Estimate", "Std. Error", "z value", "Pr(>|z|)")
@@ -38,6 +42,8 @@ def wald_table(estimate: Mapping[str, float] | pd.Series, se: Mapping[str, float
     ``z = estimate / se`` and ``p = 2 * pnorm(-|z|)`` (Wald z tests, as ``summary.merMod``), with the columns
     and term index of :meth:`GlmerResult.coef_table`; a fitted model's table comes from the fit itself.
     """
+    import pandas as pd
+
     est = pd.Series(estimate, dtype=float, name=COEF_COLUMNS[0])
     s = pd.Series(se, dtype=float).reindex(est.index).rename(COEF_COLUMNS[1])
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -46,10 +52,30 @@ def wald_table(estimate: Mapping[str, float] | pd.Series, se: Mapping[str, float
     return pd.concat([est, s, z, p], axis=1)
 
 
+def wald(beta: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``summary.merMod``'s Wald figures from β and its covariance V: standard errors ``sqrt(diag(V))`` (NaN for
+    a negative variance), ``z = β / se``, ``p = 2 Φ(-|z|)`` and the correlation matrix of V."""
+    dv = np.diag(V)
+    se = np.sqrt(np.where(dv >= 0, dv, np.nan))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = beta / se
+        C = V / np.sqrt(np.outer(dv, dv))
+    return se, z, 2.0 * norm_sf(np.abs(z)), C
+
+
+def _matrix(V: Any, k: int) -> np.ndarray:
+    """A k x k covariance as a float array (from an array, nested lists or a DataFrame)."""
+    return np.asarray(V.to_numpy(dtype=float) if hasattr(V, "to_numpy") else V, dtype=float).reshape(k, k)
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class GlmerResult(Result):
     """A fitted GLMM, in lme4's terms; ``family`` (:class:`~mrcstats.models.family.Family`) is its
     response distribution and link (binomial-logit, Poisson-log).
+
+    The estimates are stored as NumPy arrays with their names and the random-effect tables as plain records
+    (:mod:`mrcstats.models.records`); the pandas attributes below are built from them when first read, so
+    ``to_dict()``, ``ranef_dict()`` and ``summary()`` (``mrcstats glmer --json``) never import pandas (issue 28).
 
     Attributes
     ----------
@@ -70,11 +96,15 @@ class GlmerResult(Result):
         (``variance`` = covariance, ``sd`` = correlation of ``name`` and ``var2``).
     ranef : mapping group -> DataFrame indexed by level, columns ``mode`` (conditional
         mode, ``ranef(m)``) and ``condvar`` (its conditional variance, ``attr(, "postVar")``).
+    resid_quantiles : quantiles of the scaled Pearson residuals (``summary``'s "Scaled residuals").
+    fixef_names, fixef_values, vcov_values, vcov_other_values, theta_names, theta_values, varcorr_rows,
+    ranef_tables, resid_quantile_values : the stored figures behind the pandas attributes above (arrays,
+        tuples of names, :class:`~mrcstats.models.records.VarCorrRow` and
+        :class:`~mrcstats.models.records.RanefTable` records); ``dataclasses.replace`` takes these.
     loglik, aic, bic, minus2loglik : as ``logLik``/``AIC``/``BIC``/``-2*logLik``; for cbind
         responses the log-likelihood includes the binomial coefficients (``binomial()$aic``).
     deviance : sum of squared deviance residuals, as lme4's ``deviance()`` for GLMMs.
     df_resid : nobs - number of parameters (``df.residual``).
-    resid_quantiles : quantiles of the scaled Pearson residuals (``summary``'s "Scaled residuals").
     info : DesignInfo, the parsed formula (``info.spec``), column ``assign``, contrasts, levels.
     optinfo : optimizer details: ``par`` (θ then β), ``grad``, ``hessian``, ``nfev``, ...
     fit_options : the arguments needed to refit on ``frame`` (contrasts, levels, weights, nagq).
@@ -83,15 +113,13 @@ class GlmerResult(Result):
     formula: str
     engine: str
     nagq: int
-    fixef: pd.Series
-    se: pd.Series
-    z: pd.Series
-    p: pd.Series
-    vcov: pd.DataFrame
-    corr: pd.DataFrame
-    theta: pd.Series
-    varcorr: pd.DataFrame
-    ranef: Mapping[str, pd.DataFrame]
+    fixef_names: tuple[str, ...]
+    fixef_values: np.ndarray
+    vcov_values: np.ndarray
+    theta_names: tuple[str, ...]
+    theta_values: np.ndarray
+    varcorr_rows: tuple[VarCorrRow, ...]
+    ranef_tables: Mapping[str, RanefTable]
     loglik: float
     aic: float
     bic: float
@@ -103,7 +131,7 @@ class GlmerResult(Result):
     converged: bool
     singular: bool
     messages: tuple[str, ...]
-    resid_quantiles: pd.Series
+    resid_quantile_values: np.ndarray
     fit_seconds: float
     info: DesignInfo | None = None
     family: Family = BINOMIAL
@@ -113,37 +141,39 @@ class GlmerResult(Result):
     frame: pd.DataFrame | None = field(default=None, repr=False)
     design: Any = field(default=None, repr=False)
     vcov_method: str = "hessian"
-    vcov_other: pd.DataFrame | None = field(default=None, repr=False)
+    vcov_other_values: np.ndarray | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_estimates(cls, *, info: DesignInfo, beta: Sequence[float], vcov: np.ndarray,
                        theta: Sequence[float], group_names: Sequence[str], ngroups: Mapping[str, int],
-                       ranef: Mapping[str, pd.DataFrame], loglik: float, deviance: float,
+                       ranef: Mapping[str, RanefTable | pd.DataFrame], loglik: float, deviance: float,
                        pearson_resid: np.ndarray | None = None, resid_quantiles: Sequence[float] | None = None,
                        nobs: int, converged: bool, messages: Sequence[str] = (), engine: str = "native",
                        nagq: int = 1, fit_seconds: float = float("nan"), formula: str | None = None,
                        singular: bool | None = None, optinfo: Mapping[str, Any] | None = None,
                        fit_options: Mapping[str, Any] | None = None, frame: pd.DataFrame | None = None,
-                       theta_names: Sequence[str] | None = None, varcorr: pd.DataFrame | None = None,
-                       design: Any = None, family: Family = BINOMIAL, npar_extra: int = 0) -> GlmerResult:
-        """Build a result from the estimates; every derived figure is computed here.
+                       theta_names: Sequence[str] | None = None,
+                       varcorr: Iterable[VarCorrRow] | pd.DataFrame | None = None,
+                       design: Any = None, family: Family = BINOMIAL, npar_extra: int = 0,
+                       vcov_method: str = "hessian", vcov_other: np.ndarray | pd.DataFrame | None = None,
+                       dispersion: float | None = None) -> GlmerResult:
+        """Build a result from the estimates; AIC, BIC, df and the separation messages are computed here,
+        ``se``, ``z``, ``p`` and ``corr`` from ``beta`` and ``vcov`` when read (:func:`wald`).
 
         ``beta`` follows ``info.column_names``; ``theta`` and ``group_names`` follow lme4's
-        random-term order; ``vcov`` is the covariance of β (lme4: ``vcov(m)``).
+        random-term order; ``vcov`` is the covariance of β (lme4: ``vcov(m)``), by the rule ``vcov_method``
+        names, and ``vcov_other`` the other rule's (arrays or DataFrames).
         Either ``pearson_resid`` (scaled Pearson residuals) or ``resid_quantiles`` is given.
+        ``varcorr`` (default: one random intercept per group, SD θ) and the ``ranef`` tables may be records
+        (:mod:`mrcstats.models.records`) or pandas frames.
         """
-        names = list(info.column_names)
+        names = tuple(info.column_names)
         beta = np.asarray(beta, dtype=float)
-        V = np.asarray(vcov, dtype=float).reshape(len(names), len(names))
-        se = np.sqrt(np.where(np.diag(V) >= 0, np.diag(V), np.nan))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = beta / se
-            d = np.sqrt(np.outer(np.diag(V), np.diag(V)))
-            C = V / d
-        p = 2.0 * norm_sf(np.abs(z))
+        V = _matrix(vcov, len(names))
+        se = wald(beta, V)[0]
         th = np.asarray(theta, dtype=float)
-        tnames = list(theta_names) if theta_names is not None else [f"{g}.(Intercept)" for g in group_names]
+        tnames = tuple(theta_names) if theta_names is not None else tuple(f"{g}.(Intercept)" for g in group_names)
         npar = len(names) + len(th) + npar_extra
         m2 = -2.0 * float(loglik)
         aic = m2 + 2 * npar
@@ -152,27 +182,24 @@ class GlmerResult(Result):
             if pearson_resid is None:
                 raise ValueError("from_estimates needs pearson_resid or resid_quantiles")
             resid_quantiles = np.quantile(np.asarray(pearson_resid, float), [0, .25, .5, .75, 1])
-        vc = varcorr if varcorr is not None else pd.DataFrame(
-            {"group": list(group_names), "name": ["(Intercept)"] * len(th), "var2": [None] * len(th),
-             "variance": th ** 2, "sd": th})
+        vc = (as_varcorr_rows(varcorr) if varcorr is not None else
+              tuple(VarCorrRow(g, "(Intercept)", None, float(t ** 2), float(t)) for g, t in zip(group_names, th)))
         if singular is None:
             singular = bool(np.any(th < 1e-4))
         return cls(
             formula=formula or info.spec.formula, engine=engine, nagq=int(nagq),
-            fixef=pd.Series(beta, index=names, name="Estimate"),
-            se=pd.Series(se, index=names, name="Std. Error"),
-            z=pd.Series(z, index=names, name="z value"),
-            p=pd.Series(p, index=names, name="Pr(>|z|)"),
-            vcov=pd.DataFrame(V, index=names, columns=names),
-            corr=pd.DataFrame(C, index=names, columns=names),
-            theta=pd.Series(th, index=tnames, name="theta"),
-            varcorr=vc, ranef=dict(ranef), loglik=float(loglik), aic=aic, bic=bic, minus2loglik=m2,
+            fixef_names=names, fixef_values=beta, vcov_values=V, theta_names=tnames, theta_values=th,
+            varcorr_rows=vc, ranef_tables={g: t if isinstance(t, RanefTable) else RanefTable.from_frame(t)
+                                           for g, t in ranef.items()},
+            loglik=float(loglik), aic=aic, bic=bic, minus2loglik=m2,
             deviance=float(deviance), df_resid=int(nobs - npar), nobs=int(nobs), ngroups=dict(ngroups),
             converged=bool(converged), singular=bool(singular),
             messages=tuple(dict.fromkeys([*messages, *separation_messages(names, beta, se)])),  # each once
-            resid_quantiles=pd.Series(np.asarray(resid_quantiles, float), index=list(_QNAMES)),
+            resid_quantile_values=np.asarray(resid_quantiles, float),
             fit_seconds=float(fit_seconds), info=info, optinfo=dict(optinfo or {}),
-            fit_options=dict(fit_options or {}), frame=frame, design=design, family=family)
+            fit_options=dict(fit_options or {}), frame=frame, design=design, family=family,
+            dispersion=dispersion, vcov_method=vcov_method,
+            vcov_other_values=None if vcov_other is None else _matrix(vcov_other, len(names)))
 
     def use_vcov(self, method: str) -> GlmerResult:
         """The same fit reporting the ``"hessian"`` or the ``"RX"`` covariance (lme4's
@@ -184,20 +211,76 @@ class GlmerResult(Result):
             raise InputError(f"vcov must be 'hessian' or 'RX' (lme4's use.hessian = TRUE/FALSE), got {method!r}")
         if method == self.vcov_method:
             return self
-        if self.vcov_other is None:
+        if self.vcov_other_values is None:
             raise InputError(f"this fit has no {method} covariance (vcov_method is {self.vcov_method!r}; "
                              "nAGQ = 0 and out-of-core fits have the RX one only)")
-        V = self.vcov_other.to_numpy(dtype=float)
-        se = np.sqrt(np.where(np.diag(V) >= 0, np.diag(V), np.nan))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = self.fixef.to_numpy(dtype=float) / se
-            C = V / np.sqrt(np.outer(np.diag(V), np.diag(V)))
-        idx = self.fixef.index
-        return dataclasses.replace(
-            self, vcov=self.vcov_other, vcov_other=self.vcov, vcov_method=method,
-            se=pd.Series(se, index=idx, name="Std. Error"), z=pd.Series(z, index=idx, name="z value"),
-            p=pd.Series(2.0 * norm_sf(np.abs(z)), index=idx, name="Pr(>|z|)"),
-            corr=pd.DataFrame(C, index=idx, columns=idx))
+        return dataclasses.replace(self, vcov_values=self.vcov_other_values, vcov_other_values=self.vcov_values,
+                                   vcov_method=method)
+
+    # ------------------------------------------------------------------ the pandas views (built when read)
+    @cached_property
+    def _wald(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(se, z, p, corr) arrays of ``fixef_values`` and ``vcov_values`` (:func:`wald`)."""
+        return wald(self.fixef_values, self.vcov_values)
+
+    def _series(self, values: np.ndarray, name: str) -> pd.Series:
+        import pandas as pd
+
+        return pd.Series(values, index=list(self.fixef_names), name=name)
+
+    def _square(self, values: np.ndarray) -> pd.DataFrame:
+        import pandas as pd
+
+        names = list(self.fixef_names)
+        return pd.DataFrame(values, index=names, columns=names)
+
+    @cached_property
+    def fixef(self) -> pd.Series:
+        return self._series(self.fixef_values, COEF_COLUMNS[0])
+
+    @cached_property
+    def se(self) -> pd.Series:
+        return self._series(self._wald[0], COEF_COLUMNS[1])
+
+    @cached_property
+    def z(self) -> pd.Series:
+        return self._series(self._wald[1], COEF_COLUMNS[2])
+
+    @cached_property
+    def p(self) -> pd.Series:
+        return self._series(self._wald[2], COEF_COLUMNS[3])
+
+    @cached_property
+    def vcov(self) -> pd.DataFrame:
+        return self._square(self.vcov_values)
+
+    @cached_property
+    def corr(self) -> pd.DataFrame:
+        return self._square(self._wald[3])
+
+    @cached_property
+    def vcov_other(self) -> pd.DataFrame | None:
+        return None if self.vcov_other_values is None else self._square(self.vcov_other_values)
+
+    @cached_property
+    def theta(self) -> pd.Series:
+        import pandas as pd
+
+        return pd.Series(self.theta_values, index=list(self.theta_names), name="theta")
+
+    @cached_property
+    def varcorr(self) -> pd.DataFrame:
+        return varcorr_to_frame(self.varcorr_rows)
+
+    @cached_property
+    def ranef(self) -> dict[str, pd.DataFrame]:
+        return {g: t.to_pandas() for g, t in self.ranef_tables.items()}
+
+    @cached_property
+    def resid_quantiles(self) -> pd.Series:
+        import pandas as pd
+
+        return pd.Series(self.resid_quantile_values, index=list(_QNAMES))
 
     # ------------------------------------------------------------------ accessors
     @property
@@ -227,17 +310,16 @@ class GlmerResult(Result):
 
     @property
     def npar(self) -> int:
-        return len(self.fixef) + len(self.theta)
+        return len(self.fixef_names) + len(self.theta_values)
 
     def _varcorr(self) -> pd.DataFrame:
-        """``varcorr`` with the ``var2`` column (None on SD rows) even for older results."""
-        vc = self.varcorr
-        if "var2" not in vc.columns:
-            vc = vc.assign(var2=None)
-        return vc
+        """``varcorr`` (it always has the ``var2`` column, None on SD rows)."""
+        return self.varcorr
 
     def coef_table(self) -> pd.DataFrame:
         """The fixed-effects table of ``summary()`` (Estimate, Std. Error, z value, Pr(>|z|)), indexed by term."""
+        import pandas as pd
+
         return pd.concat([self.fixef, self.se, self.z, self.p], axis=1)
 
     def confint(self, method: str = "profile", level: float = 0.95, nsim: int = 1000, seed: int | None = None,
@@ -252,20 +334,25 @@ class GlmerResult(Result):
     def predict(self, newdata: pd.DataFrame | None = None, re_form: str | None = None,
                 type: str = "link", allow_new_levels: bool = False) -> np.ndarray:
         """Predictions as lme4's ``predict.merMod``; see :func:`mrcstats.models.predict.predict`."""
+        from mrcstats.models.predict import predict as _predict
+
         return _predict(self, newdata, re_form=re_form, type=type, allow_new_levels=allow_new_levels)
 
     # ------------------------------------------------------------------ output
     def to_dict(self) -> dict[str, Any]:
-        """The CLI ``--json`` object (issue: formula, engine, nobs, ngroups, fixef, se, ...)."""
+        """The CLI ``--json`` object (issue: formula, engine, nobs, ngroups, fixef, se, ...); no pandas."""
+        se, z, p, _ = self._wald
+
+        def named(values: np.ndarray) -> dict[str, float]:
+            return dict(zip(self.fixef_names, np.asarray(values, dtype=float).tolist()))
+
         return {
             "formula": self.formula, "family": self.family.name, "link": self.family.link, "engine": self.engine,
             "nagq": self.nagq, "nobs": self.nobs, "vcov_method": self.vcov_method,
             "ngroups": dict(self.ngroups),
-            "fixef": self.fixef.to_dict(), "se": self.se.to_dict(), "z": self.z.to_dict(), "p": self.p.to_dict(),
-            "theta": self.theta.to_dict(),
-            "varcorr": [{"group": r.group, "name": r.name, "var2": r.var2 if isinstance(r.var2, str) else None,
-                         "variance": float(r.variance),
-                         "sd": float(r.sd)} for r in self._varcorr().itertuples(index=False)],
+            "fixef": named(self.fixef_values), "se": named(se), "z": named(z), "p": named(p),
+            "theta": dict(zip(self.theta_names, self.theta_values.tolist())),
+            "varcorr": [r._asdict() for r in self.varcorr_rows],
             "loglik": self.loglik, "aic": self.aic, "bic": self.bic, "minus2loglik": self.minus2loglik,
             "deviance": self.deviance, "df_resid": self.df_resid, "converged": self.converged,
             "singular": self.singular, "messages": list(self.messages), "fit_seconds": self.fit_seconds,
@@ -275,18 +362,20 @@ class GlmerResult(Result):
     def ranef_dict(self) -> dict[str, dict[str, dict[str, float]]]:
         """``{group: {level: {"mode", "condvar"}}}`` (the CLI's ``--ranef``); for slope terms the
         keys are the columns (``(Intercept)``, ``x``) and ``condvar:<column>``."""
-        return ranef_dict(self.ranef)
+        return ranef_dict(self.ranef_tables)
 
     def to_frame(self) -> pd.DataFrame:
         """Fixed effects then random-effect SDs, one row per parameter (tidy, like broom.mixed)."""
+        import pandas as pd
+
         fx = self.coef_table().reset_index(names="term")
         fx.columns = ["term", "estimate", "std_error", "statistic", "p_value"]
         fx.insert(0, "effect", "fixed")
         fx.insert(1, "group", None)
-        vc = self._varcorr()
-        terms = [f"cor__{r.name}.{r.var2}" if isinstance(r.var2, str) else f"sd__{r.name}" for r in vc.itertuples()]
-        rx = pd.DataFrame({"effect": "ran_pars", "group": list(vc["group"]),
-                           "term": terms, "estimate": list(vc["sd"]),
+        vc = self.varcorr_rows
+        terms = [f"cor__{r.name}.{r.var2}" if r.var2 is not None else f"sd__{r.name}" for r in vc]
+        rx = pd.DataFrame({"effect": "ran_pars", "group": [r.group for r in vc],
+                           "term": terms, "estimate": [r.sd for r in vc],
                            "std_error": np.nan, "statistic": np.nan, "p_value": np.nan})
         return pd.concat([fx, rx], ignore_index=True)
 
@@ -308,13 +397,13 @@ class GlmerResult(Result):
         out.append(" ".join(c.rjust(k) for c, k in zip(cells, w)))
         out.append("")
         out.append("Scaled residuals: ")
-        q = [f"{v:.4f}" for v in self.resid_quantiles]
+        q = [f"{v:.4f}" for v in self.resid_quantile_values]
         wq = max(len(x) for x in q + list(_QNAMES))
         out.append(" ".join(h.rjust(wq) for h in _QNAMES))
         out.append(" ".join(x.rjust(wq) for x in q))
         out.append("")
         out.append("Random effects:")
-        out.extend(_varcorr_lines(self._varcorr()))
+        out.extend(_varcorr_lines(self.varcorr_rows))
         grp = "; ".join(f"{k}, {v}" for k, v in self.ngroups.items())
         out.append(f"Number of obs: {self.nobs}, groups:  {grp}")
         if self.dispersion is not None:     # glmmTMB's wording for the beta-binomial's φ
@@ -322,13 +411,13 @@ class GlmerResult(Result):
         out.append("")
         out.append(f"Fixed effects (standard errors: {'Hessian' if self.vcov_method == 'hessian' else 'RX'}-based "
                    f"vcov, lme4's use.hessian = {'TRUE' if self.vcov_method == 'hessian' else 'FALSE'}):")
-        out.extend(_coef_lines(self.coef_table()))
+        out.extend(_coef_block(self.fixef_names, self.fixef_values, *self._wald[:3]))
         out.append("---")
         out.append("Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1")
-        if len(self.fixef) > 1:
+        if len(self.fixef_names) > 1:
             out.append("")
             out.append("Correlation of Fixed Effects:")
-            out.extend(_corr_lines(self.corr))
+            out.extend(_corr_lines(self.fixef_names, self._wald[3]))
         if self.messages:
             out.append("")
             out.extend(self.messages)
@@ -338,10 +427,9 @@ class GlmerResult(Result):
         return self.summary()
 
 
-def ranef_dict(ranef: Mapping[str, pd.DataFrame]) -> dict[str, dict[str, dict[str, float]]]:
-    """``{group: {level: {column: value}}}`` of per-group random-effect frames (``ranef``), for JSON."""
-    return {g: {str(k): {str(c): float(v) for c, v in r.items()} for k, r in df.iterrows()}
-            for g, df in ranef.items()}
+def ranef_dict(ranef: Mapping[str, RanefTable | pd.DataFrame]) -> dict[str, dict[str, dict[str, float]]]:
+    """``{group: {level: {column: value}}}`` of per-group random-effect tables or frames (``ranef``), for JSON."""
+    return {g: (t if isinstance(t, RanefTable) else RanefTable.from_frame(t)).to_dict() for g, t in ranef.items()}
 
 
 #: a fixed effect is flagged as separated when |estimate| > SEPARATION_ESTIMATE and its SE exceeds
@@ -370,16 +458,18 @@ def separation_messages(names: Sequence[str], beta: np.ndarray, se: np.ndarray) 
 # ----------------------------------------------------------------------------- formatting
 
 
-def _varcorr_lines(vc: pd.DataFrame) -> list[str]:
+def _varcorr_lines(vc: Iterable[VarCorrRow] | pd.DataFrame) -> list[str]:
     """lme4's ``print(VarCorr(m))`` block of ``summary``: Groups, Name, Variance, Std.Dev.
-    and, when a term has several columns, the lower triangle of correlations (``Corr``)."""
-    sdrows = vc[vc["var2"].isna()]
-    cors = vc[vc["var2"].notna()]
-    cor = {(r.group, r.name, r.var2): r.sd for r in cors.itertuples()}
+    and, when a term has several columns, the lower triangle of correlations (``Corr``);
+    ``vc`` as ``varcorr`` (records or a frame)."""
+    rows = as_varcorr_rows(vc)
+    sdrows = [r for r in rows if r.var2 is None]
+    cors = [r for r in rows if r.var2 is not None]
+    cor = {(r.group, r.name, r.var2): r.sd for r in cors}
     g, nm, va, sd, cr = ["Groups"], ["Name"], ["Variance"], ["Std.Dev."], ["Corr"]
     prev = None
     names_in_group: list[str] = []
-    for r in sdrows.itertuples():
+    for r in sdrows:
         if r.group != prev:
             names_in_group = []
         g.append(r.group if r.group != prev else "")
@@ -420,7 +510,13 @@ def _stars(p: float) -> str:
 
 
 def _coef_lines(tab: pd.DataFrame) -> list[str]:
-    est, se, z, p = (tab.iloc[:, k].to_numpy() for k in range(4))
+    """:func:`_coef_block` of a coefficient table (estimate, SE, statistic, p columns, indexed by term)."""
+    return _coef_block(list(tab.index), *(tab.iloc[:, k].to_numpy() for k in range(4)))
+
+
+def _coef_block(names: Sequence[str], est: np.ndarray, se: np.ndarray, z: np.ndarray, p: np.ndarray) -> list[str]:
+    """R's ``printCoefmat`` of ``summary``: Estimate, Std. Error, z value, Pr(>|z|) and the stars, per term."""
+    est, se, z, p = (np.asarray(a) for a in (est, se, z, p))
     # R's printCoefmat: estimates and SEs share a number of decimals (digits = 5 significant)
     finite = np.abs(np.concatenate([est, se]))
     finite = finite[np.isfinite(finite) & (finite > 0)]
@@ -435,7 +531,7 @@ def _coef_lines(tab: pd.DataFrame) -> list[str]:
         "Pr(>|z|)": [("< 2e-16" if pv < 2e-16 else f"{pv:.3g}" if pv < 1e-4 else f"{pv:.5f}")
                      if np.isfinite(pv) else "NA" for pv in p],
     }
-    names = list(tab.index)
+    names = list(names)
     wn = max(len(n) for n in names)
     widths = {k: max(len(k), max(len(x) for x in v)) for k, v in cols.items()}
     lines = [" " * wn + " " + " ".join(k.rjust(widths[k]) for k in cols)]
@@ -460,11 +556,11 @@ def r_abbreviate(name: str, minlength: int) -> str:
     return "".join(chars)
 
 
-def _corr_lines(C: pd.DataFrame) -> list[str]:
-    names = list(C.index)
+def _corr_lines(names: Sequence[str], vals: np.ndarray) -> list[str]:
+    """The lower triangle of the fixed effects' correlations ``vals``, with R's abbreviated ``names``."""
+    names = list(names)
     rn = [r_abbreviate(n, 11) for n in names]
     cn = [r_abbreviate(n, 6) for n in rn]
-    vals = C.to_numpy()
     cells = [[f"{vals[i, j]:.3f}" if j < i else "" for j in range(len(names) - 1)] for i in range(1, len(names))]
     wr = max(len(r) for r in rn[1:])
     wc = [max([len(cn[j])] + [len(cells[i][j]) for i in range(len(cells))]) for j in range(len(names) - 1)]
