@@ -128,10 +128,8 @@ def column_kind(name: str, col: Any, text: Sequence[str]) -> str:
         return "bool"
     if pc.all(pc.match_substring_regex(col, PLAIN_INT)).as_py():
         return "int"
-    if pc.all(pc.match_substring_regex(col, PLAIN_FLOAT)).as_py():
-        mantissa = pc.replace_substring_regex(pc.replace_substring_regex(col, "[eE].*$", ""), "^-?[0.]*", "")
-        if pc.max(pc.count_substring_regex(mantissa, "[0-9]")).as_py() <= MAX_FLOAT_DIGITS:
-            return "float"
+    if pc.all(pc.match_substring_regex(col, PLAIN_FLOAT)).as_py() and _max_digits(col) <= MAX_FLOAT_DIGITS:
+        return "float"
     odd = pc.and_(pc.match_substring_regex(col, _NOT_A_NUMBER),
                   pc.invert(pc.match_substring_regex(col, _NUMBER_WORDS, ignore_case=True)))
     odd = pc.and_(odd, pc.invert(words))
@@ -160,6 +158,24 @@ def to_numpy(arr: Any, dtype: Any) -> tuple[np.ndarray, np.ndarray | None]:
         vals = np.frombuffer(data, dtype=dtype, count=n, offset=off * size).copy()
     valid = _bits(validity, off, n) if arr.null_count and validity is not None else None
     return vals, valid
+
+
+def _max_digits(col: Any) -> int:
+    """The most significant digits of a cell of a column of plain decimals (:data:`PLAIN_FLOAT`): digits of the
+    mantissa after the sign, leading zeros and the point (string kernels, no regex count: it was 100 ms on
+    70,000 cells)."""
+    import pyarrow.compute as pc
+
+    if pc.max(pc.utf8_length(col)).as_py() <= MAX_FLOAT_DIGITS:      # no cell is longer than that
+        return MAX_FLOAT_DIGITS
+    import pyarrow as pa
+
+    mantissa = col
+    if pc.any(pc.match_substring_regex(col, "[eE]")).as_py():
+        mantissa = pc.replace_substring_regex(col, "[eE].*$", "")
+    trimmed = pc.ascii_ltrim(mantissa, characters="-0.")       # ASCII: the cells matched PLAIN_FLOAT
+    digits = pc.subtract(pc.utf8_length(trimmed), pc.cast(pc.match_substring(trimmed, "."), pa.int32()))
+    return int(pc.max(digits).as_py() or 0)
 
 
 def convert(kind: str, col: Any) -> np.ndarray:
