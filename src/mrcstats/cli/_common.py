@@ -210,13 +210,14 @@ def parse_model_args(args: argparse.Namespace) -> tuple[dict[str, str], dict[str
     return contrasts, levels
 
 
-def read_data_args(args: argparse.Namespace, who: str) -> Any:
+def read_data_args(args: argparse.Namespace, who: str, loaded: Any = ()) -> Any:
     """The data table of a model command (``glmer``, ``lmer``): ``args.data`` read with the shared log
-    options (``--format``, ``--map``, ``--model``, ``--on-duplicate``), skipped rows reported for ``who``."""
+    options (``--format``, ``--map``, ``--model``, ``--on-duplicate``), skipped rows reported for ``who``
+    (``loaded``: files already read, see :func:`mrcstats.io.reader.read_data`)."""
     from mrcstats.io import read_data
 
     data = read_data(args.data, format=args.fmt, mapping=parse_kv(args.map, "--map") or None,
-                     model=model_arg(args.model), on_duplicate=args.on_duplicate)
+                     model=model_arg(args.model), on_duplicate=args.on_duplicate, loaded=loaded)
     report_skipped(data, who)
     return data
 

@@ -90,10 +90,10 @@ def _glmer(args: argparse.Namespace) -> int:
     invalid_note = ""
     if len(args.data) == 1 and is_dataset(args.data[0]) and not args.fmt and not args.map and not args.model:
         data = open_dataset(args.data[0])       # lazy: one DuckDB/Dask pass collapses it (models.outofcore)
-    elif (data := _columns(args)) is not None:
+    elif (data := _columns(args)) is not None and not isinstance(data, list):
         report_skipped(data, "glmer")
     else:
-        data = read_data_args(args, "glmer")
+        data = read_data_args(args, "glmer", loaded=data or ())
         from mrcstats.io.schema import apply_invalid, invalid_sentence
 
         data, n_invalid = apply_invalid(data, args.invalid)
@@ -140,7 +140,9 @@ def _glmer(args: argparse.Namespace) -> int:
 def _columns(args: argparse.Namespace):
     """The data read without pandas (:func:`mrcstats.io.arrow_csv.read_table_columns`: the same rows and cells
     as ``read_data``), when the file is one plain CSV/TSV and nothing asked for needs a pandas frame (the
-    lme4 engine, a linear model, --confint, --drop1, --gvif, --compare, --emmeans); else None."""
+    lme4 engine, a linear model, --confint, --drop1, --gvif, --compare, --emmeans); the file as loaded
+    (a one-element list, for ``read_data`` not to read it again) when that reader cannot promise
+    ``read_data``'s table; None when the options rule it out."""
     from pathlib import Path
 
     if (len(args.data) != 1 or args.fmt or args.map or args.model or args.engine != "native"
@@ -148,7 +150,10 @@ def _columns(args: argparse.Namespace):
             or not Path(args.data[0]).is_file()):
         return None
     from mrcstats.io.arrow_csv import read_table_columns
+    from mrcstats.io.source import load_source
     from mrcstats.models.formula import parse_formula
 
     needed = [*parse_formula(args.formula).columns, *([args.weights] if args.weights else [])]
-    return read_table_columns(args.data[0], needed)
+    src = load_source(args.data[0])
+    cols = read_table_columns(src, needed)
+    return [src] if cols is None else cols

@@ -57,6 +57,48 @@ _NOT_A_NUMBER = r"[^0-9eE+\-. \t]"
 _NUMBER_WORDS = r"^\s*[-+]?(nan|inf|infinity)\s*$"
 
 
+def _kernel(name: str, *args: Any, options: Any = None) -> Any:
+    """Arrow's compute kernel ``name`` on ``args``, called through ``pyarrow._compute.call_function``:
+    ``pyarrow.compute``'s import builds Python wrappers and docstrings for every kernel (20-40 ms of a
+    command's start-up), and methods such as ``Array.dictionary_encode`` import it. ``pyarrow.compute``
+    serves where the private module is not there."""
+    try:
+        from pyarrow._compute import call_function
+    except ImportError:         # pragma: no cover - a pyarrow without it
+        from pyarrow.compute import call_function
+    return call_function(name, list(args), options)
+
+
+def _options(kind: str, *args: Any, **kw: Any) -> Any:
+    """A kernel's options object (``MatchSubstringOptions``, ...), from the same module as :func:`_kernel`."""
+    try:
+        import pyarrow._compute as mod
+    except ImportError:         # pragma: no cover
+        import pyarrow.compute as mod
+    return getattr(mod, kind)(*args, **kw)
+
+
+def _matches(col: Any, pattern: str, ignore_case: bool = False) -> Any:
+    return _kernel("match_substring_regex", col, options=_options("MatchSubstringOptions", pattern,
+                                                                  ignore_case=ignore_case))
+
+
+def _all(x: Any) -> bool:
+    return bool(_kernel("all", x, options=_options("ScalarAggregateOptions")).as_py())
+
+
+def _any(x: Any) -> bool:
+    return bool(_kernel("any", x, options=_options("ScalarAggregateOptions")).as_py())
+
+
+def _max(x: Any) -> Any:
+    return _kernel("max", x, options=_options("ScalarAggregateOptions")).as_py()
+
+
+def _cast(x: Any, target: Any) -> Any:
+    return _kernel("cast", x, options=_options("CastOptions").safe(target))
+
+
 def check_unique_columns(cols: list[str], source: str) -> None:
     """Refuse a table whose header names a column twice (which one would be the data?)."""
     seen: set[str] = set()
@@ -117,23 +159,21 @@ def read_text_table(src: Source, delimiter: str, cols: list[str], missing: tuple
 def column_kind(name: str, col: Any, text: Sequence[str]) -> str:
     """``text``, ``bool``, ``int``, ``float``, ``words`` or ``rest`` (see the module docstring) for one
     Arrow text column."""
-    import pyarrow.compute as pc
-
     if name in text:
         return "text"
     if col.null_count == len(col):
         return "rest"
-    words = pc.match_substring_regex(col, _BOOL_WORDS)
-    if col.null_count == 0 and pc.all(words).as_py():
+    words = _matches(col, _BOOL_WORDS)
+    if col.null_count == 0 and _all(words):
         return "bool"
-    if pc.all(pc.match_substring_regex(col, PLAIN_INT)).as_py():
+    if _all(_matches(col, PLAIN_INT)):
         return "int"
-    if pc.all(pc.match_substring_regex(col, PLAIN_FLOAT)).as_py() and _max_digits(col) <= MAX_FLOAT_DIGITS:
+    if _all(_matches(col, PLAIN_FLOAT)) and _max_digits(col) <= MAX_FLOAT_DIGITS:
         return "float"
-    odd = pc.and_(pc.match_substring_regex(col, _NOT_A_NUMBER),
-                  pc.invert(pc.match_substring_regex(col, _NUMBER_WORDS, ignore_case=True)))
-    odd = pc.and_(odd, pc.invert(words))
-    return "words" if pc.all(odd).as_py() else "rest"
+    odd = _kernel("and", _matches(col, _NOT_A_NUMBER),
+                  _kernel("invert", _matches(col, _NUMBER_WORDS, ignore_case=True)))
+    odd = _kernel("and", odd, _kernel("invert", words))
+    return "words" if _all(odd) else "rest"
 
 
 def _bits(buf: Any, offset: int, n: int) -> np.ndarray:
@@ -164,29 +204,28 @@ def _max_digits(col: Any) -> int:
     """The most significant digits of a cell of a column of plain decimals (:data:`PLAIN_FLOAT`): digits of the
     mantissa after the sign, leading zeros and the point (string kernels, no regex count: it was 100 ms on
     70,000 cells)."""
-    import pyarrow.compute as pc
-
-    if pc.max(pc.utf8_length(col)).as_py() <= MAX_FLOAT_DIGITS:      # no cell is longer than that
-        return MAX_FLOAT_DIGITS
     import pyarrow as pa
 
+    if _max(_kernel("utf8_length", col)) <= MAX_FLOAT_DIGITS:      # no cell is longer than that
+        return MAX_FLOAT_DIGITS
     mantissa = col
-    if pc.any(pc.match_substring_regex(col, "[eE]")).as_py():
-        mantissa = pc.replace_substring_regex(col, "[eE].*$", "")
-    trimmed = pc.ascii_ltrim(mantissa, characters="-0.")       # ASCII: the cells matched PLAIN_FLOAT
-    digits = pc.subtract(pc.utf8_length(trimmed), pc.cast(pc.match_substring(trimmed, "."), pa.int32()))
-    return int(pc.max(digits).as_py() or 0)
+    if _any(_matches(col, "[eE]")):
+        mantissa = _kernel("replace_substring_regex", col,
+                           options=_options("ReplaceSubstringOptions", "[eE].*$", ""))
+    trimmed = _kernel("ascii_ltrim", mantissa, options=_options("TrimOptions", "-0."))   # ASCII: PLAIN_FLOAT
+    point = _kernel("match_substring", trimmed, options=_options("MatchSubstringOptions", "."))
+    digits = _kernel("subtract", _kernel("utf8_length", trimmed), _cast(point, pa.int32()))
+    return int(_max(digits) or 0)
 
 
 def convert(kind: str, col: Any) -> np.ndarray:
     """The NumPy values of a ``bool``, ``int`` (float64, NaN missing) or ``float`` column."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if kind == "bool":
-        return to_numpy(pc.match_substring_regex(col, _TRUE), bool)[0]
-    out = pc.cast(col, pa.int64()) if kind == "int" else col
-    vals, valid = to_numpy(pc.cast(out, pa.float64()), np.float64)
+        return to_numpy(_matches(col, _TRUE), bool)[0]
+    out = _cast(col, pa.int64()) if kind == "int" else col
+    vals, valid = to_numpy(_cast(out, pa.float64()), np.float64)
     if valid is not None:
         vals[~valid] = np.nan
     return vals
@@ -196,7 +235,7 @@ def _coded(col: Any, dtype: str) -> Column:
     """A text column as codes with code-point sorted levels (Arrow's dictionary encoding)."""
     import pyarrow as pa
 
-    enc = col.combine_chunks().dictionary_encode() if isinstance(col, pa.ChunkedArray) else col.dictionary_encode()
+    enc = _kernel("dictionary_encode", col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
     idx, valid = to_numpy(enc.indices, np.int32)
     idx = idx.astype(np.int64)
     if valid is not None:
@@ -231,11 +270,11 @@ def read_delimited_columns(src: Source, delimiter: str, missing: tuple[str, ...]
     return Columns(names, table.num_rows, out), tuple(rest)
 
 
-def read_table_columns(path: Any, needed: Sequence[str]) -> Columns | None:
-    """A plain CSV/TSV table read without pandas: the rows and cells of
-    :func:`mrcstats.io.reader.read_data` for the columns in ``needed``, or None when this reader cannot
-    promise them (the caller then reads with :func:`~mrcstats.io.reader.read_data`, which reads every file
-    and words every error).
+def read_table_columns(src: Source, needed: Sequence[str]) -> Columns | None:
+    """A plain CSV/TSV table (a file :func:`~mrcstats.io.source.load_source` read) without pandas: the rows
+    and cells of :func:`mrcstats.io.reader.read_data` for the columns in ``needed``, or None when this
+    reader cannot promise them (the caller then gives the file to :func:`~mrcstats.io.reader.read_data`,
+    ``loaded=[src]``, which words every error).
 
     None for: a file whose content is not a CSV/TSV table (detected as ``read_data`` does), one Arrow cannot
     read, a ``needed`` column only pandas' parser can type (``rest``), a ``score`` column (a graded log is
@@ -245,9 +284,7 @@ def read_table_columns(path: Any, needed: Sequence[str]) -> Columns | None:
     becomes a bool column, as ``coerce_correct`` makes it. ``attrs`` are ``read_data``'s (format, sources,
     no skipped rows)."""
     from mrcstats.io.detect import detect_format
-    from mrcstats.io.source import load_source
 
-    src = load_source(path)
     fmt = detect_format(src)
     if fmt not in ("csv", "tsv"):
         return None

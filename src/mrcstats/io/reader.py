@@ -155,7 +155,7 @@ def open_log(paths: str | os.PathLike | Sequence[str | os.PathLike], **kwargs):
 
 def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str | None = None,
               mapping: Mapping[str, str] | None = None, model: str | None = None,
-              on_duplicate: str = "error") -> pd.DataFrame:
+              on_duplicate: str = "error", loaded: Sequence[Source] = ()) -> pd.DataFrame:
     """Read a data table for a model fit: a plain table as it is, any other source as a canonical log.
 
     The files are loaded and their format detected exactly as :func:`read_log` does (gzip,
@@ -169,11 +169,13 @@ def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: st
     empty cells and ``NA`` are missing (R's ``read.csv``), and a ``correct`` column is read
     with the log's correctness words (:func:`mrcstats.io.schema.coerce_correct`: true/false,
     0/1, yes/no; ``invalid`` or empty = <NA>).
-    ``attrs["skipped"]`` counts rows left out.
+    ``attrs["skipped"]`` counts rows left out. ``loaded``: files the caller has read already
+    (:func:`~mrcstats.io.source.load_source`), not read a second time.
     """
     _check_read_args(format, mapping, model, on_duplicate)
     files = expand_paths(paths)
-    srcs = [load_source(p) for p in files]
+    have = {s.path: s for s in loaded}
+    srcs = [have.get(p) or load_source(p) for p in files]
     fmts = [format or detect_format(s) for s in srcs]
     if any(f != fmts[0] for f in fmts):
         i = next(i for i, f in enumerate(fmts) if f != fmts[0])
