@@ -49,7 +49,8 @@ def test_common_commands_do_not_import_scipy_stats(tmp_path):
                                                     for i in range(8)))
     for argv in (["summary", str(log)], ["ingest", str(log), "--out", str(tmp_path / "log.parquet")],
                  ["summary", str(log), "--trials", "mean"],
-                 ["glmer", str(log), "--formula", "correct ~ 1 + (1 | item)"]):
+                 ["glmer", str(log), "--formula", "correct ~ 1 + (1 | item)"],
+                 ["compare", str(log), "--json"]):
         mods = _imported(*argv, cwd=tmp_path)
         assert "mrcstats.cli" in mods
         # `from scipy import stats` shows as scipy.stats' submodules only (scipy.stats._stats_py, ...)

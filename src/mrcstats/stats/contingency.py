@@ -617,15 +617,23 @@ def mcnemar_exact_p(a_only: Any, b_only: Any) -> Any:
 
     R's ``binom.test(a_only, a_only + b_only, 0.5)$p.value``: with ``p = 1/2`` the binomial is
     symmetric, so ``p = min(1, 2 P(X <= min(a_only, b_only)))``, ``X ~ Bin(a_only + b_only, 1/2)``;
-    1 when there are no discordant pairs. Vectorised over arrays of counts.
+    1 when there are no discordant pairs. Vectorised over arrays of counts. The binomial CDF is the kernel
+    ``scipy.stats.binom.cdf`` evaluates (``scipy.special``'s ``_binom_cdf``, equal to the bit), so that
+    ``compare`` imports no ``scipy.stats`` (its import alone takes about a second); ``scipy.stats`` where
+    the kernel is not there.
     """
-    from scipy.stats import binom
+    try:
+        from scipy.special._ufuncs import _binom_cdf as bdtr
+    except ImportError:         # pragma: no cover - another scipy: the distribution itself
+        from scipy.stats import binom
+
+        bdtr = binom.cdf
 
     a = np.asarray(a_only, dtype=float)
     b = np.asarray(b_only, dtype=float)
     n = a + b
     with np.errstate(invalid="ignore"):
-        p = np.where(n > 0, np.minimum(1.0, 2.0 * binom.cdf(np.minimum(a, b), np.maximum(n, 1), 0.5)), 1.0)
+        p = np.where(n > 0, np.minimum(1.0, 2.0 * bdtr(np.minimum(a, b), np.maximum(n, 1), 0.5)), 1.0)
     return float(p) if p.ndim == 0 else p
 
 
