@@ -1,4 +1,4 @@
-"""``mrcstats glmer`` on one plain CSV/TSV reads it without pandas (:func:`mrcstats.io.arrow_csv.read_table_columns`)
+"""``mrcstats glmer`` on one plain CSV/TSV reads it without pandas (:func:`mrcstats.io.arrow_columns.read_table_columns`)
 and gives the same result, to the bit, as the pandas path (``--format csv`` takes that path): the same
 rows dropped (na.omit), levels, contrasts, estimates, messages and JSON. A table the pandas-free reader
 cannot promise (words in ``correct``, missing answers, a column only pandas can type) is read by pandas."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mrcstats.io.arrow_csv import read_table_columns
+from mrcstats.io.arrow_columns import read_table_columns
 from mrcstats.io.columns import Columns
 from mrcstats.io.source import load_source
 
@@ -71,3 +71,30 @@ def test_missing_answers_go_through_the_invalid_rule(tmp_path):
         out, err = _run("glmer", str(path), "--formula", FORMULA, "--json", "--invalid", invalid)
         assert "12 invalid answers" in err, err
         assert out["nobs"] == (600 if invalid == "wrong" else 588)
+
+
+@pytest.mark.parametrize("how", ["ingest", "pandas", "categorical"])
+def test_parquet_columns_path_equals_the_pandas_path(tmp_path, how):
+    """A Parquet file (a canonical log written by ``mrcstats ingest``, or a table written by pandas with text,
+    bool, float and categorical columns) is read without pandas to the same fit as ``--format parquet``."""
+    import pandas as pd
+
+    csv = _table(tmp_path / "t.csv")
+    pq_path = tmp_path / "t.parquet"
+    if how == "ingest":
+        r = subprocess.run([sys.executable, "-m", "mrcstats", "ingest", str(csv), "--out", str(pq_path)],
+                           capture_output=True, text=True, timeout=300, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
+        assert r.returncode == 0, r.stderr[-800:]
+    else:
+        df = pd.read_csv(csv, dtype={"item": str})
+        if how == "categorical":
+            df["f"] = pd.Categorical(df["f"], categories=["mid", "lo", "hi"])    # not sorted: kept as given
+        df.to_parquet(pq_path)
+    cols = read_table_columns(load_source(pq_path), ["correct", "x", "f", "flag", "item", "model"])
+    assert cols is not None
+    if how == "categorical":
+        assert cols["f"].kind == "category" and cols["f"].levels == ("mid", "lo", "hi")
+    fast, err_fast = _run("glmer", str(pq_path), "--formula", FORMULA, "--json", "--ranef")
+    slow, err_slow = _run("glmer", str(pq_path), "--formula", FORMULA, "--json", "--ranef", "--format", "parquet")
+    assert fast == slow
+    assert err_fast == err_slow

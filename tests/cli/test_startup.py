@@ -133,7 +133,7 @@ def test_family_table_names_the_families():
 
 def test_glmer_on_a_plain_csv_imports_no_pandas(tmp_path):
     """``mrcstats glmer TABLE.csv --json`` reads the table with Arrow into NumPy columns
-    (:mod:`mrcstats.io.arrow_csv`) and builds the design, fits and prints without pandas (issue 28: pandas'
+    (:mod:`mrcstats.io.arrow_columns`) and builds the design, fits and prints without pandas (issue 28: pandas'
     import was most of a small fit's wall time). Also with a factor, a numeric column and --ranef."""
     table = tmp_path / "t.csv"
     table.write_text("g,x,f,correct\n" + "".join(f"g{i % 9},{(i * 37 % 101) / 10!r},{'abc'[i % 3]},"

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mrcstats.errors import InputError
-from mrcstats.io import arrow_csv, tabular
+from mrcstats.io import arrow_columns, tabular
 from mrcstats.io.detect import header_columns
 from mrcstats.io.source import Source
 
@@ -33,7 +33,7 @@ NAMES = ["model", "item", "correct", "score", "trial", "masking_rate", "response
 def _frames(data: bytes, delimiter: str, missing=("",)):
     src = Source("t.csv", data)
     cols = header_columns(src, delimiter)
-    text = arrow_csv.text_fields(cols, None)
+    text = arrow_columns.text_fields(cols, None)
     try:
         ref = tabular._delimited_pandas(src, delimiter, text, missing)
     except InputError as exc:
@@ -102,7 +102,7 @@ def _columns_match(data: bytes, delimiter: str, missing) -> None:
         ref = tabular.read_delimited(src, delimiter, None, missing)
     except InputError:
         ref = None
-    got = arrow_csv.read_delimited_columns(src, delimiter, missing)
+    got = arrow_columns.read_delimited_columns(src, delimiter, missing)
     if got is None:                     # Arrow cannot read it: the pandas reader reads it (or words the error)
         return
     cols, rest = got

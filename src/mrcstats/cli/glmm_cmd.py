@@ -138,7 +138,7 @@ def _glmer(args: argparse.Namespace) -> int:
 
 
 def _columns(args: argparse.Namespace):
-    """The data read without pandas (:func:`mrcstats.io.arrow_csv.read_table_columns`: the same rows and cells
+    """The data read without pandas (:func:`mrcstats.io.arrow_columns.read_table_columns`: the same rows and cells
     as ``read_data``), when the file is one plain CSV/TSV and nothing asked for needs a pandas frame (the
     lme4 engine, a linear model, --confint, --drop1, --gvif, --compare, --emmeans); the file as loaded
     (a one-element list, for ``read_data`` not to read it again) when that reader cannot promise
@@ -149,7 +149,7 @@ def _columns(args: argparse.Namespace):
             or args.family == "gaussian" or args.confint or args.drop1 or args.gvif or args.compare or args.emmeans
             or not Path(args.data[0]).is_file()):
         return None
-    from mrcstats.io.arrow_csv import read_table_columns
+    from mrcstats.io.arrow_columns import read_table_columns
     from mrcstats.io.source import load_source
     from mrcstats.models.formula import parse_formula
 

@@ -1,7 +1,7 @@
 """The canonical log's column names: the schema's vocabulary (:mod:`mrcstats.io.schema` validates with it).
 
 A module of its own, without pandas, so that readers that never build a pandas frame (the command line's
-``glmer``, :mod:`mrcstats.io.arrow_csv`) use the same names.
+``glmer``, :mod:`mrcstats.io.arrow_columns`) use the same names.
 """
 from __future__ import annotations
 

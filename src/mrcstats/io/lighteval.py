@@ -35,10 +35,11 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
+from mrcstats.io.formats import LIGHTEVAL_DETAIL_COLUMNS
 from mrcstats.io.source import Source
 
 #: top-level columns of a lighteval details Parquet file (``DetailsLogger.Detail``: doc, model_response, metric)
-DETAIL_COLUMNS: tuple[str, ...] = ("doc", "metric", "model_response")
+DETAIL_COLUMNS = LIGHTEVAL_DETAIL_COLUMNS     # the columns detection looks for (their home: io.formats)
 _NAME = re.compile(r"^details_(?P<task>.+)_(?P<date>\d{4}-\d\d-\d\dT[\d\-.]+)\.parquet$", re.IGNORECASE)
 
 

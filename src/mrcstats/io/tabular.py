@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
-from mrcstats.io.arrow_csv import (  # noqa: F401  (check_unique_columns: its old home)
+from mrcstats.io.arrow_columns import (  # noqa: F401  (check_unique_columns: its old home)
     check_unique_columns,
     column_kind,
     convert,
@@ -72,8 +72,8 @@ def _delimited_arrow(src: Source, delimiter: str, cols: list[str], text: list[st
     """CSV/TSV through Arrow's multithreaded reader, giving exactly :func:`_delimited_pandas`'s frame, or None
     when it cannot promise that (then the pandas reader reads the file and words any error).
 
-    The cells are read and typed by :mod:`mrcstats.io.arrow_csv` (the same code as the pandas-free reader,
-    :func:`~mrcstats.io.arrow_csv.read_delimited_columns`): the text columns become ``string`` columns
+    The cells are read and typed by :mod:`mrcstats.io.arrow_columns` (the same code as the pandas-free reader,
+    :func:`~mrcstats.io.arrow_columns.read_delimited_columns`): the text columns become ``string`` columns
     without a Python object per cell (the bulk of a log: model, item, response, ...); the ``bool``, ``int``
     and ``float`` columns are converted by Arrow to what pandas infers (bool; int64, or float64 with NaN where
     missing; float64); any other column (words, unusual numbers, all missing) is converted by pandas' own

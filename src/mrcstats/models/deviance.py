@@ -947,7 +947,15 @@ class GeneralModel:
         return out
 
     def _gather(self, A: list[np.ndarray], U: list[np.ndarray]) -> np.ndarray:
-        """Σ_k Σ_c A_k[i, c] U_k[level_k(i), c] per row."""
+        """Σ_k Σ_c A_k[i, c] U_k[level_k(i), c] per row (on a complete grid: the level values broadcast along
+        the table's rows or columns instead of gathered per row; the same products added in the same order)."""
+        if self.grid is not None:
+            n1, n2 = self.grid
+            tab = np.zeros(self.grid)
+            for k, (Ak, Uk) in enumerate(zip(A, U)):
+                for c in range(Ak.shape[1]):
+                    tab += Ak[:, c].reshape(n1, n2) * (Uk[:, c][:, None] if k == 0 else Uk[:, c][None, :])
+            return tab.ravel()
         out = np.zeros(self._dd.n)
         for Ak, Uk, ck in zip(A, U, self.codes):
             for c in range(Ak.shape[1]):
@@ -1117,6 +1125,8 @@ class GeneralModel:
         GS = Gf @ Sinv
         K = np.einsum("jak,jbk->jab", GS.reshape(n1, q1, Q2), G)
         M11 = Dinv + K
+        if self.grid is not None:       # the per-row entries are the level tables broadcast (no gathers)
+            return self._rows_minv_grid(A, M11, GS, Sinv), (M11, Sinv)
         GSf, Sf = GS.ravel(), Sinv.ravel()
         s1 = _rows_blockvec(M11, c1, A1)
         out = [s1]
@@ -1135,6 +1145,31 @@ class GeneralModel:
                     sk[:, c] -= np.take(GSf, self._ckey(b, k, c)) * A1[:, b]
             out.append(sk)
         return out, (M11, Sinv)
+
+    def _rows_minv_grid(self, A, M11, GS, Sinv):
+        """:meth:`_rows_minv` on a complete grid (two terms, every pair of levels once, rows in cell order):
+        row (j, l)'s entries of M⁻¹ a_i are sums over the level blocks of j and l, so each product is a
+        level table broadcast over the other factor's levels, the same products as the gathers give."""
+        n1, n2 = self.grid
+        q1, qk, Q2 = self.q1, self.qs[1], self.Q2
+        o = self.base_off[1]
+        A1, Ak = A[0], A[1]
+        GS3 = GS.reshape(n1, q1, Q2)
+        s1 = np.zeros((n1, n2, q1))
+        for a in range(q1):
+            for b in range(q1):
+                s1[:, :, a] += M11[:, a, b][:, None] * A1[:, b].reshape(n1, n2)
+        for a in range(q1):
+            for c in range(qk):
+                s1[:, :, a] -= GS3[:, a, o + c:o + n2 * qk:qk] * Ak[:, c].reshape(n1, n2)
+        sk = np.zeros((n1, n2, qk))
+        for c in range(qk):
+            for b in range(qk):
+                sk[:, :, c] += Sinv[o + c:o + n2 * qk:qk, o + b:o + n2 * qk:qk].diagonal()[None, :] \
+                    * Ak[:, b].reshape(n1, n2)
+            for b in range(q1):
+                sk[:, :, c] -= GS3[:, b, o + c:o + n2 * qk:qk] * A1[:, b].reshape(n1, n2)
+        return [s1.reshape(n1 * n2, q1), sk.reshape(n1 * n2, qk)]
 
     # ------------------------------------------------------------------ deviance
     def evaluate(self, theta, beta, grad: bool = True, keep: bool = True):

@@ -113,7 +113,7 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
     ----------
     formula : R/lme4 formula text (``"correct ~ scaled_tok * LLM + (1 | passage)"``) or a parsed spec.
     data : pandas DataFrame (a canonical log or any table), or :class:`~mrcstats.io.columns.Columns` (a
-        table read without pandas, :func:`mrcstats.io.arrow_csv.read_delimited_columns`: the same fit).
+        table read without pandas, :func:`mrcstats.io.arrow_columns.read_delimited_columns`: the same fit).
     family : ``"binomial"`` (logit link; 0/1, proportions with weights, ``cbind(k, n - k)``) or
         ``"poisson"`` (log link; non-negative integer counts), as R spells them, or a
         :class:`~mrcstats.models.family.Family`.

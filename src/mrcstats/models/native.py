@@ -184,6 +184,13 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         frame=design.frame, design=design, family=fam, vcov_method=vcov_method, vcov_other=vcov_other)
 
 
+def _graded(data: Columns) -> bool:
+    """A row with a score and no correctness (:func:`mrcstats.io.schema.graded_rows`' rule, on Columns)."""
+    if "score" not in data or "correct" not in data:
+        return False
+    return bool(np.any(~data["score"].missing() & data["correct"].missing()))
+
+
 def fit_rows(spec: ModelSpec, data: pd.DataFrame | Columns, *, family: Family, contrasts: Mapping[str, str] | None = None,
              nagq: int = 1, engine: str = "native", weights: Any = None, levels: Mapping[str, Any] | None = None,
              lme4_defaults: bool = False, t0: float | None = None) -> GlmerResult:
@@ -191,9 +198,9 @@ def fit_rows(spec: ModelSpec, data: pd.DataFrame | Columns, *, family: Family, c
 
     t0 = time.perf_counter() if t0 is None else t0
     fam = family
-    if isinstance(data, Columns) and (engine == "lme4" or "score" in data):
-        data = data.to_pandas()     # R's data.frame, and the graded-log check, read pandas frames
-    if fam.name == "binomial" and not isinstance(data, Columns):   # Columns: no score column (above)
+    if isinstance(data, Columns) and (engine == "lme4" or _graded(data)):
+        data = data.to_pandas()     # R's data.frame, and the graded-log check's message, read pandas frames
+    if fam.name == "binomial" and not isinstance(data, Columns):   # Columns: no graded row (above)
         from mrcstats.io.schema import require_binary
 
         require_binary(data, "glmer (binomial)")    # a graded log has no 0/1 response until thresholded

@@ -143,12 +143,13 @@ def _detect_eee(c: Content) -> bool:
     return looks_like_eee(c.record)
 
 
-def _detect_lighteval(c: Content) -> bool:
-    if not c.is_parquet:        # the reader's module (and its pandas) only for a Parquet file
-        return False
-    from mrcstats.io.lighteval import DETAIL_COLUMNS
+#: the columns that make a Parquet file lighteval's details (here, not in the reader's module: detecting a
+#: format imports no reader, and with it no pandas)
+LIGHTEVAL_DETAIL_COLUMNS: tuple[str, ...] = ("doc", "metric", "model_response")
 
-    return set(DETAIL_COLUMNS) <= set(c.parquet_columns)
+
+def _detect_lighteval(c: Content) -> bool:
+    return c.is_parquet and set(LIGHTEVAL_DETAIL_COLUMNS) <= set(c.parquet_columns)
 
 
 def _detect_jsonl(c: Content) -> bool:

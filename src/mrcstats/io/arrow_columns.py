@@ -1,4 +1,5 @@
-"""CSV/TSV through Arrow, without pandas: the one place a delimited file's cells become typed columns.
+"""Tables read by Arrow into :class:`~mrcstats.io.columns.Columns`, without pandas; the one place a
+delimited file's cells become typed columns.
 
 Both readers of a delimited table go through here (issue 28):
 
@@ -19,7 +20,7 @@ rules, on the cases where Arrow's conversion gives exactly what pandas' C parser
 * ``float``: every cell a plain decimal number (digits on both sides of an optional point, an optional
   exponent of one or two digits) with at most 17 significant digits (leading zeros not counted): what
   ``repr`` writes of a double. Arrow's parser and pandas' agree on these to the bit (both round correctly
-  there; ``tests/io/test_arrow_csv.py`` checks it on generated values);
+  there; ``tests/io/test_arrow_columns.py`` checks it on generated values);
 * ``words``: every cell one that no number or true/false parser would read (pandas then keeps every cell
   of the column as text, ``str``; a column of words and numbers is ``rest``: pandas reads a missing cell
   there as NaN or as an empty text, depending on the numbers);
@@ -270,34 +271,107 @@ def read_delimited_columns(src: Source, delimiter: str, missing: tuple[str, ...]
     return Columns(names, table.num_rows, out), tuple(rest)
 
 
+#: Parquet's pandas metadata names these dtypes for columns the design reads as they are
+_PARQUET_KINDS = {"int": "int", "uint": "int", "float": "float", "double": "float", "bool": "bool"}
+
+
+def read_parquet_columns(src: Source) -> tuple[Columns, tuple[str, ...]] | None:
+    """A Parquet file as :class:`~mrcstats.io.columns.Columns` without pandas, and its ``rest`` columns (types
+    this reader leaves to pandas: timestamps, decimals, nested values, a bool column with nulls that no
+    pandas metadata calls ``boolean``, ...). The cells are those :func:`mrcstats.io.tabular.read_parquet_table`
+    gives (``Table.to_pandas()``): text as text (codes with levels sorted by code point), numbers as numbers
+    (nulls NaN), bools, dictionary columns as categoricals in their dictionary's order. None when the pandas
+    reader must read the file (no rows, an index stored in it, pandas metadata that does not parse, a file
+    Arrow cannot read: the pandas reader words the error). ``ParquetFile.read`` and not ``pq.read_table``:
+    the latter imports ``pyarrow.dataset`` and with it pandas."""
+    import io
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(io.BytesIO(src.data))
+        check_unique_columns([str(c) for c in pf.schema_arrow.names], src.name)
+        table = pf.read()
+        meta = json.loads(table.schema.metadata[b"pandas"]) if b"pandas" in (table.schema.metadata or {}) else {}
+    except InputError:
+        raise
+    except (pa.ArrowException, OSError, ValueError, KeyError, TypeError):
+        return None
+    index = meta.get("index_columns") or []
+    if table.num_rows == 0 or any(not isinstance(i, dict) or i.get("kind") != "range" for i in index):
+        return None
+    types = {str(c.get("name")): str(c.get("numpy_type")) for c in meta.get("columns", []) if isinstance(c, dict)}
+    out: dict[str, Column] = {}
+    rest = []
+    for name, col in zip(table.column_names, table.columns):
+        name, t = str(name), col.type
+        dtype = types.get(name, str(t))
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            out[name] = _coded(col, dtype if dtype in ("string", "str", "object") else "object")
+        elif pa.types.is_dictionary(t) and (pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)):
+            arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+            if isinstance(arr, pa.ChunkedArray):       # several dictionaries could not be unified
+                rest.append(name)
+                continue
+            it = arr.indices.type
+            codes, valid = to_numpy(arr.indices, np.dtype(f"{'' if pa.types.is_signed_integer(it) else 'u'}int"
+                                                          f"{it.bit_width}"))
+            codes = codes.astype(np.int64)
+            if valid is not None:
+                codes[~valid] = -1
+            out[name] = Column("category", codes, tuple(arr.dictionary.to_pylist()), dtype="category")
+        elif pa.types.is_boolean(t):
+            if col.null_count and dtype != "boolean":      # pandas: an object column of True/False/None
+                rest.append(name)
+                continue
+            vals, valid = to_numpy(col, bool)
+            if valid is not None:
+                vals &= valid
+            out[name] = Column("bool", vals, mask=None if valid is None else ~valid, dtype=dtype)
+        elif pa.types.is_integer(t) or pa.types.is_floating(t):
+            kind = "int" if pa.types.is_integer(t) else "float"
+            vals, valid = to_numpy(_cast(col, pa.float64()), np.float64)
+            if valid is not None:
+                vals[~valid] = np.nan
+            out[name] = Column(kind, vals, dtype=dtype)
+        else:
+            rest.append(name)
+    names = tuple(c for c in map(str, table.column_names) if c in out)
+    return Columns(names, table.num_rows, out), tuple(rest)
+
+
 def read_table_columns(src: Source, needed: Sequence[str]) -> Columns | None:
     """A plain CSV/TSV table (a file :func:`~mrcstats.io.source.load_source` read) without pandas: the rows
     and cells of :func:`mrcstats.io.reader.read_data` for the columns in ``needed``, or None when this
     reader cannot promise them (the caller then gives the file to :func:`~mrcstats.io.reader.read_data`,
     ``loaded=[src]``, which words every error).
 
-    None for: a file whose content is not a CSV/TSV table (detected as ``read_data`` does), one Arrow cannot
-    read, a ``needed`` column only pandas' parser can type (``rest``), a ``score`` column (a graded log is
-    refused by :func:`~mrcstats.io.schema.require_binary`), and a ``correct`` column that is not 0/1 or
-    true/false in every row (words, missing cells: :func:`~mrcstats.io.schema.coerce_correct` and
-    :func:`~mrcstats.io.schema.apply_invalid` decide those). A ``correct`` column of 0/1 or true/false
-    becomes a bool column, as ``coerce_correct`` makes it. ``attrs`` are ``read_data``'s (format, sources,
-    no skipped rows)."""
+    None for: a file whose content is not a CSV/TSV or Parquet table (detected as ``read_data`` does), one
+    Arrow cannot read, a ``needed`` column only pandas can type (``rest``), and a ``correct`` column that is
+    not 0/1 or true/false in every row (words, missing cells: :func:`~mrcstats.io.schema.coerce_correct`
+    and :func:`~mrcstats.io.schema.apply_invalid` decide those; a graded log's rows, a score without a
+    correct, are among them). A ``correct`` column of 0/1 or true/false becomes a bool column, as
+    ``coerce_correct`` makes it. ``attrs`` are ``read_data``'s (format, sources, no skipped rows)."""
     from mrcstats.io.detect import detect_format
 
     fmt = detect_format(src)
-    if fmt not in ("csv", "tsv"):
+    if fmt in ("csv", "tsv"):
+        got = read_delimited_columns(src, "," if fmt == "csv" else "\t", ("", "NA"))
+    elif fmt == "parquet":
+        got = read_parquet_columns(src)
+    else:
         return None
-    got = read_delimited_columns(src, "," if fmt == "csv" else "\t", ("", "NA"))
     if got is None:
         return None
     cols, rest = got
-    if any(c in rest for c in needed) or "score" in cols.names or "score" in rest or "correct" in rest:
+    if any(c in rest for c in needed) or "correct" in rest:
         return None
     data = dict(cols.cols)
     if "correct" in data:
         c = data["correct"]
-        if c.kind == "bool" and c.mask is None:
+        if c.kind == "bool" and (c.mask is None or not c.mask.any()):
             vals = c.values
         elif c.numeric and bool(np.all((c.values == 0.0) | (c.values == 1.0))):   # no NaN either
             vals = c.values == 1.0
