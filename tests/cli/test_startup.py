@@ -144,3 +144,15 @@ def test_glmer_on_a_plain_csv_imports_no_pandas(tmp_path):
         assert "mrcstats.models.native" in mods
         pandas = sorted(m for m in mods if m.split(".")[0] == "pandas")
         assert not pandas, f"mrcstats {' '.join(argv[:2])} imported {pandas[:6]}"
+
+
+def test_keep_freed_memory_sets_glibc_and_leaves_a_users_setting():
+    """The fit commands keep freed arrays for reuse (glibc's mallopt, :func:`mrcstats._blas.keep_freed_memory`);
+    a user's own MALLOC_ variable wins (nothing set)."""
+    code = "from mrcstats._blas import keep_freed_memory as k; print(k())"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    for extra, want in (({}, sys.platform.startswith("linux")), ({"MALLOC_ARENA_MAX": "2"}, False)):
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                           env={**env, **extra, "PYTHONPATH": SRC})
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == str(want)

@@ -38,9 +38,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _clmm(args: argparse.Namespace) -> int:
-    from mrcstats._blas import pin_blas
+    from mrcstats._blas import keep_freed_memory, pin_blas
 
     pin_blas()            # before numpy loads: the fit then needs no threadpoolctl scan
+    keep_freed_memory()   # freed arrays reused, not fresh pages per PIRLS step
     from mrcstats.models.clmm import clmm
 
     contrasts, levels = parse_model_args(args)

@@ -73,9 +73,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _glmer(args: argparse.Namespace) -> int:
-    from mrcstats._blas import pin_blas
+    from mrcstats._blas import keep_freed_memory, pin_blas
 
     pin_blas()            # before numpy loads: the fit then needs no threadpoolctl scan
+    keep_freed_memory()   # freed arrays reused, not fresh pages per PIRLS step
     from mrcstats.errors import InputError
     from mrcstats.models import glmer
 
