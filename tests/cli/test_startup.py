@@ -156,3 +156,21 @@ def test_keep_freed_memory_sets_glibc_and_leaves_a_users_setting():
                            env={**env, **extra, "PYTHONPATH": SRC})
         assert r.returncode == 0, r.stderr
         assert r.stdout.strip() == str(want)
+
+
+def test_command_table_names_every_command_with_its_module():
+    """``mrcstats COMMAND ...`` builds only COMMAND's module's parser (cli.COMMANDS); the table must list
+    every command each module registers, and nothing else."""
+    import argparse
+    import importlib
+
+    from mrcstats.cli import COMMAND_MODULES, COMMANDS, _Parser
+
+    found = {}
+    for name in COMMAND_MODULES:
+        p = _Parser(prog="mrcstats")
+        sub = p.add_subparsers(dest="command", parser_class=_Parser)
+        importlib.import_module(f"mrcstats.cli.{name}").register(sub)
+        found.update({cmd: name for cmd in sub.choices})
+    assert COMMANDS == found
+    assert isinstance(importlib.import_module("mrcstats.cli").build_parser("glmer"), argparse.ArgumentParser)

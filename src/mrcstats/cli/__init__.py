@@ -37,6 +37,19 @@ COMMAND_MODULES = (
 )
 
 
+#: the module that registers each command (tests/cli/test_startup.py checks it against the modules): a command
+#: line that names its command first builds that command's parser only (the others' registration is start-up
+#: time the command does not need)
+COMMANDS = {
+    "ingest": "io_cmd", "summary": "io_cmd", "export": "io_cmd", "features": "features_cmd",
+    "models": "features_cmd", "glmer": "glmm_cmd", "lmer": "lmer_cmd", "clmm": "clmm_cmd", "fisher": "stats_cmd",
+    "chisq": "stats_cmd", "discrim": "stats_cmd", "mcnemar": "stats_cmd", "masking": "masking_cmd",
+    "mskcal": "masking_cmd", "mask": "masking_cmd", "query": "query_cmd", "elagent": "tasks_cmd",
+    "report": "report_cmd", "demo": "report_cmd", "compare": "compare_cmd", "power": "compare_cmd",
+    "irt": "irt_cmd", "subset": "irt_cmd", "subset-eval": "irt_cmd", "screen": "screen_cmd", "dif": "screen_cmd",
+}
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with exit code 2 and a one-line message (argparse's own convention)."""
 
@@ -45,11 +58,12 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``mrcstats`` parser: every command, or only ``command``'s module's (:data:`COMMANDS`)."""
     parser = _Parser(prog="mrcstats", description="Item-level statistics for LLM evaluation logs.")
     parser.add_argument("--version", action="version", version=f"mrcstats {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES:
+    for name in (COMMANDS[command],) if command in COMMANDS else COMMAND_MODULES:
         module = importlib.import_module(f"mrcstats.cli.{name}")
         module.register(sub)
     return parser
@@ -61,8 +75,9 @@ def _showwarning(message, category, filename, lineno, file=None, line=None) -> N
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mrcstats`` console script; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words[0] if words else None)    # the command named first: its parser only
+    args = parser.parse_args(words)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
