@@ -29,6 +29,7 @@ rules, on the cases where Arrow's conversion gives exactly what pandas' C parser
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -164,16 +165,25 @@ def column_kind(name: str, col: Any, text: Sequence[str]) -> str:
         return "text"
     if col.null_count == len(col):
         return "rest"
-    words = _matches(col, _BOOL_WORDS)
-    if col.null_count == 0 and _all(words):
+    # the first cell rules kinds out with one Python regex each (a column is of a kind only if every cell
+    # is): only the kinds it allows are checked over the whole column
+    first = col[0].as_py() if col.null_count == 0 else None
+
+    def may(pattern: str, flags: int = 0) -> bool:
+        return first is None or re.search(pattern, first, flags) is not None
+
+    if col.null_count == 0 and may(_BOOL_WORDS) and _all(_matches(col, _BOOL_WORDS)):
         return "bool"
-    if _all(_matches(col, PLAIN_INT)):
+    if may(PLAIN_INT) and _all(_matches(col, PLAIN_INT)):
         return "int"
-    if _all(_matches(col, PLAIN_FLOAT)) and _max_digits(col) <= MAX_FLOAT_DIGITS:
+    if may(PLAIN_FLOAT) and _all(_matches(col, PLAIN_FLOAT)) and _max_digits(col) <= MAX_FLOAT_DIGITS:
         return "float"
+    if not (may(_NOT_A_NUMBER) and (first is None or not re.search(_NUMBER_WORDS, first, re.IGNORECASE))
+            and (first is None or not re.search(_BOOL_WORDS, first))):
+        return "rest"
     odd = _kernel("and", _matches(col, _NOT_A_NUMBER),
                   _kernel("invert", _matches(col, _NUMBER_WORDS, ignore_case=True)))
-    odd = _kernel("and", odd, _kernel("invert", words))
+    odd = _kernel("and", odd, _kernel("invert", _matches(col, _BOOL_WORDS)))
     return "words" if _all(odd) else "rest"
 
 
