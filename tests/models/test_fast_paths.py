@@ -2,7 +2,8 @@
 
 * a complete crossed grid (every pair of levels once) is kept in cell order by MultiFactor
   (``(1 | item) + (1 | model)``) and GeneralModel (``(1 | item) + (1 + x | model)``);
-* crossed random intercepts on many rows start from a fit on a subsample of the first term's levels.
+* crossed random intercepts, and random slopes, on many rows start from a fit on a subsample of the first
+  term's levels.
 
 ``deviance.GRID_ORDER = False`` and ``optimize.FAST_PATH = False`` give the previous path (row order, lme4's
 start). Estimates, θ, logLik, modes and residuals agree to 1e-8; no timing is asserted.
@@ -73,6 +74,21 @@ def test_subsample_start_gives_the_same_optimum(monkeypatch):
     df = grid_log(n_items=600, n_models=5, seed=3)
     old, new = _fit_both(monkeypatch, "correct ~ x + (1 | item) + (1 | model)", df, start_rows=400)
     assert new.optinfo["start"]["from"] == "subsample fit"
+    assert "start" not in old.optinfo
+    _same(old, new)
+
+
+@pytest.mark.parametrize("complete", [True, False])
+def test_subsample_start_with_random_slopes_gives_the_same_optimum(monkeypatch, complete):
+    """Random slopes on many rows start from a fit on a fifth of the first term's levels (GeneralModel; on a
+    complete grid and, with a pair left out, on the row path)."""
+    df = grid_log(n_items=900, n_models=8, seed=11, slope=True)
+    if not complete:
+        df = df.iloc[1:].reset_index(drop=True)            # one pair missing: not a complete grid
+    monkeypatch.setattr(ft, "SLOPE_MIN_ROWS", 2000)
+    monkeypatch.setattr(ft, "SLOPE_START_ROWS", 1500)
+    old, new = _fit_both(monkeypatch, "correct ~ x + (1 | item) + (1 + x | model)", df)
+    assert new.optinfo["start"]["from"] == "subsample fit" and new.optinfo["start"]["levels"] < 900
     assert "start" not in old.optinfo
     _same(old, new)
 

@@ -16,7 +16,7 @@ import numpy as np
 from mrcstats.errors import InputError, ModelError
 from mrcstats.io.columns import Columns
 from mrcstats.models.design import Design, build_design
-from mrcstats.models.deviance import MultiFactor, ResponseData, SingleFactor
+from mrcstats.models.deviance import GeneralModel, MultiFactor, ResponseData, SingleFactor
 from mrcstats.models.family import Family
 from mrcstats.models.formula import ModelSpec
 from mrcstats.models.laplace import fit_laplace
@@ -110,8 +110,9 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
         optinfo.update(optimizer="brent", nfev=sf.nfev, fval=fval)
     else:
         x0, scale = np.concatenate([theta0, beta0]), None
-        start = _subsample_start(d, re, model, x0, lower) if isinstance(model, MultiFactor) else None
-        if start is not None:                 # crossed random intercepts on many rows (issue 28)
+        start = _subsample_start(d, re, model, x0, lower) if isinstance(model, (MultiFactor, GeneralModel)) \
+            else None
+        if start is not None:                 # crossed random intercepts or slopes on many rows (issue 28)
             x0, scale, optinfo["start"] = start
         x, fval, grad, H, info = optimize_laplace(model, x0, lower, th_arg, scale=scale)
         optinfo.update(info)
