@@ -3,24 +3,20 @@
 :class:`Columns` is the one column view of a table that :func:`mrcstats.models.design.build_design` works
 on. It comes from two places:
 
-* :func:`mrcstats.io.tabular.read_delimited_columns`: a CSV/TSV read by Arrow straight into NumPy arrays and
+* :func:`mrcstats.io.arrow_columns.read_table_columns`: a CSV/TSV or Parquet table read by Arrow straight into NumPy arrays and
   text codes (the command line's ``glmer`` reads its data this way, with no pandas import);
 * :meth:`Columns.from_pandas`: a pandas frame (the Python API), each column converted when it is first
   used, by :func:`column_from_series`, the one adapter from a pandas dtype to a column kind.
 
 A :class:`Column` has one of five kinds, each with the meaning the design gives it (R's ``model.frame``):
 
-========== ================================================ =============================================
-kind       ``values``                                       as pandas had it
-========== ================================================ =============================================
-float      float64, NaN missing                             a float column
-int        float64, NaN missing (whole numbers, < 2**53)    int64 (float64 when a cell is missing)
-bool       bool (missing cells False, see ``mask``)         bool / nullable boolean
-text       int64 codes into ``levels`` (sorted by code       text (object, ``string``, ``str``)
-           point, R under ``LC_COLLATE=C``), -1 missing
-category   int64 codes into ``levels`` (the categorical's   a pandas categorical
-           own order), -1 missing
-========== ================================================ =============================================
+| kind | ``values`` | as pandas had it |
+| --- | --- | --- |
+| float | float64, NaN missing | a float column |
+| int | float64, NaN missing (whole numbers, < 2**53) | int64 (float64 when a cell is missing) |
+| bool | bool (missing cells False, see ``mask``) | bool / nullable boolean |
+| text | int64 codes into ``levels`` (sorted by code point, R under ``LC_COLLATE=C``), -1 missing | text (object, ``string``, ``str``) |
+| category | int64 codes into ``levels`` (the categorical's own order), -1 missing | a pandas categorical |
 
 ``dtype`` keeps the pandas dtype's name (``string``, ``float64``, ...) so that messages read alike
 whichever way the table came in.
@@ -213,7 +209,7 @@ class Columns:
         """The pandas frame of these columns (the one the pandas reader gives for the same file)."""
         import pandas as pd
 
-        if self.source is not None and not self.cols:
+        if self.source is not None:       # a view of a pandas frame: that frame
             return self.source
         index = None
         if self.index is not None:

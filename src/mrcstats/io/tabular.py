@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
-from mrcstats.io.arrow_columns import (  # noqa: F401  (check_unique_columns: its old home)
+from mrcstats.io.arrow_columns import (  # check_unique_columns: imported from its old home here too
     check_unique_columns,
     column_kind,
     convert,
