@@ -20,7 +20,7 @@ from mrcstats.io.columns import Column, Columns, as_columns, column_from_series,
 def test_text_codes_map_back_to_the_values_with_sorted_levels(values):
     col = column_from_series(pd.Series(values, dtype=object))
     assert col.kind == "text"
-    assert list(col.levels) == sorted(set(v for v in values if v is not None))
+    assert list(col.levels) == sorted({v for v in values if v is not None})
     back = [None if c < 0 else col.levels[c] for c in col.values]
     assert back == values
 
