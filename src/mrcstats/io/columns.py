@@ -228,3 +228,9 @@ def as_columns(data: Any) -> Columns:
     if pd is not None and isinstance(data, pd.DataFrame):
         return Columns.from_pandas(data)
     raise TypeError(f"expected a pandas DataFrame or Columns, got {type(data).__name__}")
+
+
+def as_frame(data: Any) -> Any:
+    """``data`` as a pandas frame: Columns converted (:meth:`Columns.to_pandas`), anything else as it is. For
+    what works on a fitted model's data with pandas (emmeans, predict, drop1) when the fit read Columns."""
+    return data.to_pandas() if isinstance(data, Columns) else data

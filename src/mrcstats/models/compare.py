@@ -186,7 +186,9 @@ def drop1(m: GlmerResult, data: pd.DataFrame | None = None) -> Drop1Result:
 
     if not isinstance(m, GlmerResult) or m.spec is None:
         raise InputError("drop1() needs a GlmerResult from mrcstats.glmer()")
-    frame = data if data is not None else m.frame
+    from mrcstats.io.columns import as_frame
+
+    frame = as_frame(data if data is not None else m.frame)     # a fit on Columns kept those
     if frame is None:
         raise InputError("drop1(): this fit kept no data to refit on; pass data=<the DataFrame it was fitted to>")
     spec = m.spec

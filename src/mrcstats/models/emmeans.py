@@ -125,15 +125,18 @@ def _used_rows(m: GlmerResult) -> pd.DataFrame:
     """The data rows used in the fit (emmeans's ``recover_data``: the data after ``na.omit``)."""
     if m.frame is None:
         raise InputError("emmeans() needs the data the model was fitted on, and this fit kept none (m.frame is None)")
+    from mrcstats.io.columns import as_frame
+
+    frame = as_frame(m.frame)           # a fit on Columns (read without pandas) kept those
     spec = m.info.spec  # type: ignore[union-attr]
-    cols = [c for c in spec.columns if c in m.frame.columns]
+    cols = [c for c in spec.columns if c in frame.columns]
     w = (m.fit_options or {}).get("weights")
-    if isinstance(w, str) and w in m.frame.columns:
+    if isinstance(w, str) and w in frame.columns:
         cols.append(w)
-    miss = np.zeros(len(m.frame), dtype=bool)
+    miss = np.zeros(len(frame), dtype=bool)
     for c in cols:
-        miss |= np.asarray(m.frame[c].isna(), dtype=bool)
-    return m.frame.loc[~miss] if miss.any() else m.frame
+        miss |= np.asarray(frame[c].isna(), dtype=bool)
+    return frame.loc[~miss] if miss.any() else frame
 
 
 def _as_list(v: Any) -> list:

@@ -92,7 +92,9 @@ def predict(m: GlmerResult, newdata: pd.DataFrame | None = None, re_form: str | 
         raise InputError(f"type must be 'link' or 'response', got {type!r}")
     if m.info is None:
         raise InputError("predict() needs the design information of the fit (info is None)")
-    data = m.frame if newdata is None else newdata
+    from mrcstats.io.columns import as_frame
+
+    data = as_frame(m.frame) if newdata is None else newdata     # a fit on Columns kept those
     if data is None:
         raise InputError("predict(): this fit kept no data; pass newdata")
     spec = m.info.spec
