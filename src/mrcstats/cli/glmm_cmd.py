@@ -147,8 +147,12 @@ def _columns(args: argparse.Namespace):
     from pathlib import Path
 
     if (len(args.data) != 1 or args.fmt or args.map or args.model or args.engine != "native"
-            or args.family == "gaussian" or args.confint or args.drop1 or args.gvif or args.compare or args.emmeans
-            or not Path(args.data[0]).is_file()):
+            or args.family == "gaussian" or args.confint or args.drop1 or args.gvif or args.compare or args.emmeans):
+        return None
+    try:
+        if not Path(args.data[0]).is_file():
+            return None
+    except OSError:             # a name the file system refuses (too long, ...): read_data says what is wrong
         return None
     from mrcstats.io.arrow_columns import read_table_columns
     from mrcstats.io.source import load_source
