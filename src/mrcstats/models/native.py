@@ -170,10 +170,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
     with np.errstate(divide="ignore", invalid="ignore"):
         pearson = (y - mu) * np.sqrt(w) / np.sqrt(fam.variance(mu))
     pearson = np.where(np.isfinite(pearson), pearson, 0.0)
-    if nagq > 1:
-        loglik = -0.5 * fval
-    else:
-        loglik = -0.5 * fval
+    loglik = -0.5 * fval        # the Laplace or AGQ deviance alike
     ranef = ranef_tables(re, ex["b"], ex["condvar"])
     fit_seconds = time.perf_counter() - t0
     return GlmerResult.from_estimates(
