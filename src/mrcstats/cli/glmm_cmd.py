@@ -91,14 +91,17 @@ def _glmer(args: argparse.Namespace) -> int:
     invalid_note = ""
     if len(args.data) == 1 and is_dataset(args.data[0]) and not args.fmt and not args.map and not args.model:
         data = open_dataset(args.data[0])       # lazy: one DuckDB/Dask pass collapses it (models.outofcore)
-    elif (data := _columns(args)) is not None and not isinstance(data, list):
-        report_skipped(data, "glmer")
     else:
-        data = read_data_args(args, "glmer", loaded=data or ())
-        from mrcstats.io.schema import apply_invalid, invalid_sentence
+        data, loaded = _columns(args)
+        if data is not None:
+            report_skipped(data, "glmer")
+        else:
+            data = read_data_args(args, "glmer", loaded=loaded)
+            from mrcstats.io.schema import apply_invalid, invalid_sentence
 
-        data, n_invalid = apply_invalid(data, args.invalid)
-        invalid_note = f"{invalid_sentence(n_invalid, args.invalid)} (--invalid {args.invalid})" if n_invalid else ""
+            data, n_invalid = apply_invalid(data, args.invalid)
+            invalid_note = f"{invalid_sentence(n_invalid, args.invalid)} (--invalid {args.invalid})" if n_invalid \
+                else ""
     # --engine duckdb|dask is the CLI's spelling of the backend; the front door (mrcstats.glmer) chooses the rest
     engine, backend = ("native", args.engine) if args.engine in ("duckdb", "dask") else (args.engine, None)
     kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": engine, "backend": backend,
@@ -139,21 +142,20 @@ def _glmer(args: argparse.Namespace) -> int:
 
 
 def _columns(args: argparse.Namespace):
-    """The data read without pandas (:func:`mrcstats.io.arrow_columns.read_table_columns`: the same rows and cells
-    as ``read_data``), when the file is one plain CSV/TSV and nothing asked for needs a pandas frame (the
-    lme4 engine, a linear model, --confint, --drop1, --gvif, --compare, --emmeans); the file as loaded
-    (a one-element list, for ``read_data`` not to read it again) when that reader cannot promise
-    ``read_data``'s table; None when the options rule it out."""
+    """(data, loaded): the data read without pandas (:func:`mrcstats.io.arrow_columns.read_table_columns`: the
+    same rows and cells as ``read_data``) when the file is one plain CSV, TSV or Parquet table and nothing asked
+    for needs a pandas frame (the lme4 engine, a linear model, --confint, --drop1, --gvif, --compare,
+    --emmeans); else None, and the files already loaded (``read_data`` does not read them again)."""
     from pathlib import Path
 
     if (len(args.data) != 1 or args.fmt or args.map or args.model or args.engine != "native"
             or args.family == "gaussian" or args.confint or args.drop1 or args.gvif or args.compare or args.emmeans):
-        return None
+        return None, ()
     try:
         if not Path(args.data[0]).is_file():
-            return None
+            return None, ()
     except OSError:             # a name the file system refuses (too long, ...): read_data says what is wrong
-        return None
+        return None, ()
     from mrcstats.io.arrow_columns import read_table_columns
     from mrcstats.io.source import load_source
     from mrcstats.models.formula import parse_formula
@@ -161,4 +163,4 @@ def _columns(args: argparse.Namespace):
     needed = [*parse_formula(args.formula).columns, *([args.weights] if args.weights else [])]
     src = load_source(args.data[0])
     cols = read_table_columns(src, needed)
-    return [src] if cols is None else cols
+    return (None, (src,)) if cols is None else (cols, ())

@@ -211,6 +211,28 @@ def to_numpy(arr: Any, dtype: Any) -> tuple[np.ndarray, np.ndarray | None]:
     return vals, valid
 
 
+def _floats(arr: Any) -> np.ndarray:
+    """A numeric Arrow array as float64, NaN where a cell is null."""
+    import pyarrow as pa
+
+    vals, valid = to_numpy(_cast(arr, pa.float64()), np.float64)
+    if valid is not None:
+        vals[~valid] = np.nan
+    return vals
+
+
+def _codes(indices: Any) -> np.ndarray:
+    """Dictionary indices (any integer width) as int64 codes, -1 where a cell is null."""
+    import pyarrow as pa
+
+    t = indices.type
+    vals, valid = to_numpy(indices, np.dtype(f"{'' if pa.types.is_signed_integer(t) else 'u'}int{t.bit_width}"))
+    codes = vals.astype(np.int64)
+    if valid is not None:
+        codes[~valid] = -1
+    return codes
+
+
 def _max_digits(col: Any) -> int:
     """The most significant digits of a cell of a column of plain decimals (:data:`PLAIN_FLOAT`): digits of the
     mantissa after the sign, leading zeros and the point (string kernels, no regex count: it was 100 ms on
@@ -235,11 +257,7 @@ def convert(kind: str, col: Any) -> np.ndarray:
 
     if kind == "bool":
         return to_numpy(_matches(col, _TRUE), bool)[0]
-    out = _cast(col, pa.int64()) if kind == "int" else col
-    vals, valid = to_numpy(_cast(out, pa.float64()), np.float64)
-    if valid is not None:
-        vals[~valid] = np.nan
-    return vals
+    return _floats(_cast(col, pa.int64()) if kind == "int" else col)
 
 
 def _coded(col: Any, dtype: str) -> Column:
@@ -247,11 +265,7 @@ def _coded(col: Any, dtype: str) -> Column:
     import pyarrow as pa
 
     enc = _kernel("dictionary_encode", col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
-    idx, valid = to_numpy(enc.indices, np.int32)
-    idx = idx.astype(np.int64)
-    if valid is not None:
-        idx[~valid] = -1
-    return text_column(idx, enc.dictionary.to_pylist(), dtype=dtype)
+    return text_column(_codes(enc.indices), enc.dictionary.to_pylist(), dtype=dtype)
 
 
 def read_delimited_columns(src: Source, delimiter: str, missing: tuple[str, ...] = ("", "NA"),
@@ -279,10 +293,6 @@ def read_delimited_columns(src: Source, delimiter: str, missing: tuple[str, ...]
                 kind, "float64" if col.null_count else "int64"))
     names = tuple(c for c in cols if c in out)
     return Columns(names, table.num_rows, out), tuple(rest)
-
-
-#: Parquet's pandas metadata names these dtypes for columns the design reads as they are
-_PARQUET_KINDS = {"int": "int", "uint": "int", "float": "float", "double": "float", "bool": "bool"}
 
 
 def read_parquet_columns(src: Source) -> tuple[Columns, tuple[str, ...]] | None:
@@ -325,13 +335,7 @@ def read_parquet_columns(src: Source) -> tuple[Columns, tuple[str, ...]] | None:
             if isinstance(arr, pa.ChunkedArray):       # several dictionaries could not be unified
                 rest.append(name)
                 continue
-            it = arr.indices.type
-            codes, valid = to_numpy(arr.indices, np.dtype(f"{'' if pa.types.is_signed_integer(it) else 'u'}int"
-                                                          f"{it.bit_width}"))
-            codes = codes.astype(np.int64)
-            if valid is not None:
-                codes[~valid] = -1
-            out[name] = Column("category", codes, tuple(arr.dictionary.to_pylist()), dtype="category")
+            out[name] = Column("category", _codes(arr.indices), tuple(arr.dictionary.to_pylist()), dtype="category")
         elif pa.types.is_boolean(t):
             if col.null_count and dtype != "boolean":      # pandas: an object column of True/False/None
                 rest.append(name)
@@ -341,11 +345,7 @@ def read_parquet_columns(src: Source) -> tuple[Columns, tuple[str, ...]] | None:
                 vals &= valid
             out[name] = Column("bool", vals, mask=None if valid is None else ~valid, dtype=dtype)
         elif pa.types.is_integer(t) or pa.types.is_floating(t):
-            kind = "int" if pa.types.is_integer(t) else "float"
-            vals, valid = to_numpy(_cast(col, pa.float64()), np.float64)
-            if valid is not None:
-                vals[~valid] = np.nan
-            out[name] = Column(kind, vals, dtype=dtype)
+            out[name] = Column("int" if pa.types.is_integer(t) else "float", _floats(col), dtype=dtype)
         else:
             rest.append(name)
     names = tuple(c for c in map(str, table.column_names) if c in out)
@@ -353,7 +353,7 @@ def read_parquet_columns(src: Source) -> tuple[Columns, tuple[str, ...]] | None:
 
 
 def read_table_columns(src: Source, needed: Sequence[str]) -> Columns | None:
-    """A plain CSV/TSV table (a file :func:`~mrcstats.io.source.load_source` read) without pandas: the rows
+    """A plain CSV, TSV or Parquet table (a file :func:`~mrcstats.io.source.load_source` read) without pandas: the rows
     and cells of :func:`mrcstats.io.reader.read_data` for the columns in ``needed``, or None when this
     reader cannot promise them (the caller then gives the file to :func:`~mrcstats.io.reader.read_data`,
     ``loaded=[src]``, which words every error).

@@ -3,8 +3,8 @@
 :class:`Columns` is the one column view of a table that :func:`mrcstats.models.design.build_design` works
 on. It comes from two places:
 
-* :func:`mrcstats.io.arrow_columns.read_table_columns`: a CSV/TSV or Parquet table read by Arrow straight into NumPy arrays and
-  text codes (the command line's ``glmer`` reads its data this way, with no pandas import);
+* :func:`mrcstats.io.arrow_columns.read_table_columns`: a CSV/TSV or Parquet table read by Arrow straight into
+  NumPy arrays and text codes (the command line's ``glmer`` reads its data this way, with no pandas import);
 * :meth:`Columns.from_pandas`: a pandas frame (the Python API), each column converted when it is first
   used, by :func:`column_from_series`, the one adapter from a pandas dtype to a column kind.
 
@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-KINDS = ("float", "int", "bool", "text", "category")
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,8 +148,8 @@ class Columns:
     """A table as :class:`Column` objects: ``names`` in order, ``nrows`` rows, ``index`` the row labels that
     messages show (None: positions 0..n-1), ``attrs`` what the reader knows (format, sources, skipped rows).
 
-    Made by :func:`mrcstats.io.tabular.read_delimited_columns` (every column converted) or by
-    :meth:`from_pandas` (each column converted when first used)."""
+    Made by :mod:`mrcstats.io.arrow_columns` (every column converted) or by :meth:`from_pandas` (each column
+    converted when first used)."""
 
     names: tuple[str, ...]
     nrows: int

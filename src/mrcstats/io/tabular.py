@@ -109,11 +109,10 @@ def _delimited_arrow(src: Source, delimiter: str, cols: list[str], text: list[st
 
 
 def _int_values(col: Any) -> np.ndarray:
-    """An ``int`` column as pandas infers it: int64, or float64 with NaN where a cell is missing."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    return pc.cast(col, pa.int64()).to_pandas().to_numpy()
+    """An ``int`` column as pandas infers it: int64, or float64 with NaN where a cell is missing (the values
+    :func:`~mrcstats.io.arrow_columns.convert` gives, at most 15 digits: exact in either type)."""
+    vals = convert("int", col)
+    return vals if col.null_count else vals.astype(np.int64)
 
 
 def _pandas_columns(src: Source, delimiter: str, usecols: list[str], missing: tuple[str, ...]) -> pd.DataFrame:

@@ -474,14 +474,8 @@ def _subsample_start(d: ResponseData, re, model: MultiFactor | GeneralModel, x0:
     q1 = model.q1
     if not FAST_PATH or d.n <= 2 * START_ROWS or q1 < 200:
         return None
-    nkeep = max(100, int(q1 * START_ROWS / d.n))
-    keep = np.unique(np.linspace(0, q1 - 1, nkeep).round().astype(np.intp))
-    newcode = np.full(q1, -1, dtype=np.intp)
-    newcode[keep] = np.arange(len(keep))
+    keep, newcode, rows, sub_d = _first_term_rows(d, re, q1, START_ROWS)
     c1 = np.asarray(re[0].codes, dtype=np.intp)
-    rows = newcode[c1] >= 0
-    sub_d = ResponseData(d.XT.T[rows], d.y[rows], d.w[rows], None if d.offset is None else d.offset[rows], 0.0,
-                         d.family)
     sub = MultiFactor(sub_d, [newcode[c1[rows]]] + [np.asarray(r.codes)[rows] for r in re[1:]],
                       [len(keep)] + [r.nlevels for r in re[1:]])
     k = len(lower)
@@ -511,44 +505,47 @@ def _subsample_start(d: ResponseData, re, model: MultiFactor | GeneralModel, x0:
                       "x0": x.tolist(), "nfev": int(sub.nfev)}
 
 
-def _subsample_start_slopes(d: ResponseData, re, model: GeneralModel, x0: np.ndarray, lower: np.ndarray):
-    """:func:`_subsample_start` for terms with random slopes (:class:`GeneralModel`): the sub-fit's θ and β,
-    and its modes as PIRLS's start (u of the kept levels of the first term and of every level of the
-    others, 0 elsewhere; at the sub-fit's θ, which PIRLS's start moves to keep b = T u)."""
-    import dataclasses
-
-    n1 = model.n1
-    if not FAST_PATH or d.n <= SLOPE_MIN_ROWS or n1 < 200:
-        return None
-    nkeep = max(100, int(n1 * SLOPE_START_ROWS / d.n))
-    keep = np.unique(np.linspace(0, n1 - 1, nkeep).round().astype(np.intp))
+def _first_term_rows(d: ResponseData, re, n1: int, target: int):
+    """The subsample of :func:`_subsample_start`: evenly spaced levels of the first term (``re[0]``, the one
+    with the most levels), as many as make about ``target`` rows (at least 100), and all their rows.
+    Returns (kept levels, new code of each level (-1: left out), the rows kept, their ResponseData)."""
+    keep = np.unique(np.linspace(0, n1 - 1, max(100, int(n1 * target / d.n))).round().astype(np.intp))
     newcode = np.full(n1, -1, dtype=np.intp)
     newcode[keep] = np.arange(len(keep))
-    first = next(i for i, r in enumerate(re) if r.nlevels == n1 and r.q == model.q1)   # GeneralModel's term 0
-    c1 = np.asarray(re[first].codes, dtype=np.intp)
-    rows = newcode[c1] >= 0
+    rows = newcode[np.asarray(re[0].codes, dtype=np.intp)] >= 0
     sub_d = ResponseData(d.XT.T[rows], d.y[rows], d.w[rows], None if d.offset is None else d.offset[rows], 0.0,
                          d.family)
-    sub_re = [dataclasses.replace(r, codes=newcode[c1[rows]], levels=tuple(r.levels[i] for i in keep),
-                                  Z=None if r.Z is None else r.Z[rows]) if i == first else
-              dataclasses.replace(r, codes=np.asarray(r.codes)[rows], Z=None if r.Z is None else r.Z[rows])
-              for i, r in enumerate(re)]
+    return keep, newcode, rows, sub_d
+
+
+def _subsample_start_slopes(d: ResponseData, re, model: GeneralModel, x0: np.ndarray, lower: np.ndarray):
+    """:func:`_subsample_start` for terms with random slopes (:class:`GeneralModel`, whose terms are ``re`` in
+    order): the sub-fit's θ and β, and its modes as PIRLS's start (u of the kept levels of the first term and
+    of every level of the others, 0 elsewhere; at the sub-fit's θ, which PIRLS's start moves to keep
+    b = T u)."""
+    import dataclasses
+
+    n1, q1 = model.n1, model.q1
+    if not FAST_PATH or d.n <= SLOPE_MIN_ROWS or n1 < 200:
+        return None
+    keep, newcode, rows, sub_d = _first_term_rows(d, re, n1, SLOPE_START_ROWS)
+    c1 = np.asarray(re[0].codes, dtype=np.intp)
+    sub_re = [dataclasses.replace(re[0], codes=newcode[c1[rows]], levels=tuple(re[0].levels[i] for i in keep),
+                                  Z=None if re[0].Z is None else re[0].Z[rows])]
+    sub_re += [dataclasses.replace(r, codes=np.asarray(r.codes)[rows], Z=None if r.Z is None else r.Z[rows])
+               for r in re[1:]]
     try:
         sub = GeneralModel(sub_d, sub_re)
-        if [t.name for t in sub.terms] != [t.name for t in model.terms]:
-            return None                     # the sub-fit ordered its terms otherwise: its u does not map
         nw = newton_laplace(sub, x0.copy(), lower, lambda th: np.asarray(th, float), tol=1e-4)
     except (ModelError, np.linalg.LinAlgError):
         return None
     if nw is None or not np.all(np.isfinite(nw[0])):
         return None
     x = nw[0]
-    k = len(lower)
-    q1 = model.q1
     u = np.zeros(model.nu)
     u[(keep[:, None] * q1 + np.arange(q1)).ravel()] = sub.u[:len(keep) * q1]
     u[n1 * q1:] = sub.u[len(keep) * q1:]
-    model.u, model._u_theta = u, np.asarray(x[:k], float).copy()
+    model.u, model._u_theta = u, np.asarray(x[:len(lower)], float).copy()
     return x, None, {"from": "subsample fit", "rows": int(rows.sum()), "levels": len(keep),
                      "x0": x.tolist(), "nfev": int(sub.nfev)}
 
