@@ -60,14 +60,16 @@ def resolve_path(path: Any, what: str = "") -> Path:
 
 
 def check_output_path(path: Any, *, suffixes: Iterable[str] | None = None, inputs: Iterable[Any] = (),
-                      what: str = "--out", kind: str = "file") -> Path:
+                      what: str = "--out", kind: str = "file", parents: bool = True) -> Path:
     """Check that ``path`` can be written as a new or replaced ``kind`` ("file" or "folder"); return it.
 
     Raises :class:`InputError` (one line: what, where, how to fix) when ``path`` is not a
     path, is an existing folder (for a file) or file (for a folder), lies below a file, lies
     in a folder that cannot be written, does not end in one of ``suffixes`` (case-insensitive,
     e.g. ``(".parquet", ".csv")``), or would touch one of ``inputs`` (:func:`input_clash`: is an
-    input file, lies inside an input folder, or -- for a folder -- holds an input).
+    input file, lies inside an input folder, or -- for a folder -- holds an input). With
+    ``parents=False`` (the command line's rule, :class:`OutputPath`) the folder that holds
+    ``path`` must exist already: a mistyped folder is an error, not a new folder tree.
     """
     if isinstance(path, bytes):
         path = os.fsdecode(path)
@@ -92,6 +94,9 @@ def check_output_path(path: Any, *, suffixes: Iterable[str] | None = None, input
             anc = anc.parent
         if anc.exists() and not anc.is_dir():
             raise InputError(f"{what} {p}: cannot write below {anc}, which is a file, not a folder")
+        if not parents and not p.parent.is_dir():
+            raise InputError(f"{what} {p}: the folder {p.parent} does not exist; create it first "
+                             f"(mkdir -p {p.parent}) or choose another place")
         if anc.exists() and not os.access(anc, os.W_OK | os.X_OK):
             raise InputError(f"{what} {p}: cannot write in {anc} (permission denied); choose another place")
         if kind == "file" and p.exists() and not os.access(p, os.W_OK) and not os.access(p.parent, os.W_OK):
@@ -240,6 +245,54 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically."""
     with atomic_open(path, "w") as fh:
         fh.write(text)
+
+
+class OutputPath(str):
+    """An output path that passed the one output rule (:func:`check_output_path` with the inputs of its call
+    and ``parents=False``); write through its methods, which are atomic.
+
+    The command line gives its handlers these instead of plain text (:func:`mrcstats.cli._common.add_output`):
+    every option declared as an output is checked before the command runs -- not an input file, not inside
+    an input folder (nor, for a folder, holding an input), the folder above it exists, not a folder (for a
+    file) or a file (for a folder), writable -- so no handler can write an unchecked path. It is a ``str``
+    (the text given, e.g. a trailing ``/``), so APIs that take a path take it as it is.
+    """
+
+    what: str
+    kind: str
+
+    def __new__(cls, text: Any, *, inputs: Iterable[Any] = (), what: str = "--out",  # noqa: PYI034
+                kind: str = "file", suffixes: Iterable[str] | None = None) -> OutputPath:
+        check_output_path(text, suffixes=suffixes, inputs=list(inputs), what=what, kind=kind, parents=False)
+        obj = super().__new__(cls, os.fsdecode(text))
+        obj.what, obj.kind = what, kind
+        return obj
+
+    @property
+    def path(self) -> Path:
+        return Path(str(self))
+
+    def atomic(self) -> contextlib.AbstractContextManager[Path]:
+        """:func:`atomic_path` of this file: a temporary path beside it, renamed over it on success."""
+        return atomic_path(self.path)
+
+    def open(self, mode: str = "w", encoding: str | None = "utf-8") -> contextlib.AbstractContextManager[IO]:
+        """:func:`atomic_open` of this file."""
+        return atomic_open(self.path, mode, encoding)
+
+    def write_table(self, df: Any) -> Path:
+        """Write a data frame atomically: Parquet for a ``.parquet``/``.pq`` ending, else CSV (no index)."""
+        if not self.lower().endswith((".parquet", ".pq")):
+            return self.write_csv(df)
+        with self.atomic() as tmp:
+            df.to_parquet(tmp, index=False)
+        return self.path
+
+    def write_csv(self, df: Any) -> Path:
+        """Write a data frame atomically as CSV (no index), whatever the ending."""
+        with self.atomic() as tmp:
+            df.to_csv(tmp, index=False)
+        return self.path
 
 
 def append_line(fh: IO[str], line: str) -> None:

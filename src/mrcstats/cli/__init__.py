@@ -7,6 +7,12 @@ time, so ``mrcstats --help`` and ``mrcstats query`` start fast.
 
 Errors: a :class:`mrcstats.errors.MrcstatsError` becomes one line on stderr and
 exit code 2, with no traceback.
+
+Paths: an argument naming files or folders that are read is declared with
+:func:`~mrcstats.cli._common.add_input`, one that is written with
+:func:`~mrcstats.cli._common.add_output`; :func:`main` checks every output against the
+inputs before the handler runs (:func:`~mrcstats.cli._common.check_outputs`), and the
+handler gets a :class:`mrcstats._files.OutputPath` that writes atomically.
 """
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ import warnings
 from collections.abc import Sequence
 
 from mrcstats import __version__
+from mrcstats.cli._common import check_outputs
 from mrcstats.errors import MrcstatsError
 
 #: command modules, in the order their subcommands appear in ``--help``
@@ -83,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     warnings.showwarning = _showwarning
     try:
+        check_outputs(args)     # the one output rule: every declared output path, before anything runs
         code = args.func(args)
     except MrcstatsError as exc:
         print(f"mrcstats {args.command}: error: {exc}", file=sys.stderr)

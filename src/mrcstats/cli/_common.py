@@ -2,12 +2,67 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
 from mrcstats._jsonout import emit_json
 from mrcstats._words import plural
 from mrcstats.errors import InputError
+
+#: ``action.mrcstats_path``: "input" for an argument naming files or folders that are read, "output" for one
+#: that is written (:func:`add_input`, :func:`add_output`); tests/cli/test_output_rule.py requires it of every
+#: argument that looks like a path
+PATH_ROLE = "mrcstats_path"
+
+
+def add_input(p: Any, *names: str, **kw: Any) -> argparse.Action:
+    """``p.add_argument(*names, **kw)`` for files or folders the command reads: an output may not be one of
+    them nor lie inside one (:func:`check_outputs`). ``p``: a parser or an argument group."""
+    act = p.add_argument(*names, **kw)
+    setattr(act, PATH_ROLE, "input")
+    p.set_defaults(_inputs=(*(p.get_default("_inputs") or ()), act.dest))
+    return act
+
+
+def add_output(p: Any, *names: str, kind: str = "file", suffixes: tuple[str, ...] | None = None,
+               **kw: Any) -> argparse.Action:
+    """``p.add_argument(*names, **kw)`` for a path the command writes; the one output rule of every writer.
+
+    Before the handler runs, :func:`check_outputs` replaces the value by a checked
+    :class:`mrcstats._files.OutputPath` (or stops with exit 2 and one line): not one of the command's inputs
+    (:func:`add_input`) nor inside an input folder, the folder above it exists, not a folder (``kind="file"``)
+    or a file (``kind="folder"``), writable, and -- with ``suffixes`` -- one of those endings. ``kind="auto"``:
+    a folder when the value ends in ``/``, else a file (``ingest --out``). Write through the value's methods
+    (``args.out.write_table(df)``, ``with args.out.atomic() as tmp``) or give it to an API that writes
+    atomically. ``p``: a parser or an argument group.
+    """
+    act = p.add_argument(*names, **kw)
+    setattr(act, PATH_ROLE, "output")
+    flag = next((n for n in names if n.startswith("--")), act.dest)
+    p.set_defaults(_outputs=(*(p.get_default("_outputs") or ()), (act.dest, flag, kind, suffixes)))
+    return act
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Check every declared output of the parsed command (:func:`add_output`) against its inputs
+    (:func:`add_input`); the value becomes a :class:`mrcstats._files.OutputPath`. Called by
+    :func:`mrcstats.cli.main` before the handler."""
+    from mrcstats._files import OutputPath
+
+    inputs: list[Any] = []
+    for dest in getattr(args, "_inputs", ()) or ():
+        v = getattr(args, dest, None)
+        inputs += [x for x in (v if isinstance(v, (list, tuple)) else [v]) if isinstance(x, str) and x]
+    for dest, flag, kind, suffixes in getattr(args, "_outputs", ()) or ():
+        value = getattr(args, dest, None)
+        if value is None:
+            continue
+        value = os.path.expanduser(value)     # (a quoted ~/...: the home folder, as the shell would)
+        if kind == "auto":
+            kind = "folder" if value.endswith(("/", "\\")) else "file"
+        setattr(args, dest, OutputPath(value, inputs=inputs, what=flag, kind=kind,
+                                       suffixes=suffixes if kind == "file" else None))
 
 
 def add_json_flag(p: argparse.ArgumentParser) -> None:
@@ -44,7 +99,7 @@ def parse_kv(items: list[str] | None, flag: str) -> dict[str, str]:
 
 def add_model_args(p: argparse.ArgumentParser, example: str) -> None:
     """DATA, --formula, --contrasts and --levels of the mixed-model commands (glmer, lmer)."""
-    p.add_argument("data", nargs="+", metavar="DATA", help="a table or log: file(s) or folder(s) of one format")
+    add_input(p, "data", nargs="+", metavar="DATA", help="a table or log: file(s) or folder(s) of one format")
     p.add_argument("--formula", required=True, help=f"R/lme4 formula, e.g. '{example}'")
     p.add_argument("--contrasts", action="append", default=[], metavar="NAME=sum|treatment",
                    help="contrasts of a factor (default treatment; repeatable)")

@@ -15,6 +15,7 @@ from mrcstats._words import plural
 from mrcstats.cli._common import (
     Once,
     add_format_option,
+    add_input,
     add_json_flag,
     add_map_option,
     add_model_option,
@@ -28,7 +29,7 @@ from mrcstats.cli._common import (
 
 
 def _add_log_args(p: argparse.ArgumentParser, nargs: str) -> None:
-    p.add_argument("log", nargs=nargs, metavar="LOG", help="canonical log (e.g. from mrcstats ingest) or any "
+    add_input(p, "log", nargs=nargs, metavar="LOG", help="canonical log (e.g. from mrcstats ingest) or any "
                                                            "read_log input (harness/HELM output folders too)")
     p.add_argument("--models", metavar="A,B,...", help="models to compare (all pairs among them; default: all)")
     p.add_argument("--cluster", metavar="COL", action=Once, help="column grouping items (passage, subject) for cluster-robust "

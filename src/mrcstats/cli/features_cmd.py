@@ -5,7 +5,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from mrcstats.cli._common import add_json_flag, add_log_options, info, output, read_log_args
+from mrcstats.cli._common import (
+    add_input,
+    add_json_flag,
+    add_log_options,
+    add_output,
+    info,
+    output,
+    read_log_args,
+)
 
 _PARSERS = ("auto", "stanza", "link-grammar", "trees", "none")
 
@@ -19,22 +27,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "options), wh-words, and the z-scored scaled_tok/scaled_con. Items come from a log's "
                     "text columns or from --items (RACE JSON files/folder, or a CSV/Parquet table with "
                     "item and tree columns for --parser trees).")
-    p.add_argument("log", nargs="*", metavar="LOG", help="a canonical log (or any source `ingest` reads)")
+    add_input(p, "log", nargs="*", metavar="LOG", help="a canonical log (or any source `ingest` reads)")
     add_log_options(p)
-    p.add_argument("--items", metavar="PATH",
+    add_input(p, "--items", metavar="PATH",
                    help="items instead of a log: RACE JSON file(s)/folder, or a CSV/TSV/Parquet item table")
     p.add_argument("--parser", choices=_PARSERS, default="auto",
                    help="constituency parser (default auto: stanza when its models are present, "
                         "else link-grammar)")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel parsing processes (default 1)")
-    p.add_argument("--cache", metavar="DIR",
+    add_output(p, "--cache", kind="folder", metavar="DIR",
                    help="parse cache directory (default $MRCSTATS_CACHE or ~/.cache/mrcstats, + /features)")
     p.add_argument("--no-cache", action="store_true", help="parse everything, read and write no cache")
-    p.add_argument("--models-dir", metavar="DIR", help="Stanza models directory (see `mrcstats models download`)")
+    add_input(p, "--models-dir", metavar="DIR", help="Stanza models directory (see `mrcstats models download`)")
     p.add_argument("--max-parse-time", type=int, metavar="S",
                    help="link-grammar: safety limit in seconds per sentence and pass (default 30); "
                         "parses are bounded by sentence length, so results do not depend on machine load")
-    p.add_argument("--out", metavar="FEATURES.parquet", help="write the feature table here (.parquet or .csv)")
+    add_output(p, "--out", suffixes=(".parquet", ".pq", ".csv"), metavar="FEATURES.parquet", help="write the feature table here (.parquet or .csv)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
     add_json_flag(p)
@@ -46,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     d = msub.add_parser("download", help="download Stanza's English tokenize/pos/constituency models",
                         description="Download Stanza's English tokenize, pos and constituency models "
                                     "(wraps stanza.download; needs the stanza extra and network access).")
-    d.add_argument("--dir", metavar="DIR",
+    add_output(d, "--dir", kind="folder", metavar="DIR",
                    help="models directory (default $MRCSTATS_STANZA_DIR, $STANZA_RESOURCES_DIR or "
                         "~/stanza_resources)")
     add_json_flag(d)
@@ -62,10 +70,6 @@ def _features(args: argparse.Namespace) -> int:
         raise InputError("give either a LOG or --items PATH (not both, not neither)")
     if args.jobs < 1:
         raise InputError(f"--jobs must be at least 1, got {args.jobs}")
-    if args.out:
-        from mrcstats._files import check_output_path
-
-        check_output_path(args.out, suffixes=(".parquet", ".pq", ".csv"), inputs=[*args.log, args.items or ""])
     if args.items:
         source = load_items(args.items)
     else:
@@ -84,7 +88,7 @@ def _features(args: argparse.Namespace) -> int:
         info(f"note: --max-parse-time applies to link-grammar only, not {res.parser}")
     df = res.to_frame()
     if args.out:
-        _write(df, args.out)
+        args.out.write_table(df)
         info(f"wrote {len(df)} rows to {args.out}")
     payload = res.to_dict()
     payload["out"] = args.out
@@ -93,18 +97,6 @@ def _features(args: argparse.Namespace) -> int:
         payload["features"] = df
     text = res.summary() + ("" if args.out else "\n(use --out FEATURES.parquet to save the table)")
     return output(args, payload, text)
-
-
-def _write(df, out: str) -> None:
-    from mrcstats._files import atomic_path, check_output_path
-
-    check_output_path(out, suffixes=(".parquet", ".pq", ".csv"))
-    suffix = Path(out).suffix.lower()
-    with atomic_path(out) as tmp:
-        if suffix == ".csv":
-            df.to_csv(tmp, index=False)
-        else:
-            df.to_parquet(tmp, index=False)
 
 
 def _models_download(args: argparse.Namespace) -> int:

@@ -6,8 +6,10 @@ import textwrap
 
 from mrcstats.cli._common import (
     add_by_option,
+    add_input,
     add_json_flag,
     add_log_options,
+    add_output,
     by_columns,
     info,
     model_arg,
@@ -18,18 +20,18 @@ from mrcstats.cli._common import (
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``ingest``, ``summary`` and ``export`` to the mrcstats parser."""
-    from mrcstats.io.formats import formats_epilog, formats_phrase
+    from mrcstats.io.formats import LOG_SUFFIXES, formats_epilog, formats_phrase
 
     p = sub.add_parser("ingest", help="read response logs, validate them, write the canonical log",
                        description=textwrap.fill(f"Read response logs ({formats_phrase()}), validate them and "
                                                  f"write the canonical log (Parquet) atomically.", 88),
                        epilog=formats_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders, all of one format")
+    add_input(p, "paths", nargs="+", metavar="PATH", help="files or folders, all of one format")
     add_log_options(p)
-    p.add_argument("--out", metavar="LOG.parquet|DIR/",
+    add_output(p, "--out", kind="auto", suffixes=LOG_SUFFIXES, metavar="LOG.parquet|DIR/",
                    help="write the canonical log here (.parquet or .csv); a path ending in / writes a "
                         "partitioned dataset folder (as --dataset)")
-    p.add_argument("--dataset", metavar="DIR",
+    add_output(p, "--dataset", kind="folder", metavar="DIR",
                    help="write a hive-partitioned Parquet dataset (by model) instead: streamed in bounded memory, "
                         "validated chunk by chunk, renamed into place at the end; read lazily by summary etc.")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
@@ -43,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "(clustered on 'cluster', Miller 2024): the trial level, every epoch a row. "
                                    "For Inspect AI logs the tool's own headline (the declared epoch reducer "
                                    "within each sample, then mean and Inspect's stderr) is printed beside it.")
-    s.add_argument("log", nargs="+", metavar="LOG", help="a canonical log, a dataset folder (mrcstats ingest --dataset; "
+    add_input(s, "log", nargs="+", metavar="LOG", help="a canonical log, a dataset folder (mrcstats ingest --dataset; "
                    "aggregated lazily in DuckDB) or any source read_log reads")
     add_by_option(s, "model")
     s.add_argument("--engine", choices=("duckdb", "memory", "dask"), default=None,
@@ -66,9 +68,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "(evaluation, model) an aggregate <uuid>.json with mrcstats' accuracy and "
                                    "cluster-robust SE, and its <uuid>_samples.jsonl, validated against the EEE "
                                    "0.3.0 JSON schemas, in the EEE datastore layout under --out.")
-    e.add_argument("log", nargs="+", metavar="LOG", help="a canonical log or any source read_log reads")
+    add_input(e, "log", nargs="+", metavar="LOG", help="a canonical log or any source read_log reads")
     e.add_argument("--to", choices=("eee",), default="eee", help="output format (eee: Every Eval Ever)")
-    e.add_argument("--out", required=True, metavar="DIR", help="folder to write (<evaluation>/<developer>/<model>/)")
+    add_output(e, "--out", kind="folder", required=True, metavar="DIR",
+               help="folder to write (<evaluation>/<developer>/<model>/); built in a hidden folder beside it and "
+                    "moved into place at the end; files already there are kept")
     e.add_argument("--evaluation-name", metavar="NAME",
                    help="EEE evaluation_name of every row (default: the log's task column, else 'evaluation')")
     e.add_argument("--source-organization", default="unknown", metavar="ORG",
@@ -86,15 +90,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from mrcstats._files import check_output_path
     from mrcstats.io import log_stats, write_log
-    from mrcstats.io.reader import LOG_SUFFIXES
 
-    target = args.dataset or (args.out if args.out and args.out.endswith(("/", "\\")) else None)
+    target = args.dataset or (args.out if args.out and args.out.kind == "folder" else None)
     if target:
         return _ingest_dataset(args, target)
-    if args.out:
-        check_output_path(args.out, suffixes=LOG_SUFFIXES, inputs=args.paths)
     log = read_log_args(args, args.paths, "ingest", report=False)  # the text output lists them
     if args.out:
         write_log(log, args.out)
@@ -111,9 +111,6 @@ def _ingest_dataset(args: argparse.Namespace, target: str) -> int:
 
     if args.dataset and args.out:
         raise InputError("give either --out or --dataset, not both")
-    from mrcstats._files import check_output_path
-
-    check_output_path(target, inputs=args.paths, what="--dataset" if args.dataset else "--out", kind="folder")
     mapping = parse_kv(args.map, "--map")
     ds = write_dataset(args.paths, target, format=args.fmt, mapping=mapping or None, model=model_arg(args.model),
                        on_duplicate=args.on_duplicate, jobs=args.jobs)

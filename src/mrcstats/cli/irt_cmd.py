@@ -22,8 +22,10 @@ import argparse
 from mrcstats.cli._common import (
     Once,
     add_format_option,
+    add_input,
     add_json_flag,
     add_map_option,
+    add_output,
     add_threshold_option,
     info,
     output,
@@ -35,7 +37,7 @@ from mrcstats.cli._common import (
 def _log_args(p: argparse.ArgumentParser) -> None:
     """The shared log options (``--format``, ``--map FIELD=COLUMN``, ``--threshold``; ``--model`` is the IRT
     model here) and the deprecated ``--model-col``/``--item-col`` (aliases of ``--map model=``/``item=``)."""
-    p.add_argument("log", nargs="+", metavar="LOG", help="canonical log (e.g. from mrcstats ingest) or any read_log input")
+    add_input(p, "log", nargs="+", metavar="LOG", help="canonical log (e.g. from mrcstats ingest) or any read_log input")
     add_format_option(p)
     add_map_option(p, legacy_cols=True)
     add_threshold_option(p)
@@ -57,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-prior", action="store_true", help="2PL: plain ML, a bounded to [0.001, 100]")
     p.add_argument("--quadrature", type=int, default=11, metavar="Q", help="adaptive Gauss-Hermite nodes (11)")
     p.add_argument("--no-lrt", dest="lrt", action="store_false", help="skip the 1PL fit for the LRT")
-    p.add_argument("--items-out", metavar="CSV", help="also write the item table to this CSV")
+    add_output(p, "--items-out", metavar="CSV", help="also write the item table to this CSV")
     add_json_flag(p)
     p.set_defaults(func=_irt)
 
@@ -89,7 +91,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--groups", metavar="COL", action=Once, help="log column grouping models that are held out together "
                                                    "(e.g. checkpoints of one model)")
     p.add_argument("--stratify", metavar="COL", action=Once, help="choose every subset stratified by this item column")
-    p.add_argument("--predictions-out", metavar="CSV", help="also write every held-out estimate to this CSV")
+    add_output(p, "--predictions-out", metavar="CSV", help="also write every held-out estimate to this CSV")
     add_json_flag(p)
     p.set_defaults(func=_subset_eval)
 
@@ -107,7 +109,7 @@ def _irt(args: argparse.Namespace) -> int:
     for why, n in res.skipped.items():
         info(f"mrcstats irt: {n} {why}")
     if args.items_out:
-        res.items.to_csv(args.items_out, index=False)
+        args.items_out.write_csv(res.items)
         info(f"mrcstats irt: item table written to {args.items_out}")
     return output(args, res.to_dict(), res.summary())
 
@@ -130,6 +132,6 @@ def _subset_eval(args: argparse.Namespace) -> int:
     res = subset_eval(log, ks=ks, methods=methods, folds=args.folds, seeds=args.seeds, groups=args.groups,
                       stratify=args.stratify, progress=None)
     if args.predictions_out:
-        res.predictions.to_csv(args.predictions_out, index=False)
+        args.predictions_out.write_csv(res.predictions)
         info(f"mrcstats subset-eval: predictions written to {args.predictions_out}")
     return output(args, res.to_dict(), res.summary())

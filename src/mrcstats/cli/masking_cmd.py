@@ -13,7 +13,7 @@ import argparse
 import os
 import warnings
 
-from mrcstats.cli._common import add_json_flag, add_log_options, info, output, read_log_args
+from mrcstats.cli._common import add_input, add_json_flag, add_log_options, info, output, read_log_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,9 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Acc(MR) per model x condition (mean, SD and 95% CI over trials; invalid "
                                    "answers count as not correct), and the NA, EA, KI indicators with their "
                                    "MR-weighted averages (Sato & Matsuzaki, MskQA).")
-    p.add_argument("log", nargs="+", metavar="LOG", help="response log file(s) or folder(s) (any read_log format), "
+    add_input(p, "log", nargs="+", metavar="LOG", help="response log file(s) or folder(s) (any read_log format), "
                    "or one dataset folder (mrcstats ingest --dataset; counted lazily in DuckDB)")
-    p.add_argument("--baseline", nargs="+", metavar="LOG_U",
+    add_input(p, "--baseline", nargs="+", metavar="LOG_U",
                    help="background-knowledge baseline log(s) (UQA in the seed); enables EA and KI")
     p.add_argument("--acc0", type=float, metavar="X",
                    help="mask-free accuracy as a fraction (e.g. 0.8984); default: Acc at MR = 0")
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Extract NR, P, X, N, Y, L, E', D' from free-text MskCal answers and report, "
                                    "per masking rate, the missing-answer rate, the mean and trimmed mean "
                                    "relative error and the success rate (relative error < --tol).")
-    p.add_argument("outputs", nargs="+", metavar="OUTPUTS", help="MskCal output files or folders")
+    add_input(p, "outputs", nargs="+", metavar="OUTPUTS", help="MskCal output files or folders")
     p.add_argument("--model", help="score only this answering model (needed when OUTPUTS hold several)")
     p.add_argument("--tol", type=float, default=0.01, help="success threshold on the relative error (0.01)")
     p.add_argument("--trim", type=float, default=0.1, help="proportion trimmed at each end (0.1)")
@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("mask", help="mask content words of a text (MskQA masking generator)",
                        description="Replace a share of the content-word lemmas (NOUN, PROPN, VERB, ADJ, ADV) by "
                                    "codes <r001>, <r002>, ... and print the masked text and its metadata table.")
-    p.add_argument("text", metavar="TEXT_OR_FILE", help="the text, or a path to a UTF-8 text file")
+    add_input(p, "text", metavar="TEXT_OR_FILE", help="the text, or a path to a UTF-8 text file")
     p.add_argument("--rate", type=float, required=True, metavar="MR", help="masking rate in percent (0-100)")
     p.add_argument("--condition", default="regular", choices=("regular", "partial", "strict", "lenient"))
     p.add_argument("--seed", type=int, default=0, metavar="S")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from mrcstats.cli._common import add_input, add_output
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this area's subcommands to the mrcstats parser."""
@@ -12,14 +14,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "condition, scorer) to an OpenAI-compatible chat-completions endpoint and append one JSON "
                     "line per (item, trial) to --out. Rerunning skips what the log already holds; a torn last "
                     "line is cut off. The log is read by `mrcstats ingest` as it is.")
-    p.add_argument("taskfile", metavar="TASKFILE")
+    add_input(p, "taskfile", metavar="TASKFILE")
     p.add_argument("--model", required=True, help="model name sent to the endpoint and written to the log")
     p.add_argument("--base-url", required=True,
                    help="endpoint base URL, e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1")
     p.add_argument("--api-key-env", metavar="VAR",
                    help="environment variable holding the API key (never written anywhere); omit for "
                         "endpoints without a key")
-    p.add_argument("--out", required=True, metavar="LOG.jsonl", help="append-only JSONL log")
+    add_output(p, "--out", required=True, metavar="LOG.jsonl", help="append-only JSONL log")
     p.add_argument("--concurrency", type=int, default=4, metavar="N", help="requests in flight (default 4)")
     p.add_argument("--temperature", type=float, metavar="T")
     p.add_argument("--top-p", type=float, metavar="P")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mrcstats.cli._common import add_json_flag, info, output
+from mrcstats.cli._common import add_input, add_json_flag, add_output, info, output
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,8 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "data summary, a Methods section, tables and figures; the tables are also "
                                    "written beside the PDF as LaTeX (booktabs), Markdown, CSV and HTML. "
                                    "The spec format: docs/report.md.")
-    r.add_argument("spec", help="the report spec (YAML)")
-    r.add_argument("--out", required=True, help="the PDF to write, e.g. reports/NAME.pdf")
+    add_input(r, "spec", help="the report spec (YAML)")
+    add_output(r, "--out", suffixes=(".pdf",), required=True, help="the PDF to write, e.g. reports/NAME.pdf")
     r.add_argument("--format", default="pdf", choices=["pdf", "html"],
                    help="pdf (default): the PDF; html: also NAME.html beside it, one self-contained interactive "
                         "page (sortable tables, figures with hover; the PDF's numbers; no network when viewed)")
@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "OUTDIR/demo_log.parquet, OUTDIR/demo.yaml (its report spec) and OUTDIR/demo.pdf "
                                    "(GLMM fixed and random effects against the truth, Fisher tests, discrimination, "
                                    "masking curves, methods). Native engine only: no R needed.")
-    d.add_argument("--outdir", default="reports", help="output folder (default: reports)")
+    add_output(d, "--outdir", kind="folder", default="reports", help="output folder (default: reports)")
     d.add_argument("--seed", type=int, default=0, help="random seed of the simulation (default: 0)")
     g = d.add_argument_group("leaderboard-sized log (instead of the report)",
                              "with --models/--items/--out: write a leaderboard-shaped log with known truth "
@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "Parquet dataset, in chunks (bounded memory), for the scale benchmarks")
     g.add_argument("--models", type=int, metavar="M", help="number of models")
     g.add_argument("--items", type=int, metavar="N", help="number of items")
-    g.add_argument("--out", metavar="DIR", help="the dataset folder to write")
+    add_output(g, "--out", kind="folder", metavar="DIR", help="the dataset folder to write")
     g.add_argument("--trials", type=int, default=1, metavar="T", help="trials per model and item (1)")
     g.add_argument("--items-per-cluster", type=int, default=4, metavar="K", help="items per cluster (4)")
     g.add_argument("--invalid-rate", type=float, default=0.01, metavar="P", help="share of invalid answers (0.01)")
@@ -56,8 +56,7 @@ def _report(args: argparse.Namespace) -> int:
     from mrcstats._files import check_output_path
     from mrcstats.report.build import build_report
 
-    check_output_path(args.out, suffixes=(".pdf",), inputs=[args.spec])
-    if args.format == "html":
+    if args.format == "html":   # (--out itself: checked before the command ran, cli._common.check_outputs)
         check_output_path(str(Path(args.out).with_suffix(".html")), suffixes=(".html",), inputs=[args.spec])
     res = build_report(args.spec, args.out, html=args.format == "html")
     info(res.summary())
@@ -67,10 +66,8 @@ def _report(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     if args.models is not None or args.items is not None or args.out is not None:
         return _demo_leaderboard(args)
-    from mrcstats._files import check_output_path
     from mrcstats.report.demo import run_demo
 
-    check_output_path(args.outdir, what="--outdir", kind="folder")
     res = run_demo(args.outdir, seed=args.seed)
     info(res.summary())
     html = f"\nwrote {res.report.html}" if res.report.html is not None else ""

@@ -15,7 +15,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mrcstats.cli._common import add_json_flag, add_log_options, info, output, read_log_args
+from mrcstats.cli._common import (
+    add_input,
+    add_json_flag,
+    add_log_options,
+    add_output,
+    info,
+    output,
+    read_log_args,
+)
 from mrcstats.errors import InputError
 
 
@@ -40,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "items with q <= --fdr are flagged. --validate K "
                                    "moves K keys to a distractor some model chose and reports the ROC AUC and "
                                    "precision at K of every signal.")
-    p.add_argument("log", nargs="+", metavar="LOG", help="canonical log or any read_log input (pred and gold help)")
+    add_input(p, "log", nargs="+", metavar="LOG", help="canonical log or any read_log input (pred and gold help)")
     add_log_options(p)
     p.add_argument("--fdr", type=float, default=0.1, help="flag items with estimated FDR (q-value) <= this (0.1)")
     p.add_argument("--irt-model", default="2pl", choices=("1pl", "2pl"), help="abilities from this IRT model (2pl)")
@@ -49,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="p-values: the simulated null recentred on the log's items (empirical) or as simulated")
     p.add_argument("--validate", type=_positive, metavar="K", help="move K keys and measure the screen's power")
     p.add_argument("--top", type=int, default=20, metavar="N", help="rows shown in the text table (20)")
-    p.add_argument("--items-out", metavar="CSV", help="also write the full item table to this CSV")
+    add_output(p, "--items-out", metavar="CSV", help="also write the full item table to this CSV")
     add_json_flag(p)
     p.set_defaults(func=_screen)
 
@@ -59,9 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "likelihood ratios (uniform, non-uniform; as difR's difLogistic), p-values "
                                    "adjusted over all items x groups. --validate K makes K items easier for one "
                                    "group and reports the detection AUC.")
-    p.add_argument("log", nargs="+", metavar="LOG", help="canonical log or any read_log input")
+    add_input(p, "log", nargs="+", metavar="LOG", help="canonical log or any read_log input")
     add_log_options(p)
-    p.add_argument("--group", required=True, metavar="model=COLUMN|CSV",
+    add_input(p, "--group", required=True, metavar="model=COLUMN|CSV",
                    help="the log column naming each model's group (model=family), or a CSV with columns model,group")
     p.add_argument("--strata", type=_positive, default=5, help="total-score strata for Mantel-Haenszel (5)")
     p.add_argument("--adjust", default="BH", metavar="METHOD", help="p-value adjustment: holm, bonferroni, BH, none (BH)")
@@ -70,7 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--focal", metavar="GROUP", help="--validate: the group made to find the items easier (random)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of --validate (0)")
     p.add_argument("--top", type=int, default=20, metavar="N", help="rows shown in the text table (20)")
-    p.add_argument("--out", metavar="CSV", help="also write the full DIF table to this CSV")
+    add_output(p, "--out", metavar="CSV", help="also write the full DIF table to this CSV")
     add_json_flag(p)
     p.set_defaults(func=_dif)
 
@@ -88,7 +96,7 @@ def _screen(args: argparse.Namespace) -> int:
     res = screen(log, fdr=args.fdr, irt_model=args.irt_model, seed=args.seed, progress=None,
                  calibration=args.calibration)
     if args.items_out:
-        res.items.to_csv(args.items_out, index=False)
+        args.items_out.write_csv(res.items)
         info(f"mrcstats screen: item table written to {args.items_out}")
     return output(args, res.to_dict(), res.summary(args.top) if not args.json else None)
 
@@ -127,6 +135,6 @@ def _dif(args: argparse.Namespace) -> int:
         return output(args, v.to_dict(), v.summary())
     res = dif(log, groups, progress=None, **kw)
     if args.out:
-        res.table.to_csv(args.out, index=False)
+        args.out.write_csv(res.table)
         info(f"mrcstats dif: DIF table written to {args.out}")
     return output(args, res.to_dict(), res.summary(args.top) if not args.json else None)

@@ -18,7 +18,15 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats.cli._common import add_json_flag, add_log_options, info, output, parse_list, read_log_args
+from mrcstats.cli._common import (
+    add_input,
+    add_json_flag,
+    add_log_options,
+    info,
+    output,
+    parse_list,
+    read_log_args,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Fisher's exact test: 2 x 2 p-value, conditional MLE odds ratio and 95% CI; "
                                    "r x c exact p-value (network algorithm) or a Monte Carlo p-value. "
                                    "TABLE.csv: first row column labels, first column row labels.")
-    p.add_argument("table", metavar="TABLE.csv")
+    add_input(p, "table", metavar="TABLE.csv")
     p.add_argument("--simulate", action="store_true",
                    help="Monte Carlo p-value on --B random tables with the same margins (r x c only, as R)")
     p.add_argument("--B", type=int, default=2000, metavar="N", help="Monte Carlo replicates (2000)")
@@ -40,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("chisq", help="Pearson's chi-square test on a table of counts (as R's chisq.test)",
                        description="Pearson's chi-square test of independence with expected counts, "
                                    "Cramer's V and residuals; Yates' correction for 2 x 2 unless --no-correct.")
-    p.add_argument("table", metavar="TABLE.csv")
+    add_input(p, "table", metavar="TABLE.csv")
     p.add_argument("--no-correct", dest="correct", action="store_false",
                    help="no Yates continuity correction for 2 x 2 tables")
     add_json_flag(p)
@@ -50,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="KL-based discriminatory power P_d of each cluster (seed 003 eq. 4-7) and "
                                    "model accuracies on the clusters with P_d > each cutoff (seed Table 5), "
                                    "with Kendall's tau against the full ranking and cluster-bootstrap CIs.")
-    p.add_argument("log", nargs="+", metavar="LOG", help="canonical log (e.g. from mrcstats ingest) or any read_log input")
+    add_input(p, "log", nargs="+", metavar="LOG", help="canonical log (e.g. from mrcstats ingest) or any read_log input")
     p.add_argument("--cluster", default="cluster", metavar="COL", help="cluster column (cluster)")
     p.add_argument("--epsilon", type=float, default=1e-10, metavar="E", help="smoothing constant (1e-10)")
     p.add_argument("--cutoffs", default=None, metavar="LIST",
@@ -65,7 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("mcnemar", help="is model A better than model B on the same items? (McNemar)",
                        description="Paired comparison of two models: exact binomial test on the discordant "
                                    "items and McNemar's chi-square with continuity correction.")
-    p.add_argument("log", nargs="+", metavar="LOG", help="canonical log or any read_log input")
+    add_input(p, "log", nargs="+", metavar="LOG", help="canonical log or any read_log input")
     p.add_argument("--models", required=True, metavar="A,B", help="the two models to compare")
     p.add_argument("--pair-on", metavar="COL[,COL...]",
                    help="columns that pair a row of A with a row of B (default: item, trial, condition, "

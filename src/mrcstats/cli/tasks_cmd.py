@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from mrcstats.cli._common import add_input, add_output
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this area's subcommands to the mrcstats parser."""
@@ -28,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="task1: prepend a worked example (shot) or a step-by-step one (cot)")
     g.add_argument("--variant", default="origin", help="task5: origin, random, neg, quant or derive")
     g.add_argument("--type", dest="ptype", default="TS", help="task6: NTNS, TNS, NTS or TS")
-    g.add_argument("--out", required=True, metavar="TASKFILE.jsonl")
+    add_output(g, "--out", required=True, metavar="TASKFILE.jsonl")
     g.set_defaults(func=_generate)
 
     v = esub.add_parser("verify", help="recompute the gold of every Task 1, 2, 5 and 6 item from its prompt",
@@ -36,14 +38,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "(acc_*.json; also task files and query logs, *.jsonl) and compare: items, "
                                     "agree, ambiguous ([prompt, stored, fitting choices]) and disagree "
                                     "([prompt, stored, computed]).")
-    v.add_argument("files", nargs="+", metavar="RESULTS.json")
+    add_input(v, "files", nargs="+", metavar="RESULTS.json")
     v.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     v.set_defaults(func=_verify)
 
     s = esub.add_parser("score", help="accuracy / exact match / BLEU / morph F1 of a log, per model and condition",
                         description="Score a response log (any format `mrcstats ingest` reads, e.g. a query "
                                     "log) per group.")
-    s.add_argument("log", nargs="+", metavar="LOG")
+    add_input(s, "log", nargs="+", metavar="LOG")
     from mrcstats.cli._common import add_log_options
 
     add_log_options(s)
@@ -71,9 +73,6 @@ def _generate(args: argparse.Namespace) -> int:
         opts = {"variant": args.variant}
     else:
         opts = {"ptype": args.ptype}
-    from mrcstats._files import check_output_path
-
-    check_output_path(args.out)
     rows = generate(task, args.n, seed=args.seed, **opts)
     write_taskfile(rows, args.out)
     info(f"elagent generate: wrote {len(rows)} {task} items to {args.out}")

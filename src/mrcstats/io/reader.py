@@ -10,7 +10,7 @@ import pandas as pd
 
 from mrcstats.errors import InputError
 from mrcstats.io.detect import detect_format
-from mrcstats.io.formats import FORMATS, TABLE_FORMATS, get_format
+from mrcstats.io.formats import FORMATS, LOG_SUFFIXES, TABLE_FORMATS, get_format
 from mrcstats.io.schema import (
     CORE_COLUMNS,
     apply_threshold,
@@ -22,9 +22,6 @@ from mrcstats.io.schema import (
     validate_log,
 )
 from mrcstats.io.source import Source, expand_paths, load_source
-
-#: file endings :func:`write_log` writes (Parquet, or CSV/TSV, optionally gzipped)
-LOG_SUFFIXES: tuple[str, ...] = (".parquet", ".pq", ".csv", ".csv.gz", ".tsv", ".tsv.gz")
 
 
 def read_source(src: Source, fmt: str, mapping: Mapping[str, str] | None = None,

@@ -265,6 +265,11 @@ def formats_phrase() -> str:
     return f"{'/'.join(tables)} tables, gzip, folders; {', '.join(tools)}"
 
 
+#: file endings :func:`mrcstats.io.write_log` writes (Parquet, or CSV/TSV, optionally gzipped); here, beside the
+#: formats read, so the command line declares ``ingest --out`` without importing the reader
+LOG_SUFFIXES: tuple[str, ...] = (".parquet", ".pq", ".csv", ".csv.gz", ".tsv", ".tsv.gz")
+
+
 def formats_epilog() -> str:
     """One line per format (name, file endings, help), in detection order, for a command's epilog."""
     width = max(len(f.name) for f in REGISTRY)
