@@ -1,6 +1,7 @@
 """Replace a set of outputs together: build them in a hidden folder, then move them into place.
 
-A report is three outputs beside each other (``NAME.pdf``, ``NAME_tables/``, ``NAME_figures/``) that must
+Used by the report (below) and by ``export`` (:func:`mrcstats.report.eee.write_eee`: one folder output whose
+existing files are all kept). A report is three outputs beside each other (``NAME.pdf``, ``NAME_tables/``, ``NAME_figures/``) that must
 stay consistent: a report killed half-way must leave the previous report whole, never new tables beside
 an old PDF. :class:`Staging` gives each output a path inside a hidden staging folder beside them
 (``.NAME.pdf.<pid>.<random>.stage/``); nothing outside it changes until :meth:`Staging.commit`.
@@ -10,8 +11,8 @@ Commit protocol (every step a rename on one file system, each step safe to repea
 1. a ``COMMIT`` marker is written (and flushed to disk) into the staging folder: from here on the new
    outputs are complete and the commit rolls *forward*;
 2. for each folder output: the entries of the old folder that this writer does not own (files with
-   other endings, sub-folders: what a person put there) move into the new folder; the old folder moves
-   into the staging folder, the new one into place;
+   other endings, sub-folders: what a person put there; a sub-folder the new one has too is merged the
+   same way) move into the new folder; the old folder moves into the staging folder, the new one into place;
 3. each file output replaces the old file (``os.replace``);
 4. the staging folder (now holding the old folders) is removed.
 
@@ -121,12 +122,8 @@ def roll_forward(stage: Path) -> None:
         if not (new.exists() or new.is_symlink()):
             continue  # moved into place already (or nothing to install)
         if t["kind"] == "dir":
-            owned = tuple(t["owned"])
             if dest.is_dir() and not dest.is_symlink():
-                for e in list(os.scandir(dest)):
-                    mine = e.is_file(follow_symlinks=False) and e.name.endswith(owned)
-                    if not mine and not (new / e.name).exists():
-                        os.rename(e.path, new / e.name)   # keep what a person put there
+                _keep_others(dest, new, tuple(t["owned"]))
                 os.rename(dest, old)
             elif dest.exists() or dest.is_symlink():
                 os.replace(dest, old)
@@ -134,6 +131,20 @@ def roll_forward(stage: Path) -> None:
         else:
             os.replace(new, dest)
     shutil.rmtree(stage, ignore_errors=True)
+
+
+def _keep_others(dest: Path, new: Path, owned: tuple[str, ...]) -> None:
+    """Move the entries of the old folder ``dest`` that the new one does not replace into ``new``: every entry
+    but the files ending in ``owned`` (this writer's own, rebuilt whole); a folder both have is merged the same
+    way, so nothing a person (or an earlier run writing other files) put there is lost."""
+    for e in list(os.scandir(dest)):
+        target = new / e.name
+        if e.is_dir(follow_symlinks=False) and target.is_dir() and not target.is_symlink():
+            _keep_others(Path(e.path), target, owned)
+            continue
+        mine = e.is_file(follow_symlinks=False) and e.name.endswith(owned)
+        if not mine and not (target.exists() or target.is_symlink()):
+            os.rename(e.path, target)   # keep what a person put there
 
 
 def recover_stale(parent: Path, name: str) -> int:
@@ -157,7 +168,7 @@ def recover_stale(parent: Path, name: str) -> int:
             try:
                 roll_forward(stage)
             except OSError as exc:
-                raise InputError(f"{stage}: an interrupted report could not be finished ({exc.strerror or exc}); "
+                raise InputError(f"{stage}: an interrupted write could not be finished ({exc.strerror or exc}); "
                                  f"move its 'new' outputs into place by hand or remove the folder") from None
         else:
             shutil.rmtree(stage, ignore_errors=True)

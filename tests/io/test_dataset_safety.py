@@ -178,3 +178,27 @@ def test_writer_killed_between_the_renames_gets_the_old_dataset_back(tmp_path):
         assert len(open_dataset(tmp_path / "ds")) == 20        # put back before anything else happens
         w.abort()
     assert sorted(x.name for x in tmp_path.iterdir()) == ["ds", "in.csv"]
+
+
+def test_reingest_never_deletes_files_it_did_not_write(tmp_path, capsys):
+    """Issue 35: re-ingesting into a dataset replaced the folder whole, deleting a notes file put inside it."""
+    src = _csv(tmp_path / "log.csv", ["a", "b"])
+    ds = tmp_path / "ds"
+    assert main(["ingest", str(src), "--dataset", str(ds)]) == 0
+    assert main(["ingest", str(src), "--dataset", str(ds)]) == 0      # a dataset of its own files: replaced
+    for extra in (ds / "notes.txt", ds / "plots", ds / f"{partition_folder('a')}" / "README"):
+        if extra.name == "plots":
+            extra.mkdir()
+        else:
+            extra.write_text("mine\n")
+        before = sorted(str(p.relative_to(ds)) for p in ds.rglob("*"))
+        capsys.readouterr()
+        assert main(["ingest", str(src), "--dataset", str(ds)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "did not write" in err and extra.name in err
+        assert sorted(str(p.relative_to(ds)) for p in ds.rglob("*")) == before
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith(".ds.")]   # no temporary folder left
+        extra.rmdir() if extra.is_dir() else extra.unlink()
+    with pytest.raises(InputError, match="did not write"):
+        (ds / "notes.txt").write_text("x")
+        DatasetWriter(ds)

@@ -11,6 +11,8 @@ renamed into place at the end, so a failed or killed ingest leaves the old datas
   and any batch whose checks fail, by pandas -- the same dataset and the same errors.
 * Large CSV/TSV/JSONL inputs are streamed (:mod:`mrcstats.io.stream`): bounded memory
   whatever the file size, the same checks and messages.
+* Re-ingesting into an existing dataset replaces it whole; a dataset folder that holds anything a writer
+  did not write (:func:`foreign_entries`) is refused, so nothing a person put there is ever deleted.
 * One writer per dataset at a time (:class:`mrcstats._files.writer_lock`); temporary folders
   of killed writers are removed by the next one (:func:`clean_stale_dirs`).
 * No input is ever overwritten: the target may not be, hold or lie inside an input
@@ -23,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -121,6 +124,13 @@ class DatasetWriter:
             if self.out.exists() and not (self.out.is_dir() and (is_dataset(self.out)
                                                                   or not any(self.out.iterdir()))):
                 raise InputError(f"{self.out}: exists and is not a log dataset; choose another --dataset folder")
+            foreign = foreign_entries(self.out)
+            if foreign:
+                shown = ", ".join(str(f) for f in foreign[:3]) + (f" and {len(foreign) - 3} more"
+                                                                   if len(foreign) > 3 else "")
+                raise InputError(f"{self.out}: holds {len(foreign)} file(s) or folder(s) mrcstats did not write "
+                                 f"({shown}); writing the dataset replaces the folder, so move them out of it "
+                                 f"first, or choose another --dataset folder")
             try:
                 self.out.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -286,6 +296,30 @@ class DatasetWriter:
         if self.lock is not None:
             self.lock.release()
             self.lock = None
+
+
+#: a model folder's name as :func:`~mrcstats.io.dataset.partition_folder` makes it (slug, 16 hex digits)
+_PART_FOLDER = re.compile(r"[a-z0-9._-]*-[0-9a-f]{16}")
+
+
+def foreign_entries(out: Path) -> list[Path]:
+    """The entries of the dataset folder ``out`` that no dataset writer writes (a notes file, a plot, a
+    sub-folder a person put there): anything but ``_mrcstats.json`` and the model folders
+    (:func:`~mrcstats.io.dataset.partition_folder`, or ``model=...`` of the first layout) of ``part-*.parquet``
+    files. Replacing the dataset would delete them, so :class:`DatasetWriter` refuses."""
+    if not out.is_dir():
+        return []
+    found: list[Path] = []
+    for e in sorted(out.iterdir()):
+        if e.name == META_NAME and e.is_file() and not e.is_symlink():
+            continue
+        if (e.name.startswith(PARTITION + "=") or _PART_FOLDER.fullmatch(e.name)) and e.is_dir() \
+                and not e.is_symlink():
+            found += [f for f in sorted(e.iterdir()) if not (f.name.startswith("part-") and f.name.endswith(".parquet")
+                                                             and f.is_file() and not f.is_symlink())]
+            continue
+        found.append(e)
+    return found
 
 
 def clean_stale_dirs(out: Path) -> int:

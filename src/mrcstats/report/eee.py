@@ -10,6 +10,11 @@ with the cluster-robust standard error (Miller 2024, "Adding error bars to evals
 its Wilson interval and the number of rows; a graded group (rows with a ``score`` but no binary ``correct``)
 gets the mean score. Reading the files back with ``mrcstats.read_log`` gives the
 same rows.
+
+The files are built in a hidden staging folder beside ``OUT`` that replaces it at the end, with the files
+already in ``OUT`` moved in (:mod:`mrcstats._staging`): a failure leaves ``OUT`` as it was, and an earlier
+export's files (other models, other evaluations) stay. ``OUT`` may not be, hold or lie inside a file the log
+was read from (``attrs["sources"]``; :func:`mrcstats._files.input_clash`).
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -63,7 +69,8 @@ def write_eee(log: Any, out_dir: str | os.PathLike, *, evaluation_name: str | No
     Raises:
         InputError: an invalid log, a bad option, a record the EEE schemas refuse, an unwritable folder.
     """
-    from mrcstats._files import atomic_path, check_output_path
+    from mrcstats._files import check_output_path, resolve_path
+    from mrcstats._staging import Staging
     from mrcstats.io.eee import SCHEMA_VERSION, instance_record, stable_uuid, validate_eee
     from mrcstats.io.schema import validate_log
     from mrcstats.stats.accuracy import summarize_frame
@@ -88,7 +95,13 @@ def write_eee(log: Any, out_dir: str | os.PathLike, *, evaluation_name: str | No
     else:
         work["_evaluation"] = "evaluation"
     summary = summarize_frame(work, ["_evaluation", "model", "condition"]).to_frame()
-    out = check_output_path(out_dir, what="write_eee", kind="folder")
+    sources = attrs.get("sources")
+    # the files the log was read from (read_log records them) are inputs: the folder may not be, hold or lie
+    # inside one; a link to a folder is followed, so the folder it names is the one merged into
+    out = resolve_path(check_output_path(out_dir, what="write_eee", kind="folder",
+                                         inputs=sources if isinstance(sources, (list, tuple)) else ()), "write_eee")
+    if out.parent == out:
+        raise InputError(f"write_eee {out_dir}: give a folder below {out}, not the root of the file system")
     plans: list[tuple[Path, bytes]] = []
     for (ev_name, model), part in work.groupby(["_evaluation", "model"], sort=True):
         ev_name, model = str(ev_name), str(model)
@@ -157,12 +170,23 @@ def write_eee(log: Any, out_dir: str | os.PathLike, *, evaluation_name: str | No
         plans.append((out / folder / f"{uid}_samples.jsonl", samples))
         plans.append((out / folder / f"{uid}.json",
                       (json.dumps(aggregate, indent=2, ensure_ascii=False) + "\n").encode("utf-8")))
-    written = []
-    for path, data in plans:
-        with atomic_path(path) as tmp:
-            Path(tmp).write_bytes(data)
-        written.append(path)
-    return written
+    # every file is built in a staging folder beside ``out`` that replaces it at the end, the files already in
+    # ``out`` moved in (mrcstats._staging): a failure half-way leaves ``out`` as it was, never some models' files
+    with Staging(out, {"out": (out, "dir", ())}) as st:
+        root = st.path("out")
+        try:
+            root.mkdir()
+            if out.is_dir():
+                shutil.copymode(out, root)
+            for path, data in plans:
+                f = root / path.relative_to(out)
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_bytes(data)
+        except OSError as exc:
+            raise InputError(f"write_eee {out}: cannot write beside it ({exc.strerror or exc}); nothing was "
+                             f"changed") from None
+        st.commit()
+    return [path for path, _ in plans]
 
 
 def _graded(rows: pd.DataFrame) -> bool:
