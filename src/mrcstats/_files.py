@@ -6,6 +6,10 @@ a file, an unwritable place, an unknown ending (``--out x.txt`` for a Parquet lo
 an output equal to an input all stop with one :class:`~mrcstats.errors.InputError`
 before anything is written. Temporary files are named ``.NAME.<pid>.XXXX.tmp``; one
 left by a process that was killed mid-write is removed by the next write to ``NAME``.
+
+On the command line the rule is applied once, for every option declared with
+:func:`mrcstats.cli._common.add_output`, before the command runs: the handler receives an
+:class:`OutputPath` (checked, with the parent folder required to exist) that writes atomically.
 """
 from __future__ import annotations
 
