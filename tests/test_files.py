@@ -135,3 +135,22 @@ def test_output_folder_holding_an_input_is_refused(tmp_path):
     with pytest.raises(InputError, match="dataset .*holds the input"):
         write_dataset(d / "b.csv", tmp_path)
     assert (d / "b.csv").exists()
+
+
+def test_output_path_is_checked_text_that_writes_atomically(tmp_path):
+    import copy
+    import pickle
+
+    from mrcstats._files import OutputPath
+
+    with pytest.raises(InputError, match=r"--items-out .*the folder .*missing does not exist; create it first"):
+        OutputPath(tmp_path / "missing" / "x.csv", what="--items-out")
+    check_output_path(tmp_path / "missing" / "x.csv")           # the API still creates parent folders
+    out = OutputPath(str(tmp_path / "t.csv"), inputs=[tmp_path / "in.csv"])
+    assert out == str(tmp_path / "t.csv") and out.path == tmp_path / "t.csv"
+    assert type(pickle.loads(pickle.dumps(out))) is str and type(copy.deepcopy(out)) is str
+    out.write_table(LOG)
+    assert pd.read_csv(out).shape == (2, 3) and sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
+    pq = OutputPath(tmp_path / "t.parquet")
+    pq.write_table(LOG)
+    assert pd.read_parquet(pq).shape == (2, 3)

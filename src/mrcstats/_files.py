@@ -251,6 +251,18 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
         fh.write(text)
 
 
+def _probe_writable(p: Path, what: str) -> None:
+    """Create and remove a temporary file where ``p`` goes (named as :func:`atomic_path`'s): the one sure test
+    that the place can be written (``os.access`` says yes to root on a read-only file system or in /proc)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.{os.getpid()}.", suffix=".tmp", dir=p.parent)
+    except OSError as exc:
+        raise InputError(f"{what} {p}: cannot write in {p.parent} ({_why(exc)}); choose another place") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+
+
 class OutputPath(str):
     """An output path that passed the one output rule (:func:`check_output_path` with the inputs of its call
     and ``parents=False``); write through its methods, which are atomic.
@@ -267,10 +279,14 @@ class OutputPath(str):
 
     def __new__(cls, text: Any, *, inputs: Iterable[Any] = (), what: str = "--out",  # noqa: PYI034
                 kind: str = "file", suffixes: Iterable[str] | None = None) -> OutputPath:
-        check_output_path(text, suffixes=suffixes, inputs=list(inputs), what=what, kind=kind, parents=False)
+        p = check_output_path(text, suffixes=suffixes, inputs=list(inputs), what=what, kind=kind, parents=False)
+        _probe_writable(p, what)
         obj = super().__new__(cls, os.fsdecode(text))
         obj.what, obj.kind = what, kind
         return obj
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (str, (str(self),))     # a copy (pickle, deepcopy) is the plain text, not checked again
 
     @property
     def path(self) -> Path:

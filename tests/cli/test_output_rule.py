@@ -5,7 +5,8 @@ Every argument of every command (nested ones too: ``elagent generate``, ``models
 whose name or metavar says file, folder, log, CSV, ...) must be declared with ``add_input`` or ``add_output``
 (:mod:`mrcstats.cli._common`); so a new ``--something-out`` added with plain ``add_argument`` fails here. Each
 declared output is then run against its own input file, a folder (for a file) or the folder holding the input
-(for a folder), the input folder itself, a missing parent folder and a place below a regular file: exit 2,
+(for a folder), the input folder itself, a missing parent folder, a place below a regular file and (Linux) one
+the kernel refuses (``/proc``, where ``os.access`` says yes to root): exit 2,
 one line on stderr naming the option, no traceback, and every file of the test folder byte-for-byte as it was
 (the input unchanged, no partial or temporary file left).
 """
@@ -128,6 +129,8 @@ def test_every_output_follows_the_rule(words, flag, tmp_path, monkeypatch, capsy
     (tmp_path / "a folder").mkdir()
     has_inputs = bool(_declared(p, "input"))
     cases = {"missing parent": tmp_path / "missing" / f"x{sfx}", "below a file": log / f"x{sfx}"}
+    if Path("/proc/self").is_dir():     # Linux: writable by os.access for root, refused by the kernel
+        cases["an unwritable place"] = Path("/proc") / f"mrcstats-x{sfx}"
     if kind != "folder":
         cases["a folder"] = tmp_path / "a folder"
     if has_inputs:
