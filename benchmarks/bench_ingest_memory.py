@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_ingest_stream import generate  # noqa: E402 - the one generator of canonical-log-like files
+from bench_ingest_stream import generate
 
 
 def run(src: Path, how: str, target: Path) -> dict:

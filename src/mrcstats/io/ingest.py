@@ -1078,16 +1078,19 @@ def _stream_pass(file: Path, fmt: str, target: Path, mapping, model, threshold, 
                         writing, graded = False, True
                         continue
                     graded = graded or not binary
-                    wrote_binary = wrote_binary or binary
+                    wrote_binary = wrote_binary or (binary and not graded)   # written with correct = score == 1
                     if binary and graded:
                         log["correct"] = pd.array([pd.NA] * len(log), dtype="boolean")
                 log = apply_threshold(log, threshold, name)
             except InputError as exc:
                 raise shift_rows(exc, name, rows, lines, records) from None
+            if not out.write(log):   # Arrow types other than the first chunk's: a later chunk typed the column
+                if known is not None:   # pragma: no cover - the whole file's types give one schema
+                    raise _Restart(None)
+                writing = False
+                continue
             hashes.append(_key_hash(log))
             stats.add(log)
-            if not out.write(log):
-                raise _Restart(None)
             rows += len(log)
         if types.chunks == 0:
             raise InputError(f"{name}: has a header but no data rows" if fmt != "jsonl" else f"{name}: file is empty")

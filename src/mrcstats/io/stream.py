@@ -251,7 +251,8 @@ class ColumnTypes:
     * ``trial``, ``masking_rate``, ``correct``, ``score``: any types (coerced value by value);
     * other columns: one type in every chunk that has a value, or ints and floats (float64), or ints with a
       chunk without values (float64, as pandas types ints with missing cells); a chunk without a value takes
-      the column's type (missing). Booleans with missing cells, mixed types, objects: not promised.
+      the column's type (missing); JSON objects or arrays in every chunk (JSON text); JSON nulls only (an
+      object column; float64 when a record lacks the key). Booleans with missing cells, mixed types, other objects: not promised.
 
     """
 
@@ -312,10 +313,14 @@ class ColumnTypes:
                 if ("float" in kinds or ("int" in kinds and info["null"])) and not info["wholes"]:
                     return None
                 out[c] = None
-            elif not kinds:   # never a value: the same all-missing column in every chunk
-                if info["absent"] or len(info["null_dtypes"]) != 1:
+            elif not kinds:   # never a value: float64 (NaN), or objects when every JSON record holds a null
+                nd = info["null_dtypes"]
+                if nd == {"object"} and not info["absent"]:
+                    out[c] = "object"
+                elif nd <= {"object", "float64"}:
+                    out[c] = "float64"
+                else:
                     return None
-                out[c] = None
             elif kinds == {"int"}:
                 out[c] = "float64" if info["null"] else "int64"
             elif kinds <= {"int", "float"}:
@@ -342,7 +347,8 @@ class ColumnTypes:
         n = len(df)
         for c, t in targets.items():
             if c not in df.columns:   # missing in the whole file too (a target of int64 or bool has none)
-                out[c] = pd.Series(np.full(n, np.nan), index=df.index).astype(t or "float64")
+                out[c] = pd.Series(np.full(n, None, dtype=object), index=df.index) if t == "object" else \
+                    pd.Series(np.full(n, np.nan), index=df.index).astype(t or "float64")
             elif t is not None and str(df[c].dtype) != t:
                 try:
                     out[c] = df[c].astype(t)
