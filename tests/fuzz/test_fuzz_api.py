@@ -252,3 +252,33 @@ def test_parquet_nan_and_null(vals, kind: str, column: str) -> None:
             assert log is None
         if log is not None:
             assert len(log) == n
+
+
+@fuzz(300)
+@given(f=log_files(formats=("csv", "tsv", "jsonl")), chunk=st.integers(1, 5), out=st.sampled_from(["parquet", "csv"]))
+def test_ingest_out_streamed_equals_whole(f: LogFile, chunk: int, out: str) -> None:
+    """ingest_log streamed in chunks (stream_bytes=0) writes exactly the whole-file log, or refuses what the
+    whole-file read refuses (the message may name an earlier bad row), leaving no file."""
+    import pyarrow.parquet as pq
+
+    from mrcstats.io import read_log, write_log
+    from mrcstats.io.ingest import ingest_log
+    from mrcstats.io.schema import log_stats
+
+    with tempfile.TemporaryDirectory() as d:
+        p = write(Path(d), "in" + f.suffix, f.data)
+        before = snapshot(Path(d))
+        whole = api("read_log", read_log, p)
+        res = api("ingest_log streamed", ingest_log, p, Path(d) / f"s.{out}", stream_bytes=0, chunk_rows=chunk)
+        assert (whole is None) == (res is None), (whole is None, res)
+        check_unchanged(before, Path(d), "ingest_log")
+        if whole is None:
+            assert not (Path(d) / f"s.{out}").exists()
+            return
+        write_log(whole, Path(d) / f"w.{out}")
+        assert res.stats == log_stats(whole)
+        if out == "csv":
+            assert (Path(d) / "s.csv").read_bytes() == (Path(d) / "w.csv").read_bytes()
+        else:
+            a, b = pq.read_table(Path(d) / "s.parquet"), pq.read_table(Path(d) / "w.parquet")
+            assert a.schema.equals(b.schema, check_metadata=True) and a.equals(b)

@@ -12,6 +12,7 @@ from mrcstats.cli._common import (
     add_output,
     by_columns,
     info,
+    map_arg,
     model_arg,
     output,
     read_log_args,
@@ -90,15 +91,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from mrcstats.io import log_stats, write_log
+    from mrcstats.io import log_stats
 
     target = args.dataset or (args.out if args.out and args.out.kind == "folder" else None)
     if target:
         return _ingest_dataset(args, target)
+    if args.out:   # a large CSV/TSV/JSONL file is streamed (bounded memory), anything else read whole
+        from mrcstats.io.ingest import ingest_log
+
+        res = ingest_log(args.paths, args.out, format=args.fmt, mapping=map_arg(args, "ingest") or None,
+                         model=model_arg(args.model), on_duplicate=args.on_duplicate, threshold=args.threshold)
+        info(f"wrote {res.stats['rows']} rows to {args.out}")
+        return output(args, res.stats, _ingest_text(res.stats))
     log = read_log_args(args, args.paths, "ingest", report=False)  # the text output lists them
-    if args.out:
-        write_log(log, args.out)
-        info(f"wrote {len(log)} rows to {args.out}")
     stats = log_stats(log)
     return output(args, stats, _ingest_text(stats))
 

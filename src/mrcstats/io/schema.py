@@ -729,33 +729,94 @@ def log_stats(df: pd.DataFrame) -> dict[str, Any]:
     A graded log (:func:`resolve_outcome` gives ``score``) adds ``"outcome": "score"`` and
     ``"mean_score"`` per model (invalid rows score 0); its ``invalid`` counts rows without a score.
     """
-    correct = df["correct"].fillna(False).astype(bool).to_numpy()
-    graded = resolve_outcome(df) == "score"
-    invalid = (df["score"].isna() if graded else df["correct"].isna()).to_numpy()
-    # models by code, sorted by code point (as Python sorts str): counted without a Python object per row
-    codes, models = pd.factorize(df["model"], sort=True)
-    k = len(models)
-    n = np.bincount(codes, minlength=k)
-    c = np.bincount(codes, weights=correct, minlength=k)
-    i = np.bincount(codes, weights=invalid, minlength=k)
-    names = [str(m) for m in models]
-    out = {
-        "rows": len(df),
-        "models": names,
-        "items": int(df["item"].nunique()),
-        "clusters": int(df["cluster"].nunique()),
-        "conditions": sorted(str(c) for c in pd.unique(df["condition"])),
-        "accuracy": {m: float(c[j]) / float(n[j]) for j, m in enumerate(names)},
-        "invalid": {m: int(i[j]) for j, m in enumerate(names)},
-        "skipped": dict(df.attrs.get("skipped", {}) or {}),
-    }
-    if graded:
-        sc = pd.Series(df["score"].to_numpy(dtype=float, na_value=0.0))
-        means = sc.groupby(codes, sort=True).mean()     # pandas' groupby mean, as before: the same sums
-        out = {**out, "outcome": "score", "mean_score": {names[j]: float(v) for j, v in means.items()}}
-        if df.attrs.get("threshold") is not None:   # accuracy is correct = score >= threshold
-            out["threshold"] = float(df.attrs["threshold"])
-    return out
+    acc = LogStats()
+    acc.add(df)
+    return acc.result(df.attrs.get("skipped", {}), df.attrs.get("threshold"))
+
+
+class LogStats:
+    """:func:`log_stats` gathered chunk by chunk (a streamed ``ingest --out``): :meth:`add` each chunk of the
+    log in order, then :meth:`result` is what :func:`log_stats` gives for the whole log (the same numbers,
+    to the bit: the per-row values are kept, 14 bytes a row, and summed as for the whole log).
+
+    accuracy = correct rows / rows per model (invalid = not correct); mean score = mean of ``score`` per
+    model with invalid rows 0 (pandas' groupby mean); ``outcome`` is ``score`` when a score is not 0/1 or a
+    row has a score and no correct (:func:`resolve_outcome`)."""
+
+    def __init__(self) -> None:
+        self._models: dict[str, int] = {}
+        self._codes: list[np.ndarray] = []
+        self._correct: list[np.ndarray] = []
+        self._no_correct: list[np.ndarray] = []
+        self._score: list[np.ndarray] = []
+        self._items: list[Any] = []
+        self._clusters: list[Any] = []
+        self._conditions: set[str] = set()
+        self._binary = True        # every score 0/1 and no graded row
+        self.rows = 0
+
+    def add(self, df: pd.DataFrame) -> None:
+        """Count one chunk of a canonical log."""
+        codes, models = pd.factorize(df["model"])
+        glob = np.array([self._models.setdefault(str(m), len(self._models)) for m in models], dtype=np.int32)
+        self._codes.append(glob[codes] if len(codes) else np.zeros(0, np.int32))
+        self._correct.append(df["correct"].fillna(False).astype(bool).to_numpy())
+        self._no_correct.append(df["correct"].isna().to_numpy())
+        score = df["score"].to_numpy(dtype=float, na_value=np.nan) if "score" in df.columns \
+            else np.full(len(df), np.nan)
+        self._score.append(score)
+        if "score" in df.columns:
+            vals = score[~np.isnan(score)]
+            self._binary = self._binary and bool(np.isin(vals, (0.0, 1.0)).all()) and graded_rows(df) == 0
+        for parts, col in ((self._items, "item"), (self._clusters, "cluster")):
+            parts.append(pd.unique(df[col]))
+            if len(parts) > 8:   # keep the distinct values only
+                parts[:] = [pd.unique(_concat(parts))]
+        self._conditions.update(str(c) for c in pd.unique(df["condition"]))
+        self.rows += len(df)
+
+    def result(self, skipped: Mapping[str, int] | None = None, threshold: float | None = None) -> dict[str, Any]:
+        """The summary of the rows added (``skipped`` and ``threshold``: the log's ``attrs``)."""
+        names = sorted(self._models)   # by code point, as Python sorts str
+        order = np.empty(len(names), dtype=np.int32)
+        for j, m in enumerate(names):
+            order[self._models[m]] = j
+        codes = order[np.concatenate(self._codes)] if self._codes else np.zeros(0, np.int32)
+        correct = np.concatenate(self._correct) if self._correct else np.zeros(0, bool)
+        score = np.concatenate(self._score) if self._score else np.zeros(0)
+        graded = not self._binary
+        invalid = np.isnan(score) if graded else (np.concatenate(self._no_correct) if self._no_correct
+                                                  else np.zeros(0, bool))
+        k = len(names)
+        n = np.bincount(codes, minlength=k)
+        c = np.bincount(codes, weights=correct, minlength=k)
+        i = np.bincount(codes, weights=invalid, minlength=k)
+        out = {
+            "rows": self.rows,
+            "models": names,
+            "items": _n_unique(self._items),
+            "clusters": _n_unique(self._clusters),
+            "conditions": sorted(self._conditions),
+            "accuracy": {m: float(c[j]) / float(n[j]) for j, m in enumerate(names)},
+            "invalid": {m: int(i[j]) for j, m in enumerate(names)},
+            "skipped": dict(skipped or {}),
+        }
+        if graded:
+            sc = pd.Series(np.where(np.isnan(score), 0.0, score))
+            means = sc.groupby(codes, sort=True).mean()     # pandas' groupby mean, as before: the same sums
+            out = {**out, "outcome": "score", "mean_score": {names[j]: float(v) for j, v in means.items()}}
+            if threshold is not None:   # accuracy is correct = score >= threshold
+                out["threshold"] = float(threshold)
+        return out
+
+
+def _n_unique(parts: list[Any]) -> int:
+    """The number of distinct values (missing ones not counted) over the chunks' unique values."""
+    return int(_concat(parts).nunique()) if parts else 0
+
+
+def _concat(parts: list[Any]) -> pd.Series:
+    return pd.concat([pd.Series(p) for p in parts], ignore_index=True) if len(parts) > 1 else pd.Series(parts[0])
 
 
 def merge_skipped(*dicts: Mapping[str, int]) -> dict[str, int]:

@@ -27,7 +27,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pandas as pd
 
@@ -126,7 +126,8 @@ def stream_chunks(path: str | os.PathLike, fmt: str, mapping: Mapping[str, str] 
 
 
 def _csv_chunks(p: Path, fmt: str, mapping: Mapping[str, str] | None,
-                chunk_rows: int) -> Iterator[tuple[pd.DataFrame, int, int]]:
+                chunk_rows: int, typed: bool = False) -> Iterator[tuple[pd.DataFrame, int, int]]:
+    from mrcstats.io.arrow_columns import text_fields
     from mrcstats.io.detect import header_columns
     from mrcstats.io.tabular import check_unique_columns
 
@@ -138,14 +139,17 @@ def _csv_chunks(p: Path, fmt: str, mapping: Mapping[str, str] | None,
     if not cols or not any(c.strip() for c in cols):
         raise InputError(f"{p}: no header line; the first line must name the columns")
     check_unique_columns(cols, str(p))
-    numeric = {(mapping or {}).get(f, f) for f in ("trial", "masking_rate", "correct")}
-    dtype = {c: "string" for c in cols if c not in numeric}   # everything else as text (see the module docstring)
+    if typed:   # the whole-file reader's types (read_delimited): text fields as text, the rest inferred
+        dtype = {c: "string" for c in text_fields(cols, mapping)}
+    else:       # everything else as text (see the module docstring)
+        numeric = {(mapping or {}).get(f, f) for f in ("trial", "masking_rate", "correct")}
+        dtype = {c: "string" for c in cols if c not in numeric}
     what = "TSV" if sep == "\t" else "CSV"
     done = 0
     with _open(p) as fh:
         try:
             reader = pd.read_csv(fh, sep=sep, dtype=dtype, engine="c", keep_default_na=False, na_values=[""],
-                                 chunksize=chunk_rows, encoding="utf-8")
+                                 chunksize=chunk_rows, encoding="utf-8", low_memory=not typed)
             for df in reader:
                 df.columns = [str(c) for c in df.columns]
                 yield df, 0, 0
@@ -163,21 +167,28 @@ def _csv_chunks(p: Path, fmt: str, mapping: Mapping[str, str] | None,
 
 
 def _jsonl_chunks(p: Path, mapping: Mapping[str, str] | None,
-                  chunk_rows: int) -> Iterator[tuple[pd.DataFrame, int, int]]:
+                  chunk_rows: int, typed: bool = False) -> Iterator[tuple[pd.DataFrame, int, int]]:
     from mrcstats.io.schema import CANONICAL_COLUMNS
     from mrcstats.io.tabular import read_table
 
     keep = set(CANONICAL_COLUMNS) | {(mapping or {}).get(f, f) for f in ("trial", "masking_rate", "correct")}
     keep |= set((mapping or {}).values())
+    flatten: list[bool] = []   # the first record's choice (flatten nested objects or not), for every chunk
 
     def chunk(batch: list[bytes], lines: int, records: int) -> tuple[pd.DataFrame, int, int]:
+        src = Source(p, b"".join(batch))
         try:   # blank lines stay in the batch: the reader counts them in its line numbers
-            df = read_table(Source(p, b"".join(batch)), "jsonl", mapping)
+            if not flatten:
+                first = next(line for line in batch if line.strip())
+                rec = Source(p, first).json_lines()[0]
+                flatten.append(isinstance(rec, dict) and any(isinstance(v, dict) for v in rec.values()))
+            df = read_table(src, "jsonl", mapping, flatten=flatten[0])
         except InputError as exc:
             raise shift_rows(exc, str(p), 0, lines, records) from None
-        for c in df.columns:   # other columns as text, as in a streamed CSV
-            if str(c) not in keep:
-                df[c] = _text(df[c])
+        if not typed:
+            for c in df.columns:   # other columns as text, as in a streamed CSV
+                if str(c) not in keep:
+                    df[c] = _text(df[c])
         return df, lines, records
 
     lines = records = n = 0
@@ -196,6 +207,160 @@ def _jsonl_chunks(p: Path, mapping: Mapping[str, str] | None,
         yield chunk(batch, lines, records)
 
 
+def typed_chunks(path: str | os.PathLike, fmt: str, mapping: Mapping[str, str] | None = None,
+                 chunk_rows: int = STREAM_CHUNK_ROWS) -> Iterator[tuple[pd.DataFrame, int, int]]:
+    """Yield ``(frame, lines before it, records before it)`` for a CSV/TSV/JSONL file, at most ``chunk_rows`` rows
+    each: the frame the whole-file reader (:func:`mrcstats.io.tabular.read_table`) gives for the chunk's rows
+    alone (columns mapped, ``correct`` derived from gold and pred), not yet coerced. Its column types are
+    the chunk's own; :class:`ColumnTypes` says which types the whole file would have."""
+    from mrcstats.io.tabular import apply_mapping, derive_correct
+
+    p = Path(path)
+    name = str(p)
+    if fmt in ("csv", "tsv"):
+        rows = 0
+        for df, _lines, _records in _csv_chunks(p, fmt, mapping, chunk_rows, typed=True):
+            try:
+                df = derive_correct(apply_mapping(df, mapping, name), name)
+            except InputError as exc:
+                raise shift_rows(exc, name, rows) from None
+            yield df, 0, 0
+            rows += len(df)
+    else:
+        yield from _jsonl_chunks(p, mapping, max(1, min(chunk_rows, STREAM_CHUNK_ROWS // 5)), typed=True)
+
+
+#: canonical columns :func:`mrcstats.io.schema.coerce_log` reads as numbers or booleans, row by row whatever
+#: their type (an int chunk and a text chunk give the same values)
+_ROWWISE = ("trial", "masking_rate", "correct", "score")
+_BIG = 2.0 ** 53
+
+
+class ColumnTypes:
+    """The column types a whole-file read gives, gathered from a streamed file's chunks (:func:`typed_chunks`).
+
+    A reader infers each column's type from the rows it sees, so a chunk can type a column otherwise than
+    the whole file (ints in one chunk, ints and empty cells in another: int64 and float64; the whole file:
+    float64). :meth:`add` records each chunk's types (its columns in order of first appearance); :meth:`targets`
+    gives, per column, the type every chunk is to be cast to (:meth:`conform`) so that the chunk's rows are
+    exactly the whole file's, or None when that cannot be promised (then the file is read whole):
+
+    * ``model``, ``item`` and the other text fields: any types, except floats that are not all whole numbers
+      below 2**53 in every chunk (:func:`~mrcstats.io.schema.coerce_log` writes a column of whole floats
+      without ``.0``: a whole-file decision);
+    * ``trial``, ``masking_rate``, ``correct``, ``score``: any types (coerced value by value);
+    * other columns: one type in every chunk that has a value, or ints and floats (float64), or ints with a
+      chunk without values (float64, as pandas types ints with missing cells); a chunk without a value takes
+      the column's type (missing); JSON objects or arrays in every chunk (JSON text); JSON nulls only (an
+      object column; float64 when a record lacks the key). Booleans with missing cells, mixed types, other objects: not promised.
+
+    """
+
+    def __init__(self) -> None:
+        self.columns: dict[str, dict[str, Any]] = {}
+        self.chunks = 0
+
+    def add(self, df: pd.DataFrame) -> None:
+        """Record one chunk's column types."""
+        import numpy as np
+
+        for c in df.columns:
+            info = self.columns.setdefault(str(c), {"kinds": set(), "dtypes": set(), "null_dtypes": set(),
+                                                    "null": self.chunks > 0, "empty": self.chunks > 0,
+                                                    "absent": self.chunks > 0, "wholes": True, "nested": True})
+            s = df[c]
+            dt = s.dtype
+            nul = s.isna().to_numpy()
+            if nul.any():
+                info["null"] = True
+            if nul.all():
+                info["empty"] = True
+                info["null_dtypes"].add(str(dt))
+                continue
+            if str(dt) == "bool":
+                kind = "bool"
+            elif str(dt) == "int64":
+                kind = "int"
+                info["wholes"] = info["wholes"] and bool((np.abs(s.to_numpy()) < _BIG).all())
+            elif str(dt) == "float64":
+                kind = "float"
+                vals = s.to_numpy()[~nul]
+                info["wholes"] = info["wholes"] and bool(((vals == np.round(vals)) & (np.abs(vals) < _BIG)).all())
+            elif isinstance(dt, pd.StringDtype):
+                kind = "str"
+            else:
+                kind = "other"
+                info["nested"] = info["nested"] and bool(s.map(lambda v: isinstance(v, (dict, list))).any())
+            info["kinds"].add(kind)
+            info["dtypes"].add(str(dt))
+        for c, info in self.columns.items():
+            if c not in df.columns:
+                info["null"] = info["empty"] = info["absent"] = True
+        self.chunks += 1
+
+    def targets(self) -> dict[str, str | None] | None:
+        """``{column: dtype to cast to (None: as read)}`` in the whole file's column order, or None when a chunk's
+        rows could differ from the whole file's (see the class docstring)."""
+        from mrcstats.io.schema import STRING_COLUMNS
+
+        out: dict[str, str | None] = {}
+        for c, info in self.columns.items():
+            kinds: set[str] = info["kinds"]
+            dtypes: set[str] = info["dtypes"]
+            if c in _ROWWISE:
+                out[c] = None
+            elif c in STRING_COLUMNS:   # floats (or ints with missing cells: floats in the whole file)
+                if ("float" in kinds or ("int" in kinds and info["null"])) and not info["wholes"]:
+                    return None
+                out[c] = None
+            elif not kinds:   # never a value: float64 (NaN), or objects when every JSON record holds a null
+                nd = info["null_dtypes"]
+                if nd == {"object"} and not info["absent"]:
+                    out[c] = "object"
+                elif nd <= {"object", "float64"}:
+                    out[c] = "float64"
+                else:
+                    return None
+            elif kinds == {"int"}:
+                out[c] = "float64" if info["null"] else "int64"
+            elif kinds <= {"int", "float"}:
+                out[c] = "float64"
+            elif kinds == {"bool"} and not info["null"]:
+                out[c] = "bool"
+            elif kinds == {"str"} and len(dtypes) == 1:
+                out[c] = next(iter(dtypes))
+            elif kinds == {"other"} and info["nested"] and not info["empty"]:
+                out[c] = None   # objects and arrays in every chunk: JSON text (coerce_log), value by value
+            else:
+                return None
+        return out
+
+    @staticmethod
+    def conform(df: pd.DataFrame, targets: Mapping[str, str | None]) -> pd.DataFrame | None:
+        """``df`` with the whole file's columns (in its order, a column the chunk lacks as missing) and types,
+        or None when a column of the chunk is not among ``targets``."""
+        import numpy as np
+
+        if any(str(c) not in targets for c in df.columns):
+            return None
+        out = {}
+        n = len(df)
+        for c, t in targets.items():
+            if c not in df.columns:   # missing in the whole file too (a target of int64 or bool has none)
+                out[c] = pd.Series(np.full(n, None, dtype=object), index=df.index) if t == "object" else \
+                    pd.Series(np.full(n, np.nan), index=df.index).astype(t or "float64")
+            elif t is not None and str(df[c].dtype) != t:
+                try:
+                    out[c] = df[c].astype(t)
+                except (TypeError, ValueError):
+                    return None
+            else:
+                out[c] = df[c]
+        res = pd.DataFrame(out, index=df.index)
+        res.attrs = dict(df.attrs)
+        return res
+
+
 def _text(s: pd.Series) -> pd.Series:
     """Values as text (``str``), missing values kept missing."""
     def one(v: object) -> object:
@@ -206,4 +371,5 @@ def _text(s: pd.Series) -> pd.Series:
     return s.astype(object).map(one).astype("string")
 
 
-__all__ = ["STREAM_BYTES", "STREAM_CHUNK_ROWS", "STREAM_FORMATS", "head_source", "shift_rows", "stream_chunks"]
+__all__ = ["STREAM_BYTES", "STREAM_CHUNK_ROWS", "STREAM_FORMATS", "ColumnTypes", "head_source", "shift_rows",
+           "stream_chunks", "typed_chunks"]

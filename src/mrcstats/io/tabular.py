@@ -152,7 +152,8 @@ def _nonfinite_cells(records: list[Any]) -> dict[str, int]:
     return out
 
 
-def _records_frame(records: Any, src: Source, scalar: Mapping[str, str] | None = None) -> pd.DataFrame:
+def _records_frame(records: Any, src: Source, scalar: Mapping[str, str] | None = None,
+                   flatten: bool | None = None) -> pd.DataFrame:
     if isinstance(records, dict):
         # {"data": [...]}/{"records": [...]} or a dict of columns
         for key in ("data", "records", "rows", "samples", "results"):
@@ -174,7 +175,8 @@ def _records_frame(records: Any, src: Source, scalar: Mapping[str, str] | None =
     if bad is not None:
         raise InputError(f"{src.name}: record {bad + 1} is a {type(records[bad]).__name__}, expected a JSON "
                          f"object with named fields")
-    flatten = any(isinstance(v, dict) for v in records[0].values())
+    if flatten is None:   # nested objects are flattened when the first record has one
+        flatten = any(isinstance(v, dict) for v in records[0].values())
     if scalar and flatten:  # flattening would hide an object: look at the records themselves
         check_scalar_fields(records, scalar, src.name)
     df = pd.json_normalize(records, sep=".") if flatten else pd.DataFrame.from_records(records)
@@ -195,9 +197,11 @@ def read_json_table(src: Source, scalar: Mapping[str, str] | None = None) -> pd.
     return _records_frame(src.json(), src, scalar)
 
 
-def read_jsonl_table(src: Source, scalar: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """JSON lines, one record per line."""
-    return _records_frame(src.json_lines(), src, scalar)
+def read_jsonl_table(src: Source, scalar: Mapping[str, str] | None = None,
+                     flatten: bool | None = None) -> pd.DataFrame:
+    """JSON lines, one record per line (``flatten``: flatten nested objects or not; None: when the first record
+    holds one -- a streamed file's later chunks are given its first record's choice)."""
+    return _records_frame(src.json_lines(), src, scalar, flatten)
 
 
 #: log fields that hold one value per row: a JSON object or array there is refused, never flattened away
@@ -272,7 +276,7 @@ def nan_cells(table: Any) -> dict[str, int]:
 
 
 def _read_frame(src: Source, fmt: str, mapping: Mapping[str, str] | None, scalar: Mapping[str, str] | None = None,
-                **delimited: Any) -> pd.DataFrame:
+                flatten: bool | None = None, **delimited: Any) -> pd.DataFrame:
     """One table format read as it is, column names as strings (``delimited``: options of :func:`read_delimited`;
     ``scalar``: JSON keys that must hold one value, :func:`check_scalar_fields`)."""
     if fmt in ("csv", "tsv"):
@@ -280,7 +284,7 @@ def _read_frame(src: Source, fmt: str, mapping: Mapping[str, str] | None, scalar
     elif fmt == "json":
         df = read_json_table(src, scalar)
     elif fmt == "jsonl":
-        df = read_jsonl_table(src, scalar)
+        df = read_jsonl_table(src, scalar, flatten)
     elif fmt == "parquet":
         df = read_parquet_table(src)
     else:  # pragma: no cover - dispatcher guards
@@ -296,9 +300,11 @@ def read_plain_table(src: Source, fmt: str, mapping: Mapping[str, str] | None = 
     return apply_mapping(df, mapping, src.name)
 
 
-def read_table(src: Source, fmt: str, mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """Read a plain table and map its columns; returns a frame with canonical field names."""
-    df = _read_frame(src, fmt, mapping, {f: (mapping or {}).get(f, f) for f in SCALAR_FIELDS})
+def read_table(src: Source, fmt: str, mapping: Mapping[str, str] | None = None,
+               flatten: bool | None = None) -> pd.DataFrame:
+    """Read a plain table and map its columns; returns a frame with canonical field names (``flatten``: see
+    :func:`read_jsonl_table`)."""
+    df = _read_frame(src, fmt, mapping, {f: (mapping or {}).get(f, f) for f in SCALAR_FIELDS}, flatten)
     check_trial_finite(df.attrs.pop("nonfinite", None) or {}, mapping, src.name)
     df = apply_mapping(df, mapping, src.name)
     return derive_correct(df, src.name)
