@@ -63,6 +63,7 @@ from mrcstats.errors import InputError
 from mrcstats.models._checks import check_level
 from mrcstats.models.design import _is_numeric
 from mrcstats.models.family import BINOMIAL, Family
+from mrcstats.models.family_table import require
 from mrcstats.models.formula import ModelSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -506,6 +507,7 @@ def emmeans(m: GlmerResult, specs: str | Sequence[str] = "LLM", by: str | Sequen
 
     Formulas: see the module docstring (emmeans 1.8.4's ``ref_grid``/``emmeans``/``summary.emmGrid``).
     """
+    require(m, "emmeans")
     if type not in ("link", "response"):
         raise InputError(f"emmeans(): type must be 'link' or 'response', got {type!r}")
     view = getattr(m, "emmeans_view", None)

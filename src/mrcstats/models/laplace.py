@@ -107,26 +107,13 @@ class LaplaceModel:
         return -2.0 * float(ll.sum()) + float(u @ u) + float(ldH)
 
 
-def fit_laplace(design, t0: float | None = None, fit_options: Mapping[str, Any] | None = None):
-    """Fit a design of a family with ``loglik_rows`` (beta-binomial) by the Laplace approximation; returns a
-    :class:`~mrcstats.models.results.GlmerResult` with ``dispersion`` (glmmTMB's ``sigma``)."""
-    from scipy import optimize, sparse
+def laplace_optimum(model: LaplaceModel, x0: np.ndarray, lower: np.ndarray, ftol: float = 1e-13):
+    """Minimise −2 log L of ``model`` over x = (θ, β, log φ) from ``x0`` by L-BFGS-B on central differences
+    (forward ones at a θ bound of 0); returns scipy's OptimizeResult. The fit and the bootstrap's refits
+    (:mod:`mrcstats.models.confint`) both call it."""
+    from scipy import optimize
 
-    from mrcstats.models.lmm import richardson_hessian
-    from mrcstats.models.optimize import _glm_start, ranef_tables, varcorr_rows
-    from mrcstats.models.results import GlmerResult
-
-    t0 = time.perf_counter() if t0 is None else t0
-    model = LaplaceModel(design)
-    re = design.re
-    lower = np.concatenate([r.lower for r in re])
     k, p = len(lower), model.p
-    from mrcstats.models.deviance import ResponseData
-    from mrcstats.models.family import BINOMIAL
-
-    d = ResponseData(design.X, design.y, design.weights, design.offset, 0.0, BINOMIAL)
-    beta0 = _glm_start(d)
-    x0 = np.concatenate([np.concatenate([r.start for r in re]), beta0, [math.log(design.family.start_dispersion)]])
 
     def obj(x):
         return model.objective(x[:k], x[k:k + p], math.exp(x[-1]))
@@ -145,9 +132,37 @@ def fit_laplace(design, t0: float | None = None, fit_options: Mapping[str, Any] 
         return f0, g
 
     bounds = [(0.0 if lo == 0 else None, None) for lo in lower] + [(None, None)] * (p + 1)
-    r = optimize.minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                          options={"maxiter": 2000, "ftol": 1e-13, "gtol": 1e-7, "maxcor": 20})
+    return optimize.minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                             options={"maxiter": 2000, "ftol": ftol, "gtol": 1e-7, "maxcor": 20})
+
+
+def fit_laplace(design, t0: float | None = None, fit_options: Mapping[str, Any] | None = None):
+    """Fit a design of a family with ``loglik_rows`` (beta-binomial) by the Laplace approximation; returns a
+    :class:`~mrcstats.models.results.GlmerResult` with ``dispersion`` (glmmTMB's ``sigma``)."""
+    from scipy import sparse
+
+    from mrcstats.models.lmm import richardson_hessian
+    from mrcstats.models.optimize import _glm_start, ranef_tables, varcorr_rows
+    from mrcstats.models.results import GlmerResult
+
+    t0 = time.perf_counter() if t0 is None else t0
+    model = LaplaceModel(design)
+    re = design.re
+    lower = np.concatenate([r.lower for r in re])
+    k, p = len(lower), model.p
+    from mrcstats.models.deviance import ResponseData
+    from mrcstats.models.family import BINOMIAL
+
+    d = ResponseData(design.X, design.y, design.weights, design.offset, 0.0, BINOMIAL)
+    beta0 = _glm_start(d)
+    x0 = np.concatenate([np.concatenate([r.start for r in re]), beta0, [math.log(design.family.start_dispersion)]])
+
+    r = laplace_optimum(model, x0, lower)
     x = r.x.copy()
+
+    def obj(x):
+        return model.objective(x[:k], x[k:k + p], math.exp(x[-1]))
+
     fval = obj(x)
     # SEs: the Hessian of −2 log L in (θ, β, log φ) off the boundary; θ at 0 is left out (as TMB's log-SD
     # parameterisation cannot reach it, its row carries no information about β)
@@ -205,4 +220,4 @@ def fit_laplace(design, t0: float | None = None, fit_options: Mapping[str, Any] 
         npar_extra=1, dispersion=phi)
 
 
-__all__ = ["LaplaceModel", "fit_laplace"]
+__all__ = ["LaplaceModel", "fit_laplace", "laplace_optimum"]

@@ -50,6 +50,7 @@ from mrcstats.models._checks import check_level
 from mrcstats.models.design import reterms_matrix
 from mrcstats.models.deviance import _binv, _blogdet
 from mrcstats.models.family import GAUSSIAN
+from mrcstats.models.family_table import CAPABILITIES, Capabilities, require
 from mrcstats.models.formula import ModelSpec
 from mrcstats.models.results import _varcorr_lines, ranef_dict
 
@@ -441,6 +442,11 @@ class LmerResult(Result):
     def link(self) -> str:
         return "identity"
 
+    @property
+    def capabilities(self) -> Capabilities:
+        """What an lmer fit supports (:data:`~mrcstats.models.family_table.CAPABILITIES`)."""
+        return CAPABILITIES["lmer"]
+
     def ranef_dict(self) -> dict[str, dict[str, dict[str, float]]]:
         """``{group: {level: {column: value}}}`` (the CLI's ``--ranef``)."""
         return ranef_dict(self.ranef)
@@ -565,6 +571,7 @@ class LmerResult(Result):
         coding, each term orthogonalised against the terms containing it, mapped to the fit's own coding; SAS's
         type III) or ``get_contrasts_type1`` (type 1: rows of the normalised Doolittle factor of XᵀX, sequential).
         ``ddf``: ``"Satterthwaite"`` (default) or ``"Kenward-Roger"`` (pbkrtest, :class:`KenwardRoger`)."""
+        require(self, "anova.F")
         t = {"3": 3, "III": 3, "1": 1, "I": 1}.get(str(type).upper())
         if t is None:
             raise InputError(f"lmer anova: type must be 1 or 3 (lmerTest's type = 1 or 3), got {type!r}")
@@ -591,7 +598,10 @@ class LmerResult(Result):
         level = check_level(level, "lmer confint")
         meth = {"profile": "profile", "wald": "Wald", "satterthwaite": "satterthwaite"}.get(str(method).lower())
         if meth is None:
+            if str(method).lower() == "boot":
+                require(self, "confint.boot")
             raise InputError(f"lmer confint method {method!r}: use profile, Wald or satterthwaite")
+        require(self, f"confint.{meth}")
         if meth == "profile":
             return profile_confint(self, level=level, parm=parm)
         a = (1 - level) / 2
