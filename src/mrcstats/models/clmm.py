@@ -636,6 +636,10 @@ class _LatentView:
     family: Any
     fit_options: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def capabilities(self) -> Capabilities:
+        return CAPABILITIES["clmm"]
+
     @classmethod
     def of(cls, m: ClmmResult) -> _LatentView:
         if m.info is None or m.frame is None:

@@ -1,4 +1,5 @@
-"""Confidence intervals for a binomial GLMM, as lme4's ``confint.merMod`` (lme4 1.1-31).
+"""Confidence intervals for a GLMM, as lme4's ``confint.merMod`` (lme4 1.1-31); which methods a fit's family
+supports is :data:`mrcstats.models.family_table.CAPABILITIES` (the beta-binomial: Wald and boot).
 
 Rows: ``.sig01``, ``.sig02``, … for the random-effects standard deviations and
 correlations, per term in lme4's θ order (the lower triangle column by column, an SD on
@@ -17,9 +18,13 @@ then the fixed effects.
   effect's bounds are computed directly: ζ(b) from the deviance minimised over (θ, β₋ⱼ) in lme4's own θ
   parameterisation with βⱼ = b, each root of ζ(b) = ±z_{1-α/2} bracketed by steps of 1, 2, 4, … 128 SE and
   found by Brent's method; a bound that cannot be found this way, and an SD/correlation whose profile broke
-  down, is refused: NA with one message saying why (``refused``), never ±∞.
+  down, is refused: NA with one message saying why (``refused``), never ±∞; the other bounds are returned
+  with a warning in ``messages``, as lme4 returns its fixed-effect bounds and warns about the variance
+  parameters of a singular fit.
 * ``boot``: lme4's ``bootMer`` parametric bootstrap — responses simulated from the fitted
-  model (new random effects, ``use.u = FALSE``), the model refitted from the estimates,
+  model (new random effects, ``use.u = FALSE``; :mod:`mrcstats.models.simulate`: for the beta-binomial
+  p ~ Beta(μφ, (1-μ)φ) then Binomial(n, p), as glmmTMB's ``simulate``), the model refitted from the estimates
+  by the family's own likelihood (the beta-binomial's Laplace approximation with its dispersion φ),
   percentile intervals as ``boot::boot.ci(type = "perc")`` (``norm.inter`` interpolation);
   replicates run in parallel processes, each from its own ``SeedSequence(seed).spawn``
   stream, so results do not depend on the number of workers. Failed refits are counted
@@ -406,6 +411,10 @@ def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff
             refused.append(f"{names[w]}: no profile interval: its profile on the SD/correlation scale broke down "
                            "(a singular fit, see the messages); use method='boot' for the random-effect parameters")
         out[k] = ci
+    if refused:     # lme4 returns the other bounds and warns; so do we (NA bounds with the reason in ``refused``)
+        what = sorted({r.partition(":")[0] for r in refused}, key=names.index)
+        msgs.insert(0, f"{'a singular fit: ' if m.singular else ''}no profile bound for {', '.join(what)} "
+                       f"(NA, the reasons under 'refused'); the other bounds are the profile's")
     return out, msgs, refused
 
 

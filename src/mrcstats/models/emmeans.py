@@ -148,6 +148,7 @@ def _as_list(v: Any) -> list:
 
 def reference_grid(m: GlmerResult, at: Mapping[str, Any] | None = None) -> ReferenceGrid:
     """The reference grid of a fit, as emmeans's ``ref_grid(m, at = at)`` (see the module docstring)."""
+    require(m, "emmeans")
     _check_model(m)
     info = m.info
     data = _used_rows(m)

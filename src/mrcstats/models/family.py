@@ -84,8 +84,8 @@ class Family:
     capabilities: Capabilities | None = None  # what its fits support (family_table.CAPABILITIES[name])
 
     def __post_init__(self) -> None:
-        if self.capabilities is None or self.capabilities.kind != self.name:
-            object.__setattr__(self, "capabilities", CAPABILITIES[self.name])
+        if self.capabilities is None or self.capabilities.kind != self.name:   # a new family declares its own
+            object.__setattr__(self, "capabilities", CAPABILITIES.get(self.name))
 
     def __str__(self) -> str:
         return self.name

@@ -62,28 +62,30 @@ def _label(what: str) -> str:
 
 _GLMM = frozenset({"confint.Wald", "confint.profile", "confint.boot", "simulate", "emmeans", "predict", "anova",
                    "drop1", "gvif"})
+_LMER_INSTEAD = {
+    "confint.boot": "the linear mixed model has no parametric bootstrap yet; use method 'profile', 'Wald' or "
+                    "'satterthwaite'",
+    "anova": "use the F tests per term (lmerTest's anova: LmerResult.anova(), mrcstats lmer --anova)",
+    "drop1": "use the F tests per term (LmerResult.anova(), mrcstats lmer --anova)",
+    "gvif": "compute it from the covariance: mrcstats.models.compare.gvif_from_vcov(m.vcov, m.info.assign, "
+            "m.info.term_labels)",
+}
 _LMER = Capabilities("lmer", frozenset({"confint.Wald", "confint.profile", "confint.satterthwaite", "emmeans",
-                                         "anova.F"}),
-                     (("confint.boot", "the linear mixed model has no parametric bootstrap yet; use method 'profile', "
-                                       "'Wald' or 'satterthwaite'"),
-                      ("anova", "use the F tests per term (lmerTest's anova: LmerResult.anova(), mrcstats lmer "
-                                "--anova)"),
-                      ("drop1", "use the F tests per term (LmerResult.anova(), mrcstats lmer --anova)"),
-                      ("gvif", "compute it from the covariance: mrcstats.models.compare.gvif_from_vcov(m.vcov, "
-                               "m.info.assign, m.info.term_labels)")))
+                                         "anova.F"}), tuple(_LMER_INSTEAD.items()))
+_BETABINOMIAL_INSTEAD = {
+    "confint.profile": "its likelihood profile through the Laplace engine (with the dispersion) is not implemented; "
+                       "use method 'Wald' or 'boot' (a beta-binomial parametric bootstrap)",
+}
+_CLMM_INSTEAD = {"confint.Wald": "use the Wald table of summary() (estimate ± z SE from m.se)"}
 
 #: kind ("binomial", "poisson", "gaussian", "betabinomial", "lmer", "clmm") -> what its fits support
 CAPABILITIES: dict[str, Capabilities] = {
     "binomial": Capabilities("binomial", _GLMM),
     "poisson": Capabilities("poisson", _GLMM),
     "gaussian": Capabilities("gaussian", _LMER.supports, _LMER.instead),    # glmer(family="gaussian") is lmer
-    "betabinomial": Capabilities(
-        "betabinomial", _GLMM - {"confint.profile"},
-        (("confint.profile", "its likelihood profile through the Laplace engine (with the dispersion) is not "
-                             "implemented; use method 'Wald' or 'boot' (a beta-binomial parametric bootstrap)"),)),
+    "betabinomial": Capabilities("betabinomial", _GLMM - {"confint.profile"}, tuple(_BETABINOMIAL_INSTEAD.items())),
     "lmer": _LMER,
-    "clmm": Capabilities("clmm", frozenset({"emmeans", "predict"}),
-                         (("confint.Wald", "use the Wald table of summary() (estimate ± z SE from m.se)"),)),
+    "clmm": Capabilities("clmm", frozenset({"emmeans", "predict"}), tuple(_CLMM_INSTEAD.items())),
 }
 
 
@@ -97,6 +99,9 @@ def capabilities(fit: Any) -> Capabilities:
             raise InputError(f"no fits of kind {fit!r}; kinds: {', '.join(CAPABILITIES)}")
         return caps
     caps = getattr(fit, "capabilities", None)
+    if caps is None and getattr(fit, "family", None) is not None:
+        raise InputError(f"family {getattr(fit.family, 'name', fit.family)!r} declares no capabilities "
+                         "(mrcstats.models.family_table.CAPABILITIES); nothing can be computed from its fits")
     if not isinstance(caps, Capabilities):
         raise InputError(f"expected a fitted model (mrcstats.glmer, lmer or clmm), got {type(fit).__name__}")
     return caps

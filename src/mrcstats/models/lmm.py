@@ -703,6 +703,7 @@ def profile_confint(m: LmerResult, level: float = 0.95, parm: Any = None, maxpts
         sig_names,
     )
 
+    require(m, "confint.profile")
     t0 = time.perf_counter()
     design = m.design
     if design is None:
@@ -902,6 +903,7 @@ def _term_matrix(spec: ModelSpec, terms, intercept: bool, frame: pd.DataFrame, i
 def anova_contrasts(m: LmerResult, type: int = 3) -> dict[str, np.ndarray]:
     """Per fixed-effect term its hypothesis matrix (rows: contrasts of the fit's coefficients), as lmerTest's
     ``get_contrasts_type1`` / ``get_contrasts_type3``."""
+    require(m, "anova.F")
     info, frame = m.info, m.frame
     if info is None or frame is None:
         raise InputError("lmer anova needs the fit's design and data; refit with mrcstats.lmer")

@@ -85,18 +85,19 @@ def simulate(m: Any, nsim: int = 1, seed: int | None = None) -> Simulations:
     return Simulations(m.family.name, vals, seed)
 
 
-def model_design(m: Any, who: str) -> Any:
-    """The design a fit was made from: kept with the fit, or rebuilt from its frame and options."""
+def model_design(fit: Any, who: str) -> Any:
+    """The design a fit was made from: kept with the fit, or rebuilt from its frame and options (plumbing for the
+    entries that took the fit and asked its capabilities: confint, simulate)."""
     from mrcstats.models.design import build_design
 
-    d = getattr(m, "design", None)
+    d = getattr(fit, "design", None)
     if d is not None:
         return d
-    if m.frame is None or m.info is None:
+    if fit.frame is None or fit.info is None:
         raise InputError(f"{who}: this fit kept no data; refit with mrcstats.glmer()")
-    fo = m.fit_options or {}
-    return build_design(m.info.spec, m.frame, contrasts=fo.get("contrasts") or None, levels=fo.get("levels") or None,
-                        weights=fo.get("weights"), family=m.family)
+    fo = fit.fit_options or {}
+    return build_design(fit.info.spec, fit.frame, contrasts=fo.get("contrasts") or None,
+                        levels=fo.get("levels") or None, weights=fo.get("weights"), family=fit.family)
 
 
 __all__ = ["Simulations", "model_design", "simulate", "simulate_response"]
