@@ -617,23 +617,31 @@ def _boot_one(seed_seq) -> np.ndarray | None:
     """One bootstrap replicate: a response simulated from the estimates (:func:`~mrcstats.models.simulate.
     simulate_response`, new random effects) and the model refitted from them -- by the family's own likelihood:
     lme4's Laplace deviance for a canonical family, the Laplace approximation of the row log-likelihood with the
-    dispersion for the beta-binomial (:func:`~mrcstats.models.laplace.laplace_optimum`). None when the refit
-    fails or there is nothing to estimate."""
-    import dataclasses
-
+    dispersion for the beta-binomial: :func:`refit_replicate`). None when the refit fails or there is nothing to
+    estimate."""
     from mrcstats.models.simulate import simulate_response
 
     design, theta, beta, phi = _BOOT["design"], _BOOT["theta"], _BOOT["beta"], _BOOT["dispersion"]
     rng = np.random.default_rng(seed_seq)
-    y = simulate_response(design, theta, beta, rng, phi)
+    return refit_replicate(design, simulate_response(design, theta, beta, rng, phi), theta, beta, phi)
+
+
+def refit_replicate(design, y: np.ndarray, theta: np.ndarray, beta: np.ndarray,
+                    dispersion: float | None = None) -> np.ndarray | None:
+    """The bootstrap's refit of ``design`` to the response ``y`` from the estimates (θ, β, φ): lme4's Laplace
+    deviance for a canonical family, the Laplace approximation of the row log-likelihood with the dispersion
+    (:func:`~mrcstats.models.laplace.laplace_optimum`) for the beta-binomial. Returns the replicate on the profile
+    scale (SDs and correlations, then β), or None when the refit fails or there is nothing to estimate."""
+    import dataclasses
+
     try:
-        des = dataclasses.replace(design, y=y)
+        des = dataclasses.replace(design, y=np.asarray(y, float))
         w = np.asarray(des.weights, float)
-        if des.family.check_mean(float(np.sum(w * y)) / float(w.sum()), des.nobs):
+        if des.family.check_mean(float(np.sum(w * des.y)) / float(w.sum()), des.nobs):
             return None
         lower = np.concatenate([r.lower for r in des.re])
         if des.family.loglik_rows is not None:
-            x = _refit_laplace(des, lower, theta, beta, phi)
+            x = _refit_laplace(des, lower, theta, beta, dispersion)
         else:
             from mrcstats.models.deviance import ResponseData
             from mrcstats.models.optimize import make_model, refit_optimum
@@ -652,7 +660,7 @@ def _refit_laplace(design, lower: np.ndarray, theta: np.ndarray, beta: np.ndarra
     """(θ, β, log φ) refitted by the Laplace approximation (the beta-binomial) from the estimates."""
     from mrcstats.models.laplace import LaplaceModel, laplace_optimum
 
-    r = laplace_optimum(LaplaceModel(design), np.concatenate([theta, beta, [math.log(phi)]]), lower)
+    r = laplace_optimum(LaplaceModel(design), np.concatenate([theta, beta, [math.log(phi)]]), lower, ftol=1e-11)
     return r.x
 
 
