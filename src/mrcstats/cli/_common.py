@@ -256,9 +256,14 @@ def read_log_args(args: argparse.Namespace, paths: Any, cmd: str, what: str = ""
     return log
 
 
-def parse_model_args(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """``--contrasts`` and ``--levels`` of a model command (``glmer``, ``lmer``, ``clmm``), and its ``--emmeans``
-    options checked against the formula, before any data is read."""
+def parse_model_args(args: argparse.Namespace, kind: str) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """``--contrasts`` and ``--levels`` of a model command (``glmer``, ``lmer``, ``clmm``), its ``--emmeans``
+    options checked against the formula, and what its options ask of a fit of ``kind`` (``--confint METHOD``,
+    ``--emmeans``, ``--drop1``, ...) checked against the capability table
+    (:func:`mrcstats.models.family_table.require_options`), before any data is read."""
+    from mrcstats.models.family_table import require_options
+
+    require_options(args, kind)
     contrasts = parse_kv(args.contrasts, "--contrasts")
     levels = parse_levels(args.levels)
     check_emmeans_args(args)

@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _lmer(args: argparse.Namespace) -> int:
     from mrcstats.models.lmm import lmer
 
-    contrasts, levels = parse_model_args(args)
+    contrasts, levels = parse_model_args(args, "lmer")
     data = read_data_args(args, "lmer")
     m = lmer(args.formula, data, reml=not args.ml, contrasts=contrasts or None, levels=levels or None)
     obj, text = model_output(args, m, "lmer")

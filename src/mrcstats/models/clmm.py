@@ -53,6 +53,7 @@ from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models.deviance import DENSE_PAIRS_MAX, halving_step
 from mrcstats.models.family import GAUSSIAN
+from mrcstats.models.family_table import CAPABILITIES, Capabilities, require
 from mrcstats.models.formula import ModelSpec, parse_formula
 
 LINKS = ("logit", "probit")
@@ -497,6 +498,11 @@ class ClmmResult(Result):
     def npar(self) -> int:
         return len(self.thresholds) + len(self.fixef) + len(self.sd)
 
+    @property
+    def capabilities(self) -> Capabilities:
+        """What a clmm fit supports (:data:`~mrcstats.models.family_table.CAPABILITIES`)."""
+        return CAPABILITIES["clmm"]
+
     def coef_table(self) -> pd.DataFrame:
         """``summary(m)$coefficients`` rows of β: Estimate, Std. Error, z value, Pr(>|z|)."""
         return pd.DataFrame({"Estimate": self.fixef, "Std. Error": self.se, "z value": self.z, "Pr(>|z|)": self.p})
@@ -509,6 +515,7 @@ class ClmmResult(Result):
     def predict(self, newdata: pd.DataFrame | None = None) -> pd.DataFrame:
         """Population-level category probabilities (random effects at 0), one column per level:
         P(Y = j | x) = F(α_j − xᵀβ) − F(α_{j−1} − xᵀβ). ``newdata`` needs the fixed-effect columns."""
+        require(self, "predict")
         if newdata is None:
             if self.frame is None:
                 raise InputError("clmm predict(): this fit kept no data; pass newdata")
@@ -628,6 +635,10 @@ class _LatentView:
     formula: str
     family: Any
     fit_options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return CAPABILITIES["clmm"]
 
     @classmethod
     def of(cls, m: ClmmResult) -> _LatentView:

@@ -27,6 +27,7 @@ from scipy import stats as _st
 
 from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
+from mrcstats.models.family_table import require
 from mrcstats.models.results import GlmerResult, _fmt_sig
 
 
@@ -94,6 +95,7 @@ def anova(m0: GlmerResult, m1: GlmerResult) -> AnovaResult:
     >>> # r = anova(glmer("y ~ x + (1 | g)", d), glmer("y ~ x * f + (1 | g)", d)); r.chisq, r.p
     """
     for m in (m0, m1):
+        require(m, "anova")
         if not isinstance(m, GlmerResult):
             raise InputError(f"anova() compares two GlmerResult fits, got {type(m).__name__}")
     if m0.nobs != m1.nobs:
@@ -184,6 +186,7 @@ def drop1(m: GlmerResult, data: pd.DataFrame | None = None) -> Drop1Result:
     """
     from mrcstats.models.fit import glmer
 
+    require(m, "drop1")
     if not isinstance(m, GlmerResult) or m.spec is None:
         raise InputError("drop1() needs a GlmerResult from mrcstats.glmer()")
     from mrcstats.io.columns import as_frame
@@ -200,7 +203,7 @@ def drop1(m: GlmerResult, data: pd.DataFrame | None = None) -> Drop1Result:
     fits, npar, aic, chisq, p = [], [], [], [], []
     for label in terms:
         reduced = spec.drop(label)
-        r = glmer(reduced, frame, engine=m.engine, **_refit_options(m, reduced))
+        r = glmer(reduced, frame, engine="lme4" if m.engine == "lme4" else "native", **_refit_options(m, reduced))
         if r.nobs != m.nobs:
             raise ModelError(f"drop1(): number of rows in use has changed ({m.nobs} -> {r.nobs}) when dropping "
                              f"{label!r}: remove missing values from the data before fitting")
@@ -302,6 +305,7 @@ def gvif(m: GlmerResult) -> GvifResult:
     columns of term j; ``GVIF^(1/(2 Df))``. car's error when the model has fewer than two
     terms, and its warning when it has no intercept.
     """
+    require(m, "gvif")
     if not isinstance(m, GlmerResult):
         raise InputError(f"gvif() needs a GlmerResult, got {type(m).__name__}")
     if m.fixef.isna().any():

@@ -1,4 +1,5 @@
-"""Confidence intervals for a binomial GLMM, as lme4's ``confint.merMod`` (lme4 1.1-31).
+"""Confidence intervals for a GLMM, as lme4's ``confint.merMod`` (lme4 1.1-31); which methods a fit's family
+supports is :data:`mrcstats.models.family_table.CAPABILITIES` (the beta-binomial: Wald and boot).
 
 Rows: ``.sig01``, ``.sig02``, … for the random-effects standard deviations and
 correlations, per term in lme4's θ order (the lower triangle column by column, an SD on
@@ -17,9 +18,13 @@ then the fixed effects.
   effect's bounds are computed directly: ζ(b) from the deviance minimised over (θ, β₋ⱼ) in lme4's own θ
   parameterisation with βⱼ = b, each root of ζ(b) = ±z_{1-α/2} bracketed by steps of 1, 2, 4, … 128 SE and
   found by Brent's method; a bound that cannot be found this way, and an SD/correlation whose profile broke
-  down, is refused: NA with one message saying why (``refused``), never ±∞.
+  down, is refused: NA with one message saying why (``refused``), never ±∞; the other bounds are returned
+  with a warning in ``messages``, as lme4 returns its fixed-effect bounds and warns about the variance
+  parameters of a singular fit.
 * ``boot``: lme4's ``bootMer`` parametric bootstrap — responses simulated from the fitted
-  model (new random effects, ``use.u = FALSE``), the model refitted from the estimates,
+  model (new random effects, ``use.u = FALSE``; :mod:`mrcstats.models.simulate`: for the beta-binomial
+  p ~ Beta(μφ, (1-μ)φ) then Binomial(n, p), as glmmTMB's ``simulate``), the model refitted from the estimates
+  by the family's own likelihood (the beta-binomial's Laplace approximation with its dispersion φ),
   percentile intervals as ``boot::boot.ci(type = "perc")`` (``norm.inter`` interpolation);
   replicates run in parallel processes, each from its own ``SeedSequence(seed).spawn``
   stream, so results do not depend on the number of workers. Failed refits are counted
@@ -43,6 +48,8 @@ from mrcstats._dist import chi2_ppf, norm_ppf
 from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models._checks import check_level
+from mrcstats.models.family_table import require
+from mrcstats.models.simulate import model_design
 
 METHODS = ("Wald", "profile", "boot")
 
@@ -207,6 +214,7 @@ def confint(m, method: str = "profile", level: float = 0.95, nsim: int = 1000, s
     meth = {"wald": "Wald", "profile": "profile", "boot": "boot"}.get(str(method).lower())
     if meth is None:
         raise InputError(f"confint method {method!r}: use one of {', '.join(METHODS)}")
+    require(m, f"confint.{meth}")
     level = check_level(level, "confint")
     if m.nagq != 1 and meth != "Wald":
         raise InputError(f"confint method {meth!r} is implemented for Laplace fits (nagq = 1); this fit has "
@@ -222,7 +230,7 @@ def confint(m, method: str = "profile", level: float = 0.95, nsim: int = 1000, s
         ci[len(m.theta):] = fe[:, None] + se[:, None] * z[None, :]
         tab = pd.DataFrame(ci, index=names, columns=cols).iloc[rows]
         return ConfintResult("Wald", level, tab, seconds=time.perf_counter() - t0)
-    design = _design_of(m)
+    design = model_design(m, "confint")
     if meth == "profile":
         tab, msgs, refused = _profile(m, design, rows, names, level)
         return ConfintResult("profile", level, pd.DataFrame(tab, index=[names[i] for i in rows], columns=cols),
@@ -264,19 +272,6 @@ def _which(parm, names: list[str], nsig: int) -> list[int]:
         else:
             raise InputError(f"parm {p!r} is not a parameter of the model; parameters: {names}")
     return list(dict.fromkeys(out))
-
-
-def _design_of(m):
-    from mrcstats.models.design import build_design
-
-    d = getattr(m, "design", None)
-    if d is not None:
-        return d
-    if m.frame is None or m.info is None:
-        raise InputError("confint: this fit kept no data; refit with mrcstats.glmer()")
-    fo = m.fit_options or {}
-    return build_design(m.info.spec, m.frame, contrasts=fo.get("contrasts") or None, levels=fo.get("levels") or None,
-                        weights=fo.get("weights"), family=m.family)
 
 
 def _setup(design):
@@ -416,6 +411,10 @@ def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff
             refused.append(f"{names[w]}: no profile interval: its profile on the SD/correlation scale broke down "
                            "(a singular fit, see the messages); use method='boot' for the random-effect parameters")
         out[k] = ci
+    if refused:     # lme4 returns the other bounds and warns; so do we (NA bounds with the reason in ``refused``)
+        what = sorted({r.partition(":")[0] for r in refused}, key=names.index)
+        msgs.insert(0, f"{'a singular fit: ' if m.singular else ''}no profile bound for {', '.join(what)} "
+                       f"(NA, the reasons under 'refused'); the other bounds are the profile's")
     return out, msgs, refused
 
 
@@ -607,55 +606,62 @@ def _norm_inter(t: np.ndarray, alpha: np.ndarray) -> np.ndarray:
 _BOOT: dict[str, Any] = {}
 
 
-def _boot_init(design, theta, beta):
+def _boot_init(design, theta, beta, dispersion=None):
     _BOOT["design"] = design
     _BOOT["theta"] = np.asarray(theta, float)
     _BOOT["beta"] = np.asarray(beta, float)
-
-
-def _simulate(design, theta, beta, rng: np.random.Generator) -> np.ndarray:
-    """One response vector from the fitted model (lme4 ``simulate``, ``use.u = FALSE``):
-    new b_j = T u_j per level, μ = g⁻¹(Xβ + Zb), y drawn by the family (binomial: Binomial(trials, μ) as a
-    proportion; Poisson: Poisson(μ))."""
-    eta = design.X @ beta
-    if design.offset is not None:
-        eta = eta + design.offset
-    o = 0
-    for r in design.re:
-        T = r.factor(theta[o:o + r.ntheta])
-        o += r.ntheta
-        b = rng.standard_normal((r.nlevels, r.q)) @ T.T
-        if r.Z is None:
-            eta = eta + b[r.codes, 0]
-        else:
-            eta = eta + np.einsum("ic,ic->i", r.Z, b[r.codes])
-    fam = design.family
-    return fam.simulate(fam.mean(eta), design.weights, rng)
+    _BOOT["dispersion"] = dispersion
 
 
 def _boot_one(seed_seq) -> np.ndarray | None:
+    """One bootstrap replicate: a response simulated from the estimates (:func:`~mrcstats.models.simulate.
+    simulate_response`, new random effects) and the model refitted from them -- by the family's own likelihood:
+    lme4's Laplace deviance for a canonical family, the Laplace approximation of the row log-likelihood with the
+    dispersion for the beta-binomial: :func:`refit_replicate`). None when the refit fails or there is nothing to
+    estimate."""
+    from mrcstats.models.simulate import simulate_response
+
+    design, theta, beta, phi = _BOOT["design"], _BOOT["theta"], _BOOT["beta"], _BOOT["dispersion"]
+    rng = np.random.default_rng(seed_seq)
+    return refit_replicate(design, simulate_response(design, theta, beta, rng, phi), theta, beta, phi)
+
+
+def refit_replicate(design, y: np.ndarray, theta: np.ndarray, beta: np.ndarray,
+                    dispersion: float | None = None) -> np.ndarray | None:
+    """The bootstrap's refit of ``design`` to the response ``y`` from the estimates (θ, β, φ): lme4's Laplace
+    deviance for a canonical family, the Laplace approximation of the row log-likelihood with the dispersion
+    (:func:`~mrcstats.models.laplace.laplace_optimum`) for the beta-binomial. Returns the replicate on the profile
+    scale (SDs and correlations, then β), or None when the refit fails or there is nothing to estimate."""
     import dataclasses
 
-    from mrcstats.models.deviance import ResponseData
-    from mrcstats.models.optimize import make_model, refit_optimum
-
-    design, theta, beta = _BOOT["design"], _BOOT["theta"], _BOOT["beta"]
-    rng = np.random.default_rng(seed_seq)
-    y = _simulate(design, theta, beta, rng)
     try:
-        des = dataclasses.replace(design, y=y)
-        d = ResponseData.from_design(des)
-        if d.family.check_mean(float(d.wy.sum()) / float(d.w.sum()), des.nobs):
+        des = dataclasses.replace(design, y=np.asarray(y, float))
+        w = np.asarray(des.weights, float)
+        if des.family.check_mean(float(np.sum(w * des.y)) / float(w.sum()), des.nobs):
             return None
-        model = make_model(d, des.re)
         lower = np.concatenate([r.lower for r in des.re])
-        x, _fv, _ok = refit_optimum(model, lower, np.concatenate([theta, beta]))
+        if des.family.loglik_rows is not None:
+            x = _refit_laplace(des, lower, theta, beta, dispersion)
+        else:
+            from mrcstats.models.deviance import ResponseData
+            from mrcstats.models.optimize import make_model, refit_optimum
+
+            model = make_model(ResponseData.from_design(des), des.re)
+            x, _fv, _ok = refit_optimum(model, lower, np.concatenate([theta, beta]))
     except (ModelError, np.linalg.LinAlgError, FloatingPointError, ValueError):
         return None
     if not np.all(np.isfinite(x)):
         return None
     P = _Params(design.re, len(beta))
-    return np.concatenate([P.to_sdcor(x[:len(theta)]), x[len(theta):]])
+    return np.concatenate([P.to_sdcor(x[:len(theta)]), x[len(theta):len(theta) + len(beta)]])
+
+
+def _refit_laplace(design, lower: np.ndarray, theta: np.ndarray, beta: np.ndarray, phi: float) -> np.ndarray:
+    """(θ, β, log φ) refitted by the Laplace approximation (the beta-binomial) from the estimates."""
+    from mrcstats.models.laplace import LaplaceModel, laplace_optimum
+
+    r = laplace_optimum(LaplaceModel(design), np.concatenate([theta, beta, [math.log(phi)]]), lower, ftol=1e-11)
+    return r.x
 
 
 def _boot_chunk(seeds) -> list:
@@ -672,6 +678,7 @@ def _bootstrap(m, design, nsim: int, seed: int | None, workers: int | None, prog
     from mrcstats._progress import progress
 
     theta, beta = m.theta.to_numpy(), m.fixef.to_numpy()
+    require(m, "simulate")
     ss = np.random.SeedSequence(seed)
     seeds = ss.spawn(nsim)
     ncol = len(theta) + len(beta)
@@ -683,7 +690,7 @@ def _bootstrap(m, design, nsim: int, seed: int | None, workers: int | None, prog
     bar = progress(total=nsim, desc="bootstrap refits", disable=None if progress_bar is None else not progress_bar)
     try:
         if workers <= 1:
-            _boot_init(design, theta, beta)
+            _boot_init(design, theta, beta, m.dispersion)
             for b in batches:
                 for i, r in zip(b, _boot_chunk([seeds[i] for i in b])):
                     if r is not None:
@@ -695,7 +702,7 @@ def _bootstrap(m, design, nsim: int, seed: int | None, workers: int | None, prog
 
             ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_boot_init,
-                                     initargs=(design, theta, beta)) as ex:
+                                     initargs=(design, theta, beta, m.dispersion)) as ex:
                 futs = {ex.submit(_boot_chunk, [seeds[i] for i in b]): b for b in batches}
                 for fut in as_completed(futs):
                     b = futs[fut]

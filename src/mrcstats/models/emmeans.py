@@ -63,6 +63,7 @@ from mrcstats.errors import InputError
 from mrcstats.models._checks import check_level
 from mrcstats.models.design import _is_numeric
 from mrcstats.models.family import BINOMIAL, Family
+from mrcstats.models.family_table import require
 from mrcstats.models.formula import ModelSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -147,6 +148,7 @@ def _as_list(v: Any) -> list:
 
 def reference_grid(m: GlmerResult, at: Mapping[str, Any] | None = None) -> ReferenceGrid:
     """The reference grid of a fit, as emmeans's ``ref_grid(m, at = at)`` (see the module docstring)."""
+    require(m, "emmeans")
     _check_model(m)
     info = m.info
     data = _used_rows(m)
@@ -506,6 +508,7 @@ def emmeans(m: GlmerResult, specs: str | Sequence[str] = "LLM", by: str | Sequen
 
     Formulas: see the module docstring (emmeans 1.8.4's ``ref_grid``/``emmeans``/``summary.emmGrid``).
     """
+    require(m, "emmeans")
     if type not in ("link", "response"):
         raise InputError(f"emmeans(): type must be 'link' or 'response', got {type!r}")
     view = getattr(m, "emmeans_view", None)

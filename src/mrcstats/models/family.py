@@ -17,7 +17,9 @@ A :class:`Family` holds what every piece of the engine asks about the response d
   check that there is something to estimate (``check_mean``), ``simulate`` (R's ``simulate`` of the
   family: one response vector given μ and the weights), the response the design reads (``response``:
   ``"binomial"`` 0/1, proportions with weights, ``cbind(k, n − k)`` or a two-level factor; ``"count"``
-  non-negative integers), and the names emmeans uses on the response scale.
+  non-negative integers), and the names emmeans uses on the response scale;
+* ``capabilities``: which interval methods, simulations, emmeans and tests its fits support
+  (:data:`mrcstats.models.family_table.CAPABILITIES`, asked through ``family_table.require``).
 
 Sufficient statistics: with a canonical link the likelihood depends on the rows of one covariate pattern
 only through Σ w y and Σ w (``canonical``), which the out-of-core path uses for the binomial counts.
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mrcstats.errors import InputError
+from mrcstats.models.family_table import CAPABILITIES, Capabilities
 
 _THRESH = 30.0
 _EPS = float(np.finfo(float).eps)
@@ -65,7 +68,7 @@ class Family:
     start_mean: Callable           # (y, w) -> the mean the GLM start begins from
     check_mean: Callable           # (ȳ, nobs) -> None, or why there is nothing to estimate
     boundary_message: Callable     # (μ) -> None, or a message about fitted values on the boundary
-    simulate: Callable             # (μ, weights, rng) -> y on the design's scale
+    simulate: Callable             # (μ, weights, rng, φ) -> y on the design's scale (φ: the dispersion or None)
     canonical: bool = True
     scale_name: str = "link"       # the report's name of the link scale: "logit scale", "log scale"
     contrast_scale: str = "link"   # emmeans' scale of differences of η: "log odds ratio", "log"
@@ -78,6 +81,11 @@ class Family:
     loglik_rows: Callable | None = None  # (y, trials, η, φ) -> (ℓ, ∂ℓ/∂η, ∂²ℓ/∂η²) per row: the Laplace fit
     cumulant_mu: Callable | None = None  # (η, μ) -> b(η) when μ = b'(η) is at hand (cheaper); None: cumulant
     start_dispersion: float = 1.0  # φ's start (families with a dispersion parameter)
+    capabilities: Capabilities | None = None  # what its fits support (family_table.CAPABILITIES[name])
+
+    def __post_init__(self) -> None:
+        if self.capabilities is None or self.capabilities.kind != self.name:   # a new family declares its own
+            object.__setattr__(self, "capabilities", CAPABILITIES.get(self.name))
 
     def __str__(self) -> str:
         return self.name
@@ -228,7 +236,7 @@ def _binom_boundary(mu) -> str | None:
     return None
 
 
-def _binom_simulate(mu, weights, rng: np.random.Generator) -> np.ndarray:
+def _binom_simulate(mu, weights, rng: np.random.Generator, dispersion: float | None = None) -> np.ndarray:
     """y ~ Binomial(trials, μ) / trials (the weights are the trials), Bernoulli draws for one trial."""
     n = np.round(weights).astype(np.int64)
     if np.all(n == 1):
@@ -302,7 +310,7 @@ def _pois_check(ybar: float, nobs: int) -> str | None:
     return f"every response is 0 ({nobs} rows): a Poisson model has nothing to estimate"
 
 
-def _pois_simulate(mu, weights, rng: np.random.Generator) -> np.ndarray:
+def _pois_simulate(mu, weights, rng: np.random.Generator, dispersion: float | None = None) -> np.ndarray:
     return rng.poisson(mu).astype(float)
 
 
@@ -350,7 +358,7 @@ GAUSSIAN = Family(
     saturated_rows=lambda y, w: w * y * y, loglik_const=lambda y, trials, prior_w, counts: (0.0, []),
     start_mean=lambda y, w: float(np.sum(w * y)) / float(np.sum(w)),
     check_mean=lambda ybar, nobs: None if np.isfinite(ybar) else "the response has no finite mean",
-    boundary_message=lambda mu: None, simulate=lambda mu, weights, rng: mu + rng.standard_normal(len(mu)),
+    boundary_message=lambda mu: None, simulate=lambda mu, weights, rng, dispersion=None: mu + rng.standard_normal(len(mu)),
     scale_name="response scale", contrast_scale="response", response_col="response", ratio_col="difference",
     eta_desc="response", ratio_desc="Differences", response_desc="mean response", response_plural="means")
 """The linear mixed model's family (:func:`mrcstats.models.lmm.lmer`): the design reads a continuous
@@ -376,8 +384,22 @@ def _betabinom_rows(y, trials, eta, phi):
     return ll, dmu * m1, d2mu * m1 * m1 + dmu * m1 * (1 - 2 * mu)
 
 
+def _betabinom_simulate(mu, weights, rng: np.random.Generator, dispersion: float | None = None) -> np.ndarray:
+    """glmmTMB's ``simulate`` of ``betabinomial`` (its ``rbetabinom``): per row p ~ Beta(μφ, (1-μ)φ), then
+    k ~ Binomial(n, p) with n the trials (the weights), as the proportion k / n; φ is the dispersion (glmmTMB's
+    ``sigma``), required."""
+    if dispersion is None or not np.isfinite(dispersion) or dispersion <= 0:
+        raise ValueError(f"the beta-binomial needs its dispersion φ > 0 to simulate, got {dispersion!r}")
+    mu = np.clip(np.asarray(mu, float), _EPS, 1 - _EPS)     # Beta's shapes must be positive
+    p = rng.beta(mu * dispersion, (1 - mu) * dispersion)
+    n = np.round(weights).astype(np.int64)
+    s = rng.binomial(np.maximum(n, 0), p)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, s / np.where(n > 0, n, 1), 0.0)
+
+
 BETABINOMIAL = dataclasses.replace(BINOMIAL, name="betabinomial", canonical=False, loglik_rows=_betabinom_rows,
-                                   start_dispersion=10.0)
+                                   start_dispersion=10.0, simulate=_betabinom_simulate)
 """k correct of n (pass@k designs) with overdispersion beside the random effects, as glmmTMB's
 ``betabinomial``; fitted by :mod:`mrcstats.models.laplace`, the dispersion φ is glmmTMB's ``sigma``."""
 

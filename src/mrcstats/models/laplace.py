@@ -11,14 +11,14 @@ TMB's Laplace approximation as glmmTMB uses it (Kristensen et al. 2016, J. Stat.
 linear map cancels between the density and log|H|, so the two give the same number. H is dense here (the
 random-effects terms have at most ``DENSE_MAX`` effects in total). (θ, β, log φ) minimise it by L-BFGS-B on
 central differences; Var(β̂) is the β block of 2 H̃⁻¹ with H̃ the Hessian of −2 log L in (θ, β, log φ)
-(numDeriv-style Richardson differences), as TMB's ``sdreport`` inverts the Hessian of the objective.
+(numDeriv-style Richardson differences), as TMB's ``sdreport`` inverts the Hessian of the objective. The fit is
+:func:`mrcstats.models.native.fit_laplace`; the bootstrap's refits (:mod:`.confint`) call :func:`laplace_optimum`
+too (this module builds no result, so confint can import it without a circle).
 """
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -107,26 +107,13 @@ class LaplaceModel:
         return -2.0 * float(ll.sum()) + float(u @ u) + float(ldH)
 
 
-def fit_laplace(design, t0: float | None = None, fit_options: Mapping[str, Any] | None = None):
-    """Fit a design of a family with ``loglik_rows`` (beta-binomial) by the Laplace approximation; returns a
-    :class:`~mrcstats.models.results.GlmerResult` with ``dispersion`` (glmmTMB's ``sigma``)."""
-    from scipy import optimize, sparse
+def laplace_optimum(model: LaplaceModel, x0: np.ndarray, lower: np.ndarray, ftol: float = 1e-13):
+    """Minimise −2 log L of ``model`` over x = (θ, β, log φ) from ``x0`` by L-BFGS-B on central differences
+    (forward ones at a θ bound of 0); returns scipy's OptimizeResult. The fit and the bootstrap's refits
+    (:mod:`mrcstats.models.confint`) both call it."""
+    from scipy import optimize
 
-    from mrcstats.models.lmm import richardson_hessian
-    from mrcstats.models.optimize import _glm_start, ranef_tables, varcorr_rows
-    from mrcstats.models.results import GlmerResult
-
-    t0 = time.perf_counter() if t0 is None else t0
-    model = LaplaceModel(design)
-    re = design.re
-    lower = np.concatenate([r.lower for r in re])
     k, p = len(lower), model.p
-    from mrcstats.models.deviance import ResponseData
-    from mrcstats.models.family import BINOMIAL
-
-    d = ResponseData(design.X, design.y, design.weights, design.offset, 0.0, BINOMIAL)
-    beta0 = _glm_start(d)
-    x0 = np.concatenate([np.concatenate([r.start for r in re]), beta0, [math.log(design.family.start_dispersion)]])
 
     def obj(x):
         return model.objective(x[:k], x[k:k + p], math.exp(x[-1]))
@@ -145,64 +132,8 @@ def fit_laplace(design, t0: float | None = None, fit_options: Mapping[str, Any] 
         return f0, g
 
     bounds = [(0.0 if lo == 0 else None, None) for lo in lower] + [(None, None)] * (p + 1)
-    r = optimize.minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                          options={"maxiter": 2000, "ftol": 1e-13, "gtol": 1e-7, "maxcor": 20})
-    x = r.x.copy()
-    fval = obj(x)
-    # SEs: the Hessian of −2 log L in (θ, β, log φ) off the boundary; θ at 0 is left out (as TMB's log-SD
-    # parameterisation cannot reach it, its row carries no information about β)
-    free = np.ones(len(x), bool)
-    free[:k] = ~((lower == 0) & (x[:k] < 1e-4))
-    idx = np.flatnonzero(free)
-
-    def fsub(z):
-        xx = x.copy()
-        xx[idx] = z
-        return obj(xx)
-
-    H = richardson_hessian(fsub, x[idx])          # numDeriv's steps (d = 0.1), Richardson r = 4
-    try:
-        Hinv = np.linalg.inv(H)
-    except np.linalg.LinAlgError:
-        raise ModelError("the Hessian of the Laplace objective is singular; no standard errors") from None
-    pos = {j: i for i, j in enumerate(idx)}
-    bi = [pos[k + j] for j in range(p)]
-    V = 2.0 * Hinv[np.ix_(bi, bi)]
-    theta, beta, phi = x[:k], x[k:k + p], math.exp(x[-1])
-    model.objective(theta, beta, phi)
-    u = model.u
-    Lam = model.lam(theta)
-    b_all = Lam @ u
-    bs, cvs = [], []
-    ZL = (model.Z @ Lam).tocsc()
-    _ll, _d1, d2 = model._rows(model.X @ beta + ZL @ u, phi)
-    Hu = (ZL.T @ sparse.diags(-d2) @ ZL).toarray() + np.eye(model.nq)
-    cov_b = (Lam @ np.linalg.inv(Hu) @ Lam.T.toarray()) if model.nq else np.zeros((0, 0))
-    for kk, t in enumerate(re):
-        sl = slice(model.offs[kk], model.offs[kk + 1])
-        blk = b_all[sl].reshape(t.nlevels, t.q)
-        cvb = np.asarray(cov_b)[sl, sl]
-        cv = np.stack([cvb[j * t.q:(j + 1) * t.q, j * t.q:(j + 1) * t.q] for j in range(t.nlevels)])
-        bs.append(blk[:, 0] if t.is_scalar else blk)
-        cvs.append(cv[:, 0, 0] if t.is_scalar else cv)
-    fam = design.family
-    mu = fam.linkinv(model.X @ beta + ZL @ u)
-    # Pearson residuals with the family's V(μ) (for the beta-binomial the binomial one, without the (1 + (n-1)/(φ+1))
-    # overdispersion factor), as glmmTMB 1.1.5's residuals(m, "pearson") computes them
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pearson = (design.y - mu) * np.sqrt(design.weights) / np.sqrt(fam.variance(mu))
-    singular = bool(np.any(theta[lower == 0] < 1e-4))
-    msgs = list(design.messages) + (["boundary (singular) fit: see help('isSingular')"] if singular else [])
-    return GlmerResult.from_estimates(
-        info=design.info, beta=beta, vcov=V, theta=theta, group_names=[t.name for t in re],
-        theta_names=[nm for t in re for nm in t.theta_names], varcorr=varcorr_rows(re, theta),
-        ngroups=design.ngroups, ranef=ranef_tables(re, bs, cvs), loglik=-0.5 * fval,
-        deviance=float("nan"), pearson_resid=np.where(np.isfinite(pearson), pearson, 0.0), nobs=design.nobs,
-        converged=bool(r.success) or float(np.max(np.abs(r.jac))) < 1e-3, messages=msgs,
-        engine="native (Laplace)", nagq=1, fit_seconds=time.perf_counter() - t0, singular=singular,
-        optinfo={"optimizer": "L-BFGS-B", "nit": int(r.nit), "nfev": model.nfev, "par": x.tolist()},
-        fit_options=fit_options or {}, frame=design.frame, design=design, family=design.family,
-        npar_extra=1, dispersion=phi)
+    return optimize.minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                             options={"maxiter": 2000, "ftol": ftol, "gtol": 1e-7, "maxcor": 20})
 
 
-__all__ = ["LaplaceModel", "fit_laplace"]
+__all__ = ["LaplaceModel", "laplace_optimum"]

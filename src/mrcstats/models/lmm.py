@@ -50,7 +50,9 @@ from mrcstats.models._checks import check_level
 from mrcstats.models.design import reterms_matrix
 from mrcstats.models.deviance import _binv, _blogdet
 from mrcstats.models.family import GAUSSIAN
+from mrcstats.models.family_table import CAPABILITIES, Capabilities, require
 from mrcstats.models.formula import ModelSpec
+from mrcstats.models.numdiff import richardson_hessian, richardson_jacobian
 from mrcstats.models.results import _varcorr_lines, ranef_dict
 
 SINGULAR_TOL = 1e-4
@@ -316,74 +318,6 @@ class LmmSystem:
         return out
 
 
-# ----------------------------------------------------------------------------- numerical derivatives
-
-
-_ZERO_TOL = math.sqrt(np.finfo(float).eps / 7e-7)
-
-
-def _steps(x: np.ndarray, d: float, eps: float = 1e-4) -> np.ndarray:
-    """numDeriv's first steps: |d·x| + eps·(|x| < zero.tol)."""
-    return np.abs(d * x) + eps * (np.abs(x) < _ZERO_TOL)
-
-
-def _richardson(a: list, r: int):
-    """numDeriv's extrapolation: a_k <- (4^m a_{k+1} - a_k) / (4^m - 1) for m = 1..r-1."""
-    for m in range(1, r):
-        a = [(a[k + 1] * 4 ** m - a[k]) / (4 ** m - 1) for k in range(len(a) - 1)]
-    return a[0]
-
-
-def richardson_jacobian(f, x: np.ndarray, r: int = 4, v: float = 2.0, d: float = 1e-4) -> np.ndarray:
-    """∂f/∂x (f vector-valued) as numDeriv's ``jacobian(method = "Richardson")``: central differences with
-    steps h = |d·x| + 1e-4·(|x| < zero.tol), halved r - 1 times, and Richardson extrapolation."""
-    x = np.asarray(x, float)
-    n = len(x)
-    cols = []
-    for i in range(n):
-        h = _steps(x, d)
-        ests = []
-        for _k in range(r):
-            e = np.zeros(n)
-            e[i] = h[i]
-            ests.append((np.asarray(f(x + e), float) - np.asarray(f(x - e), float)) / (2 * h[i]))
-            h = h / v
-        cols.append(_richardson(ests, r))
-    return np.column_stack(cols)
-
-
-def richardson_hessian(f, x: np.ndarray, r: int = 4, v: float = 2.0, d: float = 0.1) -> np.ndarray:
-    """The Hessian of a scalar f as numDeriv's ``hessian`` (``genD``): steps h = |d·x| + 1e-4·(|x| < zero.tol)
-    (d = 0.1), halved r - 1 times; diagonal (f(x+h) - 2f(x) + f(x-h))/h², off-diagonal
-    (f(x+hᵢ+hⱼ) - 2f(x) + f(x-hᵢ-hⱼ) - Hᵢᵢhᵢ² - Hⱼⱼhⱼ²)/(2hᵢhⱼ), each Richardson-extrapolated."""
-    x = np.asarray(x, float)
-    n = len(x)
-    f0 = f(x)
-    H = np.empty((n, n))
-    h0 = _steps(x, d)
-    for i in range(n):
-        h = h0.copy()
-        ests = []
-        for _k in range(r):
-            e = np.zeros(n)
-            e[i] = h[i]
-            ests.append((f(x + e) - 2 * f0 + f(x - e)) / h[i] ** 2)
-            h = h / v
-        H[i, i] = _richardson(ests, r)
-    for i in range(n):
-        for j in range(i):
-            h = h0.copy()
-            ests = []
-            for _k in range(r):
-                e = np.zeros(n)
-                e[i], e[j] = h[i], h[j]
-                ests.append((f(x + e) - 2 * f0 + f(x - e) - H[i, i] * h[i] ** 2 - H[j, j] * h[j] ** 2)
-                            / (2 * h[i] * h[j]))
-                h = h / v
-            H[i, j] = H[j, i] = _richardson(ests, r)
-    return H
-
-
 # ----------------------------------------------------------------------------- the result
 
 
@@ -440,6 +374,11 @@ class LmerResult(Result):
     @property
     def link(self) -> str:
         return "identity"
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What an lmer fit supports (:data:`~mrcstats.models.family_table.CAPABILITIES`)."""
+        return CAPABILITIES["lmer"]
 
     def ranef_dict(self) -> dict[str, dict[str, dict[str, float]]]:
         """``{group: {level: {column: value}}}`` (the CLI's ``--ranef``)."""
@@ -565,6 +504,7 @@ class LmerResult(Result):
         coding, each term orthogonalised against the terms containing it, mapped to the fit's own coding; SAS's
         type III) or ``get_contrasts_type1`` (type 1: rows of the normalised Doolittle factor of XᵀX, sequential).
         ``ddf``: ``"Satterthwaite"`` (default) or ``"Kenward-Roger"`` (pbkrtest, :class:`KenwardRoger`)."""
+        require(self, "anova.F")
         t = {"3": 3, "III": 3, "1": 1, "I": 1}.get(str(type).upper())
         if t is None:
             raise InputError(f"lmer anova: type must be 1 or 3 (lmerTest's type = 1 or 3), got {type!r}")
@@ -591,7 +531,10 @@ class LmerResult(Result):
         level = check_level(level, "lmer confint")
         meth = {"profile": "profile", "wald": "Wald", "satterthwaite": "satterthwaite"}.get(str(method).lower())
         if meth is None:
+            if str(method).lower() == "boot":
+                require(self, "confint.boot")
             raise InputError(f"lmer confint method {method!r}: use profile, Wald or satterthwaite")
+        require(self, f"confint.{meth}")
         if meth == "profile":
             return profile_confint(self, level=level, parm=parm)
         a = (1 - level) / 2
@@ -693,6 +636,7 @@ def profile_confint(m: LmerResult, level: float = 0.95, parm: Any = None, maxpts
         sig_names,
     )
 
+    require(m, "confint.profile")
     t0 = time.perf_counter()
     design = m.design
     if design is None:
@@ -892,6 +836,7 @@ def _term_matrix(spec: ModelSpec, terms, intercept: bool, frame: pd.DataFrame, i
 def anova_contrasts(m: LmerResult, type: int = 3) -> dict[str, np.ndarray]:
     """Per fixed-effect term its hypothesis matrix (rows: contrasts of the fit's coefficients), as lmerTest's
     ``get_contrasts_type1`` / ``get_contrasts_type3``."""
+    require(m, "anova.F")
     info, frame = m.info, m.frame
     if info is None or frame is None:
         raise InputError("lmer anova needs the fit's design and data; refit with mrcstats.lmer")

@@ -7,6 +7,7 @@ The optimizer and its checks are :mod:`mrcstats.models.optimize` (lme4 1.1-31 ``
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ from mrcstats.models.design import Design, build_design
 from mrcstats.models.deviance import GeneralModel, MultiFactor, ResponseData, SingleFactor
 from mrcstats.models.family import Family
 from mrcstats.models.formula import ModelSpec
-from mrcstats.models.laplace import fit_laplace
+from mrcstats.models.laplace import LaplaceModel, laplace_optimum
 from mrcstats.models.optimize import (
     SINGULAR_TOL,
     _blas_controller,
@@ -228,3 +229,87 @@ def fit_rows(spec: ModelSpec, data: pd.DataFrame | Columns, *, family: Family, c
                       fit_options={"contrasts": dict(contrasts or {}), "levels": dict(levels or {}),
                                    "weights": weights if isinstance(weights, str) else None, "nagq": nagq,
                                    "family": fam.name})
+
+
+def fit_laplace(design, t0: float | None = None, fit_options: Mapping[str, Any] | None = None):
+    """Fit a design of a family with ``loglik_rows`` (beta-binomial) by the Laplace approximation; returns a
+    :class:`~mrcstats.models.results.GlmerResult` with ``dispersion`` (glmmTMB's ``sigma``)."""
+    from scipy import sparse
+
+    from mrcstats.models.numdiff import richardson_hessian
+    from mrcstats.models.optimize import _glm_start, ranef_tables, varcorr_rows
+    from mrcstats.models.results import GlmerResult
+
+    t0 = time.perf_counter() if t0 is None else t0
+    model = LaplaceModel(design)
+    re = design.re
+    lower = np.concatenate([r.lower for r in re])
+    k, p = len(lower), model.p
+    from mrcstats.models.deviance import ResponseData
+    from mrcstats.models.family import BINOMIAL
+
+    d = ResponseData(design.X, design.y, design.weights, design.offset, 0.0, BINOMIAL)
+    beta0 = _glm_start(d)
+    x0 = np.concatenate([np.concatenate([r.start for r in re]), beta0, [math.log(design.family.start_dispersion)]])
+
+    r = laplace_optimum(model, x0, lower)
+    x = r.x.copy()
+
+    def obj(x):
+        return model.objective(x[:k], x[k:k + p], math.exp(x[-1]))
+
+    fval = obj(x)
+    # SEs: the Hessian of −2 log L in (θ, β, log φ) off the boundary; θ at 0 is left out (as TMB's log-SD
+    # parameterisation cannot reach it, its row carries no information about β)
+    free = np.ones(len(x), bool)
+    free[:k] = ~((lower == 0) & (x[:k] < 1e-4))
+    idx = np.flatnonzero(free)
+
+    def fsub(z):
+        xx = x.copy()
+        xx[idx] = z
+        return obj(xx)
+
+    H = richardson_hessian(fsub, x[idx])          # numDeriv's steps (d = 0.1), Richardson r = 4
+    try:
+        Hinv = np.linalg.inv(H)
+    except np.linalg.LinAlgError:
+        raise ModelError("the Hessian of the Laplace objective is singular; no standard errors") from None
+    pos = {j: i for i, j in enumerate(idx)}
+    bi = [pos[k + j] for j in range(p)]
+    V = 2.0 * Hinv[np.ix_(bi, bi)]
+    theta, beta, phi = x[:k], x[k:k + p], math.exp(x[-1])
+    model.objective(theta, beta, phi)
+    u = model.u
+    Lam = model.lam(theta)
+    b_all = Lam @ u
+    bs, cvs = [], []
+    ZL = (model.Z @ Lam).tocsc()
+    _ll, _d1, d2 = model._rows(model.X @ beta + ZL @ u, phi)
+    Hu = (ZL.T @ sparse.diags(-d2) @ ZL).toarray() + np.eye(model.nq)
+    cov_b = (Lam @ np.linalg.inv(Hu) @ Lam.T.toarray()) if model.nq else np.zeros((0, 0))
+    for kk, t in enumerate(re):
+        sl = slice(model.offs[kk], model.offs[kk + 1])
+        blk = b_all[sl].reshape(t.nlevels, t.q)
+        cvb = np.asarray(cov_b)[sl, sl]
+        cv = np.stack([cvb[j * t.q:(j + 1) * t.q, j * t.q:(j + 1) * t.q] for j in range(t.nlevels)])
+        bs.append(blk[:, 0] if t.is_scalar else blk)
+        cvs.append(cv[:, 0, 0] if t.is_scalar else cv)
+    fam = design.family
+    mu = fam.linkinv(model.X @ beta + ZL @ u)
+    # Pearson residuals with the family's V(μ) (for the beta-binomial the binomial one, without the (1 + (n-1)/(φ+1))
+    # overdispersion factor), as glmmTMB 1.1.5's residuals(m, "pearson") computes them
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pearson = (design.y - mu) * np.sqrt(design.weights) / np.sqrt(fam.variance(mu))
+    singular = bool(np.any(theta[lower == 0] < 1e-4))
+    msgs = list(design.messages) + (["boundary (singular) fit: see help('isSingular')"] if singular else [])
+    return GlmerResult.from_estimates(
+        info=design.info, beta=beta, vcov=V, theta=theta, group_names=[t.name for t in re],
+        theta_names=[nm for t in re for nm in t.theta_names], varcorr=varcorr_rows(re, theta),
+        ngroups=design.ngroups, ranef=ranef_tables(re, bs, cvs), loglik=-0.5 * fval,
+        deviance=float("nan"), pearson_resid=np.where(np.isfinite(pearson), pearson, 0.0), nobs=design.nobs,
+        converged=bool(r.success) or float(np.max(np.abs(r.jac))) < 1e-3, messages=msgs,
+        engine="native (Laplace)", nagq=1, fit_seconds=time.perf_counter() - t0, singular=singular,
+        optinfo={"optimizer": "L-BFGS-B", "nit": int(r.nit), "nfev": model.nfev, "par": x.tolist()},
+        fit_options=fit_options or {}, frame=design.frame, design=design, family=design.family,
+        npar_extra=1, dispersion=phi)

@@ -32,6 +32,7 @@ import pandas as pd
 from mrcstats.errors import InputError
 from mrcstats.models.design import contrast_matrix, factor_levels
 from mrcstats.models.family import BINOMIAL
+from mrcstats.models.family_table import require
 
 if TYPE_CHECKING:  # pragma: no cover
     from mrcstats.models.results import GlmerResult
@@ -88,6 +89,7 @@ def _term_columns(r, data: pd.DataFrame):
 def predict(m: GlmerResult, newdata: pd.DataFrame | None = None, re_form: str | None = None,
             type: str = "link", allow_new_levels: bool = False) -> np.ndarray:
     """Linear predictor (``type="link"``) or probability (``"response"``) per row of ``newdata``."""
+    require(m, "predict")
     if type not in ("link", "response"):
         raise InputError(f"type must be 'link' or 'response', got {type!r}")
     if m.info is None:

@@ -26,6 +26,7 @@ from mrcstats.errors import InputError
 from mrcstats.models._checks import check_level  # noqa: F401  (re-exported)
 from mrcstats.models.design import DesignInfo
 from mrcstats.models.family import BINOMIAL, Family
+from mrcstats.models.family_table import Capabilities
 from mrcstats.models.formula import ModelSpec
 from mrcstats.models.records import RanefTable, VarCorrRow, as_varcorr_rows, varcorr_to_frame
 
@@ -289,6 +290,11 @@ class GlmerResult(Result):
         return self.family.link
 
     @property
+    def capabilities(self) -> Capabilities:
+        """What this fit supports: its family's row of :data:`~mrcstats.models.family_table.CAPABILITIES`."""
+        return self.family.capabilities
+
+    @property
     def spec(self) -> ModelSpec | None:
         return self.info.spec if self.info is not None else None
 
@@ -330,6 +336,12 @@ class GlmerResult(Result):
         from mrcstats.models.confint import confint as _confint
 
         return _confint(self, method=method, level=level, nsim=nsim, seed=seed, parm=parm, **kw)
+
+    def simulate(self, nsim: int = 1, seed: int | None = None):
+        """lme4's ``simulate(m, nsim, seed)`` (new random effects); see :func:`mrcstats.models.simulate.simulate`."""
+        from mrcstats.models.simulate import simulate as _simulate
+
+        return _simulate(self, nsim=nsim, seed=seed)
 
     def predict(self, newdata: pd.DataFrame | None = None, re_form: str | None = None,
                 type: str = "link", allow_new_levels: bool = False) -> np.ndarray:
