@@ -29,15 +29,15 @@ def log_path(tmp_path, sim):
 
 
 def test_screen_json_lists_every_item(capsys, log_path, sim):
-    code, out, _ = _run(capsys, "screen", str(log_path), "--seed", "1", "--json")
+    code, out, _ = _run(capsys, "screen", str(log_path), "--json")
     assert code == 0
     d = json.loads(out)
     assert sorted(r["item"] for r in d["items"]) == sorted(sim.log["item"].unique())
-    assert {"item", "score", "flag", "suggested_key", "evidence"} == set(d["items"][0])
+    assert {"item", "score", "flag", "error_type", "suggested_key", "evidence"} == set(d["items"][0])
     assert isinstance(d["notes"], list)
     from mrcstats.stats.screen import screen
 
-    api = screen(pd.read_csv(log_path), seed=1).to_dict()
+    api = screen(pd.read_csv(log_path)).to_dict()
     assert [r["item"] for r in d["items"]] == [r["item"] for r in api["items"]]
 
 
@@ -52,7 +52,7 @@ def test_screen_validate_json(capsys, log_path):
     code, out, _ = _run(capsys, "screen", str(log_path), "--validate", "4", "--seed", "2", "--json")
     assert code == 0
     d = json.loads(out)
-    assert d["k"] == 4 and d["metrics"][0]["signal"] == "combined" and len(d["injected"]) == 4
+    assert d["k"] == 4 and d["metrics"][0]["signal"] == "score" and len(d["injected"]) == 4
 
 
 def test_dif_json_and_mapping_file(capsys, log_path, tmp_path, sim):
@@ -90,3 +90,60 @@ def test_bad_input_exits_2(capsys, log_path, tmp_path, argv, msg):
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert "Traceback" not in err and msg in err
+
+
+def test_review_then_relabel_round_trip(capsys, log_path, tmp_path, sim):
+    """screen --review writes the items to judge; relabel applies the verdicts with provenance, changes nothing
+    else, and every later command says what the review changed."""
+    rev = tmp_path / "review.csv"
+    code, _, err = _run(capsys, "screen", str(log_path), "--review", str(rev), "--top", "6")
+    assert code == 0 and "to review" in err
+    r = pd.read_csv(rev, dtype=str, keep_default_na=False)
+    assert len(r) >= 6 and {"item", "verdict", "new_key", "reviewer", "reason", "choices"} <= set(r.columns)
+    wrong = [i for i in sim.truth["miskeyed"] if i in set(r["item"])]
+    assert wrong
+    r.loc[r["item"] == wrong[0], ["verdict", "new_key", "reason"]] = ["rekey", sim.truth["true_key"][wrong[0]],
+                                                                     "the strong models are right"]
+    other = r["item"][~r["item"].isin(wrong)].iloc[0]
+    r.loc[r["item"] == other, ["verdict", "reason"]] = ["drop", "ambiguous"]
+    r.to_csv(rev, index=False)
+    fixed = tmp_path / "fixed.parquet"
+    code, out, _ = _run(capsys, "relabel", str(log_path), "--verdicts", str(rev), "--out", str(fixed),
+                        "--reviewer", "ann", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert d["changed"] == 1 and d["dropped"] == 1 and {e["model"] for e in d["effect"]} == set(sim.log["model"])
+    from mrcstats.io import read_log
+
+    before, after = read_log(log_path), read_log(fixed)
+    prov = after.attrs["relabel"][-1]
+    assert prov["changed"] == 1 and prov["sha256"] and prov["source"] == str(rev)
+    byitem = {i["item"]: i for i in prov["items"]}
+    assert byitem[wrong[0]]["reviewer"] == "ann" and byitem[other]["reason"] == "ambiguous"
+    # nothing else changed: the other items' rows are identical; the re-keyed item's correct follows pred
+    keep = ~before["item"].isin([wrong[0], other])
+    pd.testing.assert_frame_equal(after[~after["item"].isin([wrong[0]])].reset_index(drop=True),
+                                  before[keep].reset_index(drop=True), check_exact=True)
+    assert other not in set(after["item"])
+    w = after[after["item"] == wrong[0]]
+    nk = sim.truth["true_key"][wrong[0]]
+    assert (w["gold"] == nk).all()
+    assert (w["correct"].astype(bool) == (w["pred"] == nk)).all()
+    code, _, err = _run(capsys, "summary", str(fixed))
+    assert code == 0 and "relabelled by review: 1 key changed, 1 item dropped" in err and "by ann" in err
+
+
+@pytest.mark.parametrize("rows, msg", [
+    ("item,verdict,new_key\nnot_an_item,drop,\n", "not an item of the log"),
+    ("item,verdict,new_key\n{item},rekey,Z\n", "is not an option of item"),
+    ("item,verdict,new_key\n{item},rekey,\n", "needs the correct option"),
+    ("item,verdict,new_key\n{item},maybe,\n", "is not a verdict"),
+    ("item,new_key\n{item},A\n", "no column 'verdict'"),
+])
+def test_relabel_bad_verdicts_exit_2(capsys, log_path, tmp_path, sim, rows, msg):
+    v = tmp_path / "v.csv"
+    v.write_text(rows.format(item=sim.log["item"].iloc[0]))
+    out = tmp_path / "fixed.parquet"
+    code, _, err = _run(capsys, "relabel", str(log_path), "--verdicts", str(v), "--out", str(out))
+    assert code == 2 and msg in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()

@@ -54,6 +54,7 @@ COMMANDS = {
     "mskcal": "masking_cmd", "mask": "masking_cmd", "query": "query_cmd", "elagent": "tasks_cmd",
     "report": "report_cmd", "demo": "report_cmd", "compare": "compare_cmd", "power": "compare_cmd",
     "irt": "irt_cmd", "subset": "irt_cmd", "subset-eval": "irt_cmd", "screen": "screen_cmd", "dif": "screen_cmd",
+    "relabel": "screen_cmd",
 }
 
 

@@ -1,64 +1,45 @@
-"""Screening a benchmark for broken items (mis-keyed, ill-posed): ranked suspects with evidence, a combined
-score calibrated to an estimated false-discovery rate, and power measured by injecting key errors.
+"""Screening a benchmark for broken items (wrong keys, several or no correct options): every item's posterior
+probability of being broken and of each kind of error, flags at a Bayesian false-discovery rate, the evidence a
+person needs to check it, and power measured by moving keys.
 
-Seed 003 closes by asking for "metrics that could leverage the observed performance of relatively few LMs to
-flag potential garbage data"; its P_d found nothing against 64 hand labels. This module measures the power of
-the screen instead of guessing it.
+The screen was first tuned on keys moved by simulation, and on benchmark items whose errors human experts found
+(MMLU-Redux) it lost to a plain vote of the strong models. It is now the posterior of one model of the answers
+(:mod:`mrcstats.models.answer_mixture`), checked on those expert verdicts (``benchmarks/bench_screen_redux.py``;
+``docs/screening.md`` gives the figures).
 
-**Abilities.** A 2PL (or 1PL) is fitted by marginal maximum likelihood (:func:`mrcstats.models.irt.fit_irt`);
-the models' EAP abilities ``theta_j`` are then held fixed and every item (fitted or not: items all models got
-right or wrong included) gets, by penalised logistic regression (:func:`mrcstats.models.logistic.fit_logistic`):
+**Abilities.** A 2PL (or 1PL) fitted by marginal maximum likelihood (:func:`mrcstats.models.irt.fit_irt`) gives
+the models' EAP abilities ``theta_j``, held fixed afterwards.
 
-* ``accuracy`` ``p_i`` (share correct over models and trials; an invalid answer counts as not correct);
-* ``r_pb``: the corrected item-total (rest score) correlation over models (:func:`mrcstats.stats.irt.point_biserial`);
-* ``a``: the signed 2PL slope with the abilities fixed, ``logit P_ij = a_i theta_j + d_i`` with priors
-  ``a ~ N(0, 3^2)``, ``d ~ N(0, 10^2)`` (the MML 2PL keeps ``a > 0``; a mis-keyed item has ``a < 0`` here);
-* ``infit``/``outfit`` of the Rasch model with the common slope ``a0`` (the median MML slope):
-  ``P_ij = expit(a0 theta_j + d_i)``, ``z_ij = (s_ij - n_ij P_ij) / sqrt(n_ij P_ij (1 - P_ij))``,
-  ``outfit = mean_j z_ij^2``, ``infit = sum_j (s - nP)^2 / sum_j nP(1 - P)`` (Wright & Masters 1982, *Rating
-  Scale Analysis*, ch. 5; R ``mirt::itemfit(fit_stats = "infit")`` for known abilities);
-* with ``pred`` and ``gold``: the **key likelihood** of every option ``k`` an item offers. The choices of the
-  models on the item are modelled as: the key is chosen with Rasch probability ``expit(a0 theta_j + d)``, the
-  other options (as one wrong answer) with item-specific shares ``pi_o`` that do not depend on ability::
+**The answer model.** Each item is ``clean``, has a ``wrong_key``, ``multiple_correct`` options or
+``no_correct`` option; the options the models chose are modelled under each (2PL choice of the correct set with
+the item's slope and difficulty integrated over a prior learned from the log, Dirichlet-multinomial wrong answers,
+kinds' prior shares per cluster shrunk to the log's): see :func:`mrcstats.models.answer_mixture.fit_answer_mixture`.
+Per item: ``score = P(wrong_key | answers)``, the ranking and the flags; ``p_broken = 1 - P(clean | answers)``,
+``p_multiple_correct``, ``p_no_correct`` beside it; ``error_type`` the most probable of the three kinds of error;
+``suggested_key`` the most probable correct option under ``wrong_key`` (``also_correct``: the second correct
+option under ``multiple_correct``). The score is the wrong key's posterior, not ``p_broken``: the
+``multiple_correct`` and ``no_correct`` components also take in clean items the 2PL fits badly (their fitted
+shares on MMLU are 5-25 times the experts'), so ``p_broken`` over-flags; on expert verdicts ``P(wrong_key)`` ranks
+both wrong keys and errors of any kind first (``docs/screening.md``).
 
-      l(k) = max_d sum_j [x_jk log P_j + (m_j - x_jk) log(1 - P_j)] + sum_{o != k} c_o log(c_o / (C - c_k))
+The option set of an item: the options some model chose, its key, and every label used as a key anywhere in the
+log (``A``-``D`` on MMLU) when there are at most 26 of them. Answers without an extracted option (empty ``pred``)
+carry no choice and are left out of the answer model (counted in ``notes``). Without ``pred``/``gold`` the wrong
+answers are pooled as one option: ``wrong_key`` then means "the models' wrong answers are the right ones".
 
-  (``x_jk``: model ``j``'s choices of ``k``, ``m_j`` its non-empty answers, ``c_o`` the total choices of ``o``,
-  ``C`` all choices). ``alt_loglik = max_{k != gold} l(k) - l(gold)`` is the log-likelihood change if the best
-  other option were the key;
-* with ``pred``: the **strong-model agreement**: each option's share of the models choosing it weighted by
-  ``exp(2 theta_j)`` (the strongest models count most); ``agreement = max_{k != gold} share(k) - share(gold)``,
-  ``strong_choice`` that option. ``suggested_key``: the likelihood's option when ``alt_loglik > 0``, else the
-  strong models' choice when ``agreement > 0``, else null.
+**Flags.** ``q_value`` of an item: the mean ``1 - P(wrong_key)`` of all items at least as suspect - the Bayesian
+FDR of flagging them (Müller, Parmigiani & Rice 2006; Efron's local fdr is ``P(clean)``); ``flag = q_value <= fdr``.
+Its realised precision on expert verdicts is in ``docs/screening.md``.
 
-**Combined score.** The oriented signals (:data:`SIGNALS`: ``-logit p``, ``-r_pb``, ``-a``, ``log outfit``,
-``log infit``, ``sign(alt_loglik) log(1 + |alt_loglik|)``, ``agreement``), standardised, enter two quadratic
-logistic regressions (signals and their squares, ridge 0.01) that separate the log's items from copies of them
-with the key moved - to an option some model chose, or (a fifth of the copies) to an option no model chose -
-each copy's correctness recomputed from the models' ``pred``; the copies are weighted to 5% of the items so the
-fit concentrates on the tail. The score is the log-likelihood ratio of the mixture of the two kinds of error,
-``log(sum_t pi_t exp(s_t))`` with ``pi_unchosen`` the share of items no model answered right (0.01-0.5); higher
-= more suspect. A log without ``pred``/``gold`` gets the mean robust z-score of the correctness signals.
-
-**Calibration.** ``p_sim``: the share of null items scoring at least as high, the null items simulated from
-the fitted model under no key errors: a template item of the log is simulated clean with the key its data favour
-(the key likelihood's best option, the gold one unless ``alt_loglik > 0``), its ``(a, d)`` drawn from the fitted
-items whose data favour their own key, correctness ``~ Binomial(n_ij, P_ij)``, each model's wrong answers on the
-other options it chose on the template, in its own shares (templates taken as keyed copied the broken items'
-pattern - strong models agreeing on a "distractor" - into the null, and nothing was flagged). That null assumes
-clean items follow the 2PL; real clean items misfit it (several skills, guessing), score higher than the
-simulated ones, and a false-discovery rate read from ``p_sim`` is then optimistic. ``p_value`` therefore
-recentres it on the log's own items (Efron's empirical null, :func:`_empirical_null`: the probit of the
-simulated p-values of the bulk of the items fixes a shift ``δ`` and a spread ``σ``, used when they make the test
-more conservative; ``calibration="simulated"`` keeps ``p_sim``). ``q_value``: Benjamini-Hochberg (R
-``p.adjust(p, "BH")``) of ``p_value`` - the estimated false-discovery rate of flagging every item scoring at
-least as high; ``flag = q_value <= fdr``. On logs with injected key errors and a misfitting 2PL
-(``tests/stats/test_screen_fdr.py``) the realised share of clean items among the flagged ones stays below
-``fdr`` on average over seeds.
+**Evidence** (single signals, higher = more suspect in :data:`SIGNALS` order, in ``signals``): ``accuracy``
+``p_i``; ``r_pb``, the rest-score point-biserial (:func:`mrcstats.stats.irt.point_biserial`); ``a``, the signed 2PL
+slope with the abilities fixed (priors ``a ~ N(0, 3^2)``, ``d ~ N(0, 10^2)``); ``infit``/``outfit`` of the Rasch
+model with the common slope ``a0`` (Wright & Masters 1982, ch. 5; R ``mirt::itemfit``); with ``pred``: the
+**strong-model agreement**, each option's share of the models choosing it weighted by ``exp(2 theta_j)``,
+``agreement = max_{k != gold} share(k) - share(gold)`` (the ability-weighted vote the screen must beat).
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,31 +50,22 @@ import pandas as pd
 from mrcstats._repr import Result
 from mrcstats._words import plural
 from mrcstats.errors import InputError
+from mrcstats.models.answer_mixture import HYPOTHESES
 
-__all__ = ["SIGNALS", "ScreenResult", "ScreenValidation", "inject_key_errors", "precision_at_k", "roc_auc",
-           "roc_curve", "screen", "screen_validate"]
+__all__ = ["ERROR_TYPES", "REVIEW_COLUMNS", "SIGNALS", "ScreenResult", "ScreenValidation", "inject_key_errors",
+           "precision_at_k", "review_table", "roc_auc", "roc_curve", "screen", "screen_validate"]
 
 #: single signals, each oriented so that higher = more suspect, in the order reported
-SIGNALS: tuple[str, ...] = ("accuracy", "point_biserial", "discrimination", "outfit", "infit", "alt_key",
-                            "agreement")
-_CHOICE_SIGNALS = ("alt_key", "agreement")
+SIGNALS: tuple[str, ...] = ("accuracy", "point_biserial", "discrimination", "outfit", "infit", "agreement")
+#: the kinds of error the screen tells apart (``error_type``)
+ERROR_TYPES: tuple[str, ...] = ("wrong_key", "multiple_correct", "no_correct")
+#: the columns a reviewer fills in the review file (``mrcstats screen --review``; read by ``mrcstats relabel``)
+REVIEW_COLUMNS: tuple[str, ...] = ("verdict", "new_key", "reviewer", "date", "reason")
 #: weight of model j in the strong-model agreement: exp(_AGREE * theta_j)
 _AGREE = 2.0
 _SLOPE_SD, _INTERCEPT_SD = 3.0, 10.0
-_ALT_CLIP = 50.0
-#: weight of the injected copies in the combined score's regression, as a share of the log's items: a small
-#: prior focuses the fit on the tail where the flags are
-_TRAIN_PRIOR = 0.05
-_RIDGE = 1e-2
-#: share of the training copies whose key is moved to an option no model chose
-_UNCHOSEN = 0.2
-#: simulated null scores above which the null's p-values come from an exponential tail fit
-_TAIL = 250
-
-
-def _design(Z: np.ndarray) -> np.ndarray:
-    """The combined score's regressors: intercept, standardised signals and their squares."""
-    return np.column_stack([np.ones(len(Z)), Z, Z * Z])
+#: most option labels used as keys for them all to count as every item's options
+_MAX_LABELS = 26
 
 
 # --------------------------------------------------------------------------- ranking metrics
@@ -148,8 +120,9 @@ def roc_curve(score: np.ndarray | pd.Series, label: np.ndarray | pd.Series) -> p
 class _Choices:
     """Every (item, option) pair offered by the log: counts of each model choosing it (``P x J``)."""
 
-    item: np.ndarray          # (P,) item position
-    option: np.ndarray        # (P,) option label
+    item: np.ndarray          # (P,) item position (sorted)
+    option: np.ndarray        # (P,) option label: every option of the item (chosen by some model, the key, or a
+                              # label used as a key elsewhere)
     counts: np.ndarray        # (P, J)
     gold: np.ndarray          # (I,) pair index of each item's key
     answers: np.ndarray       # (I, J) non-empty answers per model and item
@@ -185,8 +158,16 @@ def _choices(log: pd.DataFrame, items: tuple[str, ...], models: tuple[str, ...],
     pred = _norm(log["pred"]).to_numpy()[keep]
     ok = pd.notna(pred)
     rows = pd.DataFrame({"i": ipos[keep][ok], "j": mpos[keep][ok], "o": pred[ok]})
-    pairs = pd.concat([rows[["i", "o"]], pd.DataFrame({"i": key["i"].to_numpy(), "o": key["gold"].to_numpy()})])
-    pairs = pairs.drop_duplicates().sort_values(["i", "o"]).reset_index(drop=True)
+    empty = int((~ok).sum())
+    if empty:
+        notes.append(f"{plural(empty, 'answer')} without an extracted option (empty pred) carry no choice: left out of "
+                     "the answer model (counted as not correct in the correctness signals)")
+    parts = [rows[["i", "o"]], pd.DataFrame({"i": key["i"].to_numpy(), "o": key["gold"].to_numpy()})]
+    labels = pd.unique(key["gold"])
+    if len(labels) <= _MAX_LABELS:
+        # every label used as a key is an option of every item (A-D on MMLU), chosen or not
+        parts.append(pd.DataFrame({"i": np.repeat(np.arange(I), len(labels)), "o": np.tile(labels, I)}))
+    pairs = pd.concat(parts).drop_duplicates().sort_values(["i", "o"]).reset_index(drop=True)
     pidx = pd.MultiIndex.from_frame(pairs)
     pr = pidx.get_indexer(pd.MultiIndex.from_frame(rows[["i", "o"]]))
     P = len(pairs)
@@ -233,22 +214,6 @@ def _correctness_signals(s: np.ndarray, n: np.ndarray, theta: np.ndarray, a0: fl
             "rasch_d": ra.beta[:, 0]}
 
 
-def _key_loglik(counts: np.ndarray, answers: np.ndarray, theta: np.ndarray, a0: float) -> np.ndarray:
-    """``l(k)`` of every (item, option) pair (module docstring); ``answers`` per pair (``P x J``)."""
-
-    ra = _rasch(counts, answers, theta, a0)
-    return ra.loglik
-
-
-def _multinomial_part(c: np.ndarray, item: np.ndarray, n_items: int) -> np.ndarray:
-    """``sum_{o != k} c_o log(c_o / (C - c_k))`` for every pair ``k`` (``c``: total choices per pair)."""
-    from scipy.special import xlogy
-
-    T = np.bincount(item, weights=xlogy(c, c), minlength=n_items)[item]
-    C = np.bincount(item, weights=c, minlength=n_items)[item]
-    return T - xlogy(c, c) - xlogy(C - c, C - c)
-
-
 def _alt(ell: np.ndarray, item: np.ndarray, chosen: np.ndarray, key: np.ndarray, n_items: int,
          version_item: np.ndarray, key_value: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """For each version (item ``version_item[v]`` with key pair ``key[v]``): the best other chosen pair and
@@ -275,17 +240,6 @@ def _alt(ell: np.ndarray, item: np.ndarray, chosen: np.ndarray, key: np.ndarray,
     return delta, best
 
 
-def _features(sig: Mapping[str, np.ndarray], alt: np.ndarray | None, agree: np.ndarray | None) -> np.ndarray:
-    """Oriented signals (higher = more suspect) as columns in :data:`SIGNALS` order (NaN without choices)."""
-    n = len(sig["p"])
-    m = np.full(n, np.nan) if alt is None else np.clip(alt, -_ALT_CLIP, _ALT_CLIP)   # -Inf: no other option chosen
-    g = np.full(n, np.nan) if agree is None else np.where(np.isfinite(agree), agree, -1.0)
-    p = np.clip(sig["p"], 0.5 / 1000, 1 - 0.5 / 1000)
-    cols = [-np.log(p / (1 - p)), -sig["r_pb"], -sig["a"], np.log(sig["outfit"]), np.log(sig["infit"]),
-            np.sign(m) * np.log1p(np.abs(m)), g]
-    return np.column_stack(cols)
-
-
 def _strong_share(counts: np.ndarray, answers: np.ndarray, theta: np.ndarray) -> np.ndarray:
     """Per (item, option) pair: the ability-weighted share of the models choosing it, weights
     ``exp(2 theta_j)`` (the strongest models count most)."""
@@ -295,33 +249,73 @@ def _strong_share(counts: np.ndarray, answers: np.ndarray, theta: np.ndarray) ->
         return np.where(den > 0, (counts @ w) / den, 0.0)
 
 
-# --------------------------------------------------------------------------- result
+def _slots(ch: _Choices, n_items: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The item x model x option-slot answer counts of the answer model: ``(X, key slot, offered, pair index
+    of every slot (-1: none))``; slots follow the pairs' order within each item."""
+    start = np.searchsorted(ch.item, np.arange(n_items), side="left")
+    slot = np.arange(len(ch.item)) - start[ch.item]
+    K = int(slot.max()) + 1 if len(slot) else 1
+    J = ch.counts.shape[1]
+    X = np.zeros((n_items, J, K))
+    X[ch.item, :, slot] = ch.counts
+    pair = np.full((n_items, K), -1)
+    pair[ch.item, slot] = np.arange(len(ch.item))
+    key = np.where(ch.gold >= 0, slot[np.maximum(ch.gold, 0)], 0)
+    return X, key, pair >= 0, pair
+
+
+def _bayes_fdr(p_clean: np.ndarray) -> np.ndarray:
+    """``q_i`` = mean ``P(clean)`` over every item at least as suspect as ``i`` (NaN stays NaN): the Bayesian
+    FDR of flagging them (Müller, Parmigiani & Rice 2006), monotone in ``P(clean)``."""
+    q = np.full(len(p_clean), np.nan)
+    ok = np.flatnonzero(np.isfinite(p_clean))
+    o = ok[np.argsort(p_clean[ok], kind="mergesort")]
+    cm = np.cumsum(p_clean[o]) / np.arange(1, len(o) + 1)
+    # ties share the q-value of the whole tied block
+    v = p_clean[o]
+    last = np.r_[v[1:] != v[:-1], True]
+    blk = np.cumsum(np.r_[True, last[:-1]]) - 1
+    q[o] = cm[last][blk]
+    return q
+
+
+def _item_clusters(log: pd.DataFrame, items: tuple[str, ...], item_col: str, notes: list[str]) -> np.ndarray | None:
+    """Each item's cluster (its most frequent), or None when the clusters cannot carry a prior (fewer than two,
+    or most items alone in theirs, as when the cluster defaulted to the item)."""
+    if "cluster" not in log.columns:
+        return None
+    c = log[[item_col, "cluster"]].dropna().astype(str)
+    c = c.groupby(item_col)["cluster"].agg(lambda s: s.value_counts().index[0])
+    lab = c.reindex(list(items)).fillna("").to_numpy(dtype=object)
+    n = len(pd.unique(lab))
+    if n < 2 or n > len(items) / 2:
+        notes.append("one prior for all items: the log's clusters " + ("are one" if n < 2 else
+                     f"are {n} for {len(items)} items") + " (a benchmark's subjects give each its own error rate)")
+        return None
+    return lab
+
 
 @dataclass(frozen=True, repr=False)
 class ScreenResult(Result):
     """Screen of every item of a log (see the module docstring).
 
-    ``items``: one row per item of the log, most suspect first: ``item, score, flag, p_value, q_value,
-    suggested_key, gold, accuracy, r_pb, a, a_2pl, b_2pl, b_rasch, infit, outfit, alt_key, alt_loglik, agreement,
-    strong_choice, strong_share, gold_strong_share, n_models`` (``score`` NaN for items answered by one model
-    only). ``signals``: the oriented
-    single signals per item (:data:`SIGNALS`, higher = more suspect) and ``combined``. ``weights``: the
-    combined score's coefficients on the standardised signals.
+    ``items``: one row per item of the log, most suspect first: ``item, score, flag, q_value, p_broken,
+    p_multiple_correct, p_no_correct, error_type, suggested_key, also_correct, gold, choices, cluster, n_models,
+    accuracy, r_pb, a, a_2pl, b_2pl, b_rasch, infit, outfit, strong_choice, strong_share, gold_strong_share,
+    agreement`` (``score`` NaN for items answered by one model only; ``choices``: the answers per option, the key
+    marked ``*``). ``signals``: the oriented single signals per item (:data:`SIGNALS`) and ``score``.
+    ``model``: the answer model's fitted prior shares, concentrations and convergence.
     """
 
     items: pd.DataFrame
     signals: pd.DataFrame
     fdr: float
-    weights: Mapping[str, float]
-    combination: str
     irt_model: str
     a0: float
-    n_null: int
-    n_train: int
     abilities: pd.DataFrame
+    model: Mapping[str, Any] = field(default_factory=dict)
     skipped: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
-    calibration: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def flagged(self) -> pd.DataFrame:
@@ -331,28 +325,31 @@ class ScreenResult(Result):
         return self.items.copy()
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``mrcstats screen --json`` object: ``{"items": [{"item", "score", "flag", "suggested_key",
-        "evidence"}], "notes", ...}`` with every item of the log."""
-        ev_cols = [c for c in self.items.columns if c not in ("item", "score", "flag", "suggested_key")]
+        """The ``mrcstats screen --json`` object: ``{"items": [{"item", "score", "flag", "error_type",
+        "suggested_key", "evidence"}], "notes", ...}`` with every item of the log."""
+        from mrcstats._jsonout import to_jsonable as json_value
+
+        head = ("item", "score", "flag", "error_type", "suggested_key")
+        ev_cols = [c for c in self.items.columns if c not in head]
         out = []
         for r in self.items.to_dict(orient="records"):
-            sk = r["suggested_key"]
-            out.append({"item": r["item"], "score": r["score"], "flag": bool(r["flag"]),
-                        "suggested_key": None if sk is None or (isinstance(sk, float) and math.isnan(sk))
-                        or sk is pd.NA else sk,
-                        "evidence": {c: r[c] for c in ev_cols}})
+            d = {c: json_value(r[c]) for c in head}
+            d["flag"] = bool(r["flag"])
+            d["evidence"] = {c: json_value(r[c]) for c in ev_cols}
+            out.append(d)
         return {"items": out, "notes": list(self.notes), "fdr": self.fdr, "n_flagged": int(self.items["flag"].sum()),
-                "combination": self.combination, "weights": dict(self.weights), "irt_model": self.irt_model,
-                "a0": self.a0, "n_null": self.n_null, "n_train": self.n_train, "skipped": dict(self.skipped),
-                "calibration": dict(self.calibration)}
+                "flag_rule": "q_value <= fdr; q_value = mean (1 - P(wrong key)) over the items at least as suspect "
+                             "(Bayesian FDR)",
+                "irt_model": self.irt_model, "a0": self.a0, "model": dict(self.model), "skipped": dict(self.skipped)}
 
     def summary(self, n: int = 20) -> str:
         it = self.items
         k = int(it["flag"].sum())
-        lines = [(f"Item screen: {len(it)} items, {k} flagged at estimated FDR <= {self.fdr:g} "
-                 f"(combined score: {self.combination}; abilities from the {self.irt_model.upper()})")]
-        cols = ["item", "score", "q_value", "flag", "accuracy", "r_pb", "a", "outfit", "gold", "suggested_key",
-                "alt_loglik", "strong_share"]
+        types = it.loc[it["flag"], "error_type"].value_counts()
+        lines = [(f"Item screen: {len(it)} items, {k} flagged at Bayesian FDR <= {self.fdr:g}"
+                  + (f" ({', '.join(f'{v} {t}' for t, v in types.items())})" if k else "")
+                  + f"; score = P(wrong key | answers), abilities from the {self.irt_model.upper()}")]
+        cols = ["item", "score", "q_value", "flag", "error_type", "gold", "suggested_key", "choices", "accuracy"]
         cols = [c for c in cols if c in it.columns]
         lines.append(it.head(n)[cols].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
         lines += [f"note: {t}" for t in self.notes]
@@ -362,411 +359,268 @@ class ScreenResult(Result):
 
 # --------------------------------------------------------------------------- the screen
 
-def _check(log: Any, model_col: str, item_col: str, correct_col: str, fdr: float) -> None:
+def _check(log: Any, fdr: float, irt_model: str) -> None:
     if not isinstance(log, pd.DataFrame):
         raise InputError(f"screen: expected a canonical log (pandas DataFrame), got {type(log).__name__}")
-    if not (0 < fdr < 1):
+    if not (isinstance(fdr, (int, float)) and 0 < fdr < 1):
         raise InputError(f"screen: fdr must lie strictly between 0 and 1, got {fdr!r}")
-
-
-def screen(log: pd.DataFrame, *, fdr: float = 0.1, irt_model: str = "2pl", seed: int = 0,
-           n_null: int | None = None, n_train: int | None = None, irt_tol: float = 1e-4,
-           progress: bool | None = None, model_col: str = "model", item_col: str = "item",
-           correct_col: str = "correct", calibration: str = "empirical") -> ScreenResult:
-    """Rank every item of a canonical log by how likely it is broken (mis-keyed or ill-posed).
-
-    ``fdr``: flag items whose estimated false-discovery rate (BH q-value against the simulated null) is at
-    most this; ``irt_model``: ``"2pl"`` or ``"1pl"`` for the abilities; ``seed``: the injected training copies
-    and the null simulation (deterministic given it); ``n_null`` / ``n_train``: simulated null items and
-    injected copies (default: as many as items, between 2,000 and 20,000 / up to 5,000); ``calibration``:
-    ``"empirical"`` (the simulated null's p-values recentred on the log's own items, see the module docstring)
-    or ``"simulated"`` (the simulated null as it is: optimistic when the clean items misfit the 2PL).
-    """
-    from mrcstats._progress import progress as bar_of
-    from mrcstats.models.irt import fit_irt, response_matrix
-    from mrcstats.stats.irt import rest_scores
-
-    _check(log, model_col, item_col, correct_col, fdr)
-    if calibration not in ("empirical", "simulated"):
-        raise InputError(f"screen: calibration must be 'empirical' or 'simulated', got {calibration!r}")
     if irt_model not in ("1pl", "2pl", "rasch"):
         raise InputError(f"screen: irt_model must be '1pl' or '2pl', got {irt_model!r}")
-    disable = None if progress is None else not progress
-    bar = bar_of(total=5, desc="screen", disable=disable, unit="step")
-    rng = np.random.default_rng(seed)
-    notes: list[str] = []
-    try:
-        rm = response_matrix(log, model=model_col, item=item_col, correct=correct_col, where="screen")
-        notes += list(rm.notes)
-        fit = fit_irt(rm, irt_model, quadrature=11, tol=irt_tol, progress=False, quiet=True) if rm.fit_mask.sum() >= 2 else None
-        if fit is None:
-            raise InputError("screen: fewer than two items have both correct and wrong answers; nothing to "
-                             "fit abilities on")
-        bar.update(1)
-        theta = fit.abilities["theta"].to_numpy()
-        a_fit = fit.items["a"].to_numpy()
-        a0 = float(np.median(a_fit))
-        S, N = rm.s.T.copy(), rm.n.T.copy()       # items x models
-        I = S.shape[0]
-        _, _answered, rest = rest_scores(rm)
-        rest = rest.T
-        sig = _correctness_signals(S, N, theta, a0, rest)
-        bar.update(1)
-        ch = _choices(log, rm.items, rm.models, model_col, item_col, notes)
-        alt_delta = alt_pair = agree = agree_pair = share = None
-        if ch is not None:
-            ell = _key_loglik(ch.counts, ch.answers[ch.item], theta, a0) \
-                + _multinomial_part(ch.counts.sum(1), ch.item, I)
-            share = _strong_share(ch.counts, ch.answers[ch.item], theta)
-            chosen = ch.counts.sum(1) > 0
-            has_key = ch.gold >= 0
-            alt_delta, alt_pair = _alt(ell, ch.item, chosen, np.maximum(ch.gold, 0), I, np.arange(I))
-            agree, agree_pair = _alt(share, ch.item, chosen, np.maximum(ch.gold, 0), I, np.arange(I))
-            alt_delta = np.where(has_key, alt_delta, np.nan)
-            agree = np.where(has_key, agree, np.nan)
-            alt_pair = np.where(has_key, alt_pair, -1)
-            agree_pair = np.where(has_key, agree_pair, -1)
-        F = _features(sig, alt_delta, agree)
-        # ---- combined score
-        use = [k for k, nm in enumerate(SIGNALS) if nm not in _CHOICE_SIGNALS or ch is not None]
-        Fo = F[:, use]
-        med = np.nanmedian(Fo, axis=0)
-        Fo = np.where(np.isnan(Fo), med, Fo)
-        mu_f, sd_f = Fo.mean(0), Fo.std(0)
-        sd_f = np.where(sd_f > 0, sd_f, 1.0)
-        n_tr = 0
-        if ch is not None:
-            elig = np.flatnonzero(_eligible(ch, I))
-            n_tr = min(len(elig), n_train if n_train is not None else 5000)
-        if ch is not None and n_tr >= 20:
-            pick = np.sort(rng.choice(elig, n_tr, replace=False))
-            newkey = _pick_distractor(rng, ch, pick)
-            # a fifth of the copies get a key no model chose (all answers wrong)
-            newkey[rng.random(n_tr) < _UNCHOSEN] = -1
-            Fi = _version_features(ch, pick, newkey, N, theta, a0, rest, ell, share, chosen, I)[:, use]
-            Fi = np.where(np.isnan(Fi), med, Fi)
-            from mrcstats.models.logistic import fit_logistic
-
-            Zo = (Fo - mu_f) / sd_f
-            # prior share of keys nobody chose among the errors: the share of items no model answered right
-            pi_u = float(np.clip(np.mean(sig["p"] == 0), 0.01, 0.5))
-            names = [SIGNALS[k] for k in use]
-            betas, weights = [], {}
-            # one regression per kind of copy (key moved to a chosen option / to an option nobody chose); the
-            # score is the log of the mixture's likelihood ratio, sum_t pi_t exp(s_t)
-            for kind, sel_k in (("chosen", newkey >= 0), ("unchosen", newkey < 0)):
-                Zi = (Fi[sel_k] - mu_f) / sd_f
-                if len(Zi) < 10:
-                    continue
-                X = _design(np.vstack([Zo, Zi]))
-                lab = np.r_[np.zeros(len(Zo)), np.ones(len(Zi))]
-                wt = np.r_[np.full(len(Zo), 1.0), np.full(len(Zi), _TRAIN_PRIOR * len(Zo) / len(Zi))]
-                cl = fit_logistic(X, (lab * wt)[None, :], wt[None, :],
-                                  ridge=np.r_[0.0, np.full(X.shape[1] - 1, _RIDGE)])
-                betas.append((math.log(pi_u if kind == "unchosen" else 1.0 - pi_u), cl.beta[0]))
-                weights |= {f"{kind}: {nm}": float(b) for nm, b in
-                            zip([*names, *[f"{n}^2" for n in names]], cl.beta[0][1:], strict=False)}
-            combination = (f"log-likelihood ratio of {I} items against {n_tr} copies with the key moved to an "
-                           f"option some model chose ({int((newkey >= 0).sum())}) or none chose "
-                           f"({int((newkey < 0).sum())}, mixture weight {pi_u:.3g}): quadratic logistic regressions")
-
-            def combine(Fx: np.ndarray) -> np.ndarray:
-                Fx = np.where(np.isnan(Fx), med, Fx)
-                D = _design((Fx - mu_f) / sd_f)
-                return np.logaddexp.reduce(np.stack([lw + D @ bt for lw, bt in betas]), axis=0)
-        else:
-            n_tr = 0
-            cols = [k for k in use if SIGNALS[k] not in _CHOICE_SIGNALS]
-            sel = [use.index(k) for k in cols]
-            mad = np.nanmedian(np.abs(Fo[:, sel] - med[sel]), axis=0) * 1.4826
-            mad = np.where(mad > 0, mad, sd_f[sel])
-
-            def combine(Fx: np.ndarray) -> np.ndarray:
-                Fx = np.where(np.isnan(Fx), med, Fx)[:, sel]
-                return ((Fx - med[sel]) / mad).mean(1)
-            weights = {SIGNALS[k]: 1.0 / len(cols) for k in cols}
-            combination = "mean robust z-score of the correctness signals (no pred/gold to learn weights from)"
-            if ch is not None:
-                notes.append("too few items with a distractor chosen by some model to learn the combined "
-                             "score's weights; the mean robust z-score is used")
-        score = combine(Fo)
-        bar.update(1)
-        # ---- null reference
-        n0 = n_null if n_null is not None else int(min(max(I, 2000), 20000))
-        # the null under no key errors: each template item is simulated clean with the key its data favour
-        # (the likelihood's best option), and its (a, d) come from items whose data favour their own key
-        ml_key = consistent = None
-        if ch is not None:
-            flip = np.nan_to_num(alt_delta, nan=-np.inf) > 0
-            ml_key = np.where(flip, alt_pair, ch.gold)
-            consistent = ~flip
-        F0 = _null_features(rng, n0, fit, rm, ch, N, theta, a0, rest, I, ml_key, consistent)
-        s0 = np.sort(combine(F0[:, use]))
-        bar.update(1)
-        from mrcstats.stats.multiplicity import p_adjust
-
-        p_sim = (1.0 + (len(s0) - np.searchsorted(s0, score, side="left"))) / (1.0 + len(s0))
-        cal = {"method": calibration, "delta": 0.0, "sigma": 1.0}
-        if calibration == "empirical":
-            pval, cal = _empirical_null(s0, score)
-        else:
-            pval = p_sim
-        qval = p_adjust(pval, "BH")
-        flag = qval <= fdr
-        # ---- table
-        mml = fit.items.set_index("item")
-        tab = pd.DataFrame({"item": list(rm.items), "score": score, "flag": flag, "p_value": pval, "q_value": qval,
-                            "p_sim": p_sim})
-        tab["suggested_key"] = pd.Series(pd.NA, index=tab.index, dtype="string")
-        tab["gold"] = pd.Series(pd.NA, index=tab.index, dtype="string")
-        tab["accuracy"] = sig["p"]
-        tab["r_pb"] = sig["r_pb"]
-        tab["a"] = sig["a"]
-        tab["a_2pl"] = mml["a"].reindex(tab["item"]).to_numpy()
-        tab["b_2pl"] = mml["b"].reindex(tab["item"]).to_numpy()
-        tab["b_rasch"] = -sig["rasch_d"] / a0
-        tab["infit"] = sig["infit"]
-        tab["outfit"] = sig["outfit"]
-        tab["alt_key"] = pd.Series(pd.NA, index=tab.index, dtype="string")
-        tab["alt_loglik"] = np.nan if alt_delta is None else alt_delta
-        tab["agreement"] = np.nan if agree is None else agree
-        tab["strong_choice"] = pd.Series(pd.NA, index=tab.index, dtype="string")
-        tab["strong_share"] = np.nan
-        tab["gold_strong_share"] = np.nan
-        if ch is not None:
-            has = ch.gold >= 0
-            tab.loc[has, "gold"] = ch.option[ch.gold[has]]
-            ok = alt_pair >= 0
-            tab.loc[ok, "alt_key"] = ch.option[alt_pair[ok]]
-            ok2 = agree_pair >= 0
-            tab.loc[ok2, "strong_choice"] = ch.option[agree_pair[ok2]]
-            tab.loc[ok2, "strong_share"] = share[agree_pair[ok2]]
-            tab.loc[has, "gold_strong_share"] = share[ch.gold[has]]
-            # the likelihood's choice when it beats the key, else the strong models' choice when they prefer it
-            sug2 = ok2 & (agree > 0)
-            tab.loc[sug2, "suggested_key"] = ch.option[agree_pair[sug2]]
-            sug = ok & (alt_delta > 0)
-            tab.loc[sug, "suggested_key"] = ch.option[alt_pair[sug]]
-        tab["n_models"] = (N > 0).sum(1)
-        sigs = pd.DataFrame(F, columns=list(SIGNALS))
-        if ch is None:
-            sigs = sigs.drop(columns=list(_CHOICE_SIGNALS))
-        sigs.insert(0, "item", list(rm.items))
-        sigs["combined"] = score
-        # items answered by one model only: listed, not scored
-        all_items = pd.Index(pd.unique(log[item_col].astype(str)))
-        missing = all_items.difference(pd.Index(rm.items))
-        if len(missing):
-            extra = pd.DataFrame({"item": list(missing), "score": np.nan, "flag": False, "p_value": np.nan,
-                                  "q_value": np.nan, "p_sim": np.nan})
-            tab = pd.concat([tab, extra], ignore_index=True)
-            tab["flag"] = tab["flag"].astype(bool)
-            notes.append(f"{plural(len(missing), 'item')} answered by one model only are listed without a score")
-        tab = tab.iloc[_order(tab["score"].to_numpy(float))].reset_index(drop=True)
-        bar.update(1)
-    finally:
-        bar.close()
-    ab = fit.abilities[["model", "theta", "sd"]].copy()
-    return ScreenResult(tab, sigs, float(fdr), weights, combination, fit.model, a0, len(s0), int(n_tr), ab,
-                        dict(rm.skipped), tuple(notes), cal)
 
 
-def _empirical_null(s0: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
-    """p-values of ``score`` against the sorted simulated null ``s0``, recentred on the items' own scores.
+def _abilities(log: pd.DataFrame, irt_model: str, irt_tol: float, model_col: str, item_col: str, correct_col: str):
+    """Stage 1: the response matrix and the IRT fit whose abilities the rest holds fixed."""
+    from mrcstats.models.irt import fit_irt, response_matrix
 
-    Each item's mid-p against the simulation, ``p_mid = (#{s0 > s} + #{s0 = s}/2 + 1/2) / (n0 + 1)`` (past
-    the top ``_TAIL`` simulated scores: an exponential tail fitted to them), becomes
-    ``z = Φ⁻¹(1 - p_mid)``; were the simulated null right, the clean items' ``z`` would be N(0, 1). Real clean items
-    misfit the 2PL, so their ``z`` are shifted and wider: the empirical null N(δ, σ²) is read off the centre
-    of the items' ``z`` (δ = median, σ = IQR / 1.349; the few broken items sit in the upper tail and can only
-    move both up), and ``p = max(1 - Φ((z - δ') / σ'), p_mid)`` with ``δ' = max(δ, 0)``, ``σ' = max(σ, 1)`` -
-    never less conservative than the simulation. Efron (2004), "Large-scale simultaneous hypothesis testing: the choice
-    of a null hypothesis", JASA 99:96-104 (R ``locfdr``'s empirical null, here by quantiles).
-    """
-    from scipy.stats import norm
-
-    n0 = len(s0)
-    above = n0 - np.searchsorted(s0, score, side="right")
-    ties = np.searchsorted(s0, score, side="right") - np.searchsorted(s0, score, side="left")
-    pm = (above + 0.5 * ties + 0.5) / (n0 + 1.0)
-    # beyond the simulation's top _TAIL values: an exponential tail fitted to their excesses (the GPD
-    # approximation of permutation p-values with shape 0; Knijnenburg et al. 2009, Bioinformatics 25:i161),
-    # so items scoring past every simulated one are not all tied at 1 / (n0 + 1)
-    k = min(_TAIL, n0 // 10)
-    if k >= 10:
-        u = float(s0[n0 - k - 1])
-        beta = float(np.mean(s0[n0 - k:] - u))
-        if beta > 0:
-            tail = score > u
-            pm = np.where(tail, (k + 0.5) / (n0 + 1.0) * np.exp(-(score - u) / beta), pm)
-    z = norm.isf(pm)
-    ok = np.isfinite(z)
-    q25, q50, q75 = np.quantile(z[ok], [0.25, 0.5, 0.75]) if ok.any() else (0.0, 0.0, 0.0)
-    delta, sigma = float(q50), float((q75 - q25) / 1.3489795003921634)
-    d, sd = max(delta, 0.0), max(sigma, 1.0)
-    p = np.maximum(norm.sf((z - d) / sd), pm)
-    return p, {"method": "empirical", "delta": delta, "sigma": sigma, "delta_used": d, "sigma_used": sd}
+    rm = response_matrix(log, model=model_col, item=item_col, correct=correct_col, where="screen")
+    if rm.fit_mask.sum() < 2:
+        raise InputError("screen: fewer than two items have both correct and wrong answers; nothing to fit "
+                         "abilities on")
+    return rm, fit_irt(rm, irt_model, quadrature=11, tol=irt_tol, progress=False, quiet=True)
 
 
-def _eligible(ch: _Choices, n_items: int) -> np.ndarray:
-    """Items with a key and at least one other option chosen by some model."""
-    chosen = ch.counts.sum(1) > 0
-    other = chosen & (np.arange(len(ch.item)) != ch.gold[ch.item])
-    out = np.bincount(ch.item, weights=other, minlength=n_items) > 0
-    return out & (ch.gold >= 0)
+def _evidence(rm: Any, theta: np.ndarray, a0: float, ch: _Choices | None) -> tuple[dict[str, np.ndarray], dict]:
+    """Stage 2: the single signals (module docstring) and the strong models' choice."""
+    from mrcstats.stats.irt import rest_scores
+
+    S, N = rm.s.T.copy(), rm.n.T.copy()
+    _, _answered, rest = rest_scores(rm)
+    sig = _correctness_signals(S, N, theta, a0, rest.T)
+    I = S.shape[0]
+    strong = {"agree": np.full(I, np.nan), "pair": np.full(I, -1), "share": None}
+    if ch is not None:
+        share = _strong_share(ch.counts, ch.answers[ch.item], theta)
+        chosen = ch.counts.sum(1) > 0
+        agree, pair = _alt(share, ch.item, chosen, np.maximum(ch.gold, 0), I, np.arange(I))
+        has = ch.gold >= 0
+        strong = {"agree": np.where(has, agree, np.nan), "pair": np.where(has, pair, -1), "share": share}
+    return sig, strong
 
 
-def _pick_distractor(rng: np.random.Generator, ch: _Choices, items: np.ndarray) -> np.ndarray:
-    """A pair index per item: one of its non-key options chosen by some model, uniformly."""
-    chosen = ch.counts.sum(1) > 0
-    out = np.empty(len(items), int)
-    starts = np.searchsorted(ch.item, items, side="left")
-    ends = np.searchsorted(ch.item, items, side="right")
-    for k, (i, a, b) in enumerate(zip(items, starts, ends, strict=True)):
-        cand = [p for p in range(a, b) if chosen[p] and p != ch.gold[i]]
-        out[k] = cand[int(rng.integers(len(cand)))]
+def _answer_model(rm: Any, ch: _Choices | None, theta: np.ndarray, clusters: np.ndarray | None, shrinkage: float):
+    """Stage 3: the answer mixture's posteriors; without choices the wrong answers are one pooled option."""
+    from mrcstats.models.answer_mixture import fit_answer_mixture
+
+    if ch is not None:
+        X, key, offered, pair = _slots(ch, len(rm.items))
+    else:
+        S, N = rm.s.T, rm.n.T
+        X = np.stack([S, N - S], axis=2)
+        key, offered, pair = np.zeros(len(S), int), np.ones((len(S), 2), bool), None
+    fit = fit_answer_mixture(X, key, theta, offered=offered, cluster=clusters, shrinkage=shrinkage)
+    return fit, X, key, pair
+
+
+def _choice_text(X: np.ndarray, key: np.ndarray, pair: np.ndarray | None, ch: _Choices | None) -> list[str]:
+    """``A:0* B:14 C:0 D:0``: answers per option (all models and trials), the key starred."""
+    tot = X.sum(1)
+    out = []
+    for i in range(len(tot)):
+        if pair is None:
+            out.append(f"right:{tot[i, 0]:g} wrong:{tot[i, 1]:g}")
+            continue
+        parts = [f"{ch.option[p]}:{tot[i, k]:g}{'*' if k == key[i] else ''}" for k, p in enumerate(pair[i]) if p >= 0]
+        out.append(" ".join(parts))
     return out
 
 
-def _version_features(ch: _Choices, items: np.ndarray, key: np.ndarray, N: np.ndarray, theta: np.ndarray,
-                      a0: float, rest: np.ndarray, ell: np.ndarray, share: np.ndarray, chosen: np.ndarray,
-                      I: int) -> np.ndarray:
-    """Signals of copies of ``items`` with the key moved to pair ``key`` (correctness from ``pred``)."""
-    none = key < 0
-    s = np.where(none[:, None], 0.0, ch.counts[np.maximum(key, 0)])
-    sig = _correctness_signals(s, N[items], theta, a0, rest[items])
-    # l of a key no model chose: the Rasch part of all-zero choices plus every chosen option as a distractor
-    m = ch.answers[items]
-    c = ch.counts.sum(1)
-    from scipy.special import xlogy
+def screen(log: pd.DataFrame, *, fdr: float = 0.1, irt_model: str = "2pl", shrinkage: float = 30.0,
+           irt_tol: float = 1e-4, progress: bool | None = None, model_col: str = "model", item_col: str = "item",
+           correct_col: str = "correct") -> ScreenResult:
+    """Rank every item of a canonical log by the posterior probability that it is broken, and say how.
 
-    T = np.bincount(ch.item, weights=xlogy(c, c), minlength=I)[items]
-    C = np.bincount(ch.item, weights=c, minlength=I)[items]
-    ell0 = _rasch(np.zeros_like(m), m, theta, a0).loglik + T - xlogy(C, C)
-    delta, _ = _alt(ell, ch.item, chosen, key, I, items, key_value=ell0)
-    agree, _ = _alt(share, ch.item, chosen, key, I, items, key_value=np.zeros(len(items)))
-    return _features(sig, delta, agree)
+    ``fdr``: flag the items whose Bayesian FDR (``q_value``) is at most this; ``irt_model``: ``"2pl"`` or
+    ``"1pl"`` for the abilities; ``shrinkage``: the weight, in items, of the log's overall error rates in each
+    cluster's (0: every cluster on its own; large: one rate for all). Deterministic (no simulation).
+    """
+    from mrcstats._progress import progress as bar_of
 
-
-def _null_features(rng: np.random.Generator, n0: int, fit: Any, rm: Any, ch: _Choices | None, N: np.ndarray,
-                   theta: np.ndarray, a0: float, rest: np.ndarray, I: int, ml_key: np.ndarray | None = None,
-                   consistent: np.ndarray | None = None) -> np.ndarray:
-    """Signals of ``n0`` items simulated from the fitted model (see the module docstring). ``ml_key``: per
-    item, the option pair taken as the template's key (default the gold one); ``consistent``: the items whose
-    fitted (a, d) the null may draw (default all fitted items)."""
-    from scipy.special import expit
-
-    fitted = np.flatnonzero(rm.fit_mask)
-    rows = np.arange(len(fit.items))                      # fit.items rows follow the fitted items
-    if consistent is not None and consistent[fitted].sum() >= 2:
-        rows = rows[consistent[fitted]]
-    par = rows[rng.integers(len(rows), size=n0)]
-    a = fit.items["a"].to_numpy()[par]
-    d = fit.items["d"].to_numpy()[par]
-    base = fitted[rng.integers(len(fitted), size=n0)]     # shapes (answers per model, rest, distractors)
-    P = expit(a[:, None] * theta[None, :] + d[:, None])
-    if ch is None:
-        n = N[base]
-        s = rng.binomial(n.astype(np.int64), P).astype(float)
-        sig = _correctness_signals(s, n, theta, a0, rest[base])
-        return _features(sig, None, None)
-    m = ch.answers[base]
-    x = rng.binomial(m.astype(np.int64), P).astype(float)
-    wrong = m - x
-    # distractor shares of the base item (its non-key options chosen by some model)
-    tot = ch.counts.sum(1)
-    rows_i, rows_c = [], []
-    J = len(theta)
-    starts = np.searchsorted(ch.item, base, side="left")
-    ends = np.searchsorted(ch.item, base, side="right")
-    for v in range(n0):
-        i = base[v]
-        key_i = ch.gold[i] if ml_key is None else ml_key[i]
-        ps = [p for p in range(starts[v], ends[v]) if p != key_i and tot[p] > 0]
-        if not ps:
-            c = np.zeros((1, J))
-            c[0] = wrong[v]
-        else:
-            # each model's wrong answers fall on the distractors it chose on the base item (its own shares:
-            # distractor choice may depend on ability as on real items), else in the item's shares
-            own = ch.counts[ps].T                                    # J x K
-            sh = np.where(own.sum(1, keepdims=True) > 0, own, tot[ps][None, :])
-            cum = np.cumsum(sh / sh.sum(1, keepdims=True), axis=1)
-            c = np.zeros((len(ps), J))
-            w = wrong[v]
-            for t_ in range(int(w.max()) if w.any() else 0):
-                act = w > t_
-                k = np.minimum((cum < rng.random(J)[:, None]).sum(1), len(ps) - 1)
-                np.add.at(c, (k[act], np.flatnonzero(act)), 1.0)
-        rows_c.append(c)
-        rows_i.append(np.full(len(c), v))
-    dist_counts = np.vstack(rows_c)
-    dist_item = np.concatenate(rows_i)
-    counts = np.vstack([x, dist_counts])
-    item = np.r_[np.arange(n0), dist_item]
-    o = np.argsort(item, kind="mergesort")
-    counts, item = counts[o], item[o]
-    key = np.searchsorted(item, np.arange(n0), side="left")   # the key pair is first of each version
-    ell = _key_loglik(counts, m[item], theta, a0) + _multinomial_part(counts.sum(1), item, n0)
-    chosen = counts.sum(1) > 0
-    delta, _ = _alt(ell, item, chosen, key, n0, np.arange(n0))
-    agree, _ = _alt(_strong_share(counts, m[item], theta), item, chosen, key, n0, np.arange(n0))
-    # correctness: null preds count as not correct (as in the log)
-    n = N[base]
-    s = x
-    sig = _correctness_signals(s, n, theta, a0, rest[base])
-    return _features(sig, delta, agree)
+    _check(log, fdr, irt_model)
+    if not (isinstance(shrinkage, (int, float)) and shrinkage >= 0):
+        raise InputError(f"screen: shrinkage must be a number >= 0, got {shrinkage!r}")
+    bar = bar_of(total=4, desc="screen", disable=None if progress is None else not progress, unit="step")
+    notes: list[str] = []
+    try:
+        rm, fit = _abilities(log, irt_model, irt_tol, model_col, item_col, correct_col)
+        notes += list(rm.notes)
+        bar.update(1)
+        theta = fit.abilities["theta"].to_numpy()
+        a0 = float(np.median(fit.items["a"].to_numpy()))
+        ch = _choices(log, rm.items, rm.models, model_col, item_col, notes)
+        if ch is None:
+            notes.append("no pred/gold: the wrong answers are pooled as one option (no error types, no suggested key)")
+        sig, strong = _evidence(rm, theta, a0, ch)
+        bar.update(1)
+        clusters = _item_clusters(log, rm.items, item_col, notes)
+        mix, X, key, pair = _answer_model(rm, ch, theta, clusters, shrinkage)
+        if not mix.converged:
+            notes.append(f"the answer model stopped after {mix.iterations} cycles before its convergence criterion")
+        bar.update(1)
+        tab = _table(rm, fit, sig, strong, ch, mix, X, key, pair, clusters, a0, fdr)
+        sigs = pd.DataFrame(_oriented(sig, strong["agree"]), columns=list(SIGNALS))
+        if ch is None:
+            sigs = sigs.drop(columns=["agreement"])
+        sigs.insert(0, "item", list(rm.items))
+        sigs["score"] = tab["score"].to_numpy()
+        tab, sigs = _add_unscored(tab, sigs, log, rm.items, item_col, notes)
+        bar.update(1)
+    finally:
+        bar.close()
+    model = {"hypotheses": list(HYPOTHESES), "prior": dict(zip(HYPOTHESES, map(float, mix.prior), strict=True)),
+             "alpha": mix.alpha, "beta": mix.beta, "shrinkage": float(shrinkage),
+             "clusters": len(mix.clusters) if clusters is not None else 1, "loglik": mix.loglik,
+             "iterations": mix.iterations, "converged": mix.converged}
+    ab = fit.abilities[["model", "theta", "sd"]].copy()
+    return ScreenResult(tab, sigs, float(fdr), fit.model, a0, ab, model, dict(rm.skipped), tuple(notes))
 
 
-# --------------------------------------------------------------------------- validation by injection
+def _oriented(sig: Mapping[str, np.ndarray], agree: np.ndarray) -> np.ndarray:
+    """The single signals as columns in :data:`SIGNALS` order, higher = more suspect."""
+    p = np.clip(sig["p"], 0.5 / 1000, 1 - 0.5 / 1000)
+    return np.column_stack([-np.log(p / (1 - p)), -sig["r_pb"], -sig["a"], np.log(sig["outfit"]),
+                            np.log(sig["infit"]), np.where(np.isfinite(agree), agree, -1.0)])
+
+
+def _table(rm, fit, sig, strong, ch, mix, X, key, pair, clusters, a0, fdr) -> pd.DataFrame:
+    """Stage 4: the item table - posteriors, flags, error types, suggested keys and the evidence."""
+    post = mix.posterior
+    score = post[:, 1]
+    q = _bayes_fdr(1.0 - score)
+    err = post[:, 1:]
+    etype = np.asarray(ERROR_TYPES, dtype=object)[np.argmax(err, axis=1)]
+    I = len(rm.items)
+    tab = pd.DataFrame({"item": list(rm.items), "score": score, "flag": q <= fdr, "q_value": q,
+                        "p_broken": 1.0 - post[:, 0], "p_multiple_correct": post[:, 2], "p_no_correct": post[:, 3]})
+    na = pd.Series(pd.NA, index=tab.index, dtype="string")
+    tab["error_type"] = pd.Series(etype, dtype="string") if ch is not None else na.copy()
+    tab["suggested_key"] = na.copy()
+    tab["also_correct"] = na.copy()
+    tab["gold"] = na.copy()
+    if ch is not None:
+        has = ch.gold >= 0
+        tab.loc[has, "gold"] = ch.option[ch.gold[has]]
+        kb = np.argmax(mix.key_posterior, axis=1)
+        pb = np.argmax(mix.pair_posterior, axis=1)
+        kp, pp = pair[np.arange(I), kb], pair[np.arange(I), pb]
+        ok = has & (kp >= 0) & (mix.key_posterior[np.arange(I), kb] > 0)
+        tab.loc[ok, "suggested_key"] = ch.option[kp[ok]]
+        ok = has & (pp >= 0) & (np.argmax(err, axis=1) == 1)
+        tab.loc[ok, "also_correct"] = ch.option[pp[ok]]
+    tab["choices"] = _choice_text(X, key, pair, ch)
+    tab["cluster"] = pd.Series(clusters if clusters is not None else [pd.NA] * I, dtype="string")
+    tab["n_models"] = (rm.n.T > 0).sum(1)
+    mml = fit.items.set_index("item")
+    tab["accuracy"] = sig["p"]
+    tab["r_pb"] = sig["r_pb"]
+    tab["a"] = sig["a"]
+    tab["a_2pl"] = mml["a"].reindex(tab["item"]).to_numpy()
+    tab["b_2pl"] = mml["b"].reindex(tab["item"]).to_numpy()
+    tab["b_rasch"] = -sig["rasch_d"] / a0
+    tab["infit"] = sig["infit"]
+    tab["outfit"] = sig["outfit"]
+    tab["strong_choice"] = na.copy()
+    tab["strong_share"] = np.nan
+    tab["gold_strong_share"] = np.nan
+    tab["agreement"] = strong["agree"]
+    if ch is not None:
+        sp, share = strong["pair"], strong["share"]
+        ok = sp >= 0
+        tab.loc[ok, "strong_choice"] = ch.option[sp[ok]]
+        tab.loc[ok, "strong_share"] = share[sp[ok]]
+        has = ch.gold >= 0
+        tab.loc[has, "gold_strong_share"] = share[ch.gold[has]]
+    return tab
+
+
+def _add_unscored(tab: pd.DataFrame, sigs: pd.DataFrame, log: pd.DataFrame, items: tuple[str, ...], item_col: str,
+                  notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Items answered by one model only: listed without a score; the table sorted most suspect first."""
+    all_items = pd.Index(pd.unique(log[item_col].astype(str)))
+    missing = all_items.difference(pd.Index(items))
+    if len(missing):
+        extra = pd.DataFrame({"item": list(missing), "score": np.nan, "flag": False, "q_value": np.nan})
+        tab = pd.concat([tab, extra], ignore_index=True)
+        tab["flag"] = tab["flag"].astype(bool)
+        notes.append(f"{plural(len(missing), 'item')} answered by one model only are listed without a score")
+    o = np.lexsort((np.arange(len(tab)), -np.nan_to_num(tab["score"].to_numpy(float), nan=-np.inf)))
+    return tab.iloc[o].reset_index(drop=True), sigs
+
+
+def review_table(res: ScreenResult, log: pd.DataFrame, top: int = 0, item_col: str = "item") -> pd.DataFrame:
+    """The flagged items (and the next ones up to ``top`` rows in all) for a person to judge: rank, item, score,
+    q_value, error_type, gold, suggested_key, also_correct, choices, cluster, the item's ``question`` and
+    ``options`` where the log has them, and the empty columns :data:`REVIEW_COLUMNS` (``verdict``: keep, rekey or
+    drop; ``new_key`` for rekey; who, when, why), read back by :func:`mrcstats.io.relabel.apply_verdicts`."""
+    it = res.items.reset_index(drop=True)
+    n = max(int(it["flag"].sum()), int(top))
+    head = it.head(n)
+    cols = ["item", "score", "q_value", "flag", "error_type", "gold", "suggested_key", "also_correct", "choices",
+            "p_broken", "cluster"]
+    out = head[[c for c in cols if c in head.columns]].copy()
+    out.insert(0, "rank", np.arange(1, len(out) + 1))
+    for c in ("question", "options"):
+        if c in log.columns:
+            txt = log[[item_col, c]].dropna().drop_duplicates(item_col).set_index(item_col)[c].astype("string")
+            out[c] = out["item"].map(txt)
+    for c in REVIEW_COLUMNS:
+        out[c] = ""
+    return out.reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- validation by moving keys
 
 def inject_key_errors(log: pd.DataFrame, k: int, seed: int = 0, *, model_col: str = "model",
                       item_col: str = "item") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Move the key of ``k`` random items to a distractor some model chose and recompute ``correct`` from
-    each row's ``pred`` (an empty ``pred`` stays an invalid answer, <NA>).
+    """Move the key of ``k`` random items to another of their options, uniformly, and recompute ``correct``
+    from each row's ``pred`` (an empty ``pred`` stays not correct, as it was).
 
-    Returns the new log and the injected items ``item, old_key, new_key``. Only items with a key and an
-    other option chosen by some model can be injected; asking for more is an error.
+    An item's options are those of the answer model (module docstring): so the moved key is, as on real
+    mis-keyed items, mostly an option the models do not choose, while the old key is the one the strong models
+    converge on. Returns the new log and the injected items ``item, old_key, new_key``. Only items with a key
+    and another option can be injected; asking for more is an error.
     """
     if "pred" not in log.columns or "gold" not in log.columns:
         raise InputError("validate: the log needs 'pred' and 'gold' columns to move keys (the models' extracted "
                          "answers and the gold answer); without them the screen cannot be validated by injection")
-    if not isinstance(k, (int, np.integer)) or k < 1:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise InputError(f"validate: K must be a positive whole number of items, got {k!r}")
     from mrcstats.models.irt import response_matrix
 
     rm = response_matrix(log, model=model_col, item=item_col, where="validate")
-    notes: list[str] = []
-    ch = _choices(log, rm.items, rm.models, model_col, item_col, notes)
+    ch = _choices(log, rm.items, rm.models, model_col, item_col, [])
     if ch is None:
         raise InputError("validate: the log's 'pred' or 'gold' column is empty; cannot move keys")
-    elig = np.flatnonzero(_eligible(ch, len(rm.items)))
+    n_opt = np.bincount(ch.item, minlength=len(rm.items))
+    elig = np.flatnonzero((ch.gold >= 0) & (n_opt >= 2))
     if k > len(elig):
-        raise InputError(f"validate: K = {k} but only {plural(len(elig), 'item')} have an option other than the key "
-                         "chosen by some model; choose a smaller K")
+        raise InputError(f"validate: K = {k} but only {plural(len(elig), 'item')} have a key and another option; "
+                         "choose a smaller K")
     rng = np.random.default_rng(seed)
     pick = np.sort(rng.choice(elig, int(k), replace=False))
-    new = _pick_distractor(rng, ch, pick)
+    starts = np.searchsorted(ch.item, pick, side="left")
+    new = np.empty(len(pick), int)
+    for t, (i, a) in enumerate(zip(pick, starts, strict=True)):
+        others = [p for p in range(a, a + n_opt[i]) if p != ch.gold[i]]
+        new[t] = others[int(rng.integers(len(others)))]
     items = np.asarray(rm.items)[pick]
     inj = pd.DataFrame({"item": items, "old_key": ch.option[ch.gold[pick]], "new_key": ch.option[new]})
     out = log.copy()
+    out["correct"] = out["correct"].astype("boolean")
     newkey = dict(zip(inj["item"], inj["new_key"], strict=True))
     it = out[item_col].astype(str)
     hit = it.isin(newkey).to_numpy()
     nk = it[hit].map(newkey).astype("string")
     pred = _norm(out.loc[hit, "pred"])
-    corr = (pred == nk).astype("boolean")
-    corr[pred.isna()] = pd.NA
+    corr = (pred == nk).fillna(False).astype("boolean")
     out.loc[hit, "gold"] = nk.to_numpy()
     out.loc[hit, "correct"] = corr.to_numpy()
-    out["correct"] = out["correct"].astype("boolean")
     return out, inj
 
 
 @dataclass(frozen=True, repr=False)
 class ScreenValidation(Result):
     """Power of the screen on the user's own log: ``k`` keys moved (``injected``: item, old_key, new_key), the
-    screen rerun, and per signal (``combined`` first) the ROC AUC and precision at ``k`` (``metrics``).
+    screen rerun, and per signal (``score`` first) the ROC AUC and precision at ``k`` (``metrics``).
     ``curves``: ROC points per signal; ``result``: the screen of the injected log."""
 
     k: int
@@ -788,12 +642,12 @@ class ScreenValidation(Result):
                 "metrics": self.metrics.to_dict(orient="records"),
                 "flagged": int(flagged.sum()), "flagged_injected": int((flagged & inj).sum()),
                 "injected": self.injected.to_dict(orient="records"), "fdr": res.fdr,
-                "weights": dict(res.weights), "notes": list(self.notes)}
+                "notes": list(self.notes)}
 
     def summary(self) -> str:
         d = self.to_dict()
-        lines = [(f"Screen validation: {self.k} keys moved to a chosen distractor (seed {self.seed}); "
-                 f"{d['flagged']} items flagged at estimated FDR <= {self.result.fdr:g}, "
+        lines = [(f"Screen validation: {self.k} keys moved to another option (seed {self.seed}); "
+                 f"{d['flagged']} items flagged at Bayesian FDR <= {self.result.fdr:g}, "
                  f"{d['flagged_injected']} of them injected"),
                  self.metrics.to_string(index=False, float_format=lambda v: f"{v:.4f}")]
         lines += [f"note: {t}" for t in self.notes]
@@ -807,11 +661,11 @@ def screen_validate(log: pd.DataFrame, k: int, seed: int = 0, *, progress: bool 
     ``k`` (:func:`precision_at_k`). Items that were already suspect count as negatives, so both are lower bounds.
     """
     bad, inj = inject_key_errors(log, k, seed, model_col=model_col, item_col=item_col)
-    res = screen(bad, seed=seed + 1, progress=progress, model_col=model_col, item_col=item_col, **kwargs)
+    res = screen(bad, progress=progress, model_col=model_col, item_col=item_col, **kwargs)
     sig = res.signals
     lab = sig["item"].isin(set(inj["item"])).to_numpy()
     rows, curves = [], []
-    for name in ["combined", *[c for c in SIGNALS if c in sig.columns]]:
+    for name in ["score", *[c for c in SIGNALS if c in sig.columns]]:
         v = sig[name].to_numpy(float)
         rows.append({"signal": name, "auc": roc_auc(v, lab), "precision_at_k": precision_at_k(v, lab, k)})
         c = roc_curve(v, lab)

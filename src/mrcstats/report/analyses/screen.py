@@ -1,7 +1,7 @@
 """``screen`` and ``dif``: suspect items (mis-keyed, ill-posed) with their evidence, and DIF between model groups."""
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -42,11 +42,11 @@ def discrimination_difficulty_plot(items: pd.DataFrame, top: int = 0):
 
 
 def roc_plot(curves: pd.DataFrame, auc: pd.Series):
-    """ROC curve of every signal of a validation run (``combined`` drawn heavier)."""
+    """ROC curve of every signal of a validation run (``score`` drawn heavier)."""
     fig, ax = F.new_figure("column", 0.9)
     with F.figure_style():
         for k, (name, c) in enumerate(curves.groupby("signal", sort=False)):
-            ax.plot(c["fpr"], c["tpr"], color=F.PALETTE[k % len(F.PALETTE)], lw=1.6 if name == "combined" else 0.8,
+            ax.plot(c["fpr"], c["tpr"], color=F.PALETTE[k % len(F.PALETTE)], lw=1.6 if name == "score" else 0.8,
                     ls=F.LINESTYLES[k % len(F.LINESTYLES)], label=f"{name} (AUC {auc[name]:.3f})")
         ax.plot([0, 1], [0, 1], color="0.7", lw=0.5)
         ax.set_xlabel("false-positive rate")
@@ -59,63 +59,108 @@ class Screen(Analysis):
     type = "screen"
     title = "Item screen"
     keys: ClassVar[dict[str, Key]] = {
-        "fdr": Key((float,), 0.1, help="flag items with estimated FDR (q-value) at most this"),
+        "fdr": Key((float,), 0.1, help="flag items with Bayesian FDR (q-value) at most this"),
         "irt_model": Key((str,), "2pl", choices=("1pl", "2pl")),
+        "shrinkage": Key((float, int), 30.0, help="weight, in items, of the overall error rates in each cluster's"),
         "validate": Key((int, _NONE), None, help="move this many keys and report the screen's power"),
+        "verdicts": Key((str, _NONE), None, help="a filled review file (screen --review): realised precision of the "
+                                                 "flags and each model's accuracy before and after the verdicts"),
         "n": Key((int,), 15, help="rows of the ranked table"),
     }
+
+    def check(self, opts: dict[str, Any], err: Any, base: Any) -> None:
+        if opts.get("verdicts"):
+            from pathlib import Path
+
+            p = Path(opts["verdicts"])
+            p = p if p.is_absolute() else Path(base) / p
+            if not p.is_file():
+                raise err("verdicts", f"no such review file {str(p)!r} (a CSV `mrcstats screen --review` wrote, "
+                                      "with its verdict column filled)")
+            opts["verdicts"] = str(p)
 
     def run(self, ctx: Context, a: AnalysisSpec) -> Output:
         data = ctx.rows(a)
         k = a.get("validate")
-        val = None
-        if k:
-            val = screen_validate(data, k, seed=ctx.seed, fdr=a.get("fdr"), irt_model=a.get("irt_model"),
-                                  progress=False)
-            res = screen(data, seed=ctx.seed, fdr=a.get("fdr"), irt_model=a.get("irt_model"), progress=False)
-        else:
-            res = screen(data, seed=ctx.seed, fdr=a.get("fdr"), irt_model=a.get("irt_model"), progress=False)
+        opts = {"fdr": a.get("fdr"), "irt_model": a.get("irt_model"), "shrinkage": float(a.get("shrinkage"))}
+        val = screen_validate(data, k, seed=ctx.seed, progress=False, **opts) if k else None
+        res = screen(data, progress=False, **opts)
         out = Output(a.get("title") or self.title)
         it = res.items
         n_flag = int(it["flag"].sum())
-        out.text(f"{len(it):,} items screened; {n_flag} flagged at an estimated false-discovery rate of at most "
-                 f"{res.fdr:g}. Higher scores are more suspect.")
-        cols = {"item": "Item", "score": "Score", "q_value": "q", "accuracy": "Accuracy", "r_pb": "r_pb",
-                "a": "a", "outfit": "Outfit", "gold": "Key", "suggested_key": "Suggested", "alt_loglik": "Δ logLik",
-                "strong_share": "Strong share"}
+        types = it.loc[it["flag"], "error_type"].value_counts()
+        out.text(f"{len(it):,} items screened; {n_flag} flagged at a Bayesian false-discovery rate of at most "
+                 f"{res.fdr:g}" + (f" ({', '.join(f'{v} {t}' for t, v in types.items())})" if n_flag else "")
+                 + ". The score is the posterior probability that the key is wrong.")
+        cols = {"item": "Item", "score": "P(wrong key)", "q_value": "q", "error_type": "Type", "gold": "Key",
+                "suggested_key": "Suggested", "choices": "Answers per option", "accuracy": "Accuracy",
+                "p_broken": "P(broken)"}
         cols = {c: v for c, v in cols.items() if c in it.columns}
         top = it.head(a.get("n"))[list(cols)].rename(columns=cols)
-        out.table(Table(top, caption=f"The {len(top)} most suspect items: combined score, BH q-value, accuracy, "
-                        "point-biserial with the rest score, signed slope a (abilities fixed), Rasch outfit, the key, "
-                        "the suggested key (the option the strongest models converge on or that explains the "
-                        "choices better as the key), the log-likelihood change if it were the key, and the "
-                        "ability-weighted share of models choosing it.", label=f"a{a.index}_screen_items",
-                        formats={"q": "{:.3g}", "Score": "{:.2f}"}))
+        out.table(Table(top, caption=f"The {len(top)} most suspect items: posterior probability that the key is wrong, "
+                        "Bayesian q-value (mean probability that the key is right over the items at least as "
+                        "suspect), the most likely error type, the key, the most likely correct option, the answers "
+                        "of all models per option (key starred), the accuracy and the probability of any error.",
+                        label=f"a{a.index}_screen_items",
+                        formats={"q": "{:.3g}", "P(wrong key)": "{:.3f}", "P(broken)": "{:.3f}"}))
         out.figure(discrimination_difficulty_plot(it, a.get("n")), f"a{a.index}_screen_map",
                    "Discrimination (signed slope with the abilities fixed) against Rasch difficulty; flagged items "
-                   "and the other items of the ranked table marked. A mis-keyed item sits below zero: the stronger the model, the less often it picks the key.")
+                   "and the other items of the ranked table marked. A mis-keyed item sits below zero: the stronger "
+                   "the model, the less often it picks the key.")
         if val is not None:
             m = val.metrics.rename(columns={"signal": "Signal", "auc": "ROC AUC", "precision_at_k": f"Precision at {k}"})
-            out.table(Table(m, caption=f"Power on this log: {k} keys moved to a distractor some model chose "
+            out.table(Table(m, caption=f"Power on this log: {k} keys moved to another option of the item "
                             f"(seed {ctx.seed}), the screen rerun; ROC AUC and precision among the {k} top-ranked "
-                            "items of the combined score and of every single signal.",
+                            "items of the score and of every single signal.",
                             label=f"a{a.index}_screen_validation", formats={"ROC AUC": "{:.4f}"}))
             out.figure(roc_plot(val.curves, val.metrics.set_index("signal")["auc"]), f"a{a.index}_screen_roc",
                        f"Validation curve: ROC of each signal at finding the {k} injected key errors.")
             out.headline["screen_validation"] = val.metrics.to_dict(orient="records")
+        if a.get("verdicts"):
+            self._verdicts(out, a, data, it, ctx)
         for why, c in res.skipped.items():
             out.note(f"{c} {why}.")
         for nt in res.notes:
             out.note(nt)
         out.headline["screen"] = {"items": len(it), "flagged": n_flag, "fdr": res.fdr,
                                   "top": list(it["item"].head(10))}
+        prior = res.model.get("prior", {})
         out.methods.append(
-            f"Item screen: abilities from a {res.irt_model.upper()} fitted by marginal maximum likelihood; per item "
-            "the accuracy, the point-biserial with the rest score, the signed 2PL slope and Rasch infit/outfit with the "
-            "abilities fixed and, where the log has pred and gold, the key likelihood of every option and the "
-            f"ability-weighted agreement of the strongest models; combined by {res.combination}; p-values against "
-            f"{res.n_null:,} items simulated from the fitted model, Benjamini–Hochberg q-values.")
+            f"Item screen: abilities from a {res.irt_model.upper()} fitted by marginal maximum likelihood; every item "
+            "then clean, mis-keyed, with several or with no correct option under a mixture model of the options the "
+            "models chose (2PL choice of the correct option with the item's slope and difficulty integrated over a "
+            "grid prior learned from the log, Dirichlet-multinomial wrong answers, error rates per cluster shrunk "
+            f"to the log's with weight {res.model.get('shrinkage', 0):g} items; fitted shares "
+            + ", ".join(f"{k_.replace('_', ' ')} {v:.3f}" for k_, v in prior.items())
+            + "), fitted by EM; flags at a Bayesian false-discovery rate (mean posterior probability that the key is "
+            "right over the flagged items).")
         return out
+
+    def _verdicts(self, out: Output, a: AnalysisSpec, data: pd.DataFrame, it: pd.DataFrame, ctx: Context) -> None:
+        """Realised precision of the flags from a person's verdicts, and the accuracy before and after them."""
+        from mrcstats.io.relabel import apply_verdicts, read_verdicts
+        from mrcstats.stats.review import relabel_effect
+
+        path = a.get("verdicts")
+        v = read_verdicts(path)
+        flagged = set(it.loc[it["flag"], "item"])
+        judged = v[v["item"].isin(flagged)]
+        confirmed = int(judged["verdict"].isin(("rekey", "drop")).sum())
+        prec = confirmed / len(judged) if len(judged) else float("nan")
+        out.text(f"Review ({path}): {len(judged)} of the {len(flagged)} flagged items judged; {confirmed} confirmed "
+                 f"as broken (re-keyed or dropped): realised precision {prec:.2f} against the nominal "
+                 f"{1 - float(a.get('fdr')):.2f}.")
+        fixed = apply_verdicts(data, path)
+        eff = relabel_effect(data, fixed.log).rename(columns={
+            "model": "Model", "accuracy_before": "Accuracy before", "accuracy_after": "Accuracy after",
+            "change": "Change", "items_before": "Items before", "items_after": "Items after",
+            "rank_before": "Rank before", "rank_after": "Rank after"})
+        out.table(Table(eff, caption=f"Each model's accuracy and rank before and after the review's verdicts "
+                        f"({fixed.changed} keys changed, {fixed.dropped} items dropped).",
+                        label=f"a{a.index}_screen_relabel",
+                        formats={"Accuracy before": "{:.4f}", "Accuracy after": "{:.4f}", "Change": "{:+.4f}"}))
+        out.headline["screen_review"] = {"judged": len(judged), "confirmed": confirmed, "precision": prec,
+                                         "changed": fixed.changed, "dropped": fixed.dropped}
 
 
 class Dif(Analysis):
