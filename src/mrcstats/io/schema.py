@@ -203,6 +203,25 @@ def _json_text(v: Any) -> Any:
     return json.dumps(v, ensure_ascii=False, default=str) if isinstance(v, (dict, list)) else v
 
 
+def id_text(v: Any) -> Any:
+    """One id value as text, the same whatever the other values of its column: a JSON integer as the digits it
+    was written with (``9007199254740993``: Python parses it exactly; a float column would round it to
+    ``9007199254740992.0``), a float without a trailing ``.0`` when whole (``2.0`` -> ``"2"``, else its
+    shortest round-trip ``repr``); text unchanged; a missing value (``None``, NaN, ``pd.NA``) as ``None``; any
+    other value (bool, object) unchanged, for the schema's checks."""
+    if isinstance(v, (str, bool)):
+        return v
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        if np.isnan(v):
+            return None
+        return str(int(v)) if float(v).is_integer() else repr(float(v))
+    if v is None or v is pd.NA:
+        return None
+    return v
+
+
 def _to_string(s: pd.Series, *, nested: str = "refuse", source: str | None = None) -> pd.Series:
     """A column as nullable strings. A JSON object or array in a cell (``"options": ["A", "B"]``) becomes its
     JSON text when ``nested="json"`` (free-text and extra columns); in a one-value field (``nested="refuse"``:
@@ -220,11 +239,8 @@ def _to_string(s: pd.Series, *, nested: str = "refuse", source: str | None = Non
     if s.dtype == object:
         # mixed python objects: keep text as is, render numbers without a trailing .0
         def conv(v: Any) -> Any:
-            if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
-                return pd.NA
-            if isinstance(v, float) and v.is_integer():
-                return str(int(v))
-            return v if isinstance(v, str) else str(v)
+            v = id_text(v)
+            return pd.NA if v is None or v is pd.NA else v if isinstance(v, str) else str(v)
         uniq = pd.unique(s)
         if len(uniq) < len(s) // 2:
             return s.map({u: conv(u) for u in uniq if not (isinstance(u, float) and np.isnan(u))}).astype(
