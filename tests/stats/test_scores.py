@@ -212,7 +212,8 @@ def test_ingest_graded_reports_mean_score(tmp_path):
     st_ = log_stats(read_log(src))
     assert st_["outcome"] == "score" and set(st_["mean_score"]) == {"a", "b", "c"}
     t = log_stats(read_log(src, threshold=0.5))
-    assert t["threshold"] == 0.5 and t["accuracy"]["c"] > t["accuracy"]["a"]
+    assert t["threshold"] == 0.5 and t["accuracy_threshold"]["c"] > t["accuracy_threshold"]["a"]
+    assert t["accuracy"] == t["mean_score"] == st_["accuracy"]     # summary's number: the mean score
     assert "outcome" not in log_stats(read_log(_write(tmp_path, _binary())))
 
 

@@ -740,37 +740,48 @@ def is_canonical(df: pd.DataFrame) -> bool:
 
 
 def log_stats(df: pd.DataFrame) -> dict[str, Any]:
-    """The ``ingest`` summary of a canonical log (accuracy counts invalid rows as not correct).
+    """The ``ingest`` summary of a canonical log: rows, models, items, clusters, conditions and, per model,
+    ``accuracy`` -- the very number ``summary`` gives (its default conventions: invalid answers count as not
+    correct, trials pooled), i.e. the mean of the outcome :func:`resolve_outcome` picks
+    (:func:`outcome_values`, <NA> scoring 0) -- and ``invalid``, the rows without that outcome.
 
-    A graded log (:func:`resolve_outcome` gives ``score``) adds ``"outcome": "score"`` and
-    ``"mean_score"`` per model (invalid rows score 0); its ``invalid`` counts rows without a score.
+    A graded log (outcome ``score``) adds ``"outcome": "score"``; its ``accuracy`` is the mean score
+    (``mean_score`` repeats it, the key older versions printed beside a 0/1 ``accuracy``), summed per model
+    in row order exactly as :func:`mrcstats.stats.accuracy.summarize_scores` sums them. Read with a
+    threshold, it adds ``threshold`` and ``accuracy_threshold``: the share with ``score >= threshold``.
     """
-    correct = df["correct"].fillna(False).astype(bool).to_numpy()
-    graded = resolve_outcome(df) == "score"
-    invalid = (df["score"].isna() if graded else df["correct"].isna()).to_numpy()
+    outcome = resolve_outcome(df)
+    vals = outcome_values(df, outcome)
+    invalid = vals.isna().to_numpy()
+    x = vals.to_numpy(dtype=float, na_value=0.0)
     # models by code, sorted by code point (as Python sorts str): counted without a Python object per row
     codes, models = pd.factorize(df["model"], sort=True)
     k = len(models)
     n = np.bincount(codes, minlength=k)
-    c = np.bincount(codes, weights=correct, minlength=k)
     i = np.bincount(codes, weights=invalid, minlength=k)
     names = [str(m) for m in models]
+    if outcome == "score":   # each model's scores summed in row order, as summary sums them (the same bits)
+        parts = np.split(x[np.argsort(codes, kind="stable")], np.cumsum(n)[:-1])
+        acc = [float(p.sum() / len(p)) for p in parts]
+    else:                    # 0/1: a count, exact
+        acc = [float(c) / float(m) for c, m in zip(np.bincount(codes, weights=x, minlength=k), n)]
     out = {
         "rows": len(df),
         "models": names,
         "items": int(df["item"].nunique()),
         "clusters": int(df["cluster"].nunique()),
         "conditions": sorted(str(c) for c in pd.unique(df["condition"])),
-        "accuracy": {m: float(c[j]) / float(n[j]) for j, m in enumerate(names)},
+        "accuracy": dict(zip(names, acc)),
         "invalid": {m: int(i[j]) for j, m in enumerate(names)},
         "skipped": dict(df.attrs.get("skipped", {}) or {}),
     }
-    if graded:
-        sc = pd.Series(df["score"].to_numpy(dtype=float, na_value=0.0))
-        means = sc.groupby(codes, sort=True).mean()     # pandas' groupby mean, as before: the same sums
-        out = {**out, "outcome": "score", "mean_score": {names[j]: float(v) for j, v in means.items()}}
-        if df.attrs.get("threshold") is not None:   # accuracy is correct = score >= threshold
+    if outcome == "score":
+        out = {**out, "outcome": "score", "mean_score": dict(out["accuracy"])}
+        if df.attrs.get("threshold") is not None:   # correct is score >= threshold
+            correct = df["correct"].fillna(False).astype(bool).to_numpy()
+            c = np.bincount(codes, weights=correct, minlength=k)
             out["threshold"] = float(df.attrs["threshold"])
+            out["accuracy_threshold"] = {m: float(c[j]) / float(n[j]) for j, m in enumerate(names)}
     return out
 
 

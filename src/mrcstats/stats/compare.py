@@ -135,10 +135,10 @@ def per_item_scores(log: pd.DataFrame, cluster: str = "cluster", outcome: str = 
     from mrcstats.io.schema import check_grouping, is_canonical, validate_log
 
     if isinstance(log, LogDataset):  # a dataset folder larger than memory: the same table from DuckDB SQL
-        from mrcstats.stats.accuracy import _dataset_graded
+        from mrcstats.io.dataset import dataset_graded
 
         check_grouping(cluster, log.columns, "cluster by")
-        if outcome == "correct" or (outcome == "auto" and not _dataset_graded(log)):
+        if outcome == "correct" or (outcome == "auto" and not dataset_graded(log)):
             from mrcstats.backends.sql import per_item_scores as sql_scores
 
             out = sql_scores(log, cluster)
