@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mrcstats._seeds import parse_seed
 from mrcstats.cli._common import add_json_flag, add_log_options, info, output, read_log_args
 from mrcstats.errors import InputError
 
@@ -44,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_log_options(p)
     p.add_argument("--fdr", type=float, default=0.1, help="flag items with estimated FDR (q-value) <= this (0.1)")
     p.add_argument("--irt-model", default="2pl", choices=("1pl", "2pl"), help="abilities from this IRT model (2pl)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the injected copies and the null (0)")
+    p.add_argument("--seed", type=parse_seed, default=0, metavar="S", help="seed of the injected copies and the null (0)")
     p.add_argument("--calibration", default="empirical", choices=("empirical", "simulated"),
                    help="p-values: the simulated null recentred on the log's items (empirical) or as simulated")
     p.add_argument("--validate", type=_positive, metavar="K", help="move K keys and measure the screen's power")
@@ -68,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-logistic", dest="logistic", action="store_false", help="Mantel-Haenszel only")
     p.add_argument("--validate", type=_positive, metavar="K", help="inject DIF into K items and measure detection")
     p.add_argument("--focal", metavar="GROUP", help="--validate: the group made to find the items easier (random)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of --validate (0)")
+    p.add_argument("--seed", type=parse_seed, default=0, metavar="S", help="seed of --validate (0)")
     p.add_argument("--top", type=int, default=20, metavar="N", help="rows shown in the text table (20)")
     p.add_argument("--out", metavar="CSV", help="also write the full DIF table to this CSV")
     add_json_flag(p)

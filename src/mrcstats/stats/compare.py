@@ -83,6 +83,7 @@ import pandas as pd
 
 from mrcstats._pformat import format_pval
 from mrcstats._repr import Result
+from mrcstats._seeds import rng as seed_rng
 from mrcstats.errors import InputError
 from mrcstats.stats.multiplicity import check_method, p_adjust
 
@@ -694,7 +695,7 @@ def _bootstrap(pairs: list[tuple[int, int]], shared: list[int], jobs: list[tuple
     """Percentile cluster-bootstrap CIs of every pair's difference (multinomial cluster weights x cluster sums)."""
     from mrcstats._progress import progress
 
-    rng = np.random.default_rng(seed)
+    rng = seed_rng(seed)
     lo = np.full(len(pairs), np.nan)
     hi = np.full(len(pairs), np.nan)
     q = [alpha / 2, 1 - alpha / 2]

@@ -27,6 +27,7 @@ import pandas as pd
 
 from mrcstats._pformat import format_pval
 from mrcstats._repr import Result
+from mrcstats._seeds import rng as seed_rng
 from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.stats._rxc_exact import FEXACT_TOL, rxc_exact_pvalue
@@ -346,7 +347,7 @@ def r2dtable(B: int, row_sums: Sequence[int], col_sums: Sequence[int],
     ``c'`` the column totals still unfilled. Vectorised over the ``B`` tables.
     The random stream differs from R's, so tables agree in distribution, not one by one.
     """
-    rng = np.random.default_rng(rng)
+    rng = seed_rng(rng, "rng")
     rows = np.asarray(row_sums, dtype=np.int64)
     cols = np.asarray(col_sums, dtype=np.int64)
     if rows.sum() != cols.sum():
@@ -448,7 +449,7 @@ def fisher(table: Any, simulate: bool = False, B: int = 2000, seed: int | None =
             raise InputError(f"B (the number of Monte Carlo replicates) must be at least 1, got {B}")
         rows, cols = x.sum(axis=1), x.sum(axis=0)
         stat = -float(_log_fact(x).sum())
-        sims = r2dtable(int(B), rows, cols, np.random.default_rng(seed))
+        sims = r2dtable(int(B), rows, cols, seed_rng(seed))
         sim_stat = -_log_fact(sims).sum(axis=(1, 2))
         almost1 = 1 + 64 * _DBL_EPS
         p = (1 + int(np.sum(sim_stat <= stat / almost1))) / (int(B) + 1)

@@ -67,6 +67,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._seeds import rng as seed_rng
 from mrcstats._words import plural
 from mrcstats.errors import InputError
 
@@ -393,7 +394,7 @@ def screen(log: pd.DataFrame, *, fdr: float = 0.1, irt_model: str = "2pl", seed:
         raise InputError(f"screen: irt_model must be '1pl' or '2pl', got {irt_model!r}")
     disable = None if progress is None else not progress
     bar = bar_of(total=5, desc="screen", disable=disable, unit="step")
-    rng = np.random.default_rng(seed)
+    rng = seed_rng(seed)
     notes: list[str] = []
     try:
         rm = response_matrix(log, model=model_col, item=item_col, correct=correct_col, where="screen")
@@ -744,7 +745,7 @@ def inject_key_errors(log: pd.DataFrame, k: int, seed: int = 0, *, model_col: st
     if k > len(elig):
         raise InputError(f"validate: K = {k} but only {plural(len(elig), 'item')} have an option other than the key "
                          "chosen by some model; choose a smaller K")
-    rng = np.random.default_rng(seed)
+    rng = seed_rng(seed)
     pick = np.sort(rng.choice(elig, int(k), replace=False))
     new = _pick_distractor(rng, ch, pick)
     items = np.asarray(rm.items)[pick]
