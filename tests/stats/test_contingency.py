@@ -367,3 +367,21 @@ def test_tables_with_fewer_than_two_rows_or_columns_are_refused(table):
     """As R: fisher.test(matrix(2)) stops with "'x' must have at least 2 rows and columns"."""
     with pytest.raises(InputError, match="at least 2 rows and 2 columns"):
         fisher(table)
+
+
+def test_mcnemar_binomial_cdf_is_scipy_stats_to_the_bit():
+    """``mcnemar_exact_p`` takes the binomial CDF from the public ``scipy.special.betainc``
+    (``P(X <= k) = I_{1/2}(n - k, k + 1)``): equal to ``scipy.stats.binom.cdf`` to the bit wherever the
+    p-value is below 1 (``k < (n - 1)/2``), and exactly 1 where ``|a - b| <= 1``."""
+    from scipy.stats import binom
+
+    from mrcstats.stats.contingency import mcnemar_exact_p
+
+    n = np.concatenate([np.full(k // 2 + 1, k) for k in range(1, 1501)]).astype(float)
+    k = np.concatenate([np.arange(k // 2 + 1) for k in range(1, 1501)]).astype(float)
+    low = 2 * k < n - 1
+    got = mcnemar_exact_p(k[low], n[low] - k[low])
+    want = np.minimum(1.0, 2.0 * binom.cdf(k[low], n[low], 0.5))
+    assert np.array_equal(got, want)
+    assert np.all(mcnemar_exact_p(k[~low], n[~low] - k[~low]) == 1.0)
+    assert mcnemar_exact_p(0, 0) == 1.0 and mcnemar_exact_p(3, 2) == 1.0 == mcnemar_exact_p(2, 3)
