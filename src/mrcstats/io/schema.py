@@ -48,6 +48,7 @@ import pandas as pd
 
 from mrcstats._words import plural
 from mrcstats.errors import InputError, SchemaError
+from mrcstats.io.answers import number_text
 from mrcstats.io.fields import (  # noqa: F401  (the schema's names, in their pandas-free home)
     CANONICAL_COLUMNS,
     CORE_COLUMNS,
@@ -211,12 +212,8 @@ def id_text(v: Any) -> Any:
     other value (bool, object) unchanged, for the schema's checks."""
     if isinstance(v, (str, bool)):
         return v
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    if isinstance(v, (float, np.floating)):
-        if np.isnan(v):
-            return None
-        return str(int(v)) if float(v).is_integer() else repr(float(v))
+    if isinstance(v, (int, np.integer, float, np.floating)):
+        return number_text(v)
     if v is None or v is pd.NA:
         return None
     return v
