@@ -162,7 +162,8 @@ def _exact_ids(df: pd.DataFrame, values: Any, text: Collection[str]) -> pd.DataF
 
     for c in text:
         if c in df.columns and pd.api.types.is_float_dtype(df[c].dtype):
-            df[c] = pd.Series([id_text(v) for v in values(c)], index=df.index, dtype=object)
+            df[c] = pd.Series([str(v) if type(v) is int else id_text(v) for v in values(c)], index=df.index,
+                              dtype=object)   # an int first: most ids of such a column
     return df
 
 
