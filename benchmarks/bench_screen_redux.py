@@ -109,7 +109,7 @@ def run(folder: Path, name: str, inject: int, types: dict[str, str]) -> dict:
         k = int(lab.sum())
         for s_name, s in scores.items():
             rows.append({"log": name, "truth": what, "n": k, "screen": s_name, "auc": roc_auc(s, lab),
-                         f"p@K": precision(s, lab, k), "p@50": precision(s, lab, 50)})
+                         "p@K": precision(s, lab, k), "p@50": precision(s, lab, 50)})
     flag = it["flag"].to_numpy(bool)
     wk, ae = np.isin(items, truth["wrong_key"]), np.isin(items, truth["any_error"])
     flags = {"log": name, "flagged": int(flag.sum()), "wrong keys": int(wk.sum()),

@@ -1,7 +1,15 @@
-"""Shared fixtures: paths to the optional shared data and R availability."""
+"""Shared fixtures: paths to the optional shared data and R availability; R parity that cannot skip in CI.
+
+With ``MRCSTATS_REQUIRE_R=1`` (set by ``.ci/run``, where ``make test`` installs R) a skipped R-parity test
+fails instead: a test marked ``r``, one using the ``rscript`` fixture (also through another fixture), or any
+skip whose reason names R (``Rscript``, ``rpy2``, ``lme4``, an R package: :data:`R_SKIP`) -- every path
+that skips for want of R (this file's ``rscript``, ``tests/models/_r.py``'s ``skip_without_rpy2``, the
+glmmTMB/emmeans/jsonlite/sandwich checks) gives such a reason. Locally, without R, they still skip.
+"""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -9,6 +17,28 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+#: set (to anything but "" or "0") where R is installed: an R-parity skip is then a failure
+REQUIRE_R = os.environ.get("MRCSTATS_REQUIRE_R", "") not in ("", "0")
+#: a skip reason that says R (or an R package, or rpy2) is missing
+R_SKIP = re.compile(r"\bR\b|Rscript|rpy2|lme4|glmmTMB|emmeans|\bordinal\b|jsonlite|sandwich|\bcar\b")
+
+
+def is_r_parity(item: pytest.Item) -> bool:
+    """A test that compares with R: marked ``r``, or using the ``rscript`` fixture."""
+    return item.get_closest_marker("r") is not None or "rscript" in getattr(item, "fixturenames", ())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type: ignore[no-untyped-def]
+    """With ``MRCSTATS_REQUIRE_R=1``, an R-parity skip (setup or call) is reported as a failure."""
+    outcome = yield
+    rep = outcome.get_result()
+    if not REQUIRE_R or not rep.skipped or hasattr(rep, "wasxfail"):
+        return
+    reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+    if is_r_parity(item) or R_SKIP.search(reason):
+        rep.outcome = "failed"
+        rep.longrepr = f"R parity skipped with MRCSTATS_REQUIRE_R=1 (R must run here, so it is a failure): {reason}"
 
 
 def shared_data_dir() -> Path:

@@ -69,7 +69,7 @@ def test_tutorial_notebook_runs_with_rich_outputs(monkeypatch):
     mimes = [{k for o in c.outputs for k in o.get("data", {})} for c in code]
     errors = [o for c in code for o in c.outputs if o.output_type == "error"]
     assert not errors, errors
-    html = [c for c, m in zip(code, mimes) if "text/html" in m]
+    html = [c for c, m in zip(code, mimes, strict=True) if "text/html" in m]
     assert len(html) >= 5  # the log, accuracy, comparison, GLMM, model table
     shown = "".join(o["data"]["text/html"] for c in html for o in c.outputs if "text/html" in o.get("data", {}))
     assert shown.count('class="mrcstats-result"') >= 4 and "AccuracySummary" in shown

@@ -1,4 +1,10 @@
-"""Independent, order-free random streams derived from one user seed.
+"""Seeds: the one check of a user's seed, and independent, order-free random streams derived from it.
+
+:func:`check_seed` is the one validator of a seed -- a whole number >= 0 (NumPy's ``SeedSequence`` takes
+no negative entropy), or ``None`` for fresh OS entropy; every command-line ``--seed`` is parsed by
+:func:`parse_seed` (an argparse ``type``, so a new command's ``--seed`` inherits it) and every generator of
+the package is made by :func:`rng` or :func:`stream`, which call it: ``seed=-1`` or ``seed=1.5`` is one
+:class:`~mrcstats.errors.InputError` (exit code 2), never NumPy's traceback.
 
 ``stream(seed, *labels)`` returns a :class:`numpy.random.Generator` seeded by
 ``numpy.random.SeedSequence(entropy=seed, spawn_key=(h(label_1), h(label_2), ...))`` with
@@ -8,14 +14,48 @@ e.g. ``("select", method, k, fold)`` -- so asking for one more option (another `
 method) never shifts the numbers drawn for another: the draws of a choice depend only on
 the seed and its labels (NumPy's recommended way of making independent streams, NEP 19).
 ``seed=None`` draws fresh OS entropy (not reproducible).
+
+This module imports NumPy only when a generator is made: the command line's parsers import it at start-up.
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
+from numbers import Integral
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from mrcstats.errors import InputError
 
-__all__ = ["label_key", "stream"]
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["check_seed", "label_key", "parse_seed", "rng", "stream"]
+
+
+def check_seed(seed: Any, where: str = "seed") -> int | None:
+    """``seed`` as an ``int`` (``None`` kept: fresh entropy); a negative number, a non-integer (``1.5``,
+    ``"3"``) or a bool raises :class:`InputError` naming ``where`` and what to pass."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, Integral):
+        raise InputError(f"{where} must be a whole number >= 0 (e.g. 0 or 12345), got {seed!r} "
+                         f"({type(seed).__name__})")
+    if seed < 0:
+        raise InputError(f"{where} must be >= 0 (a seed is non-negative entropy), got {int(seed)}; "
+                         f"pass e.g. {abs(int(seed))}")
+    return int(seed)
+
+
+def parse_seed(text: str) -> int:
+    """The argparse ``type`` of every ``--seed``: the text of a whole number >= 0 (:func:`check_seed`'s rule)."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0 (e.g. 0 or 12345), got {text!r}") from None
+    try:
+        return check_seed(value, "--seed")  # type: ignore[return-value]
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--seed ")) from None
 
 
 def label_key(label: object) -> int:
@@ -23,8 +63,18 @@ def label_key(label: object) -> int:
     return int.from_bytes(hashlib.blake2b(str(label).encode("utf-8"), digest_size=4).digest(), "little")
 
 
+def rng(seed: Any, where: str = "seed") -> np.random.Generator:
+    """``numpy.random.default_rng(seed)`` after :func:`check_seed` (a Generator passes through unchanged)."""
+    import numpy as np
+
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(check_seed(seed, where))
+
+
 def stream(seed: int | None, *labels: object) -> np.random.Generator:
     """The random stream of the choice named by ``labels`` under ``seed`` (see the module docstring)."""
-    ss = np.random.SeedSequence(entropy=None if seed is None else int(seed),
-                                spawn_key=tuple(label_key(x) for x in labels))
+    import numpy as np
+
+    ss = np.random.SeedSequence(entropy=check_seed(seed), spawn_key=tuple(label_key(x) for x in labels))
     return np.random.default_rng(ss)

@@ -21,7 +21,7 @@ def seed_csv(tmp_path):
     n_pass = 80
     pid = np.repeat(np.arange(n_pass), 3)
     rows = []
-    for m, off in zip(("davinci2", "davinci3", "gpt4"), (-1.0, 0.0, 1.0)):
+    for m, off in zip(("davinci2", "davinci3", "gpt4"), (-1.0, 0.0, 1.0), strict=True):
         eta = 1.0 + off + rng.normal(0, 0.7, n_pass)[pid]
         rows.append(pd.DataFrame({"passage": [f"p{i}" for i in pid], "scaled_tok": rng.normal(size=pid.size),
                                   "LLM": m, "correct": (rng.random(pid.size) < 1 / (1 + np.exp(-eta))).astype(int)}))

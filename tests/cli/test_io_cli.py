@@ -116,3 +116,38 @@ def test_mskqa_summary_by_condition_rate(capsys, shared_data, tmp_path):
     for g in groups:
         assert g["accuracy"] == want[(g["condition"], g["masking_rate"])]
 
+
+
+@pytest.mark.parametrize("kind", ["binary", "graded", "threshold", "graded dataset", "binary dataset"])
+def test_ingest_accuracy_is_summarys(capsys, tmp_path, kind):
+    """One summary per log kind: ingest's per-model ``accuracy`` is the number ``summary`` prints (the mean
+    score of a graded log, not a 0.0 from its empty correct column), to the bit."""
+    rng = np.random.default_rng(7)
+    n = 60
+    df = pd.DataFrame({"model": np.repeat(["a", "b"], n), "item": [f"q{i}" for i in range(n)] * 2})
+    if kind.startswith("binary"):
+        df["correct"] = pd.array(rng.choice([1, 0, None], 2 * n, p=[0.5, 0.4, 0.1]), dtype="Int64")
+    else:
+        df["score"] = np.where(rng.random(2 * n) < 0.1, np.nan, rng.random(2 * n).round(3))
+    p = tmp_path / "log.csv"
+    df.to_csv(p, index=False)
+    extra = ["--threshold", "0.5"] if kind == "threshold" else []
+    args = [str(p), *extra]
+    if kind.endswith("dataset"):
+        assert _run(capsys, "ingest", str(p), "--dataset", str(tmp_path / "ds"))[0] == 0
+        args = [str(tmp_path / "ds")]
+        code, out, _ = _run(capsys, "ingest", str(p), "--dataset", str(tmp_path / "ds2"), "--json")
+    else:
+        code, out, _ = _run(capsys, "ingest", *args, "--json")
+    assert code == 0
+    ing = json.loads(out)
+    code, out, _ = _run(capsys, "summary", *args, "--json")
+    assert code == 0
+    summ = json.loads(out)
+    assert ing["accuracy"] == {g["model"]: g["accuracy"] for g in summ["groups"]}
+    assert ing["invalid"] == {g["model"]: g["invalid"] for g in summ["groups"]}
+    assert ing.get("outcome", "correct") == summ.get("outcome", "correct")
+    if kind != "binary" and not kind.startswith("binary"):
+        assert ing["outcome"] == "score" and min(ing["accuracy"].values()) > 0.2
+    if kind == "threshold":
+        assert ing["threshold"] == 0.5 and set(ing["accuracy_threshold"]) == {"a", "b"}

@@ -118,7 +118,7 @@ def test_write_then_read_gives_the_same_rows(tmp_path):
     # the same log and timestamp give the same files
     again = mrcstats.write_eee(log, tmp_path / "again", evaluation_name="bench", retrieved_timestamp="1700000000")
     assert [p.name for p in again] == [p.name for p in paths]
-    assert all(p.read_bytes() == q.read_bytes() for p, q in zip(paths, again))
+    assert all(p.read_bytes() == q.read_bytes() for p, q in zip(paths, again, strict=True))
 
 
 def test_written_files_validate_and_their_headline_is_mrcstats_accuracy(tmp_path):

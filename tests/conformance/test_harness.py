@@ -184,7 +184,7 @@ def test_same_run_read_twice_suggests_on_duplicate(tmp_path):
 
 def test_different_runs_under_one_name_are_not_offered_on_duplicate(tmp_path):
     """Two different runs given one --model name: the message says they differ and how to name them."""
-    for run, d in zip(RUNS[1:3], ("a", "b")):
+    for run, d in zip(RUNS[1:3], ("a", "b"), strict=True):
         (tmp_path / d).mkdir()
         for p in _samples(run):
             shutil.copy(p, tmp_path / d)

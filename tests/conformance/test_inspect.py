@@ -290,7 +290,7 @@ def test_partial_credit_and_numeric_scores():
     src = load_source(HERE / "scorers.eval")
     partial = read_inspect(src, scorer="partial")
     want = {f"tiny_qa:{s['id']}": _float(s["scores"]["partial"]) for s in rec["sample_scores"]}
-    assert dict(zip(partial["item"], partial["score"].astype(float))) == want
+    assert dict(zip(partial["item"], partial["score"].astype(float), strict=True)) == want
     assert 0.5 in want.values() and partial["correct"].isna().all()  # graded: correct left null
     overlap = read_inspect(src, scorer="overlap")
     assert overlap["score"].dtype == "Float64" and overlap["correct"].isna().all()

@@ -284,7 +284,7 @@ def log_files(draw, clean: bool = False, formats=("csv", "tsv", "jsonl", "json",
     elif fmt in ("jsonl", "json"):
         recs = []
         for r in rows:
-            pairs = [(c, _py(v)) for c, v in zip(cols, r)]
+            pairs = [(c, _py(v)) for c, v in zip(cols, r, strict=True)]
             # a repeated column name becomes a repeated key (json.dumps of a dict cannot show that)
             body = ", ".join(f"{json.dumps(c)}: {json.dumps(v, allow_nan=True)}" for c, v in pairs)
             recs.append("{" + body + "}")

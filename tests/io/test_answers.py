@@ -113,6 +113,6 @@ def test_score_series_matches_scalar(pairs):
     pred = pd.Series([p for p, _ in pairs], dtype=object)
     gold = pd.Series([g for _, g in pairs], dtype=object)
     vec = score_series(pred, gold).tolist()
-    for (p, g), v in zip(pairs, vec):
+    for (p, g), v in zip(pairs, vec, strict=True):
         s = score(p, g)
         assert (v is pd.NA and s is None) or v == s

@@ -156,7 +156,7 @@ def test_cli_ingest_dataset_and_summary(sim, tmp_path, capsys):
     groups = json.loads(capsys.readouterr().out)["groups"]
     want = summarize(sim, by="model").to_dict()["groups"]
     assert [g["model"] for g in groups] == [g["model"] for g in want]
-    for g, w in zip(groups, want):
+    for g, w in zip(groups, want, strict=True):
         text = {k for k, v in w.items() if isinstance(v, str)}          # model, ci_method (the interval's rule)
         assert {k: g[k] for k in text} == {k: w[k] for k in text}
         assert {k: v for k, v in g.items() if k not in text} == pytest.approx(
@@ -341,7 +341,7 @@ _NAMES = st.text(st.characters(blacklist_categories=("Cs",), blacklist_character
        st.sampled_from(["error", "first"]), _NAMES)
 def test_fast_path_property(tmp_path_factory, rows, on_duplicate, extra_model):
     d = tmp_path_factory.mktemp("fp")
-    cols = list(zip(*rows))
+    cols = list(zip(*rows, strict=True))
     t = pa.table({"model": pa.array(cols[0], pa.string()), "item": pa.array(cols[1], pa.string()),
                   "cluster": pa.array(cols[2], pa.string()), "trial": pa.array(cols[3], pa.int64()),
                   "condition": pa.array(cols[4], pa.string()), "masking_rate": pa.array(cols[5], pa.float64()),

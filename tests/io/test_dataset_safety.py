@@ -45,7 +45,7 @@ def _csv(path: Path, models: list[str], items: int = 20) -> Path:
 
 def _acc(log) -> dict[str, float]:
     f = summarize(log, by=["model"]).to_frame()
-    return dict(zip(f["model"], f["accuracy"]))
+    return dict(zip(f["model"], f["accuracy"], strict=True))
 
 
 @settings(max_examples=300, deadline=None)

@@ -68,7 +68,7 @@ def _compare(ci, r, tol):
     assert list(ci.intervals.index) == list(r)
     for name, (lo, hi) in r.items():
         got = ci.intervals.loc[name].to_numpy()
-        for a, b in zip(got, (lo, hi)):
+        for a, b in zip(got, (lo, hi), strict=True):
             if np.isnan(b):
                 assert np.isnan(a), name
             else:
@@ -215,7 +215,7 @@ def test_profile_on_a_singular_fit_gives_checked_bounds_or_refuses(tmp_path, cap
     lower = np.concatenate([r.lower for r in m.design.re])
     k = len(th)
     for j, name in enumerate(m.fixef.index):
-        for b, z in zip(tab.loc[name], (-1.959964, 1.959964)):
+        for b, z in zip(tab.loc[name], (-1.959964, 1.959964), strict=True):
             mask = np.ones(k + len(be), bool)
             mask[k + j] = False
 

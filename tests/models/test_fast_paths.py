@@ -129,7 +129,7 @@ def test_grid_rows_come_back_in_the_data_order(monkeypatch, formula, k):
     a, b = fast.extras(x[:k], x[k:]), slow.extras(x[:k], x[k:])
     for key in ("mu", "eta"):
         np.testing.assert_allclose(a[key], b[key], rtol=0, atol=1e-10)
-    for ba, bb in zip(a["b"], b["b"]):
+    for ba, bb in zip(a["b"], b["b"], strict=True):
         np.testing.assert_allclose(ba, bb, rtol=0, atol=1e-10)
     assert fast.evaluate(x[:k], x[k:])[0] == pytest.approx(slow.evaluate(x[:k], x[k:])[0], rel=1e-13)
 

@@ -188,3 +188,57 @@ def test_cli_lmer_json(tmp_path, capsys):
     assert got["fixef"] == pytest.approx(m.fixef.to_dict(), rel=1e-9) and set(got["ranef"]["g"]) == set(df["g"])
     assert main(["glmer", str(p), "--formula", f, "--family", "gaussian", "--drop1"]) == 2
     assert "mrcstats lmer" in capsys.readouterr().err
+
+
+def _degenerate() -> dict[str, pd.DataFrame]:
+    g = [f"g{i % 5}" for i in range(30)]
+    x = np.arange(30.0)
+    return {"constant": pd.DataFrame({"g": g, "x": x, "y": 1.5, "c": 1, "o": 2}),
+            "zero residual": pd.DataFrame({"g": g, "x": x, "y": [i % 5 + 0.5 for i in range(30)],
+                                           "c": x % 2, "o": x % 3}),
+            "fitted by x": pd.DataFrame({"g": g, "x": x, "y": 2 * x, "c": x % 2, "o": x % 3}),
+            "one level": pd.DataFrame({"g": "g0", "x": x, "y": np.sin(x), "c": x % 2, "o": x % 3})}
+
+
+@pytest.mark.parametrize("case", list(_degenerate()))
+@pytest.mark.parametrize("cmd,formula", [("lmer", "y ~ 1 + (1 | g)"), ("lmer", "y ~ x + (1 | g)"),
+                                         ("glmer", "c ~ 1 + (1 | g)"), ("clmm", "o ~ 1 + (1 | g)")])
+def test_degenerate_data_is_one_clear_error(case, cmd, formula, tmp_path, capsys):
+    """A constant outcome, zero residual variance, an outcome the fixed effects fit exactly, a grouping with one
+    level: lmer, glmer and clmm fit (what lme4 fits) or refuse with one line and exit code 2, never a
+    traceback (lme4: a singular fit with a NA covariance matrix, 'nearly unidentifiable', 'Response is
+    constant', 'grouping factors must have > 1 sampled level': test_degenerate_data_what_lme4_does)."""
+    from mrcstats.cli import main
+
+    p = tmp_path / "d.csv"
+    _degenerate()[case].to_csv(p, index=False)
+    code = main([cmd, str(p), "--formula", formula, "--json"])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    if code == 0:
+        assert json.loads(out)
+    else:
+        assert code == 2 and len(err.strip().splitlines()) == 1 and f"mrcstats {cmd}: error:" in err, err
+    if cmd == "lmer" and (case != "fitted by x" or "x" in formula):
+        assert code == 2, out    # lmer on these: no residual variance, or one level
+
+
+@pytest.mark.r
+def test_degenerate_data_what_lme4_does(rscript, tmp_path):
+    """What lme4 does with the data lmer refuses: warns or stops (so a refusal hides no usable fit)."""
+    cases = _degenerate()
+    for name in ("constant", "zero residual", "one level"):
+        cases[name].to_csv(tmp_path / f"{name.replace(' ', '_')}.csv", index=False)
+    code = """suppressMessages(library(lme4))
+for (f in c("constant", "zero_residual", "one_level")) {
+  d <- read.csv(file.path(commandArgs(TRUE)[1], paste0(f, ".csv")))
+  msg <- tryCatch({m <- lmer(y ~ 1 + (1 | g), d); if (isSingular(m)) "singular" else "fit"},
+                  warning = function(w) "warning", error = function(e) "error")
+  cat(f, msg, "\\n")
+}"""
+    (tmp_path / "deg.R").write_text(code)
+    r = subprocess.run([rscript, str(tmp_path / "deg.R"), str(tmp_path)], capture_output=True, text=True,
+                       timeout=300, check=False)
+    assert r.returncode == 0, r.stderr
+    got = dict(ln.split() for ln in r.stdout.splitlines() if ln.strip())
+    assert got == {"constant": "singular", "zero_residual": "warning", "one_level": "error"}, r.stdout

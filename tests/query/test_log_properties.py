@@ -40,5 +40,5 @@ def test_compact_keeps_last_row_at_first_position(tmp_path_factory, rows):
     keys = [(r["model"], r["item"], r["condition"], r["trial"]) for r in rows]
     first_order = list(dict.fromkeys(keys))
     assert n == len(out) == len(first_order)
-    last = {k: r for k, r in zip(keys, rows)}
+    last = {k: r for k, r in zip(keys, rows, strict=True)}
     assert out == [json.loads(dumps_row(last[k])) for k in first_order]

@@ -66,3 +66,21 @@ def test_credentials_in_base_url_are_not_printed(tmp_path, make_tasks, capsys):
         assert main(["query", str(tasks), "--model", "m", "--base-url", bad, "--out",
                      str(tmp_path / "p.jsonl")]) == 2
         assert "s3cretpassword" not in capsys.readouterr().err
+
+
+def test_url_credentials_never_replace_the_key(tmp_path, make_tasks, capsys, stub, monkeypatch):
+    """A user:password@ in --base-url would be sent by httpx as Basic auth in place of the key: it is stripped
+    with one warning on stderr, and the key goes as the bearer token of every request."""
+    tasks = tmp_path / "t.jsonl"
+    make_tasks(tasks, 2)
+    monkeypatch.setenv("STUB_KEY", KEY)
+    url = stub.base_url.replace("http://", "http://alice:s3cretpassword@")
+    code = main(["query", str(tasks), "--model", "m", "--base-url", url, "--api-key-env", "STUB_KEY",
+                 "--out", str(tmp_path / "o.jsonl"), "--no-progress", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert stub.requests and {q["auth"] for q in stub.requests} == {f"Bearer {KEY}"}
+    warn = [ln for ln in err.splitlines() if "warning" in ln]
+    assert len(warn) == 1 and "user:password@" in warn[0] and "s3cretpassword" not in err
+    json.loads(out)                                   # --json: stdout is one object, the warning on stderr
+    assert "s3cretpassword" not in (tmp_path / "o.jsonl").read_text()

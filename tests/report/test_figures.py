@@ -34,7 +34,7 @@ def test_saved_figures_are_byte_identical_and_column_sized(tmp_path):
         fig = F.loess_plot(d, "x", glmm=pd.DataFrame({"model": ["a", "a"], "x": [-2.0, 2.0], "p": [0.4, 0.7]}))
         assert abs(fig.get_figwidth() - F.COLUMN_WIDTH) < 1e-9
         paths.append(F.save_figure(fig, tmp_path / f"f{k}"))
-    for a, b in zip(*paths):
+    for a, b in zip(*paths, strict=True):
         assert a.suffix in (".pdf", ".svg")
         assert a.read_bytes() == b.read_bytes()
 

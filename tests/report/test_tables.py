@@ -59,7 +59,7 @@ def test_regression_table_lme4_layout_matches_r_printing():
 
 def test_compact_layout_and_truth_column():
     t = regression_table(pd.DataFrame({"estimate": TOK, "se": TOK_SE}), layout="compact", truth={"LLM1": -1.1})
-    row = dict(zip(t.header, t.cells()[2]))
+    row = dict(zip(t.header, t.cells()[2], strict=True))
     assert row["β (SE)"] == "−1.12 (0.04)***" and row["Truth"] == "−1.10"
     _roundtrip(t)
     with pytest.raises(InputError, match="layout"):

@@ -50,7 +50,7 @@ def by_hand(log: pd.DataFrame, clustered: bool, alpha: float = 0.05):
         n = len(v)
         plain = math.sqrt(np.var(v, ddof=1) / n)
         sums: dict = {}
-        for vi, ci in zip(v - v.mean(), cl):
+        for vi, ci in zip(v - v.mean(), cl, strict=True):
             sums[ci] = sums.get(ci, 0.0) + vi
         g = len(sums)
         clus = math.sqrt(g / (g - 1) * sum(s * s for s in sums.values())) / n
@@ -314,16 +314,17 @@ def test_against_r(rscript, tmp_path) -> None:
     got = mcnemar_exact_p(np.array([c[0] for c in counts]), np.array([c[1] for c in counts]))
     np.testing.assert_allclose(got, binom, rtol=1e-12, atol=0)
     np.testing.assert_allclose(res.pairs["p_mcnemar"], binom[:len(res.pairs)], rtol=1e-12, atol=0)
-    for (b, c), ref in zip(counts, mcn):
+    for (b, c), ref in zip(counts, mcn, strict=True):
         if b + c == 0:
             continue
         r = mcnemar(pd.Series([True] * 7 + [True] * b + [False] * c + [False] * 5),
                     b=pd.Series([True] * 7 + [False] * b + [True] * c + [False] * 5))
         assert r.p_asymptotic == pytest.approx(float(ref), rel=1e-12)
     vc = [float(ln[1]) for ln in lines if ln[0] == "vcovCL"]
-    if vc:
-        row = res.pairs.set_index(["model_a", "model_b"]).loc[("m0", "m3")]
-        assert row["se_cluster"] == pytest.approx(vc[0], rel=1e-10)
+    if not vc:   # said, not passed in silence (a skip fails with MRCSTATS_REQUIRE_R=1, tests/conftest.py)
+        pytest.skip("R package sandwich missing: the clustered SE against sandwich::vcovCL is not checked")
+    row = res.pairs.set_index(["model_a", "model_b"]).loc[("m0", "m3")]
+    assert row["se_cluster"] == pytest.approx(vc[0], rel=1e-10)
 
 
 # --------------------------------------------------------------------------- p_adjust properties

@@ -107,7 +107,7 @@ def test_seed004_table13() -> None:
 
 def test_fisher_exact_matches_r(r_two_sided) -> None:
     worst = 0.0
-    for t, r in zip(TABLES, r_two_sided):
+    for t, r in zip(TABLES, r_two_sided, strict=True):
         assert "error" not in r["fisher"], (t, r)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -117,7 +117,7 @@ def test_fisher_exact_matches_r(r_two_sided) -> None:
         worst = max(worst, abs(ours.p - rp) / max(rp, 1e-300))
         if t.shape == (2, 2):
             assert _close(ours.odds_ratio, r["fisher"]["odds_ratio"], 1e-6), (t.tolist(), ours.odds_ratio)
-            for a, b in zip(ours.conf_int, r["fisher"]["conf_int"]):
+            for a, b in zip(ours.conf_int, r["fisher"]["conf_int"], strict=True):
                 assert _close(a, b, 1e-6), (t.tolist(), ours.conf_int, r["fisher"]["conf_int"])
         else:
             assert ours.odds_ratio is None and r["fisher"]["odds_ratio"] is None
@@ -129,11 +129,11 @@ def test_fisher_one_sided_matches_r(rscript, tmp_path, alternative) -> None:
     tabs = [t for t in TABLES if t.shape == (2, 2)]
     files = [_write(t, tmp_path / f"a{i}.csv") for i, t in enumerate(tabs)]
     rres = _run_r(rscript, files, f"--alternative={alternative}")
-    for t, r in zip(tabs, rres):
+    for t, r in zip(tabs, rres, strict=True):
         ours = fisher(t, alternative=alternative)
         assert _close(ours.p, r["fisher"]["p"], 1e-6), (t.tolist(), ours.p, r["fisher"]["p"])
         assert _close(ours.odds_ratio, r["fisher"]["odds_ratio"], 1e-6)
-        for a, b in zip(ours.conf_int, r["fisher"]["conf_int"]):
+        for a, b in zip(ours.conf_int, r["fisher"]["conf_int"], strict=True):
             assert _close(a, b, 1e-6), (t.tolist(), alternative, ours.conf_int, r["fisher"]["conf_int"])
 
 
@@ -169,7 +169,7 @@ def test_2x2_simulate_is_exact_as_r() -> None:
 
 def test_chisq_matches_r(r_two_sided) -> None:
     worst = 0.0
-    for t, r in zip(TABLES, r_two_sided):
+    for t, r in zip(TABLES, r_two_sided, strict=True):
         y = t[t.sum(axis=1) > 0][:, t.sum(axis=0) > 0]
         if min(y.shape) < 2:
             continue
@@ -192,7 +192,7 @@ def test_chisq_matches_r(r_two_sided) -> None:
 def test_chisq_no_correct_matches_r(rscript, tmp_path) -> None:
     tabs = [t for t in TABLES if t.shape == (2, 2) and (t.sum(axis=0) > 0).all() and (t.sum(axis=1) > 0).all()]
     files = [_write(t, tmp_path / f"n{i}.csv") for i, t in enumerate(tabs)]
-    for t, r in zip(tabs, _run_r(rscript, files, "--no-correct")):
+    for t, r in zip(tabs, _run_r(rscript, files, "--no-correct"), strict=True):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ours = chisq(t, correct=False)
@@ -367,3 +367,21 @@ def test_tables_with_fewer_than_two_rows_or_columns_are_refused(table):
     """As R: fisher.test(matrix(2)) stops with "'x' must have at least 2 rows and columns"."""
     with pytest.raises(InputError, match="at least 2 rows and 2 columns"):
         fisher(table)
+
+
+def test_mcnemar_binomial_cdf_is_scipy_stats_to_the_bit():
+    """``mcnemar_exact_p`` takes the binomial CDF from the public ``scipy.special.betainc``
+    (``P(X <= k) = I_{1/2}(n - k, k + 1)``): equal to ``scipy.stats.binom.cdf`` to the bit wherever the
+    p-value is below 1 (``k < (n - 1)/2``), and exactly 1 where ``|a - b| <= 1``."""
+    from scipy.stats import binom
+
+    from mrcstats.stats.contingency import mcnemar_exact_p
+
+    n = np.concatenate([np.full(k // 2 + 1, k) for k in range(1, 1501)]).astype(float)
+    k = np.concatenate([np.arange(k // 2 + 1) for k in range(1, 1501)]).astype(float)
+    low = 2 * k < n - 1
+    got = mcnemar_exact_p(k[low], n[low] - k[low])
+    want = np.minimum(1.0, 2.0 * binom.cdf(k[low], n[low], 0.5))
+    assert np.array_equal(got, want)
+    assert np.all(mcnemar_exact_p(k[~low], n[~low] - k[~low]) == 1.0)
+    assert mcnemar_exact_p(0, 0) == 1.0 and mcnemar_exact_p(3, 2) == 1.0 == mcnemar_exact_p(2, 3)

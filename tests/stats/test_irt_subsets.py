@@ -90,7 +90,7 @@ def test_subset_eval(irt_log):
     assert r.loc[("random", "mean", 80), "mae"] < r.loc[("random", "mean", 20), "mae"]
     # folds keep families together: every fold's held-out models share no family with its training models
     pred = res.predictions
-    fam = dict(zip(irt_log["model"], irt_log["family"]))
+    fam = dict(zip(irt_log["model"], irt_log["family"], strict=True))
     for (_, f), g in pred.groupby(["seed", "fold"]):
         test_f = {fam[m] for m in g["model"]}
         other = {fam[m] for m in pred.loc[pred["fold"] != f, "model"]}

@@ -215,7 +215,7 @@ def write_maskcode_run(folder, seed: int = 7, n_items: int = 40, trials: int = 3
                 ans[bad] = rng.choice(["-1", "0", "6", "n/a"], bad.sum())
                 df[f"answer_{model}_{r}"] = ans
                 df[f"query_{r}"] = "prompt"
-                ok = np.array([str(a) == str(g + 1) for a, g in zip(ans, gold)])
+                ok = np.array([str(a) == str(g + 1) for a, g in zip(ans, gold, strict=True)])
                 expected.setdefault((c, float(r)), []).append(ok.sum() / n_items)
             df.to_csv(folder / f"AQA_masker_{t}{SUFFIX[c]}.csv", index=False)
     return {k: float(np.mean(v)) for k, v in expected.items()}

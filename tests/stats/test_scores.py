@@ -20,7 +20,7 @@ from ._r_accuracy import r_score_se
 def _graded(seed: int = 0, n_items: int = 40, models=("a", "b", "c")) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     rows = []
-    for m, mu in zip(models, (0.3, 0.5, 0.7)):
+    for m, mu in zip(models, (0.3, 0.5, 0.7), strict=True):
         for i in range(n_items):
             s = float(np.clip(rng.normal(mu, 0.25), 0, 1).round(3))
             rows.append({"model": m, "item": f"q{i}", "cluster": f"p{i // 4}",
@@ -80,7 +80,7 @@ def test_coerce_score_words_and_refusals():
 def test_coerce_score_keeps_numbers(vals):
     out = coerce_score(pd.Series(vals, dtype=object))
     assert str(out.dtype) == "Float64"
-    for v, o in zip(vals, out.tolist()):
+    for v, o in zip(vals, out.tolist(), strict=True):
         assert (v is None and o is pd.NA) or o == v
     text = coerce_score(pd.Series(["" if v is None else repr(v) for v in vals]))
     assert text.tolist() == out.tolist()
@@ -212,7 +212,8 @@ def test_ingest_graded_reports_mean_score(tmp_path):
     st_ = log_stats(read_log(src))
     assert st_["outcome"] == "score" and set(st_["mean_score"]) == {"a", "b", "c"}
     t = log_stats(read_log(src, threshold=0.5))
-    assert t["threshold"] == 0.5 and t["accuracy"]["c"] > t["accuracy"]["a"]
+    assert t["threshold"] == 0.5 and t["accuracy_threshold"]["c"] > t["accuracy_threshold"]["a"]
+    assert t["accuracy"] == t["mean_score"] == st_["accuracy"]     # summary's number: the mean score
     assert "outcome" not in log_stats(read_log(_write(tmp_path, _binary())))
 
 

@@ -77,7 +77,7 @@ def test_irt_info_ties_are_broken_at_random_under_the_seed(tied_log):
 @pytest.mark.parametrize("method", ["random", "pd", "irt-info", "anchor"])
 def test_subset_stratified_by_a_column(tied_log, method):
     res = mrcstats.subset(tied_log, 12, method, seed=1, stratify="subject")
-    subj = dict(zip(tied_log["item"], tied_log["subject"]))
+    subj = dict(zip(tied_log["item"], tied_log["subject"], strict=True))
     n = pd.Series([subj[i] for i in res.items]).value_counts().to_dict()
     assert n == {"law": 5, "history": 5, "physics": 2}                      # 12 x 25/60, 25/60, 10/60
     assert len(set(res.items)) == 12 and res.to_dict()["stratify"] == "subject"

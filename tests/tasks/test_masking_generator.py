@@ -39,8 +39,8 @@ def test_k_is_round_n_mr_and_seeded():
     full = mask_text(TEXT, 100, seed=0, tagger="rules")
     assert mask_text(TEXT, 0, seed=0, tagger="rules").masked_text == TEXT
     # codes are fixed per lemma across rates
-    codes_full = dict(zip(full.table["lemma"], full.table["code"]))
-    for lemma, code in zip(a.table["lemma"], a.table["code"]):
+    codes_full = dict(zip(full.table["lemma"], full.table["code"], strict=True))
+    for lemma, code in zip(a.table["lemma"], a.table["code"], strict=True):
         assert codes_full[lemma] == code
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from mrcstats._seeds import parse_seed
 from mrcstats._words import plural
 from mrcstats.cli._common import (
     Once,
@@ -56,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="p-value adjustment across pairs, as R's p.adjust (holm)")
     p.add_argument("--bootstrap", type=int, default=0, metavar="B",
                    help="cluster-bootstrap resamples for the CI of each difference (0 = none)")
-    p.add_argument("--seed", type=int, default=None, metavar="S", help="bootstrap seed")
+    p.add_argument("--seed", type=parse_seed, default=None, metavar="S", help="bootstrap seed")
     p.add_argument("--alpha", type=float, default=0.05, metavar="A", help="1 - confidence level (0.05)")
     add_json_flag(p)
     p.set_defaults(func=_compare)

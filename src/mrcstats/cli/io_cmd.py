@@ -131,8 +131,9 @@ def _ingest_text(s: dict) -> str:
     width = max(len(m) for m in s["models"])
     for m in s["models"]:
         if s.get("outcome") == "score":   # a graded log: the mean score (docs/scores.md)
-            acc = f"  accuracy (score >= {s['threshold']:g}) {s['accuracy'][m]:.4f}" if "threshold" in s else ""
-            lines.append(f"  {m.ljust(width)}  mean score {s['mean_score'][m]:.4f}{acc}  invalid {s['invalid'][m]}")
+            acc = f"  accuracy (score >= {s['threshold']:g}) {s['accuracy_threshold'][m]:.4f}" \
+                if "threshold" in s else ""
+            lines.append(f"  {m.ljust(width)}  mean score {s['accuracy'][m]:.4f}{acc}  invalid {s['invalid'][m]}")
         else:
             lines.append(f"  {m.ljust(width)}  accuracy {s['accuracy'][m]:.4f}  invalid {s['invalid'][m]}")
     if s["skipped"]:

@@ -13,6 +13,7 @@ import argparse
 import os
 import warnings
 
+from mrcstats._seeds import parse_seed
 from mrcstats.cli._common import add_input, add_json_flag, add_log_options, info, output, read_log_args
 
 
@@ -49,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_input(p, "text", metavar="TEXT_OR_FILE", help="the text, or a path to a UTF-8 text file")
     p.add_argument("--rate", type=float, required=True, metavar="MR", help="masking rate in percent (0-100)")
     p.add_argument("--condition", default="regular", choices=("regular", "partial", "strict", "lenient"))
-    p.add_argument("--seed", type=int, default=0, metavar="S")
+    p.add_argument("--seed", type=parse_seed, default=0, metavar="S")
     p.add_argument("--tagger", default="auto", choices=("auto", "stanza", "linkgrammar", "rules"),
                    help="POS tagger (auto: stanza when its models are installed, else link-grammar, else rules)")
     p.add_argument("--keep", metavar="WORDS", help="comma-separated words never masked (e.g. NR,P,X)")

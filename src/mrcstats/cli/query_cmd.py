@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from mrcstats._seeds import parse_seed
 from mrcstats.cli._common import add_input, add_output
 
 
@@ -25,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--concurrency", type=int, default=4, metavar="N", help="requests in flight (default 4)")
     p.add_argument("--temperature", type=float, metavar="T")
     p.add_argument("--top-p", type=float, metavar="P")
-    p.add_argument("--seed", type=int, metavar="S", help="sampling seed; trial k sends S + k")
+    p.add_argument("--seed", type=parse_seed, metavar="S", help="sampling seed; trial k sends S + k")
     p.add_argument("--trials", type=int, default=1, metavar="K", help="samples per prompt, trials 0..K-1")
     p.add_argument("--max-tokens", type=int, metavar="M")
     p.add_argument("--retry-failed", action="store_true",

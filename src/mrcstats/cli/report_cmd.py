@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mrcstats._seeds import parse_seed
 from mrcstats.cli._common import add_input, add_json_flag, add_output, info, output
 
 
@@ -36,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "(GLMM fixed and random effects against the truth, Fisher tests, discrimination, "
                                    "masking curves, methods). Native engine only: no R needed.")
     add_output(d, "--outdir", kind="folder", default="reports", help="output folder (default: reports)")
-    d.add_argument("--seed", type=int, default=0, help="random seed of the simulation (default: 0)")
+    d.add_argument("--seed", type=parse_seed, default=0, help="random seed of the simulation (default: 0)")
     g = d.add_argument_group("leaderboard-sized log (instead of the report)",
                              "with --models/--items/--out: write a leaderboard-shaped log with known truth "
                              "(Rasch-like: model ability - item difficulty + cluster effect) as a partitioned "

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mrcstats._seeds import parse_seed
 from mrcstats.cli._common import (
     add_input,
     add_json_flag,
@@ -57,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--irt-model", default="2pl", choices=("1pl", "2pl"), help="abilities from this IRT model (2pl)")
     p.add_argument("--shrinkage", type=float, default=30.0, metavar="N",
                    help="weight, in items, of the log's overall error rates in each cluster's (30; 0: clusters apart)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="--validate: seed of the moved keys (0)")
+    p.add_argument("--seed", type=parse_seed, default=0, metavar="S", help="--validate: seed of the moved keys (0)")
     p.add_argument("--validate", type=_positive, metavar="K", help="move K keys and measure the screen's power")
     p.add_argument("--top", type=int, default=20, metavar="N", help="rows shown in the text table (20)")
     add_output(p, "--items-out", metavar="CSV", help="also write the full item table to this CSV")
@@ -98,7 +99,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-logistic", dest="logistic", action="store_false", help="Mantel-Haenszel only")
     p.add_argument("--validate", type=_positive, metavar="K", help="inject DIF into K items and measure detection")
     p.add_argument("--focal", metavar="GROUP", help="--validate: the group made to find the items easier (random)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of --validate (0)")
+    p.add_argument("--seed", type=parse_seed, default=0, metavar="S", help="seed of --validate (0)")
     p.add_argument("--top", type=int, default=20, metavar="N", help="rows shown in the text table (20)")
     add_output(p, "--out", metavar="CSV", help="also write the full DIF table to this CSV")
     add_json_flag(p)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from mrcstats._seeds import parse_seed
 from mrcstats.cli._common import add_input, add_output
 
 
@@ -21,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("task", choices=["task1", "task2", "task5", "task6", "1", "2", "5", "6"])
     g.add_argument("--n", type=int, help="items (task1: expressions, each in every --moves condition); default "
                                          "200 (250 for task5)")
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--seed", type=parse_seed, default=0)
     g.add_argument("--operators", type=int, default=3, help="task1/2: 2 or 3 distinct operators (default 3)")
     g.add_argument("--digits", type=int, help="task1/2: digits per operand, 1-5 (default 2 for task1, 1 for task2)")
     g.add_argument("--moves", default="none,one,two", help="task1: move conditions (default none,one,two)")

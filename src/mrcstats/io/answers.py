@@ -121,17 +121,24 @@ def extract_answer(response: Any, key: str = "answer") -> str | None:
     return None
 
 
+def number_text(v: float) -> str | None:
+    """A number as text, the same wherever it was read: an integer by its digits (exact at any size), a whole
+    float without ``.0`` (``2.0`` -> ``"2"``), any other float by its shortest round-trip ``repr``; NaN is
+    None. (Answers, and ids in :func:`mrcstats.io.schema.id_text`.)"""
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if math.isnan(v):
+        return None
+    return str(int(v)) if float(v).is_integer() else repr(float(v))
+
+
 def _clean(v: Any) -> str | None:
     if isinstance(v, bool):
         return None
     if isinstance(v, (list, tuple)):
         return _clean(v[0]) if len(v) == 1 else None
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    if isinstance(v, (float, np.floating)):
-        if math.isnan(v):
-            return None
-        return str(int(v)) if float(v).is_integer() else repr(float(v))
+    if isinstance(v, (int, np.integer, float, np.floating)):
+        return number_text(v)
     s = str(v).strip().strip("'\"").strip()
     if not s:
         return None

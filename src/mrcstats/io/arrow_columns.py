@@ -60,24 +60,18 @@ _NUMBER_WORDS = r"^\s*[-+]?(nan|inf|infinity)\s*$"
 
 
 def _kernel(name: str, *args: Any, options: Any = None) -> Any:
-    """Arrow's compute kernel ``name`` on ``args``, called through ``pyarrow._compute.call_function``:
-    ``pyarrow.compute``'s import builds Python wrappers and docstrings for every kernel (20-40 ms of a
-    command's start-up), and methods such as ``Array.dictionary_encode`` import it. ``pyarrow.compute``
-    serves where the private module is not there."""
-    try:
-        from pyarrow._compute import call_function
-    except ImportError:         # pragma: no cover - a pyarrow without it
-        from pyarrow.compute import call_function
-    return call_function(name, list(args), options)
+    """Arrow's compute kernel ``name`` on ``args`` (``pyarrow.compute.call_function``, public; its import builds
+    Python wrappers for every kernel, measured in CHANGELOG 'Unreleased', and pandas imports it anyway)."""
+    import pyarrow.compute as pc
+
+    return pc.call_function(name, list(args), options)
 
 
 def _options(kind: str, *args: Any, **kw: Any) -> Any:
-    """A kernel's options object (``MatchSubstringOptions``, ...), from the same module as :func:`_kernel`."""
-    try:
-        import pyarrow._compute as mod
-    except ImportError:         # pragma: no cover
-        import pyarrow.compute as mod
-    return getattr(mod, kind)(*args, **kw)
+    """A kernel's options object (``MatchSubstringOptions``, ...) from ``pyarrow.compute``."""
+    import pyarrow.compute as pc
+
+    return getattr(pc, kind)(*args, **kw)
 
 
 def _matches(col: Any, pattern: str, ignore_case: bool = False) -> Any:

@@ -484,8 +484,24 @@ def _type_from_name(name: str):
         raise InputError(f"unknown column type {name!r} in a dataset description; re-run mrcstats ingest")
     return getattr(pa, attr)()
 
+def dataset_graded(ds: LogDataset) -> bool:
+    """True when a dataset folder holds graded scores (a score that is not its row's 0/1 correctness): the
+    dataset's :func:`~mrcstats.io.schema.resolve_outcome` ``"auto"``, asked in DuckDB."""
+    if "score" not in ds.columns:
+        return False
+    n = ds.sql("SELECT count(*) AS n FROM log WHERE score IS NOT NULL AND "
+               "(correct IS NULL OR score <> CAST(correct AS DOUBLE))")["n"].iloc[0]
+    return int(n) > 0
+
+
 def dataset_stats(ds: LogDataset) -> dict[str, Any]:
-    """The ``ingest`` summary (as :func:`mrcstats.io.schema.log_stats`) computed in DuckDB."""
+    """The ``ingest`` summary (as :func:`mrcstats.io.schema.log_stats`) computed in DuckDB; a graded dataset
+    (:func:`dataset_graded`) is summarised in memory by :func:`~mrcstats.io.schema.log_stats`, as ``summary``
+    does, so both give the same mean scores."""
+    if dataset_graded(ds):
+        from mrcstats.io.schema import log_stats
+
+        return {**log_stats(ds.to_log()), "skipped": ds.skipped}
     per = ds.sql("SELECT model, count(*) AS n, count(*) FILTER (WHERE correct) AS c, "
                  "count(*) FILTER (WHERE correct IS NULL) AS i FROM log GROUP BY model ORDER BY model")
     one = ds.sql("SELECT count(DISTINCT item) AS items, count(DISTINCT cluster) AS clusters FROM log")

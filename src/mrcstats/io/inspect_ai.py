@@ -54,6 +54,7 @@ from typing import Any
 
 import pandas as pd
 
+from mrcstats._compat import zstd_decompress, zstd_errors
 from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.io.source import Source
@@ -72,17 +73,6 @@ KILLED = "not run: Inspect run killed (no header.json)"
 
 
 # ------------------------------------------------------------------------------------------ the archive
-def _zstd(raw: bytes) -> bytes:
-    try:
-        from compression import zstd  # Python >= 3.14
-    except ImportError:
-        import zstandard
-
-        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True) as r:
-            return r.read()
-    return zstd.decompress(raw)
-
-
 def _zstd_member(data: bytes, info: zipfile.ZipInfo) -> bytes:
     """A zstd member read from its local header by hand (zipfile before 3.14 refuses method 93)."""
     off = info.header_offset
@@ -94,7 +84,7 @@ def _zstd_member(data: bytes, info: zipfile.ZipInfo) -> bytes:
     raw = data[start:start + info.compress_size]
     if len(raw) < info.compress_size:
         raise zipfile.BadZipFile(f"truncated: {len(raw)} of {info.compress_size} compressed bytes")
-    out = _zstd(raw)
+    out = zstd_decompress(raw)
     if len(out) != info.file_size or zlib.crc32(out) != info.CRC:
         raise zipfile.BadZipFile("CRC or size check failed after zstd decompression")
     return out
@@ -103,13 +93,7 @@ def _zstd_member(data: bytes, info: zipfile.ZipInfo) -> bytes:
 def _archive_errors() -> tuple[type[BaseException], ...]:
     errs: list[type[BaseException]] = [zipfile.BadZipFile, zlib.error, NotImplementedError, EOFError,
                                        ValueError, OSError, struct.error, RuntimeError, KeyError]
-    try:
-        import zstandard
-
-        errs.append(zstandard.ZstdError)
-    except ImportError:  # pragma: no cover - a core dependency
-        pass
-    return tuple(errs)
+    return (*errs, *zstd_errors())
 
 
 def _why(exc: BaseException) -> str:

@@ -48,6 +48,7 @@ import pandas as pd
 
 from mrcstats._words import plural
 from mrcstats.errors import InputError, SchemaError
+from mrcstats.io.answers import number_text
 from mrcstats.io.fields import (  # noqa: F401  (the schema's names, in their pandas-free home)
     CANONICAL_COLUMNS,
     CORE_COLUMNS,
@@ -203,6 +204,21 @@ def _json_text(v: Any) -> Any:
     return json.dumps(v, ensure_ascii=False, default=str) if isinstance(v, (dict, list)) else v
 
 
+def id_text(v: Any) -> Any:
+    """One id value as text, the same whatever the other values of its column: a JSON integer as the digits it
+    was written with (``9007199254740993``: Python parses it exactly; a float column would round it to
+    ``9007199254740992.0``), a float without a trailing ``.0`` when whole (``2.0`` -> ``"2"``, else its
+    shortest round-trip ``repr``); text unchanged; a missing value (``None``, NaN, ``pd.NA``) as ``None``; any
+    other value (bool, object) unchanged, for the schema's checks."""
+    if isinstance(v, (str, bool)):
+        return v
+    if isinstance(v, (int, np.integer, float, np.floating)):
+        return number_text(v)
+    if v is None or v is pd.NA:
+        return None
+    return v
+
+
 def _to_string(s: pd.Series, *, nested: str = "refuse", source: str | None = None) -> pd.Series:
     """A column as nullable strings. A JSON object or array in a cell (``"options": ["A", "B"]``) becomes its
     JSON text when ``nested="json"`` (free-text and extra columns); in a one-value field (``nested="refuse"``:
@@ -220,11 +236,8 @@ def _to_string(s: pd.Series, *, nested: str = "refuse", source: str | None = Non
     if s.dtype == object:
         # mixed python objects: keep text as is, render numbers without a trailing .0
         def conv(v: Any) -> Any:
-            if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
-                return pd.NA
-            if isinstance(v, float) and v.is_integer():
-                return str(int(v))
-            return v if isinstance(v, str) else str(v)
+            v = id_text(v)
+            return pd.NA if v is None or v is pd.NA else v if isinstance(v, str) else str(v)
         uniq = pd.unique(s)
         if len(uniq) < len(s) // 2:
             return s.map({u: conv(u) for u in uniq if not (isinstance(u, float) and np.isnan(u))}).astype(
@@ -724,10 +737,15 @@ def is_canonical(df: pd.DataFrame) -> bool:
 
 
 def log_stats(df: pd.DataFrame) -> dict[str, Any]:
-    """The ``ingest`` summary of a canonical log (accuracy counts invalid rows as not correct).
+    """The ``ingest`` summary of a canonical log: rows, models, items, clusters, conditions and, per model,
+    ``accuracy`` -- the very number ``summary`` gives (its default conventions: invalid answers count as not
+    correct, trials pooled), i.e. the mean of the outcome :func:`resolve_outcome` picks
+    (:func:`outcome_values`, <NA> scoring 0) -- and ``invalid``, the rows without that outcome.
 
-    A graded log (:func:`resolve_outcome` gives ``score``) adds ``"outcome": "score"`` and
-    ``"mean_score"`` per model (invalid rows score 0); its ``invalid`` counts rows without a score.
+    A graded log (outcome ``score``) adds ``"outcome": "score"``; its ``accuracy`` is the mean score
+    (``mean_score`` repeats it, the key older versions printed beside a 0/1 ``accuracy``), summed per model
+    in row order exactly as :func:`mrcstats.stats.accuracy.summarize_scores` sums them. Read with a
+    threshold, it adds ``threshold`` and ``accuracy_threshold``: the share with ``score >= threshold``.
     """
     acc = LogStats()
     acc.add(df)
@@ -802,11 +820,15 @@ class LogStats:
             "skipped": dict(skipped or {}),
         }
         if graded:
-            sc = pd.Series(np.where(np.isnan(score), 0.0, score))
-            means = sc.groupby(codes, sort=True).mean()     # pandas' groupby mean, as before: the same sums
-            out = {**out, "outcome": "score", "mean_score": {names[j]: float(v) for j, v in means.items()}}
-            if threshold is not None:   # accuracy is correct = score >= threshold
+            # accuracy is the number summary prints: each model's scores (invalid = 0) summed in row order
+            x = np.where(np.isnan(score), 0.0, score)
+            parts = np.split(x[np.argsort(codes, kind="stable")], np.cumsum(n)[:-1])
+            means = {names[j]: float(p.sum() / len(p)) for j, p in enumerate(parts)}
+            share = out["accuracy"]
+            out = {**out, "accuracy": dict(means), "outcome": "score", "mean_score": dict(means)}
+            if threshold is not None:   # correct is score >= threshold
                 out["threshold"] = float(threshold)
+                out["accuracy_threshold"] = share
         return out
 
 

@@ -10,7 +10,7 @@ the file and kept.
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -152,8 +152,35 @@ def _nonfinite_cells(records: list[Any]) -> dict[str, int]:
     return out
 
 
+def _exact_ids(df: pd.DataFrame, values: Any, text: Collection[str]) -> pd.DataFrame:
+    """``df`` with each id/text column (``text``) that pandas made float64 rebuilt from the parsed JSON values
+    (``values(column)``) by :func:`~mrcstats.io.schema.id_text`: a float64 column of JSON integers and
+    non-integers (or missing values) holds ``9007199254740993`` as ``9007199254740992.0``, merging two items;
+    rebuilt, every value keeps its digits and reads the same whatever its neighbours (a streamed chunk and
+    the whole file agree). Other columns (int64, text, objects) are exact already."""
+    from mrcstats.io.schema import id_text
+
+    for c in text:
+        if c in df.columns and pd.api.types.is_float_dtype(df[c].dtype):
+            df[c] = pd.Series([str(v) if type(v) is int else id_text(v) for v in values(c)], index=df.index,
+                              dtype=object)   # an int first: most ids of such a column
+    return df
+
+
+def _path_value(record: dict[str, Any], column: str) -> Any:
+    """The value of a flattened column (``a.b``) in one JSON record: the key itself, else the nested path."""
+    if column in record:
+        return record[column]
+    v: Any = record
+    for part in column.split("."):
+        if not isinstance(v, dict) or part not in v:
+            return None
+        v = v[part]
+    return v
+
+
 def _records_frame(records: Any, src: Source, scalar: Mapping[str, str] | None = None,
-                   flatten: bool | None = None) -> pd.DataFrame:
+                   mapping: Mapping[str, str] | None = None, flatten: bool | None = None) -> pd.DataFrame:
     if isinstance(records, dict):
         # {"data": [...]}/{"records": [...]} or a dict of columns
         for key in ("data", "records", "rows", "samples", "results"):
@@ -164,7 +191,8 @@ def _records_frame(records: Any, src: Source, scalar: Mapping[str, str] | None =
             if records and all(isinstance(v, list) for v in records.values()):
                 lens = {len(v) for v in records.values()}
                 if len(lens) == 1:
-                    return pd.DataFrame(records)
+                    df = pd.DataFrame(records)
+                    return _exact_ids(df, records.__getitem__, text_fields([str(c) for c in records], mapping))
             raise InputError(f"{src.name}: JSON object is not a table; expected a list of records, "
                              f"{{\"data\": [...]}} or a dict of equal-length columns (or pass --format)")
     if not isinstance(records, list):
@@ -180,6 +208,8 @@ def _records_frame(records: Any, src: Source, scalar: Mapping[str, str] | None =
     if scalar and flatten:  # flattening would hide an object: look at the records themselves
         check_scalar_fields(records, scalar, src.name)
     df = pd.json_normalize(records, sep=".") if flatten else pd.DataFrame.from_records(records)
+    df = _exact_ids(df, lambda c: (_path_value(r, c) for r in records), text_fields([str(c) for c in df.columns],
+                                                                                      mapping))
     if scalar and not flatten:  # objects and arrays stay cells of object columns
         for f, k in scalar.items():
             if k in df.columns and df[k].dtype == object:
@@ -192,16 +222,18 @@ def _records_frame(records: Any, src: Source, scalar: Mapping[str, str] | None =
     return df
 
 
-def read_json_table(src: Source, scalar: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """A JSON list of records (nested objects flattened with ``.``; ``scalar``: see :func:`check_scalar_fields`)."""
-    return _records_frame(src.json(), src, scalar)
+def read_json_table(src: Source, scalar: Mapping[str, str] | None = None,
+                    mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """A JSON list of records (nested objects flattened with ``.``; ``scalar``: see :func:`check_scalar_fields`;
+    the id and text columns, by name or ``mapping``, keep integers exact: :func:`_exact_ids`)."""
+    return _records_frame(src.json(), src, scalar, mapping)
 
 
 def read_jsonl_table(src: Source, scalar: Mapping[str, str] | None = None,
-                     flatten: bool | None = None) -> pd.DataFrame:
-    """JSON lines, one record per line (``flatten``: flatten nested objects or not; None: when the first record
-    holds one -- a streamed file's later chunks are given its first record's choice)."""
-    return _records_frame(src.json_lines(), src, scalar, flatten)
+                     mapping: Mapping[str, str] | None = None, flatten: bool | None = None) -> pd.DataFrame:
+    """JSON lines, one record per line (as :func:`read_json_table`; ``flatten``: flatten nested objects or not;
+    None: when the first record holds one -- a streamed file's later chunks are given its first record's choice)."""
+    return _records_frame(src.json_lines(), src, scalar, mapping, flatten)
 
 
 #: log fields that hold one value per row: a JSON object or array there is refused, never flattened away
@@ -282,9 +314,9 @@ def _read_frame(src: Source, fmt: str, mapping: Mapping[str, str] | None, scalar
     if fmt in ("csv", "tsv"):
         df = read_delimited(src, "," if fmt == "csv" else "\t", mapping, **delimited)
     elif fmt == "json":
-        df = read_json_table(src, scalar)
+        df = read_json_table(src, scalar, mapping)
     elif fmt == "jsonl":
-        df = read_jsonl_table(src, scalar, flatten)
+        df = read_jsonl_table(src, scalar, mapping, flatten)
     elif fmt == "parquet":
         df = read_parquet_table(src)
     else:  # pragma: no cover - dispatcher guards

@@ -46,6 +46,7 @@ import pandas as pd
 
 from mrcstats._dist import chi2_ppf, norm_ppf
 from mrcstats._repr import Result
+from mrcstats._seeds import check_seed
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models._checks import check_level
 from mrcstats.models.family_table import require
@@ -679,7 +680,7 @@ def _bootstrap(m, design, nsim: int, seed: int | None, workers: int | None, prog
 
     theta, beta = m.theta.to_numpy(), m.fixef.to_numpy()
     require(m, "simulate")
-    ss = np.random.SeedSequence(seed)
+    ss = np.random.SeedSequence(check_seed(seed))
     seeds = ss.spawn(nsim)
     ncol = len(theta) + len(beta)
     reps = np.full((nsim, ncol), np.nan)

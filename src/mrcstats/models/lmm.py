@@ -116,6 +116,11 @@ class LmmSystem:
         self.XtX = X.T @ X
         self.Xty = X.T @ y
         self.yty = float(y @ y)
+        self.response = _response_name(design)
+        if self.n and np.all(y == y[0]):
+            raise ModelError(f"lmer: the response {self.response} is constant (every one of the {self.n} rows is "
+                             f"{y[0]:g}): there is no variance to split between the groups and the residual (lme4 "
+                             f"returns a singular fit without a covariance matrix); check the response column")
         q1, n1 = self.qs[0], self.nls[0]
         # first-term diagonal blocks of ZᵀZ (levels x q1 x q1)
         blk = ZtZ[:self.m1, :self.m1].tocoo()
@@ -221,6 +226,13 @@ class LmmSystem:
             beta, ldRX2 = np.zeros(0), 0.0
         u = wu - Wx @ beta
         r2 = self.yty - float(bu @ u) - float(self.Xty @ beta)
+        if not r2 > 1e-12 * self.yty:   # below the precision of the difference above: no residual variance
+            raise ModelError(f"lmer: the response {self.response} has no residual variance (the residual sum of "
+                             f"squares is below 1e-12 of the response's): the fixed and random effects fit it "
+                             f"exactly (e.g. it is constant within every level of "
+                             f"{', '.join(repr(t.name) for t in self.terms)}), so the residual SD is 0 and the "
+                             f"likelihood unbounded (lme4 warns the model is nearly unidentifiable); check the "
+                             f"response, or leave out the term that explains it")
         ldL2 = fac[4]
         n, p = self.n, self.p
         if self.reml:
@@ -316,6 +328,14 @@ class LmmSystem:
             blocks = Sinv[idx[:, :, None], idx[:, None, :]]
             out.append(np.matmul(np.matmul(Ts[k], blocks), Ts[k].T))
         return out
+
+
+def _response_name(design: Any) -> str:
+    """The response's column as quoted in messages (``'score'``), or ``the response`` when unknown."""
+    try:
+        return repr(design.info.spec.response.column)
+    except AttributeError:
+        return "(y)"
 
 
 # ----------------------------------------------------------------------------- the result

@@ -8,7 +8,9 @@ errors with exponential backoff and jitter
 server's ``Retry-After``), at most ``max_attempts`` attempts; then the outcome
 is ``failed``. Other 4xx responses fail at once; 401/403/404 raise
 :class:`EndpointError` because every request would fail the same way.
-The API key only goes into the ``Authorization`` header; every error text (a server's body,
+The API key only goes into the ``Authorization`` header, as the bearer token: a ``user:password@``
+in ``--base-url`` is stripped from the URL with a warning (httpx would send it as Basic auth in place of
+the key, so the key would never be sent); every error text (a server's body,
 an exception) is passed through :func:`mrcstats.query.redact.redact` first, so neither the key nor
 credentials inside ``--base-url`` reach the log or stderr.
 """
@@ -44,7 +46,7 @@ class Outcome:
 
 def completions_url(base_url: str) -> str:
     """``http://host:8000/v1`` -> ``http://host:8000/v1/chat/completions`` (a full URL is kept)."""
-    from urllib.parse import urlsplit
+    from urllib.parse import urlsplit, urlunsplit
 
     from mrcstats.query.redact import redact, url_secrets
 
@@ -60,7 +62,19 @@ def completions_url(base_url: str) -> str:
         raise InputError(f"--base-url {shown!r} is not a valid URL ({redact(exc)}); {how}") from None
     if not parts.hostname or any(c.isspace() for c in url):
         raise InputError(f"--base-url {shown!r} has no host or contains spaces; {how}")
+    if "@" in parts.netloc:   # user:password@ would be sent as Basic auth in place of the key: never sent
+        url = urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[1], parts.path, parts.query, parts.fragment))
     return url if url.endswith("/chat/completions") else url + "/chat/completions"
+
+
+def url_credentials(base_url: str) -> bool:
+    """True when ``base_url`` holds ``user:password@`` (which :func:`completions_url` strips)."""
+    from urllib.parse import urlsplit
+
+    try:
+        return "@" in urlsplit(base_url.strip()).netloc
+    except ValueError:
+        return False
 
 
 class ChatClient:
@@ -76,6 +90,12 @@ class ChatClient:
         from mrcstats.query.redact import redact, url_secrets
 
         self.url = completions_url(base_url)
+        if url_credentials(base_url):
+            import warnings
+
+            warnings.warn("the user:password@ in --base-url is not sent (it would replace the API key with Basic "
+                          "auth); the API key goes as the bearer token: remove the credentials from the URL",
+                          UserWarning, stacklevel=2)
         #: the key and URL credentials: redacted from every error text this client produces
         self.secrets = [s for s in (api_key, *url_secrets(base_url)) if s]
         self._redact = lambda text: redact(text, self.secrets)

@@ -70,6 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from mrcstats._files import resolve_path
+from mrcstats._seeds import check_seed
 from mrcstats.errors import InputError
 from mrcstats.report.analyses.base import COMMON_KEYS, AnalysisSpec, NotReproduced
 from mrcstats.report.analyses.registry import ANALYSES
@@ -171,6 +172,7 @@ def load_spec(spec: str | Path | Mapping[str, Any]) -> ReportSpec:
     author = _check_type(source, "author", raw.get("author", "mrcstats"), (str,)) or "mrcstats"
     seed = _check_type(source, "seed", raw.get("seed", 1), (int,))
     seed = 1 if seed is None else seed
+    seed = check_seed(seed, f"{source}: seed")
 
     logs_raw = raw.get("logs")
     if logs_raw is None:

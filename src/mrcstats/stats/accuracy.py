@@ -236,7 +236,7 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
 
     References: Wilson (1927); Miller (2024), "Adding Error Bars to Evals", Eqs. 4-5.
     """
-    from mrcstats.io.dataset import LogDataset
+    from mrcstats.io.dataset import LogDataset, dataset_graded
     from mrcstats.io.schema import check_grouping, is_canonical, validate_log
 
     if engine is not None:
@@ -255,7 +255,7 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
         by = check_grouping(by, log.columns)  # one check, one message, in memory and on a dataset
         if cluster:
             check_grouping(cluster, log.columns, "cluster by")
-    if isinstance(log, LogDataset) and (engine == "memory" or (outcome != "correct" and _dataset_graded(log))):
+    if isinstance(log, LogDataset) and (engine == "memory" or (outcome != "correct" and dataset_graded(log))):
         log = log.to_log()      # graded scores are summed in floats, in memory
     if (isinstance(log, LogDataset) or engine == "dask") and outcome != "score":
         return _summarize_counts(log, [by] if isinstance(by, str) else list(by), cluster, level, invalid, trials,
@@ -270,15 +270,6 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
     if resolve_outcome(log, outcome, "summary") == "score":
         return summarize_scores(log, by, cluster=cluster, level=level, invalid=invalid, trials=trials)
     return summarize_frame(log, by, cluster=cluster, level=level, invalid=invalid, trials=trials)
-
-
-def _dataset_graded(ds: Any) -> bool:
-    """True when a dataset folder holds graded scores (a score that is not its row's 0/1 correctness)."""
-    if "score" not in ds.columns:
-        return False
-    n = ds.sql("SELECT count(*) AS n FROM log WHERE score IS NOT NULL AND "
-               "(correct IS NULL OR score <> CAST(correct AS DOUBLE))")["n"].iloc[0]
-    return int(n) > 0
 
 
 def summarize_scores(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster: str | None = "cluster",

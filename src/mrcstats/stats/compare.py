@@ -83,6 +83,7 @@ import pandas as pd
 
 from mrcstats._pformat import format_pval
 from mrcstats._repr import Result
+from mrcstats._seeds import rng as seed_rng
 from mrcstats.errors import InputError
 from mrcstats.stats.multiplicity import check_method, p_adjust
 
@@ -135,10 +136,10 @@ def per_item_scores(log: pd.DataFrame, cluster: str = "cluster", outcome: str = 
     from mrcstats.io.schema import check_grouping, is_canonical, validate_log
 
     if isinstance(log, LogDataset):  # a dataset folder larger than memory: the same table from DuckDB SQL
-        from mrcstats.stats.accuracy import _dataset_graded
+        from mrcstats.io.dataset import dataset_graded
 
         check_grouping(cluster, log.columns, "cluster by")
-        if outcome == "correct" or (outcome == "auto" and not _dataset_graded(log)):
+        if outcome == "correct" or (outcome == "auto" and not dataset_graded(log)):
             from mrcstats.backends.sql import per_item_scores as sql_scores
 
             out = sql_scores(log, cluster)
@@ -694,7 +695,7 @@ def _bootstrap(pairs: list[tuple[int, int]], shared: list[int], jobs: list[tuple
     """Percentile cluster-bootstrap CIs of every pair's difference (multinomial cluster weights x cluster sums)."""
     from mrcstats._progress import progress
 
-    rng = np.random.default_rng(seed)
+    rng = seed_rng(seed)
     lo = np.full(len(pairs), np.nan)
     hi = np.full(len(pairs), np.nan)
     q = [alpha / 2, 1 - alpha / 2]

@@ -27,6 +27,7 @@ import pandas as pd
 
 from mrcstats._pformat import format_pval
 from mrcstats._repr import Result
+from mrcstats._seeds import rng as seed_rng
 from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.stats._rxc_exact import FEXACT_TOL, rxc_exact_pvalue
@@ -346,7 +347,7 @@ def r2dtable(B: int, row_sums: Sequence[int], col_sums: Sequence[int],
     ``c'`` the column totals still unfilled. Vectorised over the ``B`` tables.
     The random stream differs from R's, so tables agree in distribution, not one by one.
     """
-    rng = np.random.default_rng(rng)
+    rng = seed_rng(rng, "rng")
     rows = np.asarray(row_sums, dtype=np.int64)
     cols = np.asarray(col_sums, dtype=np.int64)
     if rows.sum() != cols.sum():
@@ -448,7 +449,7 @@ def fisher(table: Any, simulate: bool = False, B: int = 2000, seed: int | None =
             raise InputError(f"B (the number of Monte Carlo replicates) must be at least 1, got {B}")
         rows, cols = x.sum(axis=1), x.sum(axis=0)
         stat = -float(_log_fact(x).sum())
-        sims = r2dtable(int(B), rows, cols, np.random.default_rng(seed))
+        sims = r2dtable(int(B), rows, cols, seed_rng(seed))
         sim_stat = -_log_fact(sims).sum(axis=(1, 2))
         almost1 = 1 + 64 * _DBL_EPS
         p = (1 + int(np.sum(sim_stat <= stat / almost1))) / (int(B) + 1)
@@ -617,23 +618,22 @@ def mcnemar_exact_p(a_only: Any, b_only: Any) -> Any:
 
     R's ``binom.test(a_only, a_only + b_only, 0.5)$p.value``: with ``p = 1/2`` the binomial is
     symmetric, so ``p = min(1, 2 P(X <= min(a_only, b_only)))``, ``X ~ Bin(a_only + b_only, 1/2)``;
-    1 when there are no discordant pairs. Vectorised over arrays of counts. The binomial CDF is the kernel
-    ``scipy.stats.binom.cdf`` evaluates (``scipy.special``'s ``_binom_cdf``, equal to the bit), so that
-    ``compare`` imports no ``scipy.stats`` (its import alone takes about a second); ``scipy.stats`` where
-    the kernel is not there.
+    1 when there are no discordant pairs, and when ``|a_only - b_only| <= 1`` (then ``P(X <= min) >= 1/2``
+    exactly: the two sides hold all the mass). Vectorised over arrays of counts. The binomial CDF is the
+    regularized incomplete beta function, ``P(X <= k) = I_{1/2}(n - k, k + 1)`` (Abramowitz & Stegun 26.5.24),
+    ``scipy.special.betainc`` -- public, and no ``scipy.stats`` import (about a second). It equals the
+    kernel of ``scipy.stats.binom.cdf`` to the bit for every ``k < (n - 1)/2`` with ``n <= 20000`` (scipy
+    1.17, checked over 14.3 million pairs, tests/stats/test_contingency.py); at ``k >= (n - 1)/2`` the two
+    differ by up to 56 ulps around 1/2 and the p-value is set to its exact value 1.
     """
-    try:
-        from scipy.special._ufuncs import _binom_cdf as bdtr
-    except ImportError:         # pragma: no cover - another scipy: the distribution itself
-        from scipy.stats import binom
-
-        bdtr = binom.cdf
+    from scipy.special import betainc
 
     a = np.asarray(a_only, dtype=float)
     b = np.asarray(b_only, dtype=float)
     n = a + b
     with np.errstate(invalid="ignore"):
-        p = np.where(n > 0, np.minimum(1.0, 2.0 * bdtr(np.minimum(a, b), np.maximum(n, 1), 0.5)), 1.0)
+        k, m = np.minimum(a, b), np.maximum(n, 1)
+        p = np.where((n > 0) & (2 * k < n - 1), np.minimum(1.0, 2.0 * betainc(m - k, k + 1, 0.5)), 1.0)
     return float(p) if p.ndim == 0 else p
 
 

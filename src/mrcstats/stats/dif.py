@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._seeds import rng as seed_rng
 from mrcstats._words import plural
 from mrcstats.errors import InputError
 
@@ -342,7 +343,7 @@ def dif_validate(log: pd.DataFrame, groups: Any, k: int, seed: int = 0, *, rate:
         raise InputError(f"dif validate: rate must lie in (0, 1], got {rate!r}")
     gmap = resolve_groups(log, groups, model_col)
     levels = sorted(set(gmap.values()))
-    rng = np.random.default_rng(seed)
+    rng = seed_rng(seed)
     if group is None:
         group = levels[0] if len(levels) == 2 else levels[int(rng.integers(len(levels)))]
     elif group not in levels:

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._seeds import rng as seed_rng
 from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.models.predict import plogis
@@ -289,7 +290,7 @@ def _cutoff_table(res: DiscriminationResult, cutoffs: Sequence[float], bootstrap
     corr, rows_n = res.n_correct[models], res.n_rows[models]
     overall_acc = corr.sum(axis=0) / rows_n.sum(axis=0)
     overall = {str(m): float(v) for m, v in overall_acc.items()}
-    rng = np.random.default_rng(seed)
+    rng = seed_rng(seed)
     out = []
     for cut in cutoffs:
         keep = res.pd.index[res.pd.to_numpy() > float(cut)]

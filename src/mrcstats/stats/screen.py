@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._seeds import rng as seed_rng
 from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.models.answer_mixture import HYPOTHESES
@@ -595,7 +596,7 @@ def inject_key_errors(log: pd.DataFrame, k: int, seed: int = 0, *, model_col: st
     if k > len(elig):
         raise InputError(f"validate: K = {k} but only {plural(len(elig), 'item')} have a key and another option; "
                          "choose a smaller K")
-    rng = np.random.default_rng(seed)
+    rng = seed_rng(seed)
     pick = np.sort(rng.choice(elig, int(k), replace=False))
     starts = np.searchsorted(ch.item, pick, side="left")
     new = np.empty(len(pick), int)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._seeds import rng as seed_rng
 from mrcstats.errors import InputError
 
 __all__ = ["SimulatedChoices", "choice_log"]
@@ -51,7 +52,7 @@ def choice_log(seed: int = 0, *, models: int = 24, items: int = 400, options: in
 
     if skills < 1 or not (-1 < skill_corr < 1):
         raise InputError("choice_log: need skills >= 1 and -1 < skill_corr < 1")
-    rng = np.random.default_rng(seed)
+    rng = seed_rng(seed)
     theta = rng.normal(0, 1, models)
     a = rng.lognormal(0.3, 0.3, items)
     b = rng.normal(0, 1, items)

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._seeds import check_seed
 from mrcstats._words import plural
 from mrcstats.errors import InputError
 
@@ -89,6 +90,7 @@ def leaderboard_log(out: str | os.PathLike, *, models: int = 100, items: int = 1
     if chunk_rows < 1:
         raise InputError(f"chunk_rows must be >= 1, got {chunk_rows}")
     t0 = time.perf_counter()
+    seed = check_seed(seed)
     rng = np.random.default_rng([seed, 0])
     ability = rng.normal(0.0, sd_ability, models)
     difficulty = rng.normal(0.0, sd_difficulty, items)

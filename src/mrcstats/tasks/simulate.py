@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._seeds import rng as seed_rng
 from mrcstats.errors import InputError
 from mrcstats.models.predict import plogis
 
@@ -117,7 +118,7 @@ def simulate_log(seed: int = 0, *, models: Sequence[str] = DEFAULT_MODELS, n_pas
     b_m = np.array([0.0, *llm])
     bt_m = np.array([0.0, *tok_llm])
 
-    rng = np.random.default_rng(seed)
+    rng = seed_rng(seed)
     n_tok = rng.integers(tokens[0], tokens[1] + 1, size=n_passages)
     passages = [_passage(rng, int(k)) for k in n_tok]
     n_tok = np.array([len(p.split()) for p in passages])
