@@ -14,7 +14,7 @@ list are skipped and named.) The multi-model log: ``model`` (file name), ``item`
 Llama, Mistral, Qwen, ...), ``category``.
 
 Screen: ``--frac`` (3%) of the keys are moved to a distractor some model chose (``mrcstats.stats.screen.
-screen_validate``, seed ``--seed``); printed: ROC AUC and precision at K of the combined score and of every single
+screen_validate``, seed ``--seed``); printed: ROC AUC and precision at K of the score and of every single
 signal, the flags at the estimated FDR, and the top flagged items that were *not* injected (candidate real key
 errors: question, options, key, the option the strong models chose). DIF: ``--dif-k`` items are made easier for
 one family (wrong answers turned right with probability 0.8) and the AUC of MH and logistic DIF is printed.
@@ -104,22 +104,22 @@ def main(argv: list[str] | None = None) -> int:
     k = round(a.frac * I)
     t0 = time.time()
     v = screen_validate(log, k, seed=a.seed, progress=True)
-    print(f"\nScreen with {k} keys moved to a distractor some model chose (seed {a.seed}; {time.time() - t0:.0f}s):")
+    print(f"\nScreen with {k} keys moved to another option (seed {a.seed}; {time.time() - t0:.0f}s):")
     print(v.metrics.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
     m = v.metrics.set_index("signal")
-    best = m["auc"].drop("combined").max()
-    print(f"combined AUC {m.loc['combined', 'auc']:.4f} vs best single {best:.4f} "
-          f"({m['auc'].drop('combined').idxmax()}): {'beats' if m.loc['combined', 'auc'] > best else 'DOES NOT beat'} "
+    best = m["auc"].drop("score").max()
+    print(f"score AUC {m.loc['score', 'auc']:.4f} vs best single {best:.4f} "
+          f"({m['auc'].drop('score').idxmax()}): {'beats' if m.loc['score', 'auc'] > best else 'DOES NOT beat'} "
           "every single signal")
-    print(f"precision@K combined {m.loc['combined', 'precision_at_k']:.4f} vs best single "
-          f"{m['precision_at_k'].drop('combined').max():.4f}")
+    print(f"precision@K score {m.loc['score', 'precision_at_k']:.4f} vs best single "
+          f"{m['precision_at_k'].drop('score').max():.4f}")
     res = v.result
     it = res.items
     inj = set(v.injected["item"])
     fl = it[it["flag"]]
-    print(f"flagged at estimated FDR <= {res.fdr}: {len(fl)} items, {int(fl['item'].isin(inj).sum())} injected, "
+    print(f"flagged at Bayesian FDR <= {res.fdr}: {len(fl)} items, {int(fl['item'].isin(inj).sum())} injected, "
           f"{int((~fl['item'].isin(inj)).sum())} not injected")
-    print(f"weights: {json.dumps({k_: round(w, 3) for k_, w in res.weights.items()})}")
+    print(f"answer model: {json.dumps(res.model, default=str)}")
     top = it[~it["item"].isin(inj)].head(a.show)
     print(f"\nTop {a.show} items that were NOT injected:")
     for r in top.itertuples():
