@@ -15,7 +15,7 @@ import hashlib
 
 import numpy as np
 
-__all__ = ["label_key", "stream"]
+__all__ = ["check_seed", "label_key", "stream"]
 
 
 def label_key(label: object) -> int:
@@ -23,8 +23,21 @@ def label_key(label: object) -> int:
     return int.from_bytes(hashlib.blake2b(str(label).encode("utf-8"), digest_size=4).digest(), "little")
 
 
+def check_seed(seed: object) -> None:
+    """Raise :class:`mrcstats.errors.InputError` unless ``seed`` is None or a whole number >= 0."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        from mrcstats.errors import InputError
+
+        raise InputError(f"seed must be a whole number >= 0 (or None for fresh entropy), got {seed!r}")
+
+
 def stream(seed: int | None, *labels: object) -> np.random.Generator:
-    """The random stream of the choice named by ``labels`` under ``seed`` (see the module docstring)."""
+    """The random stream of the choice named by ``labels`` under ``seed`` (see the module docstring).
+
+    Raises:
+        InputError: a seed that is not a whole number >= 0 (where every seeded analysis parses its seed).
+    """
+    check_seed(seed)
     ss = np.random.SeedSequence(entropy=None if seed is None else int(seed),
                                 spawn_key=tuple(label_key(x) for x in labels))
     return np.random.default_rng(ss)
