@@ -35,11 +35,12 @@ model outside tiers ``1..t`` is shown better than (the longest chain of "shown b
 
 * ``"paired"`` (default): the models answered the same items, so their errors are correlated and
   ``Var(θ̂_j - θ̂_k)`` is the paired variance of :func:`mrcstats.stats.compare.compare` (``se`` of the
-  per-item differences, or ``se_cluster`` with ``cluster``: Miller 2024 Eq. 8 and 4). The differences'
-  variances ``V_jk = se_jk²`` fix the covariance of every contrast; ``Σ̂ = -½ J V J`` (``J = I - 11ᵀ/p``,
-  as in classical scaling) has exactly these ``Var(θ̂_j - θ̂_k)`` and is used for the draws. When the
-  models answered different items ``V`` may not be a valid variance of differences: ``Σ̂`` is then made
-  positive semi-definite (negative eigenvalues set to 0) and a note says so.
+  per-item differences, or ``se_cluster`` with ``cluster``: Miller 2024 Eq. 8 and 4) with each model's own
+  ``se_j`` (the same estimator): ``Σ̂_jj = se_j²``, ``Σ̂_jk = (se_j² + se_k² - se_jk²) / 2``. Without clusters
+  and with every item shared this is ``cov(s_j, s_k) / n``, the sample covariance of the per-item scores over
+  ``n`` (csranks' own example); with ``cluster`` the CR1 sandwich of the vector of means. When the models
+  answered different items the pieces come from different item sets and ``Σ̂`` may not be positive
+  semi-definite: it is then made so (negative eigenvalues set to 0) and a note says so.
 * ``"independent"``: ``Σ̂ = diag(se_j²)`` from each model's own SE (as ranking from published intervals
   does); it ignores the shared items and gives wider sets when the models' errors are positively
   correlated.
@@ -233,10 +234,12 @@ class RanksResult(Result):
     ``models``: one row per model, best point estimate first: ``model, estimate, se, rank, marginal_lo,
     marginal_hi, simultaneous_lo, simultaneous_hi, tier`` with the sets of ``method``, then the same sets
     with the other method (``<other>_marginal_lo`` ...), for comparison. ``top_set``: the models whose
-    simultaneous rank set includes 1.
+    simultaneous rank set includes 1. ``covariance``: the ``Σ̂`` of ``method`` (models x models, in the order
+    of ``models``; module docstring); ``rank_sets(models.estimate, covariance)`` gives the sets again for the same seed.
     """
 
     models: pd.DataFrame = field(repr=False)
+    covariance: pd.DataFrame = field(repr=False)
     method: str = "paired"
     level: float = 0.95
     cluster: str | None = None
@@ -372,8 +375,9 @@ def ranks(log: pd.DataFrame, *, level: float = 0.95, cluster: str | None = None,
     if not np.isfinite(V).all():
         raise InputError("a pair of models has too few common items (or clusters) for a paired standard error; "
                          "use method='independent' or rank models that share items")
-    J = np.eye(p) - 1.0 / p
-    paired_cov = -0.5 * J @ V @ J
+    var_m = se_m ** 2
+    paired_cov = (np.add.outer(var_m, var_m) - V) / 2      # Cov(θ̂_j, θ̂_k) = (se_j² + se_k² - se_jk²) / 2
+    np.fill_diagonal(paired_cov, var_m)
     notes: list[str] = list(res.notes)
     w, U = np.linalg.eigh(paired_cov)
     if w.min() < -1e-10 * max(1.0, float(np.abs(w).max())):
@@ -399,7 +403,10 @@ def ranks(log: pd.DataFrame, *, level: float = 0.95, cluster: str | None = None,
         f"{oname}_marginal_lo": other.marginal[:, 0], f"{oname}_marginal_hi": other.marginal[:, 1],
         f"{oname}_simultaneous_lo": other.simultaneous[:, 0], f"{oname}_simultaneous_hi": other.simultaneous[:, 1],
         f"{oname}_tier": other.tier})
-    tab = tab.sort_values(["rank", "model"], kind="stable").reset_index(drop=True)
+    order = np.lexsort((np.array(names, dtype=object), main.rank))
+    tab = tab.iloc[order].reset_index(drop=True)
+    cov = pd.DataFrame(covs[method][np.ix_(order, order)], index=tab["model"].to_list(),
+                       columns=tab["model"].to_list())
     top = tuple(tab.loc[tab["simultaneous_lo"] == 1, "model"])
-    return RanksResult(models=tab, method=method, level=float(level), cluster=cluster, draws=int(draws), seed=seed,
+    return RanksResult(models=tab, covariance=cov, method=method, level=float(level), cluster=cluster, draws=int(draws), seed=seed,
                        n_items=int(n_items.max()), top_set=top, notes=tuple(notes), outcome=res.outcome)
