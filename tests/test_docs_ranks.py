@@ -2,12 +2,9 @@
 lines in-process, in a temporary folder. The MMLU-Pro recipe (download and benchmark on real data) is skipped."""
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
-from mrcstats.cli import main
-
-from ._docblocks import blocks, cli_lines
+from ._docblocks import run_page
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "ranks.md"
 SKIP = ("git clone", "mkdir -p /tmp/mmlupro_json", "ranks_mmlu_pro.py")
@@ -15,19 +12,7 @@ SKIP = ("git clone", "mkdir -p /tmp/mmlupro_json", "ranks_mmlu_pro.py")
 
 def test_ranks_doc_examples_run(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    ran = 0
-    for _, lang, body in blocks(DOC):
-        if lang == "python":
-            exec(compile(body, str(DOC), "exec"), {})  # noqa: S102 - the doc is ours
-            ran += 1
-        elif lang == "bash":
-            for line in cli_lines(body):
-                if any(s in line for s in SKIP):
-                    continue
-                argv = shlex.split(line, comments=True)
-                assert argv[0] == "mrcstats", line
-                assert main(argv[1:]) == 0, line
-                ran += 1
+    ran = run_page(DOC, SKIP)
     out = capsys.readouterr().out
     assert ran == 4 and "Rank confidence sets" in out and '"top_k"' in out
 
