@@ -111,7 +111,8 @@ def point_ranks(x: np.ndarray) -> np.ndarray:
 
 def _check_k(k: int, p: int) -> None:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= p:
-        raise InputError(f"k (the top-k set) must be a whole number from 1 to the number of models ({p}), got {k!r}")
+        raise InputError(f"k of the top-k set (--top K) must be a whole number from 1 to the number of models ({p}), "
+                         f"got {k!r}")
 
 
 def _max_t(Z: np.ndarray, sd: np.ndarray, jj: np.ndarray, kk: np.ndarray) -> np.ndarray:
