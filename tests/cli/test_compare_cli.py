@@ -142,3 +142,15 @@ def test_ranks_bad_input_exit_2(capsys, log_path, argv, msg) -> None:
 def test_ranks_missing_file(capsys, tmp_path) -> None:
     code, out, err = _run(capsys, "ranks", str(tmp_path / "none.csv"))
     assert code == 2 and out == "" and "Traceback" not in err
+
+
+def test_ranks_dataset_equals_memory(capsys, log_path, tmp_path) -> None:
+    """A log dataset folder (DuckDB per-item scores) gives the same sets as the log in memory."""
+    assert _run(capsys, "ingest", str(log_path), "--dataset", str(tmp_path / "ds"))[0] == 0
+    outs = [_run(capsys, "ranks", src, "--cluster", "cluster", "--seed", "3", "--json")
+            for src in (str(log_path), str(tmp_path / "ds"))]
+    assert outs[0][0] == outs[1][0] == 0
+    a, b = (json.loads(o[1]) for o in outs)
+    assert [(m["model"], m["marginal"], m["simultaneous"]) for m in a["models"]] == \
+        [(m["model"], m["marginal"], m["simultaneous"]) for m in b["models"]]
+    assert [m["estimate"] for m in a["models"]] == pytest.approx([m["estimate"] for m in b["models"]], rel=1e-12)
