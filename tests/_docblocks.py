@@ -33,3 +33,27 @@ def cli_lines(body: str) -> list[str]:
             out.append(cur)
             cur = ""
     return out
+
+
+def run_page(page: Path, skip: tuple[str, ...] = ()) -> int:
+    """Run the examples of a docs page in order, in the current folder: python blocks executed, the
+    ``mrcstats`` lines of bash blocks run in-process (each must exit 0); lines containing one of ``skip``
+    (downloads, benchmarks on real data) are left out. Returns the number of blocks and lines run."""
+    import shlex
+
+    from mrcstats.cli import main
+
+    ran = 0
+    for _, lang, body in blocks(page):
+        if lang == "python":
+            exec(compile(body, str(page), "exec"), {})  # noqa: S102 - the docs are ours
+            ran += 1
+        elif lang == "bash":
+            for line in cli_lines(body):
+                if any(s in line for s in skip):
+                    continue
+                argv = shlex.split(line, comments=True)
+                assert argv[0] == "mrcstats", line
+                assert main(argv[1:]) == 0, line
+                ran += 1
+    return ran

@@ -89,6 +89,10 @@ _API: dict[str, str] = {
     "dif": "mrcstats.stats.dif",
     "dif_validate": "mrcstats.stats.dif",
     "DifResult": "mrcstats.stats.dif",
+    # stats: rank confidence sets, tie groups, top-k sets (issue 39)
+    "ranks": "mrcstats.stats.ranks",
+    "rank_sets": "mrcstats.stats.ranks",
+    "RanksResult": "mrcstats.stats.ranks",
 }
 
 __all__ = [*sorted(_API), "__version__"]  # noqa: PLE0604

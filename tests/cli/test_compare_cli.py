@@ -1,4 +1,4 @@
-"""``mrcstats compare`` / ``mrcstats power`` end to end through the console entry point."""
+"""``mrcstats compare`` / ``ranks`` / ``power`` end to end through the console entry point."""
 from __future__ import annotations
 
 import json
@@ -97,3 +97,60 @@ def test_power_cli(capsys, log_path) -> None:
     assert len(d["results"]) == 3 and all(r["mde"] > 0 for r in d["results"])
     code, out, err = _run(capsys, "power", "--sd-diff", "0.4")
     assert code == 2 and "--n-items" in err
+
+
+# --------------------------------------------------------------------------- ranks
+
+def test_ranks_json(capsys, log_path) -> None:
+    code, out, err = _run(capsys, "ranks", str(log_path), "--cluster", "cluster", "--seed", "1", "--top", "2",
+                          "--json")
+    assert code == 0, err
+    d = json.loads(out)          # exactly one JSON object on stdout
+    assert d["models"][0]["model"] == "alpha"
+    for m in d["models"]:
+        assert {"model", "estimate", "rank", "marginal", "simultaneous", "tier"} <= set(m)
+        assert m["simultaneous"][0] <= m["marginal"][0] <= m["rank"] <= m["marginal"][1] <= m["simultaneous"][1]
+    assert d["method"] == "paired" and d["level"] == 0.95 and d["cluster"] == "cluster"
+    assert d["top_k"]["k"] == 2 and set(d["top_set"]) <= set(d["top_k"]["models"])
+    code, out2, _ = _run(capsys, "ranks", str(log_path), "--cluster", "cluster", "--seed", "1", "--top", "2",
+                         "--json")
+    assert out2 == out            # same seed, same sets
+
+
+def test_ranks_text(capsys, log_path) -> None:
+    code, out, err = _run(capsys, "ranks", str(log_path), "--method", "independent", "--level", "0.9",
+                          "--draws", "500", "--seed", "2")
+    assert code == 0, err
+    assert "Rank confidence sets (90%" in out and "independent" in out and "tier 1:" in out
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--level", "1.2"], "level must be between 0 and 1"),
+    (["--draws", "5"], "draws"),
+    (["--seed", "-1"], "seed must be"),
+    (["--cluster", "nope"], "nope"),
+    (["--models", "alpha"], "at least two"),
+    (["--top", "9"], "top-k"),
+    (["--condition", "other"], "matches no row"),
+])
+def test_ranks_bad_input_exit_2(capsys, log_path, argv, msg) -> None:
+    code, out, err = _run(capsys, "ranks", str(log_path), *argv, "--json")
+    assert code == 2 and out == ""
+    assert msg in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_ranks_missing_file(capsys, tmp_path) -> None:
+    code, out, err = _run(capsys, "ranks", str(tmp_path / "none.csv"))
+    assert code == 2 and out == "" and "Traceback" not in err
+
+
+def test_ranks_dataset_equals_memory(capsys, log_path, tmp_path) -> None:
+    """A log dataset folder (DuckDB per-item scores) gives the same sets as the log in memory."""
+    assert _run(capsys, "ingest", str(log_path), "--dataset", str(tmp_path / "ds"))[0] == 0
+    outs = [_run(capsys, "ranks", src, "--cluster", "cluster", "--seed", "3", "--json")
+            for src in (str(log_path), str(tmp_path / "ds"))]
+    assert outs[0][0] == outs[1][0] == 0
+    a, b = (json.loads(o[1]) for o in outs)
+    assert [(m["model"], m["marginal"], m["simultaneous"]) for m in a["models"]] == \
+        [(m["model"], m["marginal"], m["simultaneous"]) for m in b["models"]]
+    assert [m["estimate"] for m in a["models"]] == pytest.approx([m["estimate"] for m in b["models"]], rel=1e-12)

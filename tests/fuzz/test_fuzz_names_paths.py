@@ -123,6 +123,7 @@ def test_summary_by_memory_and_dataset(by_paths, flags: list[str], trials: str) 
 _CMDS = {
     "compare": ["compare", "{p}", "--json"],
     "compare-cluster": ["compare", "{p}", "--cluster", "item", "--json"],
+    "ranks": ["ranks", "{p}", "--seed", "1", "--draws", "200", "--json"],
     "mcnemar": ["mcnemar", "{p}", "--models", "{a},{b}", "--json"],
     "discrim": ["discrim", "{p}", "--bootstrap", "10", "--seed", "1", "--json"],
     "score": ["elagent", "score", "{p}", "--json"],

@@ -38,7 +38,7 @@ COMMAND_MODULES = (
     "query_cmd",     # query
     "tasks_cmd",     # elagent ...
     "report_cmd",    # report, demo
-    "compare_cmd",   # compare, power
+    "compare_cmd",   # compare, ranks, power
     "irt_cmd",       # irt, subset, subset-eval
     "screen_cmd",    # screen, dif
 )
@@ -52,7 +52,8 @@ COMMANDS = {
     "models": "features_cmd", "glmer": "glmm_cmd", "lmer": "lmer_cmd", "clmm": "clmm_cmd", "fisher": "stats_cmd",
     "chisq": "stats_cmd", "discrim": "stats_cmd", "mcnemar": "stats_cmd", "masking": "masking_cmd",
     "mskcal": "masking_cmd", "mask": "masking_cmd", "query": "query_cmd", "elagent": "tasks_cmd",
-    "report": "report_cmd", "demo": "report_cmd", "compare": "compare_cmd", "power": "compare_cmd",
+    "report": "report_cmd", "demo": "report_cmd", "compare": "compare_cmd", "ranks": "compare_cmd",
+    "power": "compare_cmd",
     "irt": "irt_cmd", "subset": "irt_cmd", "subset-eval": "irt_cmd", "screen": "screen_cmd", "dif": "screen_cmd",
     "relabel": "screen_cmd",
 }

@@ -1,8 +1,11 @@
-"""CLI subcommands ``compare`` and ``power`` (argument parsing only; logic in :mod:`mrcstats.stats.compare`).
+"""CLI subcommands ``compare``, ``ranks`` and ``power`` (argument parsing only; logic in :mod:`mrcstats.stats.compare`).
 
 * ``mrcstats compare LOG [--models a,b,...] [--cluster COL] [--adjust holm|BH|bonferroni|none]
   [--bootstrap B] [--seed S] [--alpha A] [--condition C] [--map FIELD=COLUMN] [--json]``
   -> ``{"models": [...], "pairs": [...], "adjust", "cluster", "skipped", ...}``;
+* ``mrcstats ranks LOG [--level 0.95] [--cluster COL] [--method paired|independent] [--draws R] [--seed S]
+  [--top K] [--models ...] [--condition C] [--json]`` -> ``{"models": [{"model", "estimate", "rank", "marginal",
+  "simultaneous", "tier", ...}], "method", "level", "top_set", "alternative", ...}`` (:mod:`mrcstats.stats.ranks`);
 * ``mrcstats power --sd-diff SD (--n-items N | --effect D) [--design-effect X] [--alpha A] [--power P]``, or
   ``mrcstats power LOG [--models ...] [--cluster COL] [--n-items N | --effect D]`` (each pair's observed
   paired SD and design effect) -> ``{"alpha", "power", "z_alpha", "z_beta", "results": [...]}``.
@@ -46,7 +49,7 @@ def _add_log_args(p: argparse.ArgumentParser, nargs: str) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``compare`` and ``power`` to the mrcstats parser."""
+    """Add ``compare``, ``ranks`` and ``power`` to the mrcstats parser."""
     p = sub.add_parser("compare", help="rank models and compare every pair: paired, clustered, adjusted p-values",
                        description="Per model: accuracy, CLT and cluster-robust SEs, CI, rank. Per pair (paired on "
                                    "item): difference, paired SE, CI, z, p, p adjusted across pairs, exact "
@@ -61,6 +64,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha", type=float, default=0.05, metavar="A", help="1 - confidence level (0.05)")
     add_json_flag(p)
     p.set_defaults(func=_compare)
+
+    p = sub.add_parser("ranks", help="confidence sets for every model's rank, tie groups (tiers) and the top-k set",
+                       description="Marginal and simultaneous confidence sets for the rank of every model (Mogstad, "
+                                   "Romano, Shaikh & Wilhelm 2024, as R's csranks: stepdown max-t, parametric "
+                                   "bootstrap) from the paired, clustered SEs of compare; tiers, the top set and "
+                                   "the top-k set. The sets of the other method (paired / independent) are shown "
+                                   "beside for comparison.")
+    _add_log_args(p, "+")
+    p.add_argument("--level", type=float, default=0.95, metavar="L", help="coverage of every set (0.95)")
+    p.add_argument("--method", choices=("paired", "independent"), default="paired",
+                   help="paired: the variance of each difference from the shared items (default); independent: "
+                        "each model's own SE")
+    p.add_argument("--draws", type=int, default=1000, metavar="R", help="parametric bootstrap draws (1000)")
+    p.add_argument("--seed", type=int, default=None, metavar="S", help="seed of the draws (reproducible sets)")
+    p.add_argument("--top", type=int, default=None, metavar="K",
+                   help="also print the top-K set: the models that may be among the best K")
+    add_json_flag(p)
+    p.set_defaults(func=_ranks)
 
     p = sub.add_parser("power", help="minimum detectable difference or items needed for a paired comparison",
                        description="Normal approximation for a paired two-sided test (Miller 2024 Eq. 9-10): "
@@ -130,6 +151,20 @@ def _compare(args: argparse.Namespace) -> int:
     res = _run_compare(args, "compare", bootstrap=args.bootstrap, seed=args.seed, adjust=args.adjust,
                        alpha=args.alpha)
     return output(args, res.to_dict(), res.summary())
+
+
+def _ranks(args: argparse.Namespace) -> int:
+    from mrcstats.stats.ranks import ranks
+
+    models = parse_list(args.models, "--models") if args.models else None
+    res = ranks(_load(args, "ranks"), level=args.level, cluster=args.cluster, method=args.method, draws=args.draws,
+                seed=args.seed, models=models, outcome=args.outcome)
+    obj, text = res.to_dict(), res.summary()
+    if args.top is not None:
+        top = list(res.top_k(args.top))
+        obj["top_k"] = {"k": args.top, "models": top}
+        text += f"\ntop-{args.top} set (may be among the best {args.top}): {', '.join(top)}"
+    return output(args, obj, text)
 
 
 def _power(args: argparse.Namespace) -> int:
