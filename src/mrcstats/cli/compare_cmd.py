@@ -77,7 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="paired: the variance of each difference from the shared items (default); independent: "
                         "each model's own SE")
     p.add_argument("--draws", type=int, default=1000, metavar="R", help="parametric bootstrap draws (1000)")
-    p.add_argument("--seed", type=int, default=None, metavar="S", help="seed of the draws (reproducible sets)")
+    p.add_argument("--seed", type=parse_seed, default=None, metavar="S", help="seed of the draws (reproducible sets)")
     p.add_argument("--top", type=int, default=None, metavar="K",
                    help="also print the top-K set: the models that may be among the best K")
     add_json_flag(p)
