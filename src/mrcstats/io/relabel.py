@@ -29,11 +29,13 @@ from mrcstats._repr import Result
 from mrcstats._words import plural
 from mrcstats.errors import InputError
 
-__all__ = ["VERDICTS", "RelabelResult", "apply_verdicts", "item_options", "read_verdicts", "relabel_notes"]
+__all__ = ["MAX_KEY_LABELS", "VERDICTS", "RelabelResult", "apply_verdicts", "item_options", "read_verdicts", "relabel_notes"]
 
 #: what a reviewer can decide about an item (empty: not reviewed)
 VERDICTS: tuple[str, ...] = ("keep", "rekey", "drop")
-_MAX_LABELS = 26
+#: at most this many labels used as keys in a log are every item's options (A-D on MMLU, A-J on MMLU-Pro); the
+#: one rule of the item screen (:mod:`mrcstats.stats.screen`) and of the verdicts' check
+MAX_KEY_LABELS = 26
 
 
 def item_options(log: pd.DataFrame) -> dict[str, list[str]]:
@@ -47,7 +49,7 @@ def item_options(log: pd.DataFrame) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {i: [] for i in pd.unique(item)}
     for i, o in both.drop_duplicates().itertuples(index=False):
         out[i].append(str(o))
-    extra = labels if len(labels) <= _MAX_LABELS else []
+    extra = labels if len(labels) <= MAX_KEY_LABELS else []
     return {i: sorted(set(v) | set(extra)) for i, v in out.items()}
 
 

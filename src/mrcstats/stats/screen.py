@@ -51,6 +51,7 @@ from mrcstats._repr import Result
 from mrcstats._seeds import rng as seed_rng
 from mrcstats._words import plural
 from mrcstats.errors import InputError
+from mrcstats.io.relabel import MAX_KEY_LABELS
 from mrcstats.models.answer_mixture import HYPOTHESES
 
 __all__ = ["ERROR_TYPES", "REVIEW_COLUMNS", "SIGNALS", "ScreenResult", "ScreenValidation", "inject_key_errors",
@@ -65,8 +66,6 @@ REVIEW_COLUMNS: tuple[str, ...] = ("verdict", "new_key", "reviewer", "date", "re
 #: weight of model j in the strong-model agreement: exp(_AGREE * theta_j)
 _AGREE = 2.0
 _SLOPE_SD, _INTERCEPT_SD = 3.0, 10.0
-#: most option labels used as keys for them all to count as every item's options
-_MAX_LABELS = 26
 
 
 # --------------------------------------------------------------------------- ranking metrics
@@ -165,7 +164,7 @@ def _choices(log: pd.DataFrame, items: tuple[str, ...], models: tuple[str, ...],
                      "the answer model (counted as not correct in the correctness signals)")
     parts = [rows[["i", "o"]], pd.DataFrame({"i": key["i"].to_numpy(), "o": key["gold"].to_numpy()})]
     labels = pd.unique(key["gold"])
-    if len(labels) <= _MAX_LABELS:
+    if len(labels) <= MAX_KEY_LABELS:
         # every label used as a key is an option of every item (A-D on MMLU), chosen or not
         parts.append(pd.DataFrame({"i": np.repeat(np.arange(I), len(labels)), "o": np.tile(labels, I)}))
     pairs = pd.concat(parts).drop_duplicates().sort_values(["i", "o"]).reset_index(drop=True)
