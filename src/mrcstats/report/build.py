@@ -349,10 +349,12 @@ def _read_logs(rs: ReportSpec) -> pd.DataFrame:
         raise InputError(f"cannot read logs: {exc}") from None
     frames = []
     skipped: dict[str, int] = {}
+    relabel: list = []
     for ls in rs.logs:
         df = read_log(str(ls.path), format=ls.format, model=ls.model)
         for k, v in (df.attrs.get("skipped") or {}).items():
             skipped[k] = skipped.get(k, 0) + int(v)
+        relabel += list(df.attrs.get("relabel") or [])
         frames.append(df)
     log = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True, sort=False)
     if len(frames) > 1:
@@ -360,6 +362,8 @@ def _read_logs(rs: ReportSpec) -> pd.DataFrame:
 
         log = validate_log(log)
     log.attrs["skipped"] = skipped
+    if relabel:
+        log.attrs["relabel"] = relabel
     return log
 
 
@@ -402,6 +406,10 @@ def _data_summary(doc: ReportDocument, rs: ReportSpec, log: pd.DataFrame, featur
                   "(accuracy, comparisons, item response models, mixed models) unless a section says it leaves them out. "
                   + (f"Rows skipped while reading: {st['skipped']}." if st["skipped"] else
                      "No rows were skipped while reading."))
+    from mrcstats.io.relabel import relabel_notes
+
+    for line in relabel_notes(log.attrs):   # a log whose keys a person's review changed says so
+        doc.paragraph(f"The log was {line}.")
     if rs.features is not None:
         doc.paragraph(f"Item features joined on the item identifier from {rs.features.name}"
                       + (f"; {feature_missing:,} rows have no features." if feature_missing else "."))
