@@ -343,11 +343,12 @@ def emmeans_block(args: argparse.Namespace, m: Any, obj: dict[str, Any], text: l
 def report_skipped(log: Any, cmd: str, what: str = "") -> None:
     """One stderr line per reason rows were left out while reading (``log.attrs["skipped"]``), and one per review
     applied to the log (``log.attrs["relabel"]``, :func:`mrcstats.io.relabel.relabel_notes`)."""
-    from mrcstats.io.relabel import relabel_notes
-
     attrs = getattr(log, "attrs", {}) or {}
     for why, n in (attrs.get("skipped") or {}).items():
         if n:
             info(f"mrcstats {cmd}: {what + ': ' if what else ''}{plural(n, 'row')} skipped while reading: {why}")
-    for line in relabel_notes(attrs):
-        info(f"mrcstats {cmd}: {what + ': ' if what else ''}{line}")
+    if attrs.get("relabel"):     # io.relabel imports pandas: only for a log that has been relabelled
+        from mrcstats.io.relabel import relabel_notes
+
+        for line in relabel_notes(attrs):
+            info(f"mrcstats {cmd}: {what + ': ' if what else ''}{line}")
