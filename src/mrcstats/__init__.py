@@ -89,6 +89,9 @@ _API: dict[str, str] = {
     "dif": "mrcstats.stats.dif",
     "dif_validate": "mrcstats.stats.dif",
     "DifResult": "mrcstats.stats.dif",
+    # stats: inter-rater agreement (issue 38)
+    "agreement": "mrcstats.stats.agreement",
+    "AgreementResult": "mrcstats.stats.agreement",
 }
 
 __all__ = [*sorted(_API), "__version__"]  # noqa: PLE0604
