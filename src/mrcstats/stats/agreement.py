@@ -47,6 +47,7 @@ Bootstrap: ``B`` resamples of the items with the seed's own stream per statistic
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -504,14 +505,14 @@ def _icc_table(x: np.ndarray, alpha: float = 0.05) -> pd.DataFrame:
         fu2, fl2 = qf(a2, n - 1, v), qf(a2, v, n - 1)
         l2 = n * (msr - fu2 * mse) / (fu2 * (k * msc + (k * n - k - n) * mse) + n * msr)
         u2 = n * (fl2 * msr - mse) / (k * msc + (k * n - k - n) * mse + n * fl2 * msr)
-    rows = [
-        ("ICC1", icc1, f11, d11n, d11d, (f1l - 1) / (f1l + k - 1), (f1u - 1) / (f1u + k - 1)),
-        ("ICC2", icc2, f21, d21n, d21d, l2, u2),
-        ("ICC3", icc3, f21, d21n, d21d, (f3l - 1) / (f3l + k - 1), (f3u - 1) / (f3u + k - 1)),
-        ("ICC1k", icc1k, f11, d11n, d11d, 1 - 1 / f1l, 1 - 1 / f1u),
-        ("ICC2k", icc2k, f21, d21n, d21d, l2 * k / (1 + l2 * (k - 1)), u2 * k / (1 + u2 * (k - 1))),
-        ("ICC3k", icc3k, f21, d21n, d21d, 1 - 1 / f3l, 1 - 1 / f3u),
-    ]
+        rows = [
+            ("ICC1", icc1, f11, d11n, d11d, (f1l - 1) / (f1l + k - 1), (f1u - 1) / (f1u + k - 1)),
+            ("ICC2", icc2, f21, d21n, d21d, l2, u2),
+            ("ICC3", icc3, f21, d21n, d21d, (f3l - 1) / (f3l + k - 1), (f3u - 1) / (f3u + k - 1)),
+            ("ICC1k", icc1k, f11, d11n, d11d, 1 - 1 / f1l, 1 - 1 / f1u),
+            ("ICC2k", icc2k, f21, d21n, d21d, l2 * k / (1 + l2 * (k - 1)), u2 * k / (1 + u2 * (k - 1))),
+            ("ICC3k", icc3k, f21, d21n, d21d, 1 - 1 / f3l, 1 - 1 / f3u),
+        ]
     return pd.DataFrame(rows, columns=["type", "ICC", "F", "df1", "df2", "lower", "upper"])
 
 
@@ -542,15 +543,54 @@ def _rank_corr(a: np.ndarray, b: np.ndarray, kind: str) -> float:
     return float(r)
 
 
-def _mean_pairwise(x: np.ndarray, kind: str) -> float:
-    """The mean over rater pairs of the rank correlation on the items both rated."""
+def _rank_corr_rows(a: np.ndarray, b: np.ndarray, kind: str) -> np.ndarray:
+    """Spearman's ρ (Pearson's r of average ranks) or Kendall's τ_b of each row pair of ``a``, ``b``
+    (resamples × items, NaN = missing; a pair uses the items both have), as ``scipy.stats.spearmanr`` /
+    ``kendalltau``, vectorised over the rows."""
+    from scipy import stats
+
+    ok = np.isfinite(a) & np.isfinite(b)
+    a, b = np.where(ok, a, np.nan), np.where(ok, b, np.nan)
+    m = ok.sum(axis=1)
+    out = np.full(len(a), np.nan)
+    if kind == "spearman":
+        ra = stats.rankdata(a, axis=1, nan_policy="omit")
+        rb = stats.rankdata(b, axis=1, nan_policy="omit")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            da = np.where(ok, ra - np.nanmean(ra, axis=1, keepdims=True), 0.0)
+            db = np.where(ok, rb - np.nanmean(rb, axis=1, keepdims=True), 0.0)
+            out = (da * db).sum(axis=1) / np.sqrt((da * da).sum(axis=1) * (db * db).sum(axis=1))
+    else:
+        n = a.shape[1]
+        if n <= 400:      # τ_b = Σ sgn(Δa) sgn(Δb) / sqrt(Σ sgn(Δa)² Σ sgn(Δb)²) over the item pairs
+            step = max(1, int(2e7 // max(n * n, 1)))
+            for s0 in range(0, len(a), step):
+                aa, bb = np.nan_to_num(a[s0:s0 + step]), np.nan_to_num(b[s0:s0 + step])
+                v = ok[s0:s0 + step]
+                both = v[:, :, None] & v[:, None, :]
+                sa = np.sign(aa[:, :, None] - aa[:, None, :]) * both
+                sb = np.sign(bb[:, :, None] - bb[:, None, :]) * both
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    out[s0:s0 + step] = (sa * sb).sum(axis=(1, 2)) / np.sqrt(
+                        (sa * sa).sum(axis=(1, 2)) * (sb * sb).sum(axis=(1, 2)))
+        else:
+            for r in range(len(a)):
+                if m[r] >= 2:
+                    out[r] = stats.kendalltau(a[r, ok[r]], b[r, ok[r]])[0]
+    out[m < 3] = np.nan
+    return out
+
+
+def _mean_pairwise(x: np.ndarray, idx: np.ndarray, kind: str) -> np.ndarray:
+    """The mean over rater pairs of the rank correlation, for each resample (rows of ``idx`` index the items)."""
     vals = []
     for i in range(x.shape[1]):
         for j in range(i + 1, x.shape[1]):
-            ok = np.isfinite(x[:, i]) & np.isfinite(x[:, j])
-            vals.append(_rank_corr(x[ok, i], x[ok, j], kind))
-    v = np.array(vals)
-    return float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
+            vals.append(_rank_corr_rows(x[idx, i], x[idx, j], kind))
+    v = np.column_stack(vals)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # (a resample with every pair undefined: NaN)
+        return np.nanmean(v, axis=1)
 
 
 # ------------------------------------------------------------------------------------------ result
@@ -764,21 +804,20 @@ def agreement(data: pd.DataFrame | RatingMatrix, *, item: str | None = None, rat
                 aa, bb = num[both, 0], num[both, 1]
                 r = _rank_corr(aa, bb, kind)
                 n = len(aa)
-                vz = (1 + r * r / 2) / (n - 3) if kind == "spearman" else 0.437 / (n - 4)
-                if not math.isfinite(r) or abs(r) >= 1 or vz <= 0 or n < 5:
+                if n < 5 or not math.isfinite(r) or abs(r) >= 1:
                     add(kind, "none", r, float("nan"), float("nan"), float("nan"),
                         "Fisher z (Bonett & Wright 2000): undefined here", n)
                     continue
-                sz = math.sqrt(vz)
+                sz = math.sqrt((1 + r * r / 2) / (n - 3) if kind == "spearman" else 0.437 / (n - 4))
                 zr = math.atanh(r)
                 add(kind, "none", r, (1 - r * r) * sz, math.tanh(zr - z * sz), math.tanh(zr + z * sz),
                     "Fisher z with the Bonett & Wright (2000) variance", n)
             else:
-                r = _mean_pairwise(num, kind)
+                r = float(_mean_pairwise(num, np.arange(n_items)[None, :], kind)[0])
                 se = lo = hi = float("nan")
                 if B:
                     idx = boot_idx(kind, n_items)
-                    se, lo, hi = _percentile(np.array([_mean_pairwise(num[ix], kind) for ix in idx]), a)
+                    se, lo, hi = _percentile(_mean_pairwise(num, idx, kind), a)
                 add(f"{kind}_mean_pairwise", "none", r, se, lo, hi, boot_name if B else "no bootstrap (B = 0)",
                     n_items)
     table = pd.DataFrame(rows, columns=list(AGREEMENT_FIELDS))
