@@ -92,6 +92,8 @@ _API: dict[str, str] = {
     # stats: inter-rater agreement (issue 38)
     "agreement": "mrcstats.stats.agreement",
     "AgreementResult": "mrcstats.stats.agreement",
+    "judge": "mrcstats.stats.judge",
+    "JudgeResult": "mrcstats.stats.judge",
 }
 
 __all__ = [*sorted(_API), "__version__"]  # noqa: PLE0604

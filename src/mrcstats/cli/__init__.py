@@ -41,6 +41,7 @@ COMMAND_MODULES = (
     "compare_cmd",   # compare, power
     "irt_cmd",       # irt, subset, subset-eval
     "screen_cmd",    # screen, dif
+    "agreement_cmd",  # agreement, judge
 )
 
 
@@ -54,6 +55,7 @@ COMMANDS = {
     "mskcal": "masking_cmd", "mask": "masking_cmd", "query": "query_cmd", "elagent": "tasks_cmd",
     "report": "report_cmd", "demo": "report_cmd", "compare": "compare_cmd", "power": "compare_cmd",
     "irt": "irt_cmd", "subset": "irt_cmd", "subset-eval": "irt_cmd", "screen": "screen_cmd", "dif": "screen_cmd",
+    "agreement": "agreement_cmd", "judge": "agreement_cmd",
 }
 
 

@@ -676,7 +676,7 @@ def _percentile(boot: np.ndarray, alpha: float) -> tuple[float, float, float]:
 def agreement(data: pd.DataFrame | RatingMatrix, *, item: str | None = None, rater: str | None = None,
               rating: str | None = None, wide: Sequence[str] | None = None, level: str = "nominal",
               levels: Sequence[Any] | None = None, bootstrap: int = 1000, seed: int | None = 0,
-              alpha: float = 0.05) -> AgreementResult:
+              alpha: float = 0.05, source: str = "ratings") -> AgreementResult:
     """Inter-rater agreement of ratings in long form (``item``, ``rater``, ``rating``) or wide form
     (``wide``: one column per rater, one row per item; ``item`` optional).
 
@@ -688,6 +688,7 @@ def agreement(data: pd.DataFrame | RatingMatrix, *, item: str | None = None, rat
             correlations of more than two raters); 0 = none (their SE and CI are NA).
         seed: the bootstrap seed (``None`` = fresh entropy, not reproducible).
         alpha: 1 − the confidence level.
+        source: how errors name the data (the file name).
 
     Formulas and references: the module docstring. Missing ratings are allowed; each row of the
     result says on how many items it rests (Cohen's κ, ICC and two-rater correlations use the items
@@ -707,7 +708,7 @@ def agreement(data: pd.DataFrame | RatingMatrix, *, item: str | None = None, rat
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
         raise InputError(f"seed must be a whole number >= 0, got {seed!r}")
     rm = data if isinstance(data, RatingMatrix) else rating_matrix(
-        data, item=item, rater=rater, rating=rating, wide=wide, level=level, levels=levels)
+        data, item=item, rater=rater, rating=rating, wide=wide, level=level, levels=levels, source=source)
     B = int(bootstrap)
     n_items, k = rm.codes.shape
     q = len(rm.categories)

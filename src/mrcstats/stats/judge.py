@@ -1,0 +1,172 @@
+"""An LLM judge against human labels: agreement, and prediction-powered estimates of each model's score.
+
+Rows are responses (one model's answer to one item) with a judge's score ``f_i`` on every row and a
+human score ``y_i`` on a labelled subset (the other human cells empty). Per model, with ``N`` rows, ``n``
+of them labelled, and ``Δ_i = y_i − f_i`` on the labelled rows:
+
+* judge-only: ``mean(f)`` over the ``N`` rows, SE ``s_f/√N`` -- the judge's scale, biased when the judge is;
+* human-only: ``mean(y)`` over the ``n`` labelled rows, SE ``s_y/√n``;
+* prediction-powered inference for a mean (Angelopoulos, Bates, Fannjiang, Jordan & Zrnic 2023, *Science*
+  382:669, §"Mean estimation"): ``θ_PP = mean_N(f) + mean_n(Δ)`` -- the judge's mean corrected by its
+  average error on the labelled rows (the rectifier) -- with
+  ``var(θ_PP) = s²_f/N + s²_Δ/n + 2·cov(f, Δ)/N``; the last term because the labelled rows are among the
+  ``N`` (it is zero in the paper's split into disjoint labelled and unlabelled sets; cov from the
+  labelled rows). The CI is ``θ_PP ± z·SE``; it is valid when the labelled rows are a random subset of
+  the rows and narrower than the human-only one when the judge predicts the human label well.
+
+The agreement of judge and human on the labelled rows is :func:`mrcstats.stats.agreement.agreement`
+(two raters: Cohen's κ, α, AC1, ...).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mrcstats._jsonout import plain_records
+from mrcstats._repr import Result
+from mrcstats.errors import InputError
+from mrcstats.stats.agreement import AgreementResult, agreement
+
+__all__ = ["JUDGE_FIELDS", "JudgeResult", "judge", "ppi_mean"]
+
+#: the columns of ``judge(...).table``
+JUDGE_FIELDS = ("model", "n", "n_labelled", "judge_mean", "judge_se", "judge_low", "judge_high", "human_mean",
+                "human_se", "human_low", "human_high", "rectifier", "ppi_mean", "ppi_se", "ppi_low", "ppi_high")
+
+
+def ppi_mean(f_all: np.ndarray, f_lab: np.ndarray, y_lab: np.ndarray) -> tuple[float, float]:
+    """``(θ_PP, SE)`` of the prediction-powered mean (module docstring) from the judge's scores on all rows
+    (``f_all``) and the judge's and humans' scores on the labelled rows (a subset of them)."""
+    f_all, f_lab, y_lab = (np.asarray(v, dtype=float) for v in (f_all, f_lab, y_lab))
+    N, n = len(f_all), len(y_lab)
+    d = y_lab - f_lab
+    est = float(f_all.mean() + d.mean())
+    if n < 2 or N < 2:
+        return est, float("nan")
+    cov = float(np.cov(f_lab, d, ddof=1)[0, 1])
+    var = f_all.var(ddof=1) / N + d.var(ddof=1) / n + 2 * cov / N
+    return est, float(math.sqrt(max(var, 0.0)))
+
+
+@dataclass(frozen=True, repr=False)
+class JudgeResult(Result):
+    """Judge vs humans: ``table`` (:data:`JUDGE_FIELDS`, one row per model) and ``agreement`` on the
+    labelled rows."""
+
+    table: pd.DataFrame = field(repr=False)
+    agreement: AgreementResult = field(repr=False)
+    human: str = "human"
+    judge: str = "judge"
+    alpha: float = 0.05
+    notes: tuple = ()
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"human", "judge", "alpha", "models": [{model, n, n_labelled, judge_*, human_*, rectifier,
+        ppi_*}], "agreement": AgreementResult.to_dict(), "notes"}``."""
+        return {"human": self.human, "judge": self.judge, "alpha": self.alpha,
+                "models": plain_records(self.table[list(JUDGE_FIELDS)]), "agreement": self.agreement.to_dict(),
+                "notes": list(self.notes)}
+
+    def summary(self) -> str:
+        conf = f"{100 * (1 - self.alpha):g}%"
+
+        def f(v: float) -> str:
+            return f"{v:.4f}" if isinstance(v, float) and math.isfinite(v) else "NA"
+
+        lines = [(f"Judge {self.judge!r} vs human {self.human!r}: per model, the judge-only, human-only and "
+                  f"prediction-powered (PPI, Angelopoulos et al. 2023) means with {conf} CIs")]
+        for r in self.table.itertuples(index=False):
+            lines.append(f"  {r.model}: n = {r.n}, labelled {r.n_labelled}; judge {f(r.judge_mean)} "
+                         f"[{f(r.judge_low)}, {f(r.judge_high)}]; human {f(r.human_mean)} [{f(r.human_low)}, "
+                         f"{f(r.human_high)}]; PPI {f(r.ppi_mean)} [{f(r.ppi_low)}, {f(r.ppi_high)}] "
+                         f"(rectifier human - judge {f(r.rectifier)})")
+        lines += [f"  note: {n}" for n in self.notes]
+        lines.append("Agreement of judge and human on the labelled rows:")
+        lines += ["  " + ln for ln in self.agreement.summary().splitlines()]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def _scores(data: pd.DataFrame, col: str, source: str) -> np.ndarray:
+    v = pd.to_numeric(data[col], errors="coerce").to_numpy(dtype=float)
+    raw = data[col]
+    bad = np.isnan(v) & raw.notna().to_numpy() & (raw.astype(str).str.strip() != "").to_numpy()
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(f"{source}: data row {i + 1}, column {col!r} holds {raw.iloc[i]!r}; a score must be a "
+                         "number (0/1 labels, or a graded score)")
+    return v
+
+
+def judge(data: pd.DataFrame, *, human: str, judge: str, model: str | None = "model", level: str = "nominal",
+          levels: Any = None, alpha: float = 0.05, bootstrap: int = 1000, seed: int | None = 0,
+          source: str = "judge log") -> JudgeResult:
+    """Judge vs humans per model (module docstring): judge-only, human-only and PPI means with CIs, and
+    the agreement of the two on the rows both scored.
+
+    Args:
+        data: one row per response; ``judge`` scored every row, ``human`` a subset (empty cells elsewhere).
+        human, judge: the score columns (numbers: 0/1 or graded).
+        model: the column naming the model (``None``: all rows are one group).
+        level, levels, bootstrap, seed: as :func:`mrcstats.stats.agreement.agreement` (agreement of the two).
+        alpha: 1 − the confidence level.
+    """
+    from mrcstats._dist import norm_ppf
+
+    if not isinstance(data, pd.DataFrame):
+        raise InputError(f"{source}: expected a table (pandas DataFrame), got {type(data).__name__}")
+    cols = [str(c) for c in data.columns]
+    for c, flag in ((human, "--human"), (judge, "--judge"), *(((model, "--model-col"),) if model else ())):
+        if c not in cols:
+            raise InputError(f"{source}: no column {c!r} ({flag}); the columns are {', '.join(map(repr, cols[:20]))}")
+    if human == judge:
+        raise InputError(f"--human and --judge name the same column ({human!r}); give the human labels and the "
+                         "judge's scores")
+    y, f = _scores(data, human, source), _scores(data, judge, source)
+    missing_f = np.isnan(f)
+    if missing_f.any():
+        i = int(np.argmax(missing_f))
+        raise InputError(f"{source}: data row {i + 1}, column {judge!r} is empty; the judge must score every row "
+                         f"({int(missing_f.sum())} empty) -- drop those rows first")
+    lab = ~np.isnan(y)
+    if not lab.any():
+        raise InputError(f"{source}: column {human!r} has no score on any row: the human labels do not overlap the "
+                         "judge's rows (label a subset of the rows the judge scored)")
+    a = float(alpha)
+    if not 0 < a < 1:
+        raise InputError(f"alpha must be between 0 and 1, got {alpha!r}")
+    z = float(norm_ppf(1 - a / 2))
+    groups = (data[model].astype(str).to_numpy() if model else np.full(len(data), "(all)", dtype=object))
+    rows, notes = [], []
+    for g in pd.unique(groups):
+        m = groups == g
+        fa, lm = f[m], lab[m]
+        fl, yl = fa[lm], y[m][lm]
+        N, n = len(fa), int(lm.sum())
+        jse = float(fa.std(ddof=1) / math.sqrt(N)) if N > 1 else float("nan")
+        hmean = float(yl.mean()) if n else float("nan")
+        hse = float(yl.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
+        if n < 2:
+            notes.append(f"model {g!r}: {n} labelled row(s); the PPI and human-only intervals need two")
+            est, se = (float(fa.mean() + (yl - fl).mean()) if n else float("nan")), float("nan")
+        else:
+            est, se = ppi_mean(fa, fl, yl)
+        rows.append({"model": g, "n": N, "n_labelled": n, "judge_mean": float(fa.mean()), "judge_se": jse,
+                     "judge_low": fa.mean() - z * jse, "judge_high": fa.mean() + z * jse, "human_mean": hmean,
+                     "human_se": hse, "human_low": hmean - z * hse, "human_high": hmean + z * hse,
+                     "rectifier": float((yl - fl).mean()) if n else float("nan"), "ppi_mean": est, "ppi_se": se,
+                     "ppi_low": est - z * se, "ppi_high": est + z * se})
+    both = pd.DataFrame({human: y[lab], judge: f[lab]})
+    agr = agreement(both, wide=[human, judge], level=level, levels=levels, bootstrap=bootstrap, seed=seed,
+                    alpha=a, source=f"{source} (rows with both scores)")
+    return JudgeResult(table=pd.DataFrame(rows, columns=list(JUDGE_FIELDS)), agreement=agr, human=human,
+                       judge=judge, alpha=a, notes=tuple(notes))
