@@ -92,3 +92,18 @@ def test_judge_bad_input():
         judge(d, human="judge", judge="judge")
     with pytest.raises(InputError, match="no column 'grader'"):
         judge(d, human="human", judge="grader")
+
+
+def test_rows_target_is_the_difference_estimator():
+    rng = np.random.default_rng(8)
+    f = rng.random(100)
+    y = f + rng.normal(0, 0.2, 100)
+    lab = rng.choice(100, 30, replace=False)
+    est, se = ppi_mean(f, f[lab], y[lab], target="rows")
+    d = y[lab] - f[lab]
+    assert est == pytest.approx(f.mean() + d.mean(), abs=1e-12)
+    assert se == pytest.approx(np.sqrt((1 - 30 / 100) * d.var(ddof=1) / 30), rel=1e-12)
+    # every row labelled: the rows' mean is known exactly
+    assert ppi_mean(f, f, y, target="rows")[1] == 0.0
+    with pytest.raises(InputError, match="target must be one of"):
+        ppi_mean(f, f, y, target="sample")

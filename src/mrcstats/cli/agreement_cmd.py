@@ -4,7 +4,8 @@ and :mod:`mrcstats.stats.judge`).
 * ``mrcstats agreement TABLE (--item COL --rater COL --rating COL | --wide COL,COL,... [--item COL])
   [--level nominal|ordinal|interval|ratio] [--levels a,b,c] [--bootstrap B] [--seed S] [--alpha A] [--json]``
   -> ``{"level", "categories", "raters", "n_items", "statistics": [...], "indices", "marginals", "notes"}``;
-* ``mrcstats judge LOG --human COL --judge COL [--model-col COL] [--level ...] [--json]``
+* ``mrcstats judge LOG --human COL --judge COL [--model-col COL] [--target population|rows] [--level ...]
+  [--json]``
   -> ``{"human", "judge", "models": [{model, judge_*, human_*, rectifier, ppi_*}], "agreement": {...}}``.
 
 TABLE and LOG are read as the model commands read their data (:func:`mrcstats.io.read_data`: csv, tsv, json,
@@ -56,6 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--human", metavar="COL", required=True, help="column of the human labels (empty = unlabelled)")
     p.add_argument("--judge", metavar="COL", required=True, help="column of the judge's scores (every row)")
     p.add_argument("--model-col", metavar="COL", default="model", help="column naming the model (model)")
+    p.add_argument("--target", choices=("population", "rows"), default="population",
+                   help="population: the model's expected human score (Angelopoulos et al. 2023); rows: its mean "
+                        "human score over these rows (finite-population SEs)")
     _common(p)
     p.set_defaults(func=_judge)
 
@@ -101,5 +105,5 @@ def _judge(args: argparse.Namespace) -> int:
     levels = _levels(args)
     data = _read(args, args.log)
     res = judge(data, human=args.human, judge=args.judge, model=args.model_col, level=args.level or "nominal",
-                levels=levels, alpha=args.alpha, bootstrap=args.bootstrap, seed=args.seed, source=str(args.log))
+                levels=levels, alpha=args.alpha, target=args.target, bootstrap=args.bootstrap, seed=args.seed, source=str(args.log))
     return output(args, res.to_dict(), res.summary())

@@ -13,6 +13,12 @@ of them labelled, and ``Δ_i = y_i − f_i`` on the labelled rows:
   ``N`` (it is zero in the paper's split into disjoint labelled and unlabelled sets; cov from the
   labelled rows). The CI is ``θ_PP ± z·SE``; it is valid when the labelled rows are a random subset of
   the rows and narrower than the human-only one when the judge predicts the human label well.
+* ``target="rows"``: the same ``θ_PP`` read as the mean human score over these ``N`` rows (a finite
+  population: the benchmark's own items), of which the labelled rows are a simple random sample. Then
+  ``θ_PP − mean_N(y) = mean_n(Δ) − mean_N(Δ)`` and ``var = (1 − n/N)·s²_Δ/n`` -- the difference estimator of
+  survey sampling (Cochran 1977, *Sampling Techniques*, 3rd ed., §6.1; Särndal, Swensson & Wretman 1992,
+  §6.3); the human-only SE gets the same finite-population factor ``(1 − n/N)``. The default
+  ``"population"`` target (the paper's) also counts the sampling of the rows themselves.
 
 The agreement of judge and human on the labelled rows is :func:`mrcstats.stats.agreement.agreement`
 (two raters: Cohen's κ, α, AC1, ...).
@@ -31,24 +37,35 @@ from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.stats.agreement import AgreementResult, agreement
 
-__all__ = ["JUDGE_FIELDS", "JudgeResult", "judge", "ppi_mean"]
+__all__ = ["JUDGE_FIELDS", "TARGETS", "JudgeResult", "judge", "ppi_mean"]
 
 #: the columns of ``judge(...).table``
 JUDGE_FIELDS = ("model", "n", "n_labelled", "judge_mean", "judge_se", "judge_low", "judge_high", "human_mean",
                 "human_se", "human_low", "human_high", "rectifier", "ppi_mean", "ppi_se", "ppi_low", "ppi_high")
 
 
-def ppi_mean(f_all: np.ndarray, f_lab: np.ndarray, y_lab: np.ndarray) -> tuple[float, float]:
+TARGETS = ("population", "rows")
+
+
+def ppi_mean(f_all: np.ndarray, f_lab: np.ndarray, y_lab: np.ndarray, target: str = "population"
+             ) -> tuple[float, float]:
     """``(θ_PP, SE)`` of the prediction-powered mean (module docstring) from the judge's scores on all rows
-    (``f_all``) and the judge's and humans' scores on the labelled rows (a subset of them)."""
+    (``f_all``) and the judge's and humans' scores on the labelled rows (a subset of them); ``target``
+    "population" (Angelopoulos et al. 2023) or "rows" (the mean over these rows; Cochran's difference
+    estimator)."""
+    if target not in TARGETS:
+        raise InputError(f"target must be one of {', '.join(TARGETS)}; got {target!r}")
     f_all, f_lab, y_lab = (np.asarray(v, dtype=float) for v in (f_all, f_lab, y_lab))
     N, n = len(f_all), len(y_lab)
     d = y_lab - f_lab
     est = float(f_all.mean() + d.mean())
     if n < 2 or N < 2:
         return est, float("nan")
-    cov = float(np.cov(f_lab, d, ddof=1)[0, 1])
-    var = f_all.var(ddof=1) / N + d.var(ddof=1) / n + 2 * cov / N
+    if target == "rows":
+        var = (1 - n / N) * d.var(ddof=1) / n
+    else:
+        cov = float(np.cov(f_lab, d, ddof=1)[0, 1])
+        var = f_all.var(ddof=1) / N + d.var(ddof=1) / n + 2 * cov / N
     return est, float(math.sqrt(max(var, 0.0)))
 
 
@@ -62,6 +79,7 @@ class JudgeResult(Result):
     human: str = "human"
     judge: str = "judge"
     alpha: float = 0.05
+    target: str = "population"
     notes: tuple = ()
 
     def to_frame(self) -> pd.DataFrame:
@@ -70,7 +88,7 @@ class JudgeResult(Result):
     def to_dict(self) -> dict[str, Any]:
         """``{"human", "judge", "alpha", "models": [{model, n, n_labelled, judge_*, human_*, rectifier,
         ppi_*}], "agreement": AgreementResult.to_dict(), "notes"}``."""
-        return {"human": self.human, "judge": self.judge, "alpha": self.alpha,
+        return {"human": self.human, "judge": self.judge, "alpha": self.alpha, "target": self.target,
                 "models": plain_records(self.table[list(JUDGE_FIELDS)]), "agreement": self.agreement.to_dict(),
                 "notes": list(self.notes)}
 
@@ -81,7 +99,8 @@ class JudgeResult(Result):
             return f"{v:.4f}" if isinstance(v, float) and math.isfinite(v) else "NA"
 
         lines = [(f"Judge {self.judge!r} vs human {self.human!r}: per model, the judge-only, human-only and "
-                  f"prediction-powered (PPI, Angelopoulos et al. 2023) means with {conf} CIs")]
+                  f"prediction-powered (PPI, Angelopoulos et al. 2023) means with {conf} CIs (target: "
+                  f"{self.target})")]
         for r in self.table.itertuples(index=False):
             lines.append(f"  {r.model}: n = {r.n}, labelled {r.n_labelled}; judge {f(r.judge_mean)} "
                          f"[{f(r.judge_low)}, {f(r.judge_high)}]; human {f(r.human_mean)} [{f(r.human_low)}, "
@@ -108,8 +127,8 @@ def _scores(data: pd.DataFrame, col: str, source: str) -> np.ndarray:
 
 
 def judge(data: pd.DataFrame, *, human: str, judge: str, model: str | None = "model", level: str = "nominal",
-          levels: Any = None, alpha: float = 0.05, bootstrap: int = 1000, seed: int | None = 0,
-          source: str = "judge log") -> JudgeResult:
+          levels: Any = None, alpha: float = 0.05, target: str = "population", bootstrap: int = 1000,
+          seed: int | None = 0, source: str = "judge log") -> JudgeResult:
     """Judge vs humans per model (module docstring): judge-only, human-only and PPI means with CIs, and
     the agreement of the two on the rows both scored.
 
@@ -119,9 +138,13 @@ def judge(data: pd.DataFrame, *, human: str, judge: str, model: str | None = "mo
         model: the column naming the model (``None``: all rows are one group).
         level, levels, bootstrap, seed: as :func:`mrcstats.stats.agreement.agreement` (agreement of the two).
         alpha: 1 − the confidence level.
+        target: "population" (the model's expected human score; Angelopoulos et al.) or "rows" (its mean
+            human score over these rows; finite-population SEs for the PPI and human-only means).
     """
     from mrcstats._dist import norm_ppf
 
+    if target not in TARGETS:
+        raise InputError(f"target must be one of {', '.join(TARGETS)}; got {target!r}")
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"{source}: expected a table (pandas DataFrame), got {type(data).__name__}")
     cols = [str(c) for c in data.columns]
@@ -154,12 +177,13 @@ def judge(data: pd.DataFrame, *, human: str, judge: str, model: str | None = "mo
         N, n = len(fa), int(lm.sum())
         jse = float(fa.std(ddof=1) / math.sqrt(N)) if N > 1 else float("nan")
         hmean = float(yl.mean()) if n else float("nan")
-        hse = float(yl.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
+        fpc = (1 - n / N) if target == "rows" else 1.0
+        hse = float(yl.std(ddof=1) * math.sqrt(fpc / n)) if n > 1 else float("nan")
         if n < 2:
             notes.append(f"model {g!r}: {n} labelled row(s); the PPI and human-only intervals need two")
             est, se = (float(fa.mean() + (yl - fl).mean()) if n else float("nan")), float("nan")
         else:
-            est, se = ppi_mean(fa, fl, yl)
+            est, se = ppi_mean(fa, fl, yl, target=target)
         rows.append({"model": g, "n": N, "n_labelled": n, "judge_mean": float(fa.mean()), "judge_se": jse,
                      "judge_low": fa.mean() - z * jse, "judge_high": fa.mean() + z * jse, "human_mean": hmean,
                      "human_se": hse, "human_low": hmean - z * hse, "human_high": hmean + z * hse,
@@ -169,4 +193,4 @@ def judge(data: pd.DataFrame, *, human: str, judge: str, model: str | None = "mo
     agr = agreement(both, wide=[human, judge], level=level, levels=levels, bootstrap=bootstrap, seed=seed,
                     alpha=a, source=f"{source} (rows with both scores)")
     return JudgeResult(table=pd.DataFrame(rows, columns=list(JUDGE_FIELDS)), agreement=agr, human=human,
-                       judge=judge, alpha=a, notes=tuple(notes))
+                       judge=judge, alpha=a, target=target, notes=tuple(notes))
