@@ -44,12 +44,12 @@ def test_ppi_limiting_cases():
     f = rng.random(50)
     y = f + rng.normal(0, 0.1, 50)
     # every row labelled: the PPI mean is the human mean, with the human mean's SE
-    est, se = ppi_mean(f, f, y)
+    est, se, _ = ppi_mean(f, f, y)
     assert est == pytest.approx(y.mean(), abs=1e-12)
     assert se == pytest.approx(y.std(ddof=1) / np.sqrt(50), rel=1e-12)
     # a perfect judge: no correction, the judge's SE over all rows
     lab = rng.choice(50, 10, replace=False)
-    est, se = ppi_mean(f, f[lab], f[lab])
+    est, se, _ = ppi_mean(f, f[lab], f[lab])
     assert est == pytest.approx(f.mean(), abs=1e-12)
     assert se == pytest.approx(f.std(ddof=1) / np.sqrt(50), rel=1e-12)
 
@@ -61,8 +61,8 @@ def test_ppi_variance_is_that_of_the_linear_combination(rows, shift):
     judge (and shifting the judge by a constant leaves θ_PP unchanged)."""
     f = np.array([r[0] for r in rows])
     y = np.array([r[1] for r in rows])
-    est, se = ppi_mean(f, f, y)
-    est2, se2 = ppi_mean(f + shift, f + shift, y)
+    est, se, _ = ppi_mean(f, f, y)
+    est2, se2, _ = ppi_mean(f + shift, f + shift, y)
     assert est == pytest.approx(y.mean(), abs=1e-9) and est2 == pytest.approx(est, abs=1e-9)
     assert se ** 2 == pytest.approx(y.var(ddof=1) / len(y), abs=1e-12)     # (variances: no sqrt of rounding)
     assert se2 ** 2 == pytest.approx(se ** 2, abs=1e-12)
@@ -99,11 +99,19 @@ def test_rows_target_is_the_difference_estimator():
     f = rng.random(100)
     y = f + rng.normal(0, 0.2, 100)
     lab = rng.choice(100, 30, replace=False)
-    est, se = ppi_mean(f, f[lab], y[lab], target="rows")
+    est, se, _ = ppi_mean(f, f[lab], y[lab], target="rows")
     d = y[lab] - f[lab]
     assert est == pytest.approx(f.mean() + d.mean(), abs=1e-12)
     assert se == pytest.approx(np.sqrt((1 - 30 / 100) * d.var(ddof=1) / 30), rel=1e-12)
     # every row labelled: the rows' mean is known exactly
     assert ppi_mean(f, f, y, target="rows")[1] == 0.0
+    # power tuning: lambda = the regression slope, variance never above the human-only one
+    est, se, lam = ppi_mean(f, f[lab], y[lab], tune=True)
+    assert lam == pytest.approx(np.cov(y[lab], f[lab])[0, 1] / f[lab].var(ddof=1), rel=1e-12)
+    d = y[lab] - lam * f[lab]
+    want = lam ** 2 * f.var(ddof=1) / 100 + d.var(ddof=1) / 30 + 2 * lam * np.cov(f[lab], d)[0, 1] / 100
+    assert se ** 2 == pytest.approx(want, rel=1e-12)
+    assert est == pytest.approx(lam * f.mean() + d.mean(), abs=1e-12)
+    assert se < y[lab].std(ddof=1) / np.sqrt(30)
     with pytest.raises(InputError, match="target must be one of"):
         ppi_mean(f, f, y, target="sample")

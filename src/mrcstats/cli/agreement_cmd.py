@@ -4,7 +4,7 @@ and :mod:`mrcstats.stats.judge`).
 * ``mrcstats agreement TABLE (--item COL --rater COL --rating COL | --wide COL,COL,... [--item COL])
   [--level nominal|ordinal|interval|ratio] [--levels a,b,c] [--bootstrap B] [--seed S] [--alpha A] [--json]``
   -> ``{"level", "categories", "raters", "n_items", "statistics": [...], "indices", "marginals", "notes"}``;
-* ``mrcstats judge LOG --human COL --judge COL [--model-col COL] [--target population|rows] [--level ...]
+* ``mrcstats judge LOG --human COL --judge COL [--model-col COL] [--target population|rows] [--tune] [--level ...]
   [--json]``
   -> ``{"human", "judge", "models": [{model, judge_*, human_*, rectifier, ppi_*}], "agreement": {...}}``.
 
@@ -60,6 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target", choices=("population", "rows"), default="population",
                    help="population: the model's expected human score (Angelopoulos et al. 2023); rows: its mean "
                         "human score over these rows (finite-population SEs)")
+    p.add_argument("--tune", action="store_true",
+                   help="power-tuned PPI++ (lambda = the judge's regression slope on the labelled rows); default "
+                        "plain PPI (lambda = 1)")
     _common(p)
     p.set_defaults(func=_judge)
 
@@ -105,5 +108,5 @@ def _judge(args: argparse.Namespace) -> int:
     levels = _levels(args)
     data = _read(args, args.log)
     res = judge(data, human=args.human, judge=args.judge, model=args.model_col, level=args.level or "nominal",
-                levels=levels, alpha=args.alpha, target=args.target, bootstrap=args.bootstrap, seed=args.seed, source=str(args.log))
+                levels=levels, alpha=args.alpha, target=args.target, tune=args.tune, bootstrap=args.bootstrap, seed=args.seed, source=str(args.log))
     return output(args, res.to_dict(), res.summary())

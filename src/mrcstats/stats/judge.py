@@ -13,6 +13,11 @@ of them labelled, and ``Δ_i = y_i − f_i`` on the labelled rows:
   ``N`` (it is zero in the paper's split into disjoint labelled and unlabelled sets; cov from the
   labelled rows). The CI is ``θ_PP ± z·SE``; it is valid when the labelled rows are a random subset of
   the rows and narrower than the human-only one when the judge predicts the human label well.
+* power tuning (``tune=True``; PPI++, Angelopoulos, Duchi & Zrnic 2023, arXiv:2311.01453, §2 "mean
+  estimation"): ``θ_λ = λ·mean_N(f) + mean_n(y − λf)`` with ``λ = cov(y, f)/s²_f`` on the labelled rows,
+  variance ``λ²s²_f/N + s²_{y−λf}/n + 2λ·cov(f, y − λf)/N``. At that λ the variance is
+  ``s²_y/n − (1/n − 1/N)·cov(y, f)²/s²_f``, never above the human-only one; ``λ = 1`` is plain PPI. (For the
+  rows target it is the regression estimator, Cochran 1977 §7.1.)
 * ``target="rows"``: the same ``θ_PP`` read as the mean human score over these ``N`` rows (a finite
   population: the benchmark's own items), of which the labelled rows are a simple random sample. Then
   ``θ_PP − mean_N(y) = mean_n(Δ) − mean_N(Δ)`` and ``var = (1 − n/N)·s²_Δ/n`` -- the difference estimator of
@@ -41,32 +46,36 @@ __all__ = ["JUDGE_FIELDS", "TARGETS", "JudgeResult", "judge", "ppi_mean"]
 
 #: the columns of ``judge(...).table``
 JUDGE_FIELDS = ("model", "n", "n_labelled", "judge_mean", "judge_se", "judge_low", "judge_high", "human_mean",
-                "human_se", "human_low", "human_high", "rectifier", "ppi_mean", "ppi_se", "ppi_low", "ppi_high")
+                "human_se", "human_low", "human_high", "rectifier", "ppi_lambda", "ppi_mean", "ppi_se", "ppi_low",
+                "ppi_high")
 
 
 TARGETS = ("population", "rows")
 
 
-def ppi_mean(f_all: np.ndarray, f_lab: np.ndarray, y_lab: np.ndarray, target: str = "population"
-             ) -> tuple[float, float]:
-    """``(θ_PP, SE)`` of the prediction-powered mean (module docstring) from the judge's scores on all rows
+def ppi_mean(f_all: np.ndarray, f_lab: np.ndarray, y_lab: np.ndarray, target: str = "population",
+             tune: bool = False) -> tuple[float, float, float]:
+    """``(θ, SE, λ)`` of the prediction-powered mean (module docstring) from the judge's scores on all rows
     (``f_all``) and the judge's and humans' scores on the labelled rows (a subset of them); ``target``
     "population" (Angelopoulos et al. 2023) or "rows" (the mean over these rows; Cochran's difference
-    estimator)."""
+    estimator); ``tune``: PPI++'s power-tuned λ (else λ = 1)."""
     if target not in TARGETS:
         raise InputError(f"target must be one of {', '.join(TARGETS)}; got {target!r}")
     f_all, f_lab, y_lab = (np.asarray(v, dtype=float) for v in (f_all, f_lab, y_lab))
     N, n = len(f_all), len(y_lab)
-    d = y_lab - f_lab
-    est = float(f_all.mean() + d.mean())
+    lam = 1.0
+    if tune and n >= 2 and f_lab.var(ddof=1) > 0:
+        lam = float(np.cov(y_lab, f_lab, ddof=1)[0, 1] / f_lab.var(ddof=1))
+    d = y_lab - lam * f_lab
+    est = float(lam * f_all.mean() + d.mean())
     if n < 2 or N < 2:
-        return est, float("nan")
+        return est, float("nan"), lam
     if target == "rows":
         var = (1 - n / N) * d.var(ddof=1) / n
     else:
         cov = float(np.cov(f_lab, d, ddof=1)[0, 1])
-        var = f_all.var(ddof=1) / N + d.var(ddof=1) / n + 2 * cov / N
-    return est, float(math.sqrt(max(var, 0.0)))
+        var = lam * lam * f_all.var(ddof=1) / N + d.var(ddof=1) / n + 2 * lam * cov / N
+    return est, float(math.sqrt(max(var, 0.0))), lam
 
 
 @dataclass(frozen=True, repr=False)
@@ -80,6 +89,7 @@ class JudgeResult(Result):
     judge: str = "judge"
     alpha: float = 0.05
     target: str = "population"
+    tune: bool = False
     notes: tuple = ()
 
     def to_frame(self) -> pd.DataFrame:
@@ -88,7 +98,7 @@ class JudgeResult(Result):
     def to_dict(self) -> dict[str, Any]:
         """``{"human", "judge", "alpha", "models": [{model, n, n_labelled, judge_*, human_*, rectifier,
         ppi_*}], "agreement": AgreementResult.to_dict(), "notes"}``."""
-        return {"human": self.human, "judge": self.judge, "alpha": self.alpha, "target": self.target,
+        return {"human": self.human, "judge": self.judge, "alpha": self.alpha, "target": self.target, "tune": self.tune,
                 "models": plain_records(self.table[list(JUDGE_FIELDS)]), "agreement": self.agreement.to_dict(),
                 "notes": list(self.notes)}
 
@@ -105,7 +115,8 @@ class JudgeResult(Result):
             lines.append(f"  {r.model}: n = {r.n}, labelled {r.n_labelled}; judge {f(r.judge_mean)} "
                          f"[{f(r.judge_low)}, {f(r.judge_high)}]; human {f(r.human_mean)} [{f(r.human_low)}, "
                          f"{f(r.human_high)}]; PPI {f(r.ppi_mean)} [{f(r.ppi_low)}, {f(r.ppi_high)}] "
-                         f"(rectifier human - judge {f(r.rectifier)})")
+                         f"(rectifier human - judge {f(r.rectifier)}"
+                         + (f", lambda {f(r.ppi_lambda)})" if self.tune else ")"))
         lines += [f"  note: {n}" for n in self.notes]
         lines.append("Agreement of judge and human on the labelled rows:")
         lines += ["  " + ln for ln in self.agreement.summary().splitlines()]
@@ -127,7 +138,8 @@ def _scores(data: pd.DataFrame, col: str, source: str) -> np.ndarray:
 
 
 def judge(data: pd.DataFrame, *, human: str, judge: str, model: str | None = "model", level: str = "nominal",
-          levels: Any = None, alpha: float = 0.05, target: str = "population", bootstrap: int = 1000,
+          levels: Any = None, alpha: float = 0.05, target: str = "population", tune: bool = False,
+          bootstrap: int = 1000,
           seed: int | None = 0, source: str = "judge log") -> JudgeResult:
     """Judge vs humans per model (module docstring): judge-only, human-only and PPI means with CIs, and
     the agreement of the two on the rows both scored.
@@ -140,6 +152,7 @@ def judge(data: pd.DataFrame, *, human: str, judge: str, model: str | None = "mo
         alpha: 1 − the confidence level.
         target: "population" (the model's expected human score; Angelopoulos et al.) or "rows" (its mean
             human score over these rows; finite-population SEs for the PPI and human-only means).
+        tune: PPI++'s power-tuned λ (never wider than human-only, asymptotically); default plain PPI (λ = 1).
     """
     from mrcstats._dist import norm_ppf
 
@@ -181,16 +194,17 @@ def judge(data: pd.DataFrame, *, human: str, judge: str, model: str | None = "mo
         hse = float(yl.std(ddof=1) * math.sqrt(fpc / n)) if n > 1 else float("nan")
         if n < 2:
             notes.append(f"model {g!r}: {n} labelled row(s); the PPI and human-only intervals need two")
-            est, se = (float(fa.mean() + (yl - fl).mean()) if n else float("nan")), float("nan")
+            est, se, lam = (float(fa.mean() + (yl - fl).mean()) if n else float("nan")), float("nan"), 1.0
         else:
-            est, se = ppi_mean(fa, fl, yl, target=target)
+            est, se, lam = ppi_mean(fa, fl, yl, target=target, tune=tune)
         rows.append({"model": g, "n": N, "n_labelled": n, "judge_mean": float(fa.mean()), "judge_se": jse,
                      "judge_low": fa.mean() - z * jse, "judge_high": fa.mean() + z * jse, "human_mean": hmean,
                      "human_se": hse, "human_low": hmean - z * hse, "human_high": hmean + z * hse,
-                     "rectifier": float((yl - fl).mean()) if n else float("nan"), "ppi_mean": est, "ppi_se": se,
+                     "rectifier": float((yl - fl).mean()) if n else float("nan"), "ppi_lambda": lam,
+                     "ppi_mean": est, "ppi_se": se,
                      "ppi_low": est - z * se, "ppi_high": est + z * se})
     both = pd.DataFrame({human: y[lab], judge: f[lab]})
     agr = agreement(both, wide=[human, judge], level=level, levels=levels, bootstrap=bootstrap, seed=seed,
                     alpha=a, source=f"{source} (rows with both scores)")
     return JudgeResult(table=pd.DataFrame(rows, columns=list(JUDGE_FIELDS)), agreement=agr, human=human,
-                       judge=judge, alpha=a, target=target, notes=tuple(notes))
+                       judge=judge, alpha=a, target=target, tune=bool(tune), notes=tuple(notes))
