@@ -33,3 +33,27 @@ def cli_lines(body: str) -> list[str]:
             out.append(cur)
             cur = ""
     return out
+
+
+def run_page(page: Path, skip: tuple[str, ...] = ()) -> int:
+    """Run every example of ``page`` in order, in the current folder: Python blocks executed, the CLI lines of
+    bash blocks run in-process (each must exit 0; lines containing one of ``skip`` are left out). Returns
+    how many blocks and lines ran."""
+    import shlex
+
+    from mrcstats.cli import main
+
+    ran = 0
+    for _, lang, body in blocks(page):
+        if lang == "python":
+            exec(compile(body, str(page), "exec"), {})  # noqa: S102 - the docs are ours
+            ran += 1
+        elif lang == "bash":
+            for line in cli_lines(body):
+                if any(s in line for s in skip):
+                    continue
+                argv = shlex.split(line, comments=True)
+                assert argv[0] == "mrcstats", line
+                assert main(argv[1:]) == 0, line
+                ran += 1
+    return ran

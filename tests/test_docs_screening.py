@@ -3,14 +3,11 @@ temporary folder, in order (the first Python block writes the generated log the 
 download the public MMLU-Pro outputs or run the benchmark on them are skipped (the benchmark reads real data)."""
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
 import pytest
 
-from mrcstats.cli import main
-
-from ._docblocks import blocks, cli_lines
+from ._docblocks import run_page
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "screening.md"
 SKIP = ("git clone", "mkdir -p /tmp/mmlupro_json", "bench_screen.py")
@@ -18,19 +15,7 @@ SKIP = ("git clone", "mkdir -p /tmp/mmlupro_json", "bench_screen.py")
 
 def test_screening_doc_examples_run(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    ran = 0
-    for _, lang, body in blocks(DOC):
-        if lang == "python":
-            exec(compile(body, str(DOC), "exec"), {})  # noqa: S102 - the doc is ours
-            ran += 1
-        elif lang == "bash":
-            for line in cli_lines(body):
-                if any(s in line for s in SKIP):
-                    continue
-                argv = shlex.split(line, comments=True)
-                assert argv[0] == "mrcstats", line
-                assert main(argv[1:]) == 0, line
-                ran += 1
+    ran = run_page(DOC, skip=SKIP)
     out = capsys.readouterr().out
     assert ran >= 7 and "Item screen" in out
     assert (tmp_path / "screen_items.csv").is_file()

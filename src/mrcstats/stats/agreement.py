@@ -696,20 +696,14 @@ def agreement(data: pd.DataFrame | RatingMatrix, *, item: str | None = None, rat
     """
     from mrcstats._dist import norm_ppf, t_ppf
     from mrcstats._seeds import stream
+    from mrcstats.models._checks import check_alpha, check_resamples
 
-    try:
-        a = float(alpha)
-    except (TypeError, ValueError):
-        raise InputError(f"alpha must be a number between 0 and 1, got {alpha!r}") from None
-    if not 0 < a < 1:
-        raise InputError(f"alpha must be between 0 and 1, got {alpha!r}")
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
-        raise InputError(f"bootstrap must be a whole number >= 0, got {bootstrap!r}")
+    a = check_alpha(alpha)
+    B = check_resamples(bootstrap)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
         raise InputError(f"seed must be a whole number >= 0, got {seed!r}")
     rm = data if isinstance(data, RatingMatrix) else rating_matrix(
         data, item=item, rater=rater, rating=rating, wide=wide, level=level, levels=levels, source=source)
-    B = int(bootstrap)
     n_items, k = rm.codes.shape
     q = len(rm.categories)
     z = float(norm_ppf(1 - a / 2))

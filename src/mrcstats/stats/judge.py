@@ -155,6 +155,7 @@ def judge(data: pd.DataFrame, *, human: str, judge: str, model: str | None = "mo
         tune: PPI++'s power-tuned λ (never wider than human-only, asymptotically); default plain PPI (λ = 1).
     """
     from mrcstats._dist import norm_ppf
+    from mrcstats.models._checks import check_alpha
 
     if target not in TARGETS:
         raise InputError(f"target must be one of {', '.join(TARGETS)}; got {target!r}")
@@ -177,9 +178,7 @@ def judge(data: pd.DataFrame, *, human: str, judge: str, model: str | None = "mo
     if not lab.any():
         raise InputError(f"{source}: column {human!r} has no score on any row: the human labels do not overlap the "
                          "judge's rows (label a subset of the rows the judge scored)")
-    a = float(alpha)
-    if not 0 < a < 1:
-        raise InputError(f"alpha must be between 0 and 1, got {alpha!r}")
+    a = check_alpha(alpha)
     z = float(norm_ppf(1 - a / 2))
     groups = (data[model].astype(str).to_numpy() if model else np.full(len(data), "(all)", dtype=object))
     rows, notes = [], []
