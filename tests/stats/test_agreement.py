@@ -225,3 +225,20 @@ def test_bad_input_is_one_clear_error():
         agreement(pd.DataFrame({"a": [1, 2]}), wide=["a", "zz"])
     with pytest.raises(InputError, match="level must be one of"):
         agreement(pd.DataFrame({"a": [1, 2], "b": [1, 2]}), wide=["a", "b"], level="metric")
+
+
+@pytest.mark.parametrize("n", [30, 450])      # the vectorised tau_b and, above 400 items, scipy per resample
+def test_rank_correlations_of_resamples_equal_scipy(n):
+    from scipy import stats
+
+    from mrcstats.stats.agreement import _rank_corr_rows
+
+    rng = np.random.default_rng(n)
+    a = rng.integers(1, 6, (3, n)).astype(float)
+    b = np.clip(a + rng.integers(-2, 3, (3, n)), 1, 5)
+    a[rng.random(a.shape) < 0.1] = np.nan
+    for kind, ref in (("spearman", stats.spearmanr), ("kendall", stats.kendalltau)):
+        got = _rank_corr_rows(a, b, kind)
+        ok = np.isfinite(a)
+        want = [ref(a[r, ok[r]], b[r, ok[r]])[0] for r in range(3)]
+        assert got == pytest.approx(want, abs=1e-12), kind
