@@ -15,7 +15,7 @@ def test_agreement_doc_examples_run(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     ran = run_page(DOC)
     out = capsys.readouterr().out
-    assert ran == 5 and "Agreement of 3 raters on 60 items" in out and "prediction-powered" in out
+    assert ran == 6 and "Agreement of 3 raters on 60 items" in out and "prediction-powered" in out
     last = json.loads(out[out.rindex('{"human"'):])     # the last line ran with --json: one object
     assert last["target"] == "rows" and last["tune"] is True and len(last["models"]) == 2
 

@@ -115,3 +115,27 @@ def test_rows_target_is_the_difference_estimator():
     assert se < y[lab].std(ddof=1) / np.sqrt(30)
     with pytest.raises(InputError, match="target must be one of"):
         ppi_mean(f, f, y, target="sample")
+
+
+@pytest.mark.parametrize("target", ["population", "rows"])
+def test_labels_needed_for_a_width(target):
+    d, _ = _log(9, n=2000, labelled=200)
+    res = judge(d, human="human", judge="judge", target=target, tune=True, width=0.06, bootstrap=0)
+    r = res.table.iloc[0]
+    # plugging the answer back into the variance formulas gives (at most) the width asked for
+    lab = d["human"].notna().to_numpy()
+    f, y = d["judge"].to_numpy(), d["human"].to_numpy()
+    lam = r.ppi_lambda
+    dd = y[lab] - lam * f[lab]
+    z = 1.959963984540054
+    for n_need, s2, fixed in ((r.n_for_width_human, y[lab].var(ddof=1), 0.0),
+                              (r.n_for_width_ppi, dd.var(ddof=1),
+                               (lam ** 2 * f.var(ddof=1) + 2 * lam * np.cov(f[lab], dd)[0, 1]) / 2000)):
+        def var(n, s2=s2, fixed=fixed):
+            return (1 / n - 1 / 2000) * s2 if target == "rows" else s2 / n + fixed
+
+        assert 2 * z * np.sqrt(var(n_need)) <= 0.06 + 1e-12 < 2 * z * np.sqrt(var(n_need - 1))
+    assert r.n_for_width_ppi < r.n_for_width_human          # a good judge saves labels
+    assert "human labels for a CI 0.06 wide" in res.summary()
+    with pytest.raises(InputError, match="width"):
+        judge(d, human="human", judge="judge", width=0)

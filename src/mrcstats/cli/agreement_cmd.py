@@ -4,7 +4,7 @@ and :mod:`mrcstats.stats.judge`).
 * ``mrcstats agreement TABLE (--item COL --rater COL --rating COL | --wide COL,COL,... [--item COL])
   [--level nominal|ordinal|interval|ratio] [--levels a,b,c] [--bootstrap B] [--seed S] [--alpha A] [--json]``
   -> ``{"level", "categories", "raters", "n_items", "statistics": [...], "indices", "marginals", "notes"}``;
-* ``mrcstats judge LOG --human COL --judge COL [--model-col COL] [--target population|rows] [--tune] [--level ...]
+* ``mrcstats judge LOG --human COL --judge COL [--model-col COL] [--target population|rows] [--tune] [--width W] [--level ...]
   [--json]``
   -> ``{"human", "judge", "models": [{model, judge_*, human_*, rectifier, ppi_*}], "agreement": {...}}``.
 
@@ -63,6 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tune", action="store_true",
                    help="power-tuned PPI++ (lambda = the judge's regression slope on the labelled rows); default "
                         "plain PPI (lambda = 1)")
+    p.add_argument("--width", type=float, metavar="W",
+                   help="target full CI width: the human labels each model would need, human-only and with PPI")
     _common(p)
     p.set_defaults(func=_judge)
 
@@ -108,5 +110,5 @@ def _judge(args: argparse.Namespace) -> int:
     levels = _levels(args)
     data = _read(args, args.log)
     res = judge(data, human=args.human, judge=args.judge, model=args.model_col, level=args.level or "nominal",
-                levels=levels, alpha=args.alpha, target=args.target, tune=args.tune, bootstrap=args.bootstrap, seed=args.seed, source=str(args.log))
+                levels=levels, alpha=args.alpha, target=args.target, tune=args.tune, width=args.width, bootstrap=args.bootstrap, seed=args.seed, source=str(args.log))
     return output(args, res.to_dict(), res.summary())

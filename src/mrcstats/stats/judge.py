@@ -25,6 +25,11 @@ of them labelled, and ``Δ_i = y_i − f_i`` on the labelled rows:
   §6.3); the human-only SE gets the same finite-population factor ``(1 − n/N)``. The default
   ``"population"`` target (the paper's) also counts the sampling of the rows themselves.
 
+Human labels needed for a CI of full width ``W`` (``width=W``; ``v = (W/2z)²``), from the variance components
+of the labelled rows: human-only ``n = s²_y/v`` (rows target: ``1/(v/s²_y + 1/N)``); PPI with the same λ
+``n = s²_{y−λf} / (v − (λ²s²_f + 2λ·cov(f, y − λf))/N)`` (rows target: ``1/(v/s²_{y−λf} + 1/N)``), NA when
+no number of labels reaches ``W`` (the judge's own sampling error already exceeds it).
+
 The agreement of judge and human on the labelled rows is :func:`mrcstats.stats.agreement.agreement`
 (two raters: Cohen's κ, α, AC1, ...).
 """
@@ -42,15 +47,31 @@ from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.stats.agreement import AgreementResult, agreement
 
-__all__ = ["JUDGE_FIELDS", "TARGETS", "JudgeResult", "judge", "ppi_mean"]
+__all__ = ["JUDGE_FIELDS", "TARGETS", "JudgeResult", "judge", "labels_needed", "ppi_mean"]
 
 #: the columns of ``judge(...).table``
 JUDGE_FIELDS = ("model", "n", "n_labelled", "judge_mean", "judge_se", "judge_low", "judge_high", "human_mean",
                 "human_se", "human_low", "human_high", "rectifier", "ppi_lambda", "ppi_mean", "ppi_se", "ppi_low",
-                "ppi_high")
+                "ppi_high", "n_for_width_human", "n_for_width_ppi")
 
 
 TARGETS = ("population", "rows")
+
+
+def labels_needed(width: float, z: float, N: int, s2: float, fixed: float = 0.0, target: str = "population"
+                  ) -> float:
+    """Labelled rows for a CI of full ``width`` (module docstring): ``s2`` the variance of the labelled term
+    (``y``, or ``y − λf``), ``fixed`` the variance that does not shrink with labels (``(λ²s²_f + 2λ·cov)/N``,
+    population target only); NaN when unreachable."""
+    v = (width / (2 * z)) ** 2
+    if not (math.isfinite(s2) and s2 >= 0) or N < 1:
+        return float("nan")
+    if s2 == 0:
+        return 2.0
+    if target == "rows":
+        return float(min(N, math.ceil(1 / (v / s2 + 1 / N))))
+    room = v - fixed
+    return float(math.ceil(s2 / room)) if room > 0 else float("nan")
 
 
 def ppi_mean(f_all: np.ndarray, f_lab: np.ndarray, y_lab: np.ndarray, target: str = "population",
@@ -90,6 +111,7 @@ class JudgeResult(Result):
     alpha: float = 0.05
     target: str = "population"
     tune: bool = False
+    width: float | None = None
     notes: tuple = ()
 
     def to_frame(self) -> pd.DataFrame:
@@ -98,7 +120,7 @@ class JudgeResult(Result):
     def to_dict(self) -> dict[str, Any]:
         """``{"human", "judge", "alpha", "models": [{model, n, n_labelled, judge_*, human_*, rectifier,
         ppi_*}], "agreement": AgreementResult.to_dict(), "notes"}``."""
-        return {"human": self.human, "judge": self.judge, "alpha": self.alpha, "target": self.target, "tune": self.tune,
+        return {"human": self.human, "judge": self.judge, "alpha": self.alpha, "target": self.target, "tune": self.tune, "width": self.width,
                 "models": plain_records(self.table[list(JUDGE_FIELDS)]), "agreement": self.agreement.to_dict(),
                 "notes": list(self.notes)}
 
@@ -117,6 +139,9 @@ class JudgeResult(Result):
                          f"{f(r.human_high)}]; PPI {f(r.ppi_mean)} [{f(r.ppi_low)}, {f(r.ppi_high)}] "
                          f"(rectifier human - judge {f(r.rectifier)}"
                          + (f", lambda {f(r.ppi_lambda)})" if self.tune else ")"))
+            if self.width is not None:
+                lines.append(f"    human labels for a CI {self.width:g} wide: {f(r.n_for_width_human)} human-only, "
+                             f"{f(r.n_for_width_ppi)} with the judge (PPI)")
         lines += [f"  note: {n}" for n in self.notes]
         lines.append("Agreement of judge and human on the labelled rows:")
         lines += ["  " + ln for ln in self.agreement.summary().splitlines()]
@@ -139,8 +164,8 @@ def _scores(data: pd.DataFrame, col: str, source: str) -> np.ndarray:
 
 def judge(data: pd.DataFrame, *, human: str, judge: str, model: str | None = "model", level: str = "nominal",
           levels: Any = None, alpha: float = 0.05, target: str = "population", tune: bool = False,
-          bootstrap: int = 1000,
-          seed: int | None = 0, source: str = "judge log") -> JudgeResult:
+          width: float | None = None, bootstrap: int = 1000, seed: int | None = 0,
+          source: str = "judge log") -> JudgeResult:
     """Judge vs humans per model (module docstring): judge-only, human-only and PPI means with CIs, and
     the agreement of the two on the rows both scored.
 
@@ -153,6 +178,8 @@ def judge(data: pd.DataFrame, *, human: str, judge: str, model: str | None = "mo
         target: "population" (the model's expected human score; Angelopoulos et al.) or "rows" (its mean
             human score over these rows; finite-population SEs for the PPI and human-only means).
         tune: PPI++'s power-tuned λ (never wider than human-only, asymptotically); default plain PPI (λ = 1).
+        width: a target full CI width: the human labels each model would need, human-only and PPI
+            (``n_for_width_*``; NA without it).
     """
     from mrcstats._dist import norm_ppf
     from mrcstats.models._checks import check_alpha
@@ -179,6 +206,10 @@ def judge(data: pd.DataFrame, *, human: str, judge: str, model: str | None = "mo
         raise InputError(f"{source}: column {human!r} has no score on any row: the human labels do not overlap the "
                          "judge's rows (label a subset of the rows the judge scored)")
     a = check_alpha(alpha)
+    if width is not None:
+        w = float(width) if isinstance(width, (int, float)) and not isinstance(width, bool) else float("nan")
+        if not (math.isfinite(w) and w > 0):
+            raise InputError(f"width (the target CI width) must be a number > 0, got {width!r}")
     z = float(norm_ppf(1 - a / 2))
     groups = (data[model].astype(str).to_numpy() if model else np.full(len(data), "(all)", dtype=object))
     rows, notes = [], []
@@ -196,14 +227,22 @@ def judge(data: pd.DataFrame, *, human: str, judge: str, model: str | None = "mo
             est, se, lam = (float(fa.mean() + (yl - fl).mean()) if n else float("nan")), float("nan"), 1.0
         else:
             est, se, lam = ppi_mean(fa, fl, yl, target=target, tune=tune)
+        need_h = need_p = float("nan")
+        if width is not None and n >= 2:
+            d = yl - lam * fl
+            fixed = (lam * lam * fa.var(ddof=1) + 2 * lam * float(np.cov(fl, d, ddof=1)[0, 1])) / N
+            need_h = labels_needed(w, z, N, float(yl.var(ddof=1)), target=target)
+            need_p = labels_needed(w, z, N, float(d.var(ddof=1)), fixed, target=target)
         rows.append({"model": g, "n": N, "n_labelled": n, "judge_mean": float(fa.mean()), "judge_se": jse,
                      "judge_low": fa.mean() - z * jse, "judge_high": fa.mean() + z * jse, "human_mean": hmean,
                      "human_se": hse, "human_low": hmean - z * hse, "human_high": hmean + z * hse,
                      "rectifier": float((yl - fl).mean()) if n else float("nan"), "ppi_lambda": lam,
                      "ppi_mean": est, "ppi_se": se,
-                     "ppi_low": est - z * se, "ppi_high": est + z * se})
+                     "ppi_low": est - z * se, "ppi_high": est + z * se, "n_for_width_human": need_h,
+                     "n_for_width_ppi": need_p})
     both = pd.DataFrame({human: y[lab], judge: f[lab]})
     agr = agreement(both, wide=[human, judge], level=level, levels=levels, bootstrap=bootstrap, seed=seed,
                     alpha=a, source=f"{source} (rows with both scores)")
     return JudgeResult(table=pd.DataFrame(rows, columns=list(JUDGE_FIELDS)), agreement=agr, human=human,
-                       judge=judge, alpha=a, target=target, tune=bool(tune), notes=tuple(notes))
+                       judge=judge, alpha=a, target=target, tune=bool(tune),
+                       width=None if width is None else w, notes=tuple(notes))
