@@ -4,7 +4,7 @@
 # PDF checks, chromium for the HTML report checks). Runs apt-get only as root; elsewhere it says what is missing and
 # carries on, since every part that needs them skips or falls back cleanly.
 set -u
-PKGS="r-base-core r-base-dev r-cran-lme4 r-cran-car r-cran-emmeans r-cran-sandwich r-cran-jsonlite r-cran-lmertest r-cran-pbkrtest r-cran-ordinal r-cran-glmmtmb python3-link-grammar link-grammar-dictionaries-en poppler-utils chromium"
+PKGS="r-base-core r-base-dev r-cran-lme4 r-cran-car r-cran-emmeans r-cran-sandwich r-cran-jsonlite r-cran-lmertest r-cran-pbkrtest r-cran-ordinal r-cran-glmmtmb r-cran-psych python3-link-grammar link-grammar-dictionaries-en poppler-utils chromium"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -18,7 +18,10 @@ def test_screening_doc_examples_run(tmp_path, monkeypatch, capsys):
     ran = run_page(DOC, SKIP)
     out = capsys.readouterr().out
     assert ran >= 7 and "Item screen" in out
-    assert (tmp_path / "screen_items.csv").is_file()
+    assert (tmp_path / "screen_items.csv").is_file() and (tmp_path / "review.csv").is_file()
+    from mrcstats.io import read_log
+
+    assert read_log(tmp_path / "fixed.parquet").attrs["relabel"][0]["changed"] == 1
 
 
 def test_doc_exists_with_the_benchmark_command():

@@ -93,6 +93,11 @@ _API: dict[str, str] = {
     "ranks": "mrcstats.stats.ranks",
     "rank_sets": "mrcstats.stats.ranks",
     "RanksResult": "mrcstats.stats.ranks",
+    # stats: inter-rater agreement (issue 38)
+    "agreement": "mrcstats.stats.agreement",
+    "AgreementResult": "mrcstats.stats.agreement",
+    "judge": "mrcstats.stats.judge",
+    "JudgeResult": "mrcstats.stats.judge",
 }
 
 __all__ = [*sorted(_API), "__version__"]  # noqa: PLE0604

@@ -90,6 +90,9 @@ _LOG_ARGV = {
     "glmer": ["glmer", "{p}", "--formula", "correct ~ trial + (1 | cluster)", "--json"],
     "features": ["features", "{p}", "--parser", "none", "--no-cache", "--json"],
     "score": ["elagent", "score", "{p}", "--json"],
+    "agreement": ["agreement", "{p}", "--item", "item", "--rater", "model", "--rating", "correct", "--level",
+                  "ordinal", "--bootstrap", "20", "--json"],
+    "judge": ["judge", "{p}", "--human", "correct", "--judge", "masking_rate", "--bootstrap", "0", "--json"],
 }
 
 

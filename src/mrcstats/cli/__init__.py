@@ -41,6 +41,7 @@ COMMAND_MODULES = (
     "compare_cmd",   # compare, ranks, power
     "irt_cmd",       # irt, subset, subset-eval
     "screen_cmd",    # screen, dif
+    "agreement_cmd",  # agreement, judge
 )
 
 
@@ -56,6 +57,7 @@ COMMANDS = {
     "power": "compare_cmd",
     "irt": "irt_cmd", "subset": "irt_cmd", "subset-eval": "irt_cmd", "screen": "screen_cmd", "dif": "screen_cmd",
     "relabel": "screen_cmd",
+    "agreement": "agreement_cmd", "judge": "agreement_cmd",
 }
 
 

@@ -410,11 +410,11 @@ def compare(log: pd.DataFrame, models: Sequence[str] | None = None, cluster: str
 
 
 def _check_args(alpha: float, adjust: str, bootstrap: int) -> None:
-    if not (isinstance(alpha, (int, float)) and 0 < float(alpha) < 1):
-        raise InputError(f"alpha must be between 0 and 1 (e.g. 0.05), got {alpha!r}")
+    from mrcstats.models._checks import check_alpha, check_resamples
+
+    check_alpha(alpha)
     check_method(adjust)
-    if not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
-        raise InputError(f"bootstrap must be a whole number >= 0 (resamples; 0 = none), got {bootstrap!r}")
+    check_resamples(bootstrap)
 
 
 def _pick_models(available: list[str], models: Sequence[str] | None) -> list[str]:

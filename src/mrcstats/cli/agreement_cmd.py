@@ -1,0 +1,114 @@
+"""CLI subcommands ``agreement`` and ``judge`` (argument parsing only; logic in :mod:`mrcstats.stats.agreement`
+and :mod:`mrcstats.stats.judge`).
+
+* ``mrcstats agreement TABLE (--item COL --rater COL --rating COL | --wide COL,COL,... [--item COL])
+  [--level nominal|ordinal|interval|ratio] [--levels a,b,c] [--bootstrap B] [--seed S] [--alpha A] [--json]``
+  -> ``{"level", "categories", "raters", "n_items", "statistics": [...], "indices", "marginals", "notes"}``;
+* ``mrcstats judge LOG --human COL --judge COL [--model-col COL] [--target population|rows] [--tune] [--width W] [--level ...]
+  [--json]``
+  -> ``{"human", "judge", "models": [{model, judge_*, human_*, rectifier, ppi_*}], "agreement": {...}}``.
+
+TABLE and LOG are read as the model commands read their data (:func:`mrcstats.io.read_data`: csv, tsv, json,
+jsonl, parquet as they are).
+"""
+from __future__ import annotations
+
+import argparse
+
+from mrcstats.cli._common import Once, add_format_option, add_input, add_json_flag, output, parse_list
+
+LEVEL_CHOICES = ("nominal", "ordinal", "interval", "ratio")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--level", choices=LEVEL_CHOICES, default=None,
+                   help="level of measurement: the alpha metric, the AC2 weights, whether ICC and rank "
+                        "correlations are computed (default nominal)")
+    p.add_argument("--levels", metavar="A,B,...", help="the allowed ratings, in order (required for ordinal labels "
+                                                       "that are not numbers); a rating outside them is an error")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="B",
+                   help="resamples of the items for the statistics without an analytic SE (1000; 0 = none)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="bootstrap seed (0)")
+    p.add_argument("--alpha", type=float, default=0.05, metavar="A", help="1 - confidence level (0.05)")
+    add_format_option(p)
+    add_json_flag(p)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``agreement`` and ``judge`` to the mrcstats parser."""
+    p = sub.add_parser("agreement", help="inter-rater agreement: kappa, alpha, AC1/AC2, ICC with SEs and CIs",
+                       description="Cohen's kappa (two raters; unweighted, linear, quadratic), Fleiss' kappa, "
+                                   "Krippendorff's alpha, Gwet's AC1/AC2, the six Shrout-Fleiss ICCs and Spearman/"
+                                   "Kendall, each with an SE and a CI (analytic where the literature gives one, "
+                                   "else a bootstrap over items), and prevalence/bias indices (docs/agreement.md).")
+    add_input(p, "table", metavar="TABLE", help="ratings: long (item, rater, rating) or wide (a column per rater)")
+    p.add_argument("--item", metavar="COL", action=Once, help="item column (long form; optional in the wide form)")
+    p.add_argument("--rater", metavar="COL", action=Once, help="rater column (long form)")
+    p.add_argument("--rating", metavar="COL", action=Once, help="rating column (long form)")
+    p.add_argument("--wide", metavar="COL,COL,...", help="one column per rater (wide form)")
+    _common(p)
+    p.set_defaults(func=_agreement)
+
+    p = sub.add_parser("judge", help="an LLM judge vs human labels: agreement and prediction-powered means per model",
+                       description="Per model: the judge-only, human-only and prediction-powered (PPI, Angelopoulos "
+                                   "et al. 2023) means with CIs, from a judge score on every row and a human label "
+                                   "on a subset; and the agreement of judge and human on the labelled rows.")
+    add_input(p, "log", metavar="LOG", help="one row per response: the judge's score and (on a subset) the human's")
+    p.add_argument("--human", metavar="COL", required=True, help="column of the human labels (empty = unlabelled)")
+    p.add_argument("--judge", metavar="COL", required=True, help="column of the judge's scores (every row)")
+    p.add_argument("--model-col", metavar="COL", default="model", help="column naming the model (model)")
+    p.add_argument("--target", choices=("population", "rows"), default="population",
+                   help="population: the model's expected human score (Angelopoulos et al. 2023); rows: its mean "
+                        "human score over these rows (finite-population SEs)")
+    p.add_argument("--tune", action="store_true",
+                   help="power-tuned PPI++ (lambda = the judge's regression slope on the labelled rows); default "
+                        "plain PPI (lambda = 1)")
+    p.add_argument("--width", type=float, metavar="W",
+                   help="target full CI width: the human labels each model would need, human-only and with PPI")
+    _common(p)
+    p.set_defaults(func=_judge)
+
+
+def _read(args: argparse.Namespace, path: str):
+    from mrcstats.io import read_data
+
+    return read_data(path, format=args.fmt)
+
+
+def _levels(args: argparse.Namespace) -> list[str] | None:
+    from mrcstats.errors import InputError
+
+    if args.levels is None:
+        return None
+    levels = parse_list(args.levels, "--levels")
+    if not levels:
+        raise InputError("--levels: give the allowed ratings separated by commas")
+    return levels
+
+
+def _agreement(args: argparse.Namespace) -> int:
+    from mrcstats.errors import InputError
+    from mrcstats.stats.agreement import agreement
+
+    wide = parse_list(args.wide, "--wide") if args.wide is not None else None
+    if wide is None and (args.item is None or args.rater is None or args.rating is None):
+        raise InputError("give the long form (--item COL --rater COL --rating COL) or the wide form "
+                         "(--wide COL,COL,...: one column per rater)")
+    if wide is not None and (args.rater is not None or args.rating is not None):
+        raise InputError("give either --wide (one column per rater) or --rater and --rating (the long form), not both")
+    levels = _levels(args)
+    data = _read(args, args.table)
+    res = agreement(data, item=args.item, rater=args.rater, rating=args.rating, wide=wide,
+                    level=args.level or "nominal", levels=levels, bootstrap=args.bootstrap, seed=args.seed,
+                    alpha=args.alpha, source=str(args.table))
+    return output(args, res.to_dict(), res.summary())
+
+
+def _judge(args: argparse.Namespace) -> int:
+    from mrcstats.stats.judge import judge
+
+    levels = _levels(args)
+    data = _read(args, args.log)
+    res = judge(data, human=args.human, judge=args.judge, model=args.model_col, level=args.level or "nominal",
+                levels=levels, alpha=args.alpha, target=args.target, tune=args.tune, width=args.width, bootstrap=args.bootstrap, seed=args.seed, source=str(args.log))
+    return output(args, res.to_dict(), res.summary())

@@ -1,0 +1,141 @@
+"""Judge vs humans (mrcstats.stats.judge): the prediction-powered mean on generated data with a known truth,
+its limiting cases, and bad input. (Coverage over many simulated subsets is a benchmark:
+benchmarks/bench_judge_agreement.py.)"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mrcstats import judge
+from mrcstats.errors import InputError
+from mrcstats.stats.judge import ppi_mean
+
+
+def _log(seed: int, p: float = 0.6, n: int = 2000, labelled: int = 300, fp: float = 0.2, fn: float = 0.05):
+    """One model with true accuracy ``p``; the judge calls a wrong answer right with probability ``fp`` and a
+    right one wrong with ``fn`` (judge mean p(1 - fn) + (1 - p) fp, biased); humans label a random subset."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < p).astype(float)
+    f = np.where(y == 1, rng.random(n) > fn, rng.random(n) < fp).astype(float)
+    h = np.full(n, np.nan)
+    lab = rng.choice(n, labelled, replace=False)
+    h[lab] = y[lab]
+    return pd.DataFrame({"model": "m", "judge": f, "human": h}), y
+
+
+def test_ppi_corrects_the_judge_bias_on_generated_data():
+    d, y = _log(1)
+    res = judge(d, human="human", judge="judge", bootstrap=0)
+    r = res.table.iloc[0]
+    truth = y.mean()                      # the human-scale accuracy over every row
+    judge_expect = 0.6 * 0.95 + 0.4 * 0.2
+    assert r.judge_mean == pytest.approx(judge_expect, abs=0.03)        # judge-only: biased upwards
+    assert r.judge_mean - truth > 0.03
+    assert abs(r.ppi_mean - truth) < 3 * r.ppi_se                       # PPI: on the human scale
+    assert r.ppi_se < r.human_se                                         # narrower than the labelled rows alone
+    assert r.rectifier == pytest.approx(r.ppi_mean - r.judge_mean, abs=1e-12)
+
+
+def test_ppi_limiting_cases():
+    rng = np.random.default_rng(3)
+    f = rng.random(50)
+    y = f + rng.normal(0, 0.1, 50)
+    # every row labelled: the PPI mean is the human mean, with the human mean's SE
+    est, se, _ = ppi_mean(f, f, y)
+    assert est == pytest.approx(y.mean(), abs=1e-12)
+    assert se == pytest.approx(y.std(ddof=1) / np.sqrt(50), rel=1e-12)
+    # a perfect judge: no correction, the judge's SE over all rows
+    lab = rng.choice(50, 10, replace=False)
+    est, se, _ = ppi_mean(f, f[lab], f[lab])
+    assert est == pytest.approx(f.mean(), abs=1e-12)
+    assert se == pytest.approx(f.std(ddof=1) / np.sqrt(50), rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=4, max_size=40), st.floats(-1, 1))
+def test_ppi_variance_is_that_of_the_linear_combination(rows, shift):
+    """θ_PP = mean_N(f) + mean_n(y − f): with every row labelled its variance formula reduces to s²_y/N, for any
+    judge (and shifting the judge by a constant leaves θ_PP unchanged)."""
+    f = np.array([r[0] for r in rows])
+    y = np.array([r[1] for r in rows])
+    est, se, _ = ppi_mean(f, f, y)
+    est2, se2, _ = ppi_mean(f + shift, f + shift, y)
+    assert est == pytest.approx(y.mean(), abs=1e-9) and est2 == pytest.approx(est, abs=1e-9)
+    assert se ** 2 == pytest.approx(y.var(ddof=1) / len(y), abs=1e-12)     # (variances: no sqrt of rounding)
+    assert se2 ** 2 == pytest.approx(se ** 2, abs=1e-12)
+
+
+def test_judge_per_model_and_agreement():
+    a, _ = _log(5, p=0.7)
+    b, _ = _log(6, p=0.3)
+    a["model"], b["model"] = "a", "b"
+    res = judge(pd.concat([a, b], ignore_index=True), human="human", judge="judge", bootstrap=0)
+    assert list(res.table["model"]) == ["a", "b"]
+    assert res.agreement.raters == ("human", "judge") and res.agreement.n_items == 600
+    assert res.to_dict()["models"][1]["n_labelled"] == 300
+    assert "PPI" in res.summary()
+
+
+def test_judge_bad_input():
+    d, _ = _log(7, n=50, labelled=10)
+    with pytest.raises(InputError, match="do not overlap"):
+        judge(d.assign(human=np.nan), human="human", judge="judge")
+    with pytest.raises(InputError, match="the judge must score every row"):
+        judge(d.assign(judge=np.where(np.arange(50) == 4, np.nan, d["judge"])), human="human", judge="judge")
+    with pytest.raises(InputError, match="data row 3, column 'human' holds 'yes'"):
+        judge(d.assign(human=["x" if i != 2 else "yes" for i in range(50)]).replace("x", np.nan), human="human",
+              judge="judge")
+    with pytest.raises(InputError, match="same column"):
+        judge(d, human="judge", judge="judge")
+    with pytest.raises(InputError, match="no column 'grader'"):
+        judge(d, human="human", judge="grader")
+
+
+def test_rows_target_is_the_difference_estimator():
+    rng = np.random.default_rng(8)
+    f = rng.random(100)
+    y = f + rng.normal(0, 0.2, 100)
+    lab = rng.choice(100, 30, replace=False)
+    est, se, _ = ppi_mean(f, f[lab], y[lab], target="rows")
+    d = y[lab] - f[lab]
+    assert est == pytest.approx(f.mean() + d.mean(), abs=1e-12)
+    assert se == pytest.approx(np.sqrt((1 - 30 / 100) * d.var(ddof=1) / 30), rel=1e-12)
+    # every row labelled: the rows' mean is known exactly
+    assert ppi_mean(f, f, y, target="rows")[1] == 0.0
+    # power tuning: lambda = the regression slope, variance never above the human-only one
+    est, se, lam = ppi_mean(f, f[lab], y[lab], tune=True)
+    assert lam == pytest.approx(np.cov(y[lab], f[lab])[0, 1] / f[lab].var(ddof=1), rel=1e-12)
+    d = y[lab] - lam * f[lab]
+    want = lam ** 2 * f.var(ddof=1) / 100 + d.var(ddof=1) / 30 + 2 * lam * np.cov(f[lab], d)[0, 1] / 100
+    assert se ** 2 == pytest.approx(want, rel=1e-12)
+    assert est == pytest.approx(lam * f.mean() + d.mean(), abs=1e-12)
+    assert se < y[lab].std(ddof=1) / np.sqrt(30)
+    with pytest.raises(InputError, match="target must be one of"):
+        ppi_mean(f, f, y, target="sample")
+
+
+@pytest.mark.parametrize("target", ["population", "rows"])
+def test_labels_needed_for_a_width(target):
+    d, _ = _log(9, n=2000, labelled=200)
+    res = judge(d, human="human", judge="judge", target=target, tune=True, width=0.06, bootstrap=0)
+    r = res.table.iloc[0]
+    # plugging the answer back into the variance formulas gives (at most) the width asked for
+    lab = d["human"].notna().to_numpy()
+    f, y = d["judge"].to_numpy(), d["human"].to_numpy()
+    lam = r.ppi_lambda
+    dd = y[lab] - lam * f[lab]
+    z = 1.959963984540054
+    for n_need, s2, fixed in ((r.n_for_width_human, y[lab].var(ddof=1), 0.0),
+                              (r.n_for_width_ppi, dd.var(ddof=1),
+                               (lam ** 2 * f.var(ddof=1) + 2 * lam * np.cov(f[lab], dd)[0, 1]) / 2000)):
+        def var(n, s2=s2, fixed=fixed):
+            return (1 / n - 1 / 2000) * s2 if target == "rows" else s2 / n + fixed
+
+        assert 2 * z * np.sqrt(var(n_need)) <= 0.06 + 1e-12 < 2 * z * np.sqrt(var(n_need - 1))
+    assert r.n_for_width_ppi < r.n_for_width_human          # a good judge saves labels
+    assert "human labels for a CI 0.06 wide" in res.summary()
+    with pytest.raises(InputError, match="width"):
+        judge(d, human="human", judge="judge", width=0)
