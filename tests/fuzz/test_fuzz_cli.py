@@ -93,6 +93,7 @@ _LOG_ARGV = {
     "agreement": ["agreement", "{p}", "--item", "item", "--rater", "model", "--rating", "correct", "--level",
                   "ordinal", "--bootstrap", "20", "--json"],
     "judge": ["judge", "{p}", "--human", "correct", "--judge", "masking_rate", "--bootstrap", "0", "--json"],
+    "screen": ["screen", "{p}", "--json", "--on-duplicate", "first"],
 }
 
 
@@ -192,3 +193,37 @@ def test_paths(path: str, out: str, cmd: str) -> None:
         check_clean(run_cli(argv), argv)
         written = {out, f"{Path(out).stem}.pdf"}  # --out may replace a file that is not an input
         check_unchanged({k: v for k, v in before.items() if k not in written}, root, str(argv))
+
+
+_VERDICT_CELL = st.sampled_from(["", "keep", "rekey", "drop", "KEEP", " drop ", "maybe", "A", "B", "Z", "a0", "i0",
+                                 "i1", "nope", "=1+1", "\u200b", "1e30", "nan", "ann", "2026-11-27", "\"x,y\""])
+
+
+@fuzz(80)
+@given(data=st.data())
+def test_relabel_hostile_verdicts(data) -> None:
+    """relabel with hostile review files on a clean log: exit 0 or 2, never a traceback; the log and the review
+    file unchanged; the output written whole (a log that reads back) or not at all."""
+    rows = ["model,item,correct,gold,pred"]
+    for j in range(3):
+        for i in range(4):
+            rows.append(f"m{j},i{i},{int((i + j) % 3 == 0)},A,{'A' if (i + j) % 3 == 0 else 'B'}")
+    head = data.draw(st.sampled_from(["item,verdict,new_key,reviewer,reason", "item,verdict,new_key", "item,verdict",
+                                      "verdict,new_key", "item,,verdict", "Item,Verdict,New_Key"]))
+    n = len(head.split(","))
+    lines = [head] + [",".join(data.draw(_VERDICT_CELL) for _ in range(n)) for _ in range(data.draw(st.integers(0, 5)))]
+    with tempfile.TemporaryDirectory() as d:
+        log = write(Path(d), "log.csv", ("\n".join(rows) + "\n").encode())
+        ver = write(Path(d), "review.csv", ("\n".join(lines) + "\n").encode())
+        before = snapshot(Path(d))
+        out = Path(d) / "fixed.parquet"
+        argv = ["relabel", str(log), "--verdicts", str(ver), "--out", str(out), "--json"]
+        r = run_cli(argv)
+        check_clean(r, argv)
+        check_unchanged(before, Path(d), str(argv))
+        if r.code == 0:
+            from mrcstats.io import read_log
+
+            assert "relabel" in read_log(out).attrs
+        else:
+            assert not out.exists()
