@@ -11,7 +11,10 @@ from mrcstats.cli import main
 
 
 def _run(capsys, *argv):
-    code = main(list(argv))
+    try:
+        code = main(list(argv))
+    except SystemExit as e:  # argparse's own errors (a --seed the one seed parser refuses)
+        code = e.code
     out, err = capsys.readouterr()
     return code, out, err
 
