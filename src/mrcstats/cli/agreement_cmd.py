@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 
+from mrcstats._seeds import parse_seed
 from mrcstats.cli._common import Once, add_format_option, add_input, add_json_flag, output, parse_list
 
 LEVEL_CHOICES = ("nominal", "ordinal", "interval", "ratio")
@@ -30,7 +31,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                                                        "that are not numbers); a rating outside them is an error")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="B",
                    help="resamples of the items for the statistics without an analytic SE (1000; 0 = none)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="bootstrap seed (0)")
+    p.add_argument("--seed", type=parse_seed, default=0, metavar="S", help="bootstrap seed (0)")
     p.add_argument("--alpha", type=float, default=0.05, metavar="A", help="1 - confidence level (0.05)")
     add_format_option(p)
     add_json_flag(p)
