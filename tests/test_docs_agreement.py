@@ -15,9 +15,14 @@ def test_agreement_doc_examples_run(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     ran = run_page(DOC)
     out = capsys.readouterr().out
-    assert ran == 6 and "Agreement of 3 raters on 60 items" in out and "prediction-powered" in out
-    last = json.loads(out[out.rindex('{"human"'):])     # the last line ran with --json: one object
-    assert last["target"] == "rows" and last["tune"] is True and len(last["models"]) == 2
+    assert ran == 9 and "Agreement of 3 raters on 60 items" in out and "prediction-powered" in out
+    objs = [json.loads(ln) for ln in out.splitlines() if ln.startswith('{"human"')]   # each --json line: one object
+    assert len(objs) == 2
+    one = objs[0]
+    assert one["target"] == "rows" and one["tune"] is True and len(one["models"]) == 2
+    panel = objs[1]["panel"]
+    assert panel["judges"] == ["gpt", "claude", "llama"] and panel["k_eff"] < 3
+    assert (tmp_path / "judge.pdf").is_file() and (tmp_path / "judge_figures" / "a0_judge_correlation.pdf").is_file()
 
 
 def test_doc_names_the_benchmark_and_its_numbers():

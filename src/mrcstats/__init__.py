@@ -98,6 +98,7 @@ _API: dict[str, str] = {
     "AgreementResult": "mrcstats.stats.agreement",
     "judge": "mrcstats.stats.judge",
     "JudgeResult": "mrcstats.stats.judge",
+    "JudgePanel": "mrcstats.stats.judge",
 }
 
 __all__ = [*sorted(_API), "__version__"]  # noqa: PLE0604

@@ -124,3 +124,43 @@ def test_judge_no_overlap_exit_2(capsys, tmp_path):
     assert code == 2 and out == "" and "do not overlap" in err and len(err.strip().splitlines()) == 1
     code, out, err = _run(capsys, "judge", p, "--human", "nope", "--judge", "judge")
     assert code == 2 and "no column 'nope'" in err
+
+
+def _panel_csv(tmp_path, n: int = 300):
+    """Three 0/1 judges that flip the human verdict with probabilities .1, .15, .2; humans label half the rows."""
+    rng = np.random.default_rng(9)
+    y = (rng.random(n) < 0.6).astype(float)
+    cols = {f"g{i}": np.where(rng.random(n) < p, 1 - y, y) for i, p in enumerate((0.1, 0.15, 0.2))}
+    d = pd.DataFrame({"model": np.where(np.arange(n) % 2, "m1", "m2"), "human": np.where(rng.random(n) < 0.5, y, np.nan),
+                      **cols})
+    p = tmp_path / "panel.csv"
+    d.to_csv(p, index=False)
+    return p
+
+
+def test_judge_several_judges_json(capsys, tmp_path):
+    p = _panel_csv(tmp_path)
+    code, out, err = _run(capsys, "judge", p, "--human", "human", "--judge", "g0,g1,g2", "--bootstrap", "20", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["judge"] == "majority of g0, g1, g2" and len(res["models"]) == 2
+    pan = res["panel"]
+    assert pan["judges"] == ["g0", "g1", "g2"] and len(pan["pairs"]) == 3 and len(pan["per_judge"]) == 3
+    assert pan["k_eff"] == pytest.approx(3 / (1 + 2 * pan["mean_rho"]), rel=1e-12)
+    code, text, err = _run(capsys, "judge", p, "--human", "human", "--judge", "g0,g1,g2", "--combine", "mean",
+                           "--level", "interval", "--bootstrap", "0")
+    assert code == 0 and "mean of g0, g1, g2" in text and "effective number of independent judges" in text
+
+
+@pytest.mark.parametrize(("judges", "blank", "needle"), [
+    ("g0,g1,g0", False, "column 'g0' is named twice"),
+    ("g0,g7", False, "no column 'g7' (--judge)"),
+    ("g0,g1", True, "do not overlap the judges' rows"),
+])
+def test_judge_several_judges_bad_input_exit_2(capsys, tmp_path, judges, blank, needle):
+    p = _panel_csv(tmp_path, 40)
+    if blank:
+        pd.read_csv(p).assign(human=np.nan).to_csv(p, index=False)
+    code, out, err = _run(capsys, "judge", p, "--human", "human", "--judge", judges)
+    assert code == 2 and out == "" and needle in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

@@ -139,3 +139,107 @@ def test_labels_needed_for_a_width(target):
     assert "human labels for a CI 0.06 wide" in res.summary()
     with pytest.raises(InputError, match="width"):
         judge(d, human="human", judge="judge", width=0)
+
+
+# ------------------------------------------------------------------------------------------- several judges
+def test_effective_judges_formula():
+    from mrcstats.stats.judge import effective_judges
+
+    assert effective_judges(6, 0.42) == pytest.approx(6 / 3.1, abs=1e-15)
+    assert round(effective_judges(6, 0.42), 1) == 1.9            # Inspect issue #4955: six judges, .42, "1.9"
+    assert effective_judges(5, 0.0) == 5 and effective_judges(5, 1.0) == 1 and effective_judges(1, 0.3) == 1
+    assert effective_judges(3, -0.5) == float("inf") and np.isnan(effective_judges(3, float("nan")))
+
+
+def _panel_log(seed: int, k: int = 6, rho: float = 0.42, n: int = 4000, labelled: float = 0.75):
+    """Judges scoring a continuous quality: error_j = sqrt(rho)·common + sqrt(1 − rho)·own, so every pair of
+    errors correlates rho; rounded to 0.1 (the rounding adds a variance of 0.1²/12, negligible)."""
+    rng = np.random.default_rng(seed)
+    y = rng.normal(size=n)
+    common = rng.normal(size=n)
+    cols = {f"j{i}": (y + np.sqrt(rho) * common + np.sqrt(1 - rho) * rng.normal(size=n)).round(1) for i in range(k)}
+    human = np.where(rng.random(n) < labelled, y.round(1), np.nan)
+    return pd.DataFrame({"model": np.where(np.arange(n) % 2, "a", "b"), "human": human, **cols})
+
+
+def test_several_judges_recover_the_effective_number():
+    d = _panel_log(1)
+    res = judge(d, human="human", judge=[f"j{i}" for i in range(6)], level="interval", bootstrap=100, seed=3)
+    p = res.panel
+    assert p.judges == tuple(f"j{i}" for i in range(6)) and p.combine == "mean"
+    assert p.mean_rho == pytest.approx(0.42, abs=0.03)
+    assert p.k_eff == pytest.approx(6 / 3.1, abs=0.12)
+    assert p.mean_rho_low < p.mean_rho < p.mean_rho_high and p.k_eff_low < p.k_eff < p.k_eff_high
+    assert p.k_eff == pytest.approx(6 / (1 + 5 * p.mean_rho), rel=1e-12)
+    # the matrix: Pearson of the errors on the labelled rows, as numpy computes it
+    lab = d["human"].notna().to_numpy()
+    e = d.loc[lab, [f"j{i}" for i in range(6)]].to_numpy() - d.loc[lab, "human"].to_numpy()[:, None]
+    assert p.correlation.to_numpy() == pytest.approx(np.corrcoef(e.T), abs=1e-10)
+    assert len(p.pairs) == 15 and (p.pairs["ci_low"] < p.pairs["r"]).all() and (p.pairs["r"] < p.pairs["ci_high"]).all()
+    # the panel is one judge: its mean score, its PPI table and agreement as for a column holding it
+    one = judge(d.assign(panel=d[[f"j{i}" for i in range(6)]].mean(axis=1)), human="human", judge="panel",
+                level="interval", bootstrap=0)
+    assert res.table["ppi_mean"].to_numpy() == pytest.approx(one.table["ppi_mean"].to_numpy(), abs=1e-12)
+    assert res.agreement.estimate("krippendorff_alpha") == pytest.approx(one.agreement.estimate("krippendorff_alpha"))
+    # the panel's errors are smaller than any one judge's: its PPI interval is the narrowest
+    assert (res.table["ppi_se"].to_numpy() < min(r.table["ppi_se"].min() for r in p.per_judge)).all()
+    assert p.agreement_table(res.agreement)["judge"].nunique() == 7
+    out = res.to_dict()["panel"]
+    assert out["k_eff"] == pytest.approx(p.k_eff) and len(out["correlation"]) == 6 and len(out["per_judge"]) == 6
+    assert "effective number of independent judges" in res.summary()
+
+
+def test_independent_judges_are_worth_k():
+    d = _panel_log(2, k=4, rho=0.0)
+    p = judge(d, human="human", judge=["j0", "j1", "j2", "j3"], level="interval", bootstrap=0).panel
+    assert abs(p.mean_rho) < 0.03 and p.k_eff == pytest.approx(4, abs=0.35)
+    assert np.isnan(p.mean_rho_low) and np.isnan(p.pairs["ci_low"]).all()      # no bootstrap: NA intervals
+
+
+def test_panel_bootstrap_is_seeded():
+    d = _panel_log(3, k=3, n=400)
+    runs = [judge(d, human="human", judge=["j0", "j1", "j2"], level="interval", bootstrap=50, seed=s).panel
+            for s in (7, 7, 8)]
+    assert runs[0].k_eff_low == runs[1].k_eff_low and runs[0].k_eff_low != runs[2].k_eff_low
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(5, 40), st.integers(2, 5))
+def test_resampled_correlations_equal_numpy_on_the_resampled_rows(seed, n, k):
+    """The bootstrap's weighted moments give, for each resample, numpy's correlation of the rows it drew."""
+    from mrcstats.stats.judge import _weighted_corr
+
+    rng = np.random.default_rng(seed)
+    e = rng.normal(size=(n, k))
+    idx = rng.integers(0, n, size=(3, n))
+    w = np.stack([np.bincount(i, minlength=n) for i in idx]).astype(float)
+    got = _weighted_corr(e, w)
+    for b in range(3):
+        x = e[idx[b]]
+        if (x.std(axis=0) > 1e-9).all():
+            assert got[b] == pytest.approx(np.corrcoef(x.T), abs=1e-9)
+
+
+def test_majority_panel_and_ties():
+    from mrcstats.stats.judge import panel_scores
+
+    s = np.array([[1, 1, 0], [0, 1, 0], [1, 0, 2], [0, 1, 2], [2, 1, 1]], dtype=float)
+    got, ties = panel_scores(s, "majority")
+    assert list(got) == [1, 0, 1, 0, 1] and ties == 2        # rows 3 and 4: three-way ties -> the first judge
+    assert list(panel_scores(s[:, :2], "mean")[0]) == [1, 0.5, 0.5, 0.5, 1.5]
+    with pytest.raises(InputError, match="combine must be one of"):
+        panel_scores(s, "median")
+
+
+def test_several_judges_bad_input():
+    d = _panel_log(4, k=3, n=60)
+    with pytest.raises(InputError, match="'j1' is named twice"):
+        judge(d, human="human", judge=["j0", "j1", "j1"])
+    with pytest.raises(InputError, match="no column 'j9' \\(--judge\\)"):
+        judge(d, human="human", judge=["j0", "j9"])
+    with pytest.raises(InputError, match="do not overlap the judges' rows"):
+        judge(d.assign(human=np.nan), human="human", judge=["j0", "j1"])
+    with pytest.raises(InputError, match="same column"):
+        judge(d, human="human", judge=["j0", "human"])
+    with pytest.raises(InputError, match="combine must be one of"):
+        judge(d, human="human", judge=["j0", "j1"], combine="vote")

@@ -4,9 +4,11 @@ and :mod:`mrcstats.stats.judge`).
 * ``mrcstats agreement TABLE (--item COL --rater COL --rating COL | --wide COL,COL,... [--item COL])
   [--level nominal|ordinal|interval|ratio] [--levels a,b,c] [--bootstrap B] [--seed S] [--alpha A] [--json]``
   -> ``{"level", "categories", "raters", "n_items", "statistics": [...], "indices", "marginals", "notes"}``;
-* ``mrcstats judge LOG --human COL --judge COL [--model-col COL] [--target population|rows] [--tune] [--width W] [--level ...]
-  [--json]``
-  -> ``{"human", "judge", "models": [{model, judge_*, human_*, rectifier, ppi_*}], "agreement": {...}}``.
+* ``mrcstats judge LOG --human COL --judge COL[,COL,...] [--combine majority|mean] [--model-col COL]
+  [--target population|rows] [--tune] [--width W] [--level ...] [--json]``
+  -> ``{"human", "judge", "models": [{model, judge_*, human_*, rectifier, ppi_*}], "agreement": {...}}``, and with
+  several judges (the table and agreement then the panel's) ``"panel": {"judges", "correlation", "pairs",
+  "mean_rho", "k_eff", ..., "per_judge": [...]}``.
 
 TABLE and LOG are read as the model commands read their data (:func:`mrcstats.io.read_data`: csv, tsv, json,
 jsonl, parquet as they are).
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 
+from mrcstats._seeds import parse_seed
 from mrcstats.cli._common import Once, add_format_option, add_input, add_json_flag, output, parse_list
 
 LEVEL_CHOICES = ("nominal", "ordinal", "interval", "ratio")
@@ -28,7 +31,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                                                        "that are not numbers); a rating outside them is an error")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="B",
                    help="resamples of the items for the statistics without an analytic SE (1000; 0 = none)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="bootstrap seed (0)")
+    p.add_argument("--seed", type=parse_seed, default=0, metavar="S", help="bootstrap seed (0)")
     p.add_argument("--alpha", type=float, default=0.05, metavar="A", help="1 - confidence level (0.05)")
     add_format_option(p)
     add_json_flag(p)
@@ -55,7 +58,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "on a subset; and the agreement of judge and human on the labelled rows.")
     add_input(p, "log", metavar="LOG", help="one row per response: the judge's score and (on a subset) the human's")
     p.add_argument("--human", metavar="COL", required=True, help="column of the human labels (empty = unlabelled)")
-    p.add_argument("--judge", metavar="COL", required=True, help="column of the judge's scores (every row)")
+    p.add_argument("--judge", metavar="COL[,COL,...]", required=True,
+                   help="column of the judge's scores (every row); several columns: a panel of judges (their error "
+                        "correlation, effective number, and the panel's agreement and PPI means)")
+    p.add_argument("--combine", choices=("majority", "mean"), default=None,
+                   help="several judges: the panel's score per row (majority at the nominal/ordinal level, mean at "
+                        "the interval/ratio level)")
     p.add_argument("--model-col", metavar="COL", default="model", help="column naming the model (model)")
     p.add_argument("--target", choices=("population", "rows"), default="population",
                    help="population: the model's expected human score (Angelopoulos et al. 2023); rows: its mean "
@@ -105,10 +113,16 @@ def _agreement(args: argparse.Namespace) -> int:
 
 
 def _judge(args: argparse.Namespace) -> int:
+    from mrcstats.errors import InputError
     from mrcstats.stats.judge import judge
 
+    judges = parse_list(args.judge, "--judge")
+    if not judges:
+        raise InputError("--judge: give the judge's score column (or several, separated by commas)")
     levels = _levels(args)
     data = _read(args, args.log)
-    res = judge(data, human=args.human, judge=args.judge, model=args.model_col, level=args.level or "nominal",
-                levels=levels, alpha=args.alpha, target=args.target, tune=args.tune, width=args.width, bootstrap=args.bootstrap, seed=args.seed, source=str(args.log))
+    res = judge(data, human=args.human, judge=judges[0] if len(judges) == 1 else judges, model=args.model_col,
+                level=args.level or "nominal", levels=levels, alpha=args.alpha, target=args.target, tune=args.tune,
+                width=args.width, bootstrap=args.bootstrap, seed=args.seed, combine=args.combine,
+                source=str(args.log))
     return output(args, res.to_dict(), res.summary())

@@ -429,11 +429,13 @@ def bar_plot(frame: pd.DataFrame, x: str, y: str, err: str | None = None, ylabel
 
 
 def pairwise_matrix_plot(diff: pd.DataFrame, significant: pd.DataFrame | None = None, title: str | None = None,
-                         percent: bool = True, ax=None):
+                         percent: bool = True, ax=None, value_label: str | None = None, vmax: float | None = None):
     """Pairwise differences (row model minus column model) as a diverging grey map; ``*`` marks significant cells.
 
     ``diff``: a square models × models frame (NaN on the diagonal); ``significant``: a boolean frame of the same
-    shape (e.g. adjusted p < α). Rows and columns keep the given order (e.g. the ranking).
+    shape (e.g. adjusted p < α). Rows and columns keep the given order (e.g. the ranking). Any symmetric pairwise
+    measure fits (judges' error correlations): ``value_label`` names it on the colour bar, ``vmax`` fixes the
+    colour scale to ``[−vmax, vmax]`` (default: the largest |value|).
     """
     m = diff.astype(float)
     k = m.shape[0]
@@ -445,7 +447,8 @@ def pairwise_matrix_plot(diff: pd.DataFrame, significant: pd.DataFrame | None = 
         fig = ax.figure
     with figure_style():
         vals = m.to_numpy() * scale
-        vmax = float(np.nanmax(np.abs(vals))) if np.isfinite(vals).any() else 1.0
+        if vmax is None:
+            vmax = float(np.nanmax(np.abs(vals))) if np.isfinite(vals).any() else 1.0
         vmax = vmax or 1.0
         # vector quads and a stepped colour map (no raster images: the report embeds figures as vector PDF)
         cmap = _mpl().colormaps["RdGy_r"].resampled(11)
@@ -473,7 +476,7 @@ def pairwise_matrix_plot(diff: pd.DataFrame, significant: pd.DataFrame | None = 
         ax.spines[:].set_visible(False)
         ax.tick_params(length=0)
         cb = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
-        cb.set_label("row − column" + (" (points)" if percent else ""), fontsize=6.5)
+        cb.set_label(value_label or ("row − column" + (" (points)" if percent else "")), fontsize=6.5)
         cb.ax.tick_params(labelsize=6)
         if title:
             ax.set_title(plain(title))

@@ -32,11 +32,23 @@ no number of labels reaches ``W`` (the judge's own sampling error already exceed
 
 The agreement of judge and human on the labelled rows is :func:`mrcstats.stats.agreement.agreement`
 (two raters: Cohen's κ, α, AC1, ...).
+
+Several judges (``judge=[j_1, …, j_k]``, :class:`JudgePanel`): on the labelled rows each judge's error
+``e_j = f_j − y``; their error correlation matrix ``r_{jl}`` (Pearson over the rows) with a percentile
+bootstrap CI over the rows (seeded), the mean off-diagonal correlation ``ρ̄`` and the effective number of
+independent judges ``k_eff = k / (1 + (k − 1)·ρ̄)`` -- Kish's design effect for ``k`` equally correlated
+measurements (Kish 1965, *Survey Sampling*, §5.4; the Spearman–Brown relation): the variance of the mean of
+``k`` errors of equal variance and mean correlation ``ρ̄`` is that of the mean of ``k_eff`` independent
+ones (six judges with ``ρ̄ = .42`` are worth ``6/3.1 = 1.94``). ``k_eff`` is infinite when
+``ρ̄ ≤ −1/(k − 1)``. The panel's score on each row -- the majority label (a tie goes to the label of the
+first-listed judge among the tied ones) or the mean score -- is then one judge: its PPI means and its
+agreement with the humans are those above, beside each judge's own.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -47,7 +59,8 @@ from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.stats.agreement import AgreementResult, agreement
 
-__all__ = ["JUDGE_FIELDS", "TARGETS", "JudgeResult", "judge", "labels_needed", "ppi_mean"]
+__all__ = ["COMBINE", "JUDGE_FIELDS", "PAIR_FIELDS", "TARGETS", "JudgePanel", "JudgeResult", "effective_judges",
+           "error_correlation", "judge", "labels_needed", "panel_scores", "ppi_mean"]
 
 #: the columns of ``judge(...).table``
 JUDGE_FIELDS = ("model", "n", "n_labelled", "judge_mean", "judge_se", "judge_low", "judge_high", "human_mean",
@@ -56,6 +69,102 @@ JUDGE_FIELDS = ("model", "n", "n_labelled", "judge_mean", "judge_se", "judge_low
 
 
 TARGETS = ("population", "rows")
+#: how several judges' scores become the panel's
+COMBINE = ("majority", "mean")
+#: the columns of ``JudgePanel.pairs``
+PAIR_FIELDS = ("judge_a", "judge_b", "r", "ci_low", "ci_high", "n")
+
+
+def effective_judges(k: int, rho: float) -> float:
+    """Kish's design effect for ``k`` judges with mean error correlation ``rho``: ``k / (1 + (k − 1)·rho)``
+    independent judges (module docstring); ``inf`` when ``1 + (k − 1)·rho ≤ 0``, NaN for an undefined ``rho``."""
+    if not math.isfinite(rho):
+        return float("nan")
+    den = 1.0 + (k - 1) * rho
+    return float(k / den) if den > 0 else float("inf")
+
+
+def _weighted_corr(e: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Pearson correlation matrices of the columns of ``e`` (n × k) under each row of resampling counts ``w``
+    (B × n): ``(B, k, k)``, NaN where a column does not vary."""
+    tot = w.sum(axis=1)[:, None]
+    mean = (w @ e) / tot                                                      # B × k
+    second = np.einsum("bn,nj,nl->bjl", w, e, e) / tot[:, :, None]            # B × k × k
+    cov = second - mean[:, :, None] * mean[:, None, :]
+    sd = np.sqrt(np.clip(np.einsum("bjj->bj", cov), 0, None))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = cov / (sd[:, :, None] * sd[:, None, :])
+    tiny = sd <= 1e-12 * (1 + np.abs(mean))
+    r[np.broadcast_to(tiny[:, :, None] | tiny[:, None, :], r.shape)] = np.nan
+    return np.clip(r, -1, 1)
+
+
+def _mean_offdiag(r: np.ndarray) -> np.ndarray:
+    k = r.shape[-1]
+    iu = np.triu_indices(k, 1)
+    v = r[..., iu[0], iu[1]]
+    out = np.full(v.shape[:-1], np.nan)
+    ok = np.isfinite(v).all(axis=-1)
+    out[ok] = v[ok].mean(axis=-1)
+    return out
+
+
+def error_correlation(errors: np.ndarray, names: Any, *, bootstrap: int = 1000, seed: int | None = 0,
+                      alpha: float = 0.05) -> tuple[pd.DataFrame, pd.DataFrame, tuple[float, float, float],
+                                                    tuple[float, float, float]]:
+    """The judges' error correlation (module docstring) from ``errors`` (rows × judges, ``f_j − y``):
+    ``(matrix, pairs, (ρ̄, low, high), (k_eff, low, high))``; ``pairs`` has :data:`PAIR_FIELDS`; the CIs are
+    percentile intervals of ``bootstrap`` resamples of the rows (``seed``'s own stream), NA with 0."""
+    from mrcstats._seeds import stream
+    from mrcstats.stats.agreement import _percentile
+
+    e = np.asarray(errors, dtype=float)
+    n, k = e.shape
+    names = [str(x) for x in names]
+    r = _weighted_corr(e, np.ones((1, n)))[0]
+    np.fill_diagonal(r, np.where(np.isfinite(np.diag(r)), 1.0, np.nan))
+    rho = float(_mean_offdiag(r))
+    keff = effective_judges(k, rho)
+    boot_r = boot_rho = None
+    if bootstrap:
+        idx = stream(seed, "judge", "error_correlation").integers(0, n, size=(bootstrap, n))
+        w = np.zeros((bootstrap, n))
+        np.add.at(w, (np.repeat(np.arange(bootstrap), n), idx.ravel()), 1.0)
+        boot_r = np.empty((bootstrap, k, k))
+        for s in range(0, bootstrap, 200):                                   # (memory: 200 resamples at a time)
+            boot_r[s:s + 200] = _weighted_corr(e, w[s:s + 200])
+        boot_rho = _mean_offdiag(boot_r)
+    pairs = []
+    for a in range(k):
+        for b in range(a + 1, k):
+            lo = hi = float("nan")
+            if boot_r is not None:
+                _, lo, hi = _percentile(boot_r[:, a, b], alpha)
+            pairs.append({"judge_a": names[a], "judge_b": names[b], "r": float(r[a, b]), "ci_low": lo,
+                          "ci_high": hi, "n": n})
+    rlo = rhi = float("nan")
+    if boot_rho is not None:
+        _, rlo, rhi = _percentile(boot_rho, alpha)
+    matrix = pd.DataFrame(r, index=pd.Index(names, name="judge"), columns=names)
+    return (matrix, pd.DataFrame(pairs, columns=list(PAIR_FIELDS)), (rho, rlo, rhi),
+            (keff, effective_judges(k, rhi), effective_judges(k, rlo)))
+
+
+def panel_scores(scores: np.ndarray, combine: str) -> tuple[np.ndarray, int]:
+    """The panel's score per row from ``scores`` (rows × judges, every cell scored): the mean, or the most
+    frequent score with a tie going to the first-listed judge's score among the tied ones; and the number of
+    tied rows."""
+    s = np.asarray(scores, dtype=float)
+    if combine == "mean":
+        return s.mean(axis=1), 0
+    if combine != "majority":
+        raise InputError(f"combine must be one of {', '.join(COMBINE)}; got {combine!r}")
+    count = (s[:, :, None] == s[:, None, :]).sum(axis=2)                      # votes for each judge's score
+    top = count.max(axis=1)
+    first = np.argmax(count == top[:, None], axis=1)                          # first judge holding a top score
+    chosen = s[np.arange(len(s)), first]
+    tied = int(((count == top[:, None]) & (s != chosen[:, None])).any(axis=1).sum())
+    return chosen, tied
 
 
 def labels_needed(width: float, z: float, N: int, s2: float, fixed: float = 0.0, target: str = "population"
@@ -99,6 +208,84 @@ def ppi_mean(f_all: np.ndarray, f_lab: np.ndarray, y_lab: np.ndarray, target: st
     return est, float(math.sqrt(max(var, 0.0))), lam
 
 
+def _num(v: float) -> str:
+    return f"{v:.4f}" if isinstance(v, float) and math.isfinite(v) else ("inf" if v == math.inf else "NA")
+
+
+@dataclass(frozen=True, repr=False)
+class JudgePanel(Result):
+    """Several judges against the humans (module docstring): ``correlation`` (judges × judges, their errors
+    on the labelled rows), ``pairs`` (:data:`PAIR_FIELDS`, with bootstrap CIs), the mean error correlation
+    ``mean_rho`` and the effective number of independent judges ``k_eff`` with their CIs, and ``per_judge``:
+    each judge's own :class:`JudgeResult` (PPI means and agreement with the humans)."""
+
+    judges: tuple
+    combine: str
+    correlation: pd.DataFrame = field(repr=False)
+    pairs: pd.DataFrame = field(repr=False)
+    per_judge: tuple = field(repr=False)
+    n_labelled: int = 0
+    mean_rho: float = float("nan")
+    mean_rho_low: float = float("nan")
+    mean_rho_high: float = float("nan")
+    k_eff: float = float("nan")
+    k_eff_low: float = float("nan")
+    k_eff_high: float = float("nan")
+    ties: int = 0
+    bootstrap: int = 0
+    seed: int | None = 0
+    alpha: float = 0.05
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.pairs.copy()
+
+    def agreement_table(self, panel: AgreementResult | None = None, name: str = "panel") -> pd.DataFrame:
+        """Each judge's agreement with the humans (and the panel's, when given) as one long table: ``judge`` and
+        the :data:`~mrcstats.stats.agreement.AGREEMENT_FIELDS`."""
+        parts = [(r.judge, r.agreement) for r in self.per_judge] + ([(name, panel)] if panel is not None else [])
+        return pd.concat([a.table.assign(judge=j)[["judge", *a.table.columns]] for j, a in parts], ignore_index=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"judges", "combine", "n_labelled", "mean_rho", "mean_rho_low", "mean_rho_high", "k_eff", "k_eff_low",
+        "k_eff_high", "ties", "bootstrap", "seed", "correlation": [[...]], "pairs": [{judge_a, judge_b, r, ci_low,
+        ci_high, n}], "per_judge": [JudgeResult.to_dict()]}`` (an infinite ``k_eff`` is "Inf")."""
+        def v(x: float) -> float | None:
+            return None if isinstance(x, float) and math.isnan(x) else x
+
+        corr = [[v(float(x)) for x in row] for row in self.correlation.to_numpy()]
+        return {"judges": list(self.judges), "combine": self.combine, "n_labelled": self.n_labelled,
+                **{k: v(getattr(self, k)) for k in ("mean_rho", "mean_rho_low", "mean_rho_high", "k_eff",
+                                                    "k_eff_low", "k_eff_high")},
+                "ties": self.ties, "bootstrap": self.bootstrap, "seed": self.seed, "correlation": corr,
+                "pairs": plain_records(self.pairs[list(PAIR_FIELDS)]),
+                "per_judge": [r.to_dict() for r in self.per_judge]}
+
+    def summary(self) -> str:
+        conf = f"{100 * (1 - self.alpha):g}%"
+        k = len(self.judges)
+        lines = [(f"{k} judges ({', '.join(self.judges)}): errors (judge - human) on the {self.n_labelled} labelled "
+                  f"rows, Pearson correlation with {conf} bootstrap CIs (B = {self.bootstrap}, seed = {self.seed})")]
+        for r in self.pairs.itertuples(index=False):
+            lines.append(f"  {r.judge_a} ~ {r.judge_b}: r = {_num(r.r)} [{_num(r.ci_low)}, {_num(r.ci_high)}]")
+        lines.append(f"  mean error correlation {_num(self.mean_rho)} [{_num(self.mean_rho_low)}, "
+                     f"{_num(self.mean_rho_high)}]; effective number of independent judges k / (1 + (k - 1) rho) = "
+                     f"{_num(self.k_eff)} [{_num(self.k_eff_low)}, {_num(self.k_eff_high)}] of {k}")
+        lines.append("  each judge vs the humans (Cohen's kappa, Krippendorff's alpha):")
+        for r in self.per_judge:
+            t = r.agreement.table
+            bits = []
+            for stat, w in (("cohen_kappa", "none"), ("krippendorff_alpha", None)):
+                row = t[(t["statistic"] == stat) & ((t["weights"] == w) if w else True)]
+                if len(row):
+                    x = row.iloc[0]
+                    bits.append(f"{stat} {_num(float(x.estimate))} [{_num(float(x.ci_low))}, {_num(float(x.ci_high))}]")
+            lines.append(f"    {r.judge}: " + ("; ".join(bits) or "NA"))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
 @dataclass(frozen=True, repr=False)
 class JudgeResult(Result):
     """Judge vs humans: ``table`` (:data:`JUDGE_FIELDS`, one row per model) and ``agreement`` on the
@@ -113,6 +300,7 @@ class JudgeResult(Result):
     tune: bool = False
     width: float | None = None
     notes: tuple = ()
+    panel: JudgePanel | None = field(default=None, repr=False)
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -122,7 +310,7 @@ class JudgeResult(Result):
         ppi_*}], "agreement": AgreementResult.to_dict(), "notes"}``."""
         return {"human": self.human, "judge": self.judge, "alpha": self.alpha, "target": self.target, "tune": self.tune, "width": self.width,
                 "models": plain_records(self.table[list(JUDGE_FIELDS)]), "agreement": self.agreement.to_dict(),
-                "notes": list(self.notes)}
+                "notes": list(self.notes), **({"panel": self.panel.to_dict()} if self.panel is not None else {})}
 
     def summary(self) -> str:
         conf = f"{100 * (1 - self.alpha):g}%"
@@ -145,6 +333,8 @@ class JudgeResult(Result):
         lines += [f"  note: {n}" for n in self.notes]
         lines.append("Agreement of judge and human on the labelled rows:")
         lines += ["  " + ln for ln in self.agreement.summary().splitlines()]
+        if self.panel is not None:
+            lines += self.panel.summary().splitlines()
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -162,56 +352,107 @@ def _scores(data: pd.DataFrame, col: str, source: str) -> np.ndarray:
     return v
 
 
-def judge(data: pd.DataFrame, *, human: str, judge: str, model: str | None = "model", level: str = "nominal",
-          levels: Any = None, alpha: float = 0.05, target: str = "population", tune: bool = False,
-          width: float | None = None, bootstrap: int = 1000, seed: int | None = 0,
-          source: str = "judge log") -> JudgeResult:
+def judge(data: pd.DataFrame, *, human: str, judge: str | Sequence[str], model: str | None = "model",
+          level: str = "nominal", levels: Any = None, alpha: float = 0.05, target: str = "population",
+          tune: bool = False, width: float | None = None, bootstrap: int = 1000, seed: int | None = 0,
+          combine: str | None = None, source: str = "judge log") -> JudgeResult:
     """Judge vs humans per model (module docstring): judge-only, human-only and PPI means with CIs, and
     the agreement of the two on the rows both scored.
 
     Args:
         data: one row per response; ``judge`` scored every row, ``human`` a subset (empty cells elsewhere).
-        human, judge: the score columns (numbers: 0/1 or graded).
+        human, judge: the score columns (numbers: 0/1 or graded); ``judge`` may name several columns (a panel).
         model: the column naming the model (``None``: all rows are one group).
-        level, levels, bootstrap, seed: as :func:`mrcstats.stats.agreement.agreement` (agreement of the two).
+        level, levels, bootstrap, seed: as :func:`mrcstats.stats.agreement.agreement` (agreement of the two);
+            ``bootstrap`` and ``seed`` also give the CIs of the judges' error correlations.
         alpha: 1 − the confidence level.
         target: "population" (the model's expected human score; Angelopoulos et al.) or "rows" (its mean
             human score over these rows; finite-population SEs for the PPI and human-only means).
         tune: PPI++'s power-tuned λ (never wider than human-only, asymptotically); default plain PPI (λ = 1).
         width: a target full CI width: the human labels each model would need, human-only and PPI
             (``n_for_width_*``; NA without it).
+        combine: several judges: the panel's score, "majority" (default at the nominal and ordinal levels) or
+            "mean" (default at the interval and ratio levels).
+
+    With several judges the result's ``table`` and ``agreement`` are the panel's, and ``panel``
+    (:class:`JudgePanel`) holds the error correlations, the effective number of judges and each judge's own
+    result.
     """
-    from mrcstats._dist import norm_ppf
     from mrcstats.models._checks import check_alpha
 
     if target not in TARGETS:
         raise InputError(f"target must be one of {', '.join(TARGETS)}; got {target!r}")
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"{source}: expected a table (pandas DataFrame), got {type(data).__name__}")
+    judges = [judge] if isinstance(judge, str) else [str(j) for j in judge]
+    if not judges:
+        raise InputError("--judge: give the judge's score column (or several, separated by commas)")
+    twice = [j for j in dict.fromkeys(judges) if judges.count(j) > 1]
+    if twice:
+        raise InputError(f"--judge: column {twice[0]!r} is named twice ({', '.join(judges)}); name each judge once")
+    if combine is not None and combine not in COMBINE:
+        raise InputError(f"combine must be one of {', '.join(COMBINE)}; got {combine!r}")
     cols = [str(c) for c in data.columns]
-    for c, flag in ((human, "--human"), (judge, "--judge"), *(((model, "--model-col"),) if model else ())):
+    for c, flag in ((human, "--human"), *((j, "--judge") for j in judges),
+                    *(((model, "--model-col"),) if model else ())):
         if c not in cols:
             raise InputError(f"{source}: no column {c!r} ({flag}); the columns are {', '.join(map(repr, cols[:20]))}")
-    if human == judge:
+    if human in judges:
         raise InputError(f"--human and --judge name the same column ({human!r}); give the human labels and the "
                          "judge's scores")
-    y, f = _scores(data, human, source), _scores(data, judge, source)
-    missing_f = np.isnan(f)
-    if missing_f.any():
-        i = int(np.argmax(missing_f))
-        raise InputError(f"{source}: data row {i + 1}, column {judge!r} is empty; the judge must score every row "
-                         f"({int(missing_f.sum())} empty) -- drop those rows first")
+    y = _scores(data, human, source)
+    fs = []
+    for j in judges:
+        f = _scores(data, j, source)
+        missing_f = np.isnan(f)
+        if missing_f.any():
+            i = int(np.argmax(missing_f))
+            raise InputError(f"{source}: data row {i + 1}, column {j!r} is empty; the judge must score every row "
+                             f"({int(missing_f.sum())} empty) -- drop those rows first")
+        fs.append(f)
     lab = ~np.isnan(y)
     if not lab.any():
+        who = "judge" if len(judges) == 1 else "judges"
         raise InputError(f"{source}: column {human!r} has no score on any row: the human labels do not overlap the "
-                         "judge's rows (label a subset of the rows the judge scored)")
+                         f"{who}' rows (label a subset of the rows the {who} scored)".replace("judge' ", "judge's "))
     a = check_alpha(alpha)
+    w = None
     if width is not None:
         w = float(width) if isinstance(width, (int, float)) and not isinstance(width, bool) else float("nan")
         if not (math.isfinite(w) and w > 0):
             raise InputError(f"width (the target CI width) must be a number > 0, got {width!r}")
-    z = float(norm_ppf(1 - a / 2))
     groups = (data[model].astype(str).to_numpy() if model else np.full(len(data), "(all)", dtype=object))
+    opts = {"level": level, "levels": levels, "alpha": a, "target": target, "tune": bool(tune), "width": w,
+            "bootstrap": bootstrap, "seed": seed, "source": source}
+    if len(judges) == 1:
+        return _one_judge(y, fs[0], lab, groups, human, judges[0], **opts)
+    how = combine or ("majority" if level in ("nominal", "ordinal") else "mean")
+    per = tuple(_one_judge(y, f, lab, groups, human, j, **opts) for j, f in zip(judges, fs))
+    scores = np.column_stack(fs)
+    pscore, ties = panel_scores(scores, how)
+    res = _one_judge(y, pscore, lab, groups, human, f"{how} of {', '.join(judges)}", **opts)
+    matrix, pairs, rho, keff = error_correlation(scores[lab] - y[lab][:, None], judges, bootstrap=bootstrap,
+                                                 seed=seed, alpha=a)
+    notes = list(res.notes)
+    if ties:
+        notes.append(f"{ties} row(s) with a tied majority: the first-listed judge's label among the tied ones")
+    if not math.isfinite(rho[0]):
+        notes.append("a judge's error does not vary on the labelled rows (e.g. it never errs): its error "
+                     "correlation, the mean correlation and the effective number of judges are NA")
+    panel = JudgePanel(judges=tuple(judges), combine=how, correlation=matrix, pairs=pairs, per_judge=per,
+                       n_labelled=int(lab.sum()), mean_rho=rho[0], mean_rho_low=rho[1], mean_rho_high=rho[2],
+                       k_eff=keff[0], k_eff_low=keff[1], k_eff_high=keff[2], ties=ties, bootstrap=int(bootstrap),
+                       seed=seed, alpha=a)
+    return replace(res, panel=panel, notes=tuple(notes))
+
+
+def _one_judge(y: np.ndarray, f: np.ndarray, lab: np.ndarray, groups: np.ndarray, human: str, name: str, *,
+               level: str, levels: Any, alpha: float, target: str, tune: bool, width: float | None, bootstrap: int,
+               seed: int | None, source: str) -> JudgeResult:
+    """:func:`judge` for one judge's scores ``f`` (checked) against the human scores ``y`` (labelled: ``lab``)."""
+    from mrcstats._dist import norm_ppf
+
+    z = float(norm_ppf(1 - alpha / 2))
     rows, notes = [], []
     for g in pd.unique(groups):
         m = groups == g
@@ -231,8 +472,8 @@ def judge(data: pd.DataFrame, *, human: str, judge: str, model: str | None = "mo
         if width is not None and n >= 2:
             d = yl - lam * fl
             fixed = (lam * lam * fa.var(ddof=1) + 2 * lam * float(np.cov(fl, d, ddof=1)[0, 1])) / N
-            need_h = labels_needed(w, z, N, float(yl.var(ddof=1)), target=target)
-            need_p = labels_needed(w, z, N, float(d.var(ddof=1)), fixed, target=target)
+            need_h = labels_needed(width, z, N, float(yl.var(ddof=1)), target=target)
+            need_p = labels_needed(width, z, N, float(d.var(ddof=1)), fixed, target=target)
         rows.append({"model": g, "n": N, "n_labelled": n, "judge_mean": float(fa.mean()), "judge_se": jse,
                      "judge_low": fa.mean() - z * jse, "judge_high": fa.mean() + z * jse, "human_mean": hmean,
                      "human_se": hse, "human_low": hmean - z * hse, "human_high": hmean + z * hse,
@@ -240,9 +481,9 @@ def judge(data: pd.DataFrame, *, human: str, judge: str, model: str | None = "mo
                      "ppi_mean": est, "ppi_se": se,
                      "ppi_low": est - z * se, "ppi_high": est + z * se, "n_for_width_human": need_h,
                      "n_for_width_ppi": need_p})
-    both = pd.DataFrame({human: y[lab], judge: f[lab]})
-    agr = agreement(both, wide=[human, judge], level=level, levels=levels, bootstrap=bootstrap, seed=seed,
-                    alpha=a, source=f"{source} (rows with both scores)")
+    jcol = name if name != human else f"{name} (judge)"
+    both = pd.DataFrame({human: y[lab], jcol: f[lab]})
+    agr = agreement(both, wide=[human, jcol], level=level, levels=levels, bootstrap=bootstrap, seed=seed,
+                    alpha=alpha, source=f"{source} (rows with both scores)")
     return JudgeResult(table=pd.DataFrame(rows, columns=list(JUDGE_FIELDS)), agreement=agr, human=human,
-                       judge=judge, alpha=a, target=target, tune=bool(tune),
-                       width=None if width is None else w, notes=tuple(notes))
+                       judge=name, alpha=alpha, target=target, tune=tune, width=width, notes=tuple(notes))

@@ -14,6 +14,7 @@ from mrcstats.report.analyses.discrimination import Discrimination
 from mrcstats.report.analyses.error_types import ErrorTypes
 from mrcstats.report.analyses.glmm import Glmm
 from mrcstats.report.analyses.irt import Irt, SubsetEval
+from mrcstats.report.analyses.judge import Judge
 from mrcstats.report.analyses.masking import Masking
 from mrcstats.report.analyses.modeltable import ModelTableAnalysis
 from mrcstats.report.analyses.probability import Probability
@@ -29,4 +30,5 @@ ANALYSES: dict[str, type[Analysis]] = {cls.type: cls for cls in (
     Irt,
     SubsetEval,
     Screen, Dif,
+    Judge,
 )}

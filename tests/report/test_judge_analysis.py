@@ -1,0 +1,70 @@
+"""The ``judge`` report analysis builds (agreement table, PPI table, error-correlation heat map) and its tables carry
+the API's numbers."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mrcstats.report import build_report
+
+
+def _log(tmp_path, n_items: int = 150):
+    """Two models' 0/1 answers; three judges flip the human verdict with probabilities .08, .12, .2, the first two
+    on a shared set of hard items (correlated errors); humans label 60% of the rows."""
+    rng = np.random.default_rng(5)
+    rows = []
+    hard = rng.random(n_items) < 0.15
+    for m, acc in (("small", 0.5), ("large", 0.8)):
+        y = (rng.random(n_items) < acc).astype(int)
+        g = {}
+        for j, p in (("gpt", 0.08), ("claude", 0.12), ("llama", 0.2)):
+            flip = (rng.random(n_items) < p) | (hard & (j != "llama") & (rng.random(n_items) < 0.7))
+            g[j] = np.where(flip, 1 - y, y)
+        h = np.where(rng.random(n_items) < 0.6, y, np.nan)
+        rows.append(pd.DataFrame({"model": m, "item": [f"q{i}" for i in range(n_items)], "correct": g["gpt"],
+                                  "human": h, **g}))
+    d = pd.concat(rows, ignore_index=True)
+    d.to_csv(tmp_path / "log.csv", index=False)
+    return d
+
+
+def test_judge_analysis_panel(tmp_path):
+    d = _log(tmp_path)
+    (tmp_path / "s.yaml").write_text(
+        "logs: [log.csv]\nseed: 2\nanalyses:\n  - {type: judge, human: human, judge: [gpt, claude, llama], "
+        "bootstrap: 200}\n  - {type: judge, human: human, judge: gpt, bootstrap: 0}\n")
+    r = build_report(tmp_path / "s.yaml", tmp_path / "r.pdf")
+    assert not r.skipped
+    from mrcstats import judge
+
+    ref = judge(d, human="human", judge=["gpt", "claude", "llama"], bootstrap=200, seed=2)
+    ppi = pd.read_csv(tmp_path / "r_tables" / "a0_judge_ppi.csv")
+    panel = ppi[ppi["Judge"] == "panel (majority)"].set_index("Model")
+    want = ref.table.set_index("model")
+    assert panel.loc[["small", "large"], "PPI"].to_numpy() == pytest.approx(
+        want.loc[["small", "large"], "ppi_mean"].to_numpy(), abs=5e-4)
+    assert set(ppi["Judge"]) == {"gpt", "claude", "llama", "panel (majority)"}
+    agr = pd.read_csv(tmp_path / "r_tables" / "a0_judge_agreement.csv")
+    kap = agr[(agr["Judge"] == "gpt") & (agr["Statistic"] == "cohen_kappa")]["Estimate"].iloc[0]
+    assert kap == pytest.approx(ref.panel.per_judge[0].agreement.estimate("cohen_kappa", "none"), abs=5e-4)
+    pairs = pd.read_csv(tmp_path / "r_tables" / "a0_judge_pairs.csv")
+    assert pairs["r"].to_numpy() == pytest.approx(ref.panel.pairs["r"].to_numpy(), abs=5e-4)
+    # gpt and claude share the hard items: their errors correlate more than either's with llama
+    assert pairs["r"].iloc[0] > pairs["r"].iloc[1:].max()
+    figs = {p.stem for p in (tmp_path / "r_figures").iterdir()}
+    assert "a0_judge_correlation" in figs and "a1_judge_correlation" not in figs
+    assert (tmp_path / "r_tables" / "a1_judge_ppi.csv").is_file()
+
+
+def test_judge_analysis_needs_human_and_judge(tmp_path):
+    from mrcstats.errors import InputError
+    from mrcstats.report.spec import load_spec
+
+    _log(tmp_path, 20)
+    (tmp_path / "s.yaml").write_text("logs: [log.csv]\nanalyses: [{type: judge, judge: gpt}]\n")
+    with pytest.raises(InputError, match="human"):
+        load_spec(tmp_path / "s.yaml")
+    (tmp_path / "s.yaml").write_text("logs: [log.csv]\nanalyses: [{type: judge, human: human, judge: [gpt, gpt]}]\n")
+    with pytest.raises(InputError, match="named twice"):
+        build_report(tmp_path / "s.yaml", tmp_path / "r.pdf")
