@@ -471,7 +471,12 @@ def screen(log: pd.DataFrame, *, fdr: float = 0.1, irt_model: str = "2pl", shrin
              "clusters": len(mix.clusters) if clusters is not None else 1, "loglik": mix.loglik,
              "iterations": mix.iterations, "converged": mix.converged}
     ab = fit.abilities[["model", "theta", "sd"]].copy()
-    return ScreenResult(tab, sigs, float(fdr), fit.model, a0, ab, model, dict(rm.skipped), tuple(notes))
+    # items the 2PL leaves out because every model (or none) answered them right are screened all the same: a note,
+    # not a skip
+    skipped = {k: v for k, v in rm.skipped.items() if "not fitted" not in k}
+    notes += [f"{plural(v, 'item')}: {k.split(' (')[0].removeprefix('items ')} - screened; no 2PL slope "
+              "(a_2pl, b_2pl empty)" for k, v in rm.skipped.items() if "not fitted" in k and v]
+    return ScreenResult(tab, sigs, float(fdr), fit.model, a0, ab, model, skipped, tuple(notes))
 
 
 def _oriented(sig: Mapping[str, np.ndarray], agree: np.ndarray) -> np.ndarray:
