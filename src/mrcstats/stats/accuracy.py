@@ -63,15 +63,22 @@ from mrcstats.errors import InputError
 
 #: the per-group fields of ``summarize(...).to_dict()["groups"]`` besides the ``by`` columns
 GROUP_FIELDS: tuple[str, ...] = ("n", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high", "ci_method",
-                                  "se_cluster")
+                                  "ci_df", "se_cluster", "clusters")
+#: the fields added for ``by`` a model when the models' item sets differ (:func:`shared_items`)
+SHARED_FIELDS: tuple[str, ...] = ("n_shared", "accuracy_shared")
 #: the fields added with ``trials="mean"``
 TRIAL_FIELDS: tuple[str, ...] = ("trials", "sd", "se_trials")
 #: the interval rules (``ci_method``) and the words a caption, table note or legend names them with
 CI_METHODS: dict[str, str] = {
     "wilson": "Wilson score interval",
-    "clustered": "clustered Wilson interval (effective sample size from the cluster-robust CR1 standard error)",
+    "clustered wilson": "clustered Wilson interval (effective sample size from the cluster-robust CR1 standard "
+                        "error, capped at n; t critical value on clusters - 1 df)",
     "normal": "normal interval",
-    "clustered normal": "normal interval from the cluster-robust CR1 standard error"}
+    "clustered t": "t interval from the cluster-robust CR1 standard error (clusters - 1 df)"}
+#: below this many clusters (G) a clustered interval or test carries a warning in the result's notes
+#: (docs/accuracy.md, "Few clusters"): the t critical value holds the level there, but the SE rests on
+#: few independent units and the interval is wide and approximate
+FEW_CLUSTERS: int = 10
 
 
 def ci_words(method: str, level: float = 0.95) -> str:
@@ -89,42 +96,131 @@ def cr1_factor(g: Any) -> Any:
 
 
 def interval_method(n: Any, clusters: Any) -> str:
-    """The interval rule of a table: ``"clustered"`` when some group has more rows than clusters (repeated
-    trials of an item, several questions of a passage), else ``"wilson"``."""
+    """The interval rule of a table: ``"clustered wilson"`` when some group has more rows than clusters
+    (repeated trials of an item, several questions of a passage), else ``"wilson"``."""
     n, clusters = np.asarray(n, dtype=float), np.asarray(clusters, dtype=float)
-    return "clustered" if bool(np.any(n > clusters)) else "wilson"
+    return "clustered wilson" if bool(np.any(n > clusters)) else "wilson"
 
 
-def accuracy_interval(p: Any, n: Any, se: Any, method: str, level: float = 0.95) -> tuple[Any, Any]:
-    """The one accuracy interval: Wilson at ``n`` (``method="wilson"``) or at the effective sample size
-    ``n_eff = p (1 - p) / se^2`` (``"clustered"``; ``n_eff = n`` where p is 0 or 1 or the SE is 0 or
-    missing). Always inside [0, 1]. See the module docstring for the formula and references."""
+def cluster_df(clusters: Any) -> Any:
+    """The degrees of freedom of a clustered interval or test: ``G - 1`` (NaN for G < 2, where the
+    cluster-robust variance cannot be estimated); the df of Inspect's ``ci(cluster=)`` and
+    ``ci_wilson(cluster=)`` and of Cameron, Gelbach & Miller (2008, §III.B: t(G - 1) critical values)."""
+    g = np.asarray(clusters, dtype=float)
+    with np.errstate(invalid="ignore"):
+        out = np.where(g >= 2, g - 1.0, np.nan)
+    return float(out) if out.ndim == 0 else out
+
+
+def critical_value(level: float, df: Any = None) -> Any:
+    """The two-sided critical value of an interval at ``level``: Student t on ``df`` degrees of freedom
+    (R ``qt(1 - (1 - level)/2, df)``) or, where ``df`` is None, NaN or infinite, the normal one (``qnorm``)."""
+    from mrcstats._dist import norm_ppf, t_ppf
+
+    z = float(norm_ppf(0.5 + level / 2.0))
+    if df is None:
+        return z
+    d = np.asarray(df, dtype=float)
+    fin = np.isfinite(d) & (d > 0)
+    with np.errstate(invalid="ignore"):
+        out = np.where(fin, t_ppf(0.5 + level / 2.0, np.where(fin, d, 1.0)), z)
+    return float(out) if out.ndim == 0 else out
+
+
+def mean_test(est: Any, se: Any, level: float = 0.95, df: Any = None) -> tuple[Any, Any, Any, Any]:
+    """The one Wald test and interval of an estimate (a mean score, a paired difference):
+    ``stat = est / se``, two-sided ``p = 2 P(T_df > |stat|)`` and ``est ± c se`` with ``c`` the
+    :func:`critical_value` (t on ``df = G - 1`` for a clustered SE, normal where ``df`` is None/NaN).
+    ``se = 0`` gives ``stat = ±inf`` (0 when ``est`` is 0 too). Returns ``(stat, p, lo, hi)``."""
+    from mrcstats._dist import norm_sf, t_sf
+
+    est, se = np.asarray(est, dtype=float), np.asarray(se, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stat = np.where(se > 0, est / np.where(se > 0, se, 1.0),
+                        np.where(est == 0, 0.0, np.copysign(np.inf, est)))
+        stat = np.where(np.isnan(se) | np.isnan(est), np.nan, stat)
+        if df is None:
+            p = 2.0 * norm_sf(np.abs(stat))
+        else:
+            d = np.broadcast_to(np.asarray(df, dtype=float), stat.shape)
+            fin = np.isfinite(d) & (d > 0)
+            p = np.where(fin, 2.0 * t_sf(np.abs(stat), np.where(fin, d, 1.0)), 2.0 * norm_sf(np.abs(stat)))
+        c = critical_value(level, df)
+        lo, hi = est - c * se, est + c * se
+    return tuple(v[()] if isinstance(v, np.ndarray) else v for v in (stat, p, lo, hi))  # type: ignore[return-value]
+
+
+def few_clusters_note(clusters: Any, labels: Sequence[str] | None = None) -> str | None:
+    """The warning of a clustered interval or test on fewer than :data:`FEW_CLUSTERS` clusters (None when
+    every G is at least that): which groups, their G, and what it means."""
+    g = np.asarray(clusters, dtype=float).ravel()
+    few = np.flatnonzero((g < FEW_CLUSTERS) & (g >= 1))
+    if not len(few):
+        return None
+    where = ""
+    if labels is not None:
+        shown = [f"{labels[i]} (G = {int(g[i])})" for i in few[:8]]
+        where = ": " + ", ".join(shown) + (f" and {len(few) - 8} more" if len(few) > 8 else "")
+    one = bool(np.any(g[few] < 2))
+    return (f"few clusters{where}: with fewer than {FEW_CLUSTERS} clusters the cluster-robust SE rests on few "
+            f"independent units, so the interval uses a t critical value on G - 1 df and is wide; treat it as "
+            f"approximate" + ("; a group within one cluster has no between-cluster variance to estimate and "
+                              "gets the Wilson interval of its rows (conditional on that cluster)" if one else "")
+            + " (docs/accuracy.md, few clusters)")
+
+
+def accuracy_interval(p: Any, n: Any, se: Any, method: str, level: float = 0.95,
+                      clusters: Any = None) -> tuple[Any, Any]:
+    """The one accuracy interval, always inside [0, 1]:
+
+    * ``method="wilson"``: Wilson at ``n`` with the normal critical value;
+    * ``method="clustered wilson"``: Wilson at the effective sample size
+      ``n_eff = min(p (1 - p) / se^2, n)`` (Korn & Graubard 1998; ``n_eff = n`` where p is 0 or 1 or the
+      SE is 0 or missing) with the critical value ``t_{G-1}`` of ``G = clusters`` in place of ``z``
+      (:func:`critical_value`; the normal one where G < 2: one cluster, no between-cluster variance).
+      This is Inspect's ``ci_wilson(cluster=)`` (inspect_ai 0.3.285) on the same rows.
+
+    See the module docstring for the formula and references."""
     p = np.asarray(p, dtype=float)
     n = np.asarray(n, dtype=float)
     if method == "wilson":
         return wilson_interval(p * n, n, level)
-    if method != "clustered":
-        raise InputError(f"accuracy_interval: method must be 'wilson' or 'clustered', got {method!r}")
+    if method != "clustered wilson":
+        raise InputError(f"accuracy_interval: method must be 'wilson' or 'clustered wilson', got {method!r}")
     se = np.asarray(se, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         ok = (p > 0) & (p < 1) & (se > 0) & np.isfinite(se)
-        n_eff = np.where(ok, p * (1.0 - p) / np.where(ok, se * se, 1.0), n)
-    return wilson_interval(p * n_eff, n_eff, level)
+        n_eff = np.where(ok, np.minimum(p * (1.0 - p) / np.where(ok, se * se, 1.0), n), n)
+    crit = critical_value(level, None if clusters is None else cluster_df(clusters))
+    return wilson_interval(p * n_eff, n_eff, level, crit)
 
 
-def wilson_interval(k: np.ndarray | float, n: np.ndarray | float, level: float = 0.95) -> tuple[Any, Any]:
-    """Wilson score interval for ``k`` successes in ``n`` trials (R ``prop.test(k, n, correct=FALSE)``)."""
+def wilson_interval(k: np.ndarray | float, n: np.ndarray | float, level: float = 0.95,
+                    critical: Any = None) -> tuple[Any, Any]:
+    """Wilson score interval for ``k`` successes in ``n`` trials (R ``prop.test(k, n, correct=FALSE)``);
+    ``critical`` replaces the normal critical value ``z`` (the clustered interval's ``t_{G-1}``)."""
     from mrcstats._dist import norm_ppf
 
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
-    z = float(norm_ppf(0.5 + level / 2.0))
+    z = np.asarray(norm_ppf(0.5 + level / 2.0) if critical is None else critical, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         p = k / n
         denom = 1.0 + z * z / n
         centre = (p + z * z / (2.0 * n)) / denom
         half = z / denom * np.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n))
     return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+
+
+def cr1_se(rss: Any, n: Any, clusters: Any) -> Any:
+    """The one CR1 standard error of a mean from its cluster residual sum of squares
+    ``rss = sum_c (sum_{i in c} (x_i - xbar))^2``: ``sqrt(G/(G-1) * rss) / n`` (NaN for G < 2 or n = 0).
+    :func:`cluster_se`, :func:`finish_summary` and :mod:`mrcstats.stats.compare` (models and paired
+    differences) compute their ``rss`` in their own fast way and their SE here."""
+    rss, n = np.asarray(rss, dtype=float), np.asarray(n, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.sqrt(cr1_factor(clusters) * np.maximum(rss, 0.0)) / np.where(n > 0, n, np.nan)
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def cluster_se(x: np.ndarray, clusters: np.ndarray) -> float:
@@ -138,7 +234,7 @@ def cluster_se(x: np.ndarray, clusters: np.ndarray) -> float:
     codes, _ = pd.factorize(pd.Series(clusters), use_na_sentinel=False)
     resid = np.bincount(codes, weights=x - x.mean())
     g = int(codes.max()) + 1
-    return float(np.sqrt(cr1_factor(g) * np.sum(resid * resid)) / n)
+    return float(cr1_se(np.sum(resid * resid), n, g))
 
 
 @dataclass(frozen=True, repr=False)
@@ -160,6 +256,7 @@ class AccuracySummary(Result):
     cluster: str | None = "cluster"
     outcome: str = "correct"    # "correct" (accuracy) or "score" (mean graded score)
     ci_method: str = "wilson"   # the interval rule of ci_low/ci_high (CI_METHODS)
+    notes: tuple[str, ...] = ()  # warnings in plain sentences (few clusters, differing item sets)
 
     def ci_words(self) -> str:
         """The interval as a caption names it: ``"95% Wilson score interval"``."""
@@ -172,9 +269,11 @@ class AccuracySummary(Result):
         """``{"outcome", "ci_method", "invalid", "groups": [{<by columns>, "n", "accuracy", "accuracy_valid",
         "invalid", "ci_low", "ci_high", "ci_method", "se_cluster"}, ...]}``; with ``trials="mean"`` also
         ``trials``, ``sd``, ``se_trials``."""
-        cols = [*self.by, *GROUP_FIELDS, *(TRIAL_FIELDS if self.trials == "mean" else ())]
+        cols = [*self.by, *GROUP_FIELDS, *(c for c in SHARED_FIELDS if c in self.table.columns),
+                *(TRIAL_FIELDS if self.trials == "mean" else ())]
         groups = plain_records(self.table[cols])
-        return {"outcome": self.outcome, "groups": groups}
+        return {"outcome": self.outcome, "ci_method": self.ci_method, "ci_rule": self.ci_words(),
+                "invalid": self.invalid, "notes": list(self.notes), "groups": groups}
 
     def summary(self) -> str:
         """A plain-text table."""
@@ -198,6 +297,7 @@ class AccuracySummary(Result):
                      + (("score 0" if graded else "count as wrong") if self.invalid == "wrong" else "left out"))
         if graded:
             lines.append("outcome: score (mean graded score)")
+        lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -326,12 +426,18 @@ def summarize_scores(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster
         recs.append(rec)
     table = pd.DataFrame(recs, columns=[*by_cols, "n", "correct", "accuracy", "accuracy_valid", "invalid", "ci_low",
                                         "ci_high", "se_cluster", "clusters", "_den", "_se_iid"])
-    method = "clustered normal" if cluster and interval_method(table["_den"], table["clusters"]) == "clustered" \
-        else "normal"
-    if method == "clustered normal":
-        table["ci_low"] = table["accuracy"] - z * table["se_cluster"]
-        table["ci_high"] = table["accuracy"] + z * table["se_cluster"]
+    clustered = bool(cluster) and interval_method(table["_den"], table["clusters"]) == "clustered wilson"
+    method = "clustered t" if clustered else "normal"
+    g_used = table["clusters"].to_numpy(dtype=float)
+    if clustered:
+        # mean ± t_{G-1} se_cluster (mean_test); a group within one cluster keeps its normal interval
+        one = g_used < 2
+        _, _, lo, hi = mean_test(table["accuracy"].to_numpy(dtype=float), table["se_cluster"].to_numpy(dtype=float),
+                                 level, cluster_df(g_used))
+        table["ci_low"] = np.where(one, table["ci_low"], lo)
+        table["ci_high"] = np.where(one, table["ci_high"], hi)
     table.insert(table.columns.get_loc("ci_high") + 1, "ci_method", method)
+    table.insert(table.columns.get_loc("ci_method") + 1, "ci_df", cluster_df(g_used) if clustered else np.nan)
     table = table.drop(columns=["_den", "_se_iid"])
     for c in by_cols:
         table[c] = table[c].astype(log[c].dtype)
@@ -346,7 +452,8 @@ def summarize_scores(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster
         for c in ("sd", "se_trials"):
             table[c] = tr[c].to_numpy()
     return AccuracySummary(by=tuple(by_cols), table=table, level=level, invalid=invalid, trials=trials,
-                           cluster=cluster, outcome="score", ci_method=method)
+                           cluster=cluster, outcome="score", ci_method=method,
+                           notes=_interval_notes(table, by_cols, clustered))
 
 
 def summarize_frame(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster: str | None = "cluster",
@@ -557,7 +664,6 @@ def finish_summary(moments: pd.DataFrame | None, by: Sequence[str], level: float
     ``trial_counts`` (``trials="mean"``), ``accuracy`` is the mean over trials (:func:`trial_summary`) and
     the trial columns are added; the interval stays that of the pooled rows.
     """
-    import math
 
 
     by_cols = list(by)
@@ -578,10 +684,11 @@ def finish_summary(moments: pd.DataFrame | None, by: Sequence[str], level: float
         sm_c, mm_c = ("sm", "mm") if invalid == "wrong" else ("smv", "mmv")
         g_col = "clusters" if invalid == "wrong" or "clusters_valid" not in t.columns else "clusters_valid"
         g_i = t[g_col].to_numpy(dtype=float)
+        # N² Σ_c (s_c - m_c k/N)², exact in integers; divided by N² in floats for cr1_se
         rss = [d * d * int(ss) - 2 * d * k * int(sm) + k * k * int(mm)
                for d, k, ss, sm, mm in zip(den_i, k_i, t["ss"], t[sm_c], t[mm_c])]
-        se = np.array([math.sqrt(max(r, 0)) / (d * d) if d else float("nan") for r, d in zip(rss, den_i)],
-                      dtype=float) * np.sqrt(cr1_factor(g_i))
+        se = np.asarray(cr1_se([max(r, 0) / (d * d) if d else float("nan")
+                                for r, d in zip(rss, den_i)], den_i, g_i), dtype=float).reshape(-1)
     else:
         g_i = np.asarray(den_i, dtype=float)
         se = np.full(len(t), np.nan)
@@ -594,9 +701,10 @@ def finish_summary(moments: pd.DataFrame | None, by: Sequence[str], level: float
     se[den < 2] = np.nan          # one observation has no spread to estimate: NA, not 0 (R: sd(1) is NA)
     method = interval_method(den, g_i) if cluster else "wilson"
     with np.errstate(invalid="ignore", divide="ignore"):
-        lo, hi = accuracy_interval(k / np.where(den > 0, den, np.nan), den, se, method, level)
+        lo, hi = accuracy_interval(k / np.where(den > 0, den, np.nan), den, se, method, level, clusters=g_i)
     table["ci_low"], table["ci_high"] = lo, hi
     table["ci_method"] = method
+    table["ci_df"] = cluster_df(g_i) if method == "clustered wilson" else np.nan
     table["se_cluster"] = se
     extra: list[str] = []
     if trial_counts is not None:
@@ -609,6 +717,20 @@ def finish_summary(moments: pd.DataFrame | None, by: Sequence[str], level: float
             table[c] = tr[c].to_numpy()
         extra = ["trials", "sd", "se_trials"]
     table = table[[*by_cols, "n", "correct", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high",
-                   "ci_method", "se_cluster", "clusters", *extra]]
+                   "ci_method", "ci_df", "se_cluster", "clusters", *extra]]
     return AccuracySummary(by=tuple(by_cols), table=table, level=level, invalid=invalid,
-                           trials="mean" if trial_counts is not None else "pool", cluster=cluster, ci_method=method)
+                           trials="mean" if trial_counts is not None else "pool", cluster=cluster, ci_method=method,
+                           notes=_interval_notes(table, by_cols, method == "clustered wilson", g_i))
+
+
+def _interval_notes(table: pd.DataFrame, by_cols: Sequence[str], clustered: bool,
+                    clusters: Any = None) -> tuple[str, ...]:
+    """The few-clusters warning of a summary table (:func:`few_clusters_note`), naming its groups;
+    ``clusters``: the G of each group's interval (default the ``clusters`` column)."""
+    if not clustered or table.empty:
+        return ()
+    labels = [" / ".join(_fmt(v) for v in row) for row in table[list(by_cols)].itertuples(index=False)] \
+        if by_cols else ["all"]
+    g = table["clusters"].to_numpy(dtype=float) if clusters is None else np.asarray(clusters, dtype=float)
+    note = few_clusters_note(g, labels)
+    return (note,) if note else ()

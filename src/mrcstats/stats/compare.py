@@ -104,10 +104,10 @@ ITEM_SCORE_COLUMNS: tuple[str, ...] = ("model", "item", "cluster", "score", "n_t
 ADJUST_METHODS: tuple[str, ...] = ("holm", "BH", "bonferroni", "none")
 #: the per-model fields of ``compare(...).to_dict()["models"]``
 MODEL_FIELDS: tuple[str, ...] = ("model", "n_items", "accuracy", "se", "se_cluster", "ci_low", "ci_high", "ci_method",
-                                  "rank")
+                                  "ci_df", "clusters", "rank")
 #: the per-pair fields of ``compare(...).to_dict()["pairs"]``
 PAIR_FIELDS: tuple[str, ...] = ("model_a", "model_b", "n_items", "diff", "se", "se_cluster", "ci_low", "ci_high",
-                                "z", "p", "p_adjusted", "p_mcnemar", "corr", "variance_ratio", "boot_ci_low",
+                                "df", "z", "p", "p_adjusted", "p_mcnemar", "corr", "variance_ratio", "boot_ci_low",
                                 "boot_ci_high")
 _UNPAIRED = "model-item scores without a partner in a pair (left out of that pair; summed over pairs)"
 
@@ -446,8 +446,14 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
     ``clustered=True`` uses the ``cluster`` column for cluster-robust SEs and the cluster
     bootstrap (``cluster_name`` only labels the result). See the module docstring.
     """
-    from mrcstats._dist import norm_ppf, norm_sf
-    from mrcstats.stats.accuracy import accuracy_interval, cluster_se
+    from mrcstats.stats.accuracy import (
+        accuracy_interval,
+        cluster_df,
+        cluster_se,
+        cr1_se,
+        few_clusters_note,
+        mean_test,
+    )
     from mrcstats.stats.contingency import mcnemar_exact_p
 
     _check_args(alpha, adjust, bootstrap)
@@ -479,7 +485,6 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
         item_cl = np.arange(n_items, dtype=np.int64)
     n_cl = int(item_cl.max()) + 1 if n_items else 0
     F = ~np.isnan(S)
-    zq = float(norm_ppf(1 - alpha / 2))
 
     # ---- per model
     graded = items.attrs.get("outcome") == "score"
@@ -496,16 +501,22 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
         else:
             sec = float("nan")
         used = sec if clustered else se
+        # the clusters of the interval: the item clusters, or the items themselves (repeated trials)
+        g_used = g if clustered else n
+        df = float("nan")
         if graded:
-            method, lo, hi = ("clustered normal" if clustered else "normal"), acc - zq * used, acc + zq * used
+            method = "clustered t" if clustered else "normal"
+            df = cluster_df(g_used) if clustered else float("nan")
+            _, _, lo, hi = (float(v) for v in mean_test(acc, used, 1 - alpha, df if clustered else None))
         else:
-            method = "clustered" if (clustered or (K[k, mask] > 1).any()) else "wilson"
-            lo, hi = (float(v) for v in accuracy_interval(acc, n, used, method, 1 - alpha))
+            method = "clustered wilson" if (clustered or (K[k, mask] > 1).any()) else "wilson"
+            lo, hi = (float(v) for v in accuracy_interval(acc, n, used, method, 1 - alpha, clusters=g_used))
+            df = cluster_df(g_used) if method == "clustered wilson" else float("nan")
         mrows.append({"model": m, "n_items": n, "accuracy": acc, "se": se, "se_cluster": sec,
-                      "ci_low": lo, "ci_high": hi, "ci_method": method, "clusters": g})
+                      "ci_low": lo, "ci_high": hi, "ci_method": method, "ci_df": df, "clusters": g})
     mtab = pd.DataFrame(mrows)
     mtab["rank"] = mtab["accuracy"].rank(ascending=False, method="min").astype("int64")
-    mtab = mtab[[*MODEL_FIELDS, "clusters"]]
+    mtab = mtab[list(MODEL_FIELDS)]
 
     # ---- per pair
     pairs = [(a, b) for a in range(n_models) for b in range(a + 1, n_models)]
@@ -536,7 +547,6 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
         nc_all = NC[pa[blk[0]]]
         present = nc_all > 0
         g = int(present.sum())
-        fac = g / (g - 1) if g > 1 else np.nan
         meat_m = ((C[:, present] - nc_all[present] * means[:, None]) ** 2).sum(axis=1)
         XX = Xz @ Xz.T
         tot = Xz.sum(axis=1)
@@ -549,12 +559,12 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
             cols["diff"][idx] = dm
             cols["vd"][idx] = D.var(axis=1, ddof=1) if n > 1 else np.nan
             Dc = C[a][:, present] - C[b][:, present]
-            cols["se_cl"][idx] = np.sqrt(fac * ((Dc - nc_all[present] * dm[:, None]) ** 2).sum(axis=1)) / n
+            cols["se_cl"][idx] = cr1_se(((Dc - nc_all[present] * dm[:, None]) ** 2).sum(axis=1), n, g)
         a, b = pa[blk], pb[blk]
         cols["n"][blk] = n
         cols["va"][blk], cols["vb"][blk] = var_m[a], var_m[b]
-        cols["se_a_cl"][blk] = np.sqrt(fac * meat_m[a]) / n
-        cols["se_b_cl"][blk] = np.sqrt(fac * meat_m[b]) / n
+        cols["se_a_cl"][blk] = cr1_se(meat_m[a], n, g)
+        cols["se_b_cl"][blk] = cr1_se(meat_m[b], n, g)
         cols["g"][blk] = g
         cols["unp"][blk] = 0
         mcn_ok[blk] = bin_m[a] & bin_m[b] & sing_m[a] & sing_m[b]
@@ -584,10 +594,9 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
         g = int(present.sum())
         cols["g"][idx] = g
         if g > 1:
-            fac = g / (g - 1)
-            cols["se_cl"][idx] = np.sqrt(fac * np.sum((Dc[present] - nc[present] * dm) ** 2)) / n
-            cols["se_a_cl"][idx] = np.sqrt(fac * np.sum((Ca[present] - nc[present] * xa.mean()) ** 2)) / n
-            cols["se_b_cl"][idx] = np.sqrt(fac * np.sum((Cb[present] - nc[present] * xb.mean()) ** 2)) / n
+            cols["se_cl"][idx] = cr1_se(np.sum((Dc[present] - nc[present] * dm) ** 2), n, g)
+            cols["se_a_cl"][idx] = cr1_se(np.sum((Ca[present] - nc[present] * xa.mean()) ** 2), n, g)
+            cols["se_b_cl"][idx] = cr1_se(np.sum((Cb[present] - nc[present] * xb.mean()) ** 2), n, g)
         if (single[a, common].all() and single[b, common].all() and np.all((xa == 0) | (xa == 1))
                 and np.all((xb == 0) | (xb == 1))):
             mcn_ok[idx] = True
@@ -604,12 +613,14 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
         if clustered:
             sec = cols["se_cl"]
             used, ua, ub = sec, cols["se_a_cl"], cols["se_b_cl"]
+            pair_df = np.asarray(cluster_df(cols["g"]), dtype=float).reshape(-1)
         else:
             sec = np.full(n_pairs, np.nan)
             used, ua, ub = se, se_a, se_b
-        z = np.where(used > 0, diff / used, np.where(diff == 0, 0.0, np.copysign(np.inf, diff)))
-        z = np.where(np.isnan(used), np.nan, z)
-        p = 2.0 * norm_sf(np.abs(z))
+            pair_df = np.full(n_pairs, np.nan)
+        # the one test and interval: t on G - 1 df for a clustered SE, normal for independent items
+        z, p, ci_lo, ci_hi = (np.asarray(v, dtype=float).reshape(-1)
+                              for v in mean_test(diff, used, 1 - alpha, pair_df if clustered else None))
         denom = ua ** 2 + ub ** 2
         vratio = np.where(denom > 0, used ** 2 / denom, np.nan)
         va, vb = cols["va"], cols["vb"]
@@ -624,7 +635,7 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
     shared_pairs = [int(i) for i in blk] if bootstrap else []
     ptab = pd.DataFrame({
         "model_a": [names[a] for a in pa], "model_b": [names[b] for b in pb], "n_items": n.astype(np.int64),
-        "diff": diff, "se": se, "se_cluster": sec, "ci_low": diff - zq * used, "ci_high": diff + zq * used,
+        "diff": diff, "se": se, "se_cluster": sec, "ci_low": ci_lo, "ci_high": ci_hi, "df": pair_df,
         "z": z, "p": p, "p_adjusted": np.nan, "p_mcnemar": p_mc, "corr": corr, "variance_ratio": vratio,
         "boot_ci_low": np.nan, "boot_ci_high": np.nan, "n_unpaired": cols["unp"].astype(np.int64),
         "a_only": a_only, "b_only": b_only, "se_a": ua, "se_b": ub, "clusters": cols["g"].astype(np.int64)})
@@ -659,7 +670,12 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
                      "answer per item)")
     if clustered:
         notes.append(f"clustered SEs: CR sandwich with the small-sample factor G/(G-1) on the variance, G = clusters "
-                     f"({n_cl} in all)")
+                     f"({n_cl} in all); intervals and p-values use a t critical value on G - 1 df")
+        few = few_clusters_note(mtab["clusters"].to_numpy(dtype=float), [str(m) for m in mtab["model"]])
+        if few is None and n_pairs:
+            few = few_clusters_note(cols["g"], [f"{names[a]} - {names[b]}" for a, b in pairs])
+        if few:
+            notes.append(few)
     skipped = dict(items.attrs.get("skipped", {}) or {})
     if skipped_unpaired:
         skipped[_UNPAIRED] = skipped_unpaired
