@@ -187,7 +187,7 @@ def test_dataset_conventions_against_r(rscript, ds, tmp_path):
     got = summarize(ds, by="model", invalid="exclude", trials="mean").to_frame().set_index("model")
     for m, (_lo, _hi, se, base, clo, chi, acc, sd, _tlo, _thi) in want.items():
         row = got.loc[m]
-        assert row["ci_method"] == "clustered"     # repeated trials of each item
+        assert row["ci_method"] == "clustered wilson"   # repeated trials of each item
         assert [row["ci_low"], row["ci_high"], row["accuracy"], row["sd"]] == \
             pytest.approx([clo, chi, acc, sd], rel=1e-10)
         assert row["se_cluster"] == pytest.approx(se, rel=1e-10) and row["se_cluster"] == pytest.approx(base, rel=1e-10)

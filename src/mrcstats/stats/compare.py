@@ -510,7 +510,9 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
             _, _, lo, hi = (float(v) for v in mean_test(acc, used, 1 - alpha, df if clustered else None))
         else:
             method = "clustered wilson" if (clustered or (K[k, mask] > 1).any()) else "wilson"
-            lo, hi = (float(v) for v in accuracy_interval(acc, n, used, method, 1 - alpha, clusters=g_used))
+            # n: the answers (trials) behind the accuracy, the cap of the effective n as in summary's rows
+            rows = int(K[k, mask].sum())
+            lo, hi = (float(v) for v in accuracy_interval(acc, rows, used, method, 1 - alpha, clusters=g_used))
             df = cluster_df(g_used) if method == "clustered wilson" else float("nan")
         mrows.append({"model": m, "n_items": n, "accuracy": acc, "se": se, "se_cluster": sec,
                       "ci_low": lo, "ci_high": hi, "ci_method": method, "ci_df": df, "clusters": g})

@@ -216,7 +216,7 @@ class MaskingAccuracy(Result):
         from mrcstats.stats.accuracy import ci_words
 
         return ci_words(self.ci_method, self.level) + (f", clustered by {self.cluster}"
-                                                        if self.ci_method == "clustered" else "")
+                                                        if self.ci_method == "clustered wilson" else "")
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()

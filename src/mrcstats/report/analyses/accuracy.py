@@ -40,7 +40,7 @@ class Accuracy(Analysis):
             rank = {c: {str(v): i for i, v in enumerate(order[c])} for c in keys}
             agg = agg.sort_values(by=keys, key=lambda s: s.astype(str).map(rank[s.name]).fillna(len(rank[s.name])),
                                   kind="mergesort").reset_index(drop=True)
-        repeated = res.ci_method == "clustered"
+        repeated = res.ci_method == "clustered wilson"
         lo, hi = "ci_low", "ci_high"
         how = res.ci_words() + (f", clustered by {cluster_words(data, cluster)}" if repeated else "")
         title = a.get("title") or f"Accuracy by {', '.join(rows)} and {cols}"

@@ -36,7 +36,7 @@ class Summary(Analysis):
         data = ctx.rows(a)
         res = summarize(data, by=by, cluster=cluster, invalid=a.get("invalid"))
         f = res.to_frame()
-        repeated = res.ci_method == "clustered"
+        repeated = res.ci_method == "clustered wilson"
         lo, hi = "ci_low", "ci_high"
         how = res.ci_words() + (f", clustered by {cluster_words(data, cluster)}" if repeated
                                 else " (one response per cluster)")
