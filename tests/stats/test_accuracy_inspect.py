@@ -123,7 +123,7 @@ def test_few_clusters_are_said_in_summary_and_compare() -> None:
     pair = c.pairs.iloc[0]
     assert pair["df"] == 2
     assert pair["p"] == pytest.approx(2 * t_dist.sf(abs(pair["z"]), 2), rel=1e-12)   # t(G - 1), not z
-    stat, p, lo, hi = mean_test(pair["diff"], pair["se_cluster"], 0.95, 2)
+    _, _, lo, hi = mean_test(pair["diff"], pair["se_cluster"], 0.95, 2)
     assert (pair["ci_low"], pair["ci_high"]) == (pytest.approx(lo), pytest.approx(hi))
     # many clusters: no warning
     many = summarize(_few_log(g=FEW_CLUSTERS))

@@ -21,12 +21,30 @@ For a group of ``n`` rows with scores ``x_i`` (1 = correct; 0 = wrong *or invali
         centre = (p + z^2 / (2n)) / (1 + z^2 / n)
         half   = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / (4 n^2))
 
-  - ``"clustered"`` when a cluster holds several rows (repeated trials of an item, questions of a passage):
-    the same Wilson formula at the effective sample size ``n_eff = p (1 - p) / se_cluster^2`` (Kish's
-    design effect; Korn & Graubard 1998, "Confidence intervals for proportions with small expected number
-    of positive counts estimated from survey data", Survey Methodology 24:193-201, who use n_eff the same
-    way; ``n_eff = n`` when p is 0 or 1 and the SE vanishes). Near p = 1/2 its half-width is
-    ``z * se_cluster`` (Miller 2024, Eq. 5), and unlike ``p ± z se`` it stays inside [0, 1].
+  - ``"clustered wilson"`` when a cluster holds several rows (repeated trials of an item, questions of a
+    passage): the same Wilson formula at the effective sample size ``n_eff = min(p (1 - p) / se_cluster^2, n)``
+    (Kish's design effect; Korn & Graubard 1998, "Confidence intervals for proportions with small expected
+    number of positive counts estimated from survey data", Survey Methodology 24:193-201, who use n_eff the
+    same way; ``n_eff = n`` when p is 0 or 1 and the SE vanishes; the cap keeps an interval from being
+    narrower than the unclustered one) with the critical value ``t_{G-1}`` (G = clusters) in place of
+    ``z``::
+
+        c = qt(1 - (1 - level)/2, G - 1)
+        centre = (p + c^2 / (2 n_eff)) / (1 + c^2 / n_eff)
+        half   = c / (1 + c^2 / n_eff) * sqrt(p (1 - p) / n_eff + c^2 / (4 n_eff^2))
+
+    This is Inspect AI's ``ci_wilson(cluster=)`` (inspect_ai 0.3.285; tests/stats/data/inspect_ci.json).
+    The t on G - 1 df is the small-cluster correction of Cameron, Gelbach & Miller (2008, "Bootstrap-based
+    improvements for inference with clustered errors", REStat 90:414-427, §III.B): the CR1 variance
+    rests on G cluster sums, so with few clusters ``z`` gives intervals that cover 80% (G = 3), 87% (5),
+    92% (10) on independent data (benchmarks/sim_few_clusters.py); with t they cover at least 93% from
+    G = 3 on. For balanced clusters the intercept-only CR2 SE of Bell & McCaffrey (2002) equals CR1 and
+    its Bell-McCaffrey df are G - 1, so this rule is also theirs there. Near p = 1/2 its half-width is
+    ``t_{G-1} se_cluster`` (Miller 2024, Eq. 5), and unlike ``p ± t se`` it stays inside [0, 1]. A group
+    within one cluster (G = 1: no between-cluster variance) gets the Wilson interval of its rows, which
+    is conditional on that cluster.
+* **few clusters**: below :data:`FEW_CLUSTERS` (10) clusters the result's ``notes`` (JSON ``notes``, the
+  text and the report's table notes) warn that the interval rests on few independent units.
 
 The conventions are parameters, so this is the one accuracy of the package (ELAGENT scoring and the
 masking curves call it too):
@@ -37,7 +55,7 @@ masking curves call it too):
 * ``trials="pool"`` (default) pools the trials; ``trials="mean"`` takes the mean over trials of the
   per-trial accuracy (seed 000's Acc(MR), seed 004's tables) and adds ``trials``, ``sd`` (sample SD
   over trials, R ``sd``) and ``se_trials``; the interval stays the one rule above (repeated trials make
-  it ``"clustered"``), so a table and a figure of the same cells draw the same interval.
+  it ``"clustered wilson"``), so a table and a figure of the same cells draw the same interval.
 
 **Graded scores** (``outcome="score"``; docs/scores.md): a log whose ``score`` holds partial credit, a
 metric (f1, bleu) or a judge rating is summarised by its mean score with the same clustered SE,
@@ -45,7 +63,8 @@ the CR1 ``se_cluster`` above (Miller 2024 holds for any bounded score; R ``sandw
 cluster = ~cluster, type = "HC1")``). The table keeps its columns: ``accuracy`` is then the mean score,
 ``correct`` the sum of scores, and ``ci_low``/``ci_high`` the normal interval ``xbar ± z se`` with the
 plain ``se = sqrt(sum (x_i - xbar)^2) / n`` (``ci_method`` ``"normal"``) or, when clusters hold several
-rows, ``se_cluster`` (``"clustered normal"``); no interval is clipped (a score need not lie in [0, 1]).
+rows, ``xbar ± t_{G-1} se_cluster`` (``"clustered t"``: Inspect's ``ci(cluster=)``); no interval is
+clipped (a score need not lie in [0, 1]).
 ``outcome`` says which was used.
 """
 from __future__ import annotations

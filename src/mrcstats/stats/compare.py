@@ -26,10 +26,11 @@ the score of item ``i`` (the mean of its ``K_i`` trials), ``n`` the number of it
 number ``summary`` reports for the same model. With one item per cluster it equals ``se``
 exactly. CI of a model's accuracy: the one accuracy interval of
 :func:`mrcstats.stats.accuracy.accuracy_interval` (``ci_method``): Wilson at n items for one binary answer
-per item and no clusters, else the clustered Wilson interval at the effective sample size
-``s̄(1-s̄)/se_used²`` with ``se_used = se_cluster`` when ``cluster`` is given, else ``se`` (items with
-repeated trials are then the clusters); it stays inside [0, 1]. Graded scores keep ``s̄ ± z · se_used``
-(``"normal"``). ``rank`` 1 is the highest accuracy (ties share the lower rank).
+per item and no clusters, else the clustered Wilson interval (``"clustered wilson"``) at the effective
+sample size ``min(s̄(1-s̄)/se_used², answers)`` with a t critical value on ``G - 1`` df (``ci_df``), with
+``se_used = se_cluster`` when ``cluster`` is given, else ``se`` (items with repeated trials are then the
+clusters); it stays inside [0, 1]. Graded scores keep ``s̄ ± c · se_used`` (``"normal"``, c = z; with
+``cluster``, ``"clustered t"``, c = t_{G-1}). ``rank`` 1 is the highest accuracy (ties share the lower rank).
 
 **Per pair** (model a vs model b, paired on ``item``; items only one of them answered
 are left out and counted in ``skipped``), with ``d_i = s_{a,i} - s_{b,i}`` on the
@@ -38,7 +39,10 @@ are left out and counted in ``skipped``), with ``d_i = s_{a,i} - s_{b,i}`` on th
     diff           = d̄ = accuracy of a - accuracy of b (on the common items)
     se             = sqrt( Var(d) / n ),  Var(d) = Var(s_a) + Var(s_b) - 2 Cov(s_a, s_b)
     se_cluster     = as above with d_i in place of s_i
-    z = diff / se_used,  p = 2 (1 - Φ(|z|)),  CI = diff ± z_{1-α/2} · se_used
+    z = diff / se_used,  p = 2 (1 - Φ(|z|)),  CI = diff ± z_{1-α/2} · se_used        (items independent)
+    with ``cluster``: p = 2 P(T_{G-1} > |z|), CI = diff ± t_{G-1, 1-α/2} · se_cluster  (``df`` = G - 1,
+    G = clusters among the pair's common items; Cameron, Gelbach & Miller 2008, §III.B: with few clusters
+    the normal reference over-rejects, issue 36)
     corr           = Pearson correlation of s_a and s_b on the common items
     variance_ratio = se_used² / (se_used(a)² + se_used(b)²)       paired / unpaired (Miller Eq. 7)
 

@@ -67,8 +67,11 @@ class Accuracy(Analysis):
         out.methods.append(
             "Accuracy per cell = correct / all responses (invalid = not correct)"
             + (f", the mean over {ntrials} trials of the per-trial accuracy" if ntrials > 1 else "")
-            + f"; {how}" + (" (Wilson's formula at the effective sample size p(1 − p)/SE², SE the "
-                            "cluster-robust standard error with the small-sample factor G/(G − 1), G = clusters; "
-                            "Miller 2024, Eq. 4; Korn and Graubard 1998)." if repeated else
+            + f"; {how}" + (" (Wilson's formula at the effective sample size p(1 − p)/SE², at most n, SE the "
+                            "cluster-robust standard error with the small-sample factor G/(G − 1), G = clusters, "
+                            "and a t critical value on G − 1 df; Miller 2024, Eq. 4; Korn and Graubard 1998; "
+                            "Cameron, Gelbach and Miller 2008)." if repeated else
                             " as R's prop.test(k, n, correct = FALSE)."))
+        for n in res.notes:
+            out.note(n[0].upper() + n[1:] + ".")
         return out

@@ -123,7 +123,9 @@ class Compare(Analysis):
         if len(compact) <= 45:
             out.table(Table(compact, caption=f"{title}: every pair (A − B, percentage points), paired on "
                                              + (f"{int(ptab['Items'].iloc[0])} items each" if same_n else "items")
-                                             + f"; CI from the {'clustered' if res.cluster else 'paired'} SE; Corr. = "
+                                             + ("; CI and p from the clustered SE with a t critical value on G − 1 df (G clusters)"
+                                                if res.cluster else "; CI and p from the paired SE (normal)")
+                                             + "; Corr. = "
                                              f"correlation of the per-item scores; Variance ratio = paired / unpaired "
                                              f"variance. All columns (SEs, z, unadjusted p): table file "
                                              f"{full.label}.csv.",
@@ -142,8 +144,10 @@ class Compare(Analysis):
             f"Model comparison{filter_note(a.get('filter'))} following Miller (2024, 'Adding Error Bars to Evals'): "
             f"per-item scores (mean over trials; invalid = not correct); accuracy SE by the CLT (Eq. 2)"
             + (f", clustered on {res.cluster} (Eq. 4 with G/(G−1))" if res.cluster else "")
-            + f"; pairs compared on the items both models answered through the per-item differences (Eq. 8), "
-              f"z-test with {adj_name} adjustment across pairs (R's p.adjust); exact McNemar p = "
+            + "; pairs compared on the items both models answered through the per-item differences (Eq. 8), "
+              + ("t-test on G − 1 df (G clusters of the pair's items; Cameron, Gelbach and Miller 2008)"
+                 if res.cluster else "z-test")
+            + f" with {adj_name} adjustment across pairs (R's p.adjust); exact McNemar p = "
               f"binom.test on the discordant items (single-trial data)"
             + (f"; percentile cluster bootstrap of each difference, B = {res.bootstrap}, seed {ctx.seed}"
                if res.bootstrap else "") + ".")

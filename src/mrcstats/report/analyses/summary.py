@@ -60,8 +60,11 @@ class Summary(Analysis):
         out.methods.append(
             f"Accuracy = correct / all responses per group ({inv}); interval: {how}. The package's one interval "
             "rule: when clusters hold several responses (repeated trials of an item, questions of a passage) "
-            "Wilson's formula at the effective sample size p(1 − p)/SE², SE the cluster-robust standard error "
-            "with the small-sample factor G/(G − 1), G = clusters (Miller 2024, Eq. 4; Korn and Graubard "
-            "1998), else the Wilson score interval as R's prop.test(k, n, correct = FALSE); both stay inside "
-            "[0, 1].")
+            "Wilson's formula at the effective sample size p(1 − p)/SE² (at most n), SE the cluster-robust "
+            "standard error with the small-sample factor G/(G − 1), G = clusters, and a t critical value on "
+            "G − 1 degrees of freedom in place of z (Miller 2024, Eq. 4; Korn and Graubard 1998; Cameron, "
+            "Gelbach and Miller 2008; Inspect's ci_wilson(cluster=)), else the Wilson score interval as R's "
+            "prop.test(k, n, correct = FALSE); both stay inside [0, 1].")
+        for n in res.notes:
+            out.note(n[0].upper() + n[1:] + ".")
         return out
