@@ -293,6 +293,11 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
             out[col] = _to_string(out[col], nested="json", source=source)
         elif col not in TEXT_COLUMNS:
             out[col] = _na_string(n, out.index)
+    if "pred" in df.columns:
+        no_answer = unanswered(out["pred"])
+        if no_answer.any():     # an empty extracted answer is an invalid answer, whatever correct says
+            out["correct"] = out["correct"].mask(no_answer, pd.NA)
+            out["score"] = out["score"].mask(no_answer, pd.NA)
     for col in out.columns:  # extra columns: a list or object per cell (MMLU-Pro's options) is kept as JSON text
         if col not in CANONICAL_COLUMNS and _nested_at(out[col]) is not None:
             out[col] = _to_string(out[col], nested="json", source=source)
@@ -426,6 +431,24 @@ def resolve_outcome(log: Any, outcome: str = "auto", where: str = "") -> str:
     vals = log["score"].to_numpy(dtype=float, na_value=np.nan)
     vals = vals[~np.isnan(vals)]
     return "correct" if (np.isin(vals, (0.0, 1.0)).all() and graded_rows(log) == 0) else "score"
+
+
+#: extracted answers that mean "no answer" (lm-evaluation-harness writes ``[invalid]`` when its filter finds none)
+NO_ANSWER_MARKERS: tuple[str, ...] = ("", "[invalid]")
+
+
+def unanswered(pred: pd.Series) -> np.ndarray:
+    """The rows without an extracted answer, a boolean mask: ``pred`` missing, empty or ``[invalid]``
+    (:data:`NO_ANSWER_MARKERS`), in a ``pred`` column that holds at least one answer (a column left empty
+    throughout carries no extraction and decides nothing).
+
+    The package's one invalid-answer rule, part 1 (part 2 is :func:`apply_invalid`): :func:`coerce_log`
+    makes such a row invalid (``correct`` and ``score`` <NA>) even when the source gives a ``correct`` for it
+    (MMLU-Pro's rows without an extracted answer used to show as "Invalid: 0"); every count of invalid
+    answers (``summary``, ``compare``, ``ingest``, the reports) then includes them."""
+    p = pred.astype("string").str.strip().str.lower()
+    none = (p.isna() | p.isin(NO_ANSWER_MARKERS)).to_numpy(dtype=bool, na_value=True)
+    return none if not none.all() else np.zeros(len(pred), dtype=bool)
 
 
 #: how each section states the invalid-answer rule (one wording for accuracy, compare, IRT and the GLMM)
