@@ -201,6 +201,6 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
     if n_invalid:
         from mrcstats.io.schema import invalid_sentence
 
-        res = dataclasses.replace(res, messages=(*res.messages, f"{invalid_sentence(n_invalid, invalid)} "
-                                                                f"(invalid={invalid!r})"))
+        msg = f"{invalid_sentence(n_invalid, invalid)} (invalid={invalid!r})"
+        res = dataclasses.replace(res, messages=(*res.messages, msg))
     return res

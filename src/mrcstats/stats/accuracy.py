@@ -301,13 +301,18 @@ class AccuracySummary(Result):
         head = [*self.by, "n", "mean_score" if graded else "accuracy",
                 f"{int(self.level * 100)}% CI ({self.ci_method})", "se_cluster (CR1)",
                 "score_valid" if graded else "acc_valid", "invalid"]
+        shared = "accuracy_shared" in t.columns
+        if shared:
+            head.append("acc_shared (n_shared)")
         rows = []
         for _, r in t.iterrows():
             rows.append([*(_fmt(r[b]) for b in self.by), str(int(r["n"])), f"{r['accuracy']:.4f}",
                          f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]",
                          "NA" if pd.isna(r["se_cluster"]) else f"{r['se_cluster']:.4f}",
                          "NA" if pd.isna(r["accuracy_valid"]) else f"{r['accuracy_valid']:.4f}",
-                         str(int(r["invalid"]))])
+                         str(int(r["invalid"])),
+                         *([("NA" if pd.isna(r["accuracy_shared"]) else f"{r['accuracy_shared']:.4f}")
+                            + f" ({int(r['n_shared'])})"] if shared else [])])
         widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
@@ -376,9 +381,10 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
             check_grouping(cluster, log.columns, "cluster by")
     if isinstance(log, LogDataset) and (engine == "memory" or (outcome != "correct" and _dataset_graded(log))):
         log = log.to_log()      # graded scores are summed in floats, in memory
+    by_list = [by] if isinstance(by, str) else list(by)
     if (isinstance(log, LogDataset) or engine == "dask") and outcome != "score":
-        return _summarize_counts(log, [by] if isinstance(by, str) else list(by), cluster, level, invalid, trials,
-                                 engine, scheduler)
+        res = _summarize_counts(log, by_list, cluster, level, invalid, trials, engine, scheduler)
+        return with_shared_items(res, _item_counts(log, by_list, engine, scheduler))
     if not isinstance(log, pd.DataFrame):
         raise InputError(f"summarize: expected a canonical log (a pandas DataFrame from mrcstats.read_log, or a "
                          f"dataset from mrcstats.open_log), got {type(log).__name__}")
@@ -388,7 +394,85 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
 
     if resolve_outcome(log, outcome, "summary") == "score":
         return summarize_scores(log, by, cluster=cluster, level=level, invalid=invalid, trials=trials)
-    return summarize_frame(log, by, cluster=cluster, level=level, invalid=invalid, trials=trials)
+    res = summarize_frame(log, by, cluster=cluster, level=level, invalid=invalid, trials=trials)
+    return with_shared_items(res, _item_counts(log, by_list, engine, scheduler))
+
+
+def _item_counts(log: Any, by_cols: list[str], engine: str | None, scheduler: Any) -> pd.DataFrame | None:
+    """Counts per (``by`` groups, item) — ``n``, ``k``, ``inv`` — for :func:`with_shared_items`; None unless
+    ``by`` holds ``model`` and the log has ``item``."""
+    if "model" not in by_cols or "item" not in log.columns or "item" in by_cols:
+        return None
+    cols = [*by_cols, "item"]
+    if isinstance(log, pd.DataFrame) and engine != "dask":
+        corr = log["correct"]
+        work = pd.DataFrame({c: pd.Series(log[c].array) for c in cols})
+        work["k"] = corr.fillna(False).to_numpy(dtype=np.int64)
+        work["inv"] = corr.isna().to_numpy(dtype=np.int64)
+        return work.groupby(cols, sort=False, dropna=False, observed=True).agg(
+            n=("k", "size"), k=("k", "sum"), inv=("inv", "sum")).reset_index()
+    if engine == "dask":
+        from mrcstats.backends import pass_backend
+
+        return pass_backend(log, "dask", scheduler).group_counts(cols)
+    from mrcstats.backends.sql import group_counts
+
+    return group_counts(log, cols)
+
+
+def with_shared_items(res: AccuracySummary, item_counts: pd.DataFrame | None) -> AccuracySummary:
+    """``res`` with the shared-item accuracy beside the full one when the models' item sets differ.
+
+    ``item_counts`` has the ``by`` columns (one of them ``model``), ``item`` and per (group, item) ``n``
+    rows, ``k`` correct, ``inv`` invalid. Within each stratum of the other ``by`` columns (all rows when
+    ``by`` is just ``model``) the shared items are those every model of the stratum answered; when some
+    model lacks some item, the table gains ``n_shared`` (rows on shared items) and ``accuracy_shared``
+    (correct / rows there, under the same ``invalid`` convention; pooled over trials) and ``notes`` says
+    which models miss which share of the items. A ranking on ``accuracy`` alone rewards a model that
+    skipped hard items (MMLU-Pro: a model lacking 1,681 mostly-hard questions ranked #3 though below #4
+    on the shared items). Unchanged when every model answered the same items, or without counts."""
+    if item_counts is None or res.outcome == "score" or item_counts.empty:
+        return res
+    by_cols = list(res.by)
+    others = [b for b in by_cols if b != "model"]
+    c = item_counts.copy()
+    if not others:
+        c["_s"] = 0
+    strat = others or ["_s"]
+    n_models = c.groupby(strat, dropna=False, observed=True)["model"].nunique().rename("_nm")
+    per_item = c.groupby([*strat, "item"], dropna=False, observed=True)["model"].nunique().rename("_im")
+    c = c.join(n_models, on=strat).join(per_item, on=[*strat, "item"])
+    c["_shared"] = c["_im"] == c["_nm"]
+    if bool(c["_shared"].all()):
+        return res
+    union = c.groupby(strat, dropna=False, observed=True)["item"].nunique().rename("_u")
+    own = c.groupby(by_cols, dropna=False, observed=True)["item"].nunique().rename("_own")
+    sh = c[c["_shared"]].groupby(by_cols, dropna=False, observed=True)[["n", "k", "inv"]].sum()
+    t = res.table.copy()
+    key = pd.MultiIndex.from_frame(t[by_cols]) if len(by_cols) > 1 else pd.Index(t[by_cols[0]])
+    shn = sh.reindex(key)
+    n_sh = shn["n"].fillna(0).to_numpy(dtype=float)
+    k_sh = shn["k"].fillna(0).to_numpy(dtype=float)
+    den = n_sh - (shn["inv"].fillna(0).to_numpy(dtype=float) if res.invalid == "exclude" else 0.0)
+    t["n_shared"] = n_sh.astype("int64")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t["accuracy_shared"] = np.where(den > 0, k_sh / np.where(den > 0, den, 1.0), np.nan)
+    own_n = own.reindex(key).fillna(0).to_numpy(dtype=float)
+    tu = t[by_cols].copy()
+    if not others:
+        tu["_s"] = 0
+    u = tu.join(union, on=strat)["_u"].to_numpy(dtype=float)
+    lack = [(" / ".join(_fmt(v) for v in row), int(uu - oo), uu) for row, oo, uu in
+            zip(t[by_cols].itertuples(index=False), own_n, u) if uu > oo]
+    shown = ", ".join(f"{name} lacks {m:,} of {int(uu):,} items ({m / uu:.1%})" for name, m, uu in lack[:8])
+    more = f" and {len(lack) - 8} more" if len(lack) > 8 else ""
+    n_shared_items = int(c.loc[c["_shared"], [*strat, "item"]].drop_duplicates().shape[0])
+    note = (f"item sets differ: {shown}{more}; accuracy_shared is over the {n_shared_items:,} items every model "
+            f"answered{' (within each ' + ', '.join(others) + ')' if others else ''}, the basis a ranking "
+            f"should use (mrcstats compare ranks on it)")
+    import dataclasses
+
+    return dataclasses.replace(res, table=t, notes=(*res.notes, note))
 
 
 def _dataset_graded(ds: Any) -> bool:

@@ -108,7 +108,7 @@ ITEM_SCORE_COLUMNS: tuple[str, ...] = ("model", "item", "cluster", "score", "n_t
 ADJUST_METHODS: tuple[str, ...] = ("holm", "BH", "bonferroni", "none")
 #: the per-model fields of ``compare(...).to_dict()["models"]``
 MODEL_FIELDS: tuple[str, ...] = ("model", "n_items", "accuracy", "se", "se_cluster", "ci_low", "ci_high", "ci_method",
-                                  "ci_df", "clusters", "rank")
+                                  "ci_df", "clusters", "n_shared", "accuracy_shared", "items_missing", "rank")
 #: the per-pair fields of ``compare(...).to_dict()["pairs"]``
 PAIR_FIELDS: tuple[str, ...] = ("model_a", "model_b", "n_items", "diff", "se", "se_cluster", "ci_low", "ci_high",
                                 "df", "z", "p", "p_adjusted", "p_mcnemar", "corr", "variance_ratio", "boot_ci_low",
@@ -278,8 +278,15 @@ class CompareResult(Result):
             "repeated": None if self.repeated is None else recs(self.repeated, list(self.repeated.columns)),
             "notes": list(self.notes),
             "outcome": self.outcome,
+            "rank_basis": self.rank_basis(),
         }
         return out
+
+    def rank_basis(self) -> str:
+        """``"shared items"`` (ranks by ``accuracy_shared``, the items every compared model answered) or
+        ``"own items"`` (no item shared by all: ranks by each model's ``accuracy``)."""
+        n = self.models["n_shared"] if "n_shared" in self.models else pd.Series([1])
+        return "shared items" if int(n.iloc[0]) > 0 else "own items"
 
     def ranking(self) -> pd.DataFrame:
         """The models table sorted by rank."""
@@ -307,11 +314,16 @@ class CompareResult(Result):
         methods = list(dict.fromkeys(self.models["ci_method"])) if "ci_method" in self.models else []
         head = (f"Models ranked by {what} (SE {se_name}; {lvl} CI: "
                 f"{', '.join(CI_METHODS.get(m, m) for m in methods)})")
+        if self.rank_basis() == "shared items" and bool((self.models["items_missing"] > 0).any()):
+            head += "; ranked on the items every model answered"
         lines = [head]
         rk = self.ranking()
-        head = ["rank", "model", "n_items", what.replace(" ", "_"), "se", "se_cluster", f"{lvl} CI"]
+        differ = bool((rk["items_missing"] > 0).any())
+        head = ["rank", "model", "n_items", what.replace(" ", "_"), "se", "se_cluster", f"{lvl} CI",
+                *([f"{what.replace(' ', '_')}_shared ({int(rk['n_shared'].iloc[0])} items)"] if differ else [])]
         rows = [[str(int(r["rank"])), str(r["model"]), str(int(r["n_items"])), _f(r["accuracy"]), _f(r["se"]),
-                 _f(r["se_cluster"]), f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]"] for _, r in rk.iterrows()]
+                 _f(r["se_cluster"]), f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]",
+                 *([_f(r["accuracy_shared"])] if differ else [])] for _, r in rk.iterrows()]
         lines += _table(head, rows)
         adj = {"holm": "Holm", "BH": "Benjamini-Hochberg", "bonferroni": "Bonferroni", "none": "none"}[self.adjust]
         lines += ["", f"Pairs (paired on item; diff = a - b; p adjusted: {adj}; * adjusted p < {self.alpha:g})"]
@@ -521,7 +533,14 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
         mrows.append({"model": m, "n_items": n, "accuracy": acc, "se": se, "se_cluster": sec,
                       "ci_low": lo, "ci_high": hi, "ci_method": method, "ci_df": df, "clusters": g})
     mtab = pd.DataFrame(mrows)
-    mtab["rank"] = mtab["accuracy"].rank(ascending=False, method="min").astype("int64")
+    # shared items: those every compared model answered; the ranking's basis (issue 36)
+    shared = F.all(axis=0)
+    n_sh = int(shared.sum())
+    mtab["n_shared"] = n_sh
+    mtab["accuracy_shared"] = [float(S[k, shared].mean()) if n_sh else float("nan") for k in range(n_models)]
+    mtab["items_missing"] = [int(n_items - F[k].sum()) for k in range(n_models)]
+    basis = "accuracy_shared" if n_sh else "accuracy"
+    mtab["rank"] = mtab[basis].rank(ascending=False, method="min").astype("int64")
     mtab = mtab[list(MODEL_FIELDS)]
 
     # ---- per pair
@@ -667,6 +686,15 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
             if kk.min() != kk.max():
                 notes.append(f"model {m!r}: the number of trials differs across items ({int(kk.min())} to "
                              f"{int(kk.max())}); items are weighted equally, each by the mean of its trials")
+    if not shared.all():
+        lack = [(m, int(mtab.loc[k, "items_missing"])) for k, m in enumerate(names) if mtab.loc[k, "items_missing"]]
+        shown = ", ".join(f"{m} lacks {x:,} of {n_items:,} items ({x / n_items:.1%})" for m, x in lack[:8])
+        more = f" and {len(lack) - 8} more" if len(lack) > 8 else ""
+        notes.append(f"item sets differ: {shown}{more}; " + (
+            f"ranks use accuracy_shared, over the {n_sh:,} items every compared model answered (accuracy, over "
+            f"each model's own items, beside it)" if n_sh else
+            "no item was answered by every compared model, so ranks use each model's own items (accuracy) and "
+            "are not comparable; compare fewer models"))
     invalid = items.attrs.get("invalid") or {}
     inv = [f"{m} {invalid[m]}" for m in names if invalid.get(m)]
     if inv:
