@@ -44,14 +44,21 @@ class Summary(Analysis):
         vis = pd.DataFrame({**{names[b]: f[b] for b in by}, "n": f["n"], "Accuracy": f["accuracy"],
                             "95% CI": list(zip(f[lo], f[hi])), "Accuracy (valid)": f["accuracy_valid"],
                             "Invalid": f["invalid"]})
-        fm = kind_formats({"n": "count", "Accuracy": "accuracy", "Accuracy (valid)": "accuracy", "Invalid": "count"})
+        shared = "accuracy_shared" in f.columns        # the models' item sets differ: the shared-item accuracy
+        if shared:
+            vis["Accuracy (shared items)"] = f["accuracy_shared"]
+        fm = kind_formats({"n": "count", "Accuracy": "accuracy", "Accuracy (valid)": "accuracy", "Invalid": "count",
+                           **({"Accuracy (shared items)": "accuracy"} if shared else {})})
         fm["95% CI"] = lambda v: f"[{kind_formats({'x': 'accuracy'})['x'](v[0])}, {kind_formats({'x': 'accuracy'})['x'](v[1])}]"
         inv = ("invalid answers count as not correct" if a.get("invalid") == "wrong" else
                "invalid answers left out (accuracy over valid answers)")
         out = Output(f"{title} by {', '.join(names.values())}" if by else title)
         out.table(PairTable(vis, raw=f, caption=f"{title} by {', '.join(names.values()) or 'all'}: accuracy over all "
                             f"responses ({inv}) with its {how}; accuracy over valid answers and the number "
-                            "of invalid answers beside it.", label=f"a{a.index}_summary_{'_'.join(by)}",
+                            "of invalid answers beside it"
+                            + ("; the models answered different items, so the accuracy over the items every "
+                               "model answered is beside it too (rank on that column)." if shared else "."),
+                            label=f"a{a.index}_summary_{'_'.join(by)}",
                             stub=len(by), formats=fm))
         if a.get("published"):
             ours = f.assign(_k=f[by].astype(str).agg(" / ".join, axis=1)).set_index("_k")[["accuracy"]]
