@@ -227,7 +227,8 @@ def test_json_shape_and_nulls() -> None:
     d = json.loads(dumps(res.to_dict()))
     assert set(d) >= {"models", "pairs", "adjust", "cluster", "skipped"}
     assert list(d["models"][0]) == ["model", "n_items", "accuracy", "se", "se_cluster", "ci_low", "ci_high",
-                                   "ci_method", "ci_df", "clusters", "rank"]
+                                   "ci_method", "ci_df", "clusters", "n_shared", "accuracy_shared", "items_missing",
+                                   "rank"]
     assert list(d["pairs"][0]) == ["model_a", "model_b", "n_items", "diff", "se", "se_cluster", "ci_low", "ci_high",
                                    "df", "z", "p", "p_adjusted", "p_mcnemar", "corr", "variance_ratio", "boot_ci_low",
                                    "boot_ci_high"]

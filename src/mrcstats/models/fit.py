@@ -193,8 +193,10 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
                          f"mrcstats.io.read_data(...)), got {type(data).__name__}")
     n_invalid = 0
     if not isinstance(data, Columns) and not spec.response.is_cbind and spec.response.column == "correct":
-        from mrcstats.io.schema import apply_invalid
+        from mrcstats.io.schema import apply_invalid, require_binary
 
+        if fam.name == "binomial":     # a graded row (score, no correct) is not an invalid answer: refuse first
+            require_binary(data, "glmer (binomial)")
         data, n_invalid = apply_invalid(data, invalid)
     res = fit_rows(spec, data, family=fam, contrasts=contrasts, nagq=nagq, engine=engine, weights=weights,
                    levels=levels, lme4_defaults=lme4_defaults, t0=t0)
