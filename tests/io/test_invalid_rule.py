@@ -13,20 +13,37 @@ from mrcstats.io.schema import unanswered, validate_log
 from mrcstats.stats.accuracy import summarize
 
 
-def test_empty_pred_beside_a_correct_is_invalid() -> None:
+@pytest.mark.parametrize("ext", ["csv", "parquet", "jsonl"])
+def test_empty_pred_beside_a_correct_is_invalid(tmp_path, ext) -> None:
     df = pd.DataFrame({"model": "m", "item": list("abcde"), "correct": [True, False, True, False, True],
                        "pred": ["A", "", None, "[invalid]", " b "]})
-    log = validate_log(df)
+    p = tmp_path / f"log.{ext}"
+    if ext == "csv":
+        df.to_csv(p, index=False)
+    elif ext == "parquet":
+        df.to_parquet(p)
+    else:
+        df.to_json(p, orient="records", lines=True)
+    log = mrcstats.read_log(p)
     assert log["correct"].isna().tolist() == [False, True, True, True, False]
     assert log["score"].isna().tolist() == [False, True, True, True, False]
     s = summarize(log).to_frame().iloc[0]
     assert s["invalid"] == 3 and s["accuracy"] == pytest.approx(2 / 5)
+    if ext != "parquet":                              # the streamed reader (ingest --dataset) decides the same
+        from mrcstats.io.stream import stream_chunks
+
+        streamed = pd.concat([c for c, _ in stream_chunks(p, ext if ext == "csv" else "jsonl", chunk_rows=3)])
+        assert int(streamed["correct"].isna().sum()) == 3
 
 
-def test_a_pred_column_left_empty_decides_nothing() -> None:
-    df = pd.DataFrame({"model": "m", "item": list("ab"), "correct": [True, False], "pred": [None, None]})
-    assert validate_log(df)["correct"].tolist() == [True, False]
+def test_a_pred_column_left_empty_decides_nothing(tmp_path) -> None:
+    p = tmp_path / "log.csv"
+    pd.DataFrame({"model": "m", "item": list("ab"), "correct": [1, 0], "pred": [None, None]}).to_csv(p, index=False)
+    assert mrcstats.read_log(p)["correct"].tolist() == [True, False]
     assert not unanswered(pd.Series([None, ""], dtype="string")).any()
+    # a frame built by hand is the caller's: validate_log keeps its correct
+    df = pd.DataFrame({"model": "m", "item": list("ab"), "correct": [True, False], "pred": ["A", ""]})
+    assert validate_log(df)["correct"].tolist() == [True, False]
 
 
 def test_the_cli_counts_them(tmp_path, capsys) -> None:

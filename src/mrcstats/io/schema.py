@@ -293,11 +293,6 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
             out[col] = _to_string(out[col], nested="json", source=source)
         elif col not in TEXT_COLUMNS:
             out[col] = _na_string(n, out.index)
-    if "pred" in df.columns:
-        no_answer = unanswered(out["pred"])
-        if no_answer.any():     # an empty extracted answer is an invalid answer, whatever correct says
-            out["correct"] = out["correct"].mask(no_answer, pd.NA)
-            out["score"] = out["score"].mask(no_answer, pd.NA)
     for col in out.columns:  # extra columns: a list or object per cell (MMLU-Pro's options) is kept as JSON text
         if col not in CANONICAL_COLUMNS and _nested_at(out[col]) is not None:
             out[col] = _to_string(out[col], nested="json", source=source)
@@ -439,16 +434,21 @@ NO_ANSWER_MARKERS: tuple[str, ...] = ("", "[invalid]")
 
 def unanswered(pred: pd.Series) -> np.ndarray:
     """The rows without an extracted answer, a boolean mask: ``pred`` missing, empty or ``[invalid]``
-    (:data:`NO_ANSWER_MARKERS`), in a ``pred`` column that holds at least one answer (a column left empty
-    throughout carries no extraction and decides nothing).
+    (:data:`NO_ANSWER_MARKERS`); an empty ``pred`` counts in a column that holds at least one answer (a
+    column left empty throughout, as a canonical log written without answers has, carries no extraction
+    and decides nothing; a streamed read decides this per chunk).
 
-    The package's one invalid-answer rule, part 1 (part 2 is :func:`apply_invalid`): :func:`coerce_log`
-    makes such a row invalid (``correct`` and ``score`` <NA>) even when the source gives a ``correct`` for it
+    The package's one invalid-answer rule, part 1 (part 2 is :func:`apply_invalid`): a table read from a file
+    (:func:`mrcstats.io.tabular.derive_correct`, every CSV/TSV/JSON/Parquet table reader, streamed or not)
+    makes such a row invalid (``correct`` and ``score`` <NA>) even when it gives a ``correct`` for it
     (MMLU-Pro's rows without an extracted answer used to show as "Invalid: 0"); every count of invalid
-    answers (``summary``, ``compare``, ``ingest``, the reports) then includes them."""
+    answers (``summary``, ``compare``, ``ingest``, the reports) then includes them. The tool readers
+    (Inspect AI, lm-evaluation-harness, HELM, lighteval, EEE) decide invalid answers by their tool's own
+    rule (an Inspect scorer's ``answer`` is optional and says nothing about validity)."""
     p = pred.astype("string").str.strip().str.lower()
-    none = (p.isna() | p.isin(NO_ANSWER_MARKERS)).to_numpy(dtype=bool, na_value=True)
-    return none if not none.all() else np.zeros(len(pred), dtype=bool)
+    marked = p.isin([m for m in NO_ANSWER_MARKERS if m]).to_numpy(dtype=bool, na_value=False)
+    empty = (p.isna() | (p == "")).to_numpy(dtype=bool, na_value=True)
+    return marked | (empty if not empty.all() else False)
 
 
 #: how each section states the invalid-answer rule (one wording for accuracy, compare, IRT and the GLMM)
