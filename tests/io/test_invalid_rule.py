@@ -95,3 +95,13 @@ def test_out_of_core_refuses_wrong_with_invalid_rows(tmp_path) -> None:
     excl = mrcstats.glmer("correct ~ 1 + (1 | cluster)", ds, invalid="exclude")
     rows = mrcstats.glmer("correct ~ 1 + (1 | cluster)", d, invalid="exclude")
     assert excl.fixef.iloc[0] == pytest.approx(rows.fixef.iloc[0], rel=1e-5)
+
+
+def test_a_canonical_log_is_taken_as_written(tmp_path) -> None:
+    """A log written by mrcstats (an Inspect log's optional answers in pred) keeps its correct when read back."""
+    df = pd.DataFrame({"model": "m", "item": list("abc"), "correct": [True, False, True], "pred": ["A", None, ""]})
+    log = validate_log(df)
+    for ext in ("parquet", "csv"):
+        p = tmp_path / f"log.{ext}"
+        mrcstats.write_log(log, p)
+        assert mrcstats.read_log(p)["correct"].tolist() == [True, False, True]

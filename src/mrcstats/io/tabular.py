@@ -309,9 +309,16 @@ def derive_correct(df: pd.DataFrame, source: str | None) -> pd.DataFrame:
     (or a ``score``) and a ``pred`` column, a row without an extracted answer (``pred`` empty or
     ``[invalid]``, :func:`mrcstats.io.schema.unanswered`) is invalid whatever its ``correct`` says.
 
+    A canonical log (a table with every core column, as ``write_log`` and ``ingest`` write it) is taken as
+    written: its invalid answers were decided when it was made (an Inspect log's optional ``answer`` in its
+    ``pred`` says nothing about validity).
+
     Without either, the frame is returned as is and the schema check reports every missing field.
     """
-    if "pred" in df.columns and ("correct" in df.columns or "score" in df.columns):
+    from mrcstats.io.fields import CORE_COLUMNS
+
+    canonical = all(c in df.columns for c in CORE_COLUMNS)
+    if "pred" in df.columns and ("correct" in df.columns or "score" in df.columns) and not canonical:
         from mrcstats.io.schema import unanswered
 
         none = unanswered(df["pred"])
