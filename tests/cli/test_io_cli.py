@@ -52,7 +52,7 @@ def test_ingest_json_shape_and_exact_accuracy(capsys, tmp_path, long_csv):
     groups = json.loads(out)["groups"]
     assert [g["model"] for g in groups] == sorted(want.index)
     assert set(groups[0]) == {"model", "n", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high",
-                              "ci_method", "se_cluster"}
+                              "ci_method", "ci_df", "se_cluster", "clusters"}
     assert groups[0]["accuracy"] == want[groups[0]["model"]]
 
 

@@ -246,9 +246,15 @@ def test_missing_rows_reported():
     df = seed_like(50)
     df["correct"] = df["correct"].astype("boolean")
     df.loc[[0, 3, 9], "correct"] = pd.NA
-    m = glmer("correct ~ scaled_tok + (1 | passage)", df)
+    m = glmer("correct ~ scaled_tok + (1 | passage)", df, invalid="exclude")
     assert m.nobs == len(df) - 3
-    assert any(msg.startswith("3 rows with missing values") for msg in m.messages)
+    assert any(msg.startswith("3 invalid answers are left out") for msg in m.messages)
+    w = glmer("correct ~ scaled_tok + (1 | passage)", df)      # the default: invalid = not correct
+    assert w.nobs == len(df) and any(msg.startswith("3 invalid answers count as not correct") for msg in w.messages)
+    df["x"] = df["scaled_tok"].where(df.index != 5)             # another missing variable: R's na.omit
+    m = glmer("correct ~ x + (1 | passage)", df)
+    assert any(msg.startswith(("1 rows with missing values", "1 row with missing"))
+               for msg in m.messages), m.messages
 
 
 @settings(max_examples=8, deadline=None)

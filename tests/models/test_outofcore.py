@@ -30,20 +30,20 @@ def board(tmp_path_factory):
 def test_single_factor_collapse_equals_rows(tmp_path):
     log = simulate_log(0, n_passages=10, questions_per_passage=2, masking_rates=(0, 50)).log
     f = "correct ~ scaled_tok * model + (1 | cluster)"
-    rows = mrcstats.glmer(f, log)
+    rows = mrcstats.glmer(f, log, invalid="exclude")     # the pass leaves invalid answers out
     mem = glmer_outofcore(f, log, backend="memory")
     same_fit(rows, mem, 1e-6)
     assert mem.optinfo["collapse"]["cells"] == 30 and "30 cells (one per distinct scaled_tok, model, cluster)" in mem.messages[0]
     assert mem.optinfo["collapse"]["dropped"]["response"] == int(log["correct"].isna().sum())
     log.to_parquet(tmp_path / "s.parquet")
     ds = write_dataset(tmp_path / "s.parquet", tmp_path / "ds")
-    duck = mrcstats.glmer(f, ds)                       # the hook: a dataset goes out of core
+    duck = mrcstats.glmer(f, ds, invalid="exclude")    # the hook: a dataset goes out of core
     same_fit(rows, duck, 1e-6)
     assert duck.engine == "native (duckdb collapse)"
 
 
 def test_crossed_duckdb_equals_in_memory_glmer(board):
-    rows = mrcstats.glmer(CROSSED, board.to_log())
+    rows = mrcstats.glmer(CROSSED, board.to_log(), invalid="exclude")
     duck = glmer_outofcore(CROSSED, board)
     same_fit(rows, duck, 1e-6)
     assert duck.optinfo["collapse"]["cells"] == 50 * 400
@@ -64,7 +64,7 @@ def test_dask_two_worker_cluster_equals_memory_on_1m_rows(board1m):
 
     log = board1m.to_log()
     assert len(log) == 1_000_000
-    rows = mrcstats.glmer(CROSSED, log)                   # the in-memory engine on the rows
+    rows = mrcstats.glmer(CROSSED, log, invalid="exclude")  # the in-memory engine on the rows
     # in-process workers (processes=False): spawning worker processes costs seconds on a loaded machine
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl, \
             Client(cl) as client:
@@ -93,7 +93,9 @@ def test_cli_glmer_on_dataset(board, capsys):
     from mrcstats.cli import main
 
     f = "correct ~ 1 + (1 | model)"
-    assert main(["glmer", "--formula", f, str(board.path), "--json"]) == 0
+    assert main(["glmer", "--formula", f, str(board.path), "--json"]) == 2     # --invalid wrong: refused
+    assert "--invalid exclude" in capsys.readouterr().err
+    assert main(["glmer", "--formula", f, str(board.path), "--invalid", "exclude", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["engine"] == "native (duckdb collapse)" and got["nobs"] == board.sql(
         "SELECT count(correct) AS n FROM log")["n"].iloc[0]

@@ -138,7 +138,7 @@ def native_fit(name: str):
     if key not in _CACHE:
         c = CASES[name]
         _CACHE[key] = glmer(c["formula"], case_data(name), contrasts=c["contrasts"] or None,
-                            nagq=c.get("nagq", 1))
+                            nagq=c.get("nagq", 1), invalid="exclude")    # R's na.omit on an empty correct
     return _CACHE[key]
 
 
@@ -147,7 +147,7 @@ def lme4_fit(name: str):
     if key not in _CACHE:
         c = CASES[name]
         _CACHE[key] = glmer(c["formula"], case_data(name), contrasts=c["contrasts"] or None,
-                            nagq=c.get("nagq", 1), engine="lme4")
+                            nagq=c.get("nagq", 1), engine="lme4", invalid="exclude")
     return _CACHE[key]
 
 
@@ -258,7 +258,7 @@ def test_seed003_program_ablation_matches_native_anova(rscript, tmp_path):
     assert_parity(m, out, "native vs R/seed003_glmer.R")
     np.testing.assert_allclose(gvif(m).gvif, out["gvif"]["gvif"], atol=TOL_CMP)
     steps = [s["full"] for s in out["ablation"]]
-    fits = [glmer(f, d, contrasts={"LLM": "sum"} if "LLM" in f else None) for f in
+    fits = [glmer(f, d, contrasts={"LLM": "sum"} if "LLM" in f else None, invalid="exclude") for f in
             ["correct ~ 1 + (1 | passage)"] + steps[:-1]] + [m]
     for i, s in enumerate(out["ablation"]):
         a = anova(fits[i], fits[i + 1])

@@ -58,7 +58,8 @@ def _intervals(csv: Path) -> list[tuple[str, str, float, float, float]]:
     name, rows = csv.stem, []
     if {"accuracy", "ci_low", "ci_high"} <= set(t.columns):                    # summary: raw proportions
         label_cols = [c for c in t.columns if c not in ("n", "correct", "accuracy", "accuracy_valid", "invalid",
-                                                        "ci_low", "ci_high", "ci_method", "se_cluster", "clusters")]
+                                                        "ci_low", "ci_high", "ci_method", "ci_df", "se_cluster",
+                                                        "clusters", "n_shared", "accuracy_shared")]
         for _, r in t.iterrows():
             rows.append((name, " / ".join(str(r[c]) for c in label_cols), r["accuracy"], r["ci_low"], r["ci_high"]))
     elif {"Accuracy (%)", "Model"} <= set(t.columns):                          # compare ranking, percent

@@ -41,7 +41,7 @@ def test_demo_report_passes(tmp_path):
     # the summary and the comparison show the same cells: the check compared them
     s = pd.read_csv(tmp_path / "demo_tables" / "a0_summary_model.csv").set_index("model")
     c = pd.read_csv(tmp_path / "demo_tables" / "a1_compare_ranking.csv").set_index("Model")
-    assert (s["ci_method"] == "clustered").all()
+    assert (s["ci_method"] == "clustered wilson").all()
     pd.testing.assert_series_equal(s["ci_low"] * 100, c.loc[s.index, "95% CI low"], check_names=False, rtol=1e-12)
 
 

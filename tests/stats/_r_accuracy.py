@@ -17,8 +17,8 @@ def r_per_model(rscript: str, d: pd.DataFrame, tmp_path: Path, trials: bool = Fa
     of ``d`` (columns model, cluster, y 0/1 and, with ``trials``, trial): se_cluster is
     ``sandwich::vcovCL(type = "HC1", cadjust = TRUE)`` (CR1) and se_base the same from base R's formula
     ``sqrt(G/(G-1) * sum(tapply(y - mean(y), cluster, sum)^2)) / n``; skips when jsonlite or sandwich is
-    missing. The clustered interval is Wilson's formula at n_eff = p (1 - p) / se_cluster^2 (Korn & Graubard
-    1998), written out in R."""
+    missing. The clustered interval is Wilson's formula at n_eff = min(p (1 - p) / se_cluster^2, n) (Korn &
+    Graubard 1998) with the critical value qt(0.975, G - 1) (Inspect's ci_wilson(cluster=)), written out in R."""
     csv = tmp_path / "r_per_model.csv"
     d[["model", "cluster", "y", *(["trial"] if trials else [])]].to_csv(csv, index=False)
     extra = ("acc <- tapply(s$y, s$trial, mean); tt <- t.test(acc)\n"
@@ -32,7 +32,7 @@ def r_per_model(rscript: str, d: pd.DataFrame, tmp_path: Path, trials: bool = Fa
       v <- sandwich::vcovCL(lm(y ~ 1, data = s), cluster = ~cluster, type = "HC1", cadjust = TRUE)
       G <- length(unique(s$cluster))
       base <- sqrt(G / (G - 1) * sum(tapply(s$y - mean(s$y), s$cluster, sum)^2)) / nrow(s)
-      p <- mean(s$y); ne <- p * (1 - p) / v[1, 1]; z <- qnorm(0.975)
+      p <- mean(s$y); ne <- min(p * (1 - p) / v[1, 1], nrow(s)); z <- qt(0.975, G - 1)
       cw <- (p + z^2 / (2 * ne)) / (1 + z^2 / ne); hw <- z / (1 + z^2 / ne) * sqrt(p * (1 - p) / ne + z^2 / (4 * ne^2))
       r <- c(pt$conf.int[1], pt$conf.int[2], sqrt(v[1, 1]), base, cw - hw, cw + hw)
       {extra}

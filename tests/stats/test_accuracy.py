@@ -34,7 +34,7 @@ def test_basic_counts():
     res = summarize(df).to_dict()["groups"]
     a, b = res
     assert set(a) == {"model", "n", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high", "ci_method",
-                      "se_cluster"}
+                      "ci_df", "se_cluster", "clusters", "n_shared", "accuracy_shared"}   # b lacks items y, z
     assert a["n"] == 4 and a["accuracy"] == 0.5 and a["accuracy_valid"] == pytest.approx(2 / 3) and a["invalid"] == 1
     assert b["accuracy"] == 0.5 and b["accuracy_valid"] == 1.0
     # one row per cluster: the CR1 SE is the binomial SE with n - 1, and the interval is Wilson's
@@ -67,7 +67,7 @@ def test_against_r(rscript, tmp_path):
     want = r_per_model(rscript, df, tmp_path)
     res = summarize(df)
     got = res.to_frame().set_index("model")
-    assert res.ci_method == "clustered" and set(got["ci_method"]) == {"clustered"}   # passages of several items
+    assert res.ci_method == "clustered wilson" and set(got["ci_method"]) == {"clustered wilson"}  # passages
     one = summarize(df.drop_duplicates(["model", "cluster"]).assign(cluster=lambda d: d["item"])).to_frame().set_index("model")
     want1 = r_per_model(rscript, df.drop_duplicates(["model", "cluster"]), tmp_path)
     for m, (lo, hi, se, base, clo, chi) in want.items():

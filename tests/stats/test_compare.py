@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
+from scipy.stats import t as t_dist
 
 from mrcstats.errors import InputError
 from mrcstats.stats.accuracy import wilson_interval
@@ -54,12 +55,12 @@ def by_hand(log: pd.DataFrame, clustered: bool, alpha: float = 0.05):
             sums[ci] = sums.get(ci, 0.0) + vi
         g = len(sums)
         clus = math.sqrt(g / (g - 1) * sum(s * s for s in sums.values())) / n
-        return plain, clus
+        return plain, clus, g
 
     models = {}
     for m, sub in items.groupby("model"):
-        plain, clus = se_pair(sub["score"], sub["cluster"])
-        models[m] = (sub["score"].mean(), plain, clus)
+        plain, clus, g = se_pair(sub["score"], sub["cluster"])
+        models[m] = (sub["score"].mean(), plain, clus, g)
     pairs = {}
     names = sorted(models)
     for i, a in enumerate(names):
@@ -70,14 +71,17 @@ def by_hand(log: pd.DataFrame, clustered: bool, alpha: float = 0.05):
             sa, sb = A.loc[common, "score"].to_numpy(), B.loc[common, "score"].to_numpy()
             cl = A.loc[common, "cluster"].to_numpy()
             d = sa - sb
-            sp, sc = se_pair(d, cl)
+            sp, sc, g = se_pair(d, cl)
             used = sc if clustered else sp
             ua = se_pair(sa, cl)[1 if clustered else 0]
             ub = se_pair(sb, cl)[1 if clustered else 0]
             z = d.mean() / used
+            # clustered: t on G - 1 df (few clusters, issue 36); independent items: normal
+            crit = t_dist.ppf(1 - alpha / 2, g - 1) if clustered else zq
+            pval = 2 * (t_dist.sf(abs(z), g - 1) if clustered else norm.sf(abs(z)))
             single = (A.loc[common, "k"] == 1).all() and (B.loc[common, "k"] == 1).all()
             pairs[(a, b)] = {"n": len(common), "diff": d.mean(), "se": sp, "se_cluster": sc, "z": z,
-                                 "p": 2 * norm.sf(abs(z)), "lo": d.mean() - zq * used, "hi": d.mean() + zq * used,
+                                 "p": pval, "lo": d.mean() - crit * used, "hi": d.mean() + crit * used,
                                  "corr": np.corrcoef(sa, sb)[0, 1], "vr": used ** 2 / (ua ** 2 + ub ** 2),
                                  "bonly": int(np.sum((sa == 1) & (sb == 0))) if single else None,
                                  "conly": int(np.sum((sa == 0) & (sb == 1))) if single else None}
@@ -91,15 +95,17 @@ def test_matches_numpy_by_hand(clustered: bool, drop: float) -> None:
     res = compare(log, cluster="cluster" if clustered else None)
     models, pairs = by_hand(log, clustered)
     for r in res.models.itertuples(index=False):
-        acc, plain, clus = models[r.model]
+        acc, plain, clus, g = models[r.model]
         assert r.accuracy == pytest.approx(acc, rel=1e-12)
         assert r.se == pytest.approx(plain, rel=1e-10)
         if clustered:
             assert r.se_cluster == pytest.approx(clus, rel=1e-10)
-            n_eff = acc * (1 - acc) / clus ** 2     # the one accuracy interval: Wilson at the effective n
-            want = wilson_interval(acc * n_eff, n_eff)
-            assert (r.ci_method, r.ci_low, r.ci_high) == ("clustered", pytest.approx(float(want[0]), rel=1e-10),
-                                                          pytest.approx(float(want[1]), rel=1e-10))
+            # the one accuracy interval: Wilson at the effective n (capped at n) with t on G - 1 df
+            n_eff = min(acc * (1 - acc) / clus ** 2, r.n_items)
+            want = wilson_interval(acc * n_eff, n_eff, critical=t_dist.ppf(0.975, g - 1))
+            assert (r.ci_method, r.ci_df, r.ci_low, r.ci_high) == (
+                "clustered wilson", g - 1, pytest.approx(float(want[0]), rel=1e-10),
+                pytest.approx(float(want[1]), rel=1e-10))
         else:
             assert math.isnan(r.se_cluster) and r.ci_method == "wilson"
             want = wilson_interval(acc * r.n_items, r.n_items)
@@ -150,7 +156,7 @@ def test_summary_and_compare_give_the_same_se_cluster() -> None:
     c = compare(log, cluster="cluster").models.set_index("model")
     for m in c.index:
         assert c.loc[m, "se_cluster"] == pytest.approx(s.loc[m, "se_cluster"], rel=1e-12)
-        assert c.loc[m, "ci_method"] == s.loc[m, "ci_method"] == "clustered"
+        assert c.loc[m, "ci_method"] == s.loc[m, "ci_method"] == "clustered wilson"
         assert (c.loc[m, "ci_low"], c.loc[m, "ci_high"]) == (pytest.approx(s.loc[m, "ci_low"], rel=1e-12),
                                                            pytest.approx(s.loc[m, "ci_high"], rel=1e-12))
 
@@ -221,9 +227,10 @@ def test_json_shape_and_nulls() -> None:
     d = json.loads(dumps(res.to_dict()))
     assert set(d) >= {"models", "pairs", "adjust", "cluster", "skipped"}
     assert list(d["models"][0]) == ["model", "n_items", "accuracy", "se", "se_cluster", "ci_low", "ci_high",
-                                   "ci_method", "rank"]
+                                   "ci_method", "ci_df", "clusters", "n_shared", "accuracy_shared", "items_missing",
+                                   "rank"]
     assert list(d["pairs"][0]) == ["model_a", "model_b", "n_items", "diff", "se", "se_cluster", "ci_low", "ci_high",
-                                   "z", "p", "p_adjusted", "p_mcnemar", "corr", "variance_ratio", "boot_ci_low",
+                                   "df", "z", "p", "p_adjusted", "p_mcnemar", "corr", "variance_ratio", "boot_ci_low",
                                    "boot_ci_high"]
     assert (d["pairs"][0]["model_a"], d["pairs"][0]["model_b"]) == ("m2", "m0")
     assert d["pairs"][0]["se_cluster"] is None and d["pairs"][0]["boot_ci_low"] is None

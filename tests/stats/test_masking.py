@@ -84,7 +84,7 @@ def test_curve_interval_is_the_accuracy_tables_interval():
     log = synthetic_log(seed=3)
     res = masking_accuracy(log, cluster="item")
     tab = summarize(log, by=["model", "condition", "masking_rate"], cluster="item", trials="mean").to_frame()
-    assert res.ci_method == "clustered" and "clustered Wilson" in res.ci_words()
+    assert res.ci_method == "clustered wilson" and "clustered Wilson" in res.ci_words()
     np.testing.assert_allclose(res.table["ci_low"], tab["ci_low"], rtol=1e-12)
     np.testing.assert_allclose(res.table["ci_high"], tab["ci_high"], rtol=1e-12)
     np.testing.assert_allclose(res.table["se_cluster"], tab["se_cluster"], rtol=1e-12)

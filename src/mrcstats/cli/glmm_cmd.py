@@ -104,7 +104,7 @@ def _glmer(args: argparse.Namespace) -> int:
     engine, backend = ("native", args.engine) if args.engine in ("duckdb", "dask") else (args.engine, None)
     kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": engine, "backend": backend,
           "scheduler": args.scheduler, "weights": args.weights, "levels": levels or None,
-          "lme4_defaults": args.lme4_defaults, "family": args.family, "vcov": args.vcov}
+          "lme4_defaults": args.lme4_defaults, "family": args.family, "vcov": args.vcov, "invalid": args.invalid}
     m = glmer(args.formula, data, **kw)
     if invalid_note:
         info(f"mrcstats glmer: {invalid_note}")

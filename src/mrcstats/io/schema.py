@@ -441,6 +441,29 @@ def resolve_outcome(log: Any, outcome: str = "auto", where: str = "") -> str:
     return "correct" if (np.isin(vals, (0.0, 1.0)).all() and graded_rows(log) == 0) else "score"
 
 
+#: extracted answers that mean "no answer" (lm-evaluation-harness writes ``[invalid]`` when its filter finds none)
+NO_ANSWER_MARKERS: tuple[str, ...] = ("", "[invalid]")
+
+
+def unanswered(pred: pd.Series) -> np.ndarray:
+    """The rows without an extracted answer, a boolean mask: ``pred`` missing, empty or ``[invalid]``
+    (:data:`NO_ANSWER_MARKERS`); an empty ``pred`` counts in a column that holds at least one answer (a
+    column left empty throughout, as a canonical log written without answers has, carries no extraction
+    and decides nothing; a streamed read decides this per chunk).
+
+    The package's one invalid-answer rule, part 1 (part 2 is :func:`apply_invalid`): a table read from a file
+    (:func:`mrcstats.io.tabular.derive_correct`, every CSV/TSV/JSON/Parquet table reader, streamed or not)
+    makes such a row invalid (``correct`` and ``score`` <NA>) even when it gives a ``correct`` for it
+    (MMLU-Pro's rows without an extracted answer used to show as "Invalid: 0"); every count of invalid
+    answers (``summary``, ``compare``, ``ingest``, the reports) then includes them. The tool readers
+    (Inspect AI, lm-evaluation-harness, HELM, lighteval, EEE) decide invalid answers by their tool's own
+    rule (an Inspect scorer's ``answer`` is optional and says nothing about validity)."""
+    p = pred.astype("string").str.strip().str.lower()
+    marked = p.isin([m for m in NO_ANSWER_MARKERS if m]).to_numpy(dtype=bool, na_value=False)
+    empty = (p.isna() | (p == "")).to_numpy(dtype=bool, na_value=True)
+    return marked | (empty if not empty.all() else False)
+
+
 #: how each section states the invalid-answer rule (one wording for accuracy, compare, IRT and the GLMM)
 INVALID_WORDS: dict[str, str] = {"wrong": "invalid answers count as not correct",
                                  "exclude": "invalid answers are left out"}

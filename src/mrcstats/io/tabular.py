@@ -343,10 +343,30 @@ def read_table(src: Source, fmt: str, mapping: Mapping[str, str] | None = None,
 
 
 def derive_correct(df: pd.DataFrame, source: str | None) -> pd.DataFrame:
-    """Add ``correct`` from ``gold`` and ``pred`` when the table has no correctness column.
+    """Add ``correct`` from ``gold`` and ``pred`` when the table has no correctness column; when it has one
+    (or a ``score``) and a ``pred`` column, a row without an extracted answer (``pred`` empty or
+    ``[invalid]``, :func:`mrcstats.io.schema.unanswered`) is invalid whatever its ``correct`` says.
+
+    A canonical log (a table with every core column, as ``write_log`` and ``ingest`` write it) is taken as
+    written: its invalid answers were decided when it was made (an Inspect log's optional ``answer`` in its
+    ``pred`` says nothing about validity).
 
     Without either, the frame is returned as is and the schema check reports every missing field.
     """
+    from mrcstats.io.fields import CORE_COLUMNS
+
+    canonical = all(c in df.columns for c in CORE_COLUMNS)
+    if "pred" in df.columns and ("correct" in df.columns or "score" in df.columns) and not canonical:
+        from mrcstats.io.schema import unanswered
+
+        none = unanswered(df["pred"])
+        if not none.any():
+            return df
+        out = df.copy(deep=False)
+        for col in ("correct", "score"):
+            if col in out.columns:
+                out[col] = out[col].astype(object).mask(none, None)
+        return out
     if "correct" in df.columns or not ("gold" in df.columns and "pred" in df.columns):
         return df
     from mrcstats.io.answers import score_series

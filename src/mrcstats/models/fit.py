@@ -106,7 +106,7 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
           contrasts: Mapping[str, str] | None = None, nagq: int = 1, engine: str = "native",
           weights: Any = None, levels: Mapping[str, Any] | None = None,
           lme4_defaults: bool = False, backend: str | None = None, scheduler: Any = None,
-          method: str = "auto", vcov: str = "hessian") -> GlmerResult:
+          method: str = "auto", vcov: str = "hessian", invalid: str = "wrong") -> GlmerResult:
     """Fit a GLMM as lme4's ``glmer(formula, data, family = family, nAGQ = nagq)``.
 
     Parameters
@@ -134,6 +134,11 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
         or ``"RX"`` (lme4's ``vcov(m, use.hessian = FALSE)``): the covariance behind ``se``, ``z`` and ``p``,
         the same rule in both engines; the result's ``vcov_method`` names it and ``vcov_other`` keeps the
         other one (:meth:`~mrcstats.models.results.GlmerResult.use_vcov`).
+    invalid : the invalid answers of a log (rows whose response ``correct`` is empty): ``"wrong"`` (default)
+        counts them as not correct, as ``summary``, ``compare``, ``irt`` and the CLI do; ``"exclude"`` leaves
+        their rows out (R's ``na.omit``). The package's one rule, :func:`mrcstats.io.schema.apply_invalid`;
+        ``messages`` counts them. Other response columns keep R's ``na.omit``. Out of core (a dataset
+        folder) the rows are left out, so ``"wrong"`` refuses a dataset holding invalid answers.
 
     Returns
     -------
@@ -150,9 +155,14 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
     t0 = time.perf_counter()        # fit_seconds: the whole call, from the data frame to the result
     if vcov not in ("hessian", "RX"):
         raise InputError(f"vcov must be 'hessian' or 'RX' (lme4's use.hessian = TRUE/FALSE), got {vcov!r}")
+    from mrcstats.io.schema import INVALID_WORDS
+
+    if invalid not in INVALID_WORDS:
+        raise InputError(f"invalid must be 'wrong' (invalid answers count as not correct) or 'exclude' (left "
+                         f"out), got {invalid!r}")
     if vcov == "RX":
         res = glmer(formula, data, family, contrasts, nagq, engine, weights, levels, lme4_defaults, backend,
-                    scheduler, method)
+                    scheduler, method, invalid=invalid)
         return res.use_vcov("RX") if hasattr(res, "use_vcov") else res
     if not isinstance(formula, (str, ModelSpec)):
         raise InputError(f"glmer: formula must be R formula text such as 'correct ~ x + (1 | cluster)', got "
@@ -176,10 +186,23 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
                              "a data frame for other families")
         from mrcstats.models.outofcore import glmer_outofcore
 
-        return glmer_outofcore(spec, data, backend=backend,
-                               scheduler=scheduler, contrasts=contrasts, levels=levels, nagq=nagq, method=method)
+        return glmer_outofcore(spec, data, backend=backend, scheduler=scheduler, contrasts=contrasts,
+                               levels=levels, nagq=nagq, method=method, invalid=invalid)
     if not in_memory(data):
         raise InputError(f"glmer: data must be a pandas DataFrame (e.g. mrcstats.read_log(...) or "
                          f"mrcstats.io.read_data(...)), got {type(data).__name__}")
-    return fit_rows(spec, data, family=fam, contrasts=contrasts, nagq=nagq, engine=engine, weights=weights,
-                    levels=levels, lme4_defaults=lme4_defaults, t0=t0)
+    n_invalid = 0
+    if not isinstance(data, Columns) and not spec.response.is_cbind and spec.response.column == "correct":
+        from mrcstats.io.schema import apply_invalid, require_binary
+
+        if fam.name == "binomial":     # a graded row (score, no correct) is not an invalid answer: refuse first
+            require_binary(data, "glmer (binomial)")
+        data, n_invalid = apply_invalid(data, invalid)
+    res = fit_rows(spec, data, family=fam, contrasts=contrasts, nagq=nagq, engine=engine, weights=weights,
+                   levels=levels, lme4_defaults=lme4_defaults, t0=t0)
+    if n_invalid:
+        from mrcstats.io.schema import invalid_sentence
+
+        msg = f"{invalid_sentence(n_invalid, invalid)} (invalid={invalid!r})"
+        res = dataclasses.replace(res, messages=(*res.messages, msg))
+    return res

@@ -121,7 +121,7 @@ class _Grid:
 def glmer_outofcore(formula: str | ModelSpec, data: Any, *, backend: str | None = None,
                     scheduler: str | Any | None = None, contrasts: Mapping[str, str] | None = None,
                     levels: Mapping[str, Any] | None = None, nagq: int = 1, method: str = "auto",
-                    engine: str | None = None) -> Any:
+                    engine: str | None = None, invalid: str = "exclude") -> Any:
     """Fit ``formula`` (binomial, random intercepts) on data of any size by collapsing to binomial counts.
 
     Args:
@@ -138,6 +138,9 @@ def glmer_outofcore(formula: str | ModelSpec, data: Any, *, backend: str | None 
             when every fixed-effect column is constant within a level of ``a`` or of ``b`` (item- and
             model-level covariates), the cell table otherwise; ``"grid"``: the crossed grid or one
             InputError saying which covariate it cannot take; ``"cells"``: always the cell table.
+        invalid: the pass leaves rows with an empty response out (``"exclude"``); ``"wrong"`` (the front
+            door's default, :func:`mrcstats.glmer`) then refuses a ``correct`` response with invalid answers,
+            whose rows an in-memory fit counts as not correct, rather than fit other rows than it.
 
     Returns:
         A :class:`~mrcstats.models.results.GlmerResult` equal to ``glmer(formula, rows)`` (same estimates,
@@ -177,13 +180,14 @@ def glmer_outofcore(formula: str | ModelSpec, data: Any, *, backend: str | None 
                          f"(Laplace, nagq=1); use method='cells'")
     if grid_factors is not None and method != "cells":
         try:
-            return _fit_on_grid(spec, backend, grid_factors, response, levels, t0, contrasts)
+            return _fit_on_grid(spec, backend, grid_factors, response, levels, t0, contrasts, invalid)
         except NotSeparable as exc:
             if method == "grid":
                 raise InputError(f"formula {formula!r}: {exc}") from None
     t_pass = time.perf_counter()
     cells, dropped = backend.cell_counts(cols, response)
     t_pass = time.perf_counter() - t_pass
+    _check_invalid(dropped, response, invalid)
     if cells.empty:
         raise InputError("no rows left to fit: every response or formula variable is missing")
     rows = int(cells["n"].sum())
@@ -216,6 +220,15 @@ def glmer_outofcore(formula: str | ModelSpec, data: Any, *, backend: str | None 
         engine=f"native ({backend.name} collapse)")
 
 
+def _check_invalid(dropped: Mapping[str, int], response: str, invalid: str) -> None:
+    """``invalid="wrong"``: a pass that left out invalid answers fitted other rows than the in-memory fit."""
+    if invalid == "wrong" and response == "correct" and dropped["response"]:
+        raise InputError(f"{dropped['response']:,} invalid answers (empty correct) in the data: an out-of-core fit "
+                         f"leaves them out, while invalid='wrong' (the default; CLI --invalid wrong) counts them "
+                         f"as not correct; pass invalid='exclude' (CLI --invalid exclude) to fit without them, or "
+                         f"read the log into memory (mrcstats.read_log) to count them as wrong")
+
+
 def _dropped_messages(dropped: Mapping[str, int], what: str) -> list[str]:
     """The result's lines counting the rows a pass left out (``dropped``: response, covariate)."""
     out = []
@@ -238,10 +251,12 @@ def _grid_factors(spec: Any, nagq: int) -> tuple[str, str] | None:
 
 
 def _fit_on_grid(spec: Any, backend: Any, factors: tuple[str, str], response: str,
-                 levels: Mapping[str, Any] | None, t0: float, contrasts: Mapping[str, str] | None = None) -> Any:
+                 levels: Mapping[str, Any] | None, t0: float, contrasts: Mapping[str, str] | None = None,
+                 invalid: str = "exclude") -> Any:
     t_pass = time.perf_counter()
     grid, dropped = backend.grid_counts(factors, response, lambda vals: _Grid(factors, vals, levels))
     t_pass = time.perf_counter() - t_pass
+    _check_invalid(dropped, response, invalid)
     K, N = grid.tables()
     rows = int(N.sum(dtype=np.int64))
     if rows == 0:

@@ -21,12 +21,30 @@ For a group of ``n`` rows with scores ``x_i`` (1 = correct; 0 = wrong *or invali
         centre = (p + z^2 / (2n)) / (1 + z^2 / n)
         half   = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / (4 n^2))
 
-  - ``"clustered"`` when a cluster holds several rows (repeated trials of an item, questions of a passage):
-    the same Wilson formula at the effective sample size ``n_eff = p (1 - p) / se_cluster^2`` (Kish's
-    design effect; Korn & Graubard 1998, "Confidence intervals for proportions with small expected number
-    of positive counts estimated from survey data", Survey Methodology 24:193-201, who use n_eff the same
-    way; ``n_eff = n`` when p is 0 or 1 and the SE vanishes). Near p = 1/2 its half-width is
-    ``z * se_cluster`` (Miller 2024, Eq. 5), and unlike ``p ± z se`` it stays inside [0, 1].
+  - ``"clustered wilson"`` when a cluster holds several rows (repeated trials of an item, questions of a
+    passage): the same Wilson formula at the effective sample size ``n_eff = min(p (1 - p) / se_cluster^2, n)``
+    (Kish's design effect; Korn & Graubard 1998, "Confidence intervals for proportions with small expected
+    number of positive counts estimated from survey data", Survey Methodology 24:193-201, who use n_eff the
+    same way; ``n_eff = n`` when p is 0 or 1 and the SE vanishes; the cap keeps an interval from being
+    narrower than the unclustered one) with the critical value ``t_{G-1}`` (G = clusters) in place of
+    ``z``::
+
+        c = qt(1 - (1 - level)/2, G - 1)
+        centre = (p + c^2 / (2 n_eff)) / (1 + c^2 / n_eff)
+        half   = c / (1 + c^2 / n_eff) * sqrt(p (1 - p) / n_eff + c^2 / (4 n_eff^2))
+
+    This is Inspect AI's ``ci_wilson(cluster=)`` (inspect_ai 0.3.285; tests/stats/data/inspect_ci.json).
+    The t on G - 1 df is the small-cluster correction of Cameron, Gelbach & Miller (2008, "Bootstrap-based
+    improvements for inference with clustered errors", REStat 90:414-427, §III.B): the CR1 variance
+    rests on G cluster sums, so with few clusters ``z`` gives intervals that cover 80% (G = 3), 87% (5),
+    92% (10) on independent data (benchmarks/sim_few_clusters.py); with t they cover at least 93% from
+    G = 3 on. For balanced clusters the intercept-only CR2 SE of Bell & McCaffrey (2002) equals CR1 and
+    its Bell-McCaffrey df are G - 1, so this rule is also theirs there. Near p = 1/2 its half-width is
+    ``t_{G-1} se_cluster`` (Miller 2024, Eq. 5), and unlike ``p ± t se`` it stays inside [0, 1]. A group
+    within one cluster (G = 1: no between-cluster variance) gets the Wilson interval of its rows, which
+    is conditional on that cluster.
+* **few clusters**: below :data:`FEW_CLUSTERS` (10) clusters the result's ``notes`` (JSON ``notes``, the
+  text and the report's table notes) warn that the interval rests on few independent units.
 
 The conventions are parameters, so this is the one accuracy of the package (ELAGENT scoring and the
 masking curves call it too):
@@ -37,7 +55,7 @@ masking curves call it too):
 * ``trials="pool"`` (default) pools the trials; ``trials="mean"`` takes the mean over trials of the
   per-trial accuracy (seed 000's Acc(MR), seed 004's tables) and adds ``trials``, ``sd`` (sample SD
   over trials, R ``sd``) and ``se_trials``; the interval stays the one rule above (repeated trials make
-  it ``"clustered"``), so a table and a figure of the same cells draw the same interval.
+  it ``"clustered wilson"``), so a table and a figure of the same cells draw the same interval.
 
 **Graded scores** (``outcome="score"``; docs/scores.md): a log whose ``score`` holds partial credit, a
 metric (f1, bleu) or a judge rating is summarised by its mean score with the same clustered SE,
@@ -45,7 +63,8 @@ the CR1 ``se_cluster`` above (Miller 2024 holds for any bounded score; R ``sandw
 cluster = ~cluster, type = "HC1")``). The table keeps its columns: ``accuracy`` is then the mean score,
 ``correct`` the sum of scores, and ``ci_low``/``ci_high`` the normal interval ``xbar ± z se`` with the
 plain ``se = sqrt(sum (x_i - xbar)^2) / n`` (``ci_method`` ``"normal"``) or, when clusters hold several
-rows, ``se_cluster`` (``"clustered normal"``); no interval is clipped (a score need not lie in [0, 1]).
+rows, ``xbar ± t_{G-1} se_cluster`` (``"clustered t"``: Inspect's ``ci(cluster=)``); no interval is
+clipped (a score need not lie in [0, 1]).
 ``outcome`` says which was used.
 """
 from __future__ import annotations
@@ -63,15 +82,22 @@ from mrcstats.errors import InputError
 
 #: the per-group fields of ``summarize(...).to_dict()["groups"]`` besides the ``by`` columns
 GROUP_FIELDS: tuple[str, ...] = ("n", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high", "ci_method",
-                                  "se_cluster")
+                                  "ci_df", "se_cluster", "clusters")
+#: the fields added for ``by`` a model when the models' item sets differ (:func:`shared_items`)
+SHARED_FIELDS: tuple[str, ...] = ("n_shared", "accuracy_shared")
 #: the fields added with ``trials="mean"``
 TRIAL_FIELDS: tuple[str, ...] = ("trials", "sd", "se_trials")
 #: the interval rules (``ci_method``) and the words a caption, table note or legend names them with
 CI_METHODS: dict[str, str] = {
     "wilson": "Wilson score interval",
-    "clustered": "clustered Wilson interval (effective sample size from the cluster-robust CR1 standard error)",
+    "clustered wilson": "clustered Wilson interval (effective sample size from the cluster-robust CR1 standard "
+                        "error, capped at n; t critical value on clusters - 1 df)",
     "normal": "normal interval",
-    "clustered normal": "normal interval from the cluster-robust CR1 standard error"}
+    "clustered t": "t interval from the cluster-robust CR1 standard error (clusters - 1 df)"}
+#: below this many clusters (G) a clustered interval or test carries a warning in the result's notes
+#: (docs/accuracy.md, "Few clusters"): the t critical value holds the level there, but the SE rests on
+#: few independent units and the interval is wide and approximate
+FEW_CLUSTERS: int = 10
 
 
 def ci_words(method: str, level: float = 0.95) -> str:
@@ -89,42 +115,131 @@ def cr1_factor(g: Any) -> Any:
 
 
 def interval_method(n: Any, clusters: Any) -> str:
-    """The interval rule of a table: ``"clustered"`` when some group has more rows than clusters (repeated
-    trials of an item, several questions of a passage), else ``"wilson"``."""
+    """The interval rule of a table: ``"clustered wilson"`` when some group has more rows than clusters
+    (repeated trials of an item, several questions of a passage), else ``"wilson"``."""
     n, clusters = np.asarray(n, dtype=float), np.asarray(clusters, dtype=float)
-    return "clustered" if bool(np.any(n > clusters)) else "wilson"
+    return "clustered wilson" if bool(np.any(n > clusters)) else "wilson"
 
 
-def accuracy_interval(p: Any, n: Any, se: Any, method: str, level: float = 0.95) -> tuple[Any, Any]:
-    """The one accuracy interval: Wilson at ``n`` (``method="wilson"``) or at the effective sample size
-    ``n_eff = p (1 - p) / se^2`` (``"clustered"``; ``n_eff = n`` where p is 0 or 1 or the SE is 0 or
-    missing). Always inside [0, 1]. See the module docstring for the formula and references."""
+def cluster_df(clusters: Any) -> Any:
+    """The degrees of freedom of a clustered interval or test: ``G - 1`` (NaN for G < 2, where the
+    cluster-robust variance cannot be estimated); the df of Inspect's ``ci(cluster=)`` and
+    ``ci_wilson(cluster=)`` and of Cameron, Gelbach & Miller (2008, §III.B: t(G - 1) critical values)."""
+    g = np.asarray(clusters, dtype=float)
+    with np.errstate(invalid="ignore"):
+        out = np.where(g >= 2, g - 1.0, np.nan)
+    return float(out) if out.ndim == 0 else out
+
+
+def critical_value(level: float, df: Any = None) -> Any:
+    """The two-sided critical value of an interval at ``level``: Student t on ``df`` degrees of freedom
+    (R ``qt(1 - (1 - level)/2, df)``) or, where ``df`` is None, NaN or infinite, the normal one (``qnorm``)."""
+    from mrcstats._dist import norm_ppf, t_ppf
+
+    z = float(norm_ppf(0.5 + level / 2.0))
+    if df is None:
+        return z
+    d = np.asarray(df, dtype=float)
+    fin = np.isfinite(d) & (d > 0)
+    with np.errstate(invalid="ignore"):
+        out = np.where(fin, t_ppf(0.5 + level / 2.0, np.where(fin, d, 1.0)), z)
+    return float(out) if out.ndim == 0 else out
+
+
+def mean_test(est: Any, se: Any, level: float = 0.95, df: Any = None) -> tuple[Any, Any, Any, Any]:
+    """The one Wald test and interval of an estimate (a mean score, a paired difference):
+    ``stat = est / se``, two-sided ``p = 2 P(T_df > |stat|)`` and ``est ± c se`` with ``c`` the
+    :func:`critical_value` (t on ``df = G - 1`` for a clustered SE, normal where ``df`` is None/NaN).
+    ``se = 0`` gives ``stat = ±inf`` (0 when ``est`` is 0 too). Returns ``(stat, p, lo, hi)``."""
+    from mrcstats._dist import norm_sf, t_sf
+
+    est, se = np.asarray(est, dtype=float), np.asarray(se, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stat = np.where(se > 0, est / np.where(se > 0, se, 1.0),
+                        np.where(est == 0, 0.0, np.copysign(np.inf, est)))
+        stat = np.where(np.isnan(se) | np.isnan(est), np.nan, stat)
+        if df is None:
+            p = 2.0 * norm_sf(np.abs(stat))
+        else:
+            d = np.broadcast_to(np.asarray(df, dtype=float), stat.shape)
+            fin = np.isfinite(d) & (d > 0)
+            p = np.where(fin, 2.0 * t_sf(np.abs(stat), np.where(fin, d, 1.0)), 2.0 * norm_sf(np.abs(stat)))
+        c = critical_value(level, df)
+        lo, hi = est - c * se, est + c * se
+    return tuple(v[()] if isinstance(v, np.ndarray) else v for v in (stat, p, lo, hi))  # type: ignore[return-value]
+
+
+def few_clusters_note(clusters: Any, labels: Sequence[str] | None = None) -> str | None:
+    """The warning of a clustered interval or test on fewer than :data:`FEW_CLUSTERS` clusters (None when
+    every G is at least that): which groups, their G, and what it means."""
+    g = np.asarray(clusters, dtype=float).ravel()
+    few = np.flatnonzero((g < FEW_CLUSTERS) & (g >= 1))
+    if not len(few):
+        return None
+    where = ""
+    if labels is not None:
+        shown = [f"{labels[i]} (G = {int(g[i])})" for i in few[:8]]
+        where = ": " + ", ".join(shown) + (f" and {len(few) - 8} more" if len(few) > 8 else "")
+    one = bool(np.any(g[few] < 2))
+    return (f"few clusters{where}: with fewer than {FEW_CLUSTERS} clusters the cluster-robust SE rests on few "
+            f"independent units, so the interval uses a t critical value on G - 1 df and is wide; treat it as "
+            f"approximate" + ("; a group within one cluster has no between-cluster variance to estimate and "
+                              "gets the Wilson interval of its rows (conditional on that cluster)" if one else "")
+            + " (docs/accuracy.md, few clusters)")
+
+
+def accuracy_interval(p: Any, n: Any, se: Any, method: str, level: float = 0.95,
+                      clusters: Any = None) -> tuple[Any, Any]:
+    """The one accuracy interval, always inside [0, 1]:
+
+    * ``method="wilson"``: Wilson at ``n`` with the normal critical value;
+    * ``method="clustered wilson"``: Wilson at the effective sample size
+      ``n_eff = min(p (1 - p) / se^2, n)`` (Korn & Graubard 1998; ``n_eff = n`` where p is 0 or 1 or the
+      SE is 0 or missing) with the critical value ``t_{G-1}`` of ``G = clusters`` in place of ``z``
+      (:func:`critical_value`; the normal one where G < 2: one cluster, no between-cluster variance).
+      This is Inspect's ``ci_wilson(cluster=)`` (inspect_ai 0.3.285) on the same rows.
+
+    See the module docstring for the formula and references."""
     p = np.asarray(p, dtype=float)
     n = np.asarray(n, dtype=float)
     if method == "wilson":
         return wilson_interval(p * n, n, level)
-    if method != "clustered":
-        raise InputError(f"accuracy_interval: method must be 'wilson' or 'clustered', got {method!r}")
+    if method != "clustered wilson":
+        raise InputError(f"accuracy_interval: method must be 'wilson' or 'clustered wilson', got {method!r}")
     se = np.asarray(se, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         ok = (p > 0) & (p < 1) & (se > 0) & np.isfinite(se)
-        n_eff = np.where(ok, p * (1.0 - p) / np.where(ok, se * se, 1.0), n)
-    return wilson_interval(p * n_eff, n_eff, level)
+        n_eff = np.where(ok, np.minimum(p * (1.0 - p) / np.where(ok, se * se, 1.0), n), n)
+    crit = critical_value(level, None if clusters is None else cluster_df(clusters))
+    return wilson_interval(p * n_eff, n_eff, level, crit)
 
 
-def wilson_interval(k: np.ndarray | float, n: np.ndarray | float, level: float = 0.95) -> tuple[Any, Any]:
-    """Wilson score interval for ``k`` successes in ``n`` trials (R ``prop.test(k, n, correct=FALSE)``)."""
+def wilson_interval(k: np.ndarray | float, n: np.ndarray | float, level: float = 0.95,
+                    critical: Any = None) -> tuple[Any, Any]:
+    """Wilson score interval for ``k`` successes in ``n`` trials (R ``prop.test(k, n, correct=FALSE)``);
+    ``critical`` replaces the normal critical value ``z`` (the clustered interval's ``t_{G-1}``)."""
     from mrcstats._dist import norm_ppf
 
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
-    z = float(norm_ppf(0.5 + level / 2.0))
+    z = np.asarray(norm_ppf(0.5 + level / 2.0) if critical is None else critical, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         p = k / n
         denom = 1.0 + z * z / n
         centre = (p + z * z / (2.0 * n)) / denom
         half = z / denom * np.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n))
     return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+
+
+def cr1_se(rss: Any, n: Any, clusters: Any) -> Any:
+    """The one CR1 standard error of a mean from its cluster residual sum of squares
+    ``rss = sum_c (sum_{i in c} (x_i - xbar))^2``: ``sqrt(G/(G-1) * rss) / n`` (NaN for G < 2 or n = 0).
+    :func:`cluster_se`, :func:`finish_summary` and :mod:`mrcstats.stats.compare` (models and paired
+    differences) compute their ``rss`` in their own fast way and their SE here."""
+    rss, n = np.asarray(rss, dtype=float), np.asarray(n, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.sqrt(cr1_factor(clusters) * np.maximum(rss, 0.0)) / np.where(n > 0, n, np.nan)
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def cluster_se(x: np.ndarray, clusters: np.ndarray) -> float:
@@ -138,7 +253,7 @@ def cluster_se(x: np.ndarray, clusters: np.ndarray) -> float:
     codes, _ = pd.factorize(pd.Series(clusters), use_na_sentinel=False)
     resid = np.bincount(codes, weights=x - x.mean())
     g = int(codes.max()) + 1
-    return float(np.sqrt(cr1_factor(g) * np.sum(resid * resid)) / n)
+    return float(cr1_se(np.sum(resid * resid), n, g))
 
 
 @dataclass(frozen=True, repr=False)
@@ -160,6 +275,7 @@ class AccuracySummary(Result):
     cluster: str | None = "cluster"
     outcome: str = "correct"    # "correct" (accuracy) or "score" (mean graded score)
     ci_method: str = "wilson"   # the interval rule of ci_low/ci_high (CI_METHODS)
+    notes: tuple[str, ...] = ()  # warnings in plain sentences (few clusters, differing item sets)
 
     def ci_words(self) -> str:
         """The interval as a caption names it: ``"95% Wilson score interval"``."""
@@ -172,9 +288,11 @@ class AccuracySummary(Result):
         """``{"outcome", "ci_method", "invalid", "groups": [{<by columns>, "n", "accuracy", "accuracy_valid",
         "invalid", "ci_low", "ci_high", "ci_method", "se_cluster"}, ...]}``; with ``trials="mean"`` also
         ``trials``, ``sd``, ``se_trials``."""
-        cols = [*self.by, *GROUP_FIELDS, *(TRIAL_FIELDS if self.trials == "mean" else ())]
+        cols = [*self.by, *GROUP_FIELDS, *(c for c in SHARED_FIELDS if c in self.table.columns),
+                *(TRIAL_FIELDS if self.trials == "mean" else ())]
         groups = plain_records(self.table[cols])
-        return {"outcome": self.outcome, "groups": groups}
+        return {"outcome": self.outcome, "ci_method": self.ci_method, "ci_rule": self.ci_words(),
+                "invalid": self.invalid, "notes": list(self.notes), "groups": groups}
 
     def summary(self) -> str:
         """A plain-text table."""
@@ -183,13 +301,18 @@ class AccuracySummary(Result):
         head = [*self.by, "n", "mean_score" if graded else "accuracy",
                 f"{int(self.level * 100)}% CI ({self.ci_method})", "se_cluster (CR1)",
                 "score_valid" if graded else "acc_valid", "invalid"]
+        shared = "accuracy_shared" in t.columns
+        if shared:
+            head.append("acc_shared (n_shared)")
         rows = []
         for _, r in t.iterrows():
             rows.append([*(_fmt(r[b]) for b in self.by), str(int(r["n"])), f"{r['accuracy']:.4f}",
                          f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]",
                          "NA" if pd.isna(r["se_cluster"]) else f"{r['se_cluster']:.4f}",
                          "NA" if pd.isna(r["accuracy_valid"]) else f"{r['accuracy_valid']:.4f}",
-                         str(int(r["invalid"]))])
+                         str(int(r["invalid"])),
+                         *([("NA" if pd.isna(r["accuracy_shared"]) else f"{r['accuracy_shared']:.4f}")
+                            + f" ({int(r['n_shared'])})"] if shared else [])])
         widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
@@ -198,6 +321,7 @@ class AccuracySummary(Result):
                      + (("score 0" if graded else "count as wrong") if self.invalid == "wrong" else "left out"))
         if graded:
             lines.append("outcome: score (mean graded score)")
+        lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -257,9 +381,10 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
             check_grouping(cluster, log.columns, "cluster by")
     if isinstance(log, LogDataset) and (engine == "memory" or (outcome != "correct" and dataset_graded(log))):
         log = log.to_log()      # graded scores are summed in floats, in memory
+    by_list = [by] if isinstance(by, str) else list(by)
     if (isinstance(log, LogDataset) or engine == "dask") and outcome != "score":
-        return _summarize_counts(log, [by] if isinstance(by, str) else list(by), cluster, level, invalid, trials,
-                                 engine, scheduler)
+        res = _summarize_counts(log, by_list, cluster, level, invalid, trials, engine, scheduler)
+        return with_shared_items(res, _item_counts(log, by_list, engine, scheduler))
     if not isinstance(log, pd.DataFrame):
         raise InputError(f"summarize: expected a canonical log (a pandas DataFrame from mrcstats.read_log, or a "
                          f"dataset from mrcstats.open_log), got {type(log).__name__}")
@@ -269,7 +394,85 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
 
     if resolve_outcome(log, outcome, "summary") == "score":
         return summarize_scores(log, by, cluster=cluster, level=level, invalid=invalid, trials=trials)
-    return summarize_frame(log, by, cluster=cluster, level=level, invalid=invalid, trials=trials)
+    res = summarize_frame(log, by, cluster=cluster, level=level, invalid=invalid, trials=trials)
+    return with_shared_items(res, _item_counts(log, by_list, engine, scheduler))
+
+
+def _item_counts(log: Any, by_cols: list[str], engine: str | None, scheduler: Any) -> pd.DataFrame | None:
+    """Counts per (``by`` groups, item) — ``n``, ``k``, ``inv`` — for :func:`with_shared_items`; None unless
+    ``by`` holds ``model`` and the log has ``item``."""
+    if "model" not in by_cols or "item" not in log.columns or "item" in by_cols:
+        return None
+    cols = [*by_cols, "item"]
+    if isinstance(log, pd.DataFrame) and engine != "dask":
+        corr = log["correct"]
+        work = pd.DataFrame({c: pd.Series(log[c].array) for c in cols})
+        work["k"] = corr.fillna(False).to_numpy(dtype=np.int64)
+        work["inv"] = corr.isna().to_numpy(dtype=np.int64)
+        return work.groupby(cols, sort=False, dropna=False, observed=True).agg(
+            n=("k", "size"), k=("k", "sum"), inv=("inv", "sum")).reset_index()
+    if engine == "dask":
+        from mrcstats.backends import pass_backend
+
+        return pass_backend(log, "dask", scheduler).group_counts(cols)
+    from mrcstats.backends.sql import group_counts
+
+    return group_counts(log, cols)
+
+
+def with_shared_items(res: AccuracySummary, item_counts: pd.DataFrame | None) -> AccuracySummary:
+    """``res`` with the shared-item accuracy beside the full one when the models' item sets differ.
+
+    ``item_counts`` has the ``by`` columns (one of them ``model``), ``item`` and per (group, item) ``n``
+    rows, ``k`` correct, ``inv`` invalid. Within each stratum of the other ``by`` columns (all rows when
+    ``by`` is just ``model``) the shared items are those every model of the stratum answered; when some
+    model lacks some item, the table gains ``n_shared`` (rows on shared items) and ``accuracy_shared``
+    (correct / rows there, under the same ``invalid`` convention; pooled over trials) and ``notes`` says
+    which models miss which share of the items. A ranking on ``accuracy`` alone rewards a model that
+    skipped hard items (MMLU-Pro: a model lacking 1,681 mostly-hard questions ranked #3 though below #4
+    on the shared items). Unchanged when every model answered the same items, or without counts."""
+    if item_counts is None or res.outcome == "score" or item_counts.empty:
+        return res
+    by_cols = list(res.by)
+    others = [b for b in by_cols if b != "model"]
+    c = item_counts.copy()
+    if not others:
+        c["_s"] = 0
+    strat = others or ["_s"]
+    n_models = c.groupby(strat, dropna=False, observed=True)["model"].nunique().rename("_nm")
+    per_item = c.groupby([*strat, "item"], dropna=False, observed=True)["model"].nunique().rename("_im")
+    c = c.join(n_models, on=strat).join(per_item, on=[*strat, "item"])
+    c["_shared"] = c["_im"] == c["_nm"]
+    if bool(c["_shared"].all()):
+        return res
+    union = c.groupby(strat, dropna=False, observed=True)["item"].nunique().rename("_u")
+    own = c.groupby(by_cols, dropna=False, observed=True)["item"].nunique().rename("_own")
+    sh = c[c["_shared"]].groupby(by_cols, dropna=False, observed=True)[["n", "k", "inv"]].sum()
+    t = res.table.copy()
+    key = pd.MultiIndex.from_frame(t[by_cols]) if len(by_cols) > 1 else pd.Index(t[by_cols[0]])
+    shn = sh.reindex(key)
+    n_sh = shn["n"].fillna(0).to_numpy(dtype=float)
+    k_sh = shn["k"].fillna(0).to_numpy(dtype=float)
+    den = n_sh - (shn["inv"].fillna(0).to_numpy(dtype=float) if res.invalid == "exclude" else 0.0)
+    t["n_shared"] = n_sh.astype("int64")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t["accuracy_shared"] = np.where(den > 0, k_sh / np.where(den > 0, den, 1.0), np.nan)
+    own_n = own.reindex(key).fillna(0).to_numpy(dtype=float)
+    tu = t[by_cols].copy()
+    if not others:
+        tu["_s"] = 0
+    u = tu.join(union, on=strat)["_u"].to_numpy(dtype=float)
+    lack = [(" / ".join(_fmt(v) for v in row), int(uu - oo), uu) for row, oo, uu in
+            zip(t[by_cols].itertuples(index=False), own_n, u) if uu > oo]
+    shown = ", ".join(f"{name} lacks {m:,} of {int(uu):,} items ({m / uu:.1%})" for name, m, uu in lack[:8])
+    more = f" and {len(lack) - 8} more" if len(lack) > 8 else ""
+    n_shared_items = int(c.loc[c["_shared"], [*strat, "item"]].drop_duplicates().shape[0])
+    note = (f"item sets differ: {shown}{more}; accuracy_shared is over the {n_shared_items:,} items every model "
+            f"answered{' (within each ' + ', '.join(others) + ')' if others else ''}, the basis a ranking "
+            f"should use (mrcstats compare ranks on it)")
+    import dataclasses
+
+    return dataclasses.replace(res, table=t, notes=(*res.notes, note))
 
 
 def summarize_scores(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster: str | None = "cluster",
@@ -317,12 +520,18 @@ def summarize_scores(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster
         recs.append(rec)
     table = pd.DataFrame(recs, columns=[*by_cols, "n", "correct", "accuracy", "accuracy_valid", "invalid", "ci_low",
                                         "ci_high", "se_cluster", "clusters", "_den", "_se_iid"])
-    method = "clustered normal" if cluster and interval_method(table["_den"], table["clusters"]) == "clustered" \
-        else "normal"
-    if method == "clustered normal":
-        table["ci_low"] = table["accuracy"] - z * table["se_cluster"]
-        table["ci_high"] = table["accuracy"] + z * table["se_cluster"]
+    clustered = bool(cluster) and interval_method(table["_den"], table["clusters"]) == "clustered wilson"
+    method = "clustered t" if clustered else "normal"
+    g_used = table["clusters"].to_numpy(dtype=float)
+    if clustered:
+        # mean ± t_{G-1} se_cluster (mean_test); a group within one cluster keeps its normal interval
+        one = g_used < 2
+        _, _, lo, hi = mean_test(table["accuracy"].to_numpy(dtype=float), table["se_cluster"].to_numpy(dtype=float),
+                                 level, cluster_df(g_used))
+        table["ci_low"] = np.where(one, table["ci_low"], lo)
+        table["ci_high"] = np.where(one, table["ci_high"], hi)
     table.insert(table.columns.get_loc("ci_high") + 1, "ci_method", method)
+    table.insert(table.columns.get_loc("ci_method") + 1, "ci_df", cluster_df(g_used) if clustered else np.nan)
     table = table.drop(columns=["_den", "_se_iid"])
     for c in by_cols:
         table[c] = table[c].astype(log[c].dtype)
@@ -337,7 +546,8 @@ def summarize_scores(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster
         for c in ("sd", "se_trials"):
             table[c] = tr[c].to_numpy()
     return AccuracySummary(by=tuple(by_cols), table=table, level=level, invalid=invalid, trials=trials,
-                           cluster=cluster, outcome="score", ci_method=method)
+                           cluster=cluster, outcome="score", ci_method=method,
+                           notes=_interval_notes(table, by_cols, clustered))
 
 
 def summarize_frame(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster: str | None = "cluster",
@@ -548,7 +758,6 @@ def finish_summary(moments: pd.DataFrame | None, by: Sequence[str], level: float
     ``trial_counts`` (``trials="mean"``), ``accuracy`` is the mean over trials (:func:`trial_summary`) and
     the trial columns are added; the interval stays that of the pooled rows.
     """
-    import math
 
 
     by_cols = list(by)
@@ -569,10 +778,11 @@ def finish_summary(moments: pd.DataFrame | None, by: Sequence[str], level: float
         sm_c, mm_c = ("sm", "mm") if invalid == "wrong" else ("smv", "mmv")
         g_col = "clusters" if invalid == "wrong" or "clusters_valid" not in t.columns else "clusters_valid"
         g_i = t[g_col].to_numpy(dtype=float)
+        # N² Σ_c (s_c - m_c k/N)², exact in integers; divided by N² in floats for cr1_se
         rss = [d * d * int(ss) - 2 * d * k * int(sm) + k * k * int(mm)
                for d, k, ss, sm, mm in zip(den_i, k_i, t["ss"], t[sm_c], t[mm_c])]
-        se = np.array([math.sqrt(max(r, 0)) / (d * d) if d else float("nan") for r, d in zip(rss, den_i)],
-                      dtype=float) * np.sqrt(cr1_factor(g_i))
+        se = np.asarray(cr1_se([max(r, 0) / (d * d) if d else float("nan")
+                                for r, d in zip(rss, den_i)], den_i, g_i), dtype=float).reshape(-1)
     else:
         g_i = np.asarray(den_i, dtype=float)
         se = np.full(len(t), np.nan)
@@ -585,9 +795,10 @@ def finish_summary(moments: pd.DataFrame | None, by: Sequence[str], level: float
     se[den < 2] = np.nan          # one observation has no spread to estimate: NA, not 0 (R: sd(1) is NA)
     method = interval_method(den, g_i) if cluster else "wilson"
     with np.errstate(invalid="ignore", divide="ignore"):
-        lo, hi = accuracy_interval(k / np.where(den > 0, den, np.nan), den, se, method, level)
+        lo, hi = accuracy_interval(k / np.where(den > 0, den, np.nan), den, se, method, level, clusters=g_i)
     table["ci_low"], table["ci_high"] = lo, hi
     table["ci_method"] = method
+    table["ci_df"] = cluster_df(g_i) if method == "clustered wilson" else np.nan
     table["se_cluster"] = se
     extra: list[str] = []
     if trial_counts is not None:
@@ -600,6 +811,20 @@ def finish_summary(moments: pd.DataFrame | None, by: Sequence[str], level: float
             table[c] = tr[c].to_numpy()
         extra = ["trials", "sd", "se_trials"]
     table = table[[*by_cols, "n", "correct", "accuracy", "accuracy_valid", "invalid", "ci_low", "ci_high",
-                   "ci_method", "se_cluster", "clusters", *extra]]
+                   "ci_method", "ci_df", "se_cluster", "clusters", *extra]]
     return AccuracySummary(by=tuple(by_cols), table=table, level=level, invalid=invalid,
-                           trials="mean" if trial_counts is not None else "pool", cluster=cluster, ci_method=method)
+                           trials="mean" if trial_counts is not None else "pool", cluster=cluster, ci_method=method,
+                           notes=_interval_notes(table, by_cols, method == "clustered wilson", g_i))
+
+
+def _interval_notes(table: pd.DataFrame, by_cols: Sequence[str], clustered: bool,
+                    clusters: Any = None) -> tuple[str, ...]:
+    """The few-clusters warning of a summary table (:func:`few_clusters_note`), naming its groups;
+    ``clusters``: the G of each group's interval (default the ``clusters`` column)."""
+    if not clustered or table.empty:
+        return ()
+    labels = [" / ".join(_fmt(v) for v in row) for row in table[list(by_cols)].itertuples(index=False)] \
+        if by_cols else ["all"]
+    g = table["clusters"].to_numpy(dtype=float) if clusters is None else np.asarray(clusters, dtype=float)
+    note = few_clusters_note(g, labels)
+    return (note,) if note else ()

@@ -26,10 +26,11 @@ the score of item ``i`` (the mean of its ``K_i`` trials), ``n`` the number of it
 number ``summary`` reports for the same model. With one item per cluster it equals ``se``
 exactly. CI of a model's accuracy: the one accuracy interval of
 :func:`mrcstats.stats.accuracy.accuracy_interval` (``ci_method``): Wilson at n items for one binary answer
-per item and no clusters, else the clustered Wilson interval at the effective sample size
-``s̄(1-s̄)/se_used²`` with ``se_used = se_cluster`` when ``cluster`` is given, else ``se`` (items with
-repeated trials are then the clusters); it stays inside [0, 1]. Graded scores keep ``s̄ ± z · se_used``
-(``"normal"``). ``rank`` 1 is the highest accuracy (ties share the lower rank).
+per item and no clusters, else the clustered Wilson interval (``"clustered wilson"``) at the effective
+sample size ``min(s̄(1-s̄)/se_used², answers)`` with a t critical value on ``G - 1`` df (``ci_df``), with
+``se_used = se_cluster`` when ``cluster`` is given, else ``se`` (items with repeated trials are then the
+clusters); it stays inside [0, 1]. Graded scores keep ``s̄ ± c · se_used`` (``"normal"``, c = z; with
+``cluster``, ``"clustered t"``, c = t_{G-1}). ``rank`` 1 is the highest accuracy (ties share the lower rank).
 
 **Per pair** (model a vs model b, paired on ``item``; items only one of them answered
 are left out and counted in ``skipped``), with ``d_i = s_{a,i} - s_{b,i}`` on the
@@ -38,7 +39,10 @@ are left out and counted in ``skipped``), with ``d_i = s_{a,i} - s_{b,i}`` on th
     diff           = d̄ = accuracy of a - accuracy of b (on the common items)
     se             = sqrt( Var(d) / n ),  Var(d) = Var(s_a) + Var(s_b) - 2 Cov(s_a, s_b)
     se_cluster     = as above with d_i in place of s_i
-    z = diff / se_used,  p = 2 (1 - Φ(|z|)),  CI = diff ± z_{1-α/2} · se_used
+    z = diff / se_used,  p = 2 (1 - Φ(|z|)),  CI = diff ± z_{1-α/2} · se_used        (items independent)
+    with ``cluster``: p = 2 P(T_{G-1} > |z|), CI = diff ± t_{G-1, 1-α/2} · se_cluster  (``df`` = G - 1,
+    G = clusters among the pair's common items; Cameron, Gelbach & Miller 2008, §III.B: with few clusters
+    the normal reference over-rejects, issue 36)
     corr           = Pearson correlation of s_a and s_b on the common items
     variance_ratio = se_used² / (se_used(a)² + se_used(b)²)       paired / unpaired (Miller Eq. 7)
 
@@ -105,10 +109,10 @@ ITEM_SCORE_COLUMNS: tuple[str, ...] = ("model", "item", "cluster", "score", "n_t
 ADJUST_METHODS: tuple[str, ...] = ("holm", "BH", "bonferroni", "none")
 #: the per-model fields of ``compare(...).to_dict()["models"]``
 MODEL_FIELDS: tuple[str, ...] = ("model", "n_items", "accuracy", "se", "se_cluster", "ci_low", "ci_high", "ci_method",
-                                  "rank")
+                                  "ci_df", "clusters", "n_shared", "accuracy_shared", "items_missing", "rank")
 #: the per-pair fields of ``compare(...).to_dict()["pairs"]``
 PAIR_FIELDS: tuple[str, ...] = ("model_a", "model_b", "n_items", "diff", "se", "se_cluster", "ci_low", "ci_high",
-                                "z", "p", "p_adjusted", "p_mcnemar", "corr", "variance_ratio", "boot_ci_low",
+                                "df", "z", "p", "p_adjusted", "p_mcnemar", "corr", "variance_ratio", "boot_ci_low",
                                 "boot_ci_high")
 _UNPAIRED = "model-item scores without a partner in a pair (left out of that pair; summed over pairs)"
 
@@ -275,8 +279,15 @@ class CompareResult(Result):
             "repeated": None if self.repeated is None else recs(self.repeated, list(self.repeated.columns)),
             "notes": list(self.notes),
             "outcome": self.outcome,
+            "rank_basis": self.rank_basis(),
         }
         return out
+
+    def rank_basis(self) -> str:
+        """``"shared items"`` (ranks by ``accuracy_shared``, the items every compared model answered) or
+        ``"own items"`` (no item shared by all: ranks by each model's ``accuracy``)."""
+        n = self.models["n_shared"] if "n_shared" in self.models else pd.Series([1])
+        return "shared items" if int(n.iloc[0]) > 0 else "own items"
 
     def ranking(self) -> pd.DataFrame:
         """The models table sorted by rank."""
@@ -304,11 +315,16 @@ class CompareResult(Result):
         methods = list(dict.fromkeys(self.models["ci_method"])) if "ci_method" in self.models else []
         head = (f"Models ranked by {what} (SE {se_name}; {lvl} CI: "
                 f"{', '.join(CI_METHODS.get(m, m) for m in methods)})")
+        if self.rank_basis() == "shared items" and bool((self.models["items_missing"] > 0).any()):
+            head += "; ranked on the items every model answered"
         lines = [head]
         rk = self.ranking()
-        head = ["rank", "model", "n_items", what.replace(" ", "_"), "se", "se_cluster", f"{lvl} CI"]
+        differ = bool((rk["items_missing"] > 0).any())
+        head = ["rank", "model", "n_items", what.replace(" ", "_"), "se", "se_cluster", f"{lvl} CI",
+                *([f"{what.replace(' ', '_')}_shared ({int(rk['n_shared'].iloc[0])} items)"] if differ else [])]
         rows = [[str(int(r["rank"])), str(r["model"]), str(int(r["n_items"])), _f(r["accuracy"]), _f(r["se"]),
-                 _f(r["se_cluster"]), f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]"] for _, r in rk.iterrows()]
+                 _f(r["se_cluster"]), f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]",
+                 *([_f(r["accuracy_shared"])] if differ else [])] for _, r in rk.iterrows()]
         lines += _table(head, rows)
         adj = {"holm": "Holm", "BH": "Benjamini-Hochberg", "bonferroni": "Bonferroni", "none": "none"}[self.adjust]
         lines += ["", f"Pairs (paired on item; diff = a - b; p adjusted: {adj}; * adjusted p < {self.alpha:g})"]
@@ -447,8 +463,14 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
     ``clustered=True`` uses the ``cluster`` column for cluster-robust SEs and the cluster
     bootstrap (``cluster_name`` only labels the result). See the module docstring.
     """
-    from mrcstats._dist import norm_ppf, norm_sf
-    from mrcstats.stats.accuracy import accuracy_interval, cluster_se
+    from mrcstats.stats.accuracy import (
+        accuracy_interval,
+        cluster_df,
+        cluster_se,
+        cr1_se,
+        few_clusters_note,
+        mean_test,
+    )
     from mrcstats.stats.contingency import mcnemar_exact_p
 
     _check_args(alpha, adjust, bootstrap)
@@ -480,7 +502,6 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
         item_cl = np.arange(n_items, dtype=np.int64)
     n_cl = int(item_cl.max()) + 1 if n_items else 0
     F = ~np.isnan(S)
-    zq = float(norm_ppf(1 - alpha / 2))
 
     # ---- per model
     graded = items.attrs.get("outcome") == "score"
@@ -497,16 +518,31 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
         else:
             sec = float("nan")
         used = sec if clustered else se
+        # the clusters of the interval: the item clusters, or the items themselves (repeated trials)
+        g_used = g if clustered else n
+        df = float("nan")
         if graded:
-            method, lo, hi = ("clustered normal" if clustered else "normal"), acc - zq * used, acc + zq * used
+            method = "clustered t" if clustered else "normal"
+            df = cluster_df(g_used) if clustered else float("nan")
+            _, _, lo, hi = (float(v) for v in mean_test(acc, used, 1 - alpha, df if clustered else None))
         else:
-            method = "clustered" if (clustered or (K[k, mask] > 1).any()) else "wilson"
-            lo, hi = (float(v) for v in accuracy_interval(acc, n, used, method, 1 - alpha))
+            method = "clustered wilson" if (clustered or (K[k, mask] > 1).any()) else "wilson"
+            # n: the answers (trials) behind the accuracy, the cap of the effective n as in summary's rows
+            rows = int(K[k, mask].sum())
+            lo, hi = (float(v) for v in accuracy_interval(acc, rows, used, method, 1 - alpha, clusters=g_used))
+            df = cluster_df(g_used) if method == "clustered wilson" else float("nan")
         mrows.append({"model": m, "n_items": n, "accuracy": acc, "se": se, "se_cluster": sec,
-                      "ci_low": lo, "ci_high": hi, "ci_method": method, "clusters": g})
+                      "ci_low": lo, "ci_high": hi, "ci_method": method, "ci_df": df, "clusters": g})
     mtab = pd.DataFrame(mrows)
-    mtab["rank"] = mtab["accuracy"].rank(ascending=False, method="min").astype("int64")
-    mtab = mtab[[*MODEL_FIELDS, "clusters"]]
+    # shared items: those every compared model answered; the ranking's basis (issue 36)
+    shared = F.all(axis=0)
+    n_sh = int(shared.sum())
+    mtab["n_shared"] = n_sh
+    mtab["accuracy_shared"] = [float(S[k, shared].mean()) if n_sh else float("nan") for k in range(n_models)]
+    mtab["items_missing"] = [int(n_items - F[k].sum()) for k in range(n_models)]
+    basis = "accuracy_shared" if n_sh else "accuracy"
+    mtab["rank"] = mtab[basis].rank(ascending=False, method="min").astype("int64")
+    mtab = mtab[list(MODEL_FIELDS)]
 
     # ---- per pair
     pairs = [(a, b) for a in range(n_models) for b in range(a + 1, n_models)]
@@ -537,7 +573,6 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
         nc_all = NC[pa[blk[0]]]
         present = nc_all > 0
         g = int(present.sum())
-        fac = g / (g - 1) if g > 1 else np.nan
         meat_m = ((C[:, present] - nc_all[present] * means[:, None]) ** 2).sum(axis=1)
         XX = Xz @ Xz.T
         tot = Xz.sum(axis=1)
@@ -550,12 +585,12 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
             cols["diff"][idx] = dm
             cols["vd"][idx] = D.var(axis=1, ddof=1) if n > 1 else np.nan
             Dc = C[a][:, present] - C[b][:, present]
-            cols["se_cl"][idx] = np.sqrt(fac * ((Dc - nc_all[present] * dm[:, None]) ** 2).sum(axis=1)) / n
+            cols["se_cl"][idx] = cr1_se(((Dc - nc_all[present] * dm[:, None]) ** 2).sum(axis=1), n, g)
         a, b = pa[blk], pb[blk]
         cols["n"][blk] = n
         cols["va"][blk], cols["vb"][blk] = var_m[a], var_m[b]
-        cols["se_a_cl"][blk] = np.sqrt(fac * meat_m[a]) / n
-        cols["se_b_cl"][blk] = np.sqrt(fac * meat_m[b]) / n
+        cols["se_a_cl"][blk] = cr1_se(meat_m[a], n, g)
+        cols["se_b_cl"][blk] = cr1_se(meat_m[b], n, g)
         cols["g"][blk] = g
         cols["unp"][blk] = 0
         mcn_ok[blk] = bin_m[a] & bin_m[b] & sing_m[a] & sing_m[b]
@@ -585,10 +620,9 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
         g = int(present.sum())
         cols["g"][idx] = g
         if g > 1:
-            fac = g / (g - 1)
-            cols["se_cl"][idx] = np.sqrt(fac * np.sum((Dc[present] - nc[present] * dm) ** 2)) / n
-            cols["se_a_cl"][idx] = np.sqrt(fac * np.sum((Ca[present] - nc[present] * xa.mean()) ** 2)) / n
-            cols["se_b_cl"][idx] = np.sqrt(fac * np.sum((Cb[present] - nc[present] * xb.mean()) ** 2)) / n
+            cols["se_cl"][idx] = cr1_se(np.sum((Dc[present] - nc[present] * dm) ** 2), n, g)
+            cols["se_a_cl"][idx] = cr1_se(np.sum((Ca[present] - nc[present] * xa.mean()) ** 2), n, g)
+            cols["se_b_cl"][idx] = cr1_se(np.sum((Cb[present] - nc[present] * xb.mean()) ** 2), n, g)
         if (single[a, common].all() and single[b, common].all() and np.all((xa == 0) | (xa == 1))
                 and np.all((xb == 0) | (xb == 1))):
             mcn_ok[idx] = True
@@ -605,12 +639,14 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
         if clustered:
             sec = cols["se_cl"]
             used, ua, ub = sec, cols["se_a_cl"], cols["se_b_cl"]
+            pair_df = np.asarray(cluster_df(cols["g"]), dtype=float).reshape(-1)
         else:
             sec = np.full(n_pairs, np.nan)
             used, ua, ub = se, se_a, se_b
-        z = np.where(used > 0, diff / used, np.where(diff == 0, 0.0, np.copysign(np.inf, diff)))
-        z = np.where(np.isnan(used), np.nan, z)
-        p = 2.0 * norm_sf(np.abs(z))
+            pair_df = np.full(n_pairs, np.nan)
+        # the one test and interval: t on G - 1 df for a clustered SE, normal for independent items
+        z, p, ci_lo, ci_hi = (np.asarray(v, dtype=float).reshape(-1)
+                              for v in mean_test(diff, used, 1 - alpha, pair_df if clustered else None))
         denom = ua ** 2 + ub ** 2
         vratio = np.where(denom > 0, used ** 2 / denom, np.nan)
         va, vb = cols["va"], cols["vb"]
@@ -625,7 +661,7 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
     shared_pairs = [int(i) for i in blk] if bootstrap else []
     ptab = pd.DataFrame({
         "model_a": [names[a] for a in pa], "model_b": [names[b] for b in pb], "n_items": n.astype(np.int64),
-        "diff": diff, "se": se, "se_cluster": sec, "ci_low": diff - zq * used, "ci_high": diff + zq * used,
+        "diff": diff, "se": se, "se_cluster": sec, "ci_low": ci_lo, "ci_high": ci_hi, "df": pair_df,
         "z": z, "p": p, "p_adjusted": np.nan, "p_mcnemar": p_mc, "corr": corr, "variance_ratio": vratio,
         "boot_ci_low": np.nan, "boot_ci_high": np.nan, "n_unpaired": cols["unp"].astype(np.int64),
         "a_only": a_only, "b_only": b_only, "se_a": ua, "se_b": ub, "clusters": cols["g"].astype(np.int64)})
@@ -651,6 +687,15 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
             if kk.min() != kk.max():
                 notes.append(f"model {m!r}: the number of trials differs across items ({int(kk.min())} to "
                              f"{int(kk.max())}); items are weighted equally, each by the mean of its trials")
+    if not shared.all():
+        lack = [(m, int(mtab.loc[k, "items_missing"])) for k, m in enumerate(names) if mtab.loc[k, "items_missing"]]
+        shown = ", ".join(f"{m} lacks {x:,} of {n_items:,} items ({x / n_items:.1%})" for m, x in lack[:8])
+        more = f" and {len(lack) - 8} more" if len(lack) > 8 else ""
+        notes.append(f"item sets differ: {shown}{more}; " + (
+            f"ranks use accuracy_shared, over the {n_sh:,} items every compared model answered (accuracy, over "
+            f"each model's own items, beside it)" if n_sh else
+            "no item was answered by every compared model, so ranks use each model's own items (accuracy) and "
+            "are not comparable; compare fewer models"))
     invalid = items.attrs.get("invalid") or {}
     inv = [f"{m} {invalid[m]}" for m in names if invalid.get(m)]
     if inv:
@@ -660,7 +705,12 @@ def compare_scores(items: pd.DataFrame, models: Sequence[str] | None = None, *, 
                      "answer per item)")
     if clustered:
         notes.append(f"clustered SEs: CR sandwich with the small-sample factor G/(G-1) on the variance, G = clusters "
-                     f"({n_cl} in all)")
+                     f"({n_cl} in all); intervals and p-values use a t critical value on G - 1 df")
+        few = few_clusters_note(mtab["clusters"].to_numpy(dtype=float), [str(m) for m in mtab["model"]])
+        if few is None and n_pairs:
+            few = few_clusters_note(cols["g"], [f"{names[a]} - {names[b]}" for a, b in pairs])
+        if few:
+            notes.append(few)
     skipped = dict(items.attrs.get("skipped", {}) or {})
     if skipped_unpaired:
         skipped[_UNPAIRED] = skipped_unpaired

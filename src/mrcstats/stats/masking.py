@@ -216,7 +216,7 @@ class MaskingAccuracy(Result):
         from mrcstats.stats.accuracy import ci_words
 
         return ci_words(self.ci_method, self.level) + (f", clustered by {self.cluster}"
-                                                        if self.ci_method == "clustered" else "")
+                                                        if self.ci_method == "clustered wilson" else "")
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -316,7 +316,8 @@ def masking_accuracy(log: Any, *, level: float = 0.95, cluster: str | None = "cl
     table = pd.DataFrame(rows)
     table["model"] = table["model"].astype(str)
     table["condition"] = table["condition"].astype(str)
-    return MaskingAccuracy(table=table, level=level, notes=tuple(notes), ci_method=res.ci_method, cluster=cl)
+    return MaskingAccuracy(table=table, level=level, notes=(*notes, *res.notes), ci_method=res.ci_method,
+                           cluster=cl)
 
 
 # ----------------------------------------------------------------------------- indicators

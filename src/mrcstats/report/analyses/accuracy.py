@@ -40,7 +40,7 @@ class Accuracy(Analysis):
             rank = {c: {str(v): i for i, v in enumerate(order[c])} for c in keys}
             agg = agg.sort_values(by=keys, key=lambda s: s.astype(str).map(rank[s.name]).fillna(len(rank[s.name])),
                                   kind="mergesort").reset_index(drop=True)
-        repeated = res.ci_method == "clustered"
+        repeated = res.ci_method == "clustered wilson"
         lo, hi = "ci_low", "ci_high"
         how = res.ci_words() + (f", clustered by {cluster_words(data, cluster)}" if repeated else "")
         title = a.get("title") or f"Accuracy by {', '.join(rows)} and {cols}"
@@ -67,8 +67,11 @@ class Accuracy(Analysis):
         out.methods.append(
             "Accuracy per cell = correct / all responses (invalid = not correct)"
             + (f", the mean over {ntrials} trials of the per-trial accuracy" if ntrials > 1 else "")
-            + f"; {how}" + (" (Wilson's formula at the effective sample size p(1 − p)/SE², SE the "
-                            "cluster-robust standard error with the small-sample factor G/(G − 1), G = clusters; "
-                            "Miller 2024, Eq. 4; Korn and Graubard 1998)." if repeated else
+            + f"; {how}" + (" (Wilson's formula at the effective sample size p(1 − p)/SE², at most n, SE the "
+                            "cluster-robust standard error with the small-sample factor G/(G − 1), G = clusters, "
+                            "and a t critical value on G − 1 df; Miller 2024, Eq. 4; Korn and Graubard 1998; "
+                            "Cameron, Gelbach and Miller 2008)." if repeated else
                             " as R's prop.test(k, n, correct = FALSE)."))
+        for n in res.notes:
+            out.note(n[0].upper() + n[1:] + ".")
         return out

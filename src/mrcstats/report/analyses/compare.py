@@ -57,9 +57,15 @@ class Compare(Analysis):
         out = Output(title)
         rk = res.ranking()
         se_col = "se_cluster" if res.cluster else "se"
-        tab = rk[["rank", "model", "n_items", "accuracy", se_col, "ci_low", "ci_high"]].copy()
-        tab.columns = ["Rank", "Model", "Items", "Accuracy (%)", "SE (%)", f"{lvl} CI low", f"{lvl} CI high"]
+        differ = bool((rk["items_missing"] > 0).any())
+        tab = rk[["rank", "model", "n_items", "accuracy", se_col, "ci_low", "ci_high",
+                  *(["accuracy_shared"] if differ else [])]].copy()
+        tab.columns = ["Rank", "Model", "Items", "Accuracy (%)", "SE (%)", f"{lvl} CI low", f"{lvl} CI high",
+                       *([f"Shared-item accuracy (%, {int(rk['n_shared'].iloc[0])} items)"] if differ else [])]
         tab[tab.columns[3:]] = tab[tab.columns[3:]] * 100.0
+        shared_words = (f" Item sets differ: ranks use the accuracy on the {int(rk['n_shared'].iloc[0]):,} items "
+                        f"every model answered (last column)." if differ and res.rank_basis() == "shared items"
+                        else "")
         from mrcstats.stats.accuracy import ci_words
 
         se_words = (f"cluster-robust standard error (SE) clustered on {res.cluster}, with the small-sample "
@@ -67,7 +73,8 @@ class Compare(Analysis):
                     else "standard error (SE) from the central limit theorem, items independent")
         ci_name = "; ".join(dict.fromkeys(ci_words(m, 1 - alpha) for m in rk["ci_method"]))
         out.table(Table(tab, caption=f"{title}: models ranked by accuracy (percent) with the {se_words}, and "
-                                     f"the {ci_name} of the accuracy, the interval of the accuracy tables.",
+                                     f"the {ci_name} of the accuracy, the interval of the accuracy tables."
+                                     + shared_words,
                         label=f"a{a.index}_compare_ranking", stub=2,
                         formats={c: _pct for c in tab.columns[3:]}))
         # (table values are percent: the CSV beside the PDF holds the same numbers unrounded)
@@ -123,7 +130,9 @@ class Compare(Analysis):
         if len(compact) <= 45:
             out.table(Table(compact, caption=f"{title}: every pair (A − B, percentage points), paired on "
                                              + (f"{int(ptab['Items'].iloc[0])} items each" if same_n else "items")
-                                             + f"; CI from the {'clustered' if res.cluster else 'paired'} SE; Corr. = "
+                                             + ("; CI and p from the clustered SE with a t critical value on G − 1 df (G clusters)"
+                                                if res.cluster else "; CI and p from the paired SE (normal)")
+                                             + "; Corr. = "
                                              f"correlation of the per-item scores; Variance ratio = paired / unpaired "
                                              f"variance. All columns (SEs, z, unadjusted p): table file "
                                              f"{full.label}.csv.",
@@ -142,8 +151,10 @@ class Compare(Analysis):
             f"Model comparison{filter_note(a.get('filter'))} following Miller (2024, 'Adding Error Bars to Evals'): "
             f"per-item scores (mean over trials; invalid = not correct); accuracy SE by the CLT (Eq. 2)"
             + (f", clustered on {res.cluster} (Eq. 4 with G/(G−1))" if res.cluster else "")
-            + f"; pairs compared on the items both models answered through the per-item differences (Eq. 8), "
-              f"z-test with {adj_name} adjustment across pairs (R's p.adjust); exact McNemar p = "
+            + "; pairs compared on the items both models answered through the per-item differences (Eq. 8), "
+              + ("t-test on G − 1 df (G clusters of the pair's items; Cameron, Gelbach and Miller 2008)"
+                 if res.cluster else "z-test")
+            + f" with {adj_name} adjustment across pairs (R's p.adjust); exact McNemar p = "
               f"binom.test on the discordant items (single-trial data)"
             + (f"; percentile cluster bootstrap of each difference, B = {res.bootstrap}, seed {ctx.seed}"
                if res.bootstrap else "") + ".")

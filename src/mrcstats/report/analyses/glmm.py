@@ -87,7 +87,7 @@ class Glmm(Analysis):
         try:
             res = glmer(a.get("formula"), data, contrasts=a.get("contrasts") or None, nagq=a.get("nagq"),
                         engine=a.get("engine"), levels=a.get("levels") or None, lme4_defaults=a.get("lme4_defaults"),
-                        vcov=a.get("vcov"))
+                        vcov=a.get("vcov"), invalid=a.get("invalid"))
         except NotImplementedError as exc:
             raise Skip(f"the {a.get('engine')} GLMM engine is not available: {exc}") from None
         except (ImportError, DependencyError) as exc:
