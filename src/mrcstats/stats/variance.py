@@ -214,7 +214,7 @@ def variance(log: pd.DataFrame, over: str = "trial", *, by: str = "model", outco
         if not isinstance(col, str) or col not in log.columns or col in OUTCOME_COLUMNS or col == "item":
             cols = ", ".join(str(c) for c in log.columns if c not in OUTCOME_COLUMNS and c != "item")
             raise InputError(f"variance: {name}={col!r} is not a column of the log to group by; columns: {cols} "
-                             f"(--{name} COLUMN; a seed, prompt or checkpoint column is named with --map when reading)")
+                             f"(--{name} COLUMN; a seed, prompt or checkpoint column of the source keeps its name in the log)")
     if over == by:
         raise InputError(f"variance: over and by are both {over!r}; name the repetition column with --over")
     _check_target("target_snr", target_snr, 0.0, None)
