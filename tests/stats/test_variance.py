@@ -18,7 +18,7 @@ from mrcstats.errors import InputError
 from mrcstats.stats.variance import COMPONENTS, agreement_probability, snr_for_agreement, variance
 
 
-def gen(seed: int = 1, M: int = 6, I: int = 40, R: int = 4, s_item: float = 0.6, s_model: float = 0.5,
+def gen(seed: int = 1, M: int = 6, I: int = 20, R: int = 4, s_item: float = 0.6, s_model: float = 0.5,
         s_rep: float = 0.2, s_mr: float = 0.3, s_im: float = 0.4, s_e: float = 1.0, binary: bool = False,
         over: str = "trial") -> pd.DataFrame:
     """y = a_item + b_model + c_rep + d_model:rep + g_item:model + e, every effect normal with the given SD
@@ -112,15 +112,16 @@ def test_snr_and_agreement_from_the_components():
 
 
 def test_recovers_known_components():
-    """40 models x 60 items x 5 repetitions: each fitted SD within 30% of the generating one."""
+    """24 models x 20 items x 4 repetitions: each fitted SD within 25% of the generating one (the sizes keep the
+    fit short; an SD estimated from 20 levels is off by about 15% on average)."""
     sds = {"item": 0.6, "model": 0.5, "rep": 0.3, "model:rep": 0.3, "item:model": 0.4, "residual": 1.0}
-    log = gen(seed=11, M=40, I=60, R=5, s_item=sds["item"], s_model=sds["model"], s_rep=sds["rep"],
+    log = gen(seed=11, M=24, I=20, R=4, s_item=sds["item"], s_model=sds["model"], s_rep=sds["rep"],
               s_mr=sds["model:rep"], s_im=sds["item:model"], s_e=sds["residual"])
     res = variance(log, over="trial")
     for c, sd in sds.items():
-        if c == "rep":            # 5 levels: too few to estimate its SD closely
+        if c == "rep":            # 4 levels: too few to estimate its SD closely
             continue
-        assert math.sqrt(res.component(c)) == pytest.approx(sd, rel=0.3), c
+        assert math.sqrt(res.component(c)) == pytest.approx(sd, rel=0.25), c
 
 
 def test_agreement_matches_simulated_runs():
