@@ -3,6 +3,7 @@ the two-run ordering probability on data with known components, the items/repeti
 and the input guards."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -183,8 +184,8 @@ def test_condition_as_repetition_and_result_api():
     assert {c["component"] for c in obj["components"]} == set(COMPONENTS)
     assert len(obj["pairs"]) == 15 and len(obj["models"]) == 6
     assert "SNR" in res.summary() and res.to_frame().shape == (6, 4)
-    with pytest.raises(Exception):
-        res.snr = 1.0       # frozen
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        res.snr = 1.0
 
 
 # --------------------------------------------------------------------------- guards

@@ -139,17 +139,18 @@ class VarianceResult(Result):
 
     def summary(self) -> str:
         what = "mean score" if self.outcome == "score" else "correctness"
-        lines = [f"Variance components of {what} (lmer, REML): {self.nobs} answers, {len(self.models)} "
-                 f"{self.by} levels x {self.n_items} items x {self.n_reps} {self.over} levels",
+        lines = [(f"Variance components of {what} (lmer, REML): {self.nobs} answers, {len(self.models)} "
+                  f"{self.by} levels x {self.n_items} items x {self.n_reps} {self.over} levels"),
                  f"formula: {self.formula}", ""]
+        words = {"model": self.by, "rep": self.over}
         tab = self.components.assign(component=self.components["component"].map(
-            lambda c: c.replace("model", self.by).replace("rep", self.over)))
+            lambda c: ":".join(words.get(w, w) for w in c.split(":"))))
         lines.append(tab.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         lines += ["", f"signal  S = sd of the {self.by}s' true scores     = {math.sqrt(self.signal_var):.4g}",
-                  f"noise   sd of a {self.by}'s score between {self.over}s = {math.sqrt(self.noise_var):.4g} "
-                  f"(one {self.over}, {self.n_items} items)",
-                  f"SNR = {self.snr:.3g}; two {self.over}s order two {self.by}s the same way with probability "
-                  f"{self.agreement:.3f}"]
+                  (f"noise   sd of a {self.by}'s score between {self.over}s = {math.sqrt(self.noise_var):.4g} "
+                   f"(one {self.over}, {self.n_items} items)"),
+                  (f"SNR = {self.snr:.3g}; two {self.over}s order two {self.by}s the same way with probability "
+                   f"{self.agreement:.3f}")]
         if self.target_snr is not None:
             goal = (f"agreement {self.target_agreement:g} (SNR {self.target_snr:.3g})" if self.target_agreement
                     is not None else f"SNR {self.target_snr:g}")
