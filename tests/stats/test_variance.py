@@ -1,4 +1,4 @@
-"""variance: the components against lme4's lmer VarCorr (run through Rscript in the same test run), the SNR and
+"""variance: the components against lme4's lmer VarCorr ((θ σ)², through Rscript in the same test run), the SNR and
 the two-run ordering probability on data with known components, the items/repetitions needed plugged back,
 and the input guards."""
 from __future__ import annotations
@@ -6,13 +6,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import subprocess
 
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.models.test_lmer import lmer_r
 
 from mrcstats.cli import main
 from mrcstats.errors import InputError
@@ -45,34 +45,6 @@ def gen(seed: int = 1, M: int = 6, I: int = 20, R: int = 4, s_item: float = 0.6,
 
 # --------------------------------------------------------------------------- lme4
 
-_R = r"""
-suppressMessages(library(lme4))
-a <- commandArgs(TRUE)
-df <- read.csv(a[1], stringsAsFactors = TRUE)
-df$rep <- factor(df$rep)
-ctl <- lmerControl(optimizer = "nloptwrap", optCtrl = list(xtol_abs = 1e-12, ftol_abs = 1e-14, xtol_rel = 1e-12,
-                                                         ftol_rel = 1e-15, maxeval = 100000))
-m <- lmer(as.formula(a[2]), df, REML = TRUE, control = ctl)
-vc <- as.data.frame(VarCorr(m))
-cat(paste(vc$grp, sprintf("%.17g", vc$vcov), sep = "\t"), sep = "\n")
-"""
-
-
-def _lme4_varcorr(rscript: str, data: pd.DataFrame, formula: str, tmp) -> dict[str, float]:
-    csv = tmp / "d.csv"
-    data.to_csv(csv, index=False)
-    script = tmp / "vc.R"
-    script.write_text(_R)
-    res = subprocess.run([rscript, str(script), str(csv), formula], capture_output=True, text=True, timeout=600,
-                         check=False)
-    if res.returncode != 0:
-        raise RuntimeError(res.stderr[-2000:])
-    out = {}
-    for line in res.stdout.splitlines():
-        g, v = line.split("\t")
-        out["residual" if g == "Residual" else g] = float(v)
-    return out
-
 
 @pytest.mark.parametrize(("binary", "item_model", "over"), [(False, True, "trial"), (False, False, "seed"),
                                                            (True, True, "prompt")])
@@ -81,7 +53,9 @@ def test_components_equal_lme4(rscript, tmp_path, binary, item_model, over):
     res = variance(log, over=over, item_model=item_model)
     data = pd.DataFrame({"y": log["correct"].astype(float) if binary else log["score"], "item": log["item"],
                          "model": log["model"], "rep": log[over].astype(str)})
-    r = _lme4_varcorr(rscript, data, res.formula, tmp_path)
+    fit = lmer_r(rscript, data, res.formula, True, tmp_path)     # lme4 (+ lmerTest), optimiser tightened
+    r = {name.split(".")[0]: (th * fit["sigma"]) ** 2 for name, th in fit["theta"].items()}   # VarCorr's vcov
+    r["residual"] = fit["sigma"] ** 2
     ours = {c: res.component(c) for c in res.components["component"]}
     assert set(ours) == set(r)
     scale = max(r.values())

@@ -42,13 +42,18 @@ def _add_log_args(p: argparse.ArgumentParser, nargs: str) -> None:
     p.add_argument("--models", metavar="A,B,...", help="models to compare (all pairs among them; default: all)")
     p.add_argument("--cluster", metavar="COL", action=Once, help="column grouping items (passage, subject) for cluster-robust "
                                                     "SEs and the cluster bootstrap (default: items independent)")
+    _add_read_args(p, "compared")
+
+
+def _add_read_args(p: argparse.ArgumentParser, verb: str) -> None:
+    """The reading options :func:`_load` takes (--condition, --format, --map, --model, --threshold) and --outcome."""
     p.add_argument("--condition", metavar="C", help="keep only this condition (logs with several conditions)")
     add_format_option(p)
     add_map_option(p)
     add_model_option(p, dest="model_name")
     add_threshold_option(p)
     p.add_argument("--outcome", choices=("auto", "correct", "score"), default="auto",
-                   help="the outcome compared: score (graded: partial credit, f1, judge ratings) or correct "
+                   help=f"the outcome {verb}: score (graded: partial credit, f1, judge ratings) or correct "
                         "(0/1); auto = score when the log has scores other than 0/1 (docs/scores.md)")
 
 
@@ -99,16 +104,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                          "epochs, harness runs with several seeds)")
     p.add_argument("--over", required=True, metavar="COL",
                    help="the repetition column: trial (epochs, repeated samples), condition, or a column such as "
-                        "seed, prompt, checkpoint (read with --map seed=COLUMN if needed)")
+                        "seed, prompt, checkpoint (such a column of the source keeps its name in the log)")
     p.add_argument("--by", default="model", metavar="COL", help="the compared units (model)")
-    p.add_argument("--condition", metavar="C", help="keep only this condition (logs with several conditions)")
-    add_format_option(p)
-    add_map_option(p)
-    add_model_option(p, dest="model_name")
-    add_threshold_option(p)
-    p.add_argument("--outcome", choices=("auto", "correct", "score"), default="auto",
-                   help="the outcome decomposed: score (graded) or correct (0/1); auto = score when the log has "
-                        "scores other than 0/1")
+    _add_read_args(p, "decomposed")
     goal = p.add_mutually_exclusive_group()
     goal.add_argument("--target-snr", type=float, metavar="T", help="the items and repetitions needed for SNR T")
     goal.add_argument("--target-agreement", type=float, metavar="P",
