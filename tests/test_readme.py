@@ -59,6 +59,7 @@ OWN_TESTS: dict[str, str] = {
     "docs/clmm.md": "tests/models/test_clmm.py",
     "docs/screening.md": "tests/test_docs_screening.py",
     "docs/ranks.md": "tests/test_docs_ranks.py",
+    "docs/variance.md": "tests/test_docs_variance.py",
     "docs/subsets_irt.md": "tests/test_docs_subsets_irt.py",
     "docs/fuzzing.md": "tests/fuzz (its commands run the fuzz suite itself)",
 }

@@ -93,6 +93,9 @@ _API: dict[str, str] = {
     "ranks": "mrcstats.stats.ranks",
     "rank_sets": "mrcstats.stats.ranks",
     "RanksResult": "mrcstats.stats.ranks",
+    # stats: variance components, signal-to-noise, rank stability (issue 39)
+    "variance": "mrcstats.stats.variance",
+    "VarianceResult": "mrcstats.stats.variance",
     # stats: inter-rater agreement (issue 38)
     "agreement": "mrcstats.stats.agreement",
     "AgreementResult": "mrcstats.stats.agreement",

@@ -38,7 +38,7 @@ COMMAND_MODULES = (
     "query_cmd",     # query
     "tasks_cmd",     # elagent ...
     "report_cmd",    # report, demo
-    "compare_cmd",   # compare, ranks, power
+    "compare_cmd",   # compare, ranks, variance, power
     "irt_cmd",       # irt, subset, subset-eval
     "screen_cmd",    # screen, dif
     "agreement_cmd",  # agreement, judge
@@ -54,7 +54,7 @@ COMMANDS = {
     "chisq": "stats_cmd", "discrim": "stats_cmd", "mcnemar": "stats_cmd", "masking": "masking_cmd",
     "mskcal": "masking_cmd", "mask": "masking_cmd", "query": "query_cmd", "elagent": "tasks_cmd",
     "report": "report_cmd", "demo": "report_cmd", "compare": "compare_cmd", "ranks": "compare_cmd",
-    "power": "compare_cmd",
+    "variance": "compare_cmd", "power": "compare_cmd",
     "irt": "irt_cmd", "subset": "irt_cmd", "subset-eval": "irt_cmd", "screen": "screen_cmd", "dif": "screen_cmd",
     "relabel": "screen_cmd",
     "agreement": "agreement_cmd", "judge": "agreement_cmd",

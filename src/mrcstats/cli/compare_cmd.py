@@ -1,4 +1,5 @@
-"""CLI subcommands ``compare``, ``ranks`` and ``power`` (argument parsing only; logic in :mod:`mrcstats.stats.compare`).
+"""CLI subcommands ``compare``, ``ranks``, ``variance`` and ``power`` (argument parsing only; logic in
+:mod:`mrcstats.stats.compare`, :mod:`mrcstats.stats.ranks`, :mod:`mrcstats.stats.variance`).
 
 * ``mrcstats compare LOG [--models a,b,...] [--cluster COL] [--adjust holm|BH|bonferroni|none]
   [--bootstrap B] [--seed S] [--alpha A] [--condition C] [--map FIELD=COLUMN] [--json]``
@@ -6,6 +7,9 @@
 * ``mrcstats ranks LOG [--level 0.95] [--cluster COL] [--method paired|independent] [--draws R] [--seed S]
   [--top K] [--models ...] [--condition C] [--json]`` -> ``{"models": [{"model", "estimate", "rank", "marginal",
   "simultaneous", "tier", ...}], "method", "level", "top_set", "alternative", ...}`` (:mod:`mrcstats.stats.ranks`);
+* ``mrcstats variance LOG --over trial|seed|prompt|checkpoint|condition|COL [--by model] [--target-snr T |
+  --target-agreement P] [--no-item-model] [--condition C] [--json]`` -> ``{"components": [{"component",
+  "variance", "sd", "share"}], "snr", "agreement", "signal_var", "noise_var", "target", "models", "pairs", ...}``;
 * ``mrcstats power --sd-diff SD (--n-items N | --effect D) [--design-effect X] [--alpha A] [--power P]``, or
   ``mrcstats power LOG [--models ...] [--cluster COL] [--n-items N | --effect D]`` (each pair's observed
   paired SD and design effect) -> ``{"alpha", "power", "z_alpha", "z_beta", "results": [...]}``.
@@ -38,18 +42,23 @@ def _add_log_args(p: argparse.ArgumentParser, nargs: str) -> None:
     p.add_argument("--models", metavar="A,B,...", help="models to compare (all pairs among them; default: all)")
     p.add_argument("--cluster", metavar="COL", action=Once, help="column grouping items (passage, subject) for cluster-robust "
                                                     "SEs and the cluster bootstrap (default: items independent)")
+    _add_read_args(p, "compared")
+
+
+def _add_read_args(p: argparse.ArgumentParser, verb: str) -> None:
+    """The reading options :func:`_load` takes (--condition, --format, --map, --model, --threshold) and --outcome."""
     p.add_argument("--condition", metavar="C", help="keep only this condition (logs with several conditions)")
     add_format_option(p)
     add_map_option(p)
     add_model_option(p, dest="model_name")
     add_threshold_option(p)
     p.add_argument("--outcome", choices=("auto", "correct", "score"), default="auto",
-                   help="the outcome compared: score (graded: partial credit, f1, judge ratings) or correct "
+                   help=f"the outcome {verb}: score (graded: partial credit, f1, judge ratings) or correct "
                         "(0/1); auto = score when the log has scores other than 0/1 (docs/scores.md)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``compare``, ``ranks`` and ``power`` to the mrcstats parser."""
+    """Add ``compare``, ``ranks``, ``variance`` and ``power`` to the mrcstats parser."""
     p = sub.add_parser("compare", help="rank models and compare every pair: paired, clustered, adjusted p-values",
                        description="Per model: accuracy, CLT and cluster-robust SEs, CI, rank. Per pair (paired on "
                                    "item): difference, paired SE, CI, z, p, p adjusted across pairs, exact "
@@ -82,6 +91,31 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also print the top-K set: the models that may be among the best K")
     add_json_flag(p)
     p.set_defaults(func=_ranks)
+
+    p = sub.add_parser("variance", help="where the noise comes from: variance components, signal-to-noise ratio, "
+                                        "rank stability between runs",
+                       description="Variance components of items, models, the repetition factor (--over: seeds, "
+                                   "Inspect epochs, prompts, checkpoints, conditions), model x repetition and item x "
+                                   "model, from a linear mixed model fitted as lme4's lmer (REML); the share of each; "
+                                   "the signal-to-noise ratio (AI2's 'Signal and Noise', Heineman et al. 2025); the "
+                                   "probability that two runs order two models the same way; items or repetitions "
+                                   "needed for a target.")
+    add_input(p, "log", nargs="+", metavar="LOG", help="canonical log or any read_log input (Inspect logs with "
+                                                         "epochs, harness runs with several seeds)")
+    p.add_argument("--over", required=True, metavar="COL",
+                   help="the repetition column: trial (epochs, repeated samples), condition, or a column such as "
+                        "seed, prompt, checkpoint (such a column of the source keeps its name in the log)")
+    p.add_argument("--by", default="model", metavar="COL", help="the compared units (model)")
+    _add_read_args(p, "decomposed")
+    goal = p.add_mutually_exclusive_group()
+    goal.add_argument("--target-snr", type=float, metavar="T", help="the items and repetitions needed for SNR T")
+    goal.add_argument("--target-agreement", type=float, metavar="P",
+                      help="the items and repetitions needed for two runs to order two models the same way with "
+                           "probability P (e.g. 0.95)")
+    p.add_argument("--no-item-model", dest="item_model", action="store_false",
+                   help="leave (1|item:model) out of the model (it then counts in the residual noise)")
+    add_json_flag(p)
+    p.set_defaults(func=_variance)
 
     p = sub.add_parser("power", help="minimum detectable difference or items needed for a paired comparison",
                        description="Normal approximation for a paired two-sided test (Miller 2024 Eq. 9-10): "
@@ -165,6 +199,18 @@ def _ranks(args: argparse.Namespace) -> int:
         obj["top_k"] = {"k": args.top, "models": top}
         text += f"\ntop-{args.top} set (may be among the best {args.top}): {', '.join(top)}"
     return output(args, obj, text)
+
+
+def _variance(args: argparse.Namespace) -> int:
+    from mrcstats.stats.variance import variance
+
+    if args.condition is not None and args.over == "condition":
+        from mrcstats.errors import InputError
+
+        raise InputError("--condition keeps one condition, --over condition decomposes over them: give one of them")
+    res = variance(_load(args, "variance"), over=args.over, by=args.by, outcome=args.outcome,
+                   item_model=args.item_model, target_snr=args.target_snr, target_agreement=args.target_agreement)
+    return output(args, res.to_dict(), res.summary())
 
 
 def _power(args: argparse.Namespace) -> int:
