@@ -28,3 +28,6 @@ KEY_COLUMNS: tuple[str, ...] = ("model", "item", "trial", "condition", "masking_
 STRING_COLUMNS: tuple[str, ...] = ("model", "item", "cluster", "condition", "response", "gold", "pred",
                                    *TEXT_COLUMNS)
 DUPLICATE_POLICIES: tuple[str, ...] = ("error", "first", "last")
+#: how each section states the invalid-answer rule (one wording for accuracy, compare, IRT and the GLMM)
+INVALID_WORDS: dict[str, str] = {"wrong": "invalid answers count as not correct",
+                                 "exclude": "invalid answers are left out"}

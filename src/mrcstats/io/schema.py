@@ -51,6 +51,7 @@ from mrcstats.errors import InputError, SchemaError
 from mrcstats.io.answers import number_text
 from mrcstats.io.fields import (  # noqa: F401  (the schema's names, in their pandas-free home)
     CANONICAL_COLUMNS,
+    INVALID_WORDS,
     CORE_COLUMNS,
     DUPLICATE_POLICIES,
     KEY_COLUMNS,
@@ -464,9 +465,6 @@ def unanswered(pred: pd.Series) -> np.ndarray:
     return marked | (empty if not empty.all() else False)
 
 
-#: how each section states the invalid-answer rule (one wording for accuracy, compare, IRT and the GLMM)
-INVALID_WORDS: dict[str, str] = {"wrong": "invalid answers count as not correct",
-                                 "exclude": "invalid answers are left out"}
 
 
 def invalid_sentence(n: int, invalid: str = "wrong") -> str:

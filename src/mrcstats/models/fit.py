@@ -155,7 +155,7 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
     t0 = time.perf_counter()        # fit_seconds: the whole call, from the data frame to the result
     if vcov not in ("hessian", "RX"):
         raise InputError(f"vcov must be 'hessian' or 'RX' (lme4's use.hessian = TRUE/FALSE), got {vcov!r}")
-    from mrcstats.io.schema import INVALID_WORDS
+    from mrcstats.io.fields import INVALID_WORDS
 
     if invalid not in INVALID_WORDS:
         raise InputError(f"invalid must be 'wrong' (invalid answers count as not correct) or 'exclude' (left "
