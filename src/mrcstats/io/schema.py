@@ -51,9 +51,9 @@ from mrcstats.errors import InputError, SchemaError
 from mrcstats.io.answers import number_text
 from mrcstats.io.fields import (  # noqa: F401  (the schema's names, in their pandas-free home)
     CANONICAL_COLUMNS,
-    INVALID_WORDS,
     CORE_COLUMNS,
     DUPLICATE_POLICIES,
+    INVALID_WORDS,
     KEY_COLUMNS,
     OUTCOMES,
     REQUIRED_COLUMNS,
