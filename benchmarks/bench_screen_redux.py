@@ -59,7 +59,7 @@ def simple_screens(log: pd.DataFrame, items: list[str]) -> dict[str, np.ndarray]
     acc_m = d.groupby("model")["c"].mean()
     fw = 1 - d.groupby("item")["c"].mean().reindex(items).to_numpy()
     wide = d.pivot_table(index="model", columns="item", values="c", aggfunc="mean").reindex(columns=items)
-    tot, cnt = wide.sum(1), wide.notna().sum(1)
+    tot, cnt = wide.sum(axis=1), wide.notna().sum(axis=1)
     pb = np.array([wide[i].corr((tot - wide[i].fillna(0)) / (cnt - wide[i].notna())) for i in items])
     d["w"] = d["model"].map(acc_m)
     v = d[d["pred"] != d["gold"]].groupby(["item", "pred"])["w"].sum().groupby("item").max()

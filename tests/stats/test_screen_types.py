@@ -85,7 +85,7 @@ def test_mixture_posteriors_are_probabilities():
     res = screen(log)
     assert res.model["converged"]
     cols = ["score", "p_multiple_correct", "p_no_correct"]
-    tot = res.items[cols].sum(1)
+    tot = res.items[cols].sum(axis=1)
     assert (tot <= 1 + 1e-9).all() and np.allclose(res.items["p_broken"], tot, atol=1e-9)
 
 
