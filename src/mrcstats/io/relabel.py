@@ -17,7 +17,7 @@ the Parquet log keeps; :func:`relabel_notes` gives the lines every command and r
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,7 +29,8 @@ from mrcstats._repr import Result
 from mrcstats._words import plural
 from mrcstats.errors import InputError
 
-__all__ = ["MAX_KEY_LABELS", "VERDICTS", "RelabelResult", "apply_verdicts", "item_options", "read_verdicts", "relabel_notes"]
+__all__ = ["MAX_KEY_LABELS", "VERDICTS", "RelabelResult", "apply_verdicts", "item_options", "read_verdicts", "rekey",
+           "relabel_notes"]
 
 #: what a reviewer can decide about an item (empty: not reviewed)
 VERDICTS: tuple[str, ...] = ("keep", "rekey", "drop")
@@ -51,6 +52,31 @@ def item_options(log: pd.DataFrame) -> dict[str, list[str]]:
         out[i].append(str(o))
     extra = labels if len(labels) <= MAX_KEY_LABELS else []
     return {i: sorted(set(v) | set(extra)) for i, v in out.items()}
+
+
+def rekey(log: pd.DataFrame, new_keys: Mapping[str, str], item_col: str = "item") -> pd.DataFrame:
+    """A copy of ``log`` with the key of every item in ``new_keys`` changed: ``gold`` is the new key, ``correct``
+    is recomputed from each row's ``pred`` (``pred == new key``) and a ``score`` column follows it; rows without
+    an extracted answer (empty ``pred``) keep the ``correct`` they had - an invalid answer says nothing about the
+    new key. The one place a key change recomputes correctness (``relabel`` and the screen's injected keys)."""
+    out = log.copy()
+    it = out[item_col].astype(str)
+    hit = it.isin(new_keys).to_numpy()
+    nk = it[hit].map(new_keys).astype("string")
+    pred = out.loc[hit, "pred"].astype("string").str.strip()
+    answered = pred.notna().to_numpy()
+    corr = out["correct"].astype("boolean")
+    new_corr = corr[hit].copy()
+    new_corr[answered] = (pred[answered] == nk[answered]).astype("boolean")
+    out["correct"] = corr
+    out.loc[hit, "correct"] = new_corr.to_numpy()
+    out["gold"] = out["gold"].astype("string")
+    out.loc[hit, "gold"] = nk.to_numpy()
+    if "score" in out.columns:
+        sc = out["score"].astype("Float64")
+        sc[hit] = new_corr.astype("Float64").to_numpy()
+        out["score"] = sc
+    return out
 
 
 def read_verdicts(path: str | Path) -> pd.DataFrame:
@@ -176,22 +202,7 @@ def apply_verdicts(log: pd.DataFrame, verdicts: pd.DataFrame | str | Path, *, re
     rows = it.value_counts()
     v["rows"] = [int(rows.get(i, 0)) for i in v["item"]]
     if len(rk):
-        newkey = dict(zip(rk["item"], rk["new_key"], strict=True))
-        hit = it.isin(newkey).to_numpy()
-        nk = it[hit].map(newkey).astype("string")
-        pred = out.loc[hit, "pred"].astype("string").str.strip()
-        answered = pred.notna().to_numpy()
-        corr = out["correct"].astype("boolean")
-        new_corr = corr[hit].copy()
-        new_corr[answered] = (pred[answered] == nk[answered]).astype("boolean")
-        out["correct"] = corr
-        out.loc[hit, "correct"] = new_corr.to_numpy()
-        out["gold"] = out["gold"].astype("string")
-        out.loc[hit, "gold"] = nk.to_numpy()
-        if "score" in out.columns:
-            sc = out["score"].astype("Float64")
-            sc[hit] = new_corr.astype("Float64").to_numpy()
-            out["score"] = sc
+        out = rekey(out, dict(zip(rk["item"], rk["new_key"], strict=True)))
     drop = set(v.loc[v["verdict"] == "drop", "item"])
     gone = it.isin(drop).to_numpy()
     out = out[~gone].reset_index(drop=True)

@@ -37,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import gammaln, log_expit
 
 __all__ = ["HYPOTHESES", "AnswerMixture", "fit_answer_mixture"]
 
@@ -84,17 +85,13 @@ def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
         return np.squeeze(m, axis) + np.log(np.sum(np.exp(x - m), axis=axis))
 
 
-def _log_expit(x: np.ndarray) -> np.ndarray:
-    return -np.logaddexp(0.0, -x)
-
-
 def _irt_tables(X: np.ndarray, g: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Log-likelihood of the correct/incorrect split at every grid node: ``single[i, k, q]`` with ``S = {k}``,
     ``pair[i, k, q]`` with ``S = {g_i, k}`` (``-inf`` at ``k = g_i``)."""
     I = X.shape[0]
     aa, bb = np.meshgrid(_SLOPES, _DIFFICULTIES, indexing="ij")
     eta = aa.ravel()[None, :] * (theta[:, None] - bb.ravel()[None, :])       # J x Q
-    lp, l1p = _log_expit(eta), _log_expit(-eta)
+    lp, l1p = log_expit(eta), log_expit(-eta)
     base = X.sum(2) @ l1p                                                     # I x Q
     D = lp - l1p
     single = np.einsum("ijk,jq->ikq", X, D, optimize=True) + base[:, None, :]
@@ -102,12 +99,6 @@ def _irt_tables(X: np.ndarray, g: np.ndarray, theta: np.ndarray) -> tuple[np.nda
     pair = single + (xg @ D)[:, None, :]
     pair[np.arange(I), g, :] = -np.inf
     return single, pair
-
-
-def _lgamma(x: np.ndarray) -> np.ndarray:
-    from scipy.special import gammaln
-
-    return gammaln(x)
 
 
 def _dm_tables(tot: np.ndarray, offered: np.ndarray, g: np.ndarray, alpha: float, beta: float,
@@ -120,23 +111,23 @@ def _dm_tables(tot: np.ndarray, offered: np.ndarray, g: np.ndarray, alpha: float
     gi = np.arange(I)
     W = tot.sum(1)
     n = offered.sum(1).astype(float)
-    lg_alpha = float(_lgamma(np.array(alpha)))
+    lg_alpha = float(gammaln(np.array(alpha)))
 
     def part(n_out: np.ndarray) -> np.ndarray:
         a = alpha / np.maximum(n_out, 1.0)
-        return np.where(offered, _lgamma(a[:, None] + tot) - _lgamma(a)[:, None], 0.0)
+        return np.where(offered, gammaln(a[:, None] + tot) - gammaln(a)[:, None], 0.0)
 
     t1 = part(n - 1)
-    single = lg_alpha - _lgamma(alpha + W[:, None] - tot) + (t1.sum(1, keepdims=True) - t1)
+    single = lg_alpha - gammaln(alpha + W[:, None] - tot) + (t1.sum(1, keepdims=True) - t1)
     t2 = part(n - 2)
     tg = tot[gi, g][:, None]
-    pair = (lg_alpha - _lgamma(alpha + W[:, None] - tot - tg) + (t2.sum(1, keepdims=True) - t2 - t2[gi, g][:, None])
-            + _lgamma(beta + tg) + _lgamma(beta + tot) - _lgamma(2 * beta + tg + tot)
-            - (2 * float(_lgamma(np.array(beta))) - float(_lgamma(np.array(2 * beta)))))
+    pair = (lg_alpha - gammaln(alpha + W[:, None] - tot - tg) + (t2.sum(1, keepdims=True) - t2 - t2[gi, g][:, None])
+            + gammaln(beta + tg) + gammaln(beta + tot) - gammaln(2 * beta + tg + tot)
+            - (2 * float(gammaln(np.array(beta))) - float(gammaln(np.array(2 * beta)))))
     pair = np.where(offered & (n[:, None] >= 2), pair, -np.inf)
     pair[gi, g] = -np.inf
     t0 = part(n)
-    none = lg_alpha - _lgamma(alpha + W) + t0.sum(1)
+    none = lg_alpha - gammaln(alpha + W) + t0.sum(1)
     single = np.where(offered, single, -np.inf)
     return single, pair, none
 

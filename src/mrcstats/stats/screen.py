@@ -51,7 +51,7 @@ from mrcstats._repr import Result
 from mrcstats._seeds import rng as seed_rng
 from mrcstats._words import plural
 from mrcstats.errors import InputError
-from mrcstats.io.relabel import MAX_KEY_LABELS
+from mrcstats.io.relabel import MAX_KEY_LABELS, rekey
 from mrcstats.models.answer_mixture import HYPOTHESES
 
 __all__ = ["ERROR_TYPES", "REVIEW_COLUMNS", "SIGNALS", "ScreenResult", "ScreenValidation", "inject_key_errors",
@@ -215,10 +215,9 @@ def _correctness_signals(s: np.ndarray, n: np.ndarray, theta: np.ndarray, a0: fl
 
 
 def _alt(ell: np.ndarray, item: np.ndarray, chosen: np.ndarray, key: np.ndarray, n_items: int,
-         version_item: np.ndarray, key_value: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """For each version (item ``version_item[v]`` with key pair ``key[v]``): the best other chosen pair and
-    ``l(best) - l(key)`` (``-Inf`` / -1 when no other option was chosen). ``key = -1`` with ``key_value``: a
-    key no model chose (not a pair), whose ``l`` is ``key_value``."""
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """For each item (key pair ``key[i]``): the chosen pair other than the key with the largest ``ell`` and
+    ``ell(best) - ell(key)`` (``-Inf`` / -1 when no other option was chosen)."""
     P = len(ell)
     val = np.where(chosen, ell, -np.inf)
     o = np.lexsort((-val, item))
@@ -230,13 +229,12 @@ def _alt(ell: np.ndarray, item: np.ndarray, chosen: np.ndarray, key: np.ndarray,
     rank = pos - grp_start
     first[item[o][rank == 0]] = o[rank == 0]
     second[item[o][rank == 1]] = o[rank == 1]
-    f, s2 = first[version_item], second[version_item]
+    f, s2 = first, second
     best = np.where(f == key, s2, f)
     ok = best >= 0
     ok[ok] = np.isfinite(val[best[ok]])
     best = np.where(ok, best, -1)
-    kv = ell[np.maximum(key, 0)] if key_value is None else np.where(key >= 0, ell[np.maximum(key, 0)], key_value)
-    delta = np.where(ok, ell[np.maximum(best, 0)] - kv, -np.inf)
+    delta = np.where(ok, ell[np.maximum(best, 0)] - ell[np.maximum(key, 0)], -np.inf)
     return delta, best
 
 
@@ -391,7 +389,7 @@ def _evidence(rm: Any, theta: np.ndarray, a0: float, ch: _Choices | None) -> tup
     if ch is not None:
         share = _strong_share(ch.counts, ch.answers[ch.item], theta)
         chosen = ch.counts.sum(1) > 0
-        agree, pair = _alt(share, ch.item, chosen, np.maximum(ch.gold, 0), I, np.arange(I))
+        agree, pair = _alt(share, ch.item, chosen, np.maximum(ch.gold, 0), I)
         has = ch.gold >= 0
         strong = {"agree": np.where(has, agree, np.nan), "pair": np.where(has, pair, -1), "share": share}
     return sig, strong
@@ -577,7 +575,7 @@ def review_table(res: ScreenResult, log: pd.DataFrame, top: int = 0, item_col: s
 def inject_key_errors(log: pd.DataFrame, k: int, seed: int = 0, *, model_col: str = "model",
                       item_col: str = "item") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Move the key of ``k`` random items to another of their options, uniformly, and recompute ``correct``
-    from each row's ``pred`` (an empty ``pred`` stays not correct, as it was).
+    from each row's ``pred`` (:func:`mrcstats.io.relabel.rekey`: an empty ``pred`` keeps the ``correct`` it had).
 
     An item's options are those of the answer model (module docstring): so the moved key is, as on real
     mis-keyed items, mostly an option the models do not choose, while the old key is the one the strong models
@@ -609,16 +607,7 @@ def inject_key_errors(log: pd.DataFrame, k: int, seed: int = 0, *, model_col: st
         new[t] = others[int(rng.integers(len(others)))]
     items = np.asarray(rm.items)[pick]
     inj = pd.DataFrame({"item": items, "old_key": ch.option[ch.gold[pick]], "new_key": ch.option[new]})
-    out = log.copy()
-    out["correct"] = out["correct"].astype("boolean")
-    newkey = dict(zip(inj["item"], inj["new_key"], strict=True))
-    it = out[item_col].astype(str)
-    hit = it.isin(newkey).to_numpy()
-    nk = it[hit].map(newkey).astype("string")
-    pred = _norm(out.loc[hit, "pred"])
-    corr = (pred == nk).fillna(False).astype("boolean")
-    out.loc[hit, "gold"] = nk.to_numpy()
-    out.loc[hit, "correct"] = corr.to_numpy()
+    out = rekey(log, dict(zip(inj["item"], inj["new_key"], strict=True)), item_col)
     return out, inj
 
 
