@@ -141,6 +141,9 @@ def test_groups_and_bad_input():
     mp = {f"m{j:02d}": ("a" if j < 3 else "b") for j in range(6)}
     assert resolve_groups(log, mp) == mp
     assert resolve_groups(log, pd.DataFrame({"model": list(mp), "group": list(mp.values())})) == mp
+    # --group model=model: every model its own group (was a pandas traceback: grouper not 1-dimensional)
+    own = resolve_groups(log, "model=model")
+    assert own == {m: m for m in sorted(log["model"].astype(str).unique())}
     with pytest.raises(InputError, match="no group"):
         resolve_groups(log, {"m00": "a"})
     with pytest.raises(InputError, match="one group"):

@@ -64,6 +64,9 @@ def resolve_groups(log: pd.DataFrame, groups: Any, model_col: str = "model") -> 
             raise InputError(f"dif: the log has no column {col!r} to group the models by (columns: "
                              f"{', '.join(map(str, log.columns[:20]))}); give --group {model_col}=COLUMN or a "
                              "mapping CSV with columns model,group")
+        if col == model_col:    # every model its own group: each model against the rest
+            names = log[model_col].dropna().astype(str).unique()
+            return resolve_groups(log, {m: m for m in names}, model_col)
         pairs = log[[model_col, col]].dropna().astype(str).drop_duplicates()
         multi = pairs.groupby(model_col)[col].nunique()
         if (multi > 1).any():
