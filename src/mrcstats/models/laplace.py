@@ -1,7 +1,7 @@
 """The Laplace approximation for families without a canonical link or with a dispersion parameter (glmmTMB's way).
 
 For a family that gives the row log-likelihood ℓᵢ(ηᵢ; φ) and its first two derivatives in η
-(``Family.loglik_rows``), with η = Xβ + ZΛθ u and u ~ N(0, I) as lme4 parameterises the random effects,
+(``Family.loglik_rows``), with η = Xβ + offset + ZΛθ u and u ~ N(0, I) as lme4 parameterises the random effects,
 
     −2 log L(θ, β, φ) ≈ −2 Σᵢ ℓᵢ(η̂ᵢ) + ‖û‖² + log|H|,   H = ΛᵀZᵀ W Z Λ + I,  W = diag(−∂²ℓᵢ/∂ηᵢ²),
 
@@ -42,6 +42,7 @@ class LaplaceModel:
         self.n, self.p = self.X.shape
         self.trials = np.asarray(design.weights, float)
         self.y = np.asarray(design.y, float)
+        self.offset = np.zeros(self.n) if design.offset is None else np.asarray(design.offset, float)
         self.terms = list(design.re)
         self.nth = [t.ntheta for t in self.terms]
         self.th_off = np.concatenate([[0], np.cumsum(self.nth)]).astype(int)
@@ -73,7 +74,7 @@ class LaplaceModel:
 
         self.nfev += 1
         ZL = (self.Z @ self.lam(theta)).tocsc()
-        eta0 = self.X @ beta
+        eta0 = self.X @ beta + self.offset
         u = self.u.copy()
 
         def pen(uu):
