@@ -23,13 +23,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
 from mrcstats._words import plural
 from mrcstats.errors import InputError
 
-__all__ = ["MAX_KEY_LABELS", "VERDICTS", "RelabelResult", "apply_verdicts", "item_options", "read_verdicts", "rekey",
+__all__ = ["MAX_KEY_LABELS", "VERDICTS", "RelabelResult", "apply_verdicts", "item_options", "option_pairs", "read_verdicts", "rekey",
            "relabel_notes"]
 
 #: what a reviewer can decide about an item (empty: not reviewed)
@@ -39,19 +40,30 @@ VERDICTS: tuple[str, ...] = ("keep", "rekey", "drop")
 MAX_KEY_LABELS = 26
 
 
+def option_pairs(pred_items, preds, key_items, keys, items) -> pd.DataFrame:
+    """The ``(i, o)`` pairs of every item's options, sorted: the options some model chose (``preds`` of
+    ``pred_items``), the item's key (``keys`` of ``key_items``), and every label used as a key anywhere when there
+    are at most :data:`MAX_KEY_LABELS` of them (``A``-``D`` on MMLU: an option nobody chose is still an option).
+    The one option-set rule of the screen's answer model and of ``relabel``'s key check."""
+    parts = [pd.DataFrame({"i": np.asarray(pred_items), "o": np.asarray(preds, dtype=object)}),
+             pd.DataFrame({"i": np.asarray(key_items), "o": np.asarray(keys, dtype=object)})]
+    labels = pd.unique(pd.Series(np.asarray(keys, dtype=object)).dropna())
+    if len(labels) <= MAX_KEY_LABELS:
+        items = np.asarray(items)
+        parts.append(pd.DataFrame({"i": np.repeat(items, len(labels)), "o": np.tile(labels, len(items))}))
+    return pd.concat(parts).dropna().drop_duplicates().sort_values(["i", "o"]).reset_index(drop=True)
+
+
 def item_options(log: pd.DataFrame) -> dict[str, list[str]]:
-    """Every item's options as the screen sees them: the options some model chose, its key, and every label used
-    as a key anywhere in the log when there are at most 26 of them (``A``-``D`` on MMLU)."""
+    """Every item's options as the screen sees them (:func:`option_pairs`)."""
     gold = log["gold"].astype("string").str.strip() if "gold" in log.columns else pd.Series(pd.NA, index=log.index)
     pred = log["pred"].astype("string").str.strip() if "pred" in log.columns else pd.Series(pd.NA, index=log.index)
     item = log["item"].astype(str)
-    labels = [str(v) for v in pd.unique(gold.dropna())]
-    both = pd.concat([pd.DataFrame({"i": item, "o": gold}), pd.DataFrame({"i": item, "o": pred})]).dropna()
     out: dict[str, list[str]] = {i: [] for i in pd.unique(item)}
-    for i, o in both.drop_duplicates().itertuples(index=False):
+    pairs = option_pairs(item, pred.astype(object), item, gold.astype(object), list(out))
+    for i, o in pairs.itertuples(index=False):
         out[i].append(str(o))
-    extra = labels if len(labels) <= MAX_KEY_LABELS else []
-    return {i: sorted(set(v) | set(extra)) for i, v in out.items()}
+    return out
 
 
 def rekey(log: pd.DataFrame, new_keys: Mapping[str, str], item_col: str = "item") -> pd.DataFrame:

@@ -51,7 +51,7 @@ from mrcstats._repr import Result
 from mrcstats._seeds import rng as seed_rng
 from mrcstats._words import plural
 from mrcstats.errors import InputError
-from mrcstats.io.relabel import MAX_KEY_LABELS, rekey
+from mrcstats.io.relabel import option_pairs, rekey
 from mrcstats.models.answer_mixture import HYPOTHESES
 
 __all__ = ["ERROR_TYPES", "REVIEW_COLUMNS", "SIGNALS", "ScreenResult", "ScreenValidation", "inject_key_errors",
@@ -162,12 +162,7 @@ def _choices(log: pd.DataFrame, items: tuple[str, ...], models: tuple[str, ...],
     if empty:
         notes.append(f"{plural(empty, 'answer')} without an extracted option (empty pred) carry no choice: left out of "
                      "the answer model (counted as not correct in the correctness signals)")
-    parts = [rows[["i", "o"]], pd.DataFrame({"i": key["i"].to_numpy(), "o": key["gold"].to_numpy()})]
-    labels = pd.unique(key["gold"])
-    if len(labels) <= MAX_KEY_LABELS:
-        # every label used as a key is an option of every item (A-D on MMLU), chosen or not
-        parts.append(pd.DataFrame({"i": np.repeat(np.arange(I), len(labels)), "o": np.tile(labels, I)}))
-    pairs = pd.concat(parts).drop_duplicates().sort_values(["i", "o"]).reset_index(drop=True)
+    pairs = option_pairs(rows["i"], rows["o"], key["i"], key["gold"], np.arange(I))
     pidx = pd.MultiIndex.from_frame(pairs)
     pr = pidx.get_indexer(pd.MultiIndex.from_frame(rows[["i", "o"]]))
     P = len(pairs)
