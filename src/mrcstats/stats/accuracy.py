@@ -477,12 +477,12 @@ def with_shared_items(res: AccuracySummary, item_counts: pd.DataFrame | None) ->
 
 def summarize_scores(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster: str | None = "cluster",
                      level: float = 0.95, invalid: str = "wrong", trials: str = "pool") -> AccuracySummary:
-    """:func:`summarize` of the ``score`` column (graded outcomes): mean score, the CR0 clustered SE of
-    :func:`cluster_se` (Miller 2024 Eq. 4), the normal interval and, for ``trials="mean"``, the mean over
+    """:func:`summarize` of the ``score`` column (graded outcomes): mean score, the CR1 clustered SE of
+    :func:`cluster_se` (Miller 2024 Eq. 4 with the factor G/(G-1)), the normal interval and, for ``trials="mean"``, the mean over
     trials of the per-trial mean score (:func:`trial_summary`). Invalid answers (``score`` <NA>) score 0
     (``invalid="wrong"``) or are left out (``"exclude"``). Same table as :func:`summarize_frame`, with
-    ``outcome="score"``; reference: R ``sandwich::vcovCL(lm(score ~ 1), cluster = ~cluster, type = "HC0",
-    cadjust = FALSE)`` (tests/stats/_r_scores.py)."""
+    ``outcome="score"``; reference: R ``sandwich::vcovCL(lm(score ~ 1), cluster = ~cluster, type = "HC1",
+    cadjust = TRUE)`` (tests/stats/_r_scores.py)."""
     from mrcstats._dist import norm_ppf
 
     by_cols = [by] if isinstance(by, str) else list(by)
