@@ -218,3 +218,30 @@ def test_readme_style_compare_on_multi_run_folder(tmp_path):
     # the whole folder (three tasks, three filters) asks for one condition in one line
     r = _cli("compare", str(OUT), "--cluster", "cluster")
     assert r.returncode == 2 and "conditions" in r.stderr and "--condition" in r.stderr
+
+
+# ------------------------------------------------------ issue 36: the metric used is named and can be chosen
+@pytest.mark.parametrize("run", RUNS, ids=[r["model"] for r in RUNS])
+def test_map_score_picks_the_metric_and_names_it(run):
+    """``--map score=acc_norm`` reports lm-eval's ``acc_norm`` (it used to keep ``acc``: the reader filled
+    ``correct`` from ``acc`` and the mapping only renamed a column), and the output names the metric."""
+    path = next(p for p in _samples(run) if "samples_mrc_mc_" in p.name)
+    want = run["headline"]["mrc_mc"]["none"]
+    norm = summarize(read_log(path, mapping={"score": "acc_norm"}))
+    assert norm.metric == "acc_norm" and norm.outcome == "correct"
+    assert norm.to_frame()["accuracy"].iloc[0] == pytest.approx(want["acc_norm"], abs=1e-12)
+    plain = summarize(read_log(path))
+    assert plain.metric == "acc"
+    assert plain.to_frame()["accuracy"].iloc[0] == pytest.approx(want["acc"], abs=1e-12)
+
+
+def test_map_score_cli_json_names_the_metric():
+    run = next(r for r in RUNS if r["model"] == "pseudo_beta")   # acc 0.6667, acc_norm 0.5833
+    path = next(p for p in _samples(run) if "samples_mrc_mc_" in p.name)
+    out = _cli("summary", str(path), "--map", "score=acc_norm", "--json")
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert res["metric"] == "acc_norm"
+    assert res["groups"][0]["accuracy"] == pytest.approx(run["headline"]["mrc_mc"]["none"]["acc_norm"], abs=1e-12)
+    bad = _cli("summary", str(path), "--map", "score=nope")
+    assert bad.returncode == 2 and "numeric metric fields: 'acc', 'acc_norm'" in bad.stderr

@@ -8,8 +8,9 @@ fields (``acc``, ``exact_match``, ``f1``, ...). Checked against files lm-eval 0.
 * outcome: the first of ``acc`` / ``exact_match`` present is binary: ``correct`` and ``score``
   (1.0/0.0). A task with neither is graded: ``score`` = its first numeric metric (``f1``, a custom
   metric, ...) and ``correct`` stays empty unless a threshold is given (docs/scores.md). Every other
-  numeric metric is kept as a column of its own name (``acc_norm``, ``f1``): ``--map score=f1`` analyses
-  it instead. A generation whose filtered answer is the harness's ``"[invalid]"`` fallback (or empty)
+  numeric metric is kept as a column of its own name (``acc_norm``, ``f1``). ``--map score=acc_norm``
+  analyses that metric instead (the reader is told, so ``correct`` follows it too: binary when its values
+  are 0/1); the ``metric`` column, and ``summary``'s ``metric`` field, name the metric used. A generation whose filtered answer is the harness's ``"[invalid]"`` fallback (or empty)
   is an invalid answer (``correct`` and ``score`` <NA>; lm-eval scores it 0, as ``summary`` does by default);
 * model: a ``model`` field if the records have one, else ``model`` (``--model NAME`` or
   ``--model PATH=NAME``), else the run's ``results_<timestamp>.json`` beside the samples file (the one
@@ -191,8 +192,12 @@ def _numeric(v: Any) -> bool:
     return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) or isinstance(v, bool)
 
 
-def read_harness(src: Source, model: str | None = None) -> pd.DataFrame:
-    """Read one harness samples file into rows with canonical field names (see module docstring)."""
+def read_harness(src: Source, model: str | None = None, metric: str | None = None) -> pd.DataFrame:
+    """Read one harness samples file into rows with canonical field names (see module docstring).
+
+    ``metric`` picks the per-sample metric analysed (``--map score=acc_norm`` passes it; default: the first of
+    ``acc``/``exact_match``, else the first numeric one): binary when every value is 0/1 (``correct`` and
+    ``score``), graded otherwise; the ``metric`` column names it."""
     recs = src.json() if src.data.lstrip()[:1] == b"[" else src.json_lines()
     if not recs:
         raise InputError(f"{src.name}: no samples")
@@ -202,10 +207,17 @@ def read_harness(src: Source, model: str | None = None) -> pd.DataFrame:
                                     "this does not look like lm-evaluation-harness samples; pass another --format")
     fields = _metric_fields(first)
     numeric = [m for m in fields if all(_numeric(r.get(m)) for r in recs if isinstance(r, dict))]
-    metric = next((m for m in _METRICS if m in first), None)
-    graded = metric is None
-    if graded:
-        metric = numeric[0] if numeric else None
+    if metric is not None:
+        if metric not in numeric:
+            found = ", ".join(repr(m) for m in numeric) or "none"
+            raise InputError(f"{src.name}: --map score={metric} names no numeric per-sample metric of these "
+                             f"harness samples (numeric metric fields: {found})")
+        graded = not all(r.get(metric) in (0, 1, None) for r in recs if isinstance(r, dict))
+    else:
+        metric = next((m for m in _METRICS if m in first), None)
+        graded = metric is None
+        if graded:
+            metric = numeric[0] if numeric else None
     if metric is None:
         found = ", ".join(repr(m) for m in fields) or "none"
         raise missing_columns_error(list(_METRICS), list(first), src.name,
