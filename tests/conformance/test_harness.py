@@ -245,3 +245,31 @@ def test_map_score_cli_json_names_the_metric():
     assert res["groups"][0]["accuracy"] == pytest.approx(run["headline"]["mrc_mc"]["none"]["acc_norm"], abs=1e-12)
     bad = _cli("summary", str(path), "--map", "score=nope")
     assert bad.returncode == 2 and "numeric metric fields: 'acc', 'acc_norm'" in bad.stderr
+
+
+# --------------------------------------------------- issue 36: few-shot settings read together as conditions
+FEWSHOT = MANIFEST["fewshot_runs"]
+
+
+def test_fewshot_runs_read_together_as_conditions():
+    """One model at 0 and 2 shots in one folder (lm-eval wrote both): the few-shot count joins the condition
+    (it used to be refused as duplicate rows), the reader's notes say so, and each condition equals lm-eval."""
+    with pytest.warns(UserWarning, match="num_fewshot"):
+        log = read_log(HERE / "fewshot_out")
+    assert set(log["condition"]) == {"none, num_fewshot=0", "none, num_fewshot=2"}
+    assert any("num_fewshot" in n for n in log.attrs["notes"])
+    with pytest.warns(UserWarning, match="num_fewshot"):
+        norm = read_log(HERE / "fewshot_out", mapping={"score": "acc_norm"})
+    for metric, one in (("acc", log), ("acc_norm", norm)):
+        t = summarize(one, by=["model", "condition"]).to_frame().set_index("condition")
+        for run in FEWSHOT:
+            want = run["headline"]["mrc_mc"]["none"][metric]
+            assert run["n-shot"] == {"mrc_mc": run["num_fewshot"]}
+            got = t.loc[f"none, num_fewshot={run['num_fewshot']}", "accuracy"]
+            assert got == pytest.approx(want, abs=1e-12)
+
+
+def test_one_fewshot_setting_leaves_the_condition_alone():
+    path = HERE / FEWSHOT[1]["samples_files"][0]
+    log = read_log(path)
+    assert set(log["condition"]) == {"none"} and set(log["num_fewshot"]) == {2}

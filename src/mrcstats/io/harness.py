@@ -20,6 +20,9 @@ fields (``acc``, ``exact_match``, ``f1``, ...). Checked against files lm-eval 0.
 * item = ``<task>:<doc_id>``, cluster = item;
 * condition = the ``filter`` name, always (``none`` for a task without a filter list, as lm-eval's
   ``acc,none`` keys), so every file follows one naming rule;
+* ``num_fewshot``: the run's few-shot count for the task (``n-shot`` of the results file beside it), a run
+  setting: when one read holds a model at several counts it joins the condition (``none, num_fewshot=2``;
+  :func:`mrcstats.io.reader.settings_into_condition`);
 * pred: the filtered answer (generation), or the index of the highest log-likelihood choice (multiple
   choice; lm-eval writes the log-likelihoods as text, ``[["-1.1", "False"], ...]``);
   gold: ``target``; the ``doc`` is kept as JSON text.
@@ -154,23 +157,37 @@ def model_from_results(results: dict) -> str | None:
     return None
 
 
-def _results_model(src: Source) -> str | None:
-    """The model named by the harness results file(s) beside a samples file (None when there is none)."""
+def _results_of(src: Source) -> dict[str, Any]:
+    """The harness results file(s) beside a samples file, ``{file name: its JSON}``: the one with the samples
+    file's timestamp when there is one, else all of them (empty when there is none)."""
     from mrcstats.io.source import load_source
 
     folder = src.path.parent
     files = sorted(f for f in folder.iterdir() if f.is_file() and f.name.startswith("results")
                    and f.name.removesuffix(".gz").endswith(".json"))
-    if not files:
-        return None
     m = _TASK_RE.match(src.stem)
     ts = m.group("ts") if m else None
     same = [f for f in files if ts and ts in f.name]
+    return {f.name: load_source(f).json() for f in same or files}
+
+
+def num_fewshot(results: dict[str, Any], task: str) -> int | None:
+    """The few-shot count a harness run used for ``task``: ``n-shot[task]`` of its results file (lm-eval
+    >= 0.4), else ``configs[task].num_fewshot``; None when the file does not say."""
+    for v in ((results.get("n-shot") or {}).get(task), ((results.get("configs") or {}).get(task) or {}).get(
+            "num_fewshot") if isinstance((results.get("configs") or {}).get(task), dict) else None):
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    return None
+
+
+def _results_model(src: Source) -> str | None:
+    """The model named by the harness results file(s) beside a samples file (None when there is none)."""
     found = {}
-    for f in same or files:
-        name = model_from_results(load_source(f).json())
+    for fname, res in _results_of(src).items():
+        name = model_from_results(res)
         if name:
-            found[f.name] = name
+            found[fname] = name
     models = sorted(set(found.values()))
     if len(models) > 1:
         raise InputError(f"{src.name}: the results files beside it name different models "
@@ -269,4 +286,8 @@ def read_harness(src: Source, model: str | None = None, metric: str | None = Non
         df["model"] = model
     elif model is not None:
         df["model"] = df["model"].fillna(model)
+    shots = {num_fewshot(res, task) for res in _results_of(src).values() if isinstance(res, dict)} - {None}
+    if len(shots) == 1:  # a run setting: the condition when one folder holds several (io.reader)
+        df["num_fewshot"] = pd.array([shots.pop()] * len(df), dtype="Int64")
+        df.attrs["run_settings"] = ("num_fewshot",)
     return df
