@@ -81,6 +81,17 @@ def headline(results: dict) -> dict:
     return out
 
 
+def _prepare(runs_dir: Path) -> tuple[Path, dict[str, str]]:
+    """Empty ``runs_dir``, copy the task folder beside the venv; returns it and the offline environment."""
+    tasks = VENV.parent / "harness_tasks"
+    if runs_dir.exists():
+        shutil.rmtree(runs_dir)
+    write_tasks(tasks)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "HF_DATASETS_CACHE": str(tasks / ".hf_cache"), "TOKENIZERS_PARALLELISM": "false"}
+    return tasks, env
+
+
 #: the few-shot runs (issue 36): one model at 0 and 2 shots into ONE folder ``OUT_DIR/fewshot_out``
 FEWSHOT_RUNS: list[tuple[str, int]] = [("pseudo_beta", 0), ("pseudo_beta", 2)]
 
@@ -90,13 +101,8 @@ def fewshot(out_dir: str | os.PathLike = REPO / "tests" / "conformance" / "harne
     headlines into ``manifest.json`` (``fewshot_runs``), leaving the other runs as they are."""
     out = Path(out_dir)
     py = ensure_venv()
-    tasks = VENV.parent / "harness_tasks"
     runs_dir = out / "fewshot_out"
-    if runs_dir.exists():
-        shutil.rmtree(runs_dir)
-    write_tasks(tasks)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "HF_DATASETS_CACHE": str(tasks / ".hf_cache"), "TOKENIZERS_PARALLELISM": "false"}
+    tasks, env = _prepare(runs_dir)
     runs = []
     for model, shots in FEWSHOT_RUNS:
         before = set(runs_dir.rglob("results_*.json")) if runs_dir.exists() else set()
@@ -125,13 +131,8 @@ def main(out_dir: str | os.PathLike = REPO / "tests" / "conformance" / "harness"
     py = ensure_venv()
     version = subprocess.run([str(py), "-c", "import importlib.metadata as m; print(m.version('lm_eval'))"],
                              capture_output=True, text=True, check=True).stdout.strip()
-    tasks = VENV.parent / "harness_tasks"
     runs_dir = out / "lm_eval_out"
-    if runs_dir.exists():
-        shutil.rmtree(runs_dir)
-    write_tasks(tasks)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "HF_DATASETS_CACHE": str(tasks / ".hf_cache"), "TOKENIZERS_PARALLELISM": "false"}
+    tasks, env = _prepare(runs_dir)
     manifest_runs = []
     for model, model_args in RUNS:
         before = set(runs_dir.rglob("results_*.json")) if runs_dir.exists() else set()
