@@ -273,3 +273,11 @@ def test_one_fewshot_setting_leaves_the_condition_alone():
     path = HERE / FEWSHOT[1]["samples_files"][0]
     log = read_log(path)
     assert set(log["condition"]) == {"none"} and set(log["num_fewshot"]) == {2}
+
+
+def test_fewshot_runs_streamed_into_a_dataset_say_why(tmp_path):
+    """A streamed dataset cannot rewrite conditions across files: the duplicate error names the run setting."""
+    from mrcstats.io import write_dataset
+
+    with pytest.raises(InputError, match="run setting 'num_fewshot' \\(0, 2\\)"):
+        write_dataset(HERE / "fewshot_out", tmp_path / "ds")

@@ -140,6 +140,10 @@ def _read_loaded(files: list[Path], sources: list[tuple[Source, str]], mapping: 
     return mark_validated(log)
 
 
+#: run settings the tool readers record as columns (and name in ``attrs["run_settings"]``)
+RUN_SETTINGS: tuple[str, ...] = ("num_fewshot",)
+
+
 def settings_into_condition(log: pd.DataFrame, frames: Sequence[pd.DataFrame]) -> tuple[pd.DataFrame, list[str]]:
     """Run settings a tool records (a reader names them in ``attrs["run_settings"]``: lm-eval's and lighteval's
     ``num_fewshot``) become part of ``condition`` when the read holds some model at several values of one --
