@@ -17,6 +17,8 @@ Runs, all into ONE output folder ``OUT_DIR/lm_eval_out`` (as several runs of one
 ``dummy`` (lm-eval's own), ``pseudo_alpha`` and ``pseudo_beta`` (a small ``LM`` subclass registered
 in a runner script), and ``pseudo`` with ``--model_args skill=0.3`` (identity from model_args).
 None names a pretrained/model/path, so lm-eval gives each the same generated ``model_name``.
+Then ``pseudo_beta`` on ``mrc_mc`` at ``--num_fewshot 0`` and ``2`` into ``OUT_DIR/fewshot_out`` (one model at
+two few-shot settings in one folder; ``--fewshot-only`` writes just these).
 ``OUT_DIR/manifest.json`` records the lm-eval version, the runs and each results_*.json headline
 (every metric and stderr per task and filter) for the tests to compare against.
 """
@@ -27,6 +29,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 LM_EVAL_VERSION = "0.4.13"
@@ -78,18 +81,58 @@ def headline(results: dict) -> dict:
     return out
 
 
-def main(out_dir: str | os.PathLike = REPO / "tests" / "conformance" / "harness") -> Path:
-    out = Path(out_dir)
-    py = ensure_venv()
-    version = subprocess.run([str(py), "-c", "import importlib.metadata as m; print(m.version('lm_eval'))"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+def _prepare(runs_dir: Path) -> tuple[Path, dict[str, str]]:
+    """Empty ``runs_dir``, copy the task folder beside the venv; returns it and the offline environment."""
     tasks = VENV.parent / "harness_tasks"
-    runs_dir = out / "lm_eval_out"
     if runs_dir.exists():
         shutil.rmtree(runs_dir)
     write_tasks(tasks)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "HF_DATASETS_CACHE": str(tasks / ".hf_cache"), "TOKENIZERS_PARALLELISM": "false"}
+    return tasks, env
+
+
+#: the few-shot runs (issue 36): one model at 0 and 2 shots into ONE folder ``OUT_DIR/fewshot_out``
+FEWSHOT_RUNS: list[tuple[str, int]] = [("pseudo_beta", 0), ("pseudo_beta", 2)]
+
+
+def fewshot(out_dir: str | os.PathLike = REPO / "tests" / "conformance" / "harness") -> Path:
+    """Write :data:`FEWSHOT_RUNS` (``mrc_mc`` with ``--num_fewshot``) into ``OUT_DIR/fewshot_out`` and their
+    headlines into ``manifest.json`` (``fewshot_runs``), leaving the other runs as they are."""
+    out = Path(out_dir)
+    py = ensure_venv()
+    runs_dir = out / "fewshot_out"
+    tasks, env = _prepare(runs_dir)
+    runs = []
+    for model, shots in FEWSHOT_RUNS:
+        before = set(runs_dir.rglob("results_*.json")) if runs_dir.exists() else set()
+        cmd = [str(py), "run_lm_eval.py", "run", "--model", model, "--tasks", "mrc_mc", "--num_fewshot", str(shots),
+               "--include_path", ".", "--output_path", str(runs_dir.resolve()), "--log_samples", "--batch_size", "1"]
+        subprocess.run(cmd, cwd=tasks, env=env, check=True)
+        time.sleep(1.1)  # lm-eval names the files by the second: keep the runs apart
+        new = sorted(set(runs_dir.rglob("results_*.json")) - before)
+        if len(new) != 1:
+            raise RuntimeError(f"expected one new results file for {model} at {shots} shots, found {new}")
+        res = json.loads(new[0].read_text())
+        runs.append({"model": model, "num_fewshot": shots,
+                     "command": " ".join(["lm_eval", *cmd[2:]]).replace(str(runs_dir.resolve()), "fewshot_out"),
+                     "results_file": str(new[0].relative_to(out)), "n-shot": res.get("n-shot"),
+                     "samples_files": sorted(str(p.relative_to(out)) for p in new[0].parent.glob(
+                         "samples_*" + new[0].stem.removeprefix("results_") + ".jsonl")),
+                     "headline": headline(res)})
+    man = json.loads((out / "manifest.json").read_text())
+    man["fewshot_runs"] = runs
+    (out / "manifest.json").write_text(json.dumps(man, indent=2) + "\n")
+    return out
+
+
+def main(out_dir: str | os.PathLike = REPO / "tests" / "conformance" / "harness") -> Path:
+    out = Path(out_dir)
+    py = ensure_venv()
+    version = subprocess.run([str(py), "-c", "import importlib.metadata as m; print(m.version('lm_eval'))"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    runs_dir = out / "lm_eval_out"
+    tasks, env = _prepare(runs_dir)
     manifest_runs = []
     for model, model_args in RUNS:
         before = set(runs_dir.rglob("results_*.json")) if runs_dir.exists() else set()
@@ -117,8 +160,12 @@ def main(out_dir: str | os.PathLike = REPO / "tests" / "conformance" / "harness"
                 "generator": "python scripts/tool_fixtures/harness_fixtures.py",
                 "tasks": "scripts/tool_fixtures/harness_tasks", "runs": manifest_runs}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    fewshot(out)
     return out
 
 
 if __name__ == "__main__":
-    print(main(*sys.argv[1:2]))
+    if "--fewshot-only" in sys.argv:  # just the few-shot runs, merged into the existing manifest
+        print(fewshot(*[a for a in sys.argv[1:2] if a != "--fewshot-only"]))
+    else:
+        print(main(*sys.argv[1:2]))

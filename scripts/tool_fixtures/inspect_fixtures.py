@@ -44,6 +44,14 @@ SAMPLES: list[tuple[object, str, str, list[str]]] = [
     ("x/5", "Opposite of hot?", "cold", ["", "cold", "warm"]),
 ]
 REDUCERS = ["mean", "median", "mode", "max", "at_least_2", "pass_at_2"]
+#: multiple choice (``multiple_choice()`` solver, ``choice()`` scorer): (id, question, choices, target, answer);
+#: the empty completion gets Inspect's ``N`` (NOANSWER, reason ``no_response``)
+MC_SAMPLES: list[tuple[object, str, list[str], str, str]] = [
+    ("mc1", "Which is a prime number?", ["4", "7", "9"], "B", "ANSWER: B"),
+    ("mc2", "Which is a colour?", ["red", "seven", "fast"], "A", "ANSWER: A"),
+    ("mc3", "Which is a fruit?", ["carrot", "potato", "apple"], "C", "ANSWER: A"),
+    ("mc4", "Which is a planet?", ["Mars", "Moon", "Sun"], "A", ""),
+]
 
 
 # ------------------------------------------------------------------------------------- outer (any python)
@@ -67,12 +75,13 @@ def install() -> str:
                           capture_output=True, text=True, check=True).stdout
 
 
-def main(out_dir: str | os.PathLike = DEFAULT_OUT) -> Path:
-    """Install inspect-ai in the scratch venv and write every fixture log plus ``manifest.json`` to ``out_dir``."""
+def main(out_dir: str | os.PathLike = DEFAULT_OUT, only: set[str] | None = None) -> Path:
+    """Install inspect-ai in the scratch venv and write every fixture log plus ``manifest.json`` to ``out_dir``
+    (``only``, from ``--only=a.eval,b.eval``: just those logs, merged into the existing manifest)."""
     out = Path(out_dir).resolve()
     version = install()
     print(f"inspect-ai {version} in {VENV}", file=sys.stderr)
-    if out.exists():
+    if out.exists() and only is None:
         for f in out.iterdir():
             if f.is_file() and (f.suffix in (".eval", ".json")):
                 f.unlink()
@@ -81,7 +90,8 @@ def main(out_dir: str | os.PathLike = DEFAULT_OUT) -> Path:
     for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         env.pop(k, None)
     # run outside any git checkout, so the logs' eval.revision does not record this repository's state
-    subprocess.run([str(_venv_python()), str(HERE), "--inside", str(out)], check=True, env=env,
+    subprocess.run([str(_venv_python()), str(HERE), "--inside", str(out), *([",".join(sorted(only))] if only else [])],
+                   check=True, env=env,
                    cwd=tempfile.gettempdir())
     return out
 
@@ -121,6 +131,36 @@ def _scripted(hang_on: str | None = None, raise_on: str | None = None, marker: s
         return out
 
     return generate
+
+
+def _mc_outputs():
+    """A ``custom_outputs`` callable answering each multiple-choice question with its scripted completion."""
+    from inspect_ai.model import ModelOutput, ModelUsage
+
+    async def generate(messages, tools, tool_choice, config):
+        q = _key(messages)
+        a = next((ans for _, question, _, _, ans in MC_SAMPLES if question in q), "?")
+        out = ModelOutput.from_content(model="mockllm/model", content=a)
+        out.usage = ModelUsage(input_tokens=len(q.split()), output_tokens=1, total_tokens=len(q.split()) + 1)
+        return out
+
+    return generate
+
+
+def _mc_run(log_dir: Path, fmt: str = "eval"):
+    """A multiple-choice task (``multiple_choice()`` + ``choice()``) over :data:`MC_SAMPLES`."""
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import MemoryDataset, Sample
+    from inspect_ai.model import get_model
+    from inspect_ai.scorer import choice
+    from inspect_ai.solver import multiple_choice
+
+    ds = MemoryDataset([Sample(id=i, input=q, choices=c, target=t) for i, q, c, t, _ in MC_SAMPLES], name="tiny_mc")
+    task = Task(dataset=ds, solver=multiple_choice(), scorer=choice(), name="tiny_mc")
+    model = get_model("mockllm/model", custom_outputs=_mc_outputs())
+    return inspect_eval(task, model=model, log_dir=str(log_dir), log_format=fmt, display="none",
+                        max_connections=1, max_samples=1)
 
 
 def _dataset():
@@ -232,8 +272,9 @@ def _scores_of(log) -> list[dict]:
     return out
 
 
-def inside(out: Path) -> None:
-    import inspect_ai
+def inside(out: Path, only: set[str] | None = None) -> None:
+    """Write the logs (``only``: just these log names, e.g. ``{"choice_noanswer.eval"}``, merged into the
+    existing manifest) and ``manifest.json``."""
     from inspect_ai import Epochs
     from inspect_ai.log import ProvenanceData, edit_score, invalidate_samples, read_eval_log, write_eval_log
     from inspect_ai.scorer import ScoreEdit
@@ -249,6 +290,9 @@ def inside(out: Path) -> None:
         made[dest.name] = {"what": what, "epochs": epochs, "reducers": reducers or ["mean"]}
         return dest
 
+    if only is not None:
+        _only(out, tmp, only, made)
+        return
     # several scorers, both formats
     what = "four scorers (match, includes, partial credit C/P/I/N, numeric overlap), one epoch"
     _run(tmp, _task("match,includes,partial,overlap"), fmt="eval")
@@ -290,7 +334,33 @@ def inside(out: Path) -> None:
     uuids = [s.uuid for s in log.samples if s.id in (1, "x/5")]
     log = invalidate_samples(log, uuids, ProvenanceData(author="fixtures", reason="leaked into training"))
     write_eval_log(log, str(src))
+    _mc_run(tmp)
+    keep("choice_noanswer", "eval", "multiple_choice() + choice(): 2 correct, 1 wrong, 1 empty completion (N)")
     shutil.rmtree(tmp, ignore_errors=True)
+    _manifest(out, made)
+
+
+def _only(out: Path, tmp: Path, only: set[str], made: dict[str, dict]) -> None:
+    """Write just the logs named in ``only`` and merge them into the existing ``manifest.json``."""
+    if "choice_noanswer.eval" in only:
+        _mc_run(tmp)
+        dest = out / "choice_noanswer.eval"
+        shutil.move(str(_newest(tmp)), str(dest))
+        made[dest.name] = {"what": "multiple_choice() + choice(): 2 correct, 1 wrong, 1 empty completion (N)",
+                           "epochs": 1, "reducers": ["mean"]}
+    unknown = only - set(made)
+    if unknown:
+        raise SystemExit(f"inspect_fixtures: --only knows no log {sorted(unknown)}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    old = json.loads((out / "manifest.json").read_text())
+    _manifest(out, made, old.get("logs", {}))
+
+
+def _manifest(out: Path, made: dict[str, dict], keep_logs: dict | None = None) -> None:
+    """``manifest.json``: inspect-ai's version and, per log, Inspect's own reading of it (``keep_logs``: the
+    records of logs not rewritten this time)."""
+    import inspect_ai
+    from inspect_ai.log import read_eval_log
 
     # what the tool itself says about each log
     for name, rec in made.items():
@@ -312,14 +382,16 @@ def inside(out: Path) -> None:
                 "command": "python scripts/tool_fixtures/inspect_fixtures.py tests/conformance/inspect",
                 "model": "mockllm/model with a scripted custom_outputs callable (offline)",
                 "samples": [{"id": i, "input": q, "target": t} for i, q, t, _ in SAMPLES],
-                "logs": made}
+                "logs": {**(keep_logs or {}), **made}}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False, default=str) + "\n")
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--inside":
-        inside(Path(sys.argv[2]))
+        inside(Path(sys.argv[2]), set(sys.argv[3].split(",")) if len(sys.argv) > 3 else None)
     elif len(sys.argv) > 1 and sys.argv[1] == "--child":
         _child(*sys.argv[2:5])
     else:
-        main(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_OUT)
+        args = [a for a in sys.argv[1:] if not a.startswith("--only=")]
+        picked = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--only=")]
+        main(args[0] if args else DEFAULT_OUT, set(picked[0].split(",")) if picked else None)

@@ -66,7 +66,8 @@ common = dict(hf_repo=DATA, hf_subset="default", hf_avail_splits=["test"], evalu
 TASKS_TABLE = [
     LightevalTaskConfig(name="mrc_gen", prompt_function=gen_prompt, metrics=[Metrics.exact_match],
                         generation_size=16, stop_sequence=["\\n"], **common),
-    LightevalTaskConfig(name="mrc_mc", prompt_function=mc_prompt, metrics=[Metrics.loglikelihood_acc], **common),
+    LightevalTaskConfig(name="mrc_mc", prompt_function=mc_prompt, metrics=[Metrics.loglikelihood_acc],
+                        **{{**common, "few_shots_split": "test", "few_shots_select": "sequential"}}),
     LightevalTaskConfig(name="mrc_gen_f1", prompt_function=gen_prompt, metrics=[Metrics.exact_match, Metrics.f1_score],
                         generation_size=16, stop_sequence=["\\n"], **common),
 ]
@@ -122,8 +123,10 @@ class MockModel(LightevalModel):
 '''
 
 
-def main(out_dir: str | Path, work: str | Path | None = None) -> Path:
-    """Run lighteval on the local tasks and copy its details + results into ``out_dir`` (replaced)."""
+def main(out_dir: str | Path, work: str | Path | None = None, tasks: str = "mrc_gen|0,mrc_mc|0,mrc_gen_f1|0") -> Path:
+    """Run lighteval on the local ``tasks`` and copy its details + results into ``out_dir`` (replaced).
+    ``--fewshot`` runs ``mrc_mc|0,mrc_mc|2`` (one model at two few-shot settings; few-shot examples from the
+    test split, sequential) for tests/conformance/lighteval_fewshot."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
@@ -149,7 +152,7 @@ def main(out_dir: str | Path, work: str | Path | None = None) -> Path:
     shutil.rmtree(runs, ignore_errors=True)
     tracker = EvaluationTracker(output_dir=str(runs), save_details=True)
     params = PipelineParameters(launcher_type=ParallelismManager.CUSTOM, custom_tasks_directory=str(tasks_py))
-    pipeline = Pipeline(tasks="mrc_gen|0,mrc_mc|0,mrc_gen_f1|0", pipeline_parameters=params, evaluation_tracker=tracker,
+    pipeline = Pipeline(tasks=tasks, pipeline_parameters=params, evaluation_tracker=tracker,
                         model_config=CustomModelConfig(model_name="mock/mrc-mock", cache_dir=str(work / "cache"),
                                                        model_definition_file_path=str(model_py)))
     pipeline.evaluate()
@@ -204,5 +207,10 @@ def _version(dist: str) -> str:
 
 
 if __name__ == "__main__":
-    print(main(sys.argv[1] if len(sys.argv) > 1 else "tests/conformance/lighteval",
-               sys.argv[2] if len(sys.argv) > 2 else None), file=sys.stderr)
+    argv = [a for a in sys.argv[1:] if a != "--fewshot"]
+    if "--fewshot" in sys.argv:
+        print(main(argv[0] if argv else "tests/conformance/lighteval_fewshot", argv[1] if len(argv) > 1 else None,
+                   tasks="mrc_mc|0,mrc_mc|2"), file=sys.stderr)
+    else:
+        print(main(argv[0] if argv else "tests/conformance/lighteval", argv[1] if len(argv) > 1 else None),
+              file=sys.stderr)

@@ -263,3 +263,37 @@ def test_every_eval_ever_s_own_validator_accepts_what_mrcstats_writes(tmp_path):
     r = subprocess.run([py, "-m", "every_eval_ever", "validate", *files], check=False, cwd=tmp_path,
                        capture_output=True, text=True)
     assert r.returncode == 0 and "All files passed validation" in r.stdout, r.stdout[-2000:]
+
+
+# ------------------------------------------- issue 36: an Inspect log's aggregate is the tool's headline
+INSPECT = Path(__file__).resolve().parent / "inspect"
+
+
+@pytest.mark.parametrize("name", ["epochs_at_least_2.eval", "epochs_two_reducers.eval", "epochs_mean.eval",
+                                  "scorers.eval"])
+def test_export_of_an_inspect_log_writes_inspects_headline(tmp_path, name):
+    """The aggregate of a log Inspect wrote is its own ``results.scores`` (the first reducer's value and its
+    stderr), as every-eval-ever's Inspect converter writes it (``score`` = the metric value), not the
+    trial-pooled accuracy (kept in ``details``)."""
+    import warnings
+
+    tool = json.loads((INSPECT / "manifest.json").read_text())["logs"][name]
+    first = tool["scores"][0]        # Inspect's first EvalScore: the first scorer, first reducer
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        log = mrcstats.read_log(INSPECT / name)
+    paths = mrcstats.write_eee(log, tmp_path / "out", retrieved_timestamp="1")
+    agg = json.loads(next(p for p in paths if p.suffix == ".json").read_text())
+    validate_eee(agg, "aggregate")
+    (res,) = agg["evaluation_results"]
+    metric = next(v for k, v in first["metrics"].items() if k != "stderr")
+    assert res["score_details"]["score"] == pytest.approx(metric, abs=1e-12)
+    assert res["score_details"]["uncertainty"]["standard_error"]["value"] == pytest.approx(
+        first["metrics"]["stderr"], abs=1e-12)
+    assert res["score_details"]["uncertainty"]["num_samples"] == first["scored_samples"]
+    assert res["score_details"]["details"]["reducer"] == (first["reducer"] or "mean")
+    pooled = log["score"].astype(float).mean()   # no N in these logs' first scorer
+    if res["metric_config"]["metric_id"] == "accuracy":
+        assert float(res["score_details"]["details"]["trial_pooled_accuracy"]) == pytest.approx(pooled, abs=1e-12)
+    if name == "epochs_at_least_2.eval":  # the reducer matters here: 0.4 against the pooled 0.4667
+        assert res["score_details"]["score"] == pytest.approx(0.4) and pooled == pytest.approx(7 / 15)

@@ -218,3 +218,66 @@ def test_readme_style_compare_on_multi_run_folder(tmp_path):
     # the whole folder (three tasks, three filters) asks for one condition in one line
     r = _cli("compare", str(OUT), "--cluster", "cluster")
     assert r.returncode == 2 and "conditions" in r.stderr and "--condition" in r.stderr
+
+
+# ------------------------------------------------------ issue 36: the metric used is named and can be chosen
+@pytest.mark.parametrize("run", RUNS, ids=[r["model"] for r in RUNS])
+def test_map_score_picks_the_metric_and_names_it(run):
+    """``--map score=acc_norm`` reports lm-eval's ``acc_norm`` (it used to keep ``acc``: the reader filled
+    ``correct`` from ``acc`` and the mapping only renamed a column), and the output names the metric."""
+    path = next(p for p in _samples(run) if "samples_mrc_mc_" in p.name)
+    want = run["headline"]["mrc_mc"]["none"]
+    norm = summarize(read_log(path, mapping={"score": "acc_norm"}))
+    assert norm.metric == "acc_norm" and norm.outcome == "correct"
+    assert norm.to_frame()["accuracy"].iloc[0] == pytest.approx(want["acc_norm"], abs=1e-12)
+    plain = summarize(read_log(path))
+    assert plain.metric == "acc"
+    assert plain.to_frame()["accuracy"].iloc[0] == pytest.approx(want["acc"], abs=1e-12)
+
+
+def test_map_score_cli_json_names_the_metric():
+    run = next(r for r in RUNS if r["model"] == "pseudo_beta")   # acc 0.6667, acc_norm 0.5833
+    path = next(p for p in _samples(run) if "samples_mrc_mc_" in p.name)
+    out = _cli("summary", str(path), "--map", "score=acc_norm", "--json")
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert res["metric"] == "acc_norm"
+    assert res["groups"][0]["accuracy"] == pytest.approx(run["headline"]["mrc_mc"]["none"]["acc_norm"], abs=1e-12)
+    bad = _cli("summary", str(path), "--map", "score=nope")
+    assert bad.returncode == 2 and "numeric metric fields: 'acc', 'acc_norm'" in bad.stderr
+
+
+# --------------------------------------------------- issue 36: few-shot settings read together as conditions
+FEWSHOT = MANIFEST["fewshot_runs"]
+
+
+def test_fewshot_runs_read_together_as_conditions():
+    """One model at 0 and 2 shots in one folder (lm-eval wrote both): the few-shot count joins the condition
+    (it used to be refused as duplicate rows), the reader's notes say so, and each condition equals lm-eval."""
+    with pytest.warns(UserWarning, match="num_fewshot"):
+        log = read_log(HERE / "fewshot_out")
+    assert set(log["condition"]) == {"none, num_fewshot=0", "none, num_fewshot=2"}
+    assert any("num_fewshot" in n for n in log.attrs["notes"])
+    with pytest.warns(UserWarning, match="num_fewshot"):
+        norm = read_log(HERE / "fewshot_out", mapping={"score": "acc_norm"})
+    for metric, one in (("acc", log), ("acc_norm", norm)):
+        t = summarize(one, by=["model", "condition"]).to_frame().set_index("condition")
+        for run in FEWSHOT:
+            want = run["headline"]["mrc_mc"]["none"][metric]
+            assert run["n-shot"] == {"mrc_mc": run["num_fewshot"]}
+            got = t.loc[f"none, num_fewshot={run['num_fewshot']}", "accuracy"]
+            assert got == pytest.approx(want, abs=1e-12)
+
+
+def test_one_fewshot_setting_leaves_the_condition_alone():
+    path = HERE / FEWSHOT[1]["samples_files"][0]
+    log = read_log(path)
+    assert set(log["condition"]) == {"none"} and set(log["num_fewshot"]) == {2}
+
+
+def test_fewshot_runs_streamed_into_a_dataset_say_why(tmp_path):
+    """A streamed dataset cannot rewrite conditions across files: the duplicate error names the run setting."""
+    from mrcstats.io import write_dataset
+
+    with pytest.raises(InputError, match="run setting 'num_fewshot' \\(0, 2\\)"):
+        write_dataset(HERE / "fewshot_out", tmp_path / "ds")

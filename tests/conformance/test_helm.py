@@ -32,3 +32,36 @@ def test_accuracy_per_split_equals_helm_stats_json():
         assert table.loc[split, "accuracy"] == pytest.approx(mean, abs=1e-12)
     per_instance = json.loads((RUN / "per_instance_stats.json").read_text())
     assert len(log) == len(per_instance)
+
+
+# ---------------------------------------------------------------- issue 36: a HELM suite folder
+SUITE = Path(__file__).resolve().parent / "helm_suite"
+SUITE_MANIFEST = json.loads((SUITE / "manifest.json").read_text())
+
+
+def test_suite_folder_reads_with_items_qualified_by_scenario():
+    """``benchmark_output/runs/<suite>/`` as the docs show it: every run read, item = ``<scenario>:<instance id>``
+    (the run name without its model), and each run's accuracy per split equals HELM's stats.json."""
+    from mrcstats.io.helm import scenario_of
+
+    log = mrcstats.read_log(SUITE / SUITE_MANIFEST["suite"])
+    assert log.attrs["format"] == "helm" and len(log.attrs["sources"]) == len(SUITE_MANIFEST["runs"])
+    assert set(log["model"]) == {r["model"] for r in SUITE_MANIFEST["runs"]}
+    assert (log["item"] == log["scenario"] + ":" + log["instance_id"]).all()
+    for run in SUITE_MANIFEST["runs"]:
+        part = log[log["run"] == run["name"]]
+        assert set(part["scenario"]) == {scenario_of(run["name"])} and "model=" not in scenario_of(run["name"])
+        table = summarize_frame(part, ["split"]).to_frame().set_index("split")
+        for h in run["headline_stats_json"]:
+            assert table.loc[h["split"], "accuracy"] == pytest.approx(h["exact_match"], abs=1e-12)
+    # the single run fixture gives the same items as its copy in the suite
+    one = mrcstats.read_log(HERE)
+    assert set(one["item"]) == set(log.loc[log["run"] == SUITE_MANIFEST["runs"][0]["name"], "item"])
+
+
+def test_suite_folder_cli(capsys):
+    from mrcstats.cli import main
+
+    assert main(["summary", str(SUITE / SUITE_MANIFEST["suite"]), "--by", "model,scenario", "--json"]) == 0
+    groups = json.loads(capsys.readouterr().out)["groups"]
+    assert len(groups) == 3

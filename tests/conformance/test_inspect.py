@@ -72,8 +72,11 @@ def test_rows_match_the_tools_samples(name):
     graded = any(v not in ("C", "I", "N") for v in want.values())
     for key, v in want.items():
         r = got[key]
+        if v == "N":  # no answer: invalid (score and correct <NA>), 0 only in the headline (value_to_float)
+            assert pd.isna(r.score) and pd.isna(r.correct)
+            continue
         assert r.score == pytest.approx(_float(v), abs=1e-12)
-        if graded or v == "N":
+        if graded:
             assert pd.isna(r.correct)
         else:
             assert r.correct == (v == "C")
@@ -289,8 +292,12 @@ def test_partial_credit_and_numeric_scores():
     rec = LOGS["scorers.eval"]
     src = load_source(HERE / "scorers.eval")
     partial = read_inspect(src, scorer="partial")
-    want = {f"tiny_qa:{s['id']}": _float(s["scores"]["partial"]) for s in rec["sample_scores"]}
-    assert dict(zip(partial["item"], partial["score"].astype(float), strict=True)) == want
+    want = {f"tiny_qa:{s['id']}": _float(s["scores"]["partial"]) for s in rec["sample_scores"]
+            if s["scores"]["partial"] != "N"}
+    got = dict(zip(partial["item"], partial["score"].astype(float), strict=True))
+    assert {k: v for k, v in got.items() if k in want} == want
+    none = {f"tiny_qa:{s['id']}" for s in rec["sample_scores"] if s["scores"]["partial"] == "N"}
+    assert none and all(math.isnan(got[k]) for k in none)  # N: an invalid answer in a graded log too
     assert 0.5 in want.values() and partial["correct"].isna().all()  # graded: correct left null
     overlap = read_inspect(src, scorer="overlap")
     assert overlap["score"].dtype == "Float64" and overlap["correct"].isna().all()
@@ -329,3 +336,40 @@ def test_folder_of_logs(tmp_path):
     log = _read(tmp_path)
     assert set(log["task"]) == {"tiny_qa", "interrupted"}
     assert log.attrs["skipped"]["not run: Inspect log status 'cancelled'"] == 7
+
+
+# ------------------------------------------------------------- issue 36: N (no answer) is an invalid answer
+def test_choice_noanswer_is_invalid_everywhere():
+    """``multiple_choice()`` + ``choice()`` with an empty completion: Inspect scores it ``N``. The log stays
+    binary; ``N`` is one invalid answer in every output; Inspect's own headline (N = 0) is still reproduced."""
+    from mrcstats.io.schema import resolve_outcome
+    from mrcstats.stats.accuracy import summarize
+    from mrcstats.stats.contingency import mcnemar
+
+    rec = LOGS["choice_noanswer.eval"]
+    assert [s["scores"]["choice"] for s in rec["sample_scores"]] == ["C", "C", "I", "N"]
+    log = _read("choice_noanswer.eval")
+    assert resolve_outcome(log) == "correct"  # one N does not make the log graded
+    row = log.set_index("sample_id").loc["mc4"]
+    assert pd.isna(row["correct"]) and pd.isna(row["score"]) and row["value"] == "N"
+    assert any("'N'" in n for n in log.attrs["notes"])
+    wrong = summarize(log, by="model").to_frame().iloc[0]
+    assert (wrong["accuracy"], wrong["invalid"], wrong["ci_method"]) == (0.5, 1, "wilson")
+    assert (round(wrong["ci_low"], 4), round(wrong["ci_high"], 4)) == (0.15, 0.85)  # Wilson, 2 of 4
+    excl = summarize(log, by="model", invalid="exclude").to_frame().iloc[0]
+    assert excl["accuracy"] == pytest.approx(2 / 3, abs=1e-12) and excl["invalid"] == 1
+    head = inspect_headline(log).to_frame().iloc[0]
+    assert head["value"] == pytest.approx(rec["scores"][0]["metrics"]["accuracy"], abs=1e-12)  # 0.5
+    assert head["stderr"] == pytest.approx(rec["scores"][0]["metrics"]["stderr"], abs=1e-12)
+    # mcnemar takes it (a second model that answers every item right)
+    other = log.assign(model="B", correct=True, score=1.0)
+    both = pd.concat([log, other], ignore_index=True)
+    res = mcnemar(both, models=("mockllm/model", "B"))
+    assert (res.n_invalid, res.b_only, res.a_only) == (1, 2, 0)  # N counted invalid, not refused
+
+
+def test_choice_noanswer_cli(capsys):
+    f = str(HERE / "choice_noanswer.eval")
+    assert main(["summary", f, "--invalid", "exclude", "--json"]) == 0
+    g = json.loads(capsys.readouterr().out)["groups"][0]
+    assert g["accuracy"] == pytest.approx(2 / 3, abs=1e-12) and g["invalid"] == 1 and g["ci_method"] == "wilson"

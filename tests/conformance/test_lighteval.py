@@ -128,3 +128,23 @@ def test_dataset_ingest_detects_lighteval_by_the_parquet_footer(tmp_path, log):
     a = back.sort_values(key).reset_index(drop=True)
     b = log.sort_values(key).reset_index(drop=True)
     assert a["correct"].tolist() == b["correct"].tolist()
+
+
+# ------------------------------------------------ issue 36: one model at two few-shot settings, read together
+FEWSHOT = Path(__file__).resolve().parent / "lighteval_fewshot"
+
+
+def test_fewshot_settings_become_the_condition():
+    """lighteval 0.13.0 ran ``mrc_mc|0,mrc_mc|2`` for one model: the few-shot setting joins the condition (the
+    rows used to collide as duplicates), the notes say so, and each condition equals lighteval's own result."""
+    man = json.loads((FEWSHOT / "manifest.json").read_text())
+    assert man["version"] == "0.13.0"
+    with pytest.warns(UserWarning, match="num_fewshot"):
+        log = mrcstats.read_log(FEWSHOT / "details")
+    assert set(log["condition"]) == {"num_fewshot=0", "num_fewshot=2"}
+    assert any("num_fewshot" in n for n in log.attrs["notes"])
+    t = summarize_frame(log, ["model", "condition"]).to_frame().set_index("condition")
+    for shots in (0, 2):
+        want = man["results"][f"mrc_mc|{shots}"]
+        assert t.loc[f"num_fewshot={shots}", "accuracy"] == pytest.approx(want["acc"], abs=1e-12)
+        assert t.loc[f"num_fewshot={shots}", "se_cluster"] == pytest.approx(want["acc_stderr"], abs=1e-12)

@@ -72,7 +72,8 @@ def test_helm_runs_folder(tmp_path):
     assert log.attrs["format"] == "helm" and len(log.attrs["sources"]) == 2
     assert sorted(log["model"].unique()) == ["meta/llama-7b", "openai/gpt2"]
     g = log[log.model == "openai/gpt2"].sort_values("item")
-    assert g["item"].tolist() == [f"id{i}" for i in range(6)]
+    assert g["item"].tolist() == [f"mmlu:subject=anatomy,method=multiple_choice_joint:id{i}" for i in range(6)]
+    assert g["instance_id"].tolist() == [f"id{i}" for i in range(6)]
     assert g["correct"].astype(int).tolist() == a
     assert set(log["metric"]) == {"exact_match"} and (log["gold"] == "A").all()
     assert g["response"].tolist()[0] == " A"
@@ -83,6 +84,23 @@ def test_helm_runs_folder(tmp_path):
     r = res.pairs.iloc[0]
     assert (r.model_a, r.model_b, r.n_items) == ("meta/llama-7b", "openai/gpt2", 6)
     assert r["diff"] == pytest.approx((sum(b) - sum(a)) / 6)
+
+
+def test_helm_suite_same_ids_in_two_scenarios(tmp_path):
+    """HELM's bare instance ids repeat across the scenarios of a suite (id0, id1, ... in each): one model's two
+    runs are two scenarios' items, not duplicate rows; two models' runs of one scenario pair on them."""
+    suite = tmp_path / "benchmark_output" / "runs" / "v1"
+    helm_run(suite, "openai/gpt2", [1, 0, 1], scenario="mmlu:subject=anatomy")
+    helm_run(suite, "openai/gpt2", [0, 0, 1], scenario="mmlu:subject=philosophy")
+    helm_run(suite, "meta/llama-7b", [1, 1, 1], scenario="mmlu:subject=anatomy")
+    log = read_log(suite)
+    assert len(log) == 9 and log["item"].nunique() == 6
+    assert set(log["scenario"]) == {"mmlu:subject=anatomy,method=multiple_choice_joint",
+                                    "mmlu:subject=philosophy,method=multiple_choice_joint"}
+    from mrcstats.stats.compare import compare
+
+    res = compare(log[log["scenario"].str.contains("anatomy")])
+    assert res.pairs.iloc[0]["n_items"] == 3
 
 
 def test_helm_main_stat_order_perturbation_and_model_fallback(tmp_path):
@@ -161,5 +179,5 @@ def test_harness_results_disagree(tmp_path):
 def test_helm_outcomes_roundtrip(tmp_path_factory, outcomes):
     root = tmp_path_factory.mktemp("helm")
     run = helm_run(root, "m", [int(o) for o in outcomes])
-    log = read_log(run).sort_values("item", key=lambda s: s.str[2:].astype(int))
+    log = read_log(run).sort_values("instance_id", key=lambda s: s.str[2:].astype(int))
     assert log["correct"].tolist() == outcomes

@@ -8,8 +8,9 @@ fields (``acc``, ``exact_match``, ``f1``, ...). Checked against files lm-eval 0.
 * outcome: the first of ``acc`` / ``exact_match`` present is binary: ``correct`` and ``score``
   (1.0/0.0). A task with neither is graded: ``score`` = its first numeric metric (``f1``, a custom
   metric, ...) and ``correct`` stays empty unless a threshold is given (docs/scores.md). Every other
-  numeric metric is kept as a column of its own name (``acc_norm``, ``f1``): ``--map score=f1`` analyses
-  it instead. A generation whose filtered answer is the harness's ``"[invalid]"`` fallback (or empty)
+  numeric metric is kept as a column of its own name (``acc_norm``, ``f1``). ``--map score=acc_norm``
+  analyses that metric instead (the reader is told, so ``correct`` follows it too: binary when its values
+  are 0/1); the ``metric`` column, and ``summary``'s ``metric`` field, name the metric used. A generation whose filtered answer is the harness's ``"[invalid]"`` fallback (or empty)
   is an invalid answer (``correct`` and ``score`` <NA>; lm-eval scores it 0, as ``summary`` does by default);
 * model: a ``model`` field if the records have one, else ``model`` (``--model NAME`` or
   ``--model PATH=NAME``), else the run's ``results_<timestamp>.json`` beside the samples file (the one
@@ -19,6 +20,9 @@ fields (``acc``, ``exact_match``, ``f1``, ...). Checked against files lm-eval 0.
 * item = ``<task>:<doc_id>``, cluster = item;
 * condition = the ``filter`` name, always (``none`` for a task without a filter list, as lm-eval's
   ``acc,none`` keys), so every file follows one naming rule;
+* ``num_fewshot``: the run's few-shot count for the task (``n-shot`` of the results file beside it), a run
+  setting: when one read holds a model at several counts it joins the condition (``none, num_fewshot=2``;
+  :func:`mrcstats.io.reader.settings_into_condition`);
 * pred: the filtered answer (generation), or the index of the highest log-likelihood choice (multiple
   choice; lm-eval writes the log-likelihoods as text, ``[["-1.1", "False"], ...]``);
   gold: ``target``; the ``doc`` is kept as JSON text.
@@ -153,23 +157,37 @@ def model_from_results(results: dict) -> str | None:
     return None
 
 
-def _results_model(src: Source) -> str | None:
-    """The model named by the harness results file(s) beside a samples file (None when there is none)."""
+def _results_of(src: Source) -> dict[str, Any]:
+    """The harness results file(s) beside a samples file, ``{file name: its JSON}``: the one with the samples
+    file's timestamp when there is one, else all of them (empty when there is none)."""
     from mrcstats.io.source import load_source
 
     folder = src.path.parent
     files = sorted(f for f in folder.iterdir() if f.is_file() and f.name.startswith("results")
                    and f.name.removesuffix(".gz").endswith(".json"))
-    if not files:
-        return None
     m = _TASK_RE.match(src.stem)
     ts = m.group("ts") if m else None
     same = [f for f in files if ts and ts in f.name]
+    return {f.name: load_source(f).json() for f in same or files}
+
+
+def num_fewshot(results: dict[str, Any], task: str) -> int | None:
+    """The few-shot count a harness run used for ``task``: ``n-shot[task]`` of its results file (lm-eval
+    >= 0.4), else ``configs[task].num_fewshot``; None when the file does not say."""
+    for v in ((results.get("n-shot") or {}).get(task), ((results.get("configs") or {}).get(task) or {}).get(
+            "num_fewshot") if isinstance((results.get("configs") or {}).get(task), dict) else None):
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    return None
+
+
+def _results_model(src: Source) -> str | None:
+    """The model named by the harness results file(s) beside a samples file (None when there is none)."""
     found = {}
-    for f in same or files:
-        name = model_from_results(load_source(f).json())
+    for fname, res in _results_of(src).items():
+        name = model_from_results(res)
         if name:
-            found[f.name] = name
+            found[fname] = name
     models = sorted(set(found.values()))
     if len(models) > 1:
         raise InputError(f"{src.name}: the results files beside it name different models "
@@ -191,8 +209,12 @@ def _numeric(v: Any) -> bool:
     return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) or isinstance(v, bool)
 
 
-def read_harness(src: Source, model: str | None = None) -> pd.DataFrame:
-    """Read one harness samples file into rows with canonical field names (see module docstring)."""
+def read_harness(src: Source, model: str | None = None, metric: str | None = None) -> pd.DataFrame:
+    """Read one harness samples file into rows with canonical field names (see module docstring).
+
+    ``metric`` picks the per-sample metric analysed (``--map score=acc_norm`` passes it; default: the first of
+    ``acc``/``exact_match``, else the first numeric one): binary when every value is 0/1 (``correct`` and
+    ``score``), graded otherwise; the ``metric`` column names it."""
     recs = src.json() if src.data.lstrip()[:1] == b"[" else src.json_lines()
     if not recs:
         raise InputError(f"{src.name}: no samples")
@@ -202,10 +224,17 @@ def read_harness(src: Source, model: str | None = None) -> pd.DataFrame:
                                     "this does not look like lm-evaluation-harness samples; pass another --format")
     fields = _metric_fields(first)
     numeric = [m for m in fields if all(_numeric(r.get(m)) for r in recs if isinstance(r, dict))]
-    metric = next((m for m in _METRICS if m in first), None)
-    graded = metric is None
-    if graded:
-        metric = numeric[0] if numeric else None
+    if metric is not None:
+        if metric not in numeric:
+            found = ", ".join(repr(m) for m in numeric) or "none"
+            raise InputError(f"{src.name}: --map score={metric} names no numeric per-sample metric of these "
+                             f"harness samples (numeric metric fields: {found})")
+        graded = not all(r.get(metric) in (0, 1, None) for r in recs if isinstance(r, dict))
+    else:
+        metric = next((m for m in _METRICS if m in first), None)
+        graded = metric is None
+        if graded:
+            metric = numeric[0] if numeric else None
     if metric is None:
         found = ", ".join(repr(m) for m in fields) or "none"
         raise missing_columns_error(list(_METRICS), list(first), src.name,
@@ -257,4 +286,8 @@ def read_harness(src: Source, model: str | None = None) -> pd.DataFrame:
         df["model"] = model
     elif model is not None:
         df["model"] = df["model"].fillna(model)
+    shots = {num_fewshot(res, task) for res in _results_of(src).values() if isinstance(res, dict)} - {None}
+    if len(shots) == 1:  # a run setting: the condition when one folder holds several (io.reader)
+        df["num_fewshot"] = pd.array([shots.pop()] * len(df), dtype="Int64")
+        df.attrs["run_settings"] = ("num_fewshot",)
     return df

@@ -12,8 +12,12 @@ A HELM run (``benchmark_output/runs/<suite>/<run name>/``) evaluates one model o
   ``math_equiv``, ``math_equiv_chain_of_thought``, ``final_number_exact_match``) — its per-instance
   ``mean`` must be 0 or 1; the stat used is the ``metric`` column;
 * model: ``adapter_spec.model`` of ``scenario_state.json`` (else of ``run_spec.json``, else ``--model``);
-* item = the instance id; trial = ``train_trial_index``; condition = the perturbation name
-  (``""`` unperturbed); cluster = item;
+* item = ``<scenario>:<instance id>``, the instance id qualified by the run's scenario (:func:`scenario_of`:
+  the run name without its ``model=``/``model_deployment=`` arguments, e.g.
+  ``mmlu:subject=philosophy,method=multiple_choice_joint``), since HELM's bare ids (``id0``, ``id1``, ...)
+  repeat across the scenarios of a suite while two models' runs of one scenario share them (they pair);
+  ``scenario`` and ``instance_id`` keep the parts; trial = ``train_trial_index``; condition = the
+  perturbation name (``""`` unperturbed); cluster = item;
 * response: the first completion's text; gold: the texts of the references tagged ``correct``;
   ``run`` (the run name), ``split`` and ``metric`` columns are kept.
 
@@ -66,6 +70,25 @@ def _model_of(spec: Any) -> str | None:
     return None
 
 
+#: run-name arguments that name the model, not the scenario (left out of :func:`scenario_of`)
+_MODEL_ARGS = ("model", "model_deployment")
+
+
+def scenario_of(run: str) -> str:
+    """The scenario part of a HELM run name: ``mmlu:subject=philosophy,method=multiple_choice_joint,model=openai_gpt2``
+    -> ``mmlu:subject=philosophy,method=multiple_choice_joint``; ``narrative_qa:model=openai_gpt2`` ->
+    ``narrative_qa``. A run folder copied where ``:`` is not allowed (``mmlu-subject=...``) is read alike."""
+    head, sep, args = run.partition(":")
+    if not sep and "=" in run:                       # "mmlu-subject=philosophy,..." (":" written as "-")
+        key = run.split(",", 1)[0].split("=", 1)[0]  # "mmlu-subject"
+        head = key.rpartition("-")[0]
+        args = run[len(head) + 1:] if head else run
+    kept = [a for a in args.split(",") if a and a.split("=", 1)[0] not in _MODEL_ARGS]
+    if not head:
+        return ",".join(kept) or run
+    return head + (":" + ",".join(kept) if kept else "")
+
+
 def read_helm(src: Source, model: str | None = None) -> pd.DataFrame:
     """Read one HELM run (its ``per_instance_stats.json``) into rows with canonical field names."""
     recs = src.json()
@@ -90,6 +113,7 @@ def read_helm(src: Source, model: str | None = None) -> pd.DataFrame:
         raise InputError(f"{src.name}: the HELM run does not name its model (no scenario_state.json or "
                          f"run_spec.json with adapter_spec.model beside it); pass --model NAME")
     run = str(spec.get("name")) if isinstance(spec, dict) and spec.get("name") else src.path.parent.name
+    scenario = scenario_of(run)
     texts: dict[tuple[str, int, str], tuple[str | None, str | None]] = {}
     if isinstance(state, dict):
         for rs in state.get("request_states") or []:
@@ -125,8 +149,9 @@ def read_helm(src: Source, model: str | None = None) -> pd.DataFrame:
                              f"1; an exact-match stat must be binary per instance")
         trial = int(r.get("train_trial_index") or 0)
         resp, gold = texts.get((str(r["instance_id"]), trial, cond), (None, None))
-        rows.append({"model": run_model, "item": str(r["instance_id"]), "trial": trial, "condition": cond,
-                     "correct": float(val), "response": resp, "gold": gold, "run": run,
+        rows.append({"model": run_model, "item": f"{scenario}:{r['instance_id']}", "trial": trial, "condition": cond,
+                     "correct": float(val), "response": resp, "gold": gold, "run": run, "scenario": scenario,
+                     "instance_id": str(r["instance_id"]),
                      "split": (stat.get("name") or {}).get("split"), "metric": metric})
     if not rows:
         raise InputError(f"{src.name}: no instance has the {metric!r} stat")

@@ -370,11 +370,22 @@ def _check_keys(ds: LogDataset, models: list[str]) -> None:
                  f"HAVING count(*) > 1 ORDER BY ALL LIMIT 1", [models])   # the smallest key: one message
     if len(dup):
         r = dup.iloc[0]
+        from mrcstats.io.reader import RUN_SETTINGS
+
+        why = ""
+        for s in (s for s in RUN_SETTINGS if s in ds.columns):
+            vals = ds.sql(f'SELECT DISTINCT "{s}" AS v FROM log WHERE model = ? AND item = ? ORDER BY 1',
+                          [str(r["model"]), str(r["item"])])["v"].tolist()
+            if len(vals) > 1:
+                why = (f"; the copies differ in the run setting {s!r} ({', '.join(map(str, vals))}): a streamed "
+                       f"dataset cannot make it part of the condition, so ingest to one file (--out LOG.parquet, "
+                       f"which does) or each setting into its own dataset")
+                break
         raise InputError(f"duplicate (model, item, trial, condition) rows across input files/chunks: "
                          f"model={r['model']!r} item={r['item']!r} trial={r['trial']} "
-                         f"condition={r['condition']!r} occurs {int(r['n'])} times; remove the overlap between "
-                         f"the inputs (--on-duplicate first|last applies within one file, which it then reads "
-                         f"whole)")
+                         f"condition={r['condition']!r} occurs {int(r['n'])} times" + (why or
+                         "; remove the overlap between the inputs (--on-duplicate first|last applies within one "
+                         "file, which it then reads whole)"))
 
 
 def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike, *,

@@ -18,10 +18,15 @@ Rows, one per scored sample-epoch (the **trial level**; every epoch is kept):
   choice's text; question = ``input``.
 * The first scorer of the log is read (``scorer=`` picks another); its name is in the ``scorer`` column and
   its raw value, as text, in ``value``.
-* ``score`` (Float64) is Inspect's own ``value_to_float``: ``C`` = 1, ``P`` = 0.5, ``I`` = ``N`` = 0,
-  numbers as they are, ``yes``/``true`` = 1, ``no``/``false`` = 0. A scorer whose values are all binary
-  (``C``/``I``/``N``, booleans, 0/1) also fills ``correct`` (``N``, no answer, is <NA>: invalid); a graded
-  scorer (any ``P`` or other number) fills ``score`` only and leaves ``correct`` <NA>.
+* ``score`` (Float64) is Inspect's own ``value_to_float``: ``C`` = 1, ``P`` = 0.5, ``I`` = 0, numbers as
+  they are, ``yes``/``true`` = 1, ``no``/``false`` = 0. A scorer whose values are all binary
+  (``C``/``I``/``N``, booleans, 0/1) also fills ``correct``; a graded scorer (any ``P`` or other number)
+  fills ``score`` only and leaves ``correct`` <NA>.
+* ``N`` (Inspect's ``NOANSWER``: the ``choice()`` scorer gives it for an empty completion) is an **invalid
+  answer**, decided here and nowhere else (:func:`inspect_outcome`): ``correct`` and ``score`` are both <NA>,
+  so the log stays binary, every invalid count includes it, ``--invalid wrong`` (the default) scores it 0
+  as Inspect's ``value_to_float`` does and ``--invalid exclude`` leaves it out; :mod:`mrcstats.stats.headline`
+  maps the raw ``value`` through :func:`value_to_float` and so still equals Inspect's ``results.scores``.
 * ``reducer``: the epoch reducer(s) the run declared (``eval.config.epochs_reducer``, comma-separated;
   ``mean`` when none), which :func:`mrcstats.stats.headline.inspect_headline` applies to reproduce
   Inspect's ``results.scores``.
@@ -238,6 +243,19 @@ def _binary(v: Any) -> tuple[bool, Any]:
     return False, None
 
 
+#: Inspect's NOANSWER value (``inspect_ai.scorer.NOANSWER``)
+NOANSWER = "N"
+
+
+def inspect_outcome(value: Any, graded: bool) -> tuple[Any, float | None]:
+    """``(correct, score)`` of one Inspect score value, the reader's one mapping: ``N`` (no answer) is
+    invalid (``(None, None)``); otherwise ``score`` = :func:`value_to_float` and ``correct`` the binary value
+    (``None`` in a ``graded`` log)."""
+    if isinstance(value, str) and value.strip().upper() == NOANSWER:
+        return None, None
+    return (None if graded else _binary(value)[1]), value_to_float(value)
+
+
 def _first_line(err: Any) -> str:
     """The first line of an Inspect sample error (its message is often a repr with an escaped newline)."""
     msg = err.get("message") if isinstance(err, dict) else err
@@ -327,10 +345,11 @@ def read_inspect(src: Source, model: str | None = None, scorer: str | None = Non
                              f"epochs are whole numbers from 1")
         sc = s["scores"][name]
         sid = str(s.get("id", i + 1))
+        correct, f = inspect_outcome(value, graded)
         rows.append({
             "item": f"{task}:{sid}",
             "trial": epoch - 1,
-            "correct": None if graded else _binary(value)[1],
+            "correct": correct,
             "score": f,
             "response": resp,
             "pred": sc.get("answer") if isinstance(sc, dict) else None,
@@ -379,6 +398,10 @@ def read_inspect(src: Source, model: str | None = None, scorer: str | None = Non
     df.attrs["notes"] = notes
     if notes:
         warnings.warn(f"{src.name}: " + "; ".join(n for n in notes if not n.startswith("skipped ")), stacklevel=2)
+    n_none = int((df["value"].str.strip().str.upper() == NOANSWER).sum())
+    if n_none:  # a count, not a warning: every output shows the invalid answers
+        notes.append(f"{n_none} sample-epoch(s) scored {NOANSWER!r} (Inspect's no answer) by scorer {name!r}: invalid "
+                     f"answers (scored 0 as Inspect's value_to_float does, or left out with --invalid exclude)")
     return df
 
 

@@ -12,7 +12,9 @@ One canonical row per (sample, metric):
 
 * model = ``config_general.model_name`` of the ``results_<date>.json`` of the same run (beside the file, or
   in ``OUT/results/<model>/``), else ``--model``, else the ``details/<model>/<date>/`` folder names;
-* item = ``<task>:<doc.id>`` (``task`` without the ``|<num_fewshot>`` suffix; a ``num_fewshot`` column);
+* item = ``<task>:<doc.id>`` (``task`` without the ``|<num_fewshot>`` suffix; a ``num_fewshot`` column, a run
+  setting: when one read holds a model at several few-shot counts it joins the condition,
+  :func:`mrcstats.io.reader.settings_into_condition`);
 * condition = ``""`` when the task has one metric, else the metric name (rows of several metrics are kept
   apart, never merged); ``metric`` column = the metric name;
 * correct = the metric value when it is 0 or 1 for every sample of that metric; a graded metric (F1,
@@ -168,6 +170,7 @@ def read_lighteval(src: Source, model: str | None = None) -> pd.DataFrame:
     df["correct"] = pd.array(corr, dtype="boolean")
     df["score"] = df["score"].astype("Float64")
     df["num_fewshot"] = df["num_fewshot"].astype("Int64")
+    df.attrs["run_settings"] = ("num_fewshot",)  # the condition when a read holds several (io.reader)
     name = _model(src, model)
     if name is None:
         raise InputError(f"{src.name}: no model name (no results_<date>.json of the run beside it or in "

@@ -127,14 +127,52 @@ def _read_loaded(files: list[Path], sources: list[tuple[Source, str]], mapping: 
     else:
         log = pd.concat(frames, ignore_index=True, sort=False)
         log = coerce_log(log, source=None) if not _same_columns(frames) else _restore_dtypes(log, frames[0])
+    log, notes = settings_into_condition(log, frames)
     source = str(files[0]) if len(files) == 1 else None
     log = check_duplicates(log, on_duplicate, source, skipped)
     log = apply_threshold(log, threshold, source)
     base = {k: v for k, v in frames[0].attrs.items()} if len(frames) == 1 else {}
+    if notes:
+        base["notes"] = [*base.get("notes", []), *notes]
     log.attrs = {**base, "skipped": skipped, "format": sources[0][1],
                  "sources": [str(f) for f in files], **({"threshold": float(threshold)} if threshold is not None
                                                         else {})}
     return mark_validated(log)
+
+
+#: run settings the tool readers record as columns (and name in ``attrs["run_settings"]``)
+RUN_SETTINGS: tuple[str, ...] = ("num_fewshot",)
+
+
+def settings_into_condition(log: pd.DataFrame, frames: Sequence[pd.DataFrame]) -> tuple[pd.DataFrame, list[str]]:
+    """Run settings a tool records (a reader names them in ``attrs["run_settings"]``: lm-eval's and lighteval's
+    ``num_fewshot``) become part of ``condition`` when the read holds some model at several values of one --
+    the same model at 0 and 2 shots read together is two conditions, not duplicate rows. Every row then gets
+    ``<condition>, <setting>=<value>`` (``num_fewshot=2`` when the condition was empty), so models stay
+    comparable within a setting. Returns the log and the notes saying what became the condition (empty when
+    nothing changed; a warning repeats them)."""
+    settings = list(dict.fromkeys(s for f in frames for s in f.attrs.get("run_settings", ()) if s in log.columns))
+    notes: list[str] = []
+    for s in settings:
+        vals = log[s]
+        per_model = vals.groupby(log["model"].astype(str), sort=True, dropna=True).nunique()
+        several = per_model[per_model > 1]
+        if several.empty:
+            continue
+        text = vals.astype("string").fillna("NA")
+        cond = log["condition"].astype("string").fillna("")
+        log = log.copy(deep=False)
+        sep = pd.Series(", ", index=log.index, dtype="string").where(cond != "", "")
+        log["condition"] = (cond + sep + f"{s}=" + text).astype(log["condition"].dtype)
+        shown = "; ".join(f"{m}: {', '.join(sorted(map(str, vals[log['model'].astype(str) == m].dropna().unique())))}"
+                          for m in several.index[:5])
+        notes.append(f"run setting {s!r} became part of the condition ('<condition>, {s}=<value>'): the read "
+                     f"holds a model at several values ({shown})")
+    if notes:
+        import warnings
+
+        warnings.warn("; ".join(notes), stacklevel=3)
+    return log, notes
 
 
 def open_log(paths: str | os.PathLike | Sequence[str | os.PathLike], **kwargs):

@@ -4,7 +4,10 @@
 samples file in the EEE datastore layout (``OUT/<evaluation>/<developer>/<model>/<uuid>.json``; copy
 ``OUT``'s contents into the datastore's ``data/``), each record validated against the bundled EEE 0.3.0
 schemas before anything is written. The record mapping is :mod:`mrcstats.io.eee`'s
-(:func:`~mrcstats.io.eee.instance_record`); the aggregate's ``score_details`` per condition are mrcstats'
+(:func:`~mrcstats.io.eee.instance_record`); the aggregate's ``score_details`` per condition are, for a log
+read from Inspect (it declares an epoch reducer), the tool's own headline -- epochs reduced per sample, then
+the mean, with Inspect's stderr, as ``results.scores`` and EEE's own Inspect converter give it -- and
+otherwise mrcstats'
 accuracy (:func:`mrcstats.stats.accuracy.summarize_frame`: invalid answers count as wrong, trials pooled)
 with the cluster-robust standard error (Miller 2024, "Adding error bars to evals", arXiv:2411.00640),
 its Wilson interval and the number of rows; a graded group (rows with a ``score`` but no binary ``correct``)
@@ -121,6 +124,10 @@ def write_eee(log: Any, out_dir: str | os.PathLike, *, evaluation_name: str | No
         results = []
         for cond in sorted(rid):
             rows = part[part["condition"] == cond]
+            head = _headline_result(rows, ev_name, cond, rid[cond], summary, model)
+            if head is not None:
+                results.append(head)
+                continue
             if _graded(rows):
                 results.append(_mean_score_result(rows, ev_name, cond, rid[cond]))
                 continue
@@ -187,6 +194,54 @@ def write_eee(log: Any, out_dir: str | os.PathLike, *, evaluation_name: str | No
                              f"changed") from None
         st.commit()
     return [path for path, _ in plans]
+
+
+def _headline_result(rows: pd.DataFrame, ev_name: str, cond: str, rid: str, summary: pd.DataFrame,
+                     model: str) -> dict[str, Any] | None:
+    """The aggregate of a group read from an Inspect log (it declares an epoch reducer): the tool's own headline,
+    as Inspect's ``results.scores`` and the EEE converter (``every_eval_ever convert inspect``: ``score`` =
+    the metric value, ``standard_error`` = Inspect's ``stderr``) give it -- each sample's epochs reduced by the
+    first declared reducer, then the mean over samples (:func:`mrcstats.stats.headline.inspect_headline`) --
+    with the trial-pooled accuracy and the other reducers in ``details``. None for a log without a reducer, or
+    a group holding several tasks or scorers (no one headline; the pooled accuracy is written then)."""
+    from mrcstats.stats.headline import has_headline, inspect_headline
+
+    if not has_headline(rows):
+        return None
+    h = inspect_headline(rows).to_frame()
+    keys = [c for c in ("model", "condition", "task", "scorer") if c in h.columns]
+    if h.empty or len(h[keys].drop_duplicates()) != 1:
+        return None
+    first = h.iloc[0]
+    graded = _graded(rows)
+    details: dict[str, str] = {"reducer": str(first["reducer"]), "samples": str(int(first["samples"])),
+                               "trials": str(int(first["trials"]))}
+    for _, r in h.iloc[1:].iterrows():
+        details[f"reducer {r['reducer']}"] = repr(float(r["value"]))
+    pooled = summary[(summary["_evaluation"] == ev_name) & (summary["model"] == model)
+                     & (summary["condition"] == cond)]
+    if not graded and len(pooled):
+        r = pooled.iloc[0]
+        details.update({"trial_pooled_accuracy": repr(float(r["accuracy"])), "invalid": str(int(r["invalid"])),
+                        "correct": str(int(r["correct"]))})
+    unc: dict[str, Any] = {"num_samples": int(first["samples"])}
+    se = _finite(first["stderr"])
+    if se is not None:
+        unc["standard_error"] = {"value": se, "method": f"Inspect stderr() over samples after the {first['reducer']} "
+                                                        f"epoch reducer"}
+    kind = ("mean_score", "mean score", "score") if graded else ("accuracy", "accuracy", "accuracy")
+    sc = rows["score"].dropna().to_numpy(dtype=float) if "score" in rows.columns else np.array([])
+    return {"evaluation_result_id": rid, "evaluation_name": ev_name,
+            "source_data": {"dataset_name": ev_name, "source_type": "other"},
+            "metric_config": {"evaluation_description": f"Inspect's headline ({kind[1]}): each sample's epochs reduced "
+                                                        f"by {first['reducer']}, then the mean over samples, as "
+                                                        f"results.scores" + (f"; condition {cond!r}" if cond else ""),
+                              "metric_id": kind[0], "metric_name": kind[1], "metric_kind": kind[2],
+                              **({} if graded else {"metric_unit": "proportion"}),
+                              "lower_is_better": False, "score_type": "continuous",
+                              "min_score": min(0.0, float(sc.min())) if len(sc) else 0.0,
+                              "max_score": max(1.0, float(sc.max())) if len(sc) else 1.0},
+            "score_details": {"score": float(first["value"]), "uncertainty": unc, "details": details}}
 
 
 def _graded(rows: pd.DataFrame) -> bool:

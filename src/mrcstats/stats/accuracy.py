@@ -276,6 +276,7 @@ class AccuracySummary(Result):
     outcome: str = "correct"    # "correct" (accuracy) or "score" (mean graded score)
     ci_method: str = "wilson"   # the interval rule of ci_low/ci_high (CI_METHODS)
     notes: tuple[str, ...] = ()  # warnings in plain sentences (few clusters, differing item sets)
+    metric: str | None = None   # the tool's per-sample metric analysed (the log's ``metric`` column), if named
 
     def ci_words(self) -> str:
         """The interval as a caption names it: ``"95% Wilson score interval"``."""
@@ -291,7 +292,8 @@ class AccuracySummary(Result):
         cols = [*self.by, *GROUP_FIELDS, *(c for c in SHARED_FIELDS if c in self.table.columns),
                 *(TRIAL_FIELDS if self.trials == "mean" else ())]
         groups = plain_records(self.table[cols])
-        return {"outcome": self.outcome, "ci_method": self.ci_method, "ci_rule": self.ci_words(),
+        return {"outcome": self.outcome, **({"metric": self.metric} if self.metric else {}),
+                "ci_method": self.ci_method, "ci_rule": self.ci_words(),
                 "invalid": self.invalid, "notes": list(self.notes), "groups": groups}
 
     def summary(self) -> str:
@@ -321,6 +323,8 @@ class AccuracySummary(Result):
                      + (("score 0" if graded else "count as wrong") if self.invalid == "wrong" else "left out"))
         if graded:
             lines.append("outcome: score (mean graded score)")
+        if self.metric:
+            lines.append(f"metric: {self.metric} (the tool's per-sample metric analysed)")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -393,9 +397,24 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
     from mrcstats.io.schema import resolve_outcome
 
     if resolve_outcome(log, outcome, "summary") == "score":
-        return summarize_scores(log, by, cluster=cluster, level=level, invalid=invalid, trials=trials)
-    res = summarize_frame(log, by, cluster=cluster, level=level, invalid=invalid, trials=trials)
-    return with_shared_items(res, _item_counts(log, by_list, engine, scheduler))
+        res = summarize_scores(log, by, cluster=cluster, level=level, invalid=invalid, trials=trials)
+    else:
+        res = with_shared_items(summarize_frame(log, by, cluster=cluster, level=level, invalid=invalid,
+                                                trials=trials), _item_counts(log, by_list, engine, scheduler))
+    return _with_metric(res, log)
+
+
+def _with_metric(res: AccuracySummary, log: pd.DataFrame) -> AccuracySummary:
+    """``res`` naming the tool's per-sample metric(s) it analysed: the distinct values of the log's ``metric``
+    column (the harness and lighteval readers write it), comma-separated."""
+    if "metric" not in log.columns:
+        return res
+    names = sorted({str(m) for m in log["metric"].dropna().unique()})
+    if not names:
+        return res
+    import dataclasses
+
+    return dataclasses.replace(res, metric=", ".join(names))
 
 
 def _item_counts(log: Any, by_cols: list[str], engine: str | None, scheduler: Any) -> pd.DataFrame | None:
@@ -477,12 +496,12 @@ def with_shared_items(res: AccuracySummary, item_counts: pd.DataFrame | None) ->
 
 def summarize_scores(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster: str | None = "cluster",
                      level: float = 0.95, invalid: str = "wrong", trials: str = "pool") -> AccuracySummary:
-    """:func:`summarize` of the ``score`` column (graded outcomes): mean score, the CR0 clustered SE of
-    :func:`cluster_se` (Miller 2024 Eq. 4), the normal interval and, for ``trials="mean"``, the mean over
+    """:func:`summarize` of the ``score`` column (graded outcomes): mean score, the CR1 clustered SE of
+    :func:`cluster_se` (Miller 2024 Eq. 4 with the factor G/(G-1)), the normal interval and, for ``trials="mean"``, the mean over
     trials of the per-trial mean score (:func:`trial_summary`). Invalid answers (``score`` <NA>) score 0
     (``invalid="wrong"``) or are left out (``"exclude"``). Same table as :func:`summarize_frame`, with
-    ``outcome="score"``; reference: R ``sandwich::vcovCL(lm(score ~ 1), cluster = ~cluster, type = "HC0",
-    cadjust = FALSE)`` (tests/stats/_r_scores.py)."""
+    ``outcome="score"``; reference: R ``sandwich::vcovCL(lm(score ~ 1), cluster = ~cluster, type = "HC1",
+    cadjust = TRUE)`` (tests/stats/_r_scores.py)."""
     from mrcstats._dist import norm_ppf
 
     by_cols = [by] if isinstance(by, str) else list(by)

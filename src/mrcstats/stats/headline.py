@@ -38,7 +38,7 @@ from mrcstats._jsonout import plain_records
 from mrcstats._repr import Result
 from mrcstats._words import plural
 from mrcstats.errors import InputError
-from mrcstats.io.inspect_ai import INSPECT_VALUES
+from mrcstats.io.inspect_ai import INSPECT_VALUES, NOANSWER, value_to_float
 
 #: the reducers reproduced (``at_least_<k>``, ``pass_at_<k>`` and ``pass_k_<k>`` take their k from the name)
 REDUCERS: tuple[str, ...] = ("mean", "median", "mode", "max", "at_least_k", "pass_at_k", "pass_k_k")
@@ -169,8 +169,13 @@ def inspect_headline(log: Any) -> Headline:
         cols = [c for c in _NEEDED if c in log.columns]
         log = log.sql("SELECT " + ", ".join(f'"{c}"' for c in cols) + " FROM log")
     score = log["score"].astype("Float64") if "score" in log.columns else log["correct"].astype("Float64")
+    values = score.to_numpy(dtype=float, na_value=np.nan)
+    if "value" in log.columns:  # Inspect's N (no answer) is invalid in the log, 0 in Inspect's value_to_float
+        none = log["value"].astype("string").str.strip().str.upper().eq(NOANSWER).to_numpy(dtype=bool,
+                                                                                               na_value=False)
+        values[none & np.isnan(values)] = value_to_float(NOANSWER)
     work = pd.DataFrame({"item": log["item"].astype(str), "trial": log["trial"],
-                         "score": score.to_numpy(dtype=float, na_value=np.nan),
+                         "score": values,
                          "raw": log["value"] if "value" in log.columns else score,
                          "invalidated": (log["invalidated"].fillna(False).astype(bool) if "invalidated" in log.columns
                                          else False),

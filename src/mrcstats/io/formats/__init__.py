@@ -80,6 +80,19 @@ def _table(fmt: str) -> Reader:
     return read
 
 
+def _read_harness(src: Source, mapping: Mapping[str, str] | None, model: str | None) -> pd.DataFrame:
+    """lm-evaluation-harness samples: ``--map score=METRIC`` (or ``correct=METRIC``) picks the per-sample metric
+    the reader analyses (it decides ``correct`` and ``score`` from it); the rest of the mapping is applied after."""
+    from mrcstats.io.harness import read_harness
+
+    rest = dict(mapping or {})
+    picks = {rest.pop(f) for f in ("score", "correct") if f in rest}
+    if len(picks) > 1:
+        raise InputError(f"{src.name}: --map score= and --map correct= name different metrics "
+                         f"({', '.join(sorted(picks))}); a harness log is analysed on one metric: map one")
+    return _post_map(read_harness(src, model, metric=next(iter(picks), None)), rest, src)
+
+
 def _read_mskqa(src: Source, mapping: Mapping[str, str] | None, model: str | None) -> pd.DataFrame:
     from mrcstats.io.mskqa import read_mskqa
 
@@ -178,7 +191,7 @@ REGISTRY: tuple[Format, ...] = (
     Format("parquet", "Parquet", (".parquet", ".pq"), lambda c: c.is_parquet, _table("parquet"),
            "a Parquet table of log rows (canonical column names, or --map)", log_only=False),
     Format("harness", "lm-evaluation-harness", (".jsonl",), _detect_harness,
-           _tool("mrcstats.io.harness", "read_harness"),
+           _read_harness,
            "lm-evaluation-harness samples (samples_<task>_<date>.jsonl; model from results_*.json beside it)"),
     Format("helm", "HELM", (".json",), _detect_helm, _tool("mrcstats.io.helm", "read_helm"),
            "HELM run folder (per_instance_stats.json with scenario_state.json beside it)"),
