@@ -133,7 +133,7 @@ class Headline(Result):
         for _, r in self.table.iterrows():
             who = " ".join(str(r[b]) for b in self.by if str(r[b]) != "")
             line = (f"  {who}  reducer {r['reducer']}: {r['value']:.4f} (stderr {r['stderr']:.4f}) over "
-                    f"{int(r['samples'])} samples, {int(r['trials'])} epochs")
+                    f"{int(r['samples'])} samples ({int(r['trials'])} sample-epochs)")
             if r["invalidated"]:
                 line += (f"; without the {int(r['invalidated'])} invalidated sample(s): {r['value_valid']:.4f} "
                          f"(stderr {r['stderr_valid']:.4f})")
