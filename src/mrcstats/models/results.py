@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mrcstats._dist import norm_sf
+from mrcstats._pformat import format_pval
 from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models._checks import check_level  # noqa: F401  (re-exported)
@@ -540,8 +541,7 @@ def _coef_block(names: Sequence[str], est: np.ndarray, se: np.ndarray, z: np.nda
         "Estimate": [f"{v:.{dec}f}" for v in est],
         "Std. Error": [f"{v:.{dec}f}" for v in se],
         "z value": [f"{v:.3f}" if np.isfinite(v) else "NA" for v in z],
-        "Pr(>|z|)": [("< 2e-16" if pv < 2e-16 else f"{pv:.3g}" if pv < 1e-4 else f"{pv:.5f}")
-                     if np.isfinite(pv) else "NA" for pv in p],
+        "Pr(>|z|)": [format_pval(pv) for pv in p],
     }
     names = list(names)
     wn = max(len(n) for n in names)

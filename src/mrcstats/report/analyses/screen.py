@@ -8,6 +8,7 @@ import pandas as pd
 
 from mrcstats.report import figures as F
 from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output
+from mrcstats.report.format import format_p
 from mrcstats.report.tables import Table
 from mrcstats.stats.dif import dif, dif_validate
 from mrcstats.stats.screen import screen, screen_validate
@@ -187,7 +188,7 @@ class Dif(Analysis):
                         "total-score quantile groups); Δ_MH = 2.35 ln OR_MH (positive: easier for the focal group), "
                         "ETS class, and the logistic-regression likelihood ratios; p-values adjusted by "
                         f"{res.adjust} over all items × groups.", label=f"a{a.index}_dif_items",
-                        formats={"MH p (adj.)": "{:.3g}", "LR p (adj.)": "{:.3g}"}))
+                        formats={"MH p (adj.)": format_p, "LR p (adj.)": format_p}))
         counts = t.groupby("group")["ets"].value_counts().unstack(fill_value=0)
         counts = counts.reindex(columns=["A", "B", "C"], fill_value=0).reset_index().rename(columns={"group": "Focal"})
         out.table(Table(counts, caption="ETS classes per focal group (A: negligible, B: moderate, C: large DIF).",
