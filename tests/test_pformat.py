@@ -122,3 +122,11 @@ def test_the_scan_finds_hand_formatted_p_values(tmp_path):
     (tmp_path / "m.py").write_text('def f(p, r):\n    a = f"p = {p:.3g}"\n    b = f"{r[\'p\']:.4f}"\n'
                                    '    c = {"p": "{:.3g}", "Pr(>|z|)": "{:.4f}"}\n    return "< 2e-16"\n')
     assert len(p_formatting_outside_the_home(tmp_path)) == 5
+
+
+def test_p_clause_is_print_htest():
+    from mrcstats._pformat import p_clause
+
+    assert p_clause(0.0, "p-value") == "p-value < 2.2e-16"
+    assert p_clause(0.04231) == "p = 0.04231"
+    assert p_clause(None) == "p = NA"

@@ -25,7 +25,7 @@ import math
 import sys
 from typing import Any
 
-__all__ = ["DIGITS", "EPS", "P_FLOOR_TEXT", "format_pval", "format_pval_columns", "format_signif"]
+__all__ = ["DIGITS", "EPS", "P_FLOOR_TEXT", "format_pval", "format_pval_columns", "format_signif", "p_clause"]
 
 #: R's ``.Machine$double.eps``: p-values below it print as a bound
 EPS = sys.float_info.epsilon
@@ -86,6 +86,13 @@ def format_pval(p: Any, digits: int = DIGITS, eps: float = EPS, na: str = "NA") 
 
 #: what a p-value below machine epsilon prints as (at the default digits)
 P_FLOOR_TEXT = format_pval(0.0)
+
+
+def p_clause(p: Any, name: str = "p", digits: int = DIGITS) -> str:
+    """``"p = 0.04231"``, or ``"p < 2.2e-16"`` for a bound: R's ``print.htest`` (``p-value < 2.2e-16``, never
+    ``= <``)."""
+    s = format_pval(p, digits)
+    return f"{name} {s}" if s.startswith("<") else f"{name} = {s}"
 
 
 def format_pval_columns(frame: Any, columns: Any, digits: int = DIGITS, na: str = "NA") -> Any:

@@ -669,7 +669,7 @@ def describe_test(res: Any, name: str, n: int | None = None) -> str:
     mc_b = getattr(res, "B", None) if getattr(res, "method", "") == "monte-carlo" else None
     if d.get("p") is not None:
         pv = format_p(d["p"], mc_b=mc_b)
-        parts.append(f"p {pv}" if pv[:1] in "<>≤" else f"p = {pv}")
+        parts.append(f"p {pv}" if pv[:1] in "<>≤" else f"p = {pv}")     # as _pformat.p_clause, MC bounds too
     if d.get("odds_ratio") is not None and not _is_missing(d.get("odds_ratio")):
         ci = d.get("conf_int") or (np.nan, np.nan)
         parts.append(f"odds ratio = {format_ci(float(d['odds_ratio']), ci[0], ci[1], 'odds_ratio')}")
