@@ -58,7 +58,7 @@ def test_a_large_figure_is_sampled_and_the_caption_says_so():
     doc = HtmlDocument("t")
     doc.figure(fig, "Many points.")
     page = doc.render()
-    assert f"{MAX_TARGETS:,} of {n:,} points (items)" in page
+    assert f"Hover targets on an evenly spaced sample (more than {MAX_TARGETS:,} points in a set): {MAX_TARGETS:,} of {n:,} points of “items”; the figure draws them all." in page
     assert len(_tips(page)) == MAX_TARGETS
     ids = sorted(int(re.match(r"items · i(\d+)", t).group(1)) for t in _tips(page))
     assert ids[0] == 0 and ids[-1] == n - 1     # an even sample over all points, not the first ones

@@ -138,7 +138,7 @@ class _Intervals:
 def _axes_targets(ax: Any, x0_pt: float, top_pt: float, facet: bool,
                   sampled: list[str]) -> list[tuple[float, float, str]]:
     """(x, y) in SVG points and the tooltip text of every hover target of one axes; a set of points sampled
-    down to :data:`MAX_TARGETS` is added to ``sampled`` (``"1,000 of 2,345 points (other items)"``)."""
+    down to :data:`MAX_TARGETS` is added to ``sampled`` (``"1,000 of 2,345 points of “other items”"``)."""
     from matplotlib.collections import PathCollection
     from matplotlib.patches import Rectangle
 
@@ -149,7 +149,7 @@ def _axes_targets(ax: Any, x0_pt: float, top_pt: float, facet: bool,
     def pick(n: int, what: str) -> np.ndarray:
         idx = _sample(n)
         if len(idx) < n:
-            sampled.append(f"{len(idx):,} of {n:,} points" + (f" ({what})" if what else ""))
+            sampled.append(f"{len(idx):,} of {n:,} points" + (f" of “{what}”" if what else ""))
         return idx
 
     explicit = hover_points_of(ax)
@@ -239,7 +239,7 @@ def _targets(fig: Any, x0_pt: float, top_pt: float, sampled: list[str]) -> list[
 
 def figure_svg(fig: Any) -> tuple[str, int, list[str]]:
     """The figure as inline SVG (matplotlib's renderer) with hover targets; returns (svg, targets, the sets
-    of points whose targets are a sample, as ``"1,000 of 2,345 points (series)"``)."""
+    of points whose targets are a sample, as ``"1,000 of 2,345 points of “series”"``)."""
     from mrcstats.report.figures import figure_style
 
     buf = io.StringIO()
@@ -450,8 +450,8 @@ class HtmlDocument:
         self.hover_targets += n
         hint = " Hover a point for its values." if n else ""
         if sampled:
-            hint += (f" The figure has more points than the {MAX_TARGETS:,} a set gets hover targets for: an "
-                     f"evenly spaced sample carries them ({'; '.join(sampled)}).")
+            hint += (f" Hover targets on an evenly spaced sample (more than {MAX_TARGETS:,} points in a set): "
+                     f"{'; '.join(sampled)}; the figure draws them all.")
         self._body.append(f'<figure class="fig" id="figure-{self._nfig}">{svg}<figcaption><b>Figure '
                           f'{self._nfig}.</b> {html.escape(caption)}<span class="note">{html.escape(hint)}</span>'
                           "</figcaption></figure>")
