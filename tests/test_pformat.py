@@ -115,7 +115,9 @@ def p_formatting_outside_the_home(root: Path = SRC) -> list[str]:
 
 
 def test_no_p_value_formatting_outside_pformat():
+    """The package and the seed reproductions (analyses/) print every p-value through the one home."""
     assert p_formatting_outside_the_home() == []
+    assert p_formatting_outside_the_home(SRC.parents[1] / "analyses") == []
 
 
 def test_the_scan_finds_hand_formatted_p_values(tmp_path):
