@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -53,6 +54,12 @@ def test_docs_build_strict(tmp_path):
     assert "--format" in cli and "glmer" in cli
     api = (site / "api" / "stats" / "index.html").read_text(encoding="utf-8")
     assert "summarize" in api and "Wilson" in api
+    # the navigation: every page in its section, the Changelog last (issue 36)
+    home = (site / "index.html").read_text(encoding="utf-8")
+    nav = re.findall(r'<span class="md-ellipsis">\s*([^<]+?)\s*</span>', home[home.find("md-nav--primary"):])
+    top = [t for t in nav if t not in ("Install", "Where to start", "In Python")]   # the page's own toc
+    assert top[-1] == "Changelog", top[-8:]
+    assert top.index("Screening a benchmark for broken items, and DIF between model families") < top.index("Reports")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("nbclient") is None or importlib.util.find_spec("ipykernel") is None,

@@ -196,7 +196,7 @@ def test_clean_text_rules_catch_what_they_should():
     for bad in ("p = 0", "p = 0.000,", "SE 0.0000 here", "(p = .000)", "in analyses[3] (glmm)"):
         with pytest.raises(AssertionError):
             assert_clean_text(bad, "x")
-    assert_clean_text("p = .004, p < .001, 0.052 [0.011, 0.093], 10.05, 2.0e-05, 0 rows", "x")
+    assert_clean_text("p = 0.004, p < 2.2e-16, 0.052 [0.011, 0.093], 10.05, 2.0e-05, 0 rows", "x")
 
 
 @needs_poppler

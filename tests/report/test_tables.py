@@ -16,7 +16,6 @@ from mrcstats.report.tables import (
     Table,
     accuracy_table,
     contingency_table,
-    format_pvalue,
     latex_escape,
     latex_unescape,
     masking_indicator_table,
@@ -48,12 +47,12 @@ def _roundtrip(t: Table) -> None:
 def test_regression_table_lme4_layout_matches_r_printing():
     t = regression_table(pd.DataFrame({"estimate": TOK, "se": TOK_SE}))
     cells = {r[0]: r for r in t.cells()}
-    # printCoefmat: estimates and SEs share decimals; p-values padded to common decimals
+    # printCoefmat: estimates and SEs share decimals; p-values by the one formatter (format.pval, 4 digits)
     assert cells["(Intercept)"][1:3] == ["1.306962", "0.037221"]
     assert cells["scaled_tok:LLM2"][1] == "0.003958"
-    assert cells["scaled_tok"][4] == "0.69030"
+    assert cells["scaled_tok"][4] == "0.6903"
     assert cells["scaled_tok:LLM1"][4:6] == ["0.00507", "**"]
-    assert cells["LLM1"][4:6] == ["< 2e-16", "***"]
+    assert cells["LLM1"][4:6] == ["< 2.2e-16", "***"]
     _roundtrip(t)
 
 
@@ -104,7 +103,7 @@ def test_contingency_accuracy_cutoff_and_masking_tables_round_trip():
     t = contingency_table(counts, [("Fisher's exact test", {"p": 0.0039, "odds_ratio": float("inf"),
                                                             "conf_int": [1.5, float("inf")]})])
     assert t.cells()[-1] == ["Total", "19", "9", "28"]
-    assert "p = .004" in t.notes[0] and "∞" in t.notes[0]   # APA: three decimals, no leading zero
+    assert "p = 0.0039" in t.notes[0] and "∞" in t.notes[0]   # R's format.pval, as every p-value
     _roundtrip(t)
     back = Table.read_csv(t.to_csv())
     assert back["Total"].tolist() == [11, 17, 28]
@@ -132,10 +131,13 @@ def test_contingency_accuracy_cutoff_and_masking_tables_round_trip():
 
 
 def test_pvalue_formatting():
-    assert format_pvalue(1e-20) == "< 2e-16"
-    assert format_pvalue(3.2e-7) == "3.20e-07"
-    assert format_pvalue(0.04897) == "0.0490"
-    assert format_pvalue(None) == "–"
+    """Report tables print p-values with the one formatter (R's format.pval), missing as –."""
+    from mrcstats.report.format import format_p
+
+    assert format_p(1e-20) == "< 2.2e-16"
+    assert format_p(3.2e-7) == "3.2e-07"
+    assert format_p(0.04897) == "0.04897"
+    assert format_p(None) == "–"
 
 
 def test_table_validation():

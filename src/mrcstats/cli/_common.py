@@ -291,7 +291,8 @@ def model_output(args: argparse.Namespace, m: Any, cmd: str) -> tuple[dict[str, 
             info(f"mrcstats {cmd}: {msg}")
     obj = m.to_dict()
     as_json = getattr(args, "json", False)
-    text = [] if as_json else [m.summary()]     # with --json the text is never printed: not built
+    # with --json the text is never printed: not built; --correlation (glmer) forces the fixed-effect correlations
+    text = [] if as_json else [m.summary(correlation=True) if getattr(args, "correlation", False) else m.summary()]
     if getattr(args, "ranef", False):
         obj["ranef"] = m.ranef_dict()
         for g, df in ({} if as_json else m.ranef).items():

@@ -57,6 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--drop1", action="store_true", help="likelihood-ratio tests dropping each term (drop1)")
     p.add_argument("--gvif", action="store_true", help="generalized variance-inflation factors (car::vif)")
     p.add_argument("--ranef", action="store_true", help="conditional modes and variances of the random effects")
+    p.add_argument("--correlation", action="store_true",
+                   help="print the correlation matrix of the fixed effects even above 12 of them (lme4 leaves it "
+                        "out there: print(summary(m), correlation = TRUE))")
     p.add_argument("--compare", metavar="REDUCED FORMULA",
                    help="likelihood-ratio test against this reduced model (anova)")
     add_log_options(p)

@@ -40,9 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_json_flag(p)
     p.set_defaults(func=_ingest)
 
-    s = sub.add_parser("summary", help="accuracy per group with Wilson CI and cluster-robust SE",
+    s = sub.add_parser("summary", help="accuracy per group with (clustered) Wilson CI and cluster-robust SE",
                        description="Accuracy per group (invalid answers count as not correct), accuracy over "
-                                   "valid answers, invalid count, Wilson 95% CI and the cluster-robust SE "
+                                   "valid answers, invalid count, the 95% CI (the Wilson score interval, or the clustered Wilson "
+                                   "interval when a cluster holds several rows: Korn-Graubard effective n from "
+                                   "the CR1 SE, capped at n, t critical value on G - 1 df) and the cluster-robust SE "
                                    "(clustered on 'cluster', Miller 2024): the trial level, every epoch a row. "
                                    "For Inspect AI logs the tool's own headline (the declared epoch reducer "
                                    "within each sample, then mean and Inspect's stderr) is printed beside it.")

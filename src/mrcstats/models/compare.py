@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
+from mrcstats._pformat import format_pval
 from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models.family_table import require
@@ -81,7 +82,7 @@ class AnovaResult(Result):
             rows.append([f"m{i}", str(self.npar[i]), _fmt_sig(self.aic[i], 5), _fmt_sig(self.bic[i], 5),
                          _fmt_sig(self.loglik[i], 5), _fmt_sig(self.deviance[i], 5),
                          "" if i == 0 else f"{self.chisq:.4f}", "" if i == 0 else str(self.df),
-                         "" if i == 0 or self.p is None else f"{self.p:.4g}"])
+                         "" if i == 0 or self.p is None else format_pval(self.p)])
         return "\n".join(lines + _table(head, rows))
 
 
@@ -155,7 +156,7 @@ class Drop1Result(Result):
         rows = [["<none>", "", _fmt_sig(self.none_aic, 5), "", ""]]
         for i, t in enumerate(self.terms):
             rows.append([t, str(self.npar[i]), _fmt_sig(self.aic[i], 5), f"{self.chisq[i]:.4f}",
-                         f"{self.p[i]:.4g}"])
+                         format_pval(self.p[i])])
         return "\n".join(lines + _table(head, rows))
 
 

@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._dist import norm_ppf, norm_sf, t_ppf, t_sf
+from mrcstats._pformat import format_pval
 from mrcstats._repr import Result
 from mrcstats._words import plural
 from mrcstats.errors import InputError
@@ -302,16 +303,10 @@ def _fmt_cell(v: float, digits: int = 4) -> str:
     return f"{v:.{digits}g}"
 
 
-def _fmt_p(p: float) -> str:
-    if p is None or math.isnan(p):
-        return "NA"
-    return "<.0001" if p < 1e-4 else f"{p:.4f}"
-
-
 def _text_table(df: pd.DataFrame, by: Sequence[str], pcols: Sequence[str] = ()) -> str:
     def block(d: pd.DataFrame) -> list[str]:
         cols = [c for c in d.columns if c not in by]
-        cells = {c: [(_fmt_p(v) if c in pcols else _fmt_cell(v)) if isinstance(v, (float, np.floating))
+        cells = {c: [(format_pval(v) if c in pcols else _fmt_cell(v)) if isinstance(v, (float, np.floating))
                      else str(v) for v in d[c]] for c in cols}
         w = {c: max([len(c)] + [len(x) for x in cells[c]]) for c in cols}
         first = {c: not isinstance(d[c].iloc[0], (float, np.floating)) for c in cols} if len(d) else {}

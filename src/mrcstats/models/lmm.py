@@ -44,6 +44,7 @@ from scipy import linalg as sla
 from scipy import optimize, special
 
 from mrcstats._dist import norm_ppf, t_ppf, t_sf
+from mrcstats._pformat import format_pval_columns
 from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models._checks import check_level
@@ -457,7 +458,7 @@ class LmerResult(Result):
         out += _varcorr_lines(vc)
         out.append("Number of obs: " + f"{self.nobs}, groups:  " +
                    ", ".join(f"{g}, {n}" for g, n in self.ngroups.items()))
-        out += ["", "Fixed effects:", self.coef_table().to_string(float_format=lambda v: f"{v:.6g}")]
+        out += ["", "Fixed effects:", format_pval_columns(self.coef_table(), ["Pr(>|t|)"]).to_string(float_format=lambda v: f"{v:.6g}")]
         if self.messages:
             out += ["", *self.messages]
         return "\n".join(out)
@@ -1047,7 +1048,7 @@ class LmerAnova(Result):
     def summary(self) -> str:
         roman = {1: "I", 3: "III"}[self.type]
         head = f"Type {roman} Analysis of Variance Table with {self.ddf}'s method"
-        body = self.table.to_string(float_format=lambda v: f"{v:.6g}") if len(self.table) else "(no terms)"
+        body = format_pval_columns(self.table, ["Pr(>F)"]).to_string(float_format=lambda v: f"{v:.6g}") if len(self.table) else "(no terms)"
         return f"{head}\n{body}"
 
     def __str__(self) -> str:

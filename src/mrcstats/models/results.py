@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mrcstats._dist import norm_sf
+from mrcstats._pformat import format_pval
 from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models._checks import check_level  # noqa: F401  (re-exported)
@@ -391,8 +392,13 @@ class GlmerResult(Result):
                            "std_error": np.nan, "statistic": np.nan, "p_value": np.nan})
         return pd.concat([fx, rx], ignore_index=True)
 
-    def summary(self) -> str:
-        """The text of lme4's ``summary(m)`` (seed 003 Appendix B layout)."""
+    def summary(self, correlation: bool | None = None) -> str:
+        """The text of lme4's ``summary(m)`` (seed 003 Appendix B layout).
+
+        ``correlation``: print the correlation matrix of the fixed effects. None (the default) follows
+        lme4's ``print.summary.merMod``: shown when there are at most :data:`COR_MAX` fixed effects
+        (``getOption("lme4.summary.cor.max")``, 12), otherwise a note says how to ask for it.
+        """
         out = []
         meth = ("Laplace Approximation" if self.nagq == 1
                 else f"Adaptive Gauss-Hermite Quadrature, nAGQ = {self.nagq}")
@@ -426,7 +432,14 @@ class GlmerResult(Result):
         out.extend(_coef_block(self.fixef_names, self.fixef_values, *self._wald[:3]))
         out.append("---")
         out.append("Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1")
-        if len(self.fixef_names) > 1:
+        p = len(self.fixef_names)
+        if correlation is None:
+            correlation = p <= COR_MAX
+            if not correlation:
+                out += ["", f"Correlation matrix not shown by default, as p = {p} > {COR_MAX}.",
+                        "Use summary(correlation=True) (CLI: --correlation)  or",
+                        "    vcov        if you need it"]
+        if correlation and p > 1:
             out.append("")
             out.append("Correlation of Fixed Effects:")
             out.extend(_corr_lines(self.fixef_names, self._wald[3]))
@@ -503,6 +516,10 @@ def _varcorr_lines(vc: Iterable[VarCorrRow] | pd.DataFrame) -> list[str]:
     return lines
 
 
+#: lme4's ``getOption("lme4.summary.cor.max")``: above this many fixed effects ``summary()`` leaves out their
+#: correlation matrix unless asked (``print.summary.merMod(correlation = NULL)``)
+COR_MAX = 12
+
 def _fmt_sig(v: float, digits: int) -> str:
     if v is None or not np.isfinite(v):
         return "NA"
@@ -540,8 +557,7 @@ def _coef_block(names: Sequence[str], est: np.ndarray, se: np.ndarray, z: np.nda
         "Estimate": [f"{v:.{dec}f}" for v in est],
         "Std. Error": [f"{v:.{dec}f}" for v in se],
         "z value": [f"{v:.3f}" if np.isfinite(v) else "NA" for v in z],
-        "Pr(>|z|)": [("< 2e-16" if pv < 2e-16 else f"{pv:.3g}" if pv < 1e-4 else f"{pv:.5f}")
-                     if np.isfinite(pv) else "NA" for pv in p],
+        "Pr(>|z|)": [format_pval(pv) for pv in p],
     }
     names = list(names)
     wn = max(len(n) for n in names)

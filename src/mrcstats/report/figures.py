@@ -148,6 +148,23 @@ def labels_of(artist: Any) -> list[str] | None:
     return _POINT_LABELS.get(artist)
 
 
+#: axes -> explicit hover points ``(x, y, text)`` in data coordinates, for the HTML report
+_HOVER_POINTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def hover_points(ax: Any, xs: Iterable[float], ys: Iterable[float], texts: Iterable[str]) -> None:
+    """Give the HTML report's hover of ``ax`` these points and their complete tooltip texts (nothing is drawn;
+    the PDF is unchanged). An axes with explicit hover points gets no automatic ones: use it where a point's
+    tooltip needs more than the plotted value, e.g. both models, the difference and its interval of a cell of
+    :func:`pairwise_matrix_plot`."""
+    _HOVER_POINTS.setdefault(ax, []).extend((float(x), float(y), str(t)) for x, y, t in zip(xs, ys, texts))
+
+
+def hover_points_of(ax: Any) -> list[tuple[float, float, str]] | None:
+    """The explicit hover points attached by :func:`hover_points`, or None."""
+    return _HOVER_POINTS.get(ax)
+
+
 def plain(text: Any, limit: int | None = None) -> str:
     """``text`` (a model name, a column value, a caption from a spec) as literal figure text: every ``$`` escaped,
     so matplotlib never parses it as mathtext (``$x^{$`` would crash, ``cost $x^2$ tier`` render as "cost x² tier").
@@ -429,13 +446,19 @@ def bar_plot(frame: pd.DataFrame, x: str, y: str, err: str | None = None, ylabel
 
 
 def pairwise_matrix_plot(diff: pd.DataFrame, significant: pd.DataFrame | None = None, title: str | None = None,
-                         percent: bool = True, ax=None, value_label: str | None = None, vmax: float | None = None):
+                         percent: bool = True, ax=None, value_label: str | None = None, vmax: float | None = None,
+                         low: pd.DataFrame | None = None, high: pd.DataFrame | None = None,
+                         p: pd.DataFrame | None = None, p_label: str = "adjusted p"):
     """Pairwise differences (row model minus column model) as a diverging grey map; ``*`` marks significant cells.
 
     ``diff``: a square models × models frame (NaN on the diagonal); ``significant``: a boolean frame of the same
     shape (e.g. adjusted p < α). Rows and columns keep the given order (e.g. the ranking). Any symmetric pairwise
     measure fits (judges' error correlations): ``value_label`` names it on the colour bar, ``vmax`` fixes the
     colour scale to ``[−vmax, vmax]`` (default: the largest |value|).
+
+    Every off-diagonal cell is a hover point of the HTML report naming both models (row and column), the
+    value and, when given, its interval (``low``/``high``, frames like ``diff``, row minus column) and its
+    p-value (``p``, printed by :func:`mrcstats._pformat.format_pval`, named ``p_label``).
     """
     m = diff.astype(float)
     k = m.shape[0]
@@ -469,6 +492,7 @@ def pairwise_matrix_plot(diff: pd.DataFrame, significant: pd.DataFrame | None = 
         elif significant is not None:
             rr, cc = np.nonzero(significant.to_numpy(dtype=bool))
             ax.scatter(cc, rr, marker="*", s=4, color="black", linewidths=0)
+        _pairwise_hover(ax, m, scale, percent, value_label, low, high, p, p_label)
         ax.set_xticks(range(k))
         ax.set_xticklabels([plain(c, LABEL_LIMIT) for c in m.columns], rotation=45, ha="right", fontsize=fs + 0.5)
         ax.set_yticks(range(k))
@@ -481,6 +505,32 @@ def pairwise_matrix_plot(diff: pd.DataFrame, significant: pd.DataFrame | None = 
         if title:
             ax.set_title(plain(title))
     return fig
+
+
+def _pairwise_hover(ax: Any, m: pd.DataFrame, scale: float, percent: bool, value_label: str | None,
+                    low: pd.DataFrame | None, high: pd.DataFrame | None, p: pd.DataFrame | None,
+                    p_label: str) -> None:
+    """The hover points of :func:`pairwise_matrix_plot`: both models, the value, its interval and p per cell."""
+    from mrcstats._pformat import format_pval
+
+    def num(v: float) -> str:
+        return f"{v * scale:.4g}" if np.isfinite(v) else "NA"
+
+    what = value_label or ("row − column" + (" (points)" if percent else ""))
+    xs, ys, texts = [], [], []
+    for (r, c), v in np.ndenumerate(m.to_numpy()):
+        if r == c or not np.isfinite(v):
+            continue
+        rm, cm = plain(m.index[r]), plain(m.columns[c])
+        lines = [f"{rm} − {cm}" if value_label is None else f"{rm} · {cm}", f"{what}: {num(v)}"]
+        if low is not None and high is not None:
+            lines.append(f"interval: [{num(float(low.iat[r, c]))}, {num(float(high.iat[r, c]))}]")
+        if p is not None:
+            lines.append(f"{p_label}: {format_pval(p.iat[r, c])}")
+        xs.append(c)
+        ys.append(r)
+        texts.append("\n".join(lines))
+    hover_points(ax, xs, ys, texts)
 
 
 def forest_plot(frame: pd.DataFrame, label: str = "model", est: str = "accuracy", lo: str = "ci_low",

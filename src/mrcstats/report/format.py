@@ -4,22 +4,17 @@ Everything a person reads (PDF text, LaTeX, Markdown, HTML tables) formats its
 numbers here; CSV and JSON keep the exact, unrounded values and never pass
 through this module.
 
-Conventions (APA 7th ed., sections 6.36 and 6.43-6.44; the layout R's
-``format.pval``/``papaja::printp`` follow):
+Conventions (APA 7th ed., sections 6.36 and 6.43-6.44; p-values as R's ``format.pval``):
 
-* **p-values** have three decimals and **no leading zero** (``.042``); below .001
-  they read ``< .001``; above .999 (but not exactly 1) ``> .999``; exactly 1 reads
-  ``1.000``. The leading zero is dropped for p-values only: APA also drops it for
-  other quantities bounded by 1 (correlations, proportions), but this module keeps
-  it there so that the columns of a table align and estimates, differences and
-  their intervals read alike (``0.052 [0.011, 0.093]``). The one exception is the
-  Monte Carlo standard error of a p-value, printed in the p-value's style.
+* **p-values** print one way in every output, the terminal's included: R's
+  ``format.pval`` with 4 significant digits and ``eps = .Machine$double.eps``
+  (:func:`mrcstats._pformat.format_pval`: ``0.04231``, ``3.2e-07``, ``< 2.2e-16``;
+  never a bare ``0``).
 * **Monte Carlo p-values** (``p = (1 + #{T* ≥ T}) / (B + 1)``, R's
   ``fisher.test(simulate.p.value = TRUE)``/``chisq.test``) carry B and their Monte
-  Carlo standard error ``sqrt(p (1 - p) / B)``: ``.048 (MC SE .005, B = 2000)``;
+  Carlo standard error ``sqrt(p (1 - p) / B)``: ``0.048 (MC SE 0.0048, B = 2000)``;
   at the floor ``1 / (B + 1)`` — no simulated table as extreme as the data — the
-  p-value is only bounded: ``< .001 (MC, B = 2000)`` (``≤ .010 (MC, B = 99)`` when
-  the floor is not below .001).
+  p-value is only bounded: ``≤ 0.0004998 (MC, B = 2000)``.
 * **One rounding rule per column kind** (:data:`KINDS`): a nonzero value that would
   round to zero is printed in scientific notation (``5.21e-17``) for unbounded
   kinds, and as a bound (``< 0.001``, ``> 0.999``) for bounded kinds (proportions,
@@ -50,6 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mrcstats._pformat import format_pval, format_signif
 from mrcstats.errors import InputError
 
 __all__ = ["KINDS", "MISSING", "Rule", "format_ci", "format_num", "format_p", "format_stat",
@@ -191,19 +187,14 @@ def format_num(x: Any, kind: str = "estimate") -> str:
 # --------------------------------------------------------------------------- p-values
 
 
-def _p_str(p: float) -> str:
-    """Three decimals without the leading zero."""
-    s = f"{p:.3f}"
-    return s[1:] if s.startswith("0.") else s
-
-
 def format_p(p: Any, *, mc_b: int | None = None, mc_se: float | None = None) -> str:
-    """A p-value APA-style: ``< .001``, ``.042``, ``> .999``, ``1.000``; missing ``–``.
+    """A p-value for the report tables and text: :func:`mrcstats._pformat.format_pval` (R's ``format.pval``,
+    ``0.0423``, ``3.2e-07``, ``< 2.2e-16``), missing ``–``.
 
     With ``mc_b`` (the number of Monte Carlo replicates) the value is a Monte Carlo
     p-value ``(1 + #{T* ≥ T}) / (B + 1)``: at its floor ``1 / (B + 1)`` it prints as a
-    bound, ``< .001 (MC, B = 2000)``; otherwise with its Monte Carlo standard error
-    ``mc_se`` (default ``sqrt(p (1 - p) / B)``), ``.048 (MC SE .005, B = 2000)``.
+    bound, ``≤ 0.0004998 (MC, B = 2000)``; otherwise with its Monte Carlo standard error
+    ``mc_se`` (default ``sqrt(p (1 - p) / B)``, two significant digits), ``0.048 (MC SE 0.0048, B = 2000)``.
     A p-value outside [0, 1] is an error, not a number to print.
     """
     if _missing(p):
@@ -214,7 +205,7 @@ def format_p(p: Any, *, mc_b: int | None = None, mc_se: float | None = None) -> 
     if mc_b is None:
         if mc_se is not None:
             raise InputError("format_p: mc_se needs mc_b (the number of Monte Carlo replicates)")
-        return _plain_p(v)
+        return format_pval(v)
     if (isinstance(mc_b, bool) or not isinstance(mc_b, numbers.Real) or not math.isfinite(mc_b) or mc_b < 1
             or float(mc_b) != int(mc_b)):
         raise InputError(f"format_p: mc_b must be a positive whole number of replicates, got {mc_b!r}")
@@ -222,40 +213,11 @@ def format_p(p: Any, *, mc_b: int | None = None, mc_se: float | None = None) -> 
     floor = 1.0 / (b + 1)
     btxt = f"B = {b:,}" if b >= 10000 else f"B = {b}"
     if v <= floor * (1 + 1e-9):
-        bound = "< .001" if floor < 0.001 else "≤ " + _p_str(math.ceil(floor * 1000 - 1e-9) / 1000)
-        return f"{bound} (MC, {btxt})"
-    base = _plain_p(v)
-    if base == "< .001":
-        return f"{base} (MC, {btxt})"
+        return f"≤ {format_pval(floor)} (MC, {btxt})"
     se = math.sqrt(v * (1 - v) / b) if mc_se is None else _as_float(mc_se, "format_p(mc_se)")
     if _missing(se) or se < 0:
         raise InputError(f"format_p: mc_se must be a non-negative number, got {mc_se!r}")
-    return f"{base} (MC SE {_se_p_str(se)}, {btxt})"
-
-
-def _plain_p(v: float) -> str:
-    if v < 0.001:
-        return "< .001"
-    if v == 1.0:
-        return "1.000"
-    if v >= 0.9995:
-        return "> .999"
-    return _p_str(v)
-
-
-def _se_p_str(se: float) -> str:
-    """A Monte Carlo SE in the p-value's style: three decimals, one significant digit when smaller."""
-    if se == 0:
-        return "0"
-    if se >= 0.0005:
-        return _p_str(se)
-    if se < 1e-6:
-        return _sci(se, 1)
-    dec = -math.floor(math.log10(se))
-    s = f"{se:.{dec}f}"
-    if float(s) == 0:  # pragma: no cover - guarded by dec
-        return _sci(se, 1)
-    return s[1:] if s.startswith("0.") else s
+    return f"{format_pval(v)} (MC SE {format_signif(se, 2)}, {btxt})"
 
 
 # --------------------------------------------------------------------------- statistics and intervals

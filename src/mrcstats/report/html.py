@@ -10,7 +10,12 @@ same table objects and the same matplotlib figures as the PDF: nothing is recomp
   number) when the column is numeric, else by text; tables with more than 10 rows get a filter box.
 - Figures: matplotlib's own SVG of the figure, inline, with one transparent hover target per plotted
   point carrying a ``<title>`` (series label such as the model, the point's label or axis category such as
-  the item, the value, and the interval when the figure draws one: error bars, ``hlines`` or a band).
+  the item, the value, and the interval when the figure draws one: error bars, ``hlines`` or a band); a
+  figure function can give an axes its own hover points with complete texts
+  (:func:`mrcstats.report.figures.hover_points`: the pairwise matrix names both models, the difference, its
+  interval and p). A set of more than :data:`MAX_TARGETS` points gets an evenly spaced sample of targets and
+  the caption says so (how many of how many, per set); a curve without point labels gets
+  :data:`MAX_LINE_TARGETS` evenly spaced targets along it.
 - No network at view time: the CSS and the small script are inline; no fonts, images or scripts are
   fetched. Test hooks: ``#selftest`` (sorts the first sortable table and writes the outcome into
   ``<pre id="mrcstats-selftest">``) and ``#hover=N`` (moves the figure of the N-th hover target to the top and shows its tooltip: a screenshot
@@ -33,9 +38,17 @@ from mrcstats._files import write_text_atomic
 
 __all__ = ["Documents", "HtmlDocument", "figure_svg"]
 
-#: hover targets per line at most (a longer line gets evenly spaced ones), and per scatter or bar set
+#: hover targets per unlabelled curve (a longer one gets evenly spaced ones), and per set of points (scatter,
+#: labelled line, bars, explicit hover points): a larger set gets an even sample, named in the caption
 MAX_LINE_TARGETS = 60
-MAX_TARGETS = 400
+MAX_TARGETS = 1000
+
+
+def _sample(n: int, cap: int = MAX_TARGETS) -> np.ndarray:
+    """Indices of at most ``cap`` of ``n`` points, evenly spaced (all of them when ``n <= cap``)."""
+    if n <= cap:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, cap).round().astype(int))
 
 
 # ----------------------------------------------------------------------------- figures
@@ -122,14 +135,30 @@ class _Intervals:
         return self._pick(self.horiz.get(round(y, 9), []), x, col)
 
 
-def _axes_targets(ax: Any, x0_pt: float, top_pt: float, facet: bool) -> list[tuple[float, float, str]]:
-    """(x, y) in SVG points and the tooltip text of every hover target of one axes."""
+def _axes_targets(ax: Any, x0_pt: float, top_pt: float, facet: bool,
+                  sampled: list[str]) -> list[tuple[float, float, str]]:
+    """(x, y) in SVG points and the tooltip text of every hover target of one axes; a set of points sampled
+    down to :data:`MAX_TARGETS` is added to ``sampled`` (``"1,000 of 2,345 points of “other items”"``)."""
     from matplotlib.collections import PathCollection
     from matplotlib.patches import Rectangle
 
-    from mrcstats.report.figures import labels_of
+    from mrcstats.report.figures import hover_points_of, labels_of
 
     out: list[tuple[float, float, str]] = []
+
+    def pick(n: int, what: str) -> np.ndarray:
+        idx = _sample(n)
+        if len(idx) < n:
+            sampled.append(f"{len(idx):,} of {n:,} points" + (f" of “{what}”" if what else ""))
+        return idx
+
+    explicit = hover_points_of(ax)
+    if explicit is not None:
+        for i in pick(len(explicit), ax.get_title() if facet else ""):
+            px, py, text = explicit[i]
+            dx, dy = ax.transData.transform((px, py))
+            out.append((float(dx) - x0_pt, top_pt - float(dy), text))
+        return out
     xlab, ylab = ax.get_xlabel() or "x", ax.get_ylabel() or "y"
     xt, yt = _ticks(ax.xaxis), _ticks(ax.yaxis)
     iv = _Intervals.of(ax)
@@ -169,10 +198,12 @@ def _axes_targets(ax: Any, x0_pt: float, top_pt: float, facet: bool) -> list[tup
             continue  # empty (a legend entry) or a reference line (axhline/axvline)
         labels = labels_of(line)
         idx = np.arange(xs.size)
-        if xs.size > MAX_LINE_TARGETS and labels is None:
-            idx = np.unique(np.linspace(0, xs.size - 1, MAX_LINE_TARGETS).round().astype(int))
+        if labels is None:     # a curve: evenly spaced positions along it
+            idx = _sample(xs.size, MAX_LINE_TARGETS)
+        else:
+            idx = pick(xs.size, series)
         col = _rgb(line.get_color())
-        for i in idx[:MAX_TARGETS]:
+        for i in idx:
             add(xs[i], ys[i], series, labels[i] if labels and i < len(labels) else None, col)
     for coll in ax.collections:
         if isinstance(coll, PathCollection):
@@ -181,9 +212,12 @@ def _axes_targets(ax: Any, x0_pt: float, top_pt: float, facet: bool) -> list[tup
             labels = labels_of(coll)
             fc = coll.get_facecolor()
             col = _rgb(fc) if len(fc) else ()
-            for i, (px, py) in enumerate(np.asarray(coll.get_offsets(), dtype=float)[:MAX_TARGETS]):
+            offsets = np.asarray(coll.get_offsets(), dtype=float)
+            for i in pick(len(offsets), series):
+                px, py = offsets[i]
                 add(px, py, series, labels[i] if labels and i < len(labels) else None, col)
-    for patch in ax.patches[:MAX_TARGETS]:  # bars and histogram bins
+    patches = list(ax.patches)
+    for patch in (patches[i] for i in pick(len(patches), "bars")):  # bars and histogram bins
         if isinstance(patch, Rectangle) and patch.get_height() != 0:
             x0, w, h = patch.get_x(), patch.get_width(), patch.get_height()
             cx = x0 + w / 2
@@ -196,15 +230,16 @@ def _axes_targets(ax: Any, x0_pt: float, top_pt: float, facet: bool) -> list[tup
     return out
 
 
-def _targets(fig: Any, x0_pt: float, top_pt: float) -> list[tuple[float, float, str]]:
+def _targets(fig: Any, x0_pt: float, top_pt: float, sampled: list[str]) -> list[tuple[float, float, str]]:
     """Hover targets of every axes of ``fig`` (its dpi set to 72, the SVG's unit; the SVG's left edge at
     ``x0_pt`` and top at ``top_pt`` in figure points from the bottom left)."""
     facet = sum(1 for ax in fig.axes if ax.get_title()) > 1
-    return [t for ax in fig.axes for t in _axes_targets(ax, x0_pt, top_pt, facet)]
+    return [t for ax in fig.axes for t in _axes_targets(ax, x0_pt, top_pt, facet, sampled)]
 
 
-def figure_svg(fig: Any) -> tuple[str, int]:
-    """The figure as inline SVG (matplotlib's renderer) with hover targets; returns (svg, targets)."""
+def figure_svg(fig: Any) -> tuple[str, int, list[str]]:
+    """The figure as inline SVG (matplotlib's renderer) with hover targets; returns (svg, targets, the sets
+    of points whose targets are a sample, as ``"1,000 of 2,345 points of “series”"``)."""
     from mrcstats.report.figures import figure_style
 
     buf = io.StringIO()
@@ -215,7 +250,8 @@ def figure_svg(fig: Any) -> tuple[str, int]:
     try:
         fig.set_dpi(72)  # the SVG backend draws in points (72 per inch)
         bbox = fig.get_tightbbox().padded(0.02)
-        targets = _targets(fig, float(bbox.x0) * 72, float(bbox.y1) * 72)
+        sampled: list[str] = []
+        targets = _targets(fig, float(bbox.x0) * 72, float(bbox.y1) * 72, sampled)
     finally:
         fig.set_dpi(dpi)
     svg = buf.getvalue()
@@ -228,7 +264,7 @@ def figure_svg(fig: Any) -> tuple[str, int]:
     marks = "".join(f'<circle class="hit" cx="{x:.2f}" cy="{y:.2f}" r="5"><title>{html.escape(t)}</title></circle>'
                     for x, y, t in targets)
     svg = svg.replace("</svg>", f'<g class="hits">{marks}</g></svg>')
-    return svg, len(targets)
+    return svg, len(targets), sampled
 
 
 # ----------------------------------------------------------------------------- tables
@@ -410,11 +446,14 @@ class HtmlDocument:
 
     def figure(self, fig: Any, caption: str = "", width_in: float | None = None) -> int:
         self._nfig += 1
-        svg, n = figure_svg(fig)
+        svg, n, sampled = figure_svg(fig)
         self.hover_targets += n
         hint = " Hover a point for its values." if n else ""
+        if sampled:
+            hint += (f" Hover targets on an evenly spaced sample (more than {MAX_TARGETS:,} points in a set): "
+                     f"{'; '.join(sampled)}; the figure draws them all.")
         self._body.append(f'<figure class="fig" id="figure-{self._nfig}">{svg}<figcaption><b>Figure '
-                          f'{self._nfig}.</b> {html.escape(caption)}<span class="note">{hint}</span>'
+                          f'{self._nfig}.</b> {html.escape(caption)}<span class="note">{html.escape(hint)}</span>'
                           "</figcaption></figure>")
         return self._nfig
 

@@ -12,7 +12,7 @@ Example (``mrcstats report demo.yaml --out reports/demo.pdf``)::
         model: null                       # optional: model name for sources without one
     features: null                        # optional table joined on `item` (CSV/Parquet)
     analyses:
-      - type: summary                     # accuracy per group (n, accuracy, Wilson CI, ...)
+      - type: summary                     # accuracy per group (n, accuracy, (clustered) Wilson CI, ...)
         by: [model]
       - type: glmm
         name: token count

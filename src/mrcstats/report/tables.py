@@ -29,6 +29,7 @@ import pandas as pd
 from mrcstats._files import write_text_atomic
 from mrcstats._repr import Result
 from mrcstats.errors import InputError
+from mrcstats.report.format import format_p
 
 Formatter = str | Callable[[Any], str]
 
@@ -75,7 +76,7 @@ def format_number(v: Any, digits: int = 3) -> str:
 
 
 def kind_formats(kinds: Mapping[str, str]) -> dict[str, Callable[[Any], str]]:
-    """Column formatters from column kinds: ``"p"`` → APA p-values (:func:`~mrcstats.report.format.format_p`),
+    """Column formatters from column kinds: ``"p"`` → p-values (:func:`~mrcstats.report.format.format_p`),
     any kind of :data:`mrcstats.report.format.KINDS` → :func:`~mrcstats.report.format.format_num`."""
     from mrcstats.report.format import format_num, format_p
 
@@ -88,32 +89,6 @@ def kind_formats(kinds: Mapping[str, str]) -> dict[str, Callable[[Any], str]]:
 def _minus(s: str) -> str:
     """Typographic minus for a leading '-'."""
     return "−" + s[1:] if s.startswith("-") else s
-
-
-def format_pvalue(p: Any, digits: int = 3, eps: float = 2.220446e-16) -> str:
-    """A p-value as R's ``format.pval``: ``< 2e-16`` below machine epsilon, ``digits`` significant figures."""
-    if _is_missing(p):
-        return MISSING
-    p = float(p)
-    if p < eps:
-        return "< 2e-16"
-    if p < 10 ** -(digits + 1):
-        return f"{p:.{digits - 1}e}"
-    dec = max(digits - 1 - math.floor(math.log10(p)), 0) if p > 0 else digits
-    return f"{p:.{dec}f}"
-
-
-def pvalue_column_formatter(ps: Sequence[float], digits: int = 3) -> Callable[[Any], str]:
-    """A formatter giving a p-value column common decimals, as R's ``printCoefmat`` prints it."""
-    ordinary = [float(p) for p in ps if not _is_missing(p) and float(p) >= 10 ** -(digits + 1)]
-    dec = r_column_decimals(ordinary, digits) if ordinary else digits
-
-    def fmt(p: Any) -> str:
-        if _is_missing(p) or float(p) < 10 ** -(digits + 1):
-            return format_pvalue(p, digits)
-        return f"{float(p):.{dec}f}"
-
-    return fmt
 
 
 def signif_stars(p: Any) -> str:
@@ -533,7 +508,7 @@ def regression_table(result: Any, caption: str = "", label: str = "fixef", layou
         de = r_column_decimals([*cf["estimate"], *cf["se"]], 4)
         dz = min(r_column_decimals(cf["z"], 3), 3)
         fmts: dict[str, Formatter] = {"Estimate": f"{{:.{de}f}}", "Std. Error": f"{{:.{de}f}}",
-                                      "z value": f"{{:.{dz}f}}", "Pr(>|z|)": pvalue_column_formatter(cf["p"])}
+                                      "z value": f"{{:.{dz}f}}", "Pr(>|z|)": format_p}
         if truth is not None:
             df.insert(2, "Truth", [truth.get(t, np.nan) for t in cf["term"]])
             fmts["Truth"] = f"{{:.{de}f}}"
@@ -541,8 +516,6 @@ def regression_table(result: Any, caption: str = "", label: str = "fixef", layou
         cells = [f"{format_number(float(e), 2)} ({format_number(float(s), 2)}){signif_stars(p)}" for e, s, p in
                  zip(cf["estimate"], cf["se"], cf["p"])]
         df = pd.DataFrame({"Term": cf["term"], "β (SE)": cells, "p": cf["p"]})
-        from mrcstats.report.format import format_p
-
         fmts = {"p": format_p}
         if truth is not None:
             df.insert(1, "Truth", [truth.get(t, np.nan) for t in cf["term"]])
@@ -696,7 +669,7 @@ def describe_test(res: Any, name: str, n: int | None = None) -> str:
     mc_b = getattr(res, "B", None) if getattr(res, "method", "") == "monte-carlo" else None
     if d.get("p") is not None:
         pv = format_p(d["p"], mc_b=mc_b)
-        parts.append(f"p {pv}" if pv[:1] in "<>≤" else f"p = {pv}")
+        parts.append(f"p {pv}" if pv[:1] in "<>≤" else f"p = {pv}")     # as _pformat.p_clause, MC bounds too
     if d.get("odds_ratio") is not None and not _is_missing(d.get("odds_ratio")):
         ci = d.get("conf_int") or (np.nan, np.nan)
         parts.append(f"odds ratio = {format_ci(float(d['odds_ratio']), ci[0], ci[1], 'odds_ratio')}")
@@ -978,7 +951,7 @@ def pairs_table(pr: Any, caption: str = "", label: str = "pairs") -> Table:
     df = pr.to_frame()
     stub = 1 + len(pr.by)
     fmts: dict[str, Formatter] = {c: "{:.4f}" for c in (pr.est_name, "SE")}
-    fmts.update({"z.ratio": "{:.3f}", "p.value": format_pvalue})
+    fmts.update({"z.ratio": "{:.3f}", "p.value": format_p})
     if "null" in df.columns:
         fmts["null"] = "{:g}"
     return Table(df, caption=caption, label=label, formats=fmts, notes=tuple(pr.notes), stub=stub)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mrcstats._pformat import format_pval
+from mrcstats._pformat import p_clause
 from mrcstats._repr import Result
 from mrcstats._seeds import rng as seed_rng
 from mrcstats._words import plural
@@ -234,7 +234,7 @@ class FisherResult(Result):
                  + (f", B = {self.B}" if self.B else "") + f"), alternative: {self.alternative}",
                  (f"  table {self.table.counts.shape[0]} x {self.table.counts.shape[1]}, "
                   f"n = {int(self.table.counts.sum())}"),
-                 f"  p-value = {format_pval(self.p, 6)}"]
+                 f"  {p_clause(self.p, 'p-value')}"]
         if self.odds_ratio is not None and self.conf_int is not None:
             lines.append(f"  odds ratio = {self.odds_ratio:.6g}, {int(self.conf_level * 100)}% CI "
                          f"[{self.conf_int[0]:.6g}, {self.conf_int[1]:.6g}]")
@@ -500,7 +500,7 @@ class ChisqResult(Result):
 
     def summary(self) -> str:
         name = "Pearson's Chi-squared test" + (" with Yates' continuity correction" if self.correct else "")
-        lines = [name, f"  X-squared = {self.statistic:.6g}, df = {self.df}, p-value = {format_pval(self.p, 6)}",
+        lines = [name, f"  X-squared = {self.statistic:.6g}, df = {self.df}, {p_clause(self.p, 'p-value')}",
                  f"  Cramer's V = {self.cramers_v:.4g}"]
         if self.warning:
             lines.append(f"  warning: {self.warning}")
@@ -592,13 +592,12 @@ class McNemarResult(Result):
 
     def summary(self) -> str:
         stat = "NA" if self.statistic is None else f"{self.statistic:.6g}"
-        pa = format_pval(self.p_asymptotic, 6)
         verdict = (f"{self.better} is right more often on the discordant items" if self.better
                    else "neither model is right more often on the discordant items")
         return (f"McNemar: {self.model_a} vs {self.model_b} on {self.n_items} paired items\n"
                 f"  both right {self.both}, only {self.model_a} {self.a_only}, "
                 f"only {self.model_b} {self.b_only}, neither {self.neither}\n"
-                f"  exact binomial p = {format_pval(self.p_exact, 6)}; McNemar chi-squared = {stat}, p = {pa}\n"
+                f"  exact binomial {p_clause(self.p_exact)}; McNemar chi-squared = {stat}, {p_clause(self.p_asymptotic)}\n"
                 f"  {verdict}")
 
 

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._pformat import format_pval_columns
 from mrcstats._repr import Result
 from mrcstats._seeds import rng as seed_rng
 from mrcstats._words import plural
@@ -188,7 +189,8 @@ class DifResult(Result):
                  + f"; p-values adjusted by {self.adjust}"]
         cols = ["item", "group", "favours", "delta_mh", "ets", "mh_chisq", "mh_p_adj", "lr_uniform", "lr_nonuniform",
                 "lr_p_adj", "beta_group"]
-        lines.append(t.head(n)[cols].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+        lines.append(format_pval_columns(t.head(n)[cols], ["mh_p_adj", "lr_p_adj"]).to_string(
+            index=False, float_format=lambda v: f"{v:.3g}"))
         lines += [f"note: {x}" for x in self.notes]
         return "\n".join(lines)
 

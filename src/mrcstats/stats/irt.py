@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mrcstats._pformat import format_pval
+from mrcstats._pformat import p_clause
 from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.irt import IrtFit, ResponseMatrix, fit_irt, response_matrix
@@ -142,8 +142,8 @@ class IrtAnalysis(Result):
     def summary(self) -> str:
         lines = [self.fit.summary()]
         if self.lrt is not None:
-            p = "not reported (too few respondents)" if self.lrt["p"] is None else format_pval(self.lrt["p"])
-            lines.append(f"  LRT 1PL vs 2PL: chisq = {self.lrt['chisq']:.2f}, df = {self.lrt['df']}, p = {p}")
+            p = "p not reported (too few respondents)" if self.lrt["p"] is None else p_clause(self.lrt["p"])
+            lines.append(f"  LRT 1PL vs 2PL: chisq = {self.lrt['chisq']:.2f}, df = {self.lrt['df']}, {p}")
         rc = self.rank_correlations
         if len(rc):
             lines.append("Spearman rank correlations over the fitted items:")

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import numpy as np
+import pandas as pd
+
 from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output, filter_note
 from mrcstats.report.tables import Table
 
@@ -84,7 +87,13 @@ class Compare(Analysis):
         sig = padj.lt(alpha).fillna(False)
         adj_name = {"holm": "Holm", "BH": "Benjamini–Hochberg", "bonferroni": "Bonferroni",
                     "none": "no"}[res.adjust]
-        out.figure(pairwise_matrix_plot(diff, sig), f"a{a.index}_compare_matrix",
+        low = pd.DataFrame(np.nan, index=order, columns=order)
+        high = low.copy()
+        for r in res.pairs.itertuples(index=False):     # row − column: the reversed pair's interval is negated
+            low.loc[r.model_a, r.model_b], high.loc[r.model_a, r.model_b] = r.ci_low, r.ci_high
+            low.loc[r.model_b, r.model_a], high.loc[r.model_b, r.model_a] = -r.ci_high, -r.ci_low
+        out.figure(pairwise_matrix_plot(diff, sig, low=low, high=high, p=padj, p_label=f"{adj_name}-adjusted p"),
+                   f"a{a.index}_compare_matrix",
                    f"Pairwise accuracy differences (row − column, percentage points), paired on items; * = "
                    f"{adj_name}-adjusted p < {alpha:g} over all {len(res.pairs)} pairs.")
         out.figure(forest_plot(rk), f"a{a.index}_compare_forest",

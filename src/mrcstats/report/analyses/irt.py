@@ -8,6 +8,7 @@ import pandas as pd
 from mrcstats._words import plural
 from mrcstats.report import figures as F
 from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output
+from mrcstats.report.format import format_p
 from mrcstats.report.tables import Table
 from mrcstats.stats.irt import irt
 from mrcstats.stats.subsets import METHODS, subset_eval
@@ -38,7 +39,7 @@ class Irt(Analysis):
                                "df": res.lrt["df"] if res.lrt else None, "p": res.lrt["p"] if res.lrt else None}])
         fit_caveat = "".join(f" Caveat: {c}." for c in res.caveats)
         out.table(Table(stats, caption=f"Marginal maximum likelihood fit (models as respondents).{fit_caveat}",
-                        label=f"a{a.index}_irt_fit", formats={"Items": "{:,.0f}", "df": "{:.0f}", "p": "{:.3g}",
+                        label=f"a{a.index}_irt_fit", formats={"Items": "{:,.0f}", "df": "{:.0f}", "p": format_p,
                                                              "logLik": "{:.2f}", "AIC": "{:.1f}", "BIC": "{:.1f}",
                                                              "LRT χ² (1PL vs 2PL)": "{:.2f}"}))
         rho = res.rank_correlations

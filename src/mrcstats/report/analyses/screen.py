@@ -8,6 +8,7 @@ import pandas as pd
 
 from mrcstats.report import figures as F
 from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output
+from mrcstats.report.format import format_p
 from mrcstats.report.tables import Table
 from mrcstats.stats.dif import dif, dif_validate
 from mrcstats.stats.screen import screen, screen_validate
@@ -17,8 +18,10 @@ _NONE = type(None)
 
 def discrimination_difficulty_plot(items: pd.DataFrame, top: int = 0):
     """Signed 2PL slope ``a`` (abilities fixed; y) against the Rasch difficulty (x): flagged items marked with a
-    cross, the next ``top`` highest-scoring items with an open circle."""
+    cross, the next ``top`` highest-scoring items with an open circle. Every point's hover (HTML report) names
+    the item and its P(wrong key)."""
     f = items[["b_rasch", "a", "flag"]].copy()
+    f["tip"] = [f"{i} (P(wrong key) {s:.3g})" for i, s in zip(items["item"], items["score"].astype(float))]
     f["rank"] = np.arange(len(f))
     f = f[np.isfinite(f["a"].astype(float)) & np.isfinite(f["b_rasch"].astype(float))]
     flagged = f["flag"].astype(bool)
@@ -26,13 +29,16 @@ def discrimination_difficulty_plot(items: pd.DataFrame, top: int = 0):
     rest = ~flagged & ~ranked
     fig, ax = F.new_figure("column", 0.72)
     with F.figure_style():
-        ax.scatter(f.loc[rest, "b_rasch"], f.loc[rest, "a"], s=4 if len(f) > 2000 else 9, color=F.PALETTE[2],
-                   alpha=0.4 if len(f) > 500 else 0.8, linewidths=0, label="other items")
+        pts = ax.scatter(f.loc[rest, "b_rasch"], f.loc[rest, "a"], s=4 if len(f) > 2000 else 9, color=F.PALETTE[2],
+                         alpha=0.4 if len(f) > 500 else 0.8, linewidths=0, label="other items")
+        F.point_labels(pts, f.loc[rest, "tip"])
         if ranked.any():
-            ax.scatter(f.loc[ranked, "b_rasch"], f.loc[ranked, "a"], s=16, facecolors="none", edgecolors=F.PALETTE[0],
-                       linewidths=0.7, label=f"top {int(ranked.sum())} by score, not flagged")
-        ax.scatter(f.loc[flagged, "b_rasch"], f.loc[flagged, "a"], s=14, marker="x", color=F.PALETTE[4],
-                   linewidths=0.8, label=f"flagged ({int(flagged.sum())})")
+            pts = ax.scatter(f.loc[ranked, "b_rasch"], f.loc[ranked, "a"], s=16, facecolors="none",
+                             edgecolors=F.PALETTE[0], linewidths=0.7, label=f"top {int(ranked.sum())} by score, not flagged")
+            F.point_labels(pts, f.loc[ranked, "tip"])
+        pts = ax.scatter(f.loc[flagged, "b_rasch"], f.loc[flagged, "a"], s=14, marker="x", color=F.PALETTE[4],
+                         linewidths=0.8, label=f"flagged ({int(flagged.sum())})")
+        F.point_labels(pts, f.loc[flagged, "tip"])
         ax.axhline(0.0, color="0.5", lw=0.5)
         ax.set_xlabel("difficulty (Rasch, ability units)")
         ax.set_ylabel("discrimination a (abilities fixed)")
@@ -187,7 +193,7 @@ class Dif(Analysis):
                         "total-score quantile groups); Δ_MH = 2.35 ln OR_MH (positive: easier for the focal group), "
                         "ETS class, and the logistic-regression likelihood ratios; p-values adjusted by "
                         f"{res.adjust} over all items × groups.", label=f"a{a.index}_dif_items",
-                        formats={"MH p (adj.)": "{:.3g}", "LR p (adj.)": "{:.3g}"}))
+                        formats={"MH p (adj.)": format_p, "LR p (adj.)": format_p}))
         counts = t.groupby("group")["ets"].value_counts().unstack(fill_value=0)
         counts = counts.reindex(columns=["A", "B", "C"], fill_value=0).reset_index().rename(columns={"group": "Focal"})
         out.table(Table(counts, caption="ETS classes per focal group (A: negligible, B: moderate, C: large DIF).",
