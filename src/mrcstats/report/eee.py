@@ -76,7 +76,7 @@ def write_eee(log: Any, out_dir: str | os.PathLike, *, evaluation_name: str | No
     from mrcstats._staging import Staging
     from mrcstats.io.eee import SCHEMA_VERSION, instance_record, stable_uuid, validate_eee
     from mrcstats.io.schema import validate_log
-    from mrcstats.stats.accuracy import summarize_frame
+    from mrcstats.stats.accuracy import CI_METHODS, summarize_frame
 
     if hasattr(log, "to_log") and not isinstance(log, pd.DataFrame):
         log = log.to_log()
@@ -140,7 +140,7 @@ def write_eee(log: Any, out_dir: str | os.PathLike, *, evaluation_name: str | No
             lo, hi = _finite(r["ci_low"]), _finite(r["ci_high"])
             if lo is not None and hi is not None:
                 unc["confidence_interval"] = {"lower": lo, "upper": hi, "confidence_level": 0.95,
-                                              "method": "Wilson"}
+                                              "method": CI_METHODS.get(str(r["ci_method"]), str(r["ci_method"]))}
             results.append({
                 "evaluation_result_id": rid[cond],
                 "evaluation_name": ev_name,
