@@ -5,8 +5,9 @@ and :mod:`mrcstats.stats.judge`).
   [--level nominal|ordinal|interval|ratio] [--levels a,b,c] [--bootstrap B] [--seed S] [--alpha A] [--json]``
   -> ``{"level", "categories", "raters", "n_items", "statistics": [...], "indices", "marginals", "notes"}``;
 * ``mrcstats judge LOG --human COL --judge COL[,COL,...] [--combine majority|mean] [--model-col COL]
-  [--target population|rows] [--tune] [--width W] [--level ...] [--json]``
-  -> ``{"human", "judge", "models": [{model, judge_*, human_*, rectifier, ppi_*}], "agreement": {...}}``, and with
+  [--item-col COL] [--target population|rows] [--tune] [--width W] [--level ...] [--json]``
+  -> ``{"human", "judge", "models": [{model, judge_*, human_*, rectifier, ppi_*}], "agreement": {...}}``, with
+  ``--item-col`` ``"bias": {"models": [{outcome, model, rate, prob, ...}], "tests": [...]}``, and with
   several judges (the table and agreement then the panel's) ``"panel": {"judges", "correlation", "pairs",
   "mean_rho", "k_eff", ..., "per_judge": [...]}``.
 
@@ -65,6 +66,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="several judges: the panel's score per row (majority at the nominal/ordinal level, mean at "
                         "the interval/ratio level)")
     p.add_argument("--model-col", metavar="COL", default="model", help="column naming the model (model)")
+    p.add_argument("--item-col", metavar="COL", action=Once,
+                   help="column naming the item: adds the judge's bias per model (binomial GLMMs of over-rating and "
+                        "of disagreement on the model with item random intercepts, and their LRT)")
     p.add_argument("--target", choices=("population", "rows"), default="population",
                    help="population: the model's expected human score (Angelopoulos et al. 2023); rows: its mean "
                         "human score over these rows (finite-population SEs)")
@@ -124,5 +128,5 @@ def _judge(args: argparse.Namespace) -> int:
     res = judge(data, human=args.human, judge=judges[0] if len(judges) == 1 else judges, model=args.model_col,
                 level=args.level or "nominal", levels=levels, alpha=args.alpha, target=args.target, tune=args.tune,
                 width=args.width, bootstrap=args.bootstrap, seed=args.seed, combine=args.combine,
-                source=str(args.log))
+                item=args.item_col, source=str(args.log))
     return output(args, res.to_dict(), res.summary())
