@@ -319,3 +319,19 @@ def test_judge_bias_guards_and_output(capsys, tmp_path):
     assert main(["judge", str(p), "--human", "human", "--judge", "judge", "--item-col", "item",
                  "--bootstrap", "0"]) == 0
     assert "over-rating (judge > human): no model effect, LRT" in capsys.readouterr().out
+
+
+def test_calibration_bins():
+    from mrcstats.stats.judge import calibration
+
+    f = np.array([0, 0, 1, 1, 1, 2.0])
+    y = np.array([0, 1, 1, 1, 0, 1.0])
+    c = calibration(f, y, bins=5)                           # 3 distinct scores: a bin each
+    assert list(c["judge_mean"]) == [0, 1, 2] and list(c["n"]) == [2, 3, 1]
+    assert c["human_mean"].tolist() == pytest.approx([0.5, 2 / 3, 1.0])
+    rng = np.random.default_rng(0)
+    g = rng.random(500)
+    c = calibration(g, (rng.random(500) < g).astype(float), bins=10)
+    assert len(c) == 10 and c["n"].sum() == 500 and c["n"].min() >= 49     # quantile bins
+    with pytest.raises(InputError, match="bins"):
+        calibration(g, g, bins=0)

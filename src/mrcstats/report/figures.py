@@ -483,6 +483,35 @@ def pairwise_matrix_plot(diff: pd.DataFrame, significant: pd.DataFrame | None = 
     return fig
 
 
+def calibration_plot(frame: pd.DataFrame, x: str = "judge_mean", y: str = "human_mean", lo: str = "ci_low",
+                     hi: str = "ci_high", n: str = "n", xlabel: str = "judge score (bin mean)",
+                     ylabel: str = "human score (mean, CI)", title: str | None = None):
+    """A calibration plot: per bin the mean judge score against the mean human score with its CI (vertical bars),
+    marker area by the bin's rows, and the diagonal a calibrated judge's points lie on."""
+    _require(frame, [x, y, lo, hi, n], "calibration_plot")
+    fig, ax = new_figure("column", 0.85)
+    with figure_style():
+        xs, ys = frame[x].to_numpy(dtype=float), frame[y].to_numpy(dtype=float)
+        both = np.concatenate([xs, ys, frame[lo].to_numpy(dtype=float), frame[hi].to_numpy(dtype=float)])
+        both = both[np.isfinite(both)]
+        a, b = (float(both.min()), float(both.max())) if both.size else (0.0, 1.0)
+        pad = 0.05 * (b - a or 1.0)
+        ax.plot([a - pad, b + pad], [a - pad, b + pad], color="0.6", linewidth=0.7, linestyle="--")
+        ax.vlines(xs, frame[lo].to_numpy(dtype=float), frame[hi].to_numpy(dtype=float), color="0.25", linewidth=0.9)
+        sizes = frame[n].to_numpy(dtype=float)
+        art = ax.scatter(xs, ys, s=8 + 40 * sizes / max(float(sizes.max()), 1.0), color="0.0", zorder=3)
+        point_labels(art, [f"{int(k)} rows" for k in sizes])
+        ax.set_xlim(a - pad, b + pad)
+        ax.set_ylim(a - pad, b + pad)
+        ax.set_xlabel(plain(xlabel))
+        ax.set_ylabel(plain(ylabel))
+        ax.grid(color="0.9", linewidth=0.5)
+        ax.set_axisbelow(True)
+        if title:
+            ax.set_title(plain(title))
+    return fig
+
+
 def forest_plot(frame: pd.DataFrame, label: str = "model", est: str = "accuracy", lo: str = "ci_low",
                 hi: str = "ci_high", xlabel: str = "accuracy (%)", percent: bool = True, title: str | None = None):
     """Estimates with their confidence intervals, one row per label, top to bottom in the frame's order."""

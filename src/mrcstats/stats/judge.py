@@ -51,10 +51,17 @@ judge's false-positive rate), and disagreement ``d_i = 1{f_i ≠ y_i}`` on every
 intercept (the same item is hard to judge for every model), ``logit P(o_{mi} = 1) = β_m + u_i``,
 ``u_i ~ N(0, σ²_item)`` (lme4's ``glmer(over ~ 0 + model + (1 | item))``, Laplace; :func:`mrcstats.models.glmer`);
 per model ``plogis(β_m)`` -- the rate at an item of average difficulty to judge -- with the Wald CI
-``plogis(β_m ± z·SE)``, and the likelihood-ratio test of ``β_1 = … = β_M`` against ``~ 1 + (1 | item)``
+``plogis(β_m ± z·SE)``, the marginal rate averaged over the items ``∫ plogis(β_m + σ_item·u) φ(u) du``
+(Gauss–Hermite, 40 nodes; its CI the same integral at ``β_m ± z·SE``, σ_item held at its estimate) -- the one to
+read beside the observed rate when items differ much (``plogis(β_m)`` then lies far below it) -- and the likelihood-ratio test of ``β_1 = … = β_M`` against ``~ 1 + (1 | item)``
 (χ² on ``M − 1`` df; lme4's ``anova``). A judge that favours a model over-rates it more often than the others.
 The labels must take a few values (0/1, or a scale): at the interval and ratio levels with fractional scores
 ``f ≠ y`` almost everywhere and the GLMM is not fitted.
+
+Calibration (:func:`calibration`): on the labelled rows, the judge's score cut into bins (each distinct score
+its own bin when there are at most ``bins`` of them, else ``bins`` quantile bins), and per bin the mean judge
+score and the mean human score with a CI -- Wilson's score interval for 0/1 human labels (Wilson 1927), else
+the normal interval ``mean ± z·s/√n``. A calibrated judge's points lie on the diagonal.
 """
 from __future__ import annotations
 
@@ -72,7 +79,7 @@ from mrcstats.errors import InputError
 from mrcstats.stats.agreement import AgreementResult, agreement
 
 __all__ = ["BIAS_FIELDS", "BIAS_OUTCOMES", "BIAS_TEST_FIELDS", "COMBINE", "JUDGE_FIELDS", "PAIR_FIELDS", "TARGETS",
-           "JudgeBias", "JudgePanel", "JudgeResult", "effective_judges", "error_correlation", "judge", "judge_bias",
+           "CALIBRATION_FIELDS", "JudgeBias", "JudgePanel", "JudgeResult", "calibration", "effective_judges", "error_correlation", "judge", "judge_bias",
            "labels_needed", "panel_scores", "ppi_mean"]
 
 #: the columns of ``judge(...).table``
@@ -86,10 +93,13 @@ TARGETS = ("population", "rows")
 COMBINE = ("majority", "mean")
 #: the columns of ``JudgePanel.pairs``
 PAIR_FIELDS = ("judge_a", "judge_b", "r", "ci_low", "ci_high", "n")
+#: the columns of :func:`calibration`
+CALIBRATION_FIELDS = ("bin", "n", "judge_low", "judge_high", "judge_mean", "human_mean", "ci_low", "ci_high")
 #: the indicators of the judge's bias per model: over-rating (judge > human) and disagreement (judge ≠ human)
 BIAS_OUTCOMES = ("over", "disagree")
 #: the columns of ``JudgeBias.table`` (one row per outcome and model)
-BIAS_FIELDS = ("outcome", "model", "n", "count", "rate", "logit", "se", "prob", "prob_low", "prob_high")
+BIAS_FIELDS = ("outcome", "model", "n", "count", "rate", "logit", "se", "prob", "prob_low", "prob_high", "marginal",
+               "marginal_low", "marginal_high")
 #: the columns of ``JudgeBias.tests`` (one row per outcome: the LRT of no model effect)
 BIAS_TEST_FIELDS = ("outcome", "chisq", "df", "p", "sd_item", "n", "n_items")
 
@@ -249,7 +259,7 @@ class JudgeBias(Result):
 
     def to_dict(self) -> dict[str, Any]:
         """``{"item", "alpha", "formula", "models": [{outcome, model, n, count, rate, logit, se, prob, prob_low,
-        prob_high}], "tests": [{outcome, chisq, df, p, sd_item, n, n_items}], "notes"}``."""
+        prob_high, marginal, marginal_low, marginal_high}], "tests": [{outcome, chisq, df, p, sd_item, n, n_items}], "notes"}``."""
         return {"item": self.item, "alpha": self.alpha, "formula": "<outcome> ~ 0 + model + (1 | item)",
                 "models": plain_records(self.table[list(BIAS_FIELDS)]),
                 "tests": plain_records(self.tests[list(BIAS_TEST_FIELDS)]), "notes": list(self.notes)}
@@ -260,18 +270,57 @@ class JudgeBias(Result):
         conf = f"{100 * (1 - self.alpha):g}%"
         words = {"over": "over-rating (judge > human)", "disagree": "disagreement (judge != human)"}
         lines = [f"The judge's bias per model: binomial GLMM <outcome> ~ 0 + model + (1 | {self.item}) on the labelled "
-                 f"rows (Laplace, as lme4's glmer); rate at an item of average difficulty with {conf} Wald CIs"]
+                 f"rows (Laplace, as lme4's glmer); the rate at an item of average difficulty and the marginal rate over the "
+                 f"items, with {conf} Wald CIs"]
         for t in self.tests.itertuples(index=False):
             lines.append(f"  {words.get(t.outcome, t.outcome)}: no model effect, LRT chi2 = {_num(t.chisq)} on "
                          f"{t.df} df, p = {format_pval(t.p)}; item SD {_num(t.sd_item)} ({t.n} rows, {t.n_items} items)")
             for r in self.table[self.table["outcome"] == t.outcome].itertuples(index=False):
-                lines.append(f"    {r.model}: {r.count}/{r.n} observed ({_num(r.rate)}); model {_num(r.prob)} "
-                             f"[{_num(r.prob_low)}, {_num(r.prob_high)}]")
+                lines.append(f"    {r.model}: {r.count}/{r.n} observed ({_num(r.rate)}); average item {_num(r.prob)} "
+                             f"[{_num(r.prob_low)}, {_num(r.prob_high)}]; marginal {_num(r.marginal)} "
+                             f"[{_num(r.marginal_low)}, {_num(r.marginal_high)}]")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.summary()
+
+
+def calibration(f: np.ndarray, y: np.ndarray, bins: int = 10, alpha: float = 0.05) -> pd.DataFrame:
+    """The judge's calibration against the humans on the labelled rows (module docstring): one row per bin of the
+    judge's score ``f`` (:data:`CALIBRATION_FIELDS`: the bin's score range, its rows, the mean judge score, and the
+    mean human score ``y`` with its CI -- Wilson for 0/1 labels, else normal)."""
+    from mrcstats._dist import norm_ppf
+    from mrcstats.stats.accuracy import wilson_interval
+
+    f, y = np.asarray(f, dtype=float), np.asarray(y, dtype=float)
+    if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
+        raise InputError(f"bins must be a whole number >= 1, got {bins!r}")
+    values = np.unique(f)
+    if len(values) <= bins:
+        codes = np.searchsorted(values, f)
+        edges = [(v, v) for v in values]
+    else:
+        q = np.unique(np.quantile(f, np.linspace(0, 1, bins + 1)))
+        codes = np.clip(np.searchsorted(q, f, side="right") - 1, 0, len(q) - 2)
+        edges = list(zip(q[:-1], q[1:]))
+    binary = bool(np.isin(y, (0.0, 1.0)).all())
+    z = float(norm_ppf(1 - alpha / 2))
+    rows = []
+    for b, (lo, hi) in enumerate(edges):
+        m = codes == b
+        n = int(m.sum())
+        if not n:
+            continue
+        hm = float(y[m].mean())
+        if binary:
+            cl, ch = (float(v) for v in wilson_interval(y[m].sum(), n, 1 - alpha))
+        else:
+            half = z * float(y[m].std(ddof=1)) / math.sqrt(n) if n > 1 else float("nan")
+            cl, ch = hm - half, hm + half
+        rows.append({"bin": b + 1, "n": n, "judge_low": float(lo), "judge_high": float(hi),
+                     "judge_mean": float(f[m].mean()), "human_mean": hm, "ci_low": cl, "ci_high": ch})
+    return pd.DataFrame(rows, columns=list(CALIBRATION_FIELDS))
 
 
 def judge_bias(f: np.ndarray, y: np.ndarray, groups: np.ndarray, items: np.ndarray, *, item: str = "item",
@@ -296,7 +345,7 @@ def judge_bias(f: np.ndarray, y: np.ndarray, groups: np.ndarray, items: np.ndarr
         base = [{"outcome": outcome, "model": m, "n": int(counts.loc[m, "size"]), "count": int(counts.loc[m, "sum"]),
                  "rate": float(counts.loc[m, "sum"] / counts.loc[m, "size"]) if counts.loc[m, "size"] else float("nan")}
                 for m in order]
-        nan = dict.fromkeys(("logit", "se", "prob", "prob_low", "prob_high"), float("nan"))
+        nan = dict.fromkeys(BIAS_FIELDS[5:], float("nan"))
         test = {"outcome": outcome, "chisq": float("nan"), "df": max(len([m for m in order if (d["model"] == m).any()]) - 1, 0),
                 "p": float("nan"),
                 "sd_item": float("nan"), "n": len(d), "n_items": int(d["item"].nunique())}
@@ -320,8 +369,10 @@ def judge_bias(f: np.ndarray, y: np.ndarray, groups: np.ndarray, items: np.ndarr
                 rows.append({**b, **nan})
                 continue
             bm, sm = float(beta[f"model{b['model']}"]), float(se[f"model{b['model']}"])
-            rows.append({**b, "logit": bm, "se": sm, "prob": float(_expit(bm)), "prob_low": float(_expit(bm - z * sm)),
-                         "prob_high": float(_expit(bm + z * sm))})
+            sd = float(m1.theta_values[0])
+            rows.append({**b, "logit": bm, "se": sm, "prob": _expit(bm), "prob_low": _expit(bm - z * sm),
+                         "prob_high": _expit(bm + z * sm), "marginal": _marginal(bm, sd),
+                         "marginal_low": _marginal(bm - z * sm, sd), "marginal_high": _marginal(bm + z * sm, sd)})
         test.update(chisq=float(lrt.chisq), p=float(lrt.p) if lrt.p is not None else float("nan"),
                     sd_item=float(m1.theta_values[0]))
         tests.append(test)
@@ -339,6 +390,14 @@ def _expit(x: float) -> float:
     from scipy.special import expit
 
     return float(expit(x))
+
+
+def _marginal(beta: float, sd: float, nodes: int = 40) -> float:
+    """``E[plogis(β + sd·u)]``, ``u ~ N(0, 1)``, by Gauss–Hermite quadrature (``nodes`` points)."""
+    from scipy.special import expit
+
+    x, w = np.polynomial.hermite.hermgauss(nodes)
+    return float((w * expit(beta + math.sqrt(2.0) * sd * x)).sum() / math.sqrt(math.pi))
 
 
 @dataclass(frozen=True, repr=False)
