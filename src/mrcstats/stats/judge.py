@@ -65,6 +65,7 @@ the normal interval ``mean ± z·s/√n``. A calibrated judge's points lie on th
 """
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -78,9 +79,27 @@ from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.stats.agreement import AgreementResult, agreement
 
-__all__ = ["BIAS_FIELDS", "BIAS_OUTCOMES", "BIAS_TEST_FIELDS", "COMBINE", "JUDGE_FIELDS", "PAIR_FIELDS", "TARGETS",
-           "CALIBRATION_FIELDS", "JudgeBias", "JudgePanel", "JudgeResult", "calibration", "effective_judges", "error_correlation", "judge", "judge_bias",
-           "labels_needed", "panel_scores", "ppi_mean"]
+__all__ = [
+    "BIAS_FIELDS",
+    "BIAS_OUTCOMES",
+    "BIAS_TEST_FIELDS",
+    "CALIBRATION_FIELDS",
+    "COMBINE",
+    "JUDGE_FIELDS",
+    "PAIR_FIELDS",
+    "TARGETS",
+    "JudgeBias",
+    "JudgePanel",
+    "JudgeResult",
+    "calibration",
+    "effective_judges",
+    "error_correlation",
+    "judge",
+    "judge_bias",
+    "labels_needed",
+    "panel_scores",
+    "ppi_mean",
+]
 
 #: the columns of ``judge(...).table``
 JUDGE_FIELDS = ("model", "n", "n_labelled", "judge_mean", "judge_se", "judge_low", "judge_high", "human_mean",
@@ -269,9 +288,9 @@ class JudgeBias(Result):
 
         conf = f"{100 * (1 - self.alpha):g}%"
         words = {"over": "over-rating (judge > human)", "disagree": "disagreement (judge != human)"}
-        lines = [f"The judge's bias per model: binomial GLMM <outcome> ~ 0 + model + (1 | {self.item}) on the labelled "
-                 f"rows (Laplace, as lme4's glmer); the rate at an item of average difficulty and the marginal rate over the "
-                 f"items, with {conf} Wald CIs"]
+        lines = [(f"The judge's bias per model: binomial GLMM <outcome> ~ 0 + model + (1 | {self.item}) on the labelled "
+                  f"rows (Laplace, as lme4's glmer); the rate at an item of average difficulty and the marginal rate over the "
+                  f"items, with {conf} Wald CIs")]
         for t in self.tests.itertuples(index=False):
             lines.append(f"  {words.get(t.outcome, t.outcome)}: no model effect, LRT chi2 = {_num(t.chisq)} on "
                          f"{t.df} df, p = {format_pval(t.p)}; item SD {_num(t.sd_item)} ({t.n} rows, {t.n_items} items)")
@@ -303,7 +322,7 @@ def calibration(f: np.ndarray, y: np.ndarray, bins: int = 10, alpha: float = 0.0
     else:
         q = np.unique(np.quantile(f, np.linspace(0, 1, bins + 1)))
         codes = np.clip(np.searchsorted(q, f, side="right") - 1, 0, len(q) - 2)
-        edges = list(zip(q[:-1], q[1:]))
+        edges = list(itertools.pairwise(q))
     binary = bool(np.isin(y, (0.0, 1.0)).all())
     z = float(norm_ppf(1 - alpha / 2))
     rows = []
