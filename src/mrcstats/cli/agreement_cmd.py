@@ -12,7 +12,10 @@ and :mod:`mrcstats.stats.judge`).
   "mean_rho", "k_eff", ..., "per_judge": [...]}``.
 
 TABLE and LOG are read as the model commands read their data (:func:`mrcstats.io.read_data`: csv, tsv, json,
-jsonl, parquet as they are).
+jsonl, parquet as they are); an Inspect AI log is read with every scorer as a rater
+(:mod:`mrcstats.io.inspect_raters`): one column per scorer (``--wide``, ``--judge``, ``--human``) keyed by
+``model``, ``item`` and ``trial``, or for ``agreement`` without ``--wide`` the long form (``--item item --rater
+rater --rating rating``).
 """
 from __future__ import annotations
 
@@ -81,10 +84,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_judge)
 
 
-def _read(args: argparse.Namespace, path: str):
+def _read(args: argparse.Namespace, path: str, wide: bool = True):
+    """The table, or an Inspect log's scorers as raters (:mod:`mrcstats.io.inspect_raters`: one column per scorer
+    keyed by model, item and trial when ``wide``, else the long form with ``rater`` and ``rating``)."""
     from mrcstats.io import read_data
+    from mrcstats.io.detect import detect_format
+    from mrcstats.io.source import expand_paths, load_source
 
-    return read_data(path, format=args.fmt)
+    files = expand_paths(path)
+    srcs = [load_source(f) for f in files]
+    if (args.fmt or detect_format(srcs[0])) == "inspect":
+        from mrcstats.io.inspect_raters import raters_wide, read_inspect_raters
+
+        long = read_inspect_raters(files)
+        return raters_wide(long) if wide else long
+    return read_data(path, format=args.fmt, loaded=srcs)
 
 
 def _levels(args: argparse.Namespace) -> list[str] | None:
@@ -109,7 +123,7 @@ def _agreement(args: argparse.Namespace) -> int:
     if wide is not None and (args.rater is not None or args.rating is not None):
         raise InputError("give either --wide (one column per rater) or --rater and --rating (the long form), not both")
     levels = _levels(args)
-    data = _read(args, args.table)
+    data = _read(args, args.table, wide=wide is not None)
     res = agreement(data, item=args.item, rater=args.rater, rating=args.rating, wide=wide,
                     level=args.level or "nominal", levels=levels, bootstrap=args.bootstrap, seed=args.seed,
                     alpha=args.alpha, source=str(args.table))

@@ -175,6 +175,14 @@ def _eval_archive(src: Source) -> tuple[dict[str, Any], bool]:
     return {**head, "samples": samples}, killed
 
 
+def inspect_log(src: Source) -> dict[str, Any]:
+    """One Inspect log (a JSON log, or a ``.eval`` archive's members joined) as the JSON log's dict."""
+    obj = _eval_archive(src)[0] if src.binary else src.json()
+    if not isinstance(obj, dict) or not isinstance(obj.get("samples"), list):
+        raise InputError(f"{src.name}: not an Inspect AI log (no 'samples' list)")
+    return obj
+
+
 # ------------------------------------------------------------------------------------------ the values
 def _content(msg: Any) -> str | None:
     if msg is None:
