@@ -512,6 +512,46 @@ def calibration_plot(frame: pd.DataFrame, x: str = "judge_mean", y: str = "human
     return fig
 
 
+def rank_sets_plot(frame: pd.DataFrame, label: str = "model", rank: str = "rank",
+                   marginal: tuple[str, str] = ("marginal_lo", "marginal_hi"),
+                   simultaneous: tuple[str, str] = ("simultaneous_lo", "simultaneous_hi"),
+                   other: tuple[str, str] | None = None, other_label: str | None = None, title: str | None = None):
+    """A leaderboard figure: one row per model (top to bottom in the frame's order), its point rank (dot), its
+    marginal rank set (thick bar) and simultaneous rank set (thin line); ``other``: a second pair of columns
+    drawn as a light bar above (e.g. the sets with independent statistics)."""
+    _require(frame, [label, rank, *marginal, *simultaneous, *(other or ())], "rank_sets_plot")
+    k = len(frame)
+    fig, ax = new_figure("column", min(max(0.3, 0.075 * k + 0.2), 2.6))
+    with figure_style():
+        ys = np.arange(k)[::-1].astype(float)
+        if other is not None:
+            ax.hlines(ys + 0.28, frame[other[0]].to_numpy(dtype=float) - 0.4,
+                      frame[other[1]].to_numpy(dtype=float) + 0.4, color="0.7", linewidth=1.2,
+                      label=other_label or "other")
+        ax.hlines(ys, frame[simultaneous[0]].to_numpy(dtype=float) - 0.4,
+                  frame[simultaneous[1]].to_numpy(dtype=float) + 0.4, color="0.25", linewidth=0.8,
+                  label="simultaneous set")
+        ax.hlines(ys, frame[marginal[0]].to_numpy(dtype=float) - 0.4, frame[marginal[1]].to_numpy(dtype=float) + 0.4,
+                  color="0.0", linewidth=3.0, label="marginal set")
+        art = ax.plot(frame[rank].to_numpy(dtype=float), ys, "o", color="white", markeredgecolor="0.0",
+                      markersize=3.5, label="rank")[0]
+        point_labels(art, [f"{m}: rank {int(r)}, marginal [{int(a)}, {int(b)}], simultaneous [{int(c)}, {int(d)}]"
+                           for m, r, a, b, c, d in zip(frame[label], frame[rank], frame[marginal[0]],
+                                                       frame[marginal[1]], frame[simultaneous[0]],
+                                                       frame[simultaneous[1]])])
+        ax.set_yticks(ys)
+        ax.set_yticklabels([plain(v, LABEL_LIMIT) for v in frame[label]], fontsize=7 if k <= 20 else 5)
+        ax.set_xlim(0.4, k + 0.6)
+        ax.set_ylim(-0.7, k - 0.3 + (0.3 if other is not None else 0))
+        ax.set_xlabel("rank (1 = best)")
+        ax.grid(axis="x", color="0.9", linewidth=0.5)
+        ax.set_axisbelow(True)
+        _legend(ax, fontsize=6)
+        if title:
+            ax.set_title(plain(title))
+    return fig
+
+
 def forest_plot(frame: pd.DataFrame, label: str = "model", est: str = "accuracy", lo: str = "ci_low",
                 hi: str = "ci_high", xlabel: str = "accuracy (%)", percent: bool = True, title: str | None = None):
     """Estimates with their confidence intervals, one row per label, top to bottom in the frame's order."""
