@@ -8,8 +8,10 @@
   [--top K] [--models ...] [--condition C] [--json]`` -> ``{"models": [{"model", "estimate", "rank", "marginal",
   "simultaneous", "tier", ...}], "method", "level", "top_set", "alternative", ...}`` (:mod:`mrcstats.stats.ranks`);
 * ``mrcstats variance LOG --over trial|seed|prompt|checkpoint|condition|COL [--by model] [--target-snr T |
-  --target-agreement P] [--no-item-model] [--condition C] [--json]`` -> ``{"components": [{"component",
-  "variance", "sd", "share"}], "snr", "agreement", "signal_var", "noise_var", "target", "models", "pairs", ...}``;
+  --target-agreement P] [--no-item-model] [--sensitivity [--bootstrap B] [--seed S]] [--condition C] [--json]``
+  -> ``{"components": [{"component", "variance", "sd", "share"}], "snr", "agreement", "signal_var", "noise_var",
+  "target", "models", "pairs", ...}``, with ``--sensitivity`` also ``"sensitivity": {"models": [{model, q0..q100,
+  range, CIs, rank_min, rank_max}], "kendall_w": {...}, "concordance": {...}, ...}`` (:mod:`mrcstats.stats.sensitivity`);
 * ``mrcstats power --sd-diff SD (--n-items N | --effect D) [--design-effect X] [--alpha A] [--power P]``, or
   ``mrcstats power LOG [--models ...] [--cluster COL] [--n-items N | --effect D]`` (each pair's observed
   paired SD and design effect) -> ``{"alpha", "power", "z_alpha", "z_beta", "results": [...]}``.
@@ -114,6 +116,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "probability P (e.g. 0.95)")
     p.add_argument("--no-item-model", dest="item_model", action="store_false",
                    help="leave (1|item:model) out of the model (it then counts in the residual noise)")
+    p.add_argument("--sensitivity", action="store_true",
+                   help="also the prompt sensitivity over --over (templates): each model's score quantiles across "
+                        "templates and Kendall's W / pairwise concordance of the rankings, with item-bootstrap CIs")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="B",
+                   help="--sensitivity: item-bootstrap resamples for the CIs (1000; 0 = none)")
+    p.add_argument("--seed", type=parse_seed, default=0, metavar="S", help="--sensitivity: bootstrap seed (0)")
     add_json_flag(p)
     p.set_defaults(func=_variance)
 
@@ -208,9 +216,16 @@ def _variance(args: argparse.Namespace) -> int:
         from mrcstats.errors import InputError
 
         raise InputError("--condition keeps one condition, --over condition decomposes over them: give one of them")
-    res = variance(_load(args, "variance"), over=args.over, by=args.by, outcome=args.outcome,
+    log = _load(args, "variance")
+    res = variance(log, over=args.over, by=args.by, outcome=args.outcome,
                    item_model=args.item_model, target_snr=args.target_snr, target_agreement=args.target_agreement)
-    return output(args, res.to_dict(), res.summary())
+    if not args.sensitivity:
+        return output(args, res.to_dict(), res.summary())
+    from mrcstats.stats.sensitivity import sensitivity
+
+    sens = sensitivity(log, over=args.over, by=args.by, outcome=args.outcome, bootstrap=args.bootstrap,
+                       seed=args.seed)
+    return output(args, {**res.to_dict(), "sensitivity": sens.to_dict()}, res.summary() + "\n\n" + sens.summary())
 
 
 def _power(args: argparse.Namespace) -> int:
