@@ -12,6 +12,8 @@
   -> ``{"components": [{"component", "variance", "sd", "share"}], "snr", "agreement", "signal_var", "noise_var",
   "target", "models", "pairs", ...}``, with ``--sensitivity`` also ``"sensitivity": {"models": [{model, q0..q100,
   range, CIs, rank_min, rank_max}], "kendall_w": {...}, "concordance": {...}, ...}`` (:mod:`mrcstats.stats.sensitivity`);
+* ``mrcstats compare RUN_A RUN_B --runs [NAME,NAME]``: two runs of the same model and task (checkpoints, seeds)
+  as two units paired on their items (:mod:`mrcstats.io.runs`);
 * ``mrcstats power --sd-diff SD (--n-items N | --effect D) [--design-effect X] [--alpha A] [--power P]``, or
   ``mrcstats power LOG [--models ...] [--cluster COL] [--n-items N | --effect D]`` (each pair's observed
   paired SD and design effect) -> ``{"alpha", "power", "z_alpha", "z_beta", "results": [...]}``.
@@ -73,6 +75,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="cluster-bootstrap resamples for the CI of each difference (0 = none)")
     p.add_argument("--seed", type=parse_seed, default=None, metavar="S", help="bootstrap seed")
     p.add_argument("--alpha", type=float, default=0.05, metavar="A", help="1 - confidence level (0.05)")
+    p.add_argument("--runs", nargs="?", const="", default=None, metavar="NAME,NAME,...",
+                   help="each LOG is one run of the same model and task (two checkpoints, seeds, prompt versions): "
+                        "name its rows after the run (the given names, else the run's file or folder name) and "
+                        "compare the runs paired on their items (McNemar's exact test, paired SE)")
     add_json_flag(p)
     p.set_defaults(func=_compare)
 
@@ -148,7 +154,8 @@ def _load(args: argparse.Namespace, cmd: str):
     from mrcstats.io.dataset import is_dataset, open_dataset
 
     mapping = map_arg(args, cmd)
-    if len(args.log) == 1 and is_dataset(args.log[0]) and not args.fmt and not args.model_name and not mapping:
+    if len(args.log) == 1 and is_dataset(args.log[0]) and not args.fmt and not args.model_name and not mapping \
+            and getattr(args, "runs", None) is None:
         ds = open_dataset(args.log[0])       # lazy: per-item scores come from DuckDB SQL
         if args.condition is not None:
             ds = ds.filter(condition=args.condition)
@@ -157,8 +164,17 @@ def _load(args: argparse.Namespace, cmd: str):
                     "SELECT DISTINCT condition FROM log ORDER BY 1")["condition"][:20])
                 raise InputError(f"--condition {args.condition!r} matches no row; conditions: {shown}")
         return ds
-    log = read_log(args.log, format=args.fmt, mapping=mapping or None, model=model_arg(args.model_name),
-                   threshold=args.threshold)
+    if getattr(args, "runs", None) is not None:
+        if args.model_name:
+            raise InputError("--runs names each run's rows after the run: --model does not apply (give run names "
+                             "with --runs NAME,NAME)")
+        from mrcstats.io.runs import read_runs
+
+        log = read_runs(args.log, names=parse_list(args.runs, "--runs") if args.runs else None, format=args.fmt,
+                        mapping=mapping or None, threshold=args.threshold)
+    else:
+        log = read_log(args.log, format=args.fmt, mapping=mapping or None, model=model_arg(args.model_name),
+                       threshold=args.threshold)
     for why, n in (log.attrs.get("skipped") or {}).items():
         if n:
             info(f"mrcstats {cmd}: {plural(n, 'row')} skipped while reading: {why}")
