@@ -372,7 +372,12 @@ def confusion_matrix_plot(matrix: pd.DataFrame, title: str | None = None, xlabel
     with figure_style():
         vmax = max(float(np.nanmax(m.to_numpy())), 1.0) if m.size else 1.0
         # no colour bar: the counts are printed in the cells (and pdfrw cannot embed its indexed-colour image)
-        ax.imshow(m.to_numpy(), cmap="Greys", vmin=0, vmax=vmax * 1.15, aspect="auto")
+        # cells as vector patches, not an image: matplotlib writes an image of few grey levels as an indexed-colour
+        # image whose palette bytes the PDF embedding (pdfrw -> reportlab) cannot always encode
+        ax.pcolormesh(np.arange(m.shape[1] + 1) - 0.5, np.arange(m.shape[0] + 1) - 0.5, m.to_numpy(), cmap="Greys",
+                      vmin=0, vmax=vmax * 1.15)
+        ax.set_xlim(-0.5, m.shape[1] - 0.5)
+        ax.set_ylim(m.shape[0] - 0.5, -0.5)
         for (r, c), v in np.ndenumerate(m.to_numpy()):
             ax.text(c, r, f"{v:g}", ha="center", va="center", fontsize=7,
                     color="white" if v > vmax * 0.6 else "black")

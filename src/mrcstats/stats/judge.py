@@ -396,6 +396,11 @@ def judge_bias(f: np.ndarray, y: np.ndarray, groups: np.ndarray, items: np.ndarr
                     sd_item=float(m1.theta_values[0]))
         tests.append(test)
         notes += [f"judge bias ({outcome}): {msg}" for msg in m1.messages]
+        if test["sd_item"] > 3:
+            notes.append(f"judge bias ({outcome}): item SD {test['sd_item']:.1f} on the logit scale ({len(d)} rows over "
+                         f"{test['n_items']} items): the item effect is barely identified (few labelled rows per "
+                         "item), so the GLMM's per-model rates are unstable -- read the observed rates; the LRT still "
+                         "tests the model effect")
         zero = [str(b["model"]) for b in base if b["n"] and b["count"] in (0, b["n"])]
         if zero:
             notes.append(f"judge bias ({outcome}): model(s) {', '.join(map(repr, zero))} show it on no or on every "
