@@ -49,7 +49,7 @@ def read_inspect_raters(paths: Any, scorers: Sequence[str] | None = None, model:
     """Every scorer of one or more Inspect logs (``.eval`` or JSON) as raters, in the long form (module docstring;
     :data:`RATER_COLUMNS`). ``scorers``: keep these scorers only (each must occur); ``model``: the model name
     when a log names none."""
-    from mrcstats.io.inspect_ai import inspect_log, value_to_float
+    from mrcstats.io.inspect_ai import inspect_log, sample_scores, value_to_float
     from mrcstats.io.source import expand_paths, load_source
 
     rows: list[dict[str, Any]] = []
@@ -64,12 +64,7 @@ def read_inspect_raters(paths: Any, scorers: Sequence[str] | None = None, model:
         if not name:
             raise InputError(f"{src.name}: the log names no model; pass model=NAME (--model)")
         for i, s in enumerate(obj["samples"]):
-            if not isinstance(s, dict):
-                raise InputError(f"{src.name}: sample {i + 1} is not a JSON object")
-            scores = s.get("scores") or {}
-            if not isinstance(scores, dict):
-                raise InputError(f"{src.name}: sample {i + 1} (id {s.get('id')!r}): 'scores' is a "
-                                 f"{type(scores).__name__}, expected an object of scorer name to score")
+            scores = sample_scores(src, i, s)
             if not scores:
                 skipped += 1
                 continue

@@ -202,22 +202,13 @@ def sensitivity(log: pd.DataFrame, over: str = "prompt", *, by: str = "model", o
     """
     from mrcstats._seeds import check_seed, stream
     from mrcstats.io.dataset import LogDataset
-    from mrcstats.io.schema import OUTCOME_COLUMNS, outcome_values, require_log, resolve_outcome
+    from mrcstats.io.schema import outcome_values, require_log, resolve_outcome
+    from mrcstats.stats.variance import check_over_by
 
     if isinstance(log, LogDataset):
         log = log.to_log()
     log = require_log(log, "sensitivity")
-    for name, col in (("over", over), ("by", by)):
-        if not isinstance(col, str) or col not in log.columns or col in OUTCOME_COLUMNS or col == "item":
-            cols = ", ".join(str(c) for c in log.columns if c not in OUTCOME_COLUMNS and c != "item")
-            raise InputError(f"sensitivity: {name}={col!r} is not a column of the log; columns: {cols} (--{name} "
-                             "COLUMN: the template column, e.g. prompt or condition)")
-        miss = log[col].isna().to_numpy()
-        if miss.any():
-            raise InputError(f"sensitivity: row {int(np.flatnonzero(miss)[0]) + 1} has no {col!r}; every answer "
-                             f"needs its {col}: fill the column or drop those rows first")
-    if over == by:
-        raise InputError(f"sensitivity: over and by are both {over!r}")
+    check_over_by(log, over, by, "sensitivity")
     if not (isinstance(level, (int, float)) and not isinstance(level, bool) and 0 < level < 1):
         raise InputError(f"level must be a number between 0 and 1, got {level!r}")
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
