@@ -15,7 +15,7 @@ def test_agreement_doc_examples_run(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     ran = run_page(DOC)
     out = capsys.readouterr().out
-    assert ran == 9 and "Agreement of 3 raters on 60 items" in out and "prediction-powered" in out
+    assert ran == 10 and "Agreement of 3 raters on 60 items" in out and "prediction-powered" in out
     objs = [json.loads(ln) for ln in out.splitlines() if ln.startswith('{"human"')]   # each --json line: one object
     assert len(objs) == 2
     one = objs[0]
@@ -23,6 +23,7 @@ def test_agreement_doc_examples_run(tmp_path, monkeypatch, capsys):
     panel = objs[1]["panel"]
     assert panel["judges"] == ["gpt", "claude", "llama"] and panel["k_eff"] < 3
     assert (tmp_path / "judge.pdf").is_file() and (tmp_path / "judge_figures" / "a0_judge_correlation.pdf").is_file()
+    assert "over-rating (judge > human): no model effect, LRT chi2" in out
 
 
 def test_doc_names_the_benchmark_and_its_numbers():

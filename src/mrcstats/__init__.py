@@ -96,12 +96,16 @@ _API: dict[str, str] = {
     # stats: variance components, signal-to-noise, rank stability (issue 39)
     "variance": "mrcstats.stats.variance",
     "VarianceResult": "mrcstats.stats.variance",
+    "sensitivity": "mrcstats.stats.sensitivity",
+    "SensitivityResult": "mrcstats.stats.sensitivity",
     # stats: inter-rater agreement (issue 38)
     "agreement": "mrcstats.stats.agreement",
     "AgreementResult": "mrcstats.stats.agreement",
     "judge": "mrcstats.stats.judge",
     "JudgeResult": "mrcstats.stats.judge",
     "JudgePanel": "mrcstats.stats.judge",
+    "JudgeBias": "mrcstats.stats.judge",
+    "read_inspect_raters": "mrcstats.io.inspect_raters",
 }
 
 __all__ = [*sorted(_API), "__version__"]  # noqa: PLE0604

@@ -54,7 +54,31 @@ def test_judge_analysis_panel(tmp_path):
     assert pairs["r"].iloc[0] > pairs["r"].iloc[1:].max()
     figs = {p.stem for p in (tmp_path / "r_figures").iterdir()}
     assert "a0_judge_correlation" in figs and "a1_judge_correlation" not in figs
+    assert {"a0_judge_confusion", "a1_judge_confusion"} <= figs          # 0/1 labels: the confusion matrix
     assert (tmp_path / "r_tables" / "a1_judge_ppi.csv").is_file()
+    # the judge's bias per model: the API's GLMM numbers, for each judge and the panel
+    bias = pd.read_csv(tmp_path / "r_tables" / "a1_judge_bias.csv")
+    ref1 = judge(d, human="human", judge="gpt", item="item", bootstrap=0).bias.table
+    assert bias["GLMM"].to_numpy() == pytest.approx(ref1["marginal"].to_numpy(), abs=5e-4)
+    assert set(pd.read_csv(tmp_path / "r_tables" / "a0_judge_bias.csv")["Judge"]) == {
+        "gpt", "claude", "llama", "panel (majority)"}
+
+
+def test_judge_analysis_calibration_figure(tmp_path):
+    """A graded judge score: the binned calibration figure; its bins are :func:`calibration`'s."""
+    from mrcstats.stats.judge import calibration
+
+    d = _log(tmp_path, 60)
+    d["score"] = np.clip(d["gpt"] * 0.7 + np.random.default_rng(1).random(len(d)) * 0.3, 0, 1)
+    d.to_csv(tmp_path / "log.csv", index=False)
+    (tmp_path / "s.yaml").write_text("logs: [log.csv]\nanalyses:\n  - {type: judge, human: human, judge: score, "
+                                     "level: interval, bootstrap: 0, bins: 5}\n")
+    build_report(tmp_path / "s.yaml", tmp_path / "r.pdf")
+    assert (tmp_path / "r_figures" / "a0_judge_calibration.pdf").is_file()
+    lab = d[d["human"].notna()]
+    cal = calibration(lab["score"].to_numpy(), lab["human"].to_numpy(), bins=5)
+    assert len(cal) == 5 and cal["n"].sum() == len(lab)
+    assert (cal["ci_low"] <= cal["human_mean"]).all() and (cal["human_mean"] <= cal["ci_high"]).all()
 
 
 def test_judge_analysis_needs_human_and_judge(tmp_path):

@@ -243,3 +243,95 @@ def test_several_judges_bad_input():
         judge(d, human="human", judge=["j0", "human"])
     with pytest.raises(InputError, match="combine must be one of"):
         judge(d, human="human", judge=["j0", "j1"], combine="vote")
+
+
+# --------------------------------------------------------------------------- the judge's bias per model (GLMM)
+
+
+def _biased_log(seed: int = 11, items: int = 120, fp=(0.1, 0.35, 0.15)):
+    """Three models answer the same items (item difficulty shared); the judge calls a wrong answer right with
+    the model's own rate ``fp`` (it favours the second model) and a right one wrong with .08; humans label the
+    first 80 items."""
+    rng = np.random.default_rng(seed)
+    hard = rng.normal(0, 1, items)
+    rows = []
+    for k, (m, p_fp) in enumerate(zip("abc", fp)):
+        y = rng.random(items) < 1 / (1 + np.exp(-(0.3 + 0.5 * k - hard)))
+        f = np.where(y, rng.random(items) > 0.08, rng.random(items) < p_fp)
+        for i in range(items):
+            rows.append({"model": m, "item": f"q{i}", "judge": float(f[i]),
+                         "human": float(y[i]) if i < 80 else np.nan})
+    return pd.DataFrame(rows)
+
+
+def test_judge_bias_equals_lme4(rscript, tmp_path):
+    """The bias GLMMs (fixef, SE, θ, and the LRT's log-likelihoods) equal lme4's glmer on the same rows."""
+    from tests.models._r import lme4_fit
+
+    d = _biased_log()
+    res = judge(d, human="human", judge="judge", item="item", bootstrap=0)
+    b = res.bias
+    lab = d[d["human"].notna()]
+    for outcome, keep, ind in (("over", lab["human"] < 1, lab["judge"] > lab["human"]),
+                               ("disagree", lab["human"] == lab["human"], lab["judge"] != lab["human"])):
+        frame = pd.DataFrame({"y": ind.astype(int), "model": lab["model"], "item": lab["item"]})[keep.to_numpy()]
+        r1 = lme4_fit(rscript, frame, "y ~ 0 + model + (1 | item)", tmp_path, ranef=False)
+        r0 = lme4_fit(rscript, frame, "y ~ 1 + (1 | item)", tmp_path, ranef=False)
+        t = b.table[b.table["outcome"] == outcome].set_index("model")
+        for m in "abc":
+            assert t.loc[m, "logit"] == pytest.approx(r1["fixef"][f"model{m}"], abs=1e-4), (outcome, m)
+            assert t.loc[m, "se"] == pytest.approx(r1["se"][f"model{m}"], rel=1e-3), (outcome, m)
+            assert t.loc[m, "n"] == int((frame["model"] == m).sum())
+        test = b.tests.set_index("outcome").loc[outcome]
+        assert test.sd_item == pytest.approx(next(iter(r1["theta"].values())), abs=1e-4)
+        assert test.chisq == pytest.approx(2 * (r1["loglik"] - r0["loglik"]), abs=1e-4)
+        assert test.df == 2
+    over = b.table[b.table["outcome"] == "over"].set_index("model")
+    assert over.loc["b", "prob"] > over.loc["a", "prob"]                  # the judge favours b
+    assert over.loc["b", "prob_low"] < over.loc["b", "prob"] < over.loc["b", "prob_high"]
+
+
+def test_judge_bias_guards_and_output(capsys, tmp_path):
+    d = _biased_log()
+    res = judge(d, human="human", judge="judge", bootstrap=0)
+    assert res.bias is None and "bias" not in res.to_dict()
+    with pytest.raises(InputError, match="no column 'itm'.*--item-col"):
+        judge(d, human="human", judge="judge", item="itm", bootstrap=0)
+    bad = d.copy()
+    bad.loc[3, "item"] = None
+    with pytest.raises(InputError, match="row 4, column 'item'"):
+        judge(bad, human="human", judge="judge", item="item", bootstrap=0)
+    one = judge(d[d["model"] == "a"], human="human", judge="judge", item="item", bootstrap=0)
+    assert one.bias.tests["chisq"].isna().all() and "fewer than two models" in " ".join(one.bias.notes)
+    cont = d.assign(judge=d["judge"] * 0.9 + 0.05)
+    r = judge(cont, human="human", judge="judge", item="item", level="interval", bootstrap=0)
+    assert r.bias is None and any("bias per model: not fitted" in n for n in r.notes)
+    # CLI: text and one JSON object
+    from mrcstats.cli import main
+    p = tmp_path / "log.csv"
+    d.to_csv(p, index=False)
+    assert main(["judge", str(p), "--human", "human", "--judge", "judge", "--item-col", "item", "--bootstrap", "0",
+                 "--json"]) == 0
+    import json
+    out = json.loads(capsys.readouterr().out)
+    assert [t["outcome"] for t in out["bias"]["tests"]] == ["over", "disagree"]
+    assert {r["model"] for r in out["bias"]["models"]} == {"a", "b", "c"}
+    assert main(["judge", str(p), "--human", "human", "--judge", "judge", "--item-col", "item",
+                 "--bootstrap", "0"]) == 0
+    assert "over-rating (judge > human): no model effect, LRT" in capsys.readouterr().out
+
+
+def test_calibration_bins():
+    from mrcstats.stats.judge import calibration
+
+    f = np.array([0, 0, 1, 1, 1, 2.0])
+    y = np.array([0, 1, 1, 1, 0, 1.0])
+    c = calibration(f, y, bins=5)                           # 3 distinct scores: a bin each
+    assert list(c["judge_mean"]) == [0, 1, 2] and list(c["n"]) == [2, 3, 1]
+    assert c["human_mean"].tolist() == pytest.approx([0.5, 2 / 3, 1.0])
+    rng = np.random.default_rng(0)
+    g = rng.random(500)
+    c = calibration(g, (rng.random(500) < g).astype(float), bins=10)
+    assert len(c) == 10 and c["n"].sum() == 500 and c["n"].min() >= 49     # quantile bins
+    with pytest.raises(InputError, match="bins"):
+        calibration(g, g, bins=0)

@@ -5,13 +5,17 @@ and :mod:`mrcstats.stats.judge`).
   [--level nominal|ordinal|interval|ratio] [--levels a,b,c] [--bootstrap B] [--seed S] [--alpha A] [--json]``
   -> ``{"level", "categories", "raters", "n_items", "statistics": [...], "indices", "marginals", "notes"}``;
 * ``mrcstats judge LOG --human COL --judge COL[,COL,...] [--combine majority|mean] [--model-col COL]
-  [--target population|rows] [--tune] [--width W] [--level ...] [--json]``
-  -> ``{"human", "judge", "models": [{model, judge_*, human_*, rectifier, ppi_*}], "agreement": {...}}``, and with
+  [--item-col COL] [--target population|rows] [--tune] [--width W] [--level ...] [--json]``
+  -> ``{"human", "judge", "models": [{model, judge_*, human_*, rectifier, ppi_*}], "agreement": {...}}``, with
+  ``--item-col`` ``"bias": {"models": [{outcome, model, rate, prob, ...}], "tests": [...]}``, and with
   several judges (the table and agreement then the panel's) ``"panel": {"judges", "correlation", "pairs",
   "mean_rho", "k_eff", ..., "per_judge": [...]}``.
 
 TABLE and LOG are read as the model commands read their data (:func:`mrcstats.io.read_data`: csv, tsv, json,
-jsonl, parquet as they are).
+jsonl, parquet as they are); an Inspect AI log is read with every scorer as a rater
+(:mod:`mrcstats.io.inspect_raters`): one column per scorer (``--wide``, ``--judge``, ``--human``) keyed by
+``model``, ``item`` and ``trial``, or for ``agreement`` without ``--wide`` the long form (``--item item --rater
+rater --rating rating``).
 """
 from __future__ import annotations
 
@@ -65,6 +69,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="several judges: the panel's score per row (majority at the nominal/ordinal level, mean at "
                         "the interval/ratio level)")
     p.add_argument("--model-col", metavar="COL", default="model", help="column naming the model (model)")
+    p.add_argument("--item-col", metavar="COL", action=Once,
+                   help="column naming the item: adds the judge's bias per model (binomial GLMMs of over-rating and "
+                        "of disagreement on the model with item random intercepts, and their LRT)")
     p.add_argument("--target", choices=("population", "rows"), default="population",
                    help="population: the model's expected human score (Angelopoulos et al. 2023); rows: its mean "
                         "human score over these rows (finite-population SEs)")
@@ -77,10 +84,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_judge)
 
 
-def _read(args: argparse.Namespace, path: str):
+def _read(args: argparse.Namespace, path: str, wide: bool = True):
+    """The table, or an Inspect log's scorers as raters (:mod:`mrcstats.io.inspect_raters`: one column per scorer
+    keyed by model, item and trial when ``wide``, else the long form with ``rater`` and ``rating``)."""
     from mrcstats.io import read_data
+    from mrcstats.io.detect import detect_format
+    from mrcstats.io.source import expand_paths, load_source
 
-    return read_data(path, format=args.fmt)
+    files = expand_paths(path)
+    srcs = [load_source(f) for f in files]
+    if (args.fmt or detect_format(srcs[0])) == "inspect":
+        from mrcstats.io.inspect_raters import raters_wide, read_inspect_raters
+
+        long = read_inspect_raters(files)
+        return raters_wide(long) if wide else long
+    return read_data(path, format=args.fmt, loaded=srcs)
 
 
 def _levels(args: argparse.Namespace) -> list[str] | None:
@@ -105,7 +123,7 @@ def _agreement(args: argparse.Namespace) -> int:
     if wide is not None and (args.rater is not None or args.rating is not None):
         raise InputError("give either --wide (one column per rater) or --rater and --rating (the long form), not both")
     levels = _levels(args)
-    data = _read(args, args.table)
+    data = _read(args, args.table, wide=wide is not None)
     res = agreement(data, item=args.item, rater=args.rater, rating=args.rating, wide=wide,
                     level=args.level or "nominal", levels=levels, bootstrap=args.bootstrap, seed=args.seed,
                     alpha=args.alpha, source=str(args.table))
@@ -124,5 +142,5 @@ def _judge(args: argparse.Namespace) -> int:
     res = judge(data, human=args.human, judge=judges[0] if len(judges) == 1 else judges, model=args.model_col,
                 level=args.level or "nominal", levels=levels, alpha=args.alpha, target=args.target, tune=args.tune,
                 width=args.width, bootstrap=args.bootstrap, seed=args.seed, combine=args.combine,
-                source=str(args.log))
+                item=args.item_col, source=str(args.log))
     return output(args, res.to_dict(), res.summary())

@@ -8,8 +8,12 @@
   [--top K] [--models ...] [--condition C] [--json]`` -> ``{"models": [{"model", "estimate", "rank", "marginal",
   "simultaneous", "tier", ...}], "method", "level", "top_set", "alternative", ...}`` (:mod:`mrcstats.stats.ranks`);
 * ``mrcstats variance LOG --over trial|seed|prompt|checkpoint|condition|COL [--by model] [--target-snr T |
-  --target-agreement P] [--no-item-model] [--condition C] [--json]`` -> ``{"components": [{"component",
-  "variance", "sd", "share"}], "snr", "agreement", "signal_var", "noise_var", "target", "models", "pairs", ...}``;
+  --target-agreement P] [--no-item-model] [--sensitivity [--bootstrap B] [--seed S]] [--condition C] [--json]``
+  -> ``{"components": [{"component", "variance", "sd", "share"}], "snr", "agreement", "signal_var", "noise_var",
+  "target", "models", "pairs", ...}``, with ``--sensitivity`` also ``"sensitivity": {"models": [{model, q0..q100,
+  range, CIs, rank_min, rank_max}], "kendall_w": {...}, "concordance": {...}, ...}`` (:mod:`mrcstats.stats.sensitivity`);
+* ``mrcstats compare RUN_A RUN_B --runs [NAME,NAME]``: two runs of the same model and task (checkpoints, seeds)
+  as two units paired on their items (:mod:`mrcstats.io.runs`);
 * ``mrcstats power --sd-diff SD (--n-items N | --effect D) [--design-effect X] [--alpha A] [--power P]``, or
   ``mrcstats power LOG [--models ...] [--cluster COL] [--n-items N | --effect D]`` (each pair's observed
   paired SD and design effect) -> ``{"alpha", "power", "z_alpha", "z_beta", "results": [...]}``.
@@ -71,6 +75,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="cluster-bootstrap resamples for the CI of each difference (0 = none)")
     p.add_argument("--seed", type=parse_seed, default=None, metavar="S", help="bootstrap seed")
     p.add_argument("--alpha", type=float, default=0.05, metavar="A", help="1 - confidence level (0.05)")
+    p.add_argument("--runs", nargs="?", const="", default=None, metavar="NAME,NAME,...",
+                   help="each LOG is one run of the same model and task (two checkpoints, seeds, prompt versions): "
+                        "name its rows after the run (the given names, else the run's file or folder name) and "
+                        "compare the runs paired on their items (McNemar's exact test, paired SE)")
     add_json_flag(p)
     p.set_defaults(func=_compare)
 
@@ -114,6 +122,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "probability P (e.g. 0.95)")
     p.add_argument("--no-item-model", dest="item_model", action="store_false",
                    help="leave (1|item:model) out of the model (it then counts in the residual noise)")
+    p.add_argument("--sensitivity", action="store_true",
+                   help="also the prompt sensitivity over --over (templates): each model's score quantiles across "
+                        "templates and Kendall's W / pairwise concordance of the rankings, with item-bootstrap CIs")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="B",
+                   help="--sensitivity: item-bootstrap resamples for the CIs (1000; 0 = none)")
+    p.add_argument("--seed", type=parse_seed, default=0, metavar="S", help="--sensitivity: bootstrap seed (0)")
     add_json_flag(p)
     p.set_defaults(func=_variance)
 
@@ -140,7 +154,8 @@ def _load(args: argparse.Namespace, cmd: str):
     from mrcstats.io.dataset import is_dataset, open_dataset
 
     mapping = map_arg(args, cmd)
-    if len(args.log) == 1 and is_dataset(args.log[0]) and not args.fmt and not args.model_name and not mapping:
+    if len(args.log) == 1 and is_dataset(args.log[0]) and not args.fmt and not args.model_name and not mapping \
+            and getattr(args, "runs", None) is None:
         ds = open_dataset(args.log[0])       # lazy: per-item scores come from DuckDB SQL
         if args.condition is not None:
             ds = ds.filter(condition=args.condition)
@@ -149,8 +164,17 @@ def _load(args: argparse.Namespace, cmd: str):
                     "SELECT DISTINCT condition FROM log ORDER BY 1")["condition"][:20])
                 raise InputError(f"--condition {args.condition!r} matches no row; conditions: {shown}")
         return ds
-    log = read_log(args.log, format=args.fmt, mapping=mapping or None, model=model_arg(args.model_name),
-                   threshold=args.threshold)
+    if getattr(args, "runs", None) is not None:
+        if args.model_name:
+            raise InputError("--runs names each run's rows after the run: --model does not apply (give run names "
+                             "with --runs NAME,NAME)")
+        from mrcstats.io.runs import read_runs
+
+        log = read_runs(args.log, names=parse_list(args.runs, "--runs") if args.runs else None, format=args.fmt,
+                        mapping=mapping or None, threshold=args.threshold)
+    else:
+        log = read_log(args.log, format=args.fmt, mapping=mapping or None, model=model_arg(args.model_name),
+                       threshold=args.threshold)
     for why, n in (log.attrs.get("skipped") or {}).items():
         if n:
             info(f"mrcstats {cmd}: {plural(n, 'row')} skipped while reading: {why}")
@@ -208,9 +232,16 @@ def _variance(args: argparse.Namespace) -> int:
         from mrcstats.errors import InputError
 
         raise InputError("--condition keeps one condition, --over condition decomposes over them: give one of them")
-    res = variance(_load(args, "variance"), over=args.over, by=args.by, outcome=args.outcome,
+    log = _load(args, "variance")
+    res = variance(log, over=args.over, by=args.by, outcome=args.outcome,
                    item_model=args.item_model, target_snr=args.target_snr, target_agreement=args.target_agreement)
-    return output(args, res.to_dict(), res.summary())
+    if not args.sensitivity:
+        return output(args, res.to_dict(), res.summary())
+    from mrcstats.stats.sensitivity import sensitivity
+
+    sens = sensitivity(log, over=args.over, by=args.by, outcome=args.outcome, bootstrap=args.bootstrap,
+                       seed=args.seed)
+    return output(args, {**res.to_dict(), "sensitivity": sens.to_dict()}, res.summary() + "\n\n" + sens.summary())
 
 
 def _power(args: argparse.Namespace) -> int:

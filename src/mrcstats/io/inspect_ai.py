@@ -180,6 +180,26 @@ def _eval_archive(src: Source) -> tuple[dict[str, Any], bool]:
     return {**head, "samples": samples}, killed
 
 
+def inspect_log(src: Source) -> dict[str, Any]:
+    """One Inspect log (a JSON log, or a ``.eval`` archive's members joined) as the JSON log's dict."""
+    obj = _eval_archive(src)[0] if src.binary else src.json()
+    if not isinstance(obj, dict) or not isinstance(obj.get("samples"), list):
+        raise InputError(f"{src.name}: not an Inspect AI log (no 'samples' list)")
+    return obj
+
+
+def sample_scores(src: Source, i: int, s: Any) -> dict[str, Any]:
+    """The ``scores`` of sample ``i`` (0-based) of a log, ``{scorer: score}`` (empty when it has none); a sample
+    that is not an object, or scores that are not an object, is an InputError naming the sample."""
+    if not isinstance(s, dict):
+        raise InputError(f"{src.name}: sample {i + 1} is not a JSON object")
+    scores = s.get("scores") or {}
+    if not isinstance(scores, dict):
+        raise InputError(f"{src.name}: sample {i + 1} (id {s.get('id')!r}): 'scores' is a "
+                         f"{type(scores).__name__}, expected an object of scorer name to score")
+    return scores
+
+
 # ------------------------------------------------------------------------------------------ the values
 def _content(msg: Any) -> str | None:
     if msg is None:
@@ -298,12 +318,7 @@ def read_inspect(src: Source, model: str | None = None, scorer: str | None = Non
     scored: list[tuple[int, dict[str, Any], Any]] = []
     name = scorer
     for i, s in enumerate(samples):
-        if not isinstance(s, dict):
-            raise InputError(f"{src.name}: sample {i + 1} is not a JSON object")
-        scores = s.get("scores") or {}
-        if not isinstance(scores, dict):
-            raise InputError(f"{src.name}: sample {i + 1} (id {s.get('id')!r}): 'scores' is a "
-                             f"{type(scores).__name__}, expected an object of scorer name to score")
+        scores = sample_scores(src, i, s)
         if not scores:
             err = s.get("error")
             reason = CANCELLED if err and _cancelled(err) else ERRORED

@@ -389,7 +389,12 @@ def confusion_matrix_plot(matrix: pd.DataFrame, title: str | None = None, xlabel
     with figure_style():
         vmax = max(float(np.nanmax(m.to_numpy())), 1.0) if m.size else 1.0
         # no colour bar: the counts are printed in the cells (and pdfrw cannot embed its indexed-colour image)
-        ax.imshow(m.to_numpy(), cmap="Greys", vmin=0, vmax=vmax * 1.15, aspect="auto")
+        # cells as vector patches, not an image: matplotlib writes an image of few grey levels as an indexed-colour
+        # image whose palette bytes the PDF embedding (pdfrw -> reportlab) cannot always encode
+        ax.pcolormesh(np.arange(m.shape[1] + 1) - 0.5, np.arange(m.shape[0] + 1) - 0.5, m.to_numpy(), cmap="Greys",
+                      vmin=0, vmax=vmax * 1.15)
+        ax.set_xlim(-0.5, m.shape[1] - 0.5)
+        ax.set_ylim(m.shape[0] - 0.5, -0.5)
         for (r, c), v in np.ndenumerate(m.to_numpy()):
             ax.text(c, r, f"{v:g}", ha="center", va="center", fontsize=7,
                     color="white" if v > vmax * 0.6 else "black")
@@ -531,6 +536,73 @@ def _pairwise_hover(ax: Any, m: pd.DataFrame, scale: float, percent: bool, value
         ys.append(r)
         texts.append("\n".join(lines))
     hover_points(ax, xs, ys, texts)
+def calibration_plot(frame: pd.DataFrame, x: str = "judge_mean", y: str = "human_mean", lo: str = "ci_low",
+                     hi: str = "ci_high", n: str = "n", xlabel: str = "judge score (bin mean)",
+                     ylabel: str = "human score (mean, CI)", title: str | None = None):
+    """A calibration plot: per bin the mean judge score against the mean human score with its CI (vertical bars),
+    marker area by the bin's rows, and the diagonal a calibrated judge's points lie on."""
+    _require(frame, [x, y, lo, hi, n], "calibration_plot")
+    fig, ax = new_figure("column", 0.85)
+    with figure_style():
+        xs, ys = frame[x].to_numpy(dtype=float), frame[y].to_numpy(dtype=float)
+        both = np.concatenate([xs, ys, frame[lo].to_numpy(dtype=float), frame[hi].to_numpy(dtype=float)])
+        both = both[np.isfinite(both)]
+        a, b = (float(both.min()), float(both.max())) if both.size else (0.0, 1.0)
+        pad = 0.05 * (b - a or 1.0)
+        ax.plot([a - pad, b + pad], [a - pad, b + pad], color="0.6", linewidth=0.7, linestyle="--")
+        ax.vlines(xs, frame[lo].to_numpy(dtype=float), frame[hi].to_numpy(dtype=float), color="0.25", linewidth=0.9)
+        sizes = frame[n].to_numpy(dtype=float)
+        art = ax.scatter(xs, ys, s=8 + 40 * sizes / max(float(sizes.max()), 1.0), color="0.0", zorder=3)
+        point_labels(art, [f"{int(k)} rows" for k in sizes])
+        ax.set_xlim(a - pad, b + pad)
+        ax.set_ylim(a - pad, b + pad)
+        ax.set_xlabel(plain(xlabel))
+        ax.set_ylabel(plain(ylabel))
+        ax.grid(color="0.9", linewidth=0.5)
+        ax.set_axisbelow(True)
+        if title:
+            ax.set_title(plain(title))
+    return fig
+
+
+def rank_sets_plot(frame: pd.DataFrame, label: str = "model", rank: str = "rank",
+                   marginal: tuple[str, str] = ("marginal_lo", "marginal_hi"),
+                   simultaneous: tuple[str, str] = ("simultaneous_lo", "simultaneous_hi"),
+                   other: tuple[str, str] | None = None, other_label: str | None = None, title: str | None = None):
+    """A leaderboard figure: one row per model (top to bottom in the frame's order), its point rank (dot), its
+    marginal rank set (thick bar) and simultaneous rank set (thin line); ``other``: a second pair of columns
+    drawn as a light bar above (e.g. the sets with independent statistics)."""
+    _require(frame, [label, rank, *marginal, *simultaneous, *(other or ())], "rank_sets_plot")
+    k = len(frame)
+    fig, ax = new_figure("column", min(max(0.3, 0.075 * k + 0.2), 2.6))
+    with figure_style():
+        ys = np.arange(k)[::-1].astype(float)
+        if other is not None:
+            ax.hlines(ys + 0.28, frame[other[0]].to_numpy(dtype=float) - 0.4,
+                      frame[other[1]].to_numpy(dtype=float) + 0.4, color="0.7", linewidth=1.2,
+                      label=other_label or "other")
+        ax.hlines(ys, frame[simultaneous[0]].to_numpy(dtype=float) - 0.4,
+                  frame[simultaneous[1]].to_numpy(dtype=float) + 0.4, color="0.25", linewidth=0.8,
+                  label="simultaneous set")
+        ax.hlines(ys, frame[marginal[0]].to_numpy(dtype=float) - 0.4, frame[marginal[1]].to_numpy(dtype=float) + 0.4,
+                  color="0.0", linewidth=3.0, label="marginal set")
+        art = ax.plot(frame[rank].to_numpy(dtype=float), ys, "o", color="white", markeredgecolor="0.0",
+                      markersize=3.5, label="rank")[0]
+        point_labels(art, [f"{m}: rank {int(r)}, marginal [{int(a)}, {int(b)}], simultaneous [{int(c)}, {int(d)}]"
+                           for m, r, a, b, c, d in zip(frame[label], frame[rank], frame[marginal[0]],
+                                                       frame[marginal[1]], frame[simultaneous[0]],
+                                                       frame[simultaneous[1]])])
+        ax.set_yticks(ys)
+        ax.set_yticklabels([plain(v, LABEL_LIMIT) for v in frame[label]], fontsize=7 if k <= 20 else 5)
+        ax.set_xlim(0.4, k + 0.6)
+        ax.set_ylim(-0.7, k - 0.3 + (0.3 if other is not None else 0))
+        ax.set_xlabel("rank (1 = best)")
+        ax.grid(axis="x", color="0.9", linewidth=0.5)
+        ax.set_axisbelow(True)
+        _legend(ax, fontsize=6)
+        if title:
+            ax.set_title(plain(title))
+    return fig
 
 
 def forest_plot(frame: pd.DataFrame, label: str = "model", est: str = "accuracy", lo: str = "ci_low",

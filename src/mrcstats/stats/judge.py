@@ -43,9 +43,29 @@ ones (six judges with ``ρ̄ = .42`` are worth ``6/3.1 = 1.94``). ``k_eff`` is i
 ``ρ̄ ≤ −1/(k − 1)``. The panel's score on each row -- the majority label (a tie goes to the label of the
 first-listed judge among the tied ones) or the mean score -- is then one judge: its PPI means and its
 agreement with the humans are those above, beside each judge's own.
+
+The judge's bias per model (``item=``: the item column; :class:`JudgeBias`): does the judge favour some
+models? On the labelled rows two indicators: over-rating ``o_i = 1{f_i > y_i}`` on the rows where the judge
+can over-rate (``y_i`` below the top score seen; for 0/1 labels the rows humans call wrong, so its rate is the
+judge's false-positive rate), and disagreement ``d_i = 1{f_i ≠ y_i}`` on every labelled row; each fitted as a binomial GLMM with the model as a fixed effect and an item random
+intercept (the same item is hard to judge for every model), ``logit P(o_{mi} = 1) = β_m + u_i``,
+``u_i ~ N(0, σ²_item)`` (lme4's ``glmer(over ~ 0 + model + (1 | item))``, Laplace; :func:`mrcstats.models.glmer`);
+per model ``plogis(β_m)`` -- the rate at an item of average difficulty to judge -- with the Wald CI
+``plogis(β_m ± z·SE)``, the marginal rate averaged over the items ``∫ plogis(β_m + σ_item·u) φ(u) du``
+(Gauss–Hermite, 40 nodes; its CI the same integral at ``β_m ± z·SE``, σ_item held at its estimate) -- the one to
+read beside the observed rate when items differ much (``plogis(β_m)`` then lies far below it) -- and the likelihood-ratio test of ``β_1 = … = β_M`` against ``~ 1 + (1 | item)``
+(χ² on ``M − 1`` df; lme4's ``anova``). A judge that favours a model over-rates it more often than the others.
+The labels must take a few values (0/1, or a scale): at the interval and ratio levels with fractional scores
+``f ≠ y`` almost everywhere and the GLMM is not fitted.
+
+Calibration (:func:`calibration`): on the labelled rows, the judge's score cut into bins (each distinct score
+its own bin when there are at most ``bins`` of them, else ``bins`` quantile bins), and per bin the mean judge
+score and the mean human score with a CI -- Wilson's score interval for 0/1 human labels (Wilson 1927), else
+the normal interval ``mean ± z·s/√n``. A calibrated judge's points lie on the diagonal.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -59,8 +79,27 @@ from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.stats.agreement import AgreementResult, agreement
 
-__all__ = ["COMBINE", "JUDGE_FIELDS", "PAIR_FIELDS", "TARGETS", "JudgePanel", "JudgeResult", "effective_judges",
-           "error_correlation", "judge", "labels_needed", "panel_scores", "ppi_mean"]
+__all__ = [
+    "BIAS_FIELDS",
+    "BIAS_OUTCOMES",
+    "BIAS_TEST_FIELDS",
+    "CALIBRATION_FIELDS",
+    "COMBINE",
+    "JUDGE_FIELDS",
+    "PAIR_FIELDS",
+    "TARGETS",
+    "JudgeBias",
+    "JudgePanel",
+    "JudgeResult",
+    "calibration",
+    "effective_judges",
+    "error_correlation",
+    "judge",
+    "judge_bias",
+    "labels_needed",
+    "panel_scores",
+    "ppi_mean",
+]
 
 #: the columns of ``judge(...).table``
 JUDGE_FIELDS = ("model", "n", "n_labelled", "judge_mean", "judge_se", "judge_low", "judge_high", "human_mean",
@@ -73,6 +112,15 @@ TARGETS = ("population", "rows")
 COMBINE = ("majority", "mean")
 #: the columns of ``JudgePanel.pairs``
 PAIR_FIELDS = ("judge_a", "judge_b", "r", "ci_low", "ci_high", "n")
+#: the columns of :func:`calibration`
+CALIBRATION_FIELDS = ("bin", "n", "judge_low", "judge_high", "judge_mean", "human_mean", "ci_low", "ci_high")
+#: the indicators of the judge's bias per model: over-rating (judge > human) and disagreement (judge ≠ human)
+BIAS_OUTCOMES = ("over", "disagree")
+#: the columns of ``JudgeBias.table`` (one row per outcome and model)
+BIAS_FIELDS = ("outcome", "model", "n", "count", "rate", "logit", "se", "prob", "prob_low", "prob_high", "marginal",
+               "marginal_low", "marginal_high")
+#: the columns of ``JudgeBias.tests`` (one row per outcome: the LRT of no model effect)
+BIAS_TEST_FIELDS = ("outcome", "chisq", "df", "p", "sd_item", "n", "n_items")
 
 
 def effective_judges(k: int, rho: float) -> float:
@@ -213,6 +261,170 @@ def _num(v: float) -> str:
 
 
 @dataclass(frozen=True, repr=False)
+class JudgeBias(Result):
+    """The judge's bias per model (module docstring): ``table`` (:data:`BIAS_FIELDS`: per outcome and model the
+    labelled rows, the observed count and rate, the GLMM's log-odds ``β_m`` with its SE, and ``plogis(β_m)`` with
+    its Wald CI) and ``tests`` (:data:`BIAS_TEST_FIELDS`: the likelihood-ratio test of no model effect and the
+    item SD), from ``glmer(<outcome> ~ 0 + model + (1 | item))`` on the labelled rows."""
+
+    table: pd.DataFrame = field(repr=False)
+    tests: pd.DataFrame = field(repr=False)
+    item: str = "item"
+    alpha: float = 0.05
+    notes: tuple = ()
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"item", "alpha", "formula", "models": [{outcome, model, n, count, rate, logit, se, prob, prob_low,
+        prob_high, marginal, marginal_low, marginal_high}], "tests": [{outcome, chisq, df, p, sd_item, n, n_items}], "notes"}``."""
+        return {"item": self.item, "alpha": self.alpha, "formula": "<outcome> ~ 0 + model + (1 | item)",
+                "models": plain_records(self.table[list(BIAS_FIELDS)]),
+                "tests": plain_records(self.tests[list(BIAS_TEST_FIELDS)]), "notes": list(self.notes)}
+
+    def summary(self) -> str:
+        from mrcstats._pformat import format_pval
+
+        conf = f"{100 * (1 - self.alpha):g}%"
+        words = {"over": "over-rating (judge > human)", "disagree": "disagreement (judge != human)"}
+        lines = [(f"The judge's bias per model: binomial GLMM <outcome> ~ 0 + model + (1 | {self.item}) on the labelled "
+                  f"rows (Laplace, as lme4's glmer); the rate at an item of average difficulty and the marginal rate over the "
+                  f"items, with {conf} Wald CIs")]
+        for t in self.tests.itertuples(index=False):
+            lines.append(f"  {words.get(t.outcome, t.outcome)}: no model effect, LRT chi2 = {_num(t.chisq)} on "
+                         f"{t.df} df, p = {format_pval(t.p)}; item SD {_num(t.sd_item)} ({t.n} rows, {t.n_items} items)")
+            for r in self.table[self.table["outcome"] == t.outcome].itertuples(index=False):
+                lines.append(f"    {r.model}: {r.count}/{r.n} observed ({_num(r.rate)}); average item {_num(r.prob)} "
+                             f"[{_num(r.prob_low)}, {_num(r.prob_high)}]; marginal {_num(r.marginal)} "
+                             f"[{_num(r.marginal_low)}, {_num(r.marginal_high)}]")
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def calibration(f: np.ndarray, y: np.ndarray, bins: int = 10, alpha: float = 0.05) -> pd.DataFrame:
+    """The judge's calibration against the humans on the labelled rows (module docstring): one row per bin of the
+    judge's score ``f`` (:data:`CALIBRATION_FIELDS`: the bin's score range, its rows, the mean judge score, and the
+    mean human score ``y`` with its CI -- Wilson for 0/1 labels, else normal)."""
+    from mrcstats._dist import norm_ppf
+    from mrcstats.stats.accuracy import wilson_interval
+
+    f, y = np.asarray(f, dtype=float), np.asarray(y, dtype=float)
+    if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
+        raise InputError(f"bins must be a whole number >= 1, got {bins!r}")
+    values = np.unique(f)
+    if len(values) <= bins:
+        codes = np.searchsorted(values, f)
+        edges = [(v, v) for v in values]
+    else:
+        q = np.unique(np.quantile(f, np.linspace(0, 1, bins + 1)))
+        codes = np.clip(np.searchsorted(q, f, side="right") - 1, 0, len(q) - 2)
+        edges = list(itertools.pairwise(q))
+    binary = bool(np.isin(y, (0.0, 1.0)).all())
+    z = float(norm_ppf(1 - alpha / 2))
+    rows = []
+    for b, (lo, hi) in enumerate(edges):
+        m = codes == b
+        n = int(m.sum())
+        if not n:
+            continue
+        hm = float(y[m].mean())
+        if binary:
+            cl, ch = (float(v) for v in wilson_interval(y[m].sum(), n, 1 - alpha))
+        else:
+            half = z * float(y[m].std(ddof=1)) / math.sqrt(n) if n > 1 else float("nan")
+            cl, ch = hm - half, hm + half
+        rows.append({"bin": b + 1, "n": n, "judge_low": float(lo), "judge_high": float(hi),
+                     "judge_mean": float(f[m].mean()), "human_mean": hm, "ci_low": cl, "ci_high": ch})
+    return pd.DataFrame(rows, columns=list(CALIBRATION_FIELDS))
+
+
+def judge_bias(f: np.ndarray, y: np.ndarray, groups: np.ndarray, items: np.ndarray, *, item: str = "item",
+               alpha: float = 0.05) -> JudgeBias:
+    """The judge's bias per model (module docstring) from the judge's (``f``) and humans' (``y``) scores on the
+    labelled rows, their model (``groups``) and item (``items``): one binomial GLMM per outcome of
+    :data:`BIAS_OUTCOMES` with the LRT of no model effect. An outcome that never (or always) occurs is not
+    fitted (a note says so); nor is one with fewer than two models."""
+    from mrcstats._dist import norm_ppf
+    from mrcstats.models import anova, glmer
+
+    z = float(norm_ppf(1 - alpha / 2))
+    f, y = np.asarray(f, dtype=float), np.asarray(y, dtype=float)
+    groups = np.asarray(groups).astype(str)
+    order = list(pd.unique(groups))
+    frame = pd.DataFrame({"model": groups, "item": np.asarray(items).astype(str)})
+    rows, tests, notes = [], [], []
+    top = float(np.nanmax(np.concatenate([f, y]))) if len(f) else 0.0
+    for outcome, ind, keep in (("over", f > y, y < top), ("disagree", f != y, np.ones(len(y), dtype=bool))):
+        d = frame.assign(y=ind.astype(int))[keep]
+        counts = d.groupby("model", sort=False)["y"].agg(["size", "sum"]).reindex(order, fill_value=0)
+        base = [{"outcome": outcome, "model": m, "n": int(counts.loc[m, "size"]), "count": int(counts.loc[m, "sum"]),
+                 "rate": float(counts.loc[m, "sum"] / counts.loc[m, "size"]) if counts.loc[m, "size"] else float("nan")}
+                for m in order]
+        nan = dict.fromkeys(BIAS_FIELDS[5:], float("nan"))
+        test = {"outcome": outcome, "chisq": float("nan"), "df": max(len([m for m in order if (d["model"] == m).any()]) - 1, 0),
+                "p": float("nan"),
+                "sd_item": float("nan"), "n": len(d), "n_items": int(d["item"].nunique())}
+        present = [b["model"] for b in base if b["n"]]
+        if len(present) < 2 or d["y"].nunique() < 2:
+            why = "fewer than two models" if len(present) < 2 else ("no labelled row" if not d["y"].any()
+                                                                     else "every labelled row")
+            if len(present) >= 2:
+                why = f"{why} shows {outcome}"
+            notes.append(f"judge bias ({outcome}): not fitted ({why})")
+            rows += [{**b, **nan} for b in base]
+            tests.append(test)
+            continue
+        m1 = glmer("y ~ 0 + model + (1 | item)", d, levels={"model": present})
+        m0 = glmer("y ~ 1 + (1 | item)", d)
+        lrt = anova(m0, m1)
+        beta = dict(zip(m1.fixef_names, m1.fixef_values))
+        se = dict(zip(m1.fixef_names, np.sqrt(np.diag(m1.vcov_values))))
+        for b in base:
+            if not b["n"]:
+                rows.append({**b, **nan})
+                continue
+            bm, sm = float(beta[f"model{b['model']}"]), float(se[f"model{b['model']}"])
+            sd = float(m1.theta_values[0])
+            rows.append({**b, "logit": bm, "se": sm, "prob": _expit(bm), "prob_low": _expit(bm - z * sm),
+                         "prob_high": _expit(bm + z * sm), "marginal": _marginal(bm, sd),
+                         "marginal_low": _marginal(bm - z * sm, sd), "marginal_high": _marginal(bm + z * sm, sd)})
+        test.update(chisq=float(lrt.chisq), p=float(lrt.p) if lrt.p is not None else float("nan"),
+                    sd_item=float(m1.theta_values[0]))
+        tests.append(test)
+        notes += [f"judge bias ({outcome}): {msg}" for msg in m1.messages]
+        if test["sd_item"] > 3:
+            notes.append(f"judge bias ({outcome}): item SD {test['sd_item']:.1f} on the logit scale ({len(d)} rows over "
+                         f"{test['n_items']} items): the item effect is barely identified (few labelled rows per "
+                         "item), so the GLMM's per-model rates are unstable -- read the observed rates; the LRT still "
+                         "tests the model effect")
+        zero = [str(b["model"]) for b in base if b["n"] and b["count"] in (0, b["n"])]
+        if zero:
+            notes.append(f"judge bias ({outcome}): model(s) {', '.join(map(repr, zero))} show it on no or on every "
+                         "labelled row: their log-odds are not finite (separation), read their rate, not the GLMM's")
+    return JudgeBias(table=pd.DataFrame(rows, columns=list(BIAS_FIELDS)),
+                     tests=pd.DataFrame(tests, columns=list(BIAS_TEST_FIELDS)), item=item, alpha=alpha,
+                     notes=tuple(notes))
+
+
+def _expit(x: float) -> float:
+    from scipy.special import expit
+
+    return float(expit(x))
+
+
+def _marginal(beta: float, sd: float, nodes: int = 40) -> float:
+    """``E[plogis(β + sd·u)]``, ``u ~ N(0, 1)``, by Gauss–Hermite quadrature (``nodes`` points)."""
+    from scipy.special import expit
+
+    x, w = np.polynomial.hermite.hermgauss(nodes)
+    return float((w * expit(beta + math.sqrt(2.0) * sd * x)).sum() / math.sqrt(math.pi))
+
+
+@dataclass(frozen=True, repr=False)
 class JudgePanel(Result):
     """Several judges against the humans (module docstring): ``correlation`` (judges × judges, their errors
     on the labelled rows), ``pairs`` (:data:`PAIR_FIELDS`, with bootstrap CIs), the mean error correlation
@@ -301,6 +513,7 @@ class JudgeResult(Result):
     width: float | None = None
     notes: tuple = ()
     panel: JudgePanel | None = field(default=None, repr=False)
+    bias: JudgeBias | None = field(default=None, repr=False)
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -310,7 +523,8 @@ class JudgeResult(Result):
         ppi_*}], "agreement": AgreementResult.to_dict(), "notes"}``."""
         return {"human": self.human, "judge": self.judge, "alpha": self.alpha, "target": self.target, "tune": self.tune, "width": self.width,
                 "models": plain_records(self.table[list(JUDGE_FIELDS)]), "agreement": self.agreement.to_dict(),
-                "notes": list(self.notes), **({"panel": self.panel.to_dict()} if self.panel is not None else {})}
+                "notes": list(self.notes), **({"panel": self.panel.to_dict()} if self.panel is not None else {}),
+                **({"bias": self.bias.to_dict()} if self.bias is not None else {})}
 
     def summary(self) -> str:
         conf = f"{100 * (1 - self.alpha):g}%"
@@ -333,6 +547,8 @@ class JudgeResult(Result):
         lines += [f"  note: {n}" for n in self.notes]
         lines.append("Agreement of judge and human on the labelled rows:")
         lines += ["  " + ln for ln in self.agreement.summary().splitlines()]
+        if self.bias is not None:
+            lines += self.bias.summary().splitlines()
         if self.panel is not None:
             lines += self.panel.summary().splitlines()
         return "\n".join(lines)
@@ -355,7 +571,7 @@ def _scores(data: pd.DataFrame, col: str, source: str) -> np.ndarray:
 def judge(data: pd.DataFrame, *, human: str, judge: str | Sequence[str], model: str | None = "model",
           level: str = "nominal", levels: Any = None, alpha: float = 0.05, target: str = "population",
           tune: bool = False, width: float | None = None, bootstrap: int = 1000, seed: int | None = 0,
-          combine: str | None = None, source: str = "judge log") -> JudgeResult:
+          combine: str | None = None, item: str | None = None, source: str = "judge log") -> JudgeResult:
     """Judge vs humans per model (module docstring): judge-only, human-only and PPI means with CIs, and
     the agreement of the two on the rows both scored.
 
@@ -373,6 +589,8 @@ def judge(data: pd.DataFrame, *, human: str, judge: str | Sequence[str], model: 
             (``n_for_width_*``; NA without it).
         combine: several judges: the panel's score, "majority" (default at the nominal and ordinal levels) or
             "mean" (default at the interval and ratio levels).
+        item: the column naming the item: the judge's bias per model (:class:`JudgeBias`, ``result.bias``), a
+            GLMM of over-rating and of disagreement on the model with item random intercepts (None: not fitted).
 
     With several judges the result's ``table`` and ``agreement`` are the panel's, and ``panel``
     (:class:`JudgePanel`) holds the error correlations, the effective number of judges and each judge's own
@@ -394,7 +612,7 @@ def judge(data: pd.DataFrame, *, human: str, judge: str | Sequence[str], model: 
         raise InputError(f"combine must be one of {', '.join(COMBINE)}; got {combine!r}")
     cols = [str(c) for c in data.columns]
     for c, flag in ((human, "--human"), *((j, "--judge") for j in judges),
-                    *(((model, "--model-col"),) if model else ())):
+                    *(((model, "--model-col"),) if model else ()), *(((item, "--item-col"),) if item else ())):
         if c not in cols:
             raise InputError(f"{source}: no column {c!r} ({flag}); the columns are {', '.join(map(repr, cols[:20]))}")
     if human in judges:
@@ -422,8 +640,12 @@ def judge(data: pd.DataFrame, *, human: str, judge: str | Sequence[str], model: 
         if not (math.isfinite(w) and w > 0):
             raise InputError(f"width (the target CI width) must be a number > 0, got {width!r}")
     groups = (data[model].astype(str).to_numpy() if model else np.full(len(data), "(all)", dtype=object))
+    items = data[item].astype(str).to_numpy() if item else None
+    if item and data[item].isna().any():
+        i = int(np.argmax(data[item].isna().to_numpy()))
+        raise InputError(f"{source}: data row {i + 1}, column {item!r} (--item-col) is empty; every row needs its item")
     opts = {"level": level, "levels": levels, "alpha": a, "target": target, "tune": bool(tune), "width": w,
-            "bootstrap": bootstrap, "seed": seed, "source": source}
+            "bootstrap": bootstrap, "seed": seed, "source": source, "items": items, "item": item}
     if len(judges) == 1:
         return _one_judge(y, fs[0], lab, groups, human, judges[0], **opts)
     how = combine or ("majority" if level in ("nominal", "ordinal") else "mean")
@@ -448,7 +670,8 @@ def judge(data: pd.DataFrame, *, human: str, judge: str | Sequence[str], model: 
 
 def _one_judge(y: np.ndarray, f: np.ndarray, lab: np.ndarray, groups: np.ndarray, human: str, name: str, *,
                level: str, levels: Any, alpha: float, target: str, tune: bool, width: float | None, bootstrap: int,
-               seed: int | None, source: str) -> JudgeResult:
+               seed: int | None, source: str, items: np.ndarray | None = None, item: str | None = None
+               ) -> JudgeResult:
     """:func:`judge` for one judge's scores ``f`` (checked) against the human scores ``y`` (labelled: ``lab``)."""
     from mrcstats._dist import norm_ppf
 
@@ -485,5 +708,14 @@ def _one_judge(y: np.ndarray, f: np.ndarray, lab: np.ndarray, groups: np.ndarray
     both = pd.DataFrame({human: y[lab], jcol: f[lab]})
     agr = agreement(both, wide=[human, jcol], level=level, levels=levels, bootstrap=bootstrap, seed=seed,
                     alpha=alpha, source=f"{source} (rows with both scores)")
+    bias = None
+    if items is not None:
+        fl, yl = f[lab], y[lab]
+        discrete = level in ("nominal", "ordinal") or bool((fl == np.round(fl)).all() and (yl == np.round(yl)).all())
+        if discrete:
+            bias = judge_bias(fl, yl, groups[lab], items[lab], item=str(item), alpha=alpha)
+        else:
+            notes.append("judge bias per model: not fitted (fractional scores at the interval/ratio level: judge and "
+                         "human differ on almost every row)")
     return JudgeResult(table=pd.DataFrame(rows, columns=list(JUDGE_FIELDS)), agreement=agr, human=human,
-                       judge=name, alpha=alpha, target=target, tune=tune, width=width, notes=tuple(notes))
+                       judge=name, alpha=alpha, target=target, tune=tune, width=width, notes=tuple(notes), bias=bias)

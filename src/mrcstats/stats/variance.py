@@ -54,7 +54,7 @@ from mrcstats._dist import norm_sf
 from mrcstats._repr import Result
 from mrcstats.errors import InputError
 
-__all__ = ["COMPONENTS", "VarianceResult", "agreement_probability", "snr_for_agreement", "variance"]
+__all__ = ["COMPONENTS", "VarianceResult", "agreement_probability", "check_over_by", "snr_for_agreement", "variance"]
 
 #: the variance components, in the order of the result's table (``residual`` last)
 COMPONENTS: tuple[str, ...] = ("item", "model", "rep", "model:rep", "item:model", "residual")
@@ -180,6 +180,26 @@ def _check_target(name: str, v: Any, lo: float, hi: float | None) -> None:
         raise InputError(f"{name} must be a number {bound}, got {v!r}")
 
 
+def check_over_by(log: pd.DataFrame, over: Any, by: Any, where: str) -> None:
+    """The repetition (``over``) and unit (``by``) columns of a log: each a column that is neither an outcome nor
+    ``item``, the two different, and no empty cell in either (one InputError naming the row otherwise)."""
+    from mrcstats.io.schema import OUTCOME_COLUMNS
+
+    for name, col in (("over", over), ("by", by)):
+        if not isinstance(col, str) or col not in log.columns or col in OUTCOME_COLUMNS or col == "item":
+            cols = ", ".join(str(c) for c in log.columns if c not in OUTCOME_COLUMNS and c != "item")
+            raise InputError(f"{where}: {name}={col!r} is not a column of the log to group by; columns: {cols} "
+                             f"(--{name} COLUMN; a seed, prompt or checkpoint column of the source keeps its name in the log)")
+    if over == by:
+        raise InputError(f"{where}: over and by are both {over!r}; name the repetition column with --over")
+    for col in (over, by):
+        miss = log[col].isna().to_numpy()
+        if miss.any():
+            r = int(np.flatnonzero(miss)[0])
+            raise InputError(f"{where}: row {r + 1} has no {col!r} (column {col!r} is empty there); every answer "
+                             f"needs its {col}: fill the column or drop those rows before the analysis")
+
+
 def variance(log: pd.DataFrame, over: str = "trial", *, by: str = "model", outcome: str = "auto",
              item_model: bool = True, target_snr: float | None = None,
              target_agreement: float | None = None) -> VarianceResult:
@@ -206,18 +226,12 @@ def variance(log: pd.DataFrame, over: str = "trial", *, by: str = "model", outco
             seen in one repetition only, several conditions when ``over`` is not ``condition``, a bad target.
     """
     from mrcstats.io.dataset import LogDataset
-    from mrcstats.io.schema import OUTCOME_COLUMNS, outcome_values, require_log, resolve_outcome
+    from mrcstats.io.schema import outcome_values, require_log, resolve_outcome
 
     if isinstance(log, LogDataset):
         log = log.to_log()
     log = require_log(log, "variance")
-    for name, col in (("over", over), ("by", by)):
-        if not isinstance(col, str) or col not in log.columns or col in OUTCOME_COLUMNS or col == "item":
-            cols = ", ".join(str(c) for c in log.columns if c not in OUTCOME_COLUMNS and c != "item")
-            raise InputError(f"variance: {name}={col!r} is not a column of the log to group by; columns: {cols} "
-                             f"(--{name} COLUMN; a seed, prompt or checkpoint column of the source keeps its name in the log)")
-    if over == by:
-        raise InputError(f"variance: over and by are both {over!r}; name the repetition column with --over")
+    check_over_by(log, over, by, "variance")
     _check_target("target_snr", target_snr, 0.0, None)
     if target_snr is not None and target_agreement is not None:
         raise InputError("variance: give target_snr or target_agreement, not both")
@@ -232,12 +246,6 @@ def variance(log: pd.DataFrame, over: str = "trial", *, by: str = "model", outco
             shown = ", ".join(repr(c) for c in sorted(conds)[:10])
             raise InputError(f"variance: the log holds {len(conds)} conditions ({shown}); keep one (--condition C) "
                              f"or decompose over them (--over condition)")
-    for col in (over, by):
-        miss = log[col].isna().to_numpy()
-        if miss.any():
-            r = int(np.flatnonzero(miss)[0])
-            raise InputError(f"variance: row {r + 1} has no {col!r} (column {col!r} is empty there); every answer "
-                             f"needs its {col}: fill the column or drop those rows before the analysis")
     used = resolve_outcome(log, outcome, "variance")
     val = outcome_values(log, used)
     invalid = int(val.isna().sum())

@@ -12,7 +12,7 @@ from mrcstats.report import figures as F
 from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output, filter_note
 from mrcstats.report.tables import Table
 from mrcstats.stats.agreement import LEVELS
-from mrcstats.stats.judge import COMBINE, TARGETS, judge
+from mrcstats.stats.judge import COMBINE, TARGETS, calibration, judge, panel_scores
 
 _NONE = type(None)
 
@@ -38,6 +38,10 @@ class Judge(Analysis):
         "tune": Key((bool,), False, help="power-tuned PPI++"),
         "combine": Key((str, _NONE), None, choices=COMBINE, help="the panel's score: majority or mean"),
         "bootstrap": Key((int,), 1000, help="resamples of the labelled rows for the bootstrap CIs"),
+        "item": Key((str, _NONE), "item", help="log column naming the item: the judge's bias per model (GLMMs with "
+                                               "item random intercepts); null: not fitted"),
+        "bins": Key((int,), 10, help="calibration figure: bins of the judge's score (each distinct score its own "
+                                     "bin when there are at most this many)"),
     }
 
     def check(self, opts: dict[str, Any], err: Any, base: Any) -> None:
@@ -50,7 +54,7 @@ class Judge(Analysis):
         judges = a.get("judge")
         res = judge(data, human=a.get("human"), judge=judges if isinstance(judges, str) else list(judges),
                     model=a.get("model"), level=a.get("level"), target=a.get("target"), tune=a.get("tune"),
-                    combine=a.get("combine"), bootstrap=a.get("bootstrap"), seed=ctx.seed,
+                    combine=a.get("combine"), bootstrap=a.get("bootstrap"), seed=ctx.seed, item=a.get("item"),
                     source=f"{a.where} (judge)")
         out = Output(a.get("title") or self.title)
         pan = res.panel
@@ -72,6 +76,7 @@ class Judge(Analysis):
                         label=f"a{a.index}_judge_agreement", stub=3,
                         formats={"Estimate": "{:.3f}", "SE": "{:.3f}", "CI low": "{:.3f}", "CI high": "{:.3f}",
                                  "Items": "{:.0f}"}))
+        self._calibration(out, a, data, res, judges if isinstance(judges, list) else [judges], conf)
         # PPI
         parts = [(r.judge, r.table) for r in pan.per_judge] if pan else []
         parts.append((f"panel ({pan.combine})" if pan else res.judge, res.table))
@@ -88,6 +93,7 @@ class Judge(Analysis):
                         + (", for each judge and for the panel." if pan else "."), label=f"a{a.index}_judge_ppi",
                         stub=2, formats={"N": "{:.0f}", "Labelled": "{:.0f}", "Judge only": "{:.3f}",
                                          "Human only": "{:.3f}", "PPI": "{:.3f}"}))
+        self._bias(out, a, res, conf)
         if pan:
             k = len(pan.judges)
             out.text(f"The judges' errors (judge − human) on the {pan.n_labelled:,} labelled rows have a mean pairwise "
@@ -117,8 +123,77 @@ class Judge(Analysis):
             f"LLM judge against human labels{filter_note(a.get('filter'))}: agreement on the rows both scored "
             "(Cohen's κ with the Fleiss–Cohen–Everitt SE, Krippendorff's α and Gwet's AC1 with Gwet's SEs); each "
             "model's prediction-powered mean (Angelopoulos et al. 2023): the judge's mean over all rows plus the mean "
-            "human − judge difference on the labelled rows, normal CI"
+            "human − judge difference on the labelled rows, normal CI; the judge's bias per model as binomial GLMMs of "
+            "over-rating and disagreement on the model with item random intercepts (Laplace, as lme4's glmer) and "
+            "their likelihood-ratio tests"
             + ("; for several judges the correlation of their errors (judge − human) on the labelled rows with "
                "percentile bootstrap CIs over the rows, and the effective number of independent judges "
                "k / (1 + (k − 1)ρ̄) (Kish's design effect; ρ̄ the mean pairwise correlation)." if pan else "."))
         return out
+
+    @staticmethod
+    def _calibration(out: Output, a: AnalysisSpec, data: pd.DataFrame, res: Any, judges: list, conf: str) -> None:
+        """The confusion matrix (a judge with a few discrete scores) or the binned calibration figure of the judge
+        (the panel's score for several judges) against the humans on the labelled rows."""
+        human = res.human
+        y = pd.to_numeric(data[human], errors="coerce").to_numpy(dtype=float)
+        fs = np.column_stack([pd.to_numeric(data[j], errors="coerce").to_numpy(dtype=float) for j in judges])
+        f = fs[:, 0] if len(judges) == 1 else panel_scores(fs, res.panel.combine)[0]
+        lab = ~np.isnan(y)
+        who = res.judge if len(judges) == 1 else f"the panel ({res.panel.combine} of the judges)"
+        vals = np.unique(np.concatenate([f[lab], y[lab]]))
+        if len(vals) <= 7 and res.agreement.level in ("nominal", "ordinal"):
+            tab = pd.crosstab(pd.Categorical(y[lab], categories=vals), pd.Categorical(f[lab], categories=vals),
+                              dropna=False)
+            names = [f"{v:g}" for v in vals]
+            tab.index, tab.columns = names, names
+            out.figure(F.confusion_matrix_plot(tab, xlabel=f"judge: {who}", ylabel=f"human: {human}"),
+                       f"a{a.index}_judge_confusion",
+                       f"Human label (rows) against the score of {who} (columns) on the {int(lab.sum()):,} labelled "
+                       "rows; counts in the cells (the diagonal: agreement).")
+            return
+        cal = calibration(f[lab], y[lab], bins=a.get("bins"), alpha=res.alpha)
+        out.figure(F.calibration_plot(cal, xlabel=f"judge score: {who} (bin mean)", ylabel=f"human label '{human}' (mean, "
+                                      f"{conf} CI)"), f"a{a.index}_judge_calibration",
+                   f"Calibration of {who} on the {int(lab.sum()):,} labelled rows: the judge's score cut into "
+                   f"{len(cal)} bins, per bin the mean judge score against the mean human score with its {conf} CI "
+                   "(Wilson for 0/1 labels, else normal); marker size by the bin's rows. A calibrated judge's points "
+                   "lie on the dashed diagonal.")
+
+    @staticmethod
+    def _bias(out: Output, a: AnalysisSpec, res: Any, conf: str) -> None:
+        """The judge's bias per model: each judge's (and the panel's) GLMM rates and the LRTs of no model effect."""
+        pan = res.panel
+        parts = [(r.judge, r.bias) for r in pan.per_judge] if pan else []
+        parts.append((f"panel ({pan.combine})" if pan else res.judge, res.bias))
+        parts = [(j, b) for j, b in parts if b is not None]
+        if not parts:
+            return
+        words = {"over": "over-rating", "disagree": "disagreement"}
+        rows, tests = [], []
+        for j, b in parts:
+            for r in b.table.itertuples(index=False):
+                rows.append({"Judge": j, "Outcome": words[r.outcome], "Model": r.model,
+                             "Observed": f"{r.count}/{r.n}" if r.n else "0/0", "Rate": r.rate, "GLMM": r.marginal,
+                             "CI": _ci(r.marginal_low, r.marginal_high)})
+            for t in b.tests.itertuples(index=False):
+                tests.append(f"{j}, {words[t.outcome]}: χ²({t.df}) = {_n(t.chisq)}, {_p(t.p)}")
+        item = parts[0][1].item
+        out.table(Table(pd.DataFrame(rows), caption=(
+            f"The judge's bias per model on the labelled rows: over-rating (judge above the human, on the rows where "
+            f"it can be: for 0/1 labels its false-positive rate) and disagreement (judge ≠ human); observed counts, "
+            f"and the model's marginal rate over the items from a binomial GLMM outcome ~ 0 + model + (1 | {item}) "
+            f"with {conf} Wald CIs. Likelihood-ratio tests of no model effect: " + "; ".join(tests) + "."),
+            label=f"a{a.index}_judge_bias", stub=3, formats={"Rate": "{:.3f}", "GLMM": "{:.3f}"}))
+        for _, b in parts:
+            for nt in b.notes:
+                out.note(nt)
+        out.headline["judge_bias"] = {j: b.tests[["outcome", "chisq", "df", "p"]].to_dict(orient="records")
+                                      for j, b in parts}
+
+
+def _p(p: float) -> str:
+    from mrcstats.report.format import format_p
+
+    t = format_p(p)
+    return f"p {t}" if t[:1] in "<>" else f"p = {t}"

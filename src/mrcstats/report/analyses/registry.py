@@ -18,6 +18,7 @@ from mrcstats.report.analyses.judge import Judge
 from mrcstats.report.analyses.masking import Masking
 from mrcstats.report.analyses.modeltable import ModelTableAnalysis
 from mrcstats.report.analyses.probability import Probability
+from mrcstats.report.analyses.ranks import Ranks
 from mrcstats.report.analyses.screen import Dif, Screen
 from mrcstats.report.analyses.summary import Summary
 from mrcstats.report.analyses.wh_extremes import WhExtremes
@@ -31,4 +32,5 @@ ANALYSES: dict[str, type[Analysis]] = {cls.type: cls for cls in (
     SubsetEval,
     Screen, Dif,
     Judge,
+    Ranks,
 )}
