@@ -62,3 +62,87 @@ def test_models_reach_rows_through_backends():
     """The out-of-core fit reads rows only through a backend: no SQL or Dask code in models."""
     models = _imports("models")
     assert not [x for x in models if x[1].startswith(("mrcstats.backends.sql", "dask", "duckdb", "distributed"))]
+
+
+# no import circle among the io modules (issue 37)
+
+
+def _module_name(p: Path) -> str:
+    parts = list(p.relative_to(SRC.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph(package: str) -> dict[str, set[str]]:
+    """``module -> modules of ``package`` it imports``, read from the source (no import runs): every ``import`` and
+    ``from ... import`` anywhere in the file -- at module level, inside functions, under ``TYPE_CHECKING`` --
+    counts, because a function-level import is a circle deferred to run time, not removed; relative imports are
+    resolved. ``from pkg import name`` counts ``pkg.name`` when that is a module, else ``pkg`` itself. Not counted:
+    the parent package's ``__init__`` that Python runs before any submodule (every module would then sit in a
+    circle with it; the package ``__init__`` files are checked as modules like the others)."""
+    files = {_module_name(p): p for p in (SRC / package).rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for mod, p in files.items():
+        here = mod if p.name == "__init__.py" else mod.rsplit(".", 1)[0]
+        deps: set[str] = set()
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.ImportFrom):
+                if n.level:
+                    base = here.split(".")[: len(here.split(".")) - n.level + 1]
+                    target = ".".join([*base, *([n.module] if n.module else [])])
+                else:
+                    target = n.module or ""
+                for a in n.names:
+                    deps.add(f"{target}.{a.name}" if f"{target}.{a.name}" in files else target)
+            elif isinstance(n, ast.Import):
+                deps.update(a.name for a in n.names)
+        graph[mod] = {d for d in deps if d in files and d != mod}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_io_modules_import_no_circle():
+    """No import circle among the io modules, function-level imports included: the readers sit below the format
+    registry (which imports them lazily to read a file) and the registry below detection and the openers."""
+    graph = _import_graph("io")
+    assert len(graph) > 20 and "mrcstats.io.source" in graph["mrcstats.io.helm"]
+    assert not _cycles(graph), _cycles(graph)
+
+
+def test_the_cycle_check_sees_a_circle():
+    """The check itself: a two-module circle through a function-level import is found."""
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+

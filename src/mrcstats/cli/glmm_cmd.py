@@ -153,10 +153,11 @@ def _columns(args: argparse.Namespace):
     except OSError:             # a name the file system refuses (too long, ...): read_data says what is wrong
         return None, ()
     from mrcstats.io.arrow_columns import read_table_columns
+    from mrcstats.io.detect import detect_format
     from mrcstats.io.source import load_source
     from mrcstats.models.formula import parse_formula
 
     needed = [*parse_formula(args.formula).columns, *([args.weights] if args.weights else [])]
     src = load_source(args.data[0])
-    cols = read_table_columns(src, needed)
+    cols = read_table_columns(src, detect_format(src), needed)
     return (None, (src,)) if cols is None else (cols, ())

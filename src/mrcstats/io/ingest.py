@@ -399,8 +399,9 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
     counts dropped rows by reason).
     """
     from mrcstats._progress import progress
-    from mrcstats.io.detect import FORMATS, expand_paths
+    from mrcstats.io.formats import EXTENSIONS, FORMATS
     from mrcstats.io.schema import merge_skipped
+    from mrcstats.io.source import expand_paths
     from mrcstats.io.stream import STREAM_BYTES, STREAM_FORMATS, head_source
 
     if format is not None and format not in FORMATS:
@@ -428,7 +429,7 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
             pairs = [(Path(p), fmt)]
         else:
             pairs = [(f, format or _detect_cheap(f) or _detect_large(f, limit)
-                      or _detect_loaded(f, loaded if jobs == 1 else None, limit)) for f in expand_paths(p)]
+                      or _detect_loaded(f, loaded if jobs == 1 else None, limit)) for f in expand_paths(p, EXTENSIONS)]
         for f, fmt in pairs:
             if fmt0 is not None and fmt != fmt0:
                 raise InputError(f"mixed formats in one call: {given[0]} is {fmt0} but {f} is {fmt}; "
@@ -495,9 +496,9 @@ def _write_unit(w: DatasetWriter, unit: tuple[str, str, str], *, mapping, model,
     """Validate and write one unit (a dataset fragment, a Parquet file, a streamed file or a file read
     whole); ``loaded``: files already loaded to detect their format (:func:`_detect_loaded`), read from
     memory rather than a second time."""
-    from mrcstats.io.detect import load_source
     from mrcstats.io.reader import model_for, read_source
     from mrcstats.io.schema import coerce_log
+    from mrcstats.io.source import load_source
     from mrcstats.io.tabular import apply_mapping, check_trial_finite, derive_correct
 
     kind, f, extra = unit
@@ -1044,12 +1045,13 @@ def ingest_log(paths: str | os.PathLike | Sequence[str | os.PathLike], out: str 
 def _stream_plan(given: list, format: str | None, on_duplicate: str, limit: int) -> tuple[Path, str] | None:
     """(file, format) when the input is one CSV/TSV/JSON-lines file larger than ``limit`` bytes that can be
     streamed, else None."""
+    from mrcstats.io.formats import EXTENSIONS
     from mrcstats.io.source import expand_paths
     from mrcstats.io.stream import STREAM_FORMATS, head_source
 
     if on_duplicate != "error" or len(given) != 1 or is_dataset(given[0]):
         return None
-    files = expand_paths(given)
+    files = expand_paths(given, EXTENSIONS)
     if len(files) != 1 or _size(files[0]) <= limit or head_source(files[0]) is None:
         return None
     fmt = format or _detect_large(files[0], limit)

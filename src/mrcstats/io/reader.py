@@ -10,7 +10,7 @@ import pandas as pd
 
 from mrcstats.errors import InputError
 from mrcstats.io.detect import detect_format
-from mrcstats.io.formats import FORMATS, LOG_SUFFIXES, TABLE_FORMATS, get_format
+from mrcstats.io.formats import EXTENSIONS, FORMATS, LOG_SUFFIXES, TABLE_FORMATS, get_format
 from mrcstats.io.schema import (
     CORE_COLUMNS,
     apply_threshold,
@@ -95,7 +95,7 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
 
         if is_dataset(single):  # a partitioned dataset folder (mrcstats ingest --dataset): load it
             return check_duplicates(open_dataset(single).to_log(), on_duplicate, str(single), {})
-    files = expand_paths(paths)
+    files = expand_paths(paths, EXTENSIONS)
     sources: list[tuple[Source, str]] = []
     for path in files:
         src = load_source(path)
@@ -170,7 +170,7 @@ def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: st
     (:func:`~mrcstats.io.source.load_source`), not read a second time.
     """
     _check_read_args(format, mapping, model, on_duplicate)
-    files = expand_paths(paths)
+    files = expand_paths(paths, EXTENSIONS)
     have = {s.path: s for s in loaded}
     srcs = [have.get(p) or load_source(p) for p in files]
     fmts = [format or detect_format(s) for s in srcs]

@@ -278,11 +278,13 @@ def read_mskcal_outputs(paths: Any) -> pd.DataFrame:
     """
     from pathlib import Path
 
-    from mrcstats.io.detect import MSKQA_ANSWER_RE, expand_paths
     from mrcstats.io.files import read_string_table
+    from mrcstats.io.formats import EXTENSIONS
+    from mrcstats.io.formats.content import MSKQA_ANSWER_RE
     from mrcstats.io.mskqa import parse_mskqa_name
+    from mrcstats.io.source import expand_paths
 
-    files = expand_paths(paths)
+    files = expand_paths(paths, EXTENSIONS)
     rows: list[dict[str, Any]] = []
     skipped: dict[str, int] = {}
     for f in files:
