@@ -146,3 +146,48 @@ def test_the_cycle_check_sees_a_circle():
     """The check itself: a two-module circle through a function-level import is found."""
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
+
+# the kind of log (an in-memory frame, the pandas-free Columns, a dataset folder) is decided in io / backends
+
+
+#: the classes of the log's kinds: a statistic or model that tests for one decides what io / backends decide
+LOG_KINDS = ("LogDataset", "Columns")
+#: sites not yet routed through the row passes, each to be removed, never added to (issue 37): the pandas-free
+#: GLMM path in models (Columns or a pandas frame, to be one protocol) and stats/variance.py (another change
+#: in flight when this test came in: its dataset branch becomes ``dataset_pass(log).to_frame()``)
+KIND_TESTS_LEFT = {"models/design.py": 1, "models/native.py": 2, "models/fit.py": 5, "stats/variance.py": 1}
+
+
+def _kind_tests(p: Path) -> int:
+    """``isinstance(x, LogDataset | Columns | (.., Columns))`` and ``type(x).__name__ == "LogDataset"`` in a file."""
+    n = 0
+    for node in ast.walk(ast.parse(p.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance" \
+                and len(node.args) == 2:
+            names = {x.id if isinstance(x, ast.Name) else x.attr for x in ast.walk(node.args[1])
+                     if isinstance(x, (ast.Name, ast.Attribute))}
+            n += bool(names & set(LOG_KINDS))
+        elif isinstance(node, ast.Compare) and any(isinstance(c, ast.Constant) and c.value in LOG_KINDS
+                                                   for c in node.comparators):
+            n += 1
+    return n
+
+
+def test_no_isinstance_of_the_log_kind_outside_io_and_backends():
+    """Statistics and models take what io opens through the backends' row passes
+    (:func:`mrcstats.backends.dataset_pass`, :func:`mrcstats.backends.pass_backend`): no test of the log's kind."""
+    found = {}
+    for p in SRC.rglob("*.py"):
+        rel = str(p.relative_to(SRC))
+        if rel.startswith(("io/", "backends/")):
+            continue
+        if n := _kind_tests(p):
+            found[rel] = n
+    assert found == KIND_TESTS_LEFT, found
+
+
+def test_the_kind_check_sees_one(tmp_path):
+    p = tmp_path / "x.py"
+    p.write_text("def f(log):\n    if isinstance(log, (pd.DataFrame, io.LogDataset)):\n        pass\n"
+                 "    return type(log).__name__ == 'Columns'\n")
+    assert _kind_tests(p) == 2

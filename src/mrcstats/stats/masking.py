@@ -170,15 +170,15 @@ def _counts(log: Any, where: str, cluster: str | None = None) -> pd.DataFrame:
     """Integer counts per (model, condition, masking_rate, trial[, cluster as ``_cl``]): ``n`` rows, ``k``
     correct, ``inv`` invalid. A :class:`~mrcstats.io.dataset.LogDataset` is counted by DuckDB on the raw key
     values (the keys are then coerced as in memory and the counts re-summed); a frame by pandas."""
-    from mrcstats.io.dataset import LogDataset
+    from mrcstats.backends import dataset_pass
 
     keys = [*_KEYS, "trial", *(["_cl"] if cluster else [])]
-    if isinstance(log, LogDataset):
-        from mrcstats.backends.sql import check_columns, group_counts
-
-        check_columns(log, ["model", "masking_rate", "correct"], "compute masking curves by")
-        raw = group_counts(log, [c for c in [*keys[:4], *([cluster] if cluster else [])] if c in log.columns])
-        df = _keys(raw, str(log.path))
+    rows = dataset_pass(log)
+    if rows is not None:
+        rows.check_columns(["model", "masking_rate", "correct"], "compute masking curves by")
+        have = rows.columns()
+        raw = rows.group_counts([c for c in [*keys[:4], *([cluster] if cluster else [])] if c in have])
+        df = _keys(raw, str(rows.path))
         if cluster:
             df["_cl"] = raw[cluster].to_numpy()
         df[["n", "k", "inv"]] = raw[["n", "k", "inv"]]
