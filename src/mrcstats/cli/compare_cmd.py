@@ -135,22 +135,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _load(args: argparse.Namespace, cmd: str):
+    import pandas as pd
+
     from mrcstats.errors import InputError
-    from mrcstats.io import read_log
-    from mrcstats.io.dataset import is_dataset, open_dataset
+    from mrcstats.io import open_log
 
     mapping = map_arg(args, cmd)
-    if len(args.log) == 1 and is_dataset(args.log[0]) and not args.fmt and not args.model_name and not mapping:
-        ds = open_dataset(args.log[0])       # lazy: per-item scores come from DuckDB SQL
+    log = open_log(args.log, format=args.fmt, mapping=mapping or None, model=model_arg(args.model_name),
+                   threshold=args.threshold)       # io decides: a dataset folder opens lazily (DuckDB)
+    if not isinstance(log, pd.DataFrame):       # lazy: per-item scores come from its row pass
         if args.condition is not None:
-            ds = ds.filter(condition=args.condition)
+            ds = log.filter(condition=args.condition)
             if len(ds) == 0:
-                shown = ", ".join(repr(c) for c in open_dataset(args.log[0]).sql(
+                shown = ", ".join(repr(c) for c in log.sql(
                     "SELECT DISTINCT condition FROM log ORDER BY 1")["condition"][:20])
                 raise InputError(f"--condition {args.condition!r} matches no row; conditions: {shown}")
-        return ds
-    log = read_log(args.log, format=args.fmt, mapping=mapping or None, model=model_arg(args.model_name),
-                   threshold=args.threshold)
+            return ds
+        return log
     for why, n in (log.attrs.get("skipped") or {}).items():
         if n:
             info(f"mrcstats {cmd}: {plural(n, 'row')} skipped while reading: {why}")

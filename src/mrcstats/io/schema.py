@@ -480,10 +480,15 @@ def apply_invalid(data: pd.DataFrame, invalid: str = "wrong", correct: str = "co
     (default, as :func:`mrcstats.stats.accuracy.summarize`, ``compare`` and the IRT) makes them not correct,
     ``"exclude"`` leaves their rows out. Returns the data and the number of invalid answers; a frame without
     ``correct`` comes back unchanged. Without this a GLMM drops them as R's ``na.omit`` and its denominator
-    differs from the accuracy tables'."""
+    differs from the accuracy tables'.
+
+    A log that is not a pandas frame comes back unchanged with 0: the pandas-free
+    :class:`~mrcstats.io.columns.Columns` is only read when no answer is missing
+    (:func:`~mrcstats.io.arrow_columns.read_table_columns`), and a lazy dataset's row pass applies the rule
+    itself (:mod:`mrcstats.models.outofcore`)."""
     if invalid not in INVALID_WORDS:
         raise InputError(f"invalid must be 'wrong' (invalid = not correct) or 'exclude', got {invalid!r}")
-    if correct not in data.columns:
+    if not isinstance(data, pd.DataFrame) or correct not in data.columns:
         return data, 0
     na = data[correct].isna()
     n = int(na.sum())
