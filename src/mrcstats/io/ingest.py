@@ -195,6 +195,17 @@ class DatasetWriter:
         self.rows += len(frame)
         return len(frame)
 
+    def next_batch(self) -> int:
+        """The number of the next batch of files (``part-<prefix><batch>-<i>.parquet``), taken."""
+        k = self._k
+        self._k += 1
+        return k
+
+    def count_file(self, model: str) -> None:
+        """Record one more file written into ``model``'s folder (by a writer other than :meth:`write`, e.g.
+        the DuckDB ingest)."""
+        self._counts[model] = self._counts.get(model, 0) + 1
+
     def check_schema(self, schema, source: str | None) -> None:
         """The first chunk's schema is the dataset's; every later chunk must have the same."""
         if self.schema is None:
@@ -831,10 +842,10 @@ def _fast_connection():
 def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) -> None:
     """Ingest a batch of fast units with DuckDB, or, when any check fails, each unit with the pandas path.
 
-    Checks (SQL aggregates per file, with the defaults of :func:`~mrcstats.io.schema.coerce_log`:
-    trial null -> 0, condition null -> "", cluster null -> item) are what the pandas path checks for
-    these types: model and item not null, trial in ``0..MAX_TRIAL``, masking rate in 0-100 (no
-    NaN/inf), integer extra columns without nulls and double ones without NaN (pandas would turn
+    Checks (SQL aggregates per file, with the defaults of :func:`~mrcstats.io.schema.coerce_log`, generated
+    from :data:`~mrcstats.io.schema.DEFAULTS`: trial null -> 0, condition null -> "", cluster null -> item)
+    are what the pandas path checks for these types: model and item not null, trial and masking rate within
+    :data:`~mrcstats.io.schema.RANGES` (a masking rate not NaN/inf either), integer extra columns without nulls and double ones without NaN (pandas would turn
     them into float / null), and one row per key within a file (``check_duplicates``: a
     ``GROUP BY hash(file, model, item, trial, condition, masking_rate)``; a hash collision only sends
     the batch to pandas; keys repeated across files are found by :meth:`DatasetWriter.close` as
@@ -869,8 +880,7 @@ def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) ->
         models_of.setdefault(f, set()).add(m)
         if fill:
             needs_fill.add(f)
-    k = w._k
-    w._k += 1
+    k = w.next_batch()
     rest = []
     for u in batch:
         if by_path:
@@ -881,11 +891,12 @@ def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) ->
         else:
             rest.append(u)
     if rest:
-        select = {
+        from mrcstats.io.schema import sql_filled
+
+        select = {   # the schema's defaults (DEFAULTS), generated
             "model": "fm.model" if by_path else "r.model", "item": "r.item",
-            "cluster": "coalesce(r.cluster, r.item)" if "cluster" in cols else "r.item",
-            "trial": "coalesce(CAST(r.trial AS BIGINT), 0)" if "trial" in cols else "CAST(0 AS BIGINT)",
-            "condition": "coalesce(r.condition, '')" if "condition" in cols else "''",
+            "cluster": sql_filled("cluster", cols), "trial": sql_filled("trial", cols, cast="BIGINT"),
+            "condition": sql_filled("condition", cols),
             "masking_rate": _fast_col(cols, "masking_rate", "CAST(NULL AS DOUBLE)"), "correct": "r.correct",
             "score": "r.score" if "score" in cols else "CAST(r.correct AS DOUBLE)",
         }
@@ -902,9 +913,9 @@ def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) ->
         folders = {m: w.folder(m).name for m in models}
         con.register("_fast_parts", pa.table({"model": list(folders), "_part": list(folders.values())}))
         src += f" JOIN _fast_parts AS fp ON {'fm' if by_path else 'r'}.model = fp.model"
-        pattern = f"part-{w.prefix}{w._k:06d}-{{i}}"   # its own number: never the name of a copied file
-        w._k += 1
-        stage = w.tmp / f".stage-{w.prefix}{w._k:06d}"
+        n = w.next_batch()
+        pattern = f"part-{w.prefix}{n:06d}-{{i}}"   # its own number: never the name of a copied file
+        stage = w.tmp / f".stage-{w.prefix}{n + 1:06d}"
         try:
             con.execute(f"COPY (SELECT {body}, fp._part AS _part FROM {src}) TO {_sql_str(str(stage))} "
                         f"(FORMAT parquet, PARTITION_BY (_part), FILENAME_PATTERN {_sql_str(pattern)}, "
@@ -917,7 +928,7 @@ def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) ->
             shutil.rmtree(stage, ignore_errors=True)
     for u in batch:
         for m in models_of.get(u.file, ()):
-            w._counts[m] = w._counts.get(m, 0) + 1
+            w.count_file(m)
     w.rows += sum(u.rows for u in batch)
 
 
@@ -945,20 +956,16 @@ def _fast_col(cols: Sequence[str], c: str, default: str) -> str:
 def _fast_checks(con, batch: list[_FastUnit]) -> tuple[bool, list[tuple]]:
     """The SQL checks of :func:`_write_fast`: (all passed, per (file, model): n, null keys, bad values,
     rows with a default filled in)."""
-    from mrcstats.io.schema import MAX_TRIAL
+    from mrcstats.io.schema import DEFAULTS, RANGES, sql_filled, sql_out_of_range
 
     cols, extra = batch[0].columns, batch[0].extra
     by_path = batch[0].model is not None
-    bad = []
-    if "trial" in cols:
-        bad.append(f"r.trial < 0 OR r.trial > {MAX_TRIAL}")
-    if "masking_rate" in cols:
-        bad.append("isnan(r.masking_rate) OR isinf(r.masking_rate) OR r.masking_rate < 0 OR r.masking_rate > 100")
+    bad = [sql_out_of_range(c) for c in RANGES if c in cols]     # the schema's ranges, generated
     if "score" in cols:
         bad.append("isnan(r.score) OR isinf(r.score)")
     bad += [f"r.{_qi(c)} IS NULL" if t in _FAST_INT_TYPES else f"isnan(r.{_qi(c)})"
             for c, t in extra.items() if t not in ("string", "bool")]
-    filled = " OR ".join(f"r.{c} IS NULL" for c in ("cluster", "trial", "condition") if c in cols) or "false"
+    filled = " OR ".join(f"r.{c} IS NULL" for c in DEFAULTS if c in cols) or "false"
     null_key = "r.item IS NULL" if by_path else "r.model IS NULL OR r.item IS NULL"
     checks = con.execute(
         f"SELECT r.filename, {'NULL' if by_path else 'r.model'} AS model, count(*) AS n, "
@@ -968,8 +975,7 @@ def _fast_checks(con, batch: list[_FastUnit]) -> tuple[bool, list[tuple]]:
     if sum(r[2] for r in checks) != sum(u.rows for u in batch) or any(r[3] or r[4] for r in checks):
         return False, checks
     key = ", ".join(["r.filename", *([] if by_path else ["r.model"]), "r.item",
-                     "coalesce(r.trial, 0)" if "trial" in cols else "0",
-                     "coalesce(r.condition, '')" if "condition" in cols else "''",
+                     sql_filled("trial", cols), sql_filled("condition", cols),
                      "r.masking_rate + 0.0" if "masking_rate" in cols else "NULL"])   # -0.0 + 0.0 = 0.0
     dup = con.execute(f"SELECT count(*) FROM (SELECT hash({key}) AS h FROM {_fast_source(batch)} GROUP BY h "
                       f"HAVING count(*) > 1)").fetchall()[0][0]

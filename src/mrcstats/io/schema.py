@@ -40,7 +40,8 @@ not 0/1); :func:`require_binary` is the one check of the analyses that need a 0/
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,65 @@ from mrcstats.io.fields import (  # noqa: F401  (the schema's names, in their pa
 )
 
 STRING_DTYPE = pd.StringDtype()
+
+# ----------------------------------------------------------------- defaults and ranges, as data
+
+#: the largest trial index: every integer up to it is exact as a float too (2**53 - 1)
+MAX_TRIAL = 2**53 - 1
+
+
+@dataclass(frozen=True)
+class Default:
+    """What an empty cell (or a missing column) of an optional key column becomes: the row's value of another
+    column (``column``) or a constant (``value``)."""
+
+    column: str | None = None
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class Range:
+    """The inclusive range ``low..high`` of a numeric column (``integer``: whole numbers; else a float that
+    must be finite)."""
+
+    low: float
+    high: float
+    integer: bool = False
+
+
+#: the canonical log's defaults, ONCE: :func:`coerce_log` (pandas) fills them and the DuckDB ingest of
+#: :mod:`mrcstats.io.ingest` generates its SQL from them (:func:`sql_filled`)
+DEFAULTS: dict[str, Default] = {"cluster": Default(column="item"), "trial": Default(value=0),
+                                "condition": Default(value="")}
+#: the canonical log's value ranges, ONCE: the pandas checks (:func:`coerce_masking_rate`, the trial's) and
+#: the ingest SQL (:func:`sql_out_of_range`)
+RANGES: dict[str, Range] = {"trial": Range(0, MAX_TRIAL, integer=True), "masking_rate": Range(0, 100)}
+
+
+def _sql_literal(value: Any) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return repr(value)
+
+
+def sql_filled(column: str, present: Collection[str], alias: str = "r", cast: str | None = None) -> str:
+    """The SQL expression of ``column`` with its :data:`DEFAULTS` filled in, over the table ``alias`` whose
+    columns are ``present``: ``coalesce(r.trial, 0)``, ``coalesce(r.cluster, r.item)``, or the default alone
+    when the column is absent; ``cast`` (e.g. ``BIGINT``) casts the column (and a constant default)."""
+    d = DEFAULTS[column]
+    dflt = f"{alias}.{d.column}" if d.column is not None else _sql_literal(d.value)
+    if column not in present:
+        return dflt if cast is None or d.column is not None else f"CAST({dflt} AS {cast})"
+    ref = f"{alias}.{column}" if cast is None else f"CAST({alias}.{column} AS {cast})"
+    return f"coalesce({ref}, {dflt})"
+
+
+def sql_out_of_range(column: str, alias: str = "r") -> str:
+    """The SQL condition true for a value of ``column`` outside its :data:`RANGES` (a float: also NaN/inf)."""
+    r, ref = RANGES[column], f"{alias}.{column}"
+    bounds = f"{ref} < {r.low:g} OR {ref} > {r.high:g}" if not r.integer else f"{ref} < {r.low} OR {ref} > {r.high}"
+    return bounds if r.integer else f"isnan({ref}) OR isinf({ref}) OR {bounds}"
+
 
 _TRUE = ("true", "t", "1", "1.0", "yes", "y", "correct", "right")
 _FALSE = ("false", "f", "0", "0.0", "no", "n", "incorrect", "wrong")
@@ -283,12 +343,15 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
         if nul.any():
             pos = int(np.flatnonzero(nul)[0])
             raise SchemaError(f"{_where(source, pos, col)}{col} is missing; every row needs a {col}")
-    out["cluster"] = _to_string(out["cluster"], source=source).fillna(out["item"]) if "cluster" in out else out["item"].copy()
+    cl = DEFAULTS["cluster"].column      # the defaults and ranges: DEFAULTS / RANGES (the ingest SQL's too)
+    out["cluster"] = _to_string(out["cluster"], source=source).fillna(out[cl]) if "cluster" in out else out[cl].copy()
+    cond = DEFAULTS["condition"].value
     if "condition" in out:
-        out["condition"] = _to_string(out["condition"], source=source).fillna("")
+        out["condition"] = _to_string(out["condition"], source=source).fillna(cond)
     else:
-        out["condition"] = pd.Series(_const_string("", n), index=out.index)
-    out["trial"] = _coerce_trial(out["trial"], source) if "trial" in out else np.zeros(n, dtype="int64")
+        out["condition"] = pd.Series(_const_string(cond, n), index=out.index)
+    out["trial"] = (_coerce_trial(out["trial"], source) if "trial" in out
+                    else np.full(n, DEFAULTS["trial"].value, dtype="int64"))
     if "masking_rate" in out:
         out["masking_rate"] = coerce_masking_rate(out["masking_rate"], source)
     else:
@@ -515,10 +578,6 @@ def require_binary(log: Any, where: str, correct: str = "correct") -> None:
                           f"summary / compare / power, which analyse the mean score")
 
 
-#: the largest trial index: every integer up to it is exact as a float too (2**53 - 1)
-MAX_TRIAL = 2**53 - 1
-
-
 def coerce_masking_rate(mr: pd.Series, source: str | None = None) -> pd.Series:
     """Masking rates as ``Float64`` percents in 0..100 (``"35%"`` and ``"35"`` read as 35; empty = null)."""
     if not pd.api.types.is_numeric_dtype(mr.dtype) or isinstance(mr.dtype, pd.BooleanDtype):
@@ -533,11 +592,13 @@ def coerce_masking_rate(mr: pd.Series, source: str | None = None) -> pd.Series:
         mr = num
     out = pd.Series(mr, copy=False).astype("Float64")
     vals = out.to_numpy(dtype=float, na_value=np.nan)
+    rng = RANGES["masking_rate"]
     with np.errstate(invalid="ignore"):
-        bad = (vals < 0) | (vals > 100) | np.isinf(vals)
+        bad = (vals < rng.low) | (vals > rng.high) | np.isinf(vals)
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
-        raise SchemaError(f"{_where(source, pos, 'masking_rate')}masking rate {vals[pos]:g} is outside 0-100 "
+        raise SchemaError(f"{_where(source, pos, 'masking_rate')}masking rate {vals[pos]:g} is outside "
+                          f"{rng.low:g}-{rng.high:g} "
                           f"(it is a percent: write 35 for 35%)")
     return out
 
@@ -593,19 +654,20 @@ def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:
     would wrap to -9223372036854775808).
     """
     fix = "trial is a 0-based repetition index (a whole number 0, 1, 2, ...)"
+    rng, empty = RANGES["trial"], DEFAULTS["trial"].value
     if isinstance(s.dtype, pd.CategoricalDtype):  # its values, as any other column of them
         s = s.astype(object)
     if pd.api.types.is_integer_dtype(s.dtype) and not s.isna().any():
         arr = s.to_numpy(dtype="int64") if not pd.api.types.is_unsigned_integer_dtype(s.dtype) else None
         if arr is None:  # uint64 may exceed int64
             u = s.to_numpy(dtype="uint64")
-            bad = u > MAX_TRIAL
+            bad = u > rng.high
         else:
-            bad = (arr < 0) | (arr > MAX_TRIAL)
+            bad = (arr < rng.low) | (arr > rng.high)
         if bad.any():
             pos = int(np.flatnonzero(bad)[0])
             raise SchemaError(f"{_where(source, pos, 'trial')}trial {show_value(s.iloc[pos])} is out of range "
-                              f"0..{MAX_TRIAL}; {fix}")
+                              f"{rng.low}..{rng.high}; {fix}")
         return s.to_numpy(dtype="int64")
     if s.dtype == object or isinstance(s.dtype, pd.StringDtype):
         text = s.astype("string").str.strip()
@@ -618,10 +680,10 @@ def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:
         missing = s.isna()
     vals = pd.Series(num).astype("Float64").to_numpy(dtype=float, na_value=np.nan)
     miss = np.asarray(missing, dtype=bool)
-    filled = np.where(np.isnan(vals) & miss, 0.0, vals)
+    filled = np.where(np.isnan(vals) & miss, float(empty), vals)
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(filled) | (filled != np.round(filled))
-        out_of_range = ~bad & ((filled < 0) | (filled > MAX_TRIAL))
+        out_of_range = ~bad & ((filled < rng.low) | (filled > rng.high))
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
         raise SchemaError(f"{_where(source, pos, 'trial')}trial must be an integer, got {show_value(s.iloc[pos])}; "
@@ -629,7 +691,7 @@ def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:
     if out_of_range.any():
         pos = int(np.flatnonzero(out_of_range)[0])
         raise SchemaError(f"{_where(source, pos, 'trial')}trial {show_value(s.iloc[pos])} is out of range "
-                          f"0..{MAX_TRIAL}; {fix}")
+                          f"{rng.low}..{rng.high}; {fix}")
     return filled.astype("int64")
 
 
