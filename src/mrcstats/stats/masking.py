@@ -242,13 +242,22 @@ class MaskingAccuracy(Result):
                       else f"[{r.ci_low:.4f},{r.ci_high:.4f}]")
                 lines.append(f"  {r.masking_rate:5g} {r.n_trials:6d}  {r.acc:.4f}  "
                              f"{_fmt(r.sd)}  {ci}  {_fmt(r.acc_valid)}  {r.invalid:.4f}")
-        if notes:
-            lines.extend(f"note: {n}" for n in self.notes)
-        return "\n".join(lines)
+        return summary_text(lines, self.notes if notes else ())
+
+
+def fmt_or_na(x: Any, spec: str = ".4f", na: str = "   NA ", scale: float = 1.0, suffix: str = "") -> str:
+    """A cell of the masking tables: ``scale * x`` formatted with ``spec`` and ``suffix``, ``na`` when missing
+    (None, NaN, <NA>)."""
+    return na if x is None or pd.isna(x) else f"{scale * x:{spec}}{suffix}"
+
+
+def summary_text(lines: list[str], notes: Any = ()) -> str:
+    """The text of a masking summary: its lines, then one ``note:`` line per note."""
+    return "\n".join([*lines, *(f"note: {n}" for n in notes)])
 
 
 def _fmt(x: float) -> str:
-    return "   NA " if x is None or pd.isna(x) else f"{x:.4f}"
+    return fmt_or_na(x)
 
 
 def masking_accuracy(log: Any, *, level: float = 0.95, cluster: str | None = "cluster") -> MaskingAccuracy:
@@ -362,9 +371,7 @@ class MaskingIndicators(Result):
                          f"{_fmt(r.na):>8} {_fmt(r.ea):>8} {_fmt(r.ki):>8}")
         if not self.has_baseline:
             lines.append("EA and KI need a baseline log (--baseline), e.g. UQA in the seed.")
-        if notes:
-            lines.extend(f"note: {n}" for n in self.notes)
-        return "\n".join(lines)
+        return summary_text(lines, self.notes if notes else ())
 
 
 def _acc0_for(acc0: float | Mapping[str, float] | None, g: pd.DataFrame, model: str,
