@@ -183,7 +183,8 @@ def test_no_isinstance_of_the_log_kind_outside_io_and_backends():
             continue
         if n := _kind_tests(p):
             found[rel] = n
-    assert found == KIND_TESTS_LEFT, found
+    over = {f: n for f, n in found.items() if n > KIND_TESTS_LEFT.get(f, 0)}
+    assert not over, f"a test of the log's kind outside io/backends (route it through the row passes): {over}"
 
 
 def test_the_kind_check_sees_one(tmp_path):
