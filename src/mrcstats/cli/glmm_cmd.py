@@ -86,7 +86,7 @@ def _glmer(args: argparse.Namespace) -> int:
     # io decides: a dataset folder lazily (one DuckDB/Dask pass collapses it), one plain table without pandas, or
     # a frame
     data = read_data_args(args, "glmer", columns=_columns_used(args), lazy=True)
-    from mrcstats.io.schema import apply_invalid, invalid_sentence
+    from mrcstats.io.invalid import apply_invalid, invalid_sentence
 
     data, n_invalid = apply_invalid(data, args.invalid)
     invalid_note = f"{invalid_sentence(n_invalid, args.invalid)} (--invalid {args.invalid})" if n_invalid else ""
