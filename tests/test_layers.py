@@ -62,3 +62,133 @@ def test_models_reach_rows_through_backends():
     """The out-of-core fit reads rows only through a backend: no SQL or Dask code in models."""
     models = _imports("models")
     assert not [x for x in models if x[1].startswith(("mrcstats.backends.sql", "dask", "duckdb", "distributed"))]
+
+
+# no import circle among the io modules (issue 37)
+
+
+def _module_name(p: Path) -> str:
+    parts = list(p.relative_to(SRC.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph(package: str) -> dict[str, set[str]]:
+    """``module -> modules of ``package`` it imports``, read from the source (no import runs): every ``import`` and
+    ``from ... import`` anywhere in the file -- at module level, inside functions, under ``TYPE_CHECKING`` --
+    counts, because a function-level import is a circle deferred to run time, not removed; relative imports are
+    resolved. ``from pkg import name`` counts ``pkg.name`` when that is a module, else ``pkg`` itself. Not counted:
+    the parent package's ``__init__`` that Python runs before any submodule (every module would then sit in a
+    circle with it; the package ``__init__`` files are checked as modules like the others)."""
+    files = {_module_name(p): p for p in (SRC / package).rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for mod, p in files.items():
+        here = mod if p.name == "__init__.py" else mod.rsplit(".", 1)[0]
+        deps: set[str] = set()
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.ImportFrom):
+                if n.level:
+                    base = here.split(".")[: len(here.split(".")) - n.level + 1]
+                    target = ".".join([*base, *([n.module] if n.module else [])])
+                else:
+                    target = n.module or ""
+                for a in n.names:
+                    deps.add(f"{target}.{a.name}" if f"{target}.{a.name}" in files else target)
+            elif isinstance(n, ast.Import):
+                deps.update(a.name for a in n.names)
+        graph[mod] = {d for d in deps if d in files and d != mod}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_io_modules_import_no_circle():
+    """No import circle among the io modules, function-level imports included: the readers sit below the format
+    registry (which imports them lazily to read a file) and the registry below detection and the openers."""
+    graph = _import_graph("io")
+    assert len(graph) > 20 and "mrcstats.io.source" in graph["mrcstats.io.helm"]
+    assert not _cycles(graph), _cycles(graph)
+
+
+def test_the_cycle_check_sees_a_circle():
+    """The check itself: a two-module circle through a function-level import is found."""
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# the kind of log (an in-memory frame, the pandas-free Columns, a dataset folder) is decided in io / backends
+
+
+#: the classes of the log's kinds: a statistic or model that tests for one decides what io / backends decide
+LOG_KINDS = ("LogDataset", "Columns")
+#: sites not yet routed through the row passes, each to be removed, never added to (issue 37): the pandas-free
+#: GLMM path in models (Columns or a pandas frame, to be one protocol) and stats/variance.py (another change
+#: in flight when this test came in: its dataset branch becomes ``dataset_pass(log).to_frame()``)
+KIND_TESTS_LEFT = {"models/design.py": 1, "models/native.py": 2, "models/fit.py": 5, "stats/variance.py": 1}
+
+
+def _kind_tests(p: Path) -> int:
+    """``isinstance(x, LogDataset | Columns | (.., Columns))`` and ``type(x).__name__ == "LogDataset"`` in a file."""
+    n = 0
+    for node in ast.walk(ast.parse(p.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance" \
+                and len(node.args) == 2:
+            names = {x.id if isinstance(x, ast.Name) else x.attr for x in ast.walk(node.args[1])
+                     if isinstance(x, (ast.Name, ast.Attribute))}
+            n += bool(names & set(LOG_KINDS))
+        elif isinstance(node, ast.Compare) and any(isinstance(c, ast.Constant) and c.value in LOG_KINDS
+                                                   for c in node.comparators):
+            n += 1
+    return n
+
+
+def test_no_isinstance_of_the_log_kind_outside_io_and_backends():
+    """Statistics and models take what io opens through the backends' row passes
+    (:func:`mrcstats.backends.dataset_pass`, :func:`mrcstats.backends.pass_backend`): no test of the log's kind."""
+    found = {}
+    for p in SRC.rglob("*.py"):
+        rel = str(p.relative_to(SRC))
+        if rel.startswith(("io/", "backends/")):
+            continue
+        if n := _kind_tests(p):
+            found[rel] = n
+    over = {f: n for f, n in found.items() if n > KIND_TESTS_LEFT.get(f, 0)}
+    assert not over, f"a test of the log's kind outside io/backends (route it through the row passes): {over}"
+
+
+def test_the_kind_check_sees_one(tmp_path):
+    p = tmp_path / "x.py"
+    p.write_text("def f(log):\n    if isinstance(log, (pd.DataFrame, io.LogDataset)):\n        pass\n"
+                 "    return type(log).__name__ == 'Columns'\n")
+    assert _kind_tests(p) == 2

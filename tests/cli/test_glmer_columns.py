@@ -14,6 +14,7 @@ import pytest
 
 from mrcstats.io.arrow_columns import read_table_columns
 from mrcstats.io.columns import Columns
+from mrcstats.io.detect import detect_format
 from mrcstats.io.source import load_source
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -39,6 +40,11 @@ def _table(path: Path, *, correct=lambda i, r: str(int(r.random() < 0.45)), sep=
     return path
 
 
+def _detected(path):
+    src = load_source(path)
+    return src, detect_format(src)
+
+
 FORMULA = "correct ~ x * f + flag + (1 | item) + (1 | model)"
 
 
@@ -49,7 +55,7 @@ def test_columns_path_equals_the_pandas_path(tmp_path, kind):
                   missing_x=(3, 50, 51) if kind == "na" else (),
                   correct=(lambda i, r: "yes" if r.random() < 0.45 else "no") if kind == "words"
                   else (lambda i, r: str(int(r.random() < 0.45))))
-    cols = read_table_columns(load_source(path), ["correct", "x", "f", "flag", "item", "model"])
+    cols = read_table_columns(*_detected(path), ["correct", "x", "f", "flag", "item", "model"])
     assert (cols is None) == (kind == "words")      # words in correct: read_data's coerce_correct reads them
     if cols is not None:
         assert isinstance(cols, Columns) and cols["item"].levels[0] == "0000"     # ids keep leading zeros
@@ -66,7 +72,7 @@ def test_missing_answers_go_through_the_invalid_rule(tmp_path):
     """An empty ``correct`` is an invalid answer (--invalid wrong/exclude): the pandas-free reader leaves such a
     table to read_data, so the rule and its note are the same."""
     path = _table(tmp_path / "t.csv", correct=lambda i, r: "" if i % 50 == 0 else str(int(r.random() < 0.45)))
-    assert read_table_columns(load_source(path), ["correct"]) is None
+    assert read_table_columns(*_detected(path), ["correct"]) is None
     for invalid in ("wrong", "exclude"):
         out, err = _run("glmer", str(path), "--formula", FORMULA, "--json", "--invalid", invalid)
         assert "12 invalid answers" in err, err
@@ -90,7 +96,7 @@ def test_parquet_columns_path_equals_the_pandas_path(tmp_path, how):
         if how == "categorical":
             df["f"] = pd.Categorical(df["f"], categories=["mid", "lo", "hi"])    # not sorted: kept as given
         df.to_parquet(pq_path)
-    cols = read_table_columns(load_source(pq_path), ["correct", "x", "f", "flag", "item", "model"])
+    cols = read_table_columns(*_detected(pq_path), ["correct", "x", "f", "flag", "item", "model"])
     assert cols is not None
     if how == "categorical":
         assert cols["f"].kind == "category" and cols["f"].levels == ("mid", "lo", "hi")

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from mrcstats.errors import InputError
 from mrcstats.io import arrow_columns, tabular
-from mrcstats.io.detect import header_columns
+from mrcstats.io.formats.content import header_columns
 from mrcstats.io.source import Source
 
 CELLS = ["0", "1", "-1", "+1", "007", " 1", "1 ", "2.5", "1e5", "1.0", "-0", "0.1", "3.14159265358979323846",

@@ -9,11 +9,14 @@ from __future__ import annotations
 from mrcstats.backends.passes import (
     BACKENDS,
     DaskPass,
+    DatasetPass,
     DuckDBPass,
     MemoryPass,
     RowPass,
     dask_client,
+    dataset_pass,
     pass_backend,
 )
 
-__all__ = ["BACKENDS", "DaskPass", "DuckDBPass", "MemoryPass", "RowPass", "dask_client", "pass_backend"]
+__all__ = ["BACKENDS", "DaskPass", "DatasetPass", "DuckDBPass", "MemoryPass", "RowPass", "dask_client",
+           "dataset_pass", "pass_backend"]

@@ -9,6 +9,11 @@ protocol; the counts are integers, so every backend gives the same tables exactl
 Layer: io (datasets) -> backends -> models (GLMM collapse, :mod:`mrcstats.models.outofcore`) and
 stats (accuracy of a dataset, :mod:`mrcstats.stats.accuracy`). Nothing here knows a model: the
 crossed count grid is built by the caller's ``make_grid`` (its level order is the model's).
+
+Which kind of log came in is decided here, once: :func:`dataset_pass` gives the statistics the DuckDB
+pass of a log dataset (None for an in-memory log), and a :class:`DuckDBPass` also answers the log-level
+sufficient statistics of :mod:`mrcstats.backends.sql` (:class:`DatasetPass`), so no statistic tests the
+log's kind or writes SQL.
 """
 from __future__ import annotations
 
@@ -18,7 +23,16 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
-from mrcstats.backends.sql import canonical_dtypes, check_columns, group_counts, q
+from mrcstats.backends.sql import (
+    canonical_dtypes,
+    check_columns,
+    cluster_model_counts,
+    group_counts,
+    pair_counts,
+    per_item_scores,
+    q,
+    summary_moments,
+)
 from mrcstats.errors import InputError
 
 BACKENDS = ("memory", "duckdb", "dask")
@@ -49,6 +63,57 @@ class RowPass(Protocol):
                     make_grid: Callable[[list[np.ndarray]], Any]) -> tuple[Any, dict[str, int]]: ...
 
     def group_counts(self, cols: Sequence[str], response: str = "correct") -> pd.DataFrame: ...
+
+    def check_columns(self, cols: Sequence[str], what: str = "group by") -> None: ...
+
+    def typed(self, frame: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame: ...
+
+
+@runtime_checkable
+class DatasetPass(RowPass, Protocol):
+    """A row pass over a log dataset (:class:`DuckDBPass`): besides :class:`RowPass`, the log-level
+    sufficient statistics of :mod:`mrcstats.backends.sql`, each a small frame the statistic finishes in
+    Python (see that module), and the way back to memory (``to_frame``) for what only pandas computes.
+
+    * ``path``: the dataset folder (for messages); ``graded()``: the log holds graded scores
+      (:func:`mrcstats.io.dataset.dataset_graded`); ``to_frame()``: the whole log in memory;
+    * ``summary_moments(by, cluster)``, ``per_item_scores(cluster)``, ``cluster_model_counts(...)``,
+      ``pair_counts(rows, cols)``: :mod:`mrcstats.backends.sql`'s functions of the same names;
+    * ``select(cols)``: those columns of every row (a frame; for a statistic that needs the rows).
+    """
+
+    path: Any
+
+    def graded(self) -> bool: ...
+
+    def to_frame(self) -> pd.DataFrame: ...
+
+    def summary_moments(self, by: Sequence[str], cluster: str = "cluster") -> pd.DataFrame: ...
+
+    def per_item_scores(self, cluster: str = "cluster") -> pd.DataFrame: ...
+
+    def cluster_model_counts(self, cluster: str = "cluster", model: str = "model", correct: str = "correct",
+                             item: str | None = "item") -> tuple[pd.DataFrame, pd.DataFrame | None]: ...
+
+    def pair_counts(self, rows: str, cols: str) -> tuple[pd.DataFrame, int]: ...
+
+    def select(self, cols: Sequence[str]) -> pd.DataFrame: ...
+
+
+def dataset_pass(log: Any) -> DatasetPass | None:
+    """The DuckDB row pass of ``log`` when it is a log dataset (a folder larger than memory,
+    :class:`~mrcstats.io.dataset.LogDataset`), None for anything else (an in-memory log, which the caller
+    computes on in pandas). The one place a statistic learns which kind of log it was given."""
+    from mrcstats.io.dataset import LogDataset
+
+    return DuckDBPass(log) if isinstance(log, LogDataset) else None
+
+
+def _frame_columns_check(frame: Any, cols: Sequence[str], what: str) -> None:
+    have = [str(c) for c in frame.columns]
+    for c in cols:
+        if c not in have:
+            raise InputError(f"no column {c!r} in the log to {what}; columns: {', '.join(have)}")
 
 
 class MemoryPass:
@@ -82,6 +147,14 @@ class MemoryPass:
         out = out.groupby(cols, sort=True, dropna=False, observed=True)[["n", "k", "inv"]].sum().reset_index()
         return out.astype({"n": "int64", "k": "int64", "inv": "int64"})
 
+    def check_columns(self, cols: Sequence[str], what: str = "group by") -> None:
+        """InputError naming the first of ``cols`` the log lacks."""
+        _frame_columns_check(self.frame, cols, what)
+
+    def typed(self, frame: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
+        """``frame``'s key columns ``cols`` in the log's dtypes."""
+        return frame.astype({c: self.frame[c].dtype for c in cols})
+
 
 class DuckDBPass:
     """The collapse pass as DuckDB SQL over a Parquet log dataset (streamed, spills past its memory limit)."""
@@ -93,6 +166,40 @@ class DuckDBPass:
 
     def columns(self) -> list[str]:
         return self.ds.columns
+
+    @property
+    def path(self) -> Any:
+        return self.ds.path
+
+    def graded(self) -> bool:
+        from mrcstats.io.dataset import dataset_graded
+
+        return dataset_graded(self.ds)
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.ds.to_log()
+
+    def check_columns(self, cols: Sequence[str], what: str = "group by") -> None:
+        check_columns(self.ds, cols, what)
+
+    def typed(self, frame: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
+        return canonical_dtypes(frame, cols, self.ds)
+
+    def summary_moments(self, by: Sequence[str], cluster: str = "cluster") -> pd.DataFrame:
+        return summary_moments(self.ds, by, cluster)
+
+    def per_item_scores(self, cluster: str = "cluster") -> pd.DataFrame:
+        return per_item_scores(self.ds, cluster)
+
+    def cluster_model_counts(self, cluster: str = "cluster", model: str = "model", correct: str = "correct",
+                             item: str | None = "item") -> tuple[pd.DataFrame, pd.DataFrame | None]:
+        return cluster_model_counts(self.ds, cluster, model, correct, item)
+
+    def pair_counts(self, rows: str, cols: str) -> tuple[pd.DataFrame, int]:
+        return pair_counts(self.ds, rows, cols)
+
+    def select(self, cols: Sequence[str]) -> pd.DataFrame:
+        return self.ds.sql("SELECT " + ", ".join(q(c) for c in cols) + " FROM log")
 
     def cell_counts(self, cols: Sequence[str], response: str) -> tuple[pd.DataFrame, dict[str, int]]:
 
@@ -162,12 +269,28 @@ class DaskPass:
 
     name = "dask"
 
-    def __init__(self, ddf: Any, client: Any = None):
+    def __init__(self, ddf: Any, client: Any = None, source: Any = None):
         self.ddf = ddf
         self.client = client
+        self.source = source    # what ddf was made from (a LogDataset, a pandas frame), for checks and dtypes
 
     def columns(self) -> list[str]:
         return [str(c) for c in self.ddf.columns]
+
+    def check_columns(self, cols: Sequence[str], what: str = "group by") -> None:
+        """InputError naming the first of ``cols`` the source log lacks (a dask frame given as is: unchecked)."""
+        if isinstance(self.source, pd.DataFrame):
+            _frame_columns_check(self.source, cols, what)
+        elif self.source is not None:
+            check_columns(self.source, cols, what)
+
+    def typed(self, frame: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
+        """``frame``'s key columns in the source log's dtypes (a dask frame given as is: unchanged)."""
+        if isinstance(self.source, pd.DataFrame):
+            return frame.astype({c: self.source[c].dtype for c in cols})
+        if self.source is not None:
+            return canonical_dtypes(frame, cols, self.source)
+        return frame
 
     def cell_counts(self, cols: Sequence[str], response: str) -> tuple[pd.DataFrame, dict[str, int]]:
         cols = list(cols)
@@ -318,14 +441,12 @@ def pass_backend(data: Any, backend: str | None = None, scheduler: str | Any | N
         return DuckDBPass(data)
     client = dask_client(scheduler)
     if isinstance(data, LogDataset):
-        ddf = data.to_dask()
-    elif isinstance(data, pd.DataFrame):
+        return DaskPass(data.to_dask(), client, data)
+    if isinstance(data, pd.DataFrame):
         import dask.dataframe as dd
 
-        ddf = dd.from_pandas(data, npartitions=max(1, min(64, len(data) // 250_000 + 1)))
-    else:
-        ddf = data
-    return DaskPass(ddf, client)
+        return DaskPass(dd.from_pandas(data, npartitions=max(1, min(64, len(data) // 250_000 + 1))), client, data)
+    return DaskPass(data, client)
 
 
 def dask_client(scheduler: str | Any | None):

@@ -242,15 +242,17 @@ def model_arg(values: list[str] | str | None) -> str | dict[str, str] | None:
     return named
 
 
-def read_log_args(args: argparse.Namespace, paths: Any, cmd: str, what: str = "", report: bool = True):
+def read_log_args(args: argparse.Namespace, paths: Any, cmd: str, what: str = "", report: bool = True,
+                  lazy: bool = False):
     """Read a log the way ``ingest`` does (``--format``, ``--map``, ``--model``, ``--on-duplicate``) through
-    :func:`mrcstats.io.read_log`, and report every skipped row on stderr."""
-    from mrcstats.io import read_log
+    :func:`mrcstats.io.open_log` (``lazy``: a single dataset folder is opened lazily, as it decides), and
+    report every skipped row on stderr."""
+    from mrcstats.io import open_log
 
     mapping = map_arg(args, cmd)
-    log = read_log(paths, format=getattr(args, "fmt", None), mapping=mapping or None,
-                   model=model_arg(getattr(args, "model", None)),
-                   on_duplicate=getattr(args, "on_duplicate", "error"), threshold=getattr(args, "threshold", None))
+    log = open_log(paths, format=getattr(args, "fmt", None), mapping=mapping or None,
+                   model=model_arg(getattr(args, "model", None)), on_duplicate=getattr(args, "on_duplicate", "error"),
+                   threshold=getattr(args, "threshold", None), lazy=lazy)
     if report:
         report_skipped(log, cmd, what)
     return log
@@ -270,14 +272,16 @@ def parse_model_args(args: argparse.Namespace, kind: str) -> tuple[dict[str, str
     return contrasts, levels
 
 
-def read_data_args(args: argparse.Namespace, who: str, loaded: Any = ()) -> Any:
+def read_data_args(args: argparse.Namespace, who: str, columns: Any = None, lazy: bool = False) -> Any:
     """The data table of a model command (``glmer``, ``lmer``): ``args.data`` read with the shared log
-    options (``--format``, ``--map``, ``--model``, ``--on-duplicate``), skipped rows reported for ``who``
-    (``loaded``: files already read, see :func:`mrcstats.io.reader.read_data`)."""
-    from mrcstats.io import read_data
+    options (``--format``, ``--map``, ``--model``, ``--on-duplicate``) through :func:`mrcstats.io.open_log`
+    (``table=True``; ``columns``: the columns used when no pandas frame is needed; ``lazy``: a dataset folder
+    opened lazily), skipped rows reported for ``who``."""
+    from mrcstats.io import open_log
 
-    data = read_data(args.data, format=args.fmt, mapping=parse_kv(args.map, "--map") or None,
-                     model=model_arg(args.model), on_duplicate=args.on_duplicate, loaded=loaded)
+    data = open_log(args.data, format=args.fmt, mapping=parse_kv(args.map, "--map") or None,
+                    model=model_arg(args.model), on_duplicate=args.on_duplicate, table=True, columns=columns,
+                    lazy=lazy)
     report_skipped(data, who)
     return data
 

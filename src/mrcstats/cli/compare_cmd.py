@@ -149,21 +149,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _load(args: argparse.Namespace, cmd: str):
+    import pandas as pd
+
     from mrcstats.errors import InputError
-    from mrcstats.io import read_log
-    from mrcstats.io.dataset import is_dataset, open_dataset
+    from mrcstats.io import open_log
 
     mapping = map_arg(args, cmd)
-    if len(args.log) == 1 and is_dataset(args.log[0]) and not args.fmt and not args.model_name and not mapping \
-            and getattr(args, "runs", None) is None:
-        ds = open_dataset(args.log[0])       # lazy: per-item scores come from DuckDB SQL
-        if args.condition is not None:
-            ds = ds.filter(condition=args.condition)
-            if len(ds) == 0:
-                shown = ", ".join(repr(c) for c in open_dataset(args.log[0]).sql(
-                    "SELECT DISTINCT condition FROM log ORDER BY 1")["condition"][:20])
-                raise InputError(f"--condition {args.condition!r} matches no row; conditions: {shown}")
-        return ds
     if getattr(args, "runs", None) is not None:
         if args.model_name:
             raise InputError("--runs names each run's rows after the run: --model does not apply (give run names "
@@ -173,8 +164,17 @@ def _load(args: argparse.Namespace, cmd: str):
         log = read_runs(args.log, names=parse_list(args.runs, "--runs") if args.runs else None, format=args.fmt,
                         mapping=mapping or None, threshold=args.threshold)
     else:
-        log = read_log(args.log, format=args.fmt, mapping=mapping or None, model=model_arg(args.model_name),
-                       threshold=args.threshold)
+        log = open_log(args.log, format=args.fmt, mapping=mapping or None, model=model_arg(args.model_name),
+                       threshold=args.threshold)       # io decides: a dataset folder opens lazily (DuckDB)
+    if not isinstance(log, pd.DataFrame):       # lazy: per-item scores come from its row pass
+        if args.condition is not None:
+            ds = log.filter(condition=args.condition)
+            if len(ds) == 0:
+                shown = ", ".join(repr(c) for c in log.sql(
+                    "SELECT DISTINCT condition FROM log ORDER BY 1")["condition"][:20])
+                raise InputError(f"--condition {args.condition!r} matches no row; conditions: {shown}")
+            return ds
+        return log
     for why, n in (log.attrs.get("skipped") or {}).items():
         if n:
             info(f"mrcstats {cmd}: {plural(n, 'row')} skipped while reading: {why}")

@@ -15,7 +15,6 @@ from mrcstats.cli._common import (
     output,
     parse_model_args,
     read_data_args,
-    report_skipped,
 )
 
 
@@ -85,24 +84,15 @@ def _glmer(args: argparse.Namespace) -> int:
     from mrcstats.models import glmer
 
     contrasts, levels = parse_model_args(args, args.family)     # what the family cannot do is refused here
-    from mrcstats.io.dataset import is_dataset, open_dataset
-
     if args.scheduler and args.engine != "dask":
         raise InputError("--scheduler goes with --engine dask")
-    invalid_note = ""
-    if len(args.data) == 1 and is_dataset(args.data[0]) and not args.fmt and not args.map and not args.model:
-        data = open_dataset(args.data[0])       # lazy: one DuckDB/Dask pass collapses it (models.outofcore)
-    else:
-        data, loaded = _columns(args)
-        if data is not None:
-            report_skipped(data, "glmer")
-        else:
-            data = read_data_args(args, "glmer", loaded=loaded)
-            from mrcstats.io.schema import apply_invalid, invalid_sentence
+    # io decides: a dataset folder lazily (one DuckDB/Dask pass collapses it), one plain table without pandas, or
+    # a frame
+    data = read_data_args(args, "glmer", columns=_columns_used(args), lazy=True)
+    from mrcstats.io.invalid import apply_invalid, invalid_sentence
 
-            data, n_invalid = apply_invalid(data, args.invalid)
-            invalid_note = f"{invalid_sentence(n_invalid, args.invalid)} (--invalid {args.invalid})" if n_invalid \
-                else ""
+    data, n_invalid = apply_invalid(data, args.invalid)
+    invalid_note = f"{invalid_sentence(n_invalid, args.invalid)} (--invalid {args.invalid})" if n_invalid else ""
     # --engine duckdb|dask is the CLI's spelling of the backend; the front door (mrcstats.glmer) chooses the rest
     engine, backend = ("native", args.engine) if args.engine in ("duckdb", "dask") else (args.engine, None)
     kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": engine, "backend": backend,
@@ -140,26 +130,17 @@ def _glmer(args: argparse.Namespace) -> int:
     return output(args, obj, "\n".join(text))
 
 
-def _columns(args: argparse.Namespace):
-    """(data, loaded): the data read without pandas (:func:`mrcstats.io.arrow_columns.read_table_columns`: the
-    same rows and cells as ``read_data``) when the file is one plain CSV, TSV or Parquet table and nothing asked
-    for needs a pandas frame (the lme4 engine, a linear model, --confint, --drop1, --gvif, --compare,
-    --emmeans); else None, and the files already loaded (``read_data`` does not read them again)."""
-    from pathlib import Path
+#: the glmer options whose work needs a pandas frame (besides the lme4 engine and a linear model)
+FRAME_OPTIONS = ("confint", "drop1", "gvif", "compare", "emmeans")
 
-    if (len(args.data) != 1 or args.fmt or args.map or args.model or args.engine != "native"
-            or args.family == "gaussian" or args.confint or args.drop1 or args.gvif or args.compare or args.emmeans):
-        return None, ()
-    try:
-        if not Path(args.data[0]).is_file():
-            return None, ()
-    except OSError:             # a name the file system refuses (too long, ...): read_data says what is wrong
-        return None, ()
-    from mrcstats.io.arrow_columns import read_table_columns
-    from mrcstats.io.source import load_source
+
+def _columns_used(args: argparse.Namespace) -> list[str] | None:
+    """The columns the fit uses when nothing asked for needs a pandas frame (the lme4 engine, a linear model,
+    any of :data:`FRAME_OPTIONS`), else None: :func:`mrcstats.io.open_log` then may read one plain table
+    without pandas (:func:`mrcstats.io.arrow_columns.read_table_columns`, the same rows and cells as
+    ``read_data``)."""
+    if args.engine != "native" or args.family == "gaussian" or any(getattr(args, o) for o in FRAME_OPTIONS):
+        return None
     from mrcstats.models.formula import parse_formula
 
-    needed = [*parse_formula(args.formula).columns, *([args.weights] if args.weights else [])]
-    src = load_source(args.data[0])
-    cols = read_table_columns(src, needed)
-    return (None, (src,)) if cols is None else (cols, ())
+    return [*parse_formula(args.formula).columns, *([args.weights] if args.weights else [])]

@@ -146,14 +146,9 @@ def _ingest_text(s: dict) -> str:
 
 
 def _summary(args: argparse.Namespace) -> int:
-    from mrcstats.io.dataset import is_dataset, open_dataset
     from mrcstats.stats.accuracy import summarize
 
-    if len(args.log) == 1 and is_dataset(args.log[0]) and not args.map and not args.model and not args.fmt \
-            and args.threshold is None:
-        log = open_dataset(args.log[0])        # a dataset folder: lazy, aggregated by DuckDB
-    else:
-        log = read_log_args(args, args.log, "summary")
+    log = read_log_args(args, args.log, "summary", lazy=True)    # a dataset folder: lazy, aggregated by DuckDB
     by = by_columns(args)
     if args.scheduler and args.engine != "dask":
         from mrcstats.errors import InputError

@@ -76,11 +76,7 @@ def _masking(args: argparse.Namespace) -> int:
 def _log_or_dataset(args: argparse.Namespace, paths: list[str], what: str):
     """A single dataset folder (mrcstats ingest --dataset) is opened lazily and counted by DuckDB;
     anything else is read into memory."""
-    from mrcstats.io.dataset import is_dataset, open_dataset
-
-    if len(paths) == 1 and is_dataset(paths[0]) and not args.map and not args.model and not args.fmt:
-        return open_dataset(paths[0])
-    return read_log_args(args, paths, "masking", what)
+    return read_log_args(args, paths, "masking", what, lazy=True)
 
 
 def _mskcal(args: argparse.Namespace) -> int:

@@ -108,12 +108,7 @@ def _discrim(args: argparse.Namespace) -> int:
     from mrcstats.stats.discrimination import discrimination
 
     cutoffs = parse_list(args.cutoffs, "--cutoffs", float) if args.cutoffs is not None else None
-    from mrcstats.io.dataset import is_dataset, open_dataset
-
-    if len(args.log) == 1 and is_dataset(args.log[0]) and not args.map and not args.model and not args.fmt:
-        log = open_dataset(args.log[0])        # lazy: per (cluster, model) counts from DuckDB SQL
-    else:
-        log = read_log_args(args, args.log, "discrim")
+    log = read_log_args(args, args.log, "discrim", lazy=True)     # a dataset folder: counted by DuckDB SQL
     res = discrimination(log, cluster=args.cluster, epsilon=args.epsilon)
     if cutoffs is None:
         cutoffs = res.default_cutoffs()

@@ -28,7 +28,7 @@ _EXPORTS: dict[str, str] = {
     "REQUIRED_COLUMNS": "mrcstats.io.schema",
     "TEXT_COLUMNS": "mrcstats.io.schema",
     "read_data": "mrcstats.io.reader",
-    "open_log": "mrcstats.io.reader",
+    "open_log": "mrcstats.io.opening",
     "open_dataset": "mrcstats.io.dataset",
     "write_dataset": "mrcstats.io.ingest",
     "is_dataset": "mrcstats.io.dataset",

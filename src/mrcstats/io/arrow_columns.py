@@ -113,7 +113,7 @@ def check_unique_columns(cols: list[str], source: str) -> None:
 
 def header(src: Source, delimiter: str) -> list[str]:
     """The header's column names, checked: present and each used once."""
-    from mrcstats.io.detect import header_columns
+    from mrcstats.io.formats.content import header_columns
 
     cols = header_columns(src, delimiter)
     if not cols or not any(c.strip() for c in cols):
@@ -346,21 +346,21 @@ def read_parquet_columns(src: Source) -> tuple[Columns, tuple[str, ...]] | None:
     return Columns(names, table.num_rows, out), tuple(rest)
 
 
-def read_table_columns(src: Source, needed: Sequence[str]) -> Columns | None:
+def read_table_columns(src: Source, fmt: str, needed: Sequence[str]) -> Columns | None:
     """A plain CSV, TSV or Parquet table (a file :func:`~mrcstats.io.source.load_source` read) without pandas: the rows
     and cells of :func:`mrcstats.io.reader.read_data` for the columns in ``needed``, or None when this
     reader cannot promise them (the caller then gives the file to :func:`~mrcstats.io.reader.read_data`,
     ``loaded=[src]``, which words every error).
 
-    None for: a file whose content is not a CSV/TSV or Parquet table (detected as ``read_data`` does), one
+    None for: a file whose ``fmt`` is not ``csv``, ``tsv`` or ``parquet``, one
     Arrow cannot read, a ``needed`` column only pandas can type (``rest``), and a ``correct`` column that is
     not 0/1 or true/false in every row (words, missing cells: :func:`~mrcstats.io.schema.coerce_correct`
     and :func:`~mrcstats.io.schema.apply_invalid` decide those; a graded log's rows, a score without a
     correct, are among them). A ``correct`` column of 0/1 or true/false becomes a bool column, as
-    ``coerce_correct`` makes it. ``attrs`` are ``read_data``'s (format, sources, no skipped rows)."""
-    from mrcstats.io.detect import detect_format
+    ``coerce_correct`` makes it. ``attrs`` are ``read_data``'s (format, sources, no skipped rows).
 
-    fmt = detect_format(src)
+    ``fmt``: the file's format as :func:`~mrcstats.io.detect.detect_format` names it (the caller detects: this
+    module sits below the format registry, which reads tables through it)."""
     if fmt in ("csv", "tsv"):
         got = read_delimited_columns(src, "," if fmt == "csv" else "\t", ("", "NA"))
     elif fmt == "parquet":

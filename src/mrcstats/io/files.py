@@ -40,7 +40,7 @@ def read_string_table(path: str | os.PathLike, what: str = "", missing: tuple[st
 
     Only the cells in ``missing`` become missing values (none by default: an empty cell is ``""``).
     """
-    from mrcstats.io.detect import first_line, header_columns
+    from mrcstats.io.formats.content import first_line, header_columns
     from mrcstats.io.tabular import check_unique_columns, read_parquet_table
 
     src = _load(path, what)

@@ -195,6 +195,17 @@ class DatasetWriter:
         self.rows += len(frame)
         return len(frame)
 
+    def next_batch(self) -> int:
+        """The number of the next batch of files (``part-<prefix><batch>-<i>.parquet``), taken."""
+        k = self._k
+        self._k += 1
+        return k
+
+    def count_file(self, model: str) -> None:
+        """Record one more file written into ``model``'s folder (by a writer other than :meth:`write`, e.g.
+        the DuckDB ingest)."""
+        self._counts[model] = self._counts.get(model, 0) + 1
+
     def check_schema(self, schema, source: str | None) -> None:
         """The first chunk's schema is the dataset's; every later chunk must have the same."""
         if self.schema is None:
@@ -410,8 +421,9 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
     counts dropped rows by reason).
     """
     from mrcstats._progress import progress
-    from mrcstats.io.detect import FORMATS, expand_paths
+    from mrcstats.io.formats import EXTENSIONS, FORMATS
     from mrcstats.io.schema import merge_skipped
+    from mrcstats.io.source import expand_paths
     from mrcstats.io.stream import STREAM_BYTES, STREAM_FORMATS, head_source
 
     if format is not None and format not in FORMATS:
@@ -439,7 +451,7 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
             pairs = [(Path(p), fmt)]
         else:
             pairs = [(f, format or _detect_cheap(f) or _detect_large(f, limit)
-                      or _detect_loaded(f, loaded if jobs == 1 else None, limit)) for f in expand_paths(p)]
+                      or _detect_loaded(f, loaded if jobs == 1 else None, limit)) for f in expand_paths(p, EXTENSIONS)]
         for f, fmt in pairs:
             if fmt0 is not None and fmt != fmt0:
                 raise InputError(f"mixed formats in one call: {given[0]} is {fmt0} but {f} is {fmt}; "
@@ -506,9 +518,9 @@ def _write_unit(w: DatasetWriter, unit: tuple[str, str, str], *, mapping, model,
     """Validate and write one unit (a dataset fragment, a Parquet file, a streamed file or a file read
     whole); ``loaded``: files already loaded to detect their format (:func:`_detect_loaded`), read from
     memory rather than a second time."""
-    from mrcstats.io.detect import load_source
     from mrcstats.io.reader import model_for, read_source
     from mrcstats.io.schema import coerce_log
+    from mrcstats.io.source import load_source
     from mrcstats.io.tabular import apply_mapping, check_trial_finite, derive_correct
 
     kind, f, extra = unit
@@ -841,10 +853,10 @@ def _fast_connection():
 def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) -> None:
     """Ingest a batch of fast units with DuckDB, or, when any check fails, each unit with the pandas path.
 
-    Checks (SQL aggregates per file, with the defaults of :func:`~mrcstats.io.schema.coerce_log`:
-    trial null -> 0, condition null -> "", cluster null -> item) are what the pandas path checks for
-    these types: model and item not null, trial in ``0..MAX_TRIAL``, masking rate in 0-100 (no
-    NaN/inf), integer extra columns without nulls and double ones without NaN (pandas would turn
+    Checks (SQL aggregates per file, with the defaults of :func:`~mrcstats.io.schema.coerce_log`, generated
+    from :data:`~mrcstats.io.schema.DEFAULTS`: trial null -> 0, condition null -> "", cluster null -> item)
+    are what the pandas path checks for these types: model and item not null, trial and masking rate within
+    :data:`~mrcstats.io.schema.RANGES` (a masking rate not NaN/inf either), integer extra columns without nulls and double ones without NaN (pandas would turn
     them into float / null), and one row per key within a file (``check_duplicates``: a
     ``GROUP BY hash(file, model, item, trial, condition, masking_rate)``; a hash collision only sends
     the batch to pandas; keys repeated across files are found by :meth:`DatasetWriter.close` as
@@ -879,8 +891,7 @@ def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) ->
         models_of.setdefault(f, set()).add(m)
         if fill:
             needs_fill.add(f)
-    k = w._k
-    w._k += 1
+    k = w.next_batch()
     rest = []
     for u in batch:
         if by_path:
@@ -891,11 +902,12 @@ def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) ->
         else:
             rest.append(u)
     if rest:
-        select = {
+        from mrcstats.io.schema import sql_filled
+
+        select = {   # the schema's defaults (DEFAULTS), generated
             "model": "fm.model" if by_path else "r.model", "item": "r.item",
-            "cluster": "coalesce(r.cluster, r.item)" if "cluster" in cols else "r.item",
-            "trial": "coalesce(CAST(r.trial AS BIGINT), 0)" if "trial" in cols else "CAST(0 AS BIGINT)",
-            "condition": "coalesce(r.condition, '')" if "condition" in cols else "''",
+            "cluster": sql_filled("cluster", cols), "trial": sql_filled("trial", cols, cast="BIGINT"),
+            "condition": sql_filled("condition", cols),
             "masking_rate": _fast_col(cols, "masking_rate", "CAST(NULL AS DOUBLE)"), "correct": "r.correct",
             "score": "r.score" if "score" in cols else "CAST(r.correct AS DOUBLE)",
         }
@@ -912,9 +924,9 @@ def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) ->
         folders = {m: w.folder(m).name for m in models}
         con.register("_fast_parts", pa.table({"model": list(folders), "_part": list(folders.values())}))
         src += f" JOIN _fast_parts AS fp ON {'fm' if by_path else 'r'}.model = fp.model"
-        pattern = f"part-{w.prefix}{w._k:06d}-{{i}}"   # its own number: never the name of a copied file
-        w._k += 1
-        stage = w.tmp / f".stage-{w.prefix}{w._k:06d}"
+        n = w.next_batch()
+        pattern = f"part-{w.prefix}{n:06d}-{{i}}"   # its own number: never the name of a copied file
+        stage = w.tmp / f".stage-{w.prefix}{n + 1:06d}"
         try:
             con.execute(f"COPY (SELECT {body}, fp._part AS _part FROM {src}) TO {_sql_str(str(stage))} "
                         f"(FORMAT parquet, PARTITION_BY (_part), FILENAME_PATTERN {_sql_str(pattern)}, "
@@ -927,7 +939,7 @@ def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) ->
             shutil.rmtree(stage, ignore_errors=True)
     for u in batch:
         for m in models_of.get(u.file, ()):
-            w._counts[m] = w._counts.get(m, 0) + 1
+            w.count_file(m)
     w.rows += sum(u.rows for u in batch)
 
 
@@ -955,20 +967,16 @@ def _fast_col(cols: Sequence[str], c: str, default: str) -> str:
 def _fast_checks(con, batch: list[_FastUnit]) -> tuple[bool, list[tuple]]:
     """The SQL checks of :func:`_write_fast`: (all passed, per (file, model): n, null keys, bad values,
     rows with a default filled in)."""
-    from mrcstats.io.schema import MAX_TRIAL
+    from mrcstats.io.schema import DEFAULTS, RANGES, sql_filled, sql_out_of_range
 
     cols, extra = batch[0].columns, batch[0].extra
     by_path = batch[0].model is not None
-    bad = []
-    if "trial" in cols:
-        bad.append(f"r.trial < 0 OR r.trial > {MAX_TRIAL}")
-    if "masking_rate" in cols:
-        bad.append("isnan(r.masking_rate) OR isinf(r.masking_rate) OR r.masking_rate < 0 OR r.masking_rate > 100")
+    bad = [sql_out_of_range(c) for c in RANGES if c in cols]     # the schema's ranges, generated
     if "score" in cols:
         bad.append("isnan(r.score) OR isinf(r.score)")
     bad += [f"r.{_qi(c)} IS NULL" if t in _FAST_INT_TYPES else f"isnan(r.{_qi(c)})"
             for c, t in extra.items() if t not in ("string", "bool")]
-    filled = " OR ".join(f"r.{c} IS NULL" for c in ("cluster", "trial", "condition") if c in cols) or "false"
+    filled = " OR ".join(f"r.{c} IS NULL" for c in DEFAULTS if c in cols) or "false"
     null_key = "r.item IS NULL" if by_path else "r.model IS NULL OR r.item IS NULL"
     checks = con.execute(
         f"SELECT r.filename, {'NULL' if by_path else 'r.model'} AS model, count(*) AS n, "
@@ -978,8 +986,7 @@ def _fast_checks(con, batch: list[_FastUnit]) -> tuple[bool, list[tuple]]:
     if sum(r[2] for r in checks) != sum(u.rows for u in batch) or any(r[3] or r[4] for r in checks):
         return False, checks
     key = ", ".join(["r.filename", *([] if by_path else ["r.model"]), "r.item",
-                     "coalesce(r.trial, 0)" if "trial" in cols else "0",
-                     "coalesce(r.condition, '')" if "condition" in cols else "''",
+                     sql_filled("trial", cols), sql_filled("condition", cols),
                      "r.masking_rate + 0.0" if "masking_rate" in cols else "NULL"])   # -0.0 + 0.0 = 0.0
     dup = con.execute(f"SELECT count(*) FROM (SELECT hash({key}) AS h FROM {_fast_source(batch)} GROUP BY h "
                       f"HAVING count(*) > 1)").fetchall()[0][0]
@@ -1055,12 +1062,13 @@ def ingest_log(paths: str | os.PathLike | Sequence[str | os.PathLike], out: str 
 def _stream_plan(given: list, format: str | None, on_duplicate: str, limit: int) -> tuple[Path, str] | None:
     """(file, format) when the input is one CSV/TSV/JSON-lines file larger than ``limit`` bytes that can be
     streamed, else None."""
+    from mrcstats.io.formats import EXTENSIONS
     from mrcstats.io.source import expand_paths
     from mrcstats.io.stream import STREAM_FORMATS, head_source
 
     if on_duplicate != "error" or len(given) != 1 or is_dataset(given[0]):
         return None
-    files = expand_paths(given)
+    files = expand_paths(given, EXTENSIONS)
     if len(files) != 1 or _size(files[0]) <= limit or head_source(files[0]) is None:
         return None
     fmt = format or _detect_large(files[0], limit)

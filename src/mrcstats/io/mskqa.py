@@ -35,8 +35,9 @@ import pandas as pd
 
 from mrcstats.errors import InputError
 from mrcstats.io.answers import count_options, parse_index_list
-from mrcstats.io.detect import MSKQA_ANSWER_RE, Source, header_columns
+from mrcstats.io.formats.content import MSKQA_ANSWER_RE, header_columns
 from mrcstats.io.schema import SchemaError, missing_columns_error
+from mrcstats.io.source import Source
 
 #: file-name suffix -> masking condition
 CONDITION_SUFFIXES: dict[str, str] = {"_filtered": "partial", "_no_meaning": "strict", "_no_verb": "lenient"}

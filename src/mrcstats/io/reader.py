@@ -10,7 +10,7 @@ import pandas as pd
 
 from mrcstats.errors import InputError
 from mrcstats.io.detect import detect_format
-from mrcstats.io.formats import FORMATS, LOG_SUFFIXES, TABLE_FORMATS, get_format
+from mrcstats.io.formats import EXTENSIONS, FORMATS, LOG_SUFFIXES, TABLE_FORMATS, get_format
 from mrcstats.io.schema import (
     CORE_COLUMNS,
     apply_threshold,
@@ -95,7 +95,7 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
 
         if is_dataset(single):  # a partitioned dataset folder (mrcstats ingest --dataset): load it
             return check_duplicates(open_dataset(single).to_log(), on_duplicate, str(single), {})
-    files = expand_paths(paths)
+    files = expand_paths(paths, EXTENSIONS)
     sources: list[tuple[Source, str]] = []
     for path in files:
         src = load_source(path)
@@ -175,19 +175,6 @@ def settings_into_condition(log: pd.DataFrame, frames: Sequence[pd.DataFrame]) -
     return log, notes
 
 
-def open_log(paths: str | os.PathLike | Sequence[str | os.PathLike], **kwargs):
-    """A lazy :class:`~mrcstats.io.dataset.LogDataset` when ``paths`` names one dataset folder, else
-    :func:`read_log` (an in-memory canonical log). Analyses accept either."""
-    single = paths if isinstance(paths, (str, os.PathLike)) else (
-        paths[0] if isinstance(paths, (list, tuple)) and len(paths) == 1 else None)
-    if isinstance(single, (str, os.PathLike)) and not kwargs.get("mapping") and not kwargs.get("model"):
-        from mrcstats.io.dataset import is_dataset, open_dataset
-
-        if is_dataset(single):
-            return open_dataset(single)
-    return read_log(paths, **kwargs)
-
-
 def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str | None = None,
               mapping: Mapping[str, str] | None = None, model: str | None = None,
               on_duplicate: str = "error", loaded: Sequence[Source] = ()) -> pd.DataFrame:
@@ -208,7 +195,7 @@ def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: st
     (:func:`~mrcstats.io.source.load_source`), not read a second time.
     """
     _check_read_args(format, mapping, model, on_duplicate)
-    files = expand_paths(paths)
+    files = expand_paths(paths, EXTENSIONS)
     have = {s.path: s for s in loaded}
     srcs = [have.get(p) or load_source(p) for p in files]
     fmts = [format or detect_format(s) for s in srcs]

@@ -40,14 +40,15 @@ not 0/1); :func:`require_binary` is the one check of the analyses that need a 0/
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from mrcstats._words import plural
-from mrcstats.errors import InputError, SchemaError
+from mrcstats.errors import SchemaError
 from mrcstats.io.answers import number_text
 from mrcstats.io.fields import (  # noqa: F401  (the schema's names, in their pandas-free home)
     CANONICAL_COLUMNS,
@@ -60,8 +61,68 @@ from mrcstats.io.fields import (  # noqa: F401  (the schema's names, in their pa
     STRING_COLUMNS,
     TEXT_COLUMNS,
 )
+from mrcstats.io.invalid import apply_invalid, invalid_sentence  # noqa: F401  (their pandas-free home)
 
 STRING_DTYPE = pd.StringDtype()
+
+# ----------------------------------------------------------------- defaults and ranges, as data
+
+#: the largest trial index: every integer up to it is exact as a float too (2**53 - 1)
+MAX_TRIAL = 2**53 - 1
+
+
+@dataclass(frozen=True)
+class Default:
+    """What an empty cell (or a missing column) of an optional key column becomes: the row's value of another
+    column (``column``) or a constant (``value``)."""
+
+    column: str | None = None
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class Range:
+    """The inclusive range ``low..high`` of a numeric column (``integer``: whole numbers; else a float that
+    must be finite)."""
+
+    low: float
+    high: float
+    integer: bool = False
+
+
+#: the canonical log's defaults, ONCE: :func:`coerce_log` (pandas) fills them and the DuckDB ingest of
+#: :mod:`mrcstats.io.ingest` generates its SQL from them (:func:`sql_filled`)
+DEFAULTS: dict[str, Default] = {"cluster": Default(column="item"), "trial": Default(value=0),
+                                "condition": Default(value="")}
+#: the canonical log's value ranges, ONCE: the pandas checks (:func:`coerce_masking_rate`, the trial's) and
+#: the ingest SQL (:func:`sql_out_of_range`)
+RANGES: dict[str, Range] = {"trial": Range(0, MAX_TRIAL, integer=True), "masking_rate": Range(0, 100)}
+
+
+def _sql_literal(value: Any) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return repr(value)
+
+
+def sql_filled(column: str, present: Collection[str], alias: str = "r", cast: str | None = None) -> str:
+    """The SQL expression of ``column`` with its :data:`DEFAULTS` filled in, over the table ``alias`` whose
+    columns are ``present``: ``coalesce(r.trial, 0)``, ``coalesce(r.cluster, r.item)``, or the default alone
+    when the column is absent; ``cast`` (e.g. ``BIGINT``) casts the column (and a constant default)."""
+    d = DEFAULTS[column]
+    dflt = f"{alias}.{d.column}" if d.column is not None else _sql_literal(d.value)
+    if column not in present:
+        return dflt if cast is None or d.column is not None else f"CAST({dflt} AS {cast})"
+    ref = f"{alias}.{column}" if cast is None else f"CAST({alias}.{column} AS {cast})"
+    return f"coalesce({ref}, {dflt})"
+
+
+def sql_out_of_range(column: str, alias: str = "r") -> str:
+    """The SQL condition true for a value of ``column`` outside its :data:`RANGES` (a float: also NaN/inf)."""
+    r, ref = RANGES[column], f"{alias}.{column}"
+    bounds = f"{ref} < {r.low:g} OR {ref} > {r.high:g}" if not r.integer else f"{ref} < {r.low} OR {ref} > {r.high}"
+    return bounds if r.integer else f"isnan({ref}) OR isinf({ref}) OR {bounds}"
+
 
 _TRUE = ("true", "t", "1", "1.0", "yes", "y", "correct", "right")
 _FALSE = ("false", "f", "0", "0.0", "no", "n", "incorrect", "wrong")
@@ -283,12 +344,15 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
         if nul.any():
             pos = int(np.flatnonzero(nul)[0])
             raise SchemaError(f"{_where(source, pos, col)}{col} is missing; every row needs a {col}")
-    out["cluster"] = _to_string(out["cluster"], source=source).fillna(out["item"]) if "cluster" in out else out["item"].copy()
+    cl = DEFAULTS["cluster"].column      # the defaults and ranges: DEFAULTS / RANGES (the ingest SQL's too)
+    out["cluster"] = _to_string(out["cluster"], source=source).fillna(out[cl]) if "cluster" in out else out[cl].copy()
+    cond = DEFAULTS["condition"].value
     if "condition" in out:
-        out["condition"] = _to_string(out["condition"], source=source).fillna("")
+        out["condition"] = _to_string(out["condition"], source=source).fillna(cond)
     else:
-        out["condition"] = pd.Series(_const_string("", n), index=out.index)
-    out["trial"] = _coerce_trial(out["trial"], source) if "trial" in out else np.zeros(n, dtype="int64")
+        out["condition"] = pd.Series(_const_string(cond, n), index=out.index)
+    out["trial"] = (_coerce_trial(out["trial"], source) if "trial" in out
+                    else np.full(n, DEFAULTS["trial"].value, dtype="int64"))
     if "masking_rate" in out:
         out["masking_rate"] = coerce_masking_rate(out["masking_rate"], source)
     else:
@@ -467,36 +531,6 @@ def unanswered(pred: pd.Series) -> np.ndarray:
 
 
 
-def invalid_sentence(n: int, invalid: str = "wrong") -> str:
-    """``"1 invalid answer counts as not correct"``, ``"6,931 invalid answers are left out"``."""
-    one = n == 1
-    verb = ("counts" if one else "count") + " as not correct" if invalid == "wrong" else \
-        ("is" if one else "are") + " left out"
-    return f"{n:,} invalid answer{'' if one else 's'} {verb}"
-
-
-def apply_invalid(data: pd.DataFrame, invalid: str = "wrong", correct: str = "correct") -> tuple[pd.DataFrame, int]:
-    """The package's one rule for invalid answers (``correct`` <NA>) in a model's data: ``"wrong"``
-    (default, as :func:`mrcstats.stats.accuracy.summarize`, ``compare`` and the IRT) makes them not correct,
-    ``"exclude"`` leaves their rows out. Returns the data and the number of invalid answers; a frame without
-    ``correct`` comes back unchanged. Without this a GLMM drops them as R's ``na.omit`` and its denominator
-    differs from the accuracy tables'."""
-    if invalid not in INVALID_WORDS:
-        raise InputError(f"invalid must be 'wrong' (invalid = not correct) or 'exclude', got {invalid!r}")
-    if correct not in data.columns:
-        return data, 0
-    na = data[correct].isna()
-    n = int(na.sum())
-    if not n:
-        return data, 0
-    if invalid == "exclude":
-        return data[~na.to_numpy()], n
-    out = data.copy()
-    col = out[correct]
-    out[correct] = col.fillna(False) if str(col.dtype) == "boolean" else col.where(~na, 0)
-    return out, n
-
-
 def require_binary(log: Any, where: str, correct: str = "correct") -> None:
     """The one check of every analysis that needs a 0/1 outcome (glmer binomial, McNemar, discrimination,
     IRT, masking indicators, ...): refuse a graded log (rows with a ``score`` and no ``correct``) with one
@@ -508,10 +542,6 @@ def require_binary(log: Any, where: str, correct: str = "correct") -> None:
                           f"with a score and no correct, e.g. score {float(sc.iloc[0]):g}); read it with a "
                           f"threshold (--threshold T, read_log(..., threshold=T): correct = score >= T), or use "
                           f"summary / compare / power, which analyse the mean score")
-
-
-#: the largest trial index: every integer up to it is exact as a float too (2**53 - 1)
-MAX_TRIAL = 2**53 - 1
 
 
 def coerce_masking_rate(mr: pd.Series, source: str | None = None) -> pd.Series:
@@ -528,11 +558,13 @@ def coerce_masking_rate(mr: pd.Series, source: str | None = None) -> pd.Series:
         mr = num
     out = pd.Series(mr, copy=False).astype("Float64")
     vals = out.to_numpy(dtype=float, na_value=np.nan)
+    rng = RANGES["masking_rate"]
     with np.errstate(invalid="ignore"):
-        bad = (vals < 0) | (vals > 100) | np.isinf(vals)
+        bad = (vals < rng.low) | (vals > rng.high) | np.isinf(vals)
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
-        raise SchemaError(f"{_where(source, pos, 'masking_rate')}masking rate {vals[pos]:g} is outside 0-100 "
+        raise SchemaError(f"{_where(source, pos, 'masking_rate')}masking rate {vals[pos]:g} is outside "
+                          f"{rng.low:g}-{rng.high:g} "
                           f"(it is a percent: write 35 for 35%)")
     return out
 
@@ -588,19 +620,20 @@ def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:
     would wrap to -9223372036854775808).
     """
     fix = "trial is a 0-based repetition index (a whole number 0, 1, 2, ...)"
+    rng, empty = RANGES["trial"], DEFAULTS["trial"].value
     if isinstance(s.dtype, pd.CategoricalDtype):  # its values, as any other column of them
         s = s.astype(object)
     if pd.api.types.is_integer_dtype(s.dtype) and not s.isna().any():
         arr = s.to_numpy(dtype="int64") if not pd.api.types.is_unsigned_integer_dtype(s.dtype) else None
         if arr is None:  # uint64 may exceed int64
             u = s.to_numpy(dtype="uint64")
-            bad = u > MAX_TRIAL
+            bad = u > rng.high
         else:
-            bad = (arr < 0) | (arr > MAX_TRIAL)
+            bad = (arr < rng.low) | (arr > rng.high)
         if bad.any():
             pos = int(np.flatnonzero(bad)[0])
             raise SchemaError(f"{_where(source, pos, 'trial')}trial {show_value(s.iloc[pos])} is out of range "
-                              f"0..{MAX_TRIAL}; {fix}")
+                              f"{rng.low}..{rng.high}; {fix}")
         return s.to_numpy(dtype="int64")
     if s.dtype == object or isinstance(s.dtype, pd.StringDtype):
         text = s.astype("string").str.strip()
@@ -613,10 +646,10 @@ def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:
         missing = s.isna()
     vals = pd.Series(num).astype("Float64").to_numpy(dtype=float, na_value=np.nan)
     miss = np.asarray(missing, dtype=bool)
-    filled = np.where(np.isnan(vals) & miss, 0.0, vals)
+    filled = np.where(np.isnan(vals) & miss, float(empty), vals)
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(filled) | (filled != np.round(filled))
-        out_of_range = ~bad & ((filled < 0) | (filled > MAX_TRIAL))
+        out_of_range = ~bad & ((filled < rng.low) | (filled > rng.high))
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
         raise SchemaError(f"{_where(source, pos, 'trial')}trial must be an integer, got {show_value(s.iloc[pos])}; "
@@ -624,7 +657,7 @@ def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:
     if out_of_range.any():
         pos = int(np.flatnonzero(out_of_range)[0])
         raise SchemaError(f"{_where(source, pos, 'trial')}trial {show_value(s.iloc[pos])} is out of range "
-                          f"0..{MAX_TRIAL}; {fix}")
+                          f"{rng.low}..{rng.high}; {fix}")
     return filled.astype("int64")
 
 

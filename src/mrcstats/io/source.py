@@ -9,8 +9,9 @@ would otherwise keep the last value without a word); the non-standard constants
 ``NaN``/``Infinity`` are kept as floats and where they occur is recorded
 (:attr:`Source.nonfinite`), so the schema can refuse them in key columns.
 
-This module is the bottom of :mod:`mrcstats.io`: it imports no reader, so the
-format detection (:mod:`mrcstats.io.detect`) and every reader import it without a cycle.
+This module is the bottom of :mod:`mrcstats.io`: it imports no reader and not the format registry (the
+folder listing, :func:`expand_paths`, is given the file endings to pick up), so the format detection
+(:mod:`mrcstats.io.detect`) and every reader import it without a cycle.
 """
 from __future__ import annotations
 
@@ -29,16 +30,6 @@ ZIP_MAGIC = b"PK\x03\x04"
 #: the first line of a Git LFS pointer file (https://github.com/git-lfs/git-lfs/blob/main/docs/spec.md)
 LFS_MAGIC = b"version https://git-lfs.github.com/spec/"
 _UNSET = object()
-
-
-def __getattr__(name: str) -> Any:
-    """``FORMATS`` and ``EXTENSIONS`` live in the format registry (:mod:`mrcstats.io.formats`, which imports
-    this module, so they are looked up on use)."""
-    if name in ("FORMATS", "EXTENSIONS"):
-        from mrcstats.io import formats
-
-        return getattr(formats, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _DuplicateKey(Exception):
@@ -181,8 +172,10 @@ def load_source(path: str | Path) -> Source:
     return Source(p, raw)
 
 
-def expand_paths(paths: Any) -> list[Path]:
-    """Expand files and folders (recursively, known extensions, sorted) into a list of files."""
+def expand_paths(paths: Any, extensions: tuple[str, ...]) -> list[Path]:
+    """Expand files and folders into a list of files: a folder's files (recursively, sorted) whose name ends
+    with one of ``extensions`` (lower case with the dot, e.g. :data:`mrcstats.io.formats.EXTENSIONS`),
+    optionally followed by ``.gz``."""
     if isinstance(paths, (str, os.PathLike, bytes)):
         paths = [paths]
     elif paths is None or isinstance(paths, dict) or not isinstance(paths, (list, tuple)):
@@ -201,13 +194,11 @@ def expand_paths(paths: Any) -> list[Path]:
         except OSError as exc:  # e.g. a name too long
             raise InputError(f"{p}: cannot open ({exc.strerror or exc})") from None
         if is_dir:
-            found = sorted(f for f in p.rglob("*") if not f.name.startswith(".") and _known_ext(f.name)
+            found = sorted(f for f in p.rglob("*") if not f.name.startswith(".") and _known_ext(f.name, extensions)
                            and _data_file(f))
             if not found:
-                from mrcstats.io.formats import EXTENSIONS
-
                 raise InputError(f"{p}: folder has no data files (looked for "
-                                 f"{', '.join(EXTENSIONS)}, optionally .gz)")
+                                 f"{', '.join(extensions)}, optionally .gz)")
             out.extend(select_run_files(found))
         elif exists:
             out.append(p)
@@ -274,9 +265,5 @@ def select_run_files(files: list[Path]) -> list[Path]:
     return files
 
 
-def _known_ext(name: str) -> bool:
-    from mrcstats.io.formats import EXTENSIONS
-
-    n = name.lower()
-    n = n.removesuffix(".gz")
-    return n.endswith(EXTENSIONS)
+def _known_ext(name: str, extensions: tuple[str, ...]) -> bool:
+    return name.lower().removesuffix(".gz").endswith(tuple(extensions))

@@ -128,7 +128,7 @@ def stream_chunks(path: str | os.PathLike, fmt: str, mapping: Mapping[str, str] 
 def _csv_chunks(p: Path, fmt: str, mapping: Mapping[str, str] | None,
                 chunk_rows: int, typed: bool = False) -> Iterator[tuple[pd.DataFrame, int, int]]:
     from mrcstats.io.arrow_columns import text_fields
-    from mrcstats.io.detect import header_columns
+    from mrcstats.io.formats.content import header_columns
     from mrcstats.io.tabular import check_unique_columns
 
     sep = "," if fmt == "csv" else "\t"

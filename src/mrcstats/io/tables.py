@@ -23,7 +23,7 @@ MAX_COUNT = 2**53
 
 def read_count_table(path: Any) -> pd.DataFrame:
     """Read a table of counts (see the module docstring) as an int64 DataFrame with string labels."""
-    from mrcstats.io.detect import header_columns
+    from mrcstats.io.formats.content import header_columns
     from mrcstats.io.source import load_source
     from mrcstats.io.tabular import check_unique_columns
 

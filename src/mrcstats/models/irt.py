@@ -262,6 +262,18 @@ def _estep(theta0: np.ndarray, a: np.ndarray, d: np.ndarray, s: np.ndarray, n: n
     return nodes, ew / tot, lm, m
 
 
+def _node_terms(nodes: np.ndarray, post: np.ndarray, a: np.ndarray, d: np.ndarray, s: np.ndarray,
+                n: np.ndarray):
+    """Per quadrature node q, the E-step's terms both information sums take (expected, :func:`_item_sums`;
+    Louis' full, :func:`_full_information`): the nodes θ_jq, the posterior weights w_jq, the residuals
+    r = s − n·p and the binomial variances v = n·p·(1 − p), with p = expit(θ_jq·a_i + d_i)
+    (Bock & Aitkin 1981; Louis 1982)."""
+    for q in range(nodes.shape[1]):
+        th = nodes[:, q]
+        p = _expit(th[:, None] * a[None, :] + d[None, :])
+        yield th, post[:, q], s - n * p, n * p * (1 - p)
+
+
 def _item_sums(nodes: np.ndarray, post: np.ndarray, a: np.ndarray, d: np.ndarray, s: np.ndarray,
                n: np.ndarray, louis: bool = False) -> dict[str, np.ndarray]:
     """Expected complete-data score and information per item in (a, d) coordinates."""
@@ -274,13 +286,7 @@ def _item_sums(nodes: np.ndarray, post: np.ndarray, a: np.ndarray, d: np.ndarray
         e_uaa, e_uad, e_udd = np.zeros(I), np.zeros(I), np.zeros(I)
         # the common slope's score sums over items: its posterior variance needs the totals
         e_tot, e_tot2 = np.zeros(s.shape[0]), np.zeros(s.shape[0])
-    for q in range(nodes.shape[1]):
-        th = nodes[:, q]
-        wq = post[:, q]
-        eta = th[:, None] * a[None, :] + d[None, :]
-        p = _expit(eta)
-        r = s - n * p
-        v = n * p * (1 - p)
+    for th, wq, r, v in _node_terms(nodes, post, a, d, s, n):
         wt = wq * th
         g_d += wq @ r
         g_a += wt @ r
@@ -631,13 +637,7 @@ def _full_information(key: str, par: np.ndarray, ev: dict[str, Any], s: np.ndarr
     Z = np.empty((J, Q, P))
     comp = np.zeros((P, P))
     g = np.zeros(P)
-    for q in range(Q):
-        th = nodes[:, q]
-        wq = post[:, q]
-        eta = th[:, None] * a[None, :] + d[None, :]
-        p = _expit(eta)
-        r = s - n * p
-        v = n * p * (1 - p)
+    for q, (th, wq, r, v) in enumerate(_node_terms(nodes, post, a, d, s, n)):
         ra = r * (a[None, :] * th[:, None])
         if key == "2pl":
             Z[:, q, :I] = ra

@@ -364,7 +364,7 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
 
     References: Wilson (1927); Miller (2024), "Adding Error Bars to Evals", Eqs. 4-5.
     """
-    from mrcstats.io.dataset import LogDataset, dataset_graded
+    from mrcstats.backends import dataset_pass
     from mrcstats.io.schema import check_grouping, is_canonical, validate_log
 
     if engine is not None:
@@ -379,14 +379,15 @@ def summarize(log: Any, by: str | Sequence[str] = ("model",), *, cluster: str = 
         raise InputError(f"summarize: backend must be duckdb, memory or dask, got {engine!r}")
     if isinstance(log, pd.DataFrame) and engine != "dask" and not is_canonical(log):
         log = validate_log(log)
-    if isinstance(log, (LogDataset, pd.DataFrame)):
+    rows = dataset_pass(log)       # the row pass of a dataset folder larger than memory; None in memory
+    if rows is not None or isinstance(log, pd.DataFrame):
         by = check_grouping(by, log.columns)  # one check, one message, in memory and on a dataset
         if cluster:
             check_grouping(cluster, log.columns, "cluster by")
-    if isinstance(log, LogDataset) and (engine == "memory" or (outcome != "correct" and dataset_graded(log))):
-        log = log.to_log()      # graded scores are summed in floats, in memory
+    if rows is not None and (engine == "memory" or (outcome != "correct" and rows.graded())):
+        log, rows = rows.to_frame(), None      # graded scores are summed in floats, in memory
     by_list = [by] if isinstance(by, str) else list(by)
-    if (isinstance(log, LogDataset) or engine == "dask") and outcome != "score":
+    if (rows is not None or engine == "dask") and outcome != "score":
         res = _summarize_counts(log, by_list, cluster, level, invalid, trials, engine, scheduler)
         return with_shared_items(res, _item_counts(log, by_list, engine, scheduler))
     if not isinstance(log, pd.DataFrame):
@@ -430,13 +431,9 @@ def _item_counts(log: Any, by_cols: list[str], engine: str | None, scheduler: An
         work["inv"] = corr.isna().to_numpy(dtype=np.int64)
         return work.groupby(cols, sort=False, dropna=False, observed=True).agg(
             n=("k", "size"), k=("k", "sum"), inv=("inv", "sum")).reset_index()
-    if engine == "dask":
-        from mrcstats.backends import pass_backend
+    from mrcstats.backends import pass_backend
 
-        return pass_backend(log, "dask", scheduler).group_counts(cols)
-    from mrcstats.backends.sql import group_counts
-
-    return group_counts(log, cols)
+    return pass_backend(log, "dask" if engine == "dask" else "duckdb", scheduler).group_counts(cols)
 
 
 def with_shared_items(res: AccuracySummary, item_counts: pd.DataFrame | None) -> AccuracySummary:
@@ -633,41 +630,19 @@ def _summarize_counts(log: Any, by_cols: list[str], cluster: str, level: float, 
                       engine: str | None, scheduler: Any) -> AccuracySummary:
     """:func:`summarize` of a dataset (DuckDB) or on Dask: integer counts per (group, cluster) and, for
     ``trials="mean"``, per (group, trial), then :func:`finish_summary` (the same code as in memory)."""
-    from mrcstats.io.dataset import LogDataset
+    from mrcstats.backends import pass_backend
 
     _check_conventions(level, invalid, trials)
+    backend = pass_backend(log, "dask" if engine == "dask" else "duckdb", scheduler)
     if engine == "dask":
-        from mrcstats.backends import pass_backend
-
-        if isinstance(log, LogDataset):
-            from mrcstats.backends.sql import check_columns
-
-            check_columns(log, [*by_cols, cluster, "correct", *(["trial"] if trials == "mean" else [])])
-        elif isinstance(log, pd.DataFrame):
-            for c in [*by_cols, cluster, "correct", *(["trial"] if trials == "mean" else [])]:
-                if c not in log.columns:
-                    raise InputError(f"no column {c!r} in the log to group by; columns: "
-                                     f"{', '.join(map(str, log.columns))}")
-        backend = pass_backend(log, "dask", scheduler)
-
-        def typed(cl: pd.DataFrame) -> pd.DataFrame:
-            if isinstance(log, LogDataset):
-                from mrcstats.backends.sql import canonical_dtypes
-
-                return canonical_dtypes(cl, by_cols, log)
-            if isinstance(log, pd.DataFrame):
-                return cl.astype({b: log[b].dtype for b in by_cols})
-            return cl
-
-        cl = typed(backend.group_counts([*by_cols, cluster]))
+        backend.check_columns([*by_cols, cluster, "correct", *(["trial"] if trials == "mean" else [])])
+        cl = backend.typed(backend.group_counts([*by_cols, cluster]), by_cols)
         mom = _moments(cl.rename(columns={cluster: "_cl", "k": "s", "n": "m"}), by_cols)
-        per = (typed(backend.group_counts(list(dict.fromkeys([*by_cols, "trial"])))) if trials == "mean"
-               else None)
+        per = (backend.typed(backend.group_counts(list(dict.fromkeys([*by_cols, "trial"]))), by_cols)
+               if trials == "mean" else None)
     else:
-        from mrcstats.backends.sql import group_counts, summary_moments
-
-        mom = summary_moments(log, by_cols, cluster)
-        per = group_counts(log, [*by_cols, "trial"]) if trials == "mean" else None
+        mom = backend.summary_moments(by_cols, cluster)
+        per = backend.group_counts([*by_cols, "trial"]) if trials == "mean" else None
     return finish_summary(mom, by_cols, level, cluster, invalid=invalid, trial_counts=per)
 
 

@@ -136,20 +136,17 @@ def per_item_scores(log: pd.DataFrame, cluster: str = "cluster", outcome: str = 
     Raises:
         InputError: a missing cluster column, an item in two clusters, several conditions.
     """
-    from mrcstats.io.dataset import LogDataset
+    from mrcstats.backends import dataset_pass
     from mrcstats.io.schema import check_grouping, is_canonical, validate_log
 
-    if isinstance(log, LogDataset):  # a dataset folder larger than memory: the same table from DuckDB SQL
-        from mrcstats.io.dataset import dataset_graded
-
-        check_grouping(cluster, log.columns, "cluster by")
-        if outcome == "correct" or (outcome == "auto" and not dataset_graded(log)):
-            from mrcstats.backends.sql import per_item_scores as sql_scores
-
-            out = sql_scores(log, cluster)
+    rows = dataset_pass(log)
+    if rows is not None:  # a dataset folder larger than memory: the same table from its row pass (DuckDB)
+        check_grouping(cluster, rows.columns(), "cluster by")
+        if outcome == "correct" or (outcome == "auto" and not rows.graded()):
+            out = rows.per_item_scores(cluster)
             out.attrs["outcome"] = "correct"
             return out
-        log = log.to_log()
+        log = rows.to_frame()
     if not isinstance(log, pd.DataFrame):
         raise InputError(f"expected a canonical log (pandas DataFrame), got {type(log).__name__}")
     if not is_canonical(log):

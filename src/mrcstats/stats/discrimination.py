@@ -143,10 +143,11 @@ def discrimination(log: pd.DataFrame, cluster: str = "cluster", model: str = "mo
     ``p_k`` is model k's accuracy over all its rows in the cluster (every item and
     trial; <NA> = invalid counts as not correct). See the module docstring for the formula.
     """
-    from mrcstats.io.dataset import LogDataset
+    from mrcstats.backends import dataset_pass
 
-    if isinstance(log, LogDataset):  # larger than memory: the per (cluster, model) counts from DuckDB SQL
-        return _discrimination_dataset(log, cluster, model, epsilon, correct, item)
+    rows = dataset_pass(log)
+    if rows is not None:  # larger than memory: the per (cluster, model) counts from its row pass (DuckDB)
+        return _discrimination_dataset(rows, cluster, model, epsilon, correct, item)
     from mrcstats.io.schema import require_binary, require_log
 
     require_binary(log, "discrimination", correct)
@@ -172,14 +173,12 @@ def discrimination(log: pd.DataFrame, cluster: str = "cluster", model: str = "mo
     return _from_counts(n_correct, n_rows, n_items, items, epsilon, cluster, model)
 
 
-def _discrimination_dataset(ds: Any, cluster: str, model: str, epsilon: float, correct: str,
+def _discrimination_dataset(rows: Any, cluster: str, model: str, epsilon: float, correct: str,
                             item: str) -> DiscriminationResult:
-    from mrcstats.backends.sql import cluster_model_counts
-
     if not (0 <= epsilon < 0.5):
         raise InputError(f"discrimination: epsilon must lie in [0, 0.5), got {epsilon}")
-    has_item = item in ds.columns
-    counts, pairs = cluster_model_counts(ds, cluster, model, correct, item if has_item else None)
+    has_item = item in rows.columns()
+    counts, pairs = rows.cluster_model_counts(cluster, model, correct, item if has_item else None)
     if counts.empty:
         raise InputError("discrimination: the log has no rows")
     n_correct = counts.pivot(index="cluster", columns="model", values="k").sort_index().sort_index(axis=1)

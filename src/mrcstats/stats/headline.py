@@ -165,9 +165,11 @@ def inspect_headline(log: Any) -> Headline:
     if not has_headline(log):
         raise InputError("the log declares no epoch reducer (no 'reducer' column): only Inspect logs have the "
                          "tool's headline")
-    if not isinstance(log, pd.DataFrame):  # a dataset folder: only the columns needed, through DuckDB
-        cols = [c for c in _NEEDED if c in log.columns]
-        log = log.sql("SELECT " + ", ".join(f'"{c}"' for c in cols) + " FROM log")
+    from mrcstats.backends import dataset_pass
+
+    rows = dataset_pass(log)
+    if rows is not None:  # a dataset folder: only the columns needed, through its row pass (DuckDB)
+        log = rows.select([c for c in _NEEDED if c in rows.columns()])
     score = log["score"].astype("Float64") if "score" in log.columns else log["correct"].astype("Float64")
     values = score.to_numpy(dtype=float, na_value=np.nan)
     if "value" in log.columns:  # Inspect's N (no answer) is invalid in the log, 0 in Inspect's value_to_float

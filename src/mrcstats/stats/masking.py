@@ -170,15 +170,15 @@ def _counts(log: Any, where: str, cluster: str | None = None) -> pd.DataFrame:
     """Integer counts per (model, condition, masking_rate, trial[, cluster as ``_cl``]): ``n`` rows, ``k``
     correct, ``inv`` invalid. A :class:`~mrcstats.io.dataset.LogDataset` is counted by DuckDB on the raw key
     values (the keys are then coerced as in memory and the counts re-summed); a frame by pandas."""
-    from mrcstats.io.dataset import LogDataset
+    from mrcstats.backends import dataset_pass
 
     keys = [*_KEYS, "trial", *(["_cl"] if cluster else [])]
-    if isinstance(log, LogDataset):
-        from mrcstats.backends.sql import check_columns, group_counts
-
-        check_columns(log, ["model", "masking_rate", "correct"], "compute masking curves by")
-        raw = group_counts(log, [c for c in [*keys[:4], *([cluster] if cluster else [])] if c in log.columns])
-        df = _keys(raw, str(log.path))
+    rows = dataset_pass(log)
+    if rows is not None:
+        rows.check_columns(["model", "masking_rate", "correct"], "compute masking curves by")
+        have = rows.columns()
+        raw = rows.group_counts([c for c in [*keys[:4], *([cluster] if cluster else [])] if c in have])
+        df = _keys(raw, str(rows.path))
         if cluster:
             df["_cl"] = raw[cluster].to_numpy()
         df[["n", "k", "inv"]] = raw[["n", "k", "inv"]]
@@ -242,13 +242,22 @@ class MaskingAccuracy(Result):
                       else f"[{r.ci_low:.4f},{r.ci_high:.4f}]")
                 lines.append(f"  {r.masking_rate:5g} {r.n_trials:6d}  {r.acc:.4f}  "
                              f"{_fmt(r.sd)}  {ci}  {_fmt(r.acc_valid)}  {r.invalid:.4f}")
-        if notes:
-            lines.extend(f"note: {n}" for n in self.notes)
-        return "\n".join(lines)
+        return summary_text(lines, self.notes if notes else ())
+
+
+def fmt_or_na(x: Any, spec: str = ".4f", na: str = "   NA ", scale: float = 1.0, suffix: str = "") -> str:
+    """A cell of the masking tables: ``scale * x`` formatted with ``spec`` and ``suffix``, ``na`` when missing
+    (None, NaN, <NA>)."""
+    return na if x is None or pd.isna(x) else f"{scale * x:{spec}}{suffix}"
+
+
+def summary_text(lines: list[str], notes: Any = ()) -> str:
+    """The text of a masking summary: its lines, then one ``note:`` line per note."""
+    return "\n".join([*lines, *(f"note: {n}" for n in notes)])
 
 
 def _fmt(x: float) -> str:
-    return "   NA " if x is None or pd.isna(x) else f"{x:.4f}"
+    return fmt_or_na(x)
 
 
 def masking_accuracy(log: Any, *, level: float = 0.95, cluster: str | None = "cluster") -> MaskingAccuracy:
@@ -362,9 +371,7 @@ class MaskingIndicators(Result):
                          f"{_fmt(r.na):>8} {_fmt(r.ea):>8} {_fmt(r.ki):>8}")
         if not self.has_baseline:
             lines.append("EA and KI need a baseline log (--baseline), e.g. UQA in the seed.")
-        if notes:
-            lines.extend(f"note: {n}" for n in self.notes)
-        return "\n".join(lines)
+        return summary_text(lines, self.notes if notes else ())
 
 
 def _acc0_for(acc0: float | Mapping[str, float] | None, g: pd.DataFrame, model: str,

@@ -36,7 +36,7 @@ import pandas as pd
 from mrcstats._repr import Result
 from mrcstats._words import plural
 from mrcstats.errors import InputError
-from mrcstats.stats.masking import mr_key
+from mrcstats.stats.masking import fmt_or_na, mr_key, summary_text
 
 __all__ = ["GROUND_TRUTH", "TABLE1_VARIABLES", "MskcalResult", "extract_value", "extract_values", "mskcal", "read_mskcal_outputs",
            "relative_error"]
@@ -256,13 +256,11 @@ class MskcalResult(Result):
                 lines.append(f"  {str(r.model)[:26]:<26} {r.masking_rate:>4g} {r.nar:>6.2f} "
                              f"{_pct(1 - r.mean_rel_error):>12} {_pct(1 - r.trimmed_mean):>12} "
                              f"{_pct(r.success_rate):>8}")
-        if notes:
-            lines.extend(f"note: {n}" for n in self.notes)
-        return "\n".join(lines)
+        return summary_text(lines, self.notes if notes else ())
 
 
 def _pct(x: float) -> str:
-    return "NA" if x is None or pd.isna(x) else f"{100 * x:.2f}%"
+    return fmt_or_na(x, ".2f", "NA", scale=100, suffix="%")
 
 
 def read_mskcal_outputs(paths: Any) -> pd.DataFrame:
@@ -278,11 +276,13 @@ def read_mskcal_outputs(paths: Any) -> pd.DataFrame:
     """
     from pathlib import Path
 
-    from mrcstats.io.detect import MSKQA_ANSWER_RE, expand_paths
     from mrcstats.io.files import read_string_table
+    from mrcstats.io.formats import EXTENSIONS
+    from mrcstats.io.formats.content import MSKQA_ANSWER_RE
     from mrcstats.io.mskqa import parse_mskqa_name
+    from mrcstats.io.source import expand_paths
 
-    files = expand_paths(paths)
+    files = expand_paths(paths, EXTENSIONS)
     rows: list[dict[str, Any]] = []
     skipped: dict[str, int] = {}
     for f in files:

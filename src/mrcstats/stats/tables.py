@@ -102,12 +102,11 @@ def crosstab(log: pd.DataFrame, rows: str, cols: str, *, test: str = "chisq", si
 
     Rows where either column is missing are left out and counted in ``skipped``.
     """
-    from mrcstats.io.dataset import LogDataset
+    from mrcstats.backends import dataset_pass
 
-    if isinstance(log, LogDataset):  # larger than memory: the counts of each (rows, cols) pair from DuckDB
-        from mrcstats.backends.sql import pair_counts
-
-        pairs, n_miss = pair_counts(log, rows, cols)
+    dsp = dataset_pass(log)
+    if dsp is not None:  # larger than memory: the counts of each (rows, cols) pair from its row pass (DuckDB)
+        pairs, n_miss = dsp.pair_counts(rows, cols)
         skipped = {f"missing {rows} or {cols}": n_miss} if n_miss else {}
         _report("crosstab", skipped)
         if pairs.empty:

@@ -172,7 +172,7 @@ def _detect_jsonl(c: Content) -> bool:
 
 
 def _detect_mskqa(c: Content) -> bool:
-    from mrcstats.io.detect import is_mskqa_header
+    from mrcstats.io.formats.content import is_mskqa_header
 
     return c.is_text_table and is_mskqa_header(c.columns)
 

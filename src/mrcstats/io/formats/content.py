@@ -5,11 +5,17 @@ detectors of :mod:`mrcstats.io.formats` ask for -- the zip member names of an ar
 column names of a Parquet file, the whole JSON document or (JSON lines) the first record,
 the header of a delimited text file -- each computed on first use, so detection reads no
 more of a file than the formats tried before a match need.
+
+The text-table helpers the detectors and the readers share (:func:`first_line`, :func:`header_columns`,
+:func:`is_mskqa_header`) live here too: this module imports only :mod:`mrcstats.io.source`, so a reader
+that needs them imports no registry and the registry's lazy imports of the readers close no circle.
 """
 from __future__ import annotations
 
+import csv
 import io
 import json
+import re
 from functools import cached_property
 from typing import Any
 
@@ -17,6 +23,34 @@ from mrcstats.errors import InputError
 from mrcstats.io.source import ZIP_MAGIC, Source
 
 PARQUET_MAGIC = b"PAR1"
+#: a maskcode answer column: ``answer_<model>_<masking rate>``
+MSKQA_ANSWER_RE = re.compile(r"^answer_(.+)_(\d+(?:\.\d+)?)$")
+
+
+def first_line(data: bytes) -> str:
+    """The first line of a text file; a line ends at CRLF, LF or a bare CR (as pandas reads it)."""
+    head = data[: 1 << 20]
+    ends = [i for i in (head.find(b"\n"), head.find(b"\r")) if i >= 0]
+    line = head[: min(ends)] if ends else head
+    return line.decode("utf-8", errors="replace")
+
+
+def header_columns(src: Source, delimiter: str | None = None) -> list[str]:
+    """Column names of a delimited text file (its first record; a quoted name may hold a line break)."""
+    line = first_line(src.data)
+    if delimiter is None:
+        delimiter = "\t" if line.count("\t") > line.count(",") else ","
+    text = src.data[: 1 << 20].decode("utf-8", errors="replace")
+    try:
+        return next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True), [])
+    except csv.Error as exc:
+        raise InputError(f"{src.name}: cannot read the header line as {'TSV' if delimiter == chr(9) else 'CSV'} "
+                         f"({exc}); the first line must name the columns") from None
+
+
+def is_mskqa_header(cols: list[str]) -> bool:
+    """True for maskcode outputs: ``answer_<model>_<MR>`` columns and no canonical ``model`` column."""
+    return any(MSKQA_ANSWER_RE.match(c) for c in cols) and "model" not in cols
 
 
 class Content:
@@ -102,12 +136,8 @@ class Content:
     @cached_property
     def columns(self) -> list[str]:
         """Column names of a delimited text file (its first record)."""
-        from mrcstats.io.detect import header_columns
-
         return header_columns(self.src)
 
     @cached_property
     def first_line(self) -> str:
-        from mrcstats.io.detect import first_line
-
         return first_line(self.src.data)

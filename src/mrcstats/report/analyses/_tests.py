@@ -82,6 +82,17 @@ def record(name: str, res: Any, label: str, n: int) -> Any:
     return TestRecord("report", label, name, float(t.p), text)
 
 
+def finish(out: Output, results: list[Any], tests: list[tuple[str, Any]], title: str, counts: Any,
+           method: str) -> None:
+    """The common end of a table-test plug-in (contingency, confusion, error types): the rows its table left out
+    (counted and noted), the record of its first test, and its methods lines (``method``, then one per test)."""
+    for why, k in dict(results[0].skipped).items():
+        out.leave_out(why, k)
+        out.note(f"Left out {plural(k, 'row')}: {why}.")
+    out.tests.append(record(tests[0][0], results[0], title, int(counts.to_numpy().sum())))
+    out.methods += [method] + [test_method(out, n) for n, _ in tests]
+
+
 def p_of(res: Any) -> Any:
     d = res.to_dict() if hasattr(res, "to_dict") else dict(res)
     return d.get("p")

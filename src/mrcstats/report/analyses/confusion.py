@@ -59,13 +59,9 @@ class Confusion(Analysis):
         out.table(contingency_table(counts, tests, caption=f"Confusion matrix, {title} (rows gold, columns "
                                     f"predicted).{other}", label=f"a{a.index}_confusion",
                                     effects=T.effects(counts, gold, pred)))
-        for why, k in dict(results[0].skipped).items():
-            out.leave_out(why, k)
-            out.note(f"Left out {plural(k, 'row')}: {why}.")
         out.headline.setdefault("tests", {})[title] = {n: T.p_of(r) for n, r in tests}
-        out.tests.append(T.record(tests[0][0], results[0], title, int(counts.to_numpy().sum())))
-        out.methods += [(f"Counts of gold {gold} by predicted {pred}{filter_note(a.get('filter'))}; answers with no "
-                         "extracted label are left out and counted; extracted values that are no gold label are "
-                         f"counted as '{OTHER}'.")] + \
-            [T.test_method(out, n) for n, _ in tests]
+        T.finish(out, results, tests, title, counts,
+                 f"Counts of gold {gold} by predicted {pred}{filter_note(a.get('filter'))}; answers with no "
+                 "extracted label are left out and counted; extracted values that are no gold label are "
+                 f"counted as '{OTHER}'.")
         return out

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from mrcstats._words import plural
 from mrcstats.report.analyses import _tests as T
 from mrcstats.report.analyses.base import (
     Analysis,
@@ -62,15 +61,11 @@ class Contingency(Analysis):
                                     f"{filter_note(a.get('filter'), lead=', ')}).",
                                     label=f"a{a.index}_contingency_{rows}_{cols}",
                                     effects=T.effects(counts, rows, cols), labels=labels))
-        for why, k in dict(results[0].skipped).items():
-            out.leave_out(why, k)
-            out.note(f"Left out {plural(k, 'row')}: {why}.")
+        out.headline.setdefault("tests", {})[title] = {n: T.p_of(r) for n, r in tests}
+        T.finish(out, results, tests, title, counts,
+                 f"Counts of {words(rows)} by {words(cols)}{filter_note(a.get('filter'))}; invalid answers "
+                 "(missing correctness) are left out of tables against correctness and counted.")
         for r in results:
             if getattr(r.test, "warning", None):
                 out.note(f"{T.test_name(r)}: {r.test.warning}.")
-        out.headline.setdefault("tests", {})[title] = {n: T.p_of(r) for n, r in tests}
-        out.tests.append(T.record(tests[0][0], results[0], title, int(counts.to_numpy().sum())))
-        out.methods += [(f"Counts of {words(rows)} by {words(cols)}{filter_note(a.get('filter'))}; invalid "
-                         "answers (missing correctness) are left out of tables against correctness and counted.")] + \
-            [T.test_method(out, n) for n, _ in tests]
         return out

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from mrcstats._words import plural
 from mrcstats.report import figures as F
 from mrcstats.report.analyses import _tests as T
 from mrcstats.report.analyses.base import (
@@ -50,11 +49,6 @@ class ErrorTypes(Analysis):
         out.table(contingency_table(counts, tests, caption=f"{title}: counts of {rows.replace('_', ' ')} by "
                                     f"{cols.replace('_', ' ')}.", label=f"a{a.index}_error_types",
                                     effects=T.effects(counts, rows, cols)))
-        for why, k in dict(results[0].skipped).items():
-            out.leave_out(why, k)
-            out.note(f"Left out {plural(k, 'row')}: {why}.")
         out.headline.setdefault("error_types", {})[title] = counts.to_dict()
-        out.tests.append(T.record(tests[0][0], results[0], title, int(counts.to_numpy().sum())))
-        out.methods += [f"Counts of {rows} by {cols}{filter_note(a.get('filter'))}."] + \
-            [T.test_method(out, n) for n, _ in tests]
+        T.finish(out, results, tests, title, counts, f"Counts of {rows} by {cols}{filter_note(a.get('filter'))}.")
         return out

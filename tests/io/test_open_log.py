@@ -1,0 +1,50 @@
+"""``io.open_log`` is the one place that decides how a log is opened (issue 37): a lazy dataset, the pandas-free
+Columns of one plain table, a data table or a log; the command line asks it, never ``is_dataset`` itself."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mrcstats.io import open_log
+from mrcstats.io.columns import Columns
+from mrcstats.io.dataset import LogDataset
+from mrcstats.io.ingest import write_dataset
+
+CLI = Path(__file__).resolve().parents[2] / "src" / "mrcstats" / "cli"
+
+
+@pytest.fixture
+def files(tmp_path):
+    csv = tmp_path / "log.csv"
+    pd.DataFrame({"model": ["a", "a", "b", "b"], "item": ["1", "2", "1", "2"], "correct": [1, 0, 1, 1],
+                  "x": [0.5, 1.5, 2.5, 3.5]}).to_csv(csv, index=False)
+    write_dataset(csv, tmp_path / "ds")
+    return csv, tmp_path / "ds"
+
+
+def test_a_dataset_folder_opens_lazily_unless_its_rows_must_be_read_again(files):
+    _, ds = files
+    assert isinstance(open_log(ds), LogDataset)
+    assert isinstance(open_log([ds]), LogDataset)
+    for kw in ({"lazy": False}, {"model": "m"}, {"mapping": {"item": "item"}}, {"threshold": 0.5}):
+        got = open_log(ds, **kw)
+        assert isinstance(got, pd.DataFrame) and len(got) == 4, kw
+
+
+def test_a_plain_table_is_read_without_pandas_only_when_the_caller_names_its_columns(files):
+    csv, _ = files
+    cols = open_log(csv, table=True, columns=["correct", "x", "model"])
+    assert isinstance(cols, Columns) and cols.nrows == 4
+    frame = open_log(csv, table=True)
+    assert isinstance(frame, pd.DataFrame) and list(frame["x"]) == [0.5, 1.5, 2.5, 3.5]
+    assert isinstance(open_log(csv, table=True, columns=["x"], format="csv"), pd.DataFrame)   # asked: read_data
+    assert isinstance(open_log(csv), pd.DataFrame) and "score" in open_log(csv).columns       # a log
+
+
+def test_no_command_decides_for_itself_whether_a_path_is_a_dataset():
+    """The CLI opens logs through read_log_args / read_data_args (io.open_log): no handler tests is_dataset."""
+    for p in CLI.glob("*.py"):
+        text = p.read_text()
+        assert "is_dataset(" not in text and "open_dataset(" not in text, p.name
