@@ -201,12 +201,12 @@ def sensitivity(log: pd.DataFrame, over: str = "prompt", *, by: str = "model", o
             under some template, a bad level or bootstrap.
     """
     from mrcstats._seeds import check_seed, stream
-    from mrcstats.io.dataset import LogDataset
+    from mrcstats.backends.passes import dataset_pass
     from mrcstats.io.schema import outcome_values, require_log, resolve_outcome
     from mrcstats.stats.variance import check_over_by
 
-    if isinstance(log, LogDataset):
-        log = log.to_log()
+    if (rows := dataset_pass(log)) is not None:      # a dataset folder: the rows in memory
+        log = rows.to_frame()
     log = require_log(log, "sensitivity")
     check_over_by(log, over, by, "sensitivity")
     if not (isinstance(level, (int, float)) and not isinstance(level, bool) and 0 < level < 1):
