@@ -87,7 +87,10 @@ def _headline_text(h: dict) -> str:
         for t, v in g["estimate"].items():
             tv = g["truth"].get(t)
             lines.append(f"  {t:<28} {v: .3f}" + (f"  ({tv: .3f})" if tv is not None else ""))
-        lines.append(f"  max |estimate - truth| = {g['max_abs_error']:.3f}; 95% coverage {g['coverage_95']:.0%}")
+        w = g.get("wald_truth") or {}
+        lines.append(f"  max |estimate - truth| = {g['max_abs_error']:.3f}; largest |z| against the truth "
+                     f"{max((abs(v) for v in g.get('z_truth', {}).values()), default=float('nan')):.2f}; joint Wald chi2({w.get('df')}) = "
+                     f"{w.get('chi2', float('nan')):.2f}, p = {w.get('p', float('nan')):.3g}")
     return "\n".join(lines)
 
 
