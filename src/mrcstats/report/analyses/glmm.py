@@ -63,7 +63,7 @@ def truth_recovery(cf: pd.DataFrame, vcov: pd.DataFrame, truth: Mapping[str, flo
     return {"max_abs_error": float(np.max(np.abs(d))) if k else float("nan"),
             "coverage_95": float(np.mean(np.abs(z) <= _Z975)) if k else float("nan"),
             "z_truth": dict(zip(terms, (float(v) for v in z))),
-            "wald_truth": {"chi2": w, "df": k, "p": float(chi2.sf(w, k)) if k and w == w else float("nan")}}
+            "wald_truth": {"chi2": w, "df": k, "p": float(chi2.sf(w, k)) if k and not np.isnan(w) else float("nan")}}
 
 
 def _recovery_sentence(rec: Mapping[str, Any], labels: Mapping[str, str] | None = None) -> str:
