@@ -43,6 +43,7 @@ from mrcstats.report.analyses.base import (
     AnalysisSpec,
     Context,
     Fidelity,
+    NotCompared,
     NotReproduced,
     Output,
     Skip,
@@ -178,7 +179,7 @@ def _build(rs: ReportSpec, log: pd.DataFrame, out: Path, tables_dir: Path, figur
             table_paths += table_paths_
             figure_paths += figure_paths_
     table_paths += _multiplicity(doc, [t for o in outputs for t in o.tests], rs.multiplicity, tables_dir)
-    _fidelity(doc, [f for o in outputs for f in o.fidelity])
+    fidelity = _fidelity(doc, [f for o in outputs for f in o.fidelity], [n for o in outputs for n in o.not_compared])
     _not_reproduced(doc, [*rs.not_reproduced, *(n for o in outputs for n in o.not_reproduced)])
     if skipped:
         doc.heading("Skipped analyses", 2)
@@ -191,6 +192,8 @@ def _build(rs: ReportSpec, log: pd.DataFrame, out: Path, tables_dir: Path, figur
                 headline[k].update(v)
             else:
                 headline[k] = v
+    if fidelity:
+        headline["fidelity"] = fidelity
     return ReportResult(pdf=out, pages=doc.pages, tables=tuple(table_paths), figures=tuple(figure_paths),
                         sections=("Data", "Methods", *sections), skipped=tuple(skipped), headline=headline,
                         html=html_path, failed=tuple(failed))
@@ -334,29 +337,48 @@ def _multiplicity(doc: ReportDocument, tests: list[TestRecord], method: str, tab
     return paths
 
 
-def _fidelity(doc: ReportDocument, cells: list[Fidelity]) -> None:
-    """Per published table: cells within tolerance, and each cell outside it."""
-    if not cells:
-        return
+def _fidelity(doc: ReportDocument, cells: list[Fidelity], not_compared: list[NotCompared]) -> dict[str, Any]:
+    """Per published table: compared cells within tolerance, each cell outside it, and every cell shown but not
+    compared with its reason. Returns the same counts for the headline (``{table: {compared, reproduced,
+    outside, not_compared: {cell: reason}}}``)."""
+    if not cells and not not_compared:
+        return {}
     from mrcstats.report.tables import format_number
 
     doc.heading("Fidelity")
-    doc.paragraph("The paper's published values beside ours: a cell counts as reproduced when |ours − paper| is "
-                  "within the stated tolerance (half a unit in the last decimal the paper prints unless stated).")
+    doc.paragraph("The paper's published values beside ours: a compared cell counts as reproduced when |ours − "
+                  "paper| is within the stated tolerance (half a unit in the last decimal the paper prints unless "
+                  "stated). Only cells computed from the paper's real data are compared; cells computed from "
+                  "simulated responses or from the paper's own numbers, and cells the paper prints unreadably, are "
+                  "listed as not compared, with the reason.")
     by: dict[str, list[Fidelity]] = {}
+    nc: dict[str, dict[str, list[str]]] = {}
     for c in cells:
         by.setdefault(c.table, []).append(c)
+    for n in not_compared:
+        by.setdefault(n.table, [])
+        nc.setdefault(n.table, {}).setdefault(n.reason, []).append(n.cell)
     lines = []
+    summary: dict[str, Any] = {}
     for table, cs in by.items():
         bad = [c for c in cs if not (c.ok and c.ours == c.ours)]
-        txt = f"{table}: {len(cs) - len(bad)} of {len(cs)} published cells reproduced"
+        skipped = nc.get(table, {})
+        n_nc = sum(len(v) for v in skipped.values())
+        txt = (f"{table}: {len(cs) - len(bad)} of {len(cs)} compared cells reproduced" if cs else
+               f"{table}: no cell compared")
         if bad:
             txt += "; outside the tolerance: " + "; ".join(
                 f"{c.cell} (paper {c.paper:g}, ours "
                 + (f"{round(c.ours, 6):g}, Δ {format_number(round(c.delta, 6), 2)}"
                    if c.ours == c.ours else "missing") + ")" for c in bad)
+        for why, cl in skipped.items():
+            txt += (f"; not compared ({plural(len(cl), 'cell')}" + ("" if n_nc == len(cl) and not cs else
+                    f": {', '.join(cl)}") + f"): {why.rstrip('.')}")
         lines.append(txt + ".")
+        summary[table] = {"compared": len(cs), "reproduced": len(cs) - len(bad), "outside": [c.cell for c in bad],
+                          "not_compared": {cell: why for why, cl in skipped.items() for cell in cl}}
     doc.bullets(lines)
+    return summary
 
 
 def _not_reproduced(doc: ReportDocument, items: list[NotReproduced]) -> None:
