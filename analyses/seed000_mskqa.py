@@ -28,9 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 SEED_TABLE3_RQA = {"strict": 63.27, "regular": 64.67, "partial": 65.48, "lenient": 70.60, "na_regular": 0.7198}
 SEED_ACC0_RQA = 0.8984
 #: why NA is shown beside the paper but not counted as reproduced
-NA_NOT_COMPARED = ("NA = Acc regular / Acc_0 is computed with the paper's own mask-free accuracy Acc_0 = 0.8984 "
-                   "(the shared data has no mask-free run), so it restates the Acc regular cell and is no independent "
-                   "check")
+NA_NOT_COMPARED = ("NA = Acc regular / Acc_0 uses the paper's own mask-free accuracy Acc_0 = 0.8984 (no mask-free "
+                   "run in the shared data), so it restates Acc regular and is no independent check")
 
 
 def _rel(p: Path) -> str:

@@ -84,7 +84,9 @@ class Contingency(Analysis):
                 out.note(f"{T.test_name(r)}: {r.test.warning}.")
         if a.get("published"):
             compare_published(out, title, published_frame(counts, labels), a.get("published"), a.get("tolerance"),
-                              f"a{a.index}_contingency", unit="counts; error rate in percent",
+                              f"a{a.index}_contingency",
+                              unit="counts" + ("; error rate in percent" if any(
+                                  "error rate (%)" in c for c in a.get("published").values()) else ""),
                               not_compared=a.get("not_compared"))
         out.headline.setdefault("tests", {})[title] = {n: T.p_of(r) for n, r in tests}
         out.tests.append(T.record(tests[0][0], results[0], title, int(counts.to_numpy().sum())))
