@@ -51,7 +51,7 @@ SEED_TABLE2 = {"Davinci-002": {"-2": 0.51, "0": 0.55, "2": 0.59, "4": 0.63},
                "GPT-4": {"-2": 0.91, "0": 0.92, "2": 0.93, "4": 0.94},
                "Grand Mean": {"-2": 0.76, "0": 0.79, "2": None, "4": None}}
 TABLE2_NOT_COMPARED = {
-    "Grand Mean / 2": "the paper text prints this cell unreadably ('በ 79'), so there is no number to compare",
+    "Grand Mean / 2": "the paper text prints this cell unreadably (a garbled '79'), so there is no number to compare",
     "Grand Mean / 4": "the paper text prints this cell as '0.8', cut to one decimal where the table prints two",
 }
 #: why no cell of seed Table 5 is compared: every one comes from the simulated responses
