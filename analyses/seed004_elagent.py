@@ -13,8 +13,9 @@ prompts, and writes ``reports/seed004_elagent/seed004_elagent.pdf`` (+ LaTeX/CSV
 * Task 5 (seed Tables 11, 13, 17): accuracy per bAbI variant; Fisher's exact test of factual vs
   counterfactual evidence ("Mice are afraid of cats" / "Cats are afraid of mice") × correctness on
   the original set (the seed reports p = 0.004); evidence position (first statement or not) x
-  correctness; variant x outcome (right / wrong / invalid);
-* Task 6 (seed Table 12): accuracy per predicate type and predicate type x outcome.
+  correctness (Tables 13 and 17 compared count by count); variant x correctness;
+* Task 6 (seed Table 12): accuracy per predicate type and predicate type x correctness (the tests against
+  correctness leave invalid answers out and count them, as the Methods say).
 
 The shared files hold one run per cell, so the accuracy tables show accuracy, not the seed's
 mean ± SD over three runs. The derived log is written to ``reports/_work`` (not committed).
@@ -43,6 +44,11 @@ SEED_TABLE7 = {
 #: seed 004 Table 11 (Task 5, percent) and Table 12, row "Ran Pred" (Task 6, percent; the shared files)
 SEED_TABLE11 = {"Base": 90.80, "Ran": 95.20, "Neg": 98.80, "Quan": 91.20, "Ext": 85.60}
 SEED_TABLE12_RAN_PRED = {"NT & NS": 99.00, "NT & S": 87.00, "T & NS": 83.00, "T & S": 52.00}
+#: seed 004 Table 13 (Task 5, original set: counts by factual / counterfactual evidence) and Table 17 (counts by the
+#: position of the evidence; error rate in percent)
+SEED_TABLE13 = {"factual": {"correct": 11, "not correct": 0}, "counterfactual": {"correct": 8, "not correct": 9}}
+SEED_TABLE17 = {"1st stmt": {"not correct": 13, "Total": 93, "error rate (%)": 14.0},
+                "rest stmts": {"not correct": 10, "Total": 157, "error rate (%)": 6.4}}
 VARIANTS = {"origin": "Base", "random": "Ran", "neg": "Neg", "quant": "Quan", "derive": "Ext"}
 PREDICATES = {"NTNS": "NT & NS", "NTS": "NT & S", "TNS": "T & NS", "TS": "T & S"}
 
@@ -116,8 +122,6 @@ def derived_log(results: Path):
     t6 = mrcstats.read_log(str(results / "task 6"), format="elagent", model=MODEL)
     parts.append(t6.assign(task="task 6", predicate=t6["condition"].astype(str).map(PREDICATES)))
     log = pd.concat(parts, ignore_index=True, sort=False)
-    corr = log["correct"]
-    log["outcome"] = np.where(corr.isna(), "invalid", np.where(corr.fillna(False).astype(bool), "right", "wrong"))
     log["condition"] = log["task"] + "/" + log["condition"].astype(str)   # unique keys across tasks
     return mrcstats.validate_log(log)
 
@@ -205,11 +209,13 @@ def main(argv: list[str] | None = None) -> int:
                  "published": {MODEL: SEED_TABLE11}, "tolerance": 0.005},
                 {"type": "contingency", "rows": "evidence_type", "cols": "correct", "tests": ["fisher"],
                  "filter": {**origin, "evidence_type": ["factual", "counterfactual"]},
-                 "title": "Task 5: factual vs counterfactual evidence × correctness (seed Table 13)"},
+                 "title": "Task 5: factual vs counterfactual evidence × correctness (seed Table 13)",
+                 "published": SEED_TABLE13, "tolerance": 0},
                 {"type": "contingency", "rows": "evidence_position", "cols": "correct", "tests": ["fisher", "chisq"],
-                 "filter": origin, "title": "Task 5: evidence position × correctness (seed Table 17)"},
-                {"type": "contingency", "rows": "variant", "cols": "outcome", "tests": ["chisq", "fisher"],
-                 "simulate": True, "B": 2000, "filter": t5, "title": "Task 5: variant × outcome"},
+                 "filter": origin, "title": "Task 5: evidence position × correctness (seed Table 17)",
+                 "published": SEED_TABLE17, "tolerance": {"error rate (%)": 0.05, "*": 0}},
+                {"type": "contingency", "rows": "variant", "cols": "correct", "tests": ["chisq", "fisher"],
+                 "simulate": True, "B": 2000, "filter": t5, "title": "Task 5: variant × correctness"},
                 {"type": "accuracy", "rows": "model", "cols": "predicate", "filter": {"task": "task 6"},
                  "order": {"predicate": list(PREDICATES.values())},
                  "title": "Task 6: accuracy per predicate type (seed Table 12, row Ran Pred)",
@@ -217,9 +223,9 @@ def main(argv: list[str] | None = None) -> int:
                 {"type": "confusion", "gold": "gold", "pred": "pred", "tests": ["chisq"],
                  "filter": {"task": "task 6"},
                  "title": "Task 6: gold vs predicted choice (the gold choice is fixed by the predicate type)"},
-                {"type": "contingency", "rows": "predicate", "cols": "outcome", "tests": ["chisq", "fisher"],
+                {"type": "contingency", "rows": "predicate", "cols": "correct", "tests": ["chisq", "fisher"],
                  "simulate": True, "B": 2000, "filter": {"task": "task 6"},
-                 "title": "Task 6: predicate type × outcome"},
+                 "title": "Task 6: predicate type × correctness (invalid answers left out)"},
             ],
         }
         res = build_report(spec, out / "seed004_elagent.pdf")
@@ -227,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seed004_elagent: {exc}", file=sys.stderr)
         return 2
     headline = {"pdf": _rel(res.pdf), "pages": res.pages, "tests": res.headline.get("tests", {}),
-                "error_types": res.headline.get("error_types", {}),
+                "error_types": res.headline.get("error_types", {}), "fidelity": res.headline.get("fidelity", {}),
                 "skipped": list(res.skipped)}
     (out / "headline.json").write_text(json.dumps(headline, indent=2) + "\n")
     print(res.summary())

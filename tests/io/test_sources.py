@@ -87,13 +87,46 @@ def test_elagent_small(tmp_path):
     assert detect_format(load_source(p)) == "elagent"
     log = read_log(p, model="gpt-4")
     assert log["correct"].isna().sum() == 1 and set(log["condition"]) == {"neg"} and set(log["task"]) == {"task 5"}
+    assert log["item"].tolist() == ["task 5/0", "task 5/1", "task 5/2"]
     nested = tmp_path / "acc_baseline_3_1.json"
     nested.write_text(json.dumps({"+": {"*": {"accuracy": "1/2", "invalid": "0/2", "data": [
         ["What is 1+1?", 2.0, 2, "[2]"], ["What is 1*3?", 3.5, "Invalid", "?"]]}}}))
     log = read_log(nested, model="gpt-4")
-    assert log["item"].tolist() == ["+/*/0", "+/*/1"]
+    assert log["item"].tolist() == ["3_1/+/*/0", "3_1/+/*/1"]     # qualified by operators and digits
     assert log["correct"].tolist()[0] is True or log["correct"].iloc[0] == True
     assert log["correct"].isna().tolist() == [False, True]
+
+
+def test_elagent_items_are_qualified_by_task_and_digit_length(tmp_path):
+    """One question, one item id: Task 1 files of other digit lengths ask other expressions (distinct ids), the
+    precedence moves and CoT1 ask the same ones (shared ids); Task 5 and Task 6 positions are distinct."""
+    def task1(name, n):
+        (tmp_path / "task 1").mkdir(exist_ok=True)
+        (tmp_path / "task 1" / name).write_text(json.dumps({"+": {"*": {"accuracy": "0/1", "invalid": "0/1", "data": [
+            ["What is the value of 1 + 2 * 3 ?", 7.0, 7, "[7]"]] * n}}}))
+
+    task1("acc_baseline_3_1.json", 2)
+    task1("acc_two_3_1_cot1.json", 2)
+    task1("acc_baseline_3_2.json", 2)
+    for t in ("task 5", "task 6"):
+        (tmp_path / t).mkdir()
+        (tmp_path / t / "acc_x.json").write_text(json.dumps({"accuracy": "1/1", "invalid": "0/1", "data": [
+            {"prompt": "p", "output": "[A]", "result": "right", "gold_choice": "A", "out_choice": "A"}]}))
+    log = read_log(tmp_path, format="elagent", model="gpt-4")
+    by_cond = log.groupby("condition")["item"].apply(list).to_dict()
+    assert by_cond["baseline_3_1"] == by_cond["two_3_1_cot1"] == ["task 1/3_1/+/*/0", "task 1/3_1/+/*/1"]
+    assert by_cond["baseline_3_2"] == ["task 1/3_2/+/*/0", "task 1/3_2/+/*/1"]
+    assert set(log.loc[log["task"] == "task 5", "item"]) == {"task 5/0"}
+    assert log["item"].nunique() == 6
+
+
+@pytest.mark.shared
+def test_elagent_shared_item_count(shared_data):
+    """The shared ELAGENT results ask 1,450 questions of Tasks 1, 5, 6 (200 x 5 digit lengths, 250, 200)."""
+    root = shared_data / "elagent" / "results"
+    n = sum(read_log(root / t, format="elagent", model="gpt-4")["item"].nunique()
+            for t in ("task 1/length3", "task 5", "task 6"))
+    assert n == 1450
 
 
 def _data_blocks(o):

@@ -33,6 +33,26 @@ def test_demo_writes_the_report(tmp_path, capsys):
     g = obj["headline"]["glmm"]["token count"]
     assert g["max_abs_error"] < 0.5 and set(g["truth"]) == set(g["estimate"])
     assert not obj["skipped"]
+    # like with like: the truth describes valid answers, so the GLMM checked against it leaves invalid ones out
+    flat = " ".join(text.split())
+    assert "invalid answer (left out, as asked)" in flat
+    # the tolerance stated as tests: each term's z against the truth and a joint Wald test, no binomial count
+    assert set(g["z_truth"]) == set(g["truth"]) and g["wald_truth"]["df"] == len(g["truth"])
+    assert "Joint Wald test that all 6 fixed effects equal the truth" in flat and "binomial standard deviation" not in flat
+    assert g["wald_truth"]["p"] > 0.01 and max(abs(v) for v in g["z_truth"].values()) < 3.5
+
+
+def test_demo_compares_like_with_like():
+    """The simulated truth describes valid answers (invalid ones are drawn at random): the recovery GLMM must
+    leave invalid answers out rather than count them wrong, and say so."""
+    from mrcstats.report.demo import DEMO_SIM, demo_spec
+    from mrcstats.tasks.simulate import simulate_log
+
+    sim = simulate_log(seed=0, **{**DEMO_SIM, "n_passages": 6})
+    spec = demo_spec("demo_log.parquet", sim.truth, 0)
+    (g,) = [a for a in spec["analyses"] if a.get("truth")]
+    assert g["invalid"] == "exclude"
+    assert any("truth describes the valid answers" in n for n in spec["notes"])
 
 
 def test_analysis_scripts_exist():

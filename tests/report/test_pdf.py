@@ -148,6 +148,36 @@ def test_missing_pieces_are_skipped_with_a_note(tmp_path, monkeypatch):
     assert r.pdf.exists()
 
 
+@needs_poppler
+@pytest.mark.parametrize("exc", [RuntimeError("boom in the fit"), "input"])
+def test_a_failing_analysis_is_skipped_with_a_note_never_kills_the_report(tmp_path, monkeypatch, exc):
+    """The promise of docs/report.md: an analysis that raises (a bug, a failed fit, input this log cannot serve)
+    is skipped with a note in the PDF, the HTML and the result; the analyses after it still run."""
+    from mrcstats.errors import InputError
+    from mrcstats.report.analyses.discrimination import Discrimination
+    small_log(tmp_path)
+    (tmp_path / "spec.yaml").write_text("logs: [log.csv]\nanalyses: [discrimination, {type: summary, by: [model]}]\n")
+    err = InputError("the screen's validation needs graded scores") if exc == "input" else exc
+
+    def fails(self, ctx, a):
+        ctx.extra_tables.append(object())   # half-built output of the failed analysis is dropped
+        raise err
+
+    monkeypatch.setattr(Discrimination, "run", fails)
+    r = build_report(tmp_path / "spec.yaml", tmp_path / "s.pdf", html=True)
+    assert r.pdf.exists() and r.html.exists()
+    assert len(r.skipped) == 1 and str(err) in r.skipped[0] and "failed" in r.skipped[0]
+    assert r.failed == (f"analyses[0] (discrimination): {'' if exc == 'input' else 'RuntimeError: '}{err}",)
+    assert "Accuracy" in " ".join(r.sections)        # the analysis after the failed one ran
+    text = pdf_text(r.pdf)
+    assert "Skipped: the analysis failed on this log" in " ".join(text.split()) and "Skipped analyses" in text
+    assert "analyses[0]" not in text                 # no internal identifier in what a person reads
+    assert "Skipped: the analysis failed on this log" in r.html.read_text()
+    with pytest.raises(type(err), match="boom" if exc != "input" else r"analyses\[0\] \(discrimination\)"):
+        build_report(tmp_path / "spec.yaml", tmp_path / "t.pdf", on_error="raise")
+    assert not (tmp_path / "t.pdf").exists()
+
+
 def test_cli_report_json_and_errors(tmp_path, capsys):
     small_log(tmp_path)
     (tmp_path / "spec.yaml").write_text("logs: [log.csv]\nanalyses: [{type: summary, by: [model]}]\n")
@@ -157,10 +187,17 @@ def test_cli_report_json_and_errors(tmp_path, capsys):
     obj = json.loads(out)
     assert obj["pdf"].endswith("o.pdf") and obj["pages"] >= 1
     (tmp_path / "bad.yaml").write_text("logs: [log.csv]\nanalyses: [{type: glmm, formula: 'correct ~ nope + (1|item)'}]\n")
-    code = main(["report", str(tmp_path / "bad.yaml"), "--out", str(tmp_path / "x.pdf")])
+    code = main(["report", str(tmp_path / "bad.yaml"), "--out", str(tmp_path / "x.pdf"), "--strict"])
     out, err = capsys.readouterr()
-    assert code == 2
+    assert code == 2 and not (tmp_path / "x.pdf").exists()
     assert err.count("\n") == 1 and "analyses[0] (glmm)" in err and "Traceback" not in err
+    # without --strict the failing analysis is skipped with a note and the report is written
+    code = main(["report", str(tmp_path / "bad.yaml"), "--out", str(tmp_path / "x.pdf"), "--json"])
+    out, err = capsys.readouterr()
+    obj = json.loads(out)
+    assert code == 0 and (tmp_path / "x.pdf").exists() and "Traceback" not in err
+    assert len(obj["failed"]) == 1 and obj["failed"][0].startswith("analyses[0] (glmm)") and "nope" in obj["failed"][0]
+    assert "analyses[0] (glmm)" in err and "skipped" in err
     code = main(["report", str(tmp_path / "spec.yaml"), "--out", str(tmp_path / "x.txt")])
     assert code == 2 and ".pdf" in capsys.readouterr().err
 

@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--format", default="pdf", choices=["pdf", "html"],
                    help="pdf (default): the PDF; html: also NAME.html beside it, one self-contained interactive "
                         "page (sortable tables, figures with hover; the PDF's numbers; no network when viewed)")
+    r.add_argument("--strict", action="store_true",
+                   help="stop at the first analysis that fails (exit code 2, nothing written); by default a failing "
+                        "analysis is skipped with a note in the report and a line on stderr, and the report is written")
     add_json_flag(r)
     r.set_defaults(func=_report)
 
@@ -59,8 +62,10 @@ def _report(args: argparse.Namespace) -> int:
 
     if args.format == "html":   # (--out itself: checked before the command ran, cli._common.check_outputs)
         check_output_path(str(Path(args.out).with_suffix(".html")), suffixes=(".html",), inputs=[args.spec])
-    res = build_report(args.spec, args.out, html=args.format == "html")
+    res = build_report(args.spec, args.out, html=args.format == "html", on_error="raise" if args.strict else "skip")
     info(res.summary())
+    for f in res.failed:
+        info(f"mrcstats report: {args.spec}: {f} (the analysis was skipped with a note; --strict stops instead)")
     return output(args, res.to_dict(), str(res.pdf))
 
 
@@ -82,7 +87,10 @@ def _headline_text(h: dict) -> str:
         for t, v in g["estimate"].items():
             tv = g["truth"].get(t)
             lines.append(f"  {t:<28} {v: .3f}" + (f"  ({tv: .3f})" if tv is not None else ""))
-        lines.append(f"  max |estimate - truth| = {g['max_abs_error']:.3f}; 95% coverage {g['coverage_95']:.0%}")
+        w = g.get("wald_truth") or {}
+        lines.append(f"  max |estimate - truth| = {g['max_abs_error']:.3f}; largest |z| against the truth "
+                     f"{max((abs(v) for v in g.get('z_truth', {}).values()), default=float('nan')):.2f}; joint Wald chi2({w.get('df')}) = "
+                     f"{w.get('chi2', float('nan')):.2f}, p = {w.get('p', float('nan')):.3g}")
     return "\n".join(lines)
 
 

@@ -12,13 +12,20 @@
 
 The model is not in the files: pass ``model`` (``--model gpt-4-1106-preview``).
 ``condition`` is the file name without ``acc_`` (``acc_neg.json`` -> ``neg``,
-``acc_baseline_3_1_cot1.json`` -> ``baseline_3_1_cot1``); ``item`` is the record's
-position in its list, prefixed by the operator path for Task 1/2 (``+/*/3``); a
-``task`` column holds the nearest enclosing folder named ``task ...`` (``task 5``) when there is one.
+``acc_baseline_3_1_cot1.json`` -> ``baseline_3_1_cot1``); a ``task`` column holds the nearest
+enclosing folder named ``task ...`` (``task 5``) when there is one.
+
+``item`` names one question across the files that ask it, and only that question:
+``<task>/<operators>_<digits>/<operator path>/<position>`` for Task 1/2 (``task 1/3_2/+/*/3``: the
+operator count and operand digits come from the file name ``acc_<setting>_<operators>_<digits>[_cot1]``,
+since each digit length asks other expressions, while the precedence moves and CoT1 ask the same ones),
+``<task>/<position>`` for Task 5/6 (the variants and predicate types rephrase the same records). Parts that
+are unknown (no ``task ...`` folder, a file name without the operator and digit counts) are left out.
 """
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import pandas as pd
@@ -28,6 +35,15 @@ from mrcstats.io.answers import parse_number
 from mrcstats.io.source import Source
 
 _RESULT = {"right": True, "wrong": False, "invalid": None}
+#: ``acc_<setting>_<operators>_<digits>[_cot1]``: the Task 1/2 file names (``acc_baseline_3_2_cot1``)
+_LENGTH = re.compile(r"^acc_.+?_(\d+)_(\d+)(?:_cot\d+)?$")
+
+
+def item_prefix(task: str | None, stem: str, arithmetic: bool) -> str:
+    """The part of an ELAGENT item id before the operator path: the task folder and, for a Task 1/2 file, its
+    ``<operators>_<digits>`` (``task 1/3_2``); empty parts left out."""
+    m = _LENGTH.match(stem) if arithmetic else None
+    return "/".join(x for x in (task, f"{m.group(1)}_{m.group(2)}" if m else None) if x)
 
 
 def _is_block(obj: Any) -> bool:
@@ -99,10 +115,12 @@ def read_elagent(src: Source, model: str | None = None) -> pd.DataFrame:
     cond = condition_from_name(src.stem)
     task = next((d.name for d in src.path.parents if d.name.lower().startswith("task")), None)
     rows: list[dict[str, Any]] = []
+    first = blocks[0][1]["data"][0] if blocks[0][1]["data"] else None
+    qualify = item_prefix(task, src.stem, isinstance(first, list))
     for path, block in blocks:
         prefix = "/".join(path)
         for i, rec in enumerate(block["data"]):
-            item = f"{prefix}/{i}" if prefix else str(i)
+            item = "/".join(x for x in (qualify, prefix, str(i)) if x)
             if isinstance(rec, dict):
                 res = rec.get("result")
                 if res not in _RESULT:

@@ -13,10 +13,16 @@ in the two folders are kept. Numbers come from the result objects of the other l
 ``drop1``, ``gvif``, ``fisher``, ``chisq``, ``discrimination``,
 ``masking_indicators``, ``summarize``); this module only lays them out.
 
-An analysis whose building block is not installed is skipped with a note in
-the PDF and in :attr:`ReportResult.skipped`; bad input (a formula naming a
-missing column, say) raises :class:`~mrcstats.errors.InputError` naming the
-analysis (``analyses[1] (glmm)``).
+An analysis that cannot run never kills the report: one whose building block is
+not installed (:class:`~mrcstats.report.analyses.base.Skip`), or that fails on
+this log (an :class:`~mrcstats.errors.InputError` such as a formula naming a
+missing column, a model that does not converge, or any other exception), is
+skipped with a note in its section of the PDF and HTML, listed under "Skipped
+analyses" and in :attr:`ReportResult.skipped`; a failure is also in
+:attr:`ReportResult.failed` with the analysis's place in the spec
+(``analyses[1] (glmm): ...``). ``on_error="raise"`` (the CLI's ``--strict``)
+stops at the first failure instead, naming the analysis. Errors of the spec
+itself (an unknown key or type) are found before any log is read and always stop.
 """
 from __future__ import annotations
 
@@ -37,6 +43,7 @@ from mrcstats.report.analyses.base import (
     AnalysisSpec,
     Context,
     Fidelity,
+    NotCompared,
     NotReproduced,
     Output,
     Skip,
@@ -63,12 +70,14 @@ class ReportResult(Result):
     skipped: tuple[str, ...]
     headline: Mapping[str, Any] = field(default_factory=dict)
     html: Path | None = None
+    #: the analyses skipped because they failed (not a missing building block): ``"analyses[i] (type): error"``
+    failed: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"pdf": str(self.pdf), "html": None if self.html is None else str(self.html),
                 "pages": self.pages, "tables": [str(p) for p in self.tables],
                 "figures": [str(p) for p in self.figures], "sections": list(self.sections),
-                "skipped": list(self.skipped), "headline": dict(self.headline)}
+                "skipped": list(self.skipped), "failed": list(self.failed), "headline": dict(self.headline)}
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame({"section": list(self.sections)})
@@ -98,14 +107,19 @@ def _versions() -> str:
 
 
 def build_report(spec: str | Path | Mapping[str, Any] | ReportSpec, out: str | Path,
-                 html: bool | str | Path = False) -> ReportResult:
+                 html: bool | str | Path = False, on_error: str = "skip") -> ReportResult:
     """Run the analyses of ``spec`` and write the PDF report to ``out`` (tables and figures beside it).
 
     ``spec``: a YAML file, a mapping of the same shape, or a :class:`ReportSpec`
     (format in :mod:`mrcstats.report.spec` and docs/report.md). Deterministic: the
     same spec and logs give a byte-identical PDF. ``html``: also write the interactive HTML report
     (:mod:`mrcstats.report.html`; ``True``: ``NAME.html`` beside the PDF), built from the same blocks.
+    ``on_error``: ``"skip"`` (default) — an analysis that fails is skipped with a note and the report is still
+    written (the failures in :attr:`ReportResult.failed`); ``"raise"`` — the first failure stops the build,
+    naming the analysis, and nothing is written.
     """
+    if on_error not in ("skip", "raise"):
+        raise InputError(f"on_error={on_error!r}: expected 'skip' (note the failure, write the report) or 'raise'")
     out = Path(out)
     if out.suffix.lower() != ".pdf":
         raise InputError(f"--out {out}: the report is a PDF; give a path ending in .pdf")
@@ -120,7 +134,7 @@ def build_report(spec: str | Path | Mapping[str, Any] | ReportSpec, out: str | P
     targets["pdf"] = (out, "file", ())  # the PDF last
     with Staging(out, targets) as stage:  # nothing beside the PDF changes until the commit at the end
         res = _build(rs, log, stage.path("pdf"), stage.path("tables"), stage.path("figures"),
-                     None if html_out is None else stage.path("html"))
+                     None if html_out is None else stage.path("html"), on_error)
         stage.commit()
     return replace(res, pdf=out, tables=tuple(stage.final(p) for p in res.tables),
                    figures=tuple(stage.final(p) for p in res.figures), html=html_out)
@@ -132,14 +146,15 @@ FIGURE_EXTS: tuple[str, ...] = (".pdf", ".svg")
 
 
 def _build(rs: ReportSpec, log: pd.DataFrame, out: Path, tables_dir: Path, figures_dir: Path,
-           html_path: Path | None = None) -> ReportResult:
+           html_path: Path | None = None, on_error: str = "skip") -> ReportResult:
     """Run the analyses and write the PDF, tables, figures (and the HTML report) at the (staged) paths given."""
     data, feature_missing = _join_features(log, rs)
     ctx = Context(data, log, rs.seed)
     outputs: list[Output] = []
     skipped: list[str] = []
+    failed: list[str] = []
     for a in rs.analyses:
-        outputs.append(_run(ANALYSES[a.type](), ctx, a, rs, skipped))
+        outputs.append(_run(ANALYSES[a.type](), ctx, a, rs, skipped, failed, on_error))
 
     table_paths: list[Path] = []
     figure_paths: list[Path] = []
@@ -164,7 +179,7 @@ def _build(rs: ReportSpec, log: pd.DataFrame, out: Path, tables_dir: Path, figur
             table_paths += table_paths_
             figure_paths += figure_paths_
     table_paths += _multiplicity(doc, [t for o in outputs for t in o.tests], rs.multiplicity, tables_dir)
-    _fidelity(doc, [f for o in outputs for f in o.fidelity])
+    fidelity = _fidelity(doc, [f for o in outputs for f in o.fidelity], [n for o in outputs for n in o.not_compared])
     _not_reproduced(doc, [*rs.not_reproduced, *(n for o in outputs for n in o.not_reproduced)])
     if skipped:
         doc.heading("Skipped analyses", 2)
@@ -177,23 +192,39 @@ def _build(rs: ReportSpec, log: pd.DataFrame, out: Path, tables_dir: Path, figur
                 headline[k].update(v)
             else:
                 headline[k] = v
+    if fidelity:
+        headline["fidelity"] = fidelity
     return ReportResult(pdf=out, pages=doc.pages, tables=tuple(table_paths), figures=tuple(figure_paths),
                         sections=("Data", "Methods", *sections), skipped=tuple(skipped), headline=headline,
-                        html=html_path)
+                        html=html_path, failed=tuple(failed))
 
 
-def _run(plugin: Any, ctx: Context, a: AnalysisSpec, rs: ReportSpec, skipped: list[str]) -> Output:
-    """Run one plug-in; a missing building block gives a skipped section, bad input stops naming the analysis."""
+def _run(plugin: Any, ctx: Context, a: AnalysisSpec, rs: ReportSpec, skipped: list[str], failed: list[str],
+         on_error: str = "skip") -> Output:
+    """Run one plug-in. A missing building block (:class:`Skip`) or a failure on this log gives a section holding
+    only the note "Skipped: why" (and an entry in ``skipped``; a failure also in ``failed`` with its place in the
+    spec); with ``on_error="raise"`` a failure stops the report, naming the analysis."""
+    title = a.get("title") or plugin.title
+    n_extra = len(ctx.extra_tables)
     try:
         return plugin.run(ctx, a)
     except Skip as exc:
-        title = a.get("title") or plugin.title
-        skipped.append(f"{title}: {exc}")
-        o = Output(title)
-        o.note(f"Skipped: {exc}")
-        return o
+        why = str(exc)
     except MrcstatsError as exc:
-        raise type(exc)(f"{rs.source}: {a.where} ({a.type}): {exc}") from None
+        if on_error == "raise":
+            raise type(exc)(f"{rs.source}: {a.where} ({a.type}): {exc}") from None
+        why = f"the analysis failed on this log: {exc}"
+        failed.append(f"{a.where} ({a.type}): {exc}")
+    except Exception as exc:  # a failing analysis never kills the report (docs/report.md)
+        if on_error == "raise":
+            raise
+        why = f"the analysis failed on this log ({type(exc).__name__}: {exc})"
+        failed.append(f"{a.where} ({a.type}): {type(exc).__name__}: {exc}")
+    del ctx.extra_tables[n_extra:]          # nothing half-built of a skipped analysis is written
+    skipped.append(f"{title}: {why}")
+    o = Output(title)
+    o.note(f"Skipped: {why}")
+    return o
 
 
 def _emit(doc: ReportDocument, sec: Output, tables_dir: Path, figures_dir: Path) -> tuple[list[Path], list[Path]]:
@@ -306,29 +337,48 @@ def _multiplicity(doc: ReportDocument, tests: list[TestRecord], method: str, tab
     return paths
 
 
-def _fidelity(doc: ReportDocument, cells: list[Fidelity]) -> None:
-    """Per published table: cells within tolerance, and each cell outside it."""
-    if not cells:
-        return
+def _fidelity(doc: ReportDocument, cells: list[Fidelity], not_compared: list[NotCompared]) -> dict[str, Any]:
+    """Per published table: compared cells within tolerance, each cell outside it, and every cell shown but not
+    compared with its reason. Returns the same counts for the headline (``{table: {compared, reproduced,
+    outside, not_compared: {cell: reason}}}``)."""
+    if not cells and not not_compared:
+        return {}
     from mrcstats.report.tables import format_number
 
     doc.heading("Fidelity")
-    doc.paragraph("The paper's published values beside ours: a cell counts as reproduced when |ours − paper| is "
-                  "within the stated tolerance (half a unit in the last decimal the paper prints unless stated).")
+    doc.paragraph("The paper's published values beside ours: a compared cell counts as reproduced when |ours − "
+                  "paper| is within the stated tolerance (half a unit in the last decimal the paper prints unless "
+                  "stated). Only cells computed from the paper's real data are compared; cells computed from "
+                  "simulated responses or from the paper's own numbers, and cells the paper prints unreadably, are "
+                  "listed as not compared, with the reason.")
     by: dict[str, list[Fidelity]] = {}
+    nc: dict[str, dict[str, list[str]]] = {}
     for c in cells:
         by.setdefault(c.table, []).append(c)
+    for n in not_compared:
+        by.setdefault(n.table, [])
+        nc.setdefault(n.table, {}).setdefault(n.reason, []).append(n.cell)
     lines = []
+    summary: dict[str, Any] = {}
     for table, cs in by.items():
         bad = [c for c in cs if not (c.ok and c.ours == c.ours)]
-        txt = f"{table}: {len(cs) - len(bad)} of {len(cs)} published cells reproduced"
+        skipped = nc.get(table, {})
+        n_nc = sum(len(v) for v in skipped.values())
+        txt = (f"{table}: {len(cs) - len(bad)} of {len(cs)} compared cells reproduced" if cs else
+               f"{table}: no cell compared")
         if bad:
             txt += "; outside the tolerance: " + "; ".join(
                 f"{c.cell} (paper {c.paper:g}, ours "
                 + (f"{round(c.ours, 6):g}, Δ {format_number(round(c.delta, 6), 2)}"
                    if c.ours == c.ours else "missing") + ")" for c in bad)
+        for why, cl in skipped.items():
+            txt += (f"; not compared ({plural(len(cl), 'cell')}" + ("" if n_nc == len(cl) and not cs else
+                    f": {', '.join(cl)}") + f"): {why.rstrip('.')}")
         lines.append(txt + ".")
+        summary[table] = {"compared": len(cs), "reproduced": len(cs) - len(bad), "outside": [c.cell for c in bad],
+                          "not_compared": {cell: why for why, cl in skipped.items() for cell in cl}}
     doc.bullets(lines)
+    return summary
 
 
 def _not_reproduced(doc: ReportDocument, items: list[NotReproduced]) -> None:

@@ -23,6 +23,13 @@ DEMO_SIM: dict[str, Any] = {"n_passages": 200, "questions_per_passage": 4, "tria
                             "masking_rates": tuple(range(0, 101, 10))}
 
 
+def _sd(values: Any) -> float:
+    """Sample standard deviation (n − 1)."""
+    import numpy as np
+
+    return float(np.std(np.fromiter(values, dtype=float), ddof=1))
+
+
 def demo_spec(log_name: str, truth: dict[str, Any], seed: int) -> dict[str, Any]:
     """The spec of the demo report (also written as ``demo.yaml``)."""
     fixef = {k: float(v) for k, v in truth["fixef"].items()}
@@ -40,6 +47,14 @@ def demo_spec(log_name: str, truth: dict[str, Any], seed: int) -> dict[str, Any]
             f"masking rate (slopes per 100 %: "
             + ", ".join(f"{c} {v:g}" for c, v in truth["masking_slope"].items())
             + f"); {truth['invalid_rate']:.0%} of the answers are made invalid at random.",
+            ("The truth describes the valid answers: the invalid ones are drawn at random, independently of the "
+             "model, item and correctness. The GLMM checked against the truth therefore leaves the invalid answers "
+             "out (invalid: exclude); counted as wrong, they would lower every model's log-odds, most for the "
+             "strongest model, and the check would compare unlike with unlike. The accuracy tables count them as "
+             "not correct, as everywhere else."),
+            (f"The {len(truth['u'])} passage effects drawn for this log have SD {_sd(truth['u'].values()):.3f} "
+             f"(the population SD of the simulation is {truth['sd_passage']:g}): an estimated passage SD is "
+             "compared with both."),
         ],
         "logs": [log_name],
         "analyses": [
@@ -48,7 +63,7 @@ def demo_spec(log_name: str, truth: dict[str, Any], seed: int) -> dict[str, Any]
             {"type": "compare", "filter": {"masking_rate": 0, "condition": "regular"}, "cluster": "cluster",
              "title": "Model comparison on unmasked items"},
             {"type": "glmm", "name": "token count", "formula": truth["formula"], "filter": {"masking_rate": 0},
-             "nagq": 1, "engine": "native", "drop1": True, "gvif": True, "truth": fixef,
+             "invalid": "exclude", "nagq": 1, "engine": "native", "drop1": True, "gvif": True, "truth": fixef,
              "truth_sd": {"cluster.(Intercept)": float(truth["sd_passage"])},
              "sigma_table": {"feature": "scaled_tok", "factor": "model", "raw": "n_tokens",
                              "label": "Token count"},

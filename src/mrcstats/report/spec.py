@@ -287,13 +287,16 @@ def load_spec(spec: str | Path | Mapping[str, Any]) -> ReportSpec:
 
 def _published(source: str, key: str, value: Mapping[str, Any]) -> dict[str, dict[str, float]]:
     """``published: {row: {column: number}}`` (or ``{row: number}`` for a one-column table), validated.
-    ``tolerance:`` (a number or ``{row, column or "row / column": number}``) says how close counts as reproduced."""
+    ``tolerance:`` (a number or ``{row, column or "row / column": number}``) says how close counts as reproduced;
+    a value given as null is a cell the paper prints unreadably: shown, listed as not compared."""
     out: dict[str, dict[str, float]] = {}
     for row, cells in value.items():
         if not isinstance(cells, Mapping):
             cells = {"": cells}
         try:
-            out[str(row)] = {str(c): float(v) for c, v in cells.items() if not isinstance(v, bool)}
+            out[str(row)] = {str(c): float("nan") if v is None else float(v) for c, v in cells.items()
+                             if not isinstance(v, bool)}
         except (TypeError, ValueError):
-            raise _err(source, f"{key}.{row}", "expected numbers (the paper's values)") from None
+            raise _err(source, f"{key}.{row}", "expected numbers (the paper's values; null for an unreadable "
+                                                "cell)") from None
     return out

@@ -63,7 +63,8 @@ class Accuracy(Analysis):
                     .pivot_table(index="_r", columns=cols, values="_v", aggfunc="first"))
             ours.columns = [str(c) for c in ours.columns]
             compare_published(out, title, ours, a.get("published"), a.get("tolerance"), f"a{a.index}_accuracy",
-                              unit="percent" if a.get("percent") else "")
+                              unit="percent" if a.get("percent") else "",
+                              not_compared=a.get("not_compared"))
         out.methods.append(
             "Accuracy per cell = correct / all responses (invalid = not correct)"
             + (f", the mean over {ntrials} trials of the per-trial accuracy" if ntrials > 1 else "")

@@ -55,6 +55,9 @@ COMMON_KEYS: dict[str, Key] = {
     "published": Key((dict,), None, help="the paper's values of the main table: {row: {column: value}}"),
     "tolerance": Key((float, int, dict), None, help="largest |ours - paper| counted as reproduced (table units): "
                      "a number or {row, column or \"row / column\": number}"),
+    "not_compared": Key((dict,), None, help="{\"row / column\", row, column or \"*\": reason}: published cells "
+                        "shown beside ours but not counted as reproduced (computed from simulated data, or from the "
+                        "paper's own numbers; a paper value given as null: unreadable), each listed with the reason"),
 }
 
 
@@ -106,6 +109,17 @@ class Fidelity:
 
 
 @dataclass(frozen=True)
+class NotCompared:
+    """A published cell shown beside ours but not counted as reproduced, and why (``paper`` NaN: unreadable)."""
+
+    table: str
+    cell: str
+    reason: str
+    paper: float = float("nan")
+    ours: float = float("nan")
+
+
+@dataclass(frozen=True)
 class NotReproduced:
     """A published result the data cannot support, with the reason."""
 
@@ -128,6 +142,7 @@ class Output:
     left_out: dict[str, int] = field(default_factory=dict)      # rows left out by this analysis, by reason
     tests: list[TestRecord] = field(default_factory=list)
     fidelity: list[Fidelity] = field(default_factory=list)
+    not_compared: list[NotCompared] = field(default_factory=list)
     not_reproduced: list[NotReproduced] = field(default_factory=list)
     test_methods: dict[str, str] = field(default_factory=dict)  # shared method paragraphs, by key
     software: list[str] = field(default_factory=list)           # extra software used ("R 4.2.2, lme4 1.1-31")
@@ -263,8 +278,16 @@ def _shown(v: float, d: int) -> int:
     return 0 if d == 0 and float(v).is_integer() else d + 1
 
 
+def cell_option(options: Mapping[str, Any] | None, row: str, col: str) -> Any:
+    """The option of a published cell, looked up by ``"row / column"``, row, column, then ``"*"`` (None if absent)."""
+    if not options:
+        return None
+    return next((options[k] for k in (f"{row} / {col}", row, col, "*") if k in options), None)
+
+
 def compare_published(out: Output, table: str, ours: pd.DataFrame, published: Mapping[str, Mapping[str, float]],
-                      tolerance: float | Mapping[str, float] | None, label: str, unit: str = "") -> None:
+                      tolerance: float | Mapping[str, float] | None, label: str, unit: str = "",
+                      not_compared: Mapping[str, str] | None = None) -> None:
     """Put the paper's values beside ours: a "paper | ours | Δ" table in ``out`` and one :class:`Fidelity`
     entry per published cell (collected in the report's Fidelity section).
 
@@ -273,38 +296,63 @@ def compare_published(out: Output, table: str, ours: pd.DataFrame, published: Ma
     the largest |ours − paper| still counted as reproduced — one number, or a mapping looked up by
     ``"row / column"``, row, column, then ``"*"``; by default half a unit in the last decimal of the
     paper's value (17.5 → 0.05, 0.7198 → 0.00005; give the tolerance when the paper prints trailing zeros).
+    ``not_compared``: reasons, looked up the same way, for cells that are shown but must not count as
+    reproduced (ours computed from simulated responses, or from the paper's own numbers; a paper value that
+    is NaN — unreadable in the paper — needs one); each becomes a :class:`NotCompared` entry instead.
     """
     from mrcstats.report.tables import PairTable, format_number
 
     rows, raw = [], []
+    reasons: dict[str, list[str]] = {}
     for r, cells in published.items():
         for c, paper in cells.items():
             col = c if c or ours.shape[1] != 1 else ours.columns[0]
             val = float(ours.loc[r, col]) if r in ours.index and col in ours.columns else float("nan")
-            default = 0.5 * 10 ** -_decimals(paper)
-            if tolerance is None:
-                tol = default
-            elif isinstance(tolerance, Mapping):
-                tol = next((float(tolerance[k]) for k in (f"{r} / {col}", r, col, "*") if k in tolerance), default)
-            else:
-                tol = float(tolerance)
+            paper = float(paper)
+            readable = not math.isnan(paper)
+            default = 0.5 * 10 ** -_decimals(paper) if readable else 0.0
+            tol = cell_option(tolerance, r, col) if isinstance(tolerance, Mapping) else tolerance
+            tol = default if tol is None else float(tol)
             has = not math.isnan(val)
             if has:
                 val = round(val, 10)
-            f = Fidelity(table, f"{r} / {col}" if col else r, float(paper), val, tol)
-            out.fidelity.append(f)
-            d = max(_decimals(paper), round(-math.log10(2 * tol)) if tol > 0 else 0)
-            ok = f.ok if has else False
-            raw.append({"row": r, "column": col, "paper": float(paper), "ours": val, "delta": f.delta,
-                        "tolerance": tol, "within_tolerance": ok})
-            delta = round(f.delta, 10) if has else float("nan")
-            rows.append({"Row": r, "Column": col, "Paper": format_number(float(paper), d),
+            cell = f"{r} / {col}" if col else r
+            why = cell_option(not_compared, r, col)
+            if why is None and not readable:
+                why = "the paper's value is not readable"
+            d = max(_decimals(paper) if readable else 2, round(-math.log10(2 * tol)) if tol > 0 else 0)
+            f = Fidelity(table, cell, paper, val, tol)
+            if why is None:
+                out.fidelity.append(f)
+                ok = f.ok if has else False
+                verdict = "yes" if ok else f"NO (±{format_number(tol, d + 1)})"
+            else:
+                out.not_compared.append(NotCompared(table, cell, str(why), paper, val))
+                reasons.setdefault(str(why), []).append(cell)
+                ok = False
+                verdict = f"not compared ({_mark(list(reasons).index(str(why)))})"
+            raw.append({"row": r, "column": col, "paper": paper, "ours": val, "delta": f.delta,
+                        "tolerance": tol, "within_tolerance": ok, "not_compared": why or ""})
+            delta = round(f.delta, 10) if has and readable else float("nan")
+            rows.append({"Row": r, "Column": col, "Paper": format_number(paper, d) if readable else "unreadable",
                          "Ours": format_number(val, _shown(val, d)) if has else "not in our table",
-                         "Δ (ours − paper)": format_number(delta, _shown(delta, d)) if has else "–",
-                         "Within tolerance": "yes" if ok else f"NO (±{format_number(tol, d + 1)})"})
-    bad = sum(1 for r in rows if r["Within tolerance"] != "yes")
+                         "Δ (ours − paper)": format_number(delta, _shown(delta, d)) if has and readable else "–",
+                         "Within tolerance": verdict})
+    n_nc = sum(len(v) for v in reasons.values())
+    n_cmp = len(rows) - n_nc
+    bad = sum(1 for r in rows if r["Within tolerance"].startswith("NO"))
     frame = pd.DataFrame(rows)
+    head = (f"{n_cmp - bad} of {n_cmp} compared cells within tolerance" + (f", {bad} outside (marked NO)" if bad else "")
+            if n_cmp else "no cell compared")
+    if n_nc:
+        head += f"; {n_nc} of {len(rows)} shown but not compared (reasons below the table)"
+    notes = tuple(f"{_mark(i)} not compared: {why}" + ("." if not why.endswith(".") else "")
+                  for i, why in enumerate(reasons))
     out.table(PairTable(frame, raw=pd.DataFrame(raw), caption=f"{table}: the paper's values beside ours"
-                        f"{(' (' + unit + ')') if unit else ''}; {len(rows) - bad} of {len(rows)} cells within "
-                        "tolerance" + (f", {bad} outside (marked NO)." if bad else "."), label=f"{label}_published",
-                        stub=2, formats={c: str for c in frame.columns}))
+                        f"{(' (' + unit + ')') if unit else ''}; {head}.", label=f"{label}_published",
+                        stub=2, formats={c: str for c in frame.columns}, notes=notes))
+
+
+def _mark(i: int) -> str:
+    """The i-th note mark of a table: a, b, c, ..."""
+    return chr(ord("a") + i) if i < 26 else f"n{i + 1}"

@@ -51,8 +51,9 @@ class Confusion(Analysis):
         out = Output(f"Confusion matrix: {title}")
         if OTHER in [str(c) for c in counts.columns]:
             counts = counts[[c for c in counts.columns if str(c) != OTHER] + [OTHER]]
-        other = (f" {plural(grouped, 'extracted answer')} that are not among the gold labels (extraction leftovers) are "
-                 f"counted in the column '{OTHER}'." if grouped else "")
+        n_other = int(counts[OTHER].sum()) if OTHER in [str(c) for c in counts.columns] else 0
+        other = (f" {plural(n_other, 'extracted answer')} ({plural(grouped, 'distinct value')}) that are not among "
+                 f"the gold labels (extraction leftovers) are counted in the column '{OTHER}'." if n_other else "")
         out.figure(F.confusion_matrix_plot(counts, xlabel="predicted label", ylabel="gold label"),
                    f"a{a.index}_confusion", f"Confusion matrix, {title}: rows = gold, columns = predicted, counts "
                    f"in the cells.{other}")

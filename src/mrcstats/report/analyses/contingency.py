@@ -10,6 +10,7 @@ from mrcstats.report.analyses.base import (
     Context,
     Key,
     Output,
+    compare_published,
     filter_note,
     words,
 )
@@ -30,6 +31,19 @@ def check_tests(opts: dict[str, Any], err: Any) -> None:
     opts["tests"] = tests
     if opts["B"] < 1:
         raise err("B", f"expected a positive number of replicates, got {opts['B']}")
+
+
+def published_frame(counts: Any, labels: dict[str, str]) -> Any:
+    """The counts as the paper's tables print them, for ``published:``: one row per row level, one column per
+    column level (labelled as in the report: ``correct``, ``not correct``), ``Total``, and for a table against
+    correctness ``error rate (%)`` = 100 · not correct / Total."""
+    ours = counts.copy()
+    ours.index = ours.index.astype(str)
+    ours.columns = [labels.get(str(c), str(c)) for c in ours.columns]
+    ours["Total"] = ours.sum(axis=1)
+    if "not correct" in ours.columns:
+        ours["error rate (%)"] = 100.0 * ours["not correct"] / ours["Total"]
+    return ours
 
 
 class Contingency(Analysis):
@@ -68,4 +82,10 @@ class Contingency(Analysis):
         for r in results:
             if getattr(r.test, "warning", None):
                 out.note(f"{T.test_name(r)}: {r.test.warning}.")
+        if a.get("published"):
+            compare_published(out, title, published_frame(counts, labels), a.get("published"), a.get("tolerance"),
+                              f"a{a.index}_contingency",
+                              unit="counts" + ("; error rate in percent" if any(
+                                  "error rate (%)" in c for c in a.get("published").values()) else ""),
+                              not_compared=a.get("not_compared"))
         return out

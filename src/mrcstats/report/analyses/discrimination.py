@@ -69,7 +69,8 @@ class Discrimination(Analysis):
         if a.get("published"):
             ours = _cutoff_frame(cut)
             compare_published(out, "P_d cutoff table (seed 003 Table 5)", ours, a.get("published"),
-                              a.get("tolerance"), "pd_cutoffs", unit="columns: P_d cutoff")
+                              a.get("tolerance"), "pd_cutoffs", unit="columns: P_d cutoff",
+                              not_compared=a.get("not_compared"))
         out.headline["pd"] = {"clusters": len(pdv), "mean": float(pdv.mean()) if len(pdv) else None,
                               "max": float(pdv.max()) if len(pdv) else None,
                               "cutoffs": [dict(r) for r in cut.to_dict()["cutoffs"]]}

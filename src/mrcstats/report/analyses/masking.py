@@ -80,7 +80,8 @@ class Masking(Analysis):
             ours = vis.set_index(vis.columns[0])
             ours.index = ours.index.astype(str)
             compare_published(out, "Masking indicators (seed 000 Table 3)", ours, a.get("published"),
-                              a.get("tolerance"), "masking_indicators", unit="Acc in percent, NA as a ratio")
+                              a.get("tolerance"), "masking_indicators", unit="Acc in percent, NA as a ratio",
+                              not_compared=a.get("not_compared"))
         tab = res.to_frame()
         cond = "regular" if "regular" in set(tab["condition"]) else tab["condition"].iloc[0]
         ind = tab[tab["condition"] == cond]

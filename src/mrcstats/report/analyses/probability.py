@@ -49,7 +49,8 @@ class Probability(Analysis):
             ours.columns = [f"{float(x):g}" for x in a.get("sigmas")]
             ours.index = ours.index.astype(str)
             compare_published(out, title, ours, a.get("published"), a.get("tolerance"), f"a{a.index}_probability",
-                              unit="columns: SD from the mean")
+                              unit="columns: SD from the mean",
+                              not_compared=a.get("not_compared"))
         out.headline.setdefault("probability", {})[title] = t.to_frame().to_dict(orient="records")
         out.methods.append(
             f"P(correct) = logistic(β0 + Σ_j C[m, j] β_j + k·(β_x + Σ_j C[m, j] β_x:j)) from the given fixed effects "

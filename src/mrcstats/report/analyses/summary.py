@@ -62,7 +62,8 @@ class Summary(Analysis):
                             stub=len(by), formats=fm))
         if a.get("published"):
             ours = f.assign(_k=f[by].astype(str).agg(" / ".join, axis=1)).set_index("_k")[["accuracy"]]
-            compare_published(out, title, ours, a.get("published"), a.get("tolerance"), f"a{a.index}_summary")
+            compare_published(out, title, ours, a.get("published"), a.get("tolerance"), f"a{a.index}_summary",
+                              not_compared=a.get("not_compared"))
         out.methods_title = title
         out.methods.append(
             f"Accuracy = correct / all responses per group ({inv}); interval: {how}. The package's one interval "
