@@ -85,20 +85,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _read(args: argparse.Namespace, path: str, wide: bool = True):
-    """The table, or an Inspect log's scorers as raters (:mod:`mrcstats.io.inspect_raters`: one column per scorer
-    keyed by model, item and trial when ``wide``, else the long form with ``rater`` and ``rating``)."""
-    from mrcstats.io import read_data
-    from mrcstats.io.detect import detect_format
-    from mrcstats.io.source import expand_paths, load_source
+    from mrcstats.io.inspect_raters import read_raters
 
-    files = expand_paths(path)
-    srcs = [load_source(f) for f in files]
-    if (args.fmt or detect_format(srcs[0])) == "inspect":
-        from mrcstats.io.inspect_raters import raters_wide, read_inspect_raters
-
-        long = read_inspect_raters(files)
-        return raters_wide(long) if wide else long
-    return read_data(path, format=args.fmt, loaded=srcs)
+    return read_raters(path, format=args.fmt, wide=wide)
 
 
 def _levels(args: argparse.Namespace) -> list[str] | None:

@@ -28,7 +28,7 @@ import pandas as pd
 
 from mrcstats.errors import InputError
 
-__all__ = ["RATER_COLUMNS", "raters_wide", "read_inspect_raters"]
+__all__ = ["RATER_COLUMNS", "raters_wide", "read_inspect_raters", "read_raters"]
 
 #: the columns of :func:`read_inspect_raters`
 RATER_COLUMNS = ("model", "item", "trial", "task", "sample_id", "rater", "grader", "rating", "value", "answer",
@@ -49,13 +49,14 @@ def read_inspect_raters(paths: Any, scorers: Sequence[str] | None = None, model:
     """Every scorer of one or more Inspect logs (``.eval`` or JSON) as raters, in the long form (module docstring;
     :data:`RATER_COLUMNS`). ``scorers``: keep these scorers only (each must occur); ``model``: the model name
     when a log names none."""
+    from mrcstats.io.formats import EXTENSIONS
     from mrcstats.io.inspect_ai import inspect_log, sample_scores, value_to_float
     from mrcstats.io.source import expand_paths, load_source
 
     rows: list[dict[str, Any]] = []
     skipped = 0
     seen: dict[str, None] = {}
-    for path in expand_paths(paths):
+    for path in expand_paths(paths, EXTENSIONS):
         src = load_source(path)
         obj = inspect_log(src)
         ev = obj.get("eval") if isinstance(obj.get("eval"), dict) else {}
@@ -115,3 +116,21 @@ def raters_wide(long: pd.DataFrame) -> pd.DataFrame:
     wide = wide[list(pd.unique(long["rater"]))].reset_index()
     wide.columns.name = None
     return wide
+
+
+def read_raters(paths: Any, format: str | None = None, wide: bool = True) -> pd.DataFrame:
+    """A table of ratings as ``agreement`` and ``judge`` read it: an Inspect log's scorers as raters
+    (:func:`read_inspect_raters`; one column per scorer keyed by model, item and trial when ``wide``
+    (:func:`raters_wide`), else the long form) or any table :func:`mrcstats.io.read_data` reads. io decides the
+    format, once (the detected one unless ``format`` is given)."""
+    from mrcstats.io.detect import detect_format
+    from mrcstats.io.formats import EXTENSIONS
+    from mrcstats.io.reader import read_data
+    from mrcstats.io.source import expand_paths, load_source
+
+    files = expand_paths(paths, EXTENSIONS)
+    srcs = [load_source(f) for f in files]
+    if (format or detect_format(srcs[0])) == "inspect":
+        long = read_inspect_raters(files)
+        return raters_wide(long) if wide else long
+    return read_data(paths, format=format, loaded=srcs)
