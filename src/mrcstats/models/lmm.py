@@ -52,7 +52,7 @@ from mrcstats.models.deviance import _binv, _blogdet
 from mrcstats.models.family import GAUSSIAN
 from mrcstats.models.family_table import CAPABILITIES, Capabilities, require
 from mrcstats.models.formula import ModelSpec
-from mrcstats.models.numdiff import richardson_hessian, richardson_jacobian
+from mrcstats.models.numdiff import richardson_hessian, richardson_jacobian  # noqa: F401 (tests import them here)
 from mrcstats.models.results import _varcorr_lines, ranef_dict
 
 SINGULAR_TOL = 1e-4
@@ -64,13 +64,38 @@ PAIRS_MAX = 30_000_000       # first-term x other-term coupling entries kept den
 
 
 def _left(T: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """T @ B[j] for every j (T: q x q, B: n x q x m), as one matrix product over the stacked blocks."""
+    """T @ B[j] for every j (T: q x q, B: n x q x m): for small q as q² scaled sums of the (n x m) slices (no
+    transposed copies), else one matrix product over the stacked blocks."""
+    q = T.shape[0]
+    if q == 1:
+        return B * T[0, 0]
+    if q <= 4:
+        out = np.empty(B.shape)
+        for a in range(q):
+            acc = B[:, 0, :] * T[a, 0]
+            for b in range(1, q):
+                if T[a, b] != 0.0:
+                    acc += B[:, b, :] * T[a, b]
+            out[:, a, :] = acc
+        return out
     return np.moveaxis(np.tensordot(T, B, axes=([1], [1])), 0, 1)
 
 
 def _right(B: np.ndarray, T: np.ndarray) -> np.ndarray:
-    """B[..., :] @ T over the last axis (B: ... x q), as one matrix product."""
+    """B[..., :] @ T over the last axis (B: ... x q): scaled sums of B's last-axis slices for small q, else one
+    matrix product."""
     q = T.shape[0]
+    if q == 1:
+        return B * T[0, 0]
+    if q <= 4:
+        out = np.empty(B.shape)
+        for c in range(q):
+            acc = B[..., 0] * T[0, c]
+            for b in range(1, q):
+                if T[b, c] != 0.0:
+                    acc += B[..., b] * T[b, c]
+            out[..., c] = acc
+        return out
     return (np.ascontiguousarray(B).reshape(-1, q) @ T).reshape(B.shape)
 
 
@@ -183,6 +208,9 @@ class LmmSystem:
         out = np.empty_like(A)
         for k in range(1, len(self.terms)):
             a, b = self.offs[k] - self.m1, self.offs[k + 1] - self.m1
+            if self.qs[k] == 1:
+                np.multiply(A[:, a:b], Ts[k][0, 0], out=out[:, a:b])
+                continue
             blk = A[:, a:b].reshape(A.shape[0], self.nls[k], self.qs[k])
             out[:, a:b] = _right(blk, Ts[k]).reshape(A.shape[0], b - a)
         return out
@@ -241,43 +269,87 @@ class LmmSystem:
         else:
             dev = ldL2 + n * (1.0 + math.log(2 * math.pi * r2 / n))
         return {"dev": dev, "r2": r2, "ldL2": ldL2, "ldRX2": ldRX2, "beta": beta, "u": u, "RXtRX": RtR,
-                "fac": fac, "Ts": Ts}
+                "fac": fac, "Ts": Ts, "W": W}
 
     def deviance(self, theta) -> float:
         return self.evaluate(theta)["dev"]
 
     def deviance_grad(self, theta) -> tuple[float, np.ndarray]:
-        """d(θ) and its exact gradient when there is one random-effects term (M block-diagonal; else None).
-
-        Per level j (A_j = Z_jᵀZ_j, B_j = Z_jᵀX_j, c_j = Z_jᵀy_j, D_j = TᵀA_jT + I, K_j = B_j (RXᵀRX)⁻¹ B_jᵀ,
-        res_j = c_j − B_jβ̂ − A_jTû_j), with dT = ∂T/∂θ_k: ∂log|L|² = 2 Σ tr(dT D_j⁻¹TᵀA_j); ∂r² = −2 Σ res_jᵀ dT û_j
-        (the envelope theorem: β̂, û minimise r²); ∂log|RX|² = −2 Σ tr(dT (D_j⁻¹TᵀK_j − N_jTᵀA_j)),
-        N_j = D_j⁻¹TᵀK_jTD_j⁻¹; then ∂d = ∂log|L|² [+ ∂log|RX|²] + (n [− p]) ∂r²/r²."""
+        """d(θ) and its exact gradient (:meth:`grad_parts`)."""
         e = self.evaluate(theta)
+        dL, dr2, dRX, _ = self.grad_parts(e)
+        g = dL + (self.n - self.p if self.reml else self.n) / e["r2"] * dr2
+        if self.reml:
+            g = g + dRX
+        return e["dev"], g
+
+    def _apply_A(self, Y: np.ndarray) -> np.ndarray:
+        """ZᵀZ Y (Y: q x m) from the blocks A₁₁ (block-diagonal), A₁₂, A₂₂."""
+        n1, q1, m1 = self.nls[0], self.qs[0], self.m1
+        Y1 = Y[:m1]
+        out = np.empty_like(Y)
+        out[:m1] = (_bmm(self.A11, Y1.reshape(n1, q1, -1)) if q1 > 1
+                    else self.A11[:, :, :1] * Y1.reshape(n1, 1, -1)).reshape(Y1.shape)
         if self.Q2:
-            return e["dev"], None
-        T = e["Ts"][0]
-        Dinv = e["fac"][0]
-        n1, q, p = self.nls[0], self.qs[0], self.p
-        A = self.A11
-        u = e["u"].reshape(n1, q)
-        beta = e["beta"]
-        Tu = u @ T.T
-        res = self.Zty.reshape(n1, q) - (self.ZtX @ beta).reshape(n1, q) - (A * Tu[:, None, :]).sum(axis=2)
-        TtA = _left(T.T, A)                                         # Tᵀ A_j
-        G = 2.0 * np.tensordot(Dinv, TtA, axes=([0, 2], [0, 1]))    # Σ D_j⁻¹ Tᵀ A_j
-        n = self.n
-        if self.reml and p:
-            B = self.ZtX.reshape(n1, q, p)
-            BRi = (self.ZtX @ np.linalg.inv(e["RXtRX"])).reshape(n1, q, p)
-            K = (BRi[:, :, None, :] * B[:, None, :, :]).sum(axis=3)   # B_j (RXᵀRX)⁻¹ B_jᵀ
-            DTK = _bmm(_right(Dinv, T.T), K)                        # D_j⁻¹ Tᵀ K_j
-            N = _bmm(_right(DTK, T), Dinv)                          # D_j⁻¹ Tᵀ K_j T D_j⁻¹
-            G -= 2.0 * (DTK.sum(axis=0) - np.tensordot(N, TtA, axes=([0, 2], [0, 1])))
-        coef = (n - p if self.reml else n) / e["r2"]
-        G -= 2.0 * coef * (u.T @ res)
-        tri = self.terms[0]._tri()
-        return e["dev"], np.array([G[j, i] for i, j in tri])
+            Y2 = Y[m1:]
+            out[:m1] += self.A12 @ Y2
+            out[m1:] = self.A12.T @ Y1 + self.A22 @ Y2
+        return out
+
+    def grad_parts(self, e: dict[str, Any], drtr: bool = False):
+        """The exact derivatives in θ of log|L|², r² and log|RX|² at an :meth:`evaluate` result, and (``drtr``)
+        of RXᵀRX, one array per θ entry.
+
+        With A = ZᵀZ, B = ZᵀX, c = Zᵀy, W_X = M⁻¹ΛᵀB, û, β̂ the PLS solution and dΛ = ∂Λ/∂θ_k (the term's
+        block-diagonal E_ij): ∂log|L|² = 2 tr(M⁻¹ΛᵀA dΛ), the diagonal blocks of M⁻¹ΛᵀA from the block
+        inverse [[D⁻¹ + GS⁻¹Gᵀ, −GS⁻¹], [−S⁻¹Gᵀ, S⁻¹]] (G = D⁻¹C); ∂r² = −2 resᵀ dΛ û with res = c − Bβ̂ − AΛû
+        (the envelope theorem); ∂RXᵀRX = −(Vᵀ dΛ W_X + W_Xᵀ dΛᵀ V) with V = B − AΛW_X, so
+        ∂log|RX|² = −2 tr((RXᵀRX)⁻¹ Vᵀ dΛ W_X) (Bates et al. 2015, sec. 3; the derivative of the PLS
+        system as in MixedModels.jl's and lme4's documentation of the profiled deviance)."""
+        Ts, W, beta, u = e["Ts"], e["W"], e["beta"], e["u"]
+        Dinv, _C, G, cho, _ld = e["fac"]
+        n1, q1, p, m1, Q2 = self.nls[0], self.qs[0], self.p, self.m1, self.Q2
+        AY = self._apply_A(self._lam(Ts, W))
+        res = self.Zty - self.ZtX @ beta - (AY[:, 0] - AY[:, 1:] @ beta)
+        Wx = W[:, 1:]
+        V = self.ZtX - AY[:, 1:]
+        F = Wx @ np.linalg.inv(e["RXtRX"]) if p else Wx
+        T1 = Ts[0]
+        Q = [np.tensordot(Dinv, _left(T1.T, self.A11), axes=([0, 2], [0, 1]))]      # Σ D_j⁻¹ T₁ᵀ A_j
+        if Q2:
+            Sinv = sla.cho_solve(cho, np.eye(Q2), check_finite=False)
+            GSi = G @ Sinv
+            LG = _left(T1, G.reshape(n1, q1, Q2))
+            AL1G = (_bmm(self.A11, LG) if q1 > 1 else self.A11[:, :, :1] * LG).reshape(m1, Q2)
+            H1t = AL1G - self._right_lam2(Ts, self.A12)                            # (GᵀΛ₁ᵀA₁₁ − Λ₂ᵀA₂₁)ᵀ
+            Q[0] = Q[0] + np.tensordot(GSi.reshape(n1, q1, Q2), H1t.reshape(n1, q1, Q2), axes=([0, 2], [0, 2]))
+            C0 = _left(T1.T, self.A12.reshape(n1, q1, Q2)).reshape(m1, Q2)         # Λ₁ᵀA₁₂
+            H2 = self._right_lam2(Ts, self.A22).T - G.T @ C0                       # Λ₂ᵀA₂₂ − GᵀΛ₁ᵀA₁₂
+            for k in range(1, len(self.terms)):
+                a, b = self.offs[k] - m1, self.offs[k + 1] - m1
+                nk, qk = self.nls[k], self.qs[k]
+                Q.append(np.tensordot(Sinv[a:b].reshape(nk, qk, Q2), H2[:, a:b].T.reshape(nk, qk, Q2),
+                                      axes=([0, 2], [0, 2])))
+        nth = int(self.th_off[-1])
+        dL, dr2, dRX = np.empty(nth), np.empty(nth), np.zeros(nth)
+        dR = [] if drtr else None
+        for k, t in enumerate(self.terms):
+            sl = slice(self.offs[k], self.offs[k + 1])
+            nk, qk = self.nls[k], self.qs[k]
+            RU = res[sl].reshape(nk, qk).T @ u[sl].reshape(nk, qk)
+            V3, F3 = V[sl].reshape(nk, qk, p), F[sl].reshape(nk, qk, p)
+            VF = np.tensordot(V3, F3, axes=([0, 2], [0, 2])) if p else np.zeros((qk, qk))
+            if drtr:
+                W3 = Wx[sl].reshape(nk, qk, p)
+            for m, (i, j) in enumerate(t._tri()):
+                o = self.th_off[k] + m
+                dL[o] = 2.0 * Q[k][j, i]
+                dr2[o] = -2.0 * RU[i, j]
+                dRX[o] = -2.0 * VF[i, j]
+                if drtr:
+                    P = V3[:, i, :].T @ W3[:, j, :]
+                    dR.append(-(P + P.T))
+        return dL, dr2, dRX, dR
 
     def _pieces(self, theta: np.ndarray) -> tuple[float, float, float, np.ndarray]:
         """(log|L|², r², log|RX|², RXᵀRX) at θ, remembered (the numerical derivatives in (θ, σ) revisit each θ)."""
@@ -303,6 +375,38 @@ class LmmSystem:
         if self.reml:
             dev += e["ldRX2"] - p * math.log(2 * math.pi * sigma2)
         return dev
+
+    def varpar_hessian(self, theta: np.ndarray, sigma: float) -> np.ndarray:
+        """The Hessian of :meth:`devfun_vp` at (θ, σ): the θθ block by Richardson-extrapolated central differences
+        of the exact θ-gradient (:meth:`grad_parts`: ∂log|L|² + ∂r²/σ² [+ ∂log|RX|²]), the σ row exactly
+        (∂²/∂σ² = 6r²/σ⁴ − 2ν/σ², ∂²/∂θ∂σ = −2 ∂r²/σ³, ν = n [− p]). lmerTest's numDeriv Hessian of the same
+        function, from far fewer deviance evaluations."""
+        theta = np.asarray(theta, float)
+        s2 = sigma * sigma
+
+        def gth(th):
+            dL, dr2, dRX, _ = self.grad_parts(self.evaluate(th))
+            return dL + dr2 / s2 + (dRX if self.reml else 0.0)
+
+        k = len(theta)
+        H = np.empty((k + 1, k + 1))
+        Htt = richardson_jacobian(gth, theta, r=2, d=1e-3)
+        H[:k, :k] = 0.5 * (Htt + Htt.T)
+        e = self.evaluate(theta)
+        dr2 = self.grad_parts(e)[1]
+        nu = self.n - self.p if self.reml else self.n
+        H[:k, k] = H[k, :k] = -2.0 * dr2 / sigma ** 3
+        H[k, k] = 6.0 * e["r2"] / s2 ** 2 - 2.0 * nu / s2
+        return H
+
+    def covbeta_jacobian(self, e: dict[str, Any], sigma: float) -> np.ndarray:
+        """∂ vec(σ² (RXᵀRX)⁻¹) / ∂(θ, σ) exactly (p² x (len θ + 1)): −σ² R⁻¹ ∂RXᵀRX R⁻¹ per θ entry
+        (:meth:`grad_parts`), 2σ R⁻¹ for σ (R = RXᵀRX; lmerTest's numDeriv Jacobian of ``get_covbeta``)."""
+        Ri = np.linalg.inv(e["RXtRX"]) if self.p else np.zeros((0, 0))
+        dR = self.grad_parts(e, drtr=True)[3]
+        cols = [(-(sigma * sigma) * Ri @ d @ Ri).ravel() for d in dR]
+        cols.append((2.0 * sigma * Ri).ravel())
+        return np.column_stack(cols)
 
     def covbeta(self, varpar: np.ndarray) -> np.ndarray:
         """lmerTest's ``get_covbeta``: σ² (RXᵀRX(θ))⁻¹, flattened."""
@@ -594,12 +698,8 @@ def _reduced_system(sys_: LmmSystem, j: int, b: float) -> LmmSystem:
 
 def _min_theta(sys_: LmmSystem, th0: np.ndarray, lower: np.ndarray) -> np.ndarray:
     """θ minimising sys_'s profiled deviance from th0 (L-BFGS-B; the exact gradient for one term)."""
-    exact = not sys_.Q2
-
-    def fg(th):
-        return sys_.deviance_grad(th) if exact else (sys_.deviance(th), _central_grad(sys_.deviance, th, lower))
-
-    return _lbfgs_theta(fg, th0, lower, {"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9, "maxcor": 20})[0]
+    return _lbfgs_theta(sys_.deviance_grad, th0, lower,
+                        {"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9, "maxcor": 20})[0]
 
 
 def _lbfgs_theta(fg, th0: np.ndarray, lower: np.ndarray, options: Mapping[str, Any]):
@@ -1124,11 +1224,7 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
     re = design.re
     lower = np.concatenate([r.lower for r in re])
     th0 = np.concatenate([r.start for r in re])
-    f = sys_.deviance
-    exact = not sys_.Q2                  # one random-effects term: the exact gradient (LmmSystem.deviance_grad)
-
-    def fg(th):
-        return sys_.deviance_grad(th) if exact else (f(th), _central_grad(f, th, lower))
+    fg = sys_.deviance_grad
 
     def grad(th):
         return fg(th)[1]
@@ -1136,31 +1232,24 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
     th, r = _lbfgs_theta(fg, th0, lower, {"maxiter": 1000, "ftol": 1e-12, "gtol": 1e-7, "maxcor": 20})
     fval, g_end = fg(th)
     converged = bool(np.all(np.abs(np.where((lower == 0) & (th <= 1e-8), np.minimum(g_end, 0), g_end)) < 2e-3))
-    # Newton polish on the free parameters (those off the boundary)
+    # Newton polish on the free parameters (those off the boundary), the Hessian by central differences of the
+    # exact gradient
     for _ in range(8):
         free = ~((lower == 0) & (th <= 1e-8))
         if not free.any():
             break
         idx = np.flatnonzero(free)
-        if exact:       # Hessian by central differences of the exact gradient
-            g = g_end[idx]
-            H = np.empty((len(idx), len(idx)))
-            for a, i in enumerate(idx):
-                h = 1e-5 * max(1.0, abs(th[i]))
-                if lower[i] == 0:
-                    h = min(h, 0.5 * th[i])
-                tp, tm = th.copy(), th.copy()
-                tp[i] += h
-                tm[i] -= h
-                H[:, a] = (grad(tp)[idx] - grad(tm)[idx]) / (2 * h)
-            H = 0.5 * (H + H.T)
-        else:
-            def fsub(z, idx=idx, base=th):
-                t = base.copy()
-                t[idx] = z
-                return f(t)
-            g = _central_grad(fsub, th[idx], lower[idx], h=1e-5)
-            H = richardson_hessian(fsub, th[idx], r=2, d=1e-3)
+        g = g_end[idx]
+        H = np.empty((len(idx), len(idx)))
+        for a, i in enumerate(idx):
+            h = 1e-5 * max(1.0, abs(th[i]))
+            if lower[i] == 0:
+                h = min(h, 0.5 * th[i])
+            tp, tm = th.copy(), th.copy()
+            tp[i] += h
+            tm[i] -= h
+            H[:, a] = (grad(tp)[idx] - grad(tm)[idx]) / (2 * h)
+        H = 0.5 * (H + H.T)
         try:
             step = np.linalg.solve(H, g)
         except np.linalg.LinAlgError:
@@ -1189,9 +1278,8 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
     if singular:
         messages.append("boundary (singular) fit: see help('isSingular')")
     # Satterthwaite (lmerTest)
-    varpar = np.concatenate([th, [sigma]])
     if satterthwaite:
-        H = richardson_hessian(sys_.devfun_vp, varpar)
+        H = sys_.varpar_hessian(th, sigma)
         evals, evecs = np.linalg.eigh(H)
         pos = evals > 1e-8
         if np.any(evals < -1e-8):
@@ -1201,7 +1289,7 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
             messages.append("Model may not have converged with eigenvalue(s) of the variance parameters' Hessian "
                             "close to zero")
         A = 2.0 * (evecs[:, pos] / evals[pos]) @ evecs[:, pos].T
-        J = richardson_jacobian(sys_.covbeta, varpar)        # p² x len(varpar)
+        J = sys_.covbeta_jacobian(e, sigma)                   # p² x len(varpar)
         df = np.empty(p)
         for j in range(p):
             g = J[j * p + j]
