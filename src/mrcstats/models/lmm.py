@@ -48,7 +48,6 @@ from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models._checks import check_level
 from mrcstats.models.design import reterms_matrix
-from mrcstats.models.deviance import _binv, _blogdet
 from mrcstats.models.family import GAUSSIAN
 from mrcstats.models.family_table import CAPABILITIES, Capabilities, require
 from mrcstats.models.formula import ModelSpec
@@ -108,6 +107,72 @@ def _bmm(M: np.ndarray, B: np.ndarray) -> np.ndarray:
     return out
 
 
+def _sblk(M: np.ndarray, X: np.ndarray, lead: bool = False) -> np.ndarray:
+    """Per level j: M[:, :, j] @ X[:, :, j] for M (q x q x levels) and X (q x m x levels), or with ``lead``
+    X (q x levels x m): the first-term blocks component-major, every operation on contiguous runs."""
+    q = M.shape[0]
+    out = np.empty(X.shape)
+    for a in range(q):
+        acc = (M[a, 0][:, None] if lead else M[a, 0]) * X[0]
+        for b in range(1, q):
+            acc += (M[a, b][:, None] if lead else M[a, b]) * X[b]
+        out[a] = acc
+    return out
+
+
+def _tl(T: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """T applied along X's leading (component) axis: out[a] = Σ_b T[a, b] X[b] (T: q x q, small), as scaled sums
+    of X's contiguous slices."""
+    q = T.shape[0]
+    if q == 1:
+        return X * T[0, 0]
+    out = np.empty(X.shape)
+    for a in range(q):
+        acc = X[0] * T[a, 0]
+        for b in range(1, q):
+            if T[a, b] != 0.0:
+                acc += X[b] * T[a, b]
+        out[a] = acc
+    return out
+
+
+def _lsum(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """out[i, j] = Σ X[i, ...] Y[j, ...] (the sum over the levels and any middle axis), as dot products of
+    contiguous slices."""
+    Xf = X.reshape(X.shape[0], -1)
+    Yf = Y.reshape(Y.shape[0], -1)
+    return Xf @ Yf.T
+
+
+def _combine(W: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """W[:, 0] − Σ_k β_k W[:, 1 + k] for W (q x (1 + p) x levels)."""
+    out = W[:, 0, :].copy()
+    for k, b in enumerate(beta):
+        out -= b * W[:, 1 + k, :]
+    return out
+
+
+def _sinv(D: np.ndarray) -> tuple[np.ndarray, float]:
+    """Inverses and the summed log-determinant of SPD blocks D[:, :, j] (q x q x levels); closed forms for
+    q <= 2."""
+    q = D.shape[0]
+    if q == 1:
+        return 1.0 / D, float(np.log(D[0, 0]).sum())
+    if q == 2:
+        a, b, c = D[0, 0], D[0, 1], D[1, 1]
+        det = a * c - b * b
+        out = np.empty_like(D)
+        out[0, 0] = c / det
+        out[1, 1] = a / det
+        out[0, 1] = out[1, 0] = -b / det
+        return out, float(np.log(det).sum())
+    Dm = np.ascontiguousarray(D.transpose(2, 0, 1))
+    sign, ld = np.linalg.slogdet(Dm)
+    if np.any(sign <= 0):  # pragma: no cover
+        raise ModelError("lmer: a random-effects block is not positive definite")
+    return np.ascontiguousarray(np.linalg.inv(Dm).transpose(1, 2, 0)), float(ld.sum())
+
+
 class LmmSystem:
     """The cross-products of one LMM design and lme4's profiled deviance as a function of θ.
 
@@ -147,16 +212,44 @@ class LmmSystem:
                              f"{y[0]:g}): there is no variance to split between the groups and the residual (lme4 "
                              f"returns a singular fit without a covariance matrix); check the response column")
         q1, n1 = self.qs[0], self.nls[0]
-        # first-term diagonal blocks of ZᵀZ (levels x q1 x q1)
+        # first-term diagonal blocks of ZᵀZ, component-major (q1 x q1 x levels: every per-level operation is on
+        # contiguous vectors over the levels)
         blk = ZtZ[:self.m1, :self.m1].tocoo()
-        A11 = np.zeros((n1, q1, q1))
-        A11[blk.row // q1, blk.row % q1, blk.col % q1] = blk.data
+        A11 = np.zeros((q1, q1, n1))
+        A11[blk.row % q1, blk.col % q1, blk.row // q1] = blk.data
         self.A11 = A11
-        self.A12 = ZtZ[:self.m1, self.m1:].toarray() if self.Q2 else None
+        # the first term's rows in component-major order (row c·n1 + j holds level j's column c)
+        self._perm1 = (np.arange(n1)[None, :] * q1 + np.arange(q1)[:, None]).ravel()
+        self.A12 = (ZtZ[:self.m1, self.m1:].toarray()[self._perm1] if self.Q2 else None)
         self.A22 = ZtZ[self.m1:, self.m1:].toarray() if self.Q2 else None
         self.ZtR = np.column_stack([self.Zty, self.ZtX])         # Zᵀ[y X], one Λᵀ product per evaluation
+        self._ztr = (None, None)
         self.nfev = 0
         self._cache: dict[bytes, tuple] = {}
+
+    # ------------------------------------------------------------------ layout
+    def _split(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A (q x m) array in u's order as (first term: q1 x m x levels, the other terms: Q2 x m)."""
+        n1, q1 = self.nls[0], self.qs[0]
+        R1 = np.ascontiguousarray(R[:self.m1].reshape(n1, q1, -1).transpose(1, 2, 0))
+        return R1, np.ascontiguousarray(R[self.m1:])
+
+    def _join(self, R1: np.ndarray, R2: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`_split` (u's order)."""
+        return np.concatenate([R1.transpose(2, 0, 1).reshape(self.m1, -1), R2])
+
+    def _ztr_split(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._ztr[0] is not self.ZtR:          # (a profile's reduced system replaces ZtR)
+            self._ztr = (self.ZtR, self._split(self.ZtR))
+        return self._ztr[1]
+
+    def _as2d(self, X1: np.ndarray) -> np.ndarray:
+        """q1 x m x levels -> (q1·levels) x m (component-major rows, as A12's)."""
+        return X1.transpose(0, 2, 1).reshape(self.m1, -1)
+
+    def _as3d(self, X: np.ndarray) -> np.ndarray:
+        """(q1·levels) x m -> q1 x m x levels."""
+        return np.ascontiguousarray(X.reshape(self.qs[0], self.nls[0], -1).transpose(0, 2, 1))
 
     # ------------------------------------------------------------------ Λ
     def factors(self, theta: np.ndarray) -> list[np.ndarray]:
@@ -180,21 +273,32 @@ class LmmSystem:
             out[sl] = _left(T, blk).reshape(v[sl].shape)
         return out
 
+    def _lam2(self, Ts, R2: np.ndarray, transpose: bool = False) -> np.ndarray:
+        """Λ₂ R2 (or Λ₂ᵀ R2) for the other terms' rows R2 (Q2 x m)."""
+        out = np.empty_like(R2)
+        for k in range(1, len(self.terms)):
+            a, b = self.offs[k] - self.m1, self.offs[k + 1] - self.m1
+            T = Ts[k].T if transpose else Ts[k]
+            out[a:b] = _left(T, R2[a:b].reshape(self.nls[k], self.qs[k], -1)).reshape(b - a, -1)
+        return out
+
     def _factor(self, Ts):
-        """D (first-term blocks of M), their inverses, C, the Cholesky factor of S, log|M|."""
+        """D⁻¹ (first-term blocks of M, q1 x q1 x levels), C = Λ₁ᵀA₁₂Λ₂, G = D⁻¹C, the Cholesky factor of
+        S = Λ₂ᵀA₂₂Λ₂ + I − CᵀG, log|M|."""
         T1 = Ts[0]
-        D = _left(T1.T, _right(self.A11, T1))
-        D[:, np.arange(self.qs[0]), np.arange(self.qs[0])] += 1.0
-        Dinv = _binv(D)
-        ld = _blogdet(D)
+        q1 = self.qs[0]
+        TA = _tl(T1.T, self.A11)                         # T₁ᵀA_j
+        D = _tl(T1.T, np.ascontiguousarray(TA.transpose(1, 0, 2)))              # T₁ᵀA_jT₁ (A_j symmetric)
+        for a in range(q1):
+            D[a, a] += 1.0
+        Dinv, ld = _sinv(D)
         if not self.Q2:
             return Dinv, None, None, None, ld
-        n1, q1 = self.nls[0], self.qs[0]
-        C = _left(T1.T, self.A12.reshape(n1, q1, self.Q2)).reshape(self.m1, self.Q2)
-        C = self._right_lam2(Ts, C)                                  # Λ₁ᵀ A₁₂ Λ₂
+        n1 = self.nls[0]
+        C3 = _tl(T1.T, self.A12.reshape(q1, n1, self.Q2))   # Λ₁ᵀA₁₂ (q1 x levels x Q2)
+        C = self._right_lam2(Ts, C3.reshape(self.m1, self.Q2))
         B = self._right_lam2(Ts, self._right_lam2(Ts, self.A22).T) + np.eye(self.Q2)   # Λ₂ᵀ A₂₂ Λ₂ + I
-        G = (_bmm(Dinv, C.reshape(n1, q1, self.Q2)) if q1 > 1
-             else Dinv[:, :, :1] * C.reshape(n1, q1, self.Q2)).reshape(self.m1, self.Q2)
+        G = _sblk(Dinv, C.reshape(q1, n1, self.Q2), lead=True).reshape(self.m1, self.Q2)
         S = B - C.T @ G
         try:
             cho = sla.cho_factor(S, lower=True, check_finite=False)
@@ -215,21 +319,13 @@ class LmmSystem:
             out[:, a:b] = _right(blk, Ts[k]).reshape(A.shape[0], b - a)
         return out
 
-    def _solve(self, fac, r: np.ndarray) -> np.ndarray:
-        """M⁻¹ r (r: q or q x m)."""
+    def _solve(self, fac, R1: np.ndarray, R2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """M⁻¹ [R1; R2] in the split layout."""
         Dinv, C, G, cho, _ld = fac
-        n1, q1 = self.nls[0], self.qs[0]
-        vec = r.ndim == 1
-        R = r.reshape(self.nq, -1)
-        r1, r2 = R[:self.m1], R[self.m1:]
         if C is None:
-            x1 = _bmm(Dinv, r1.reshape(n1, q1, -1)).reshape(self.m1, -1)
-            return x1.ravel() if vec else x1
-        y2 = sla.cho_solve(cho, r2 - G.T @ r1, check_finite=False)
-        t = r1 - C @ y2
-        x1 = _bmm(Dinv, t.reshape(n1, q1, -1)).reshape(self.m1, -1)
-        out = np.concatenate([x1, y2])
-        return out.ravel() if vec else out
+            return _sblk(Dinv, R1), R2
+        y2 = sla.cho_solve(cho, R2 - G.T @ self._as2d(R1), check_finite=False)
+        return _sblk(Dinv, R1 - self._as3d(C @ y2)), y2
 
     # ------------------------------------------------------------------ the deviance
     def evaluate(self, theta: np.ndarray) -> dict[str, Any]:
@@ -237,13 +333,18 @@ class LmmSystem:
         theta = np.asarray(theta, float)
         Ts = self.factors(theta)
         fac = self._factor(Ts)
-        BR = self._lam_t(Ts, self.ZtR)
-        bu, Bx = BR[:, 0], BR[:, 1:]
-        W = self._solve(fac, BR)
-        wu, Wx = W[:, 0], W[:, 1:]
-        RtR = self.XtX - Bx.T @ Wx
-        rhs = self.Xty - Bx.T @ wu
-        if self.p:
+        Z1, Z2 = self._ztr_split()
+        B1 = _tl(Ts[0].T, Z1)                               # Λᵀ Zᵀ[y X]
+        B2 = self._lam2(Ts, Z2, transpose=True)
+        W1, W2 = self._solve(fac, B1, B2)
+        p = self.p
+        # (Λᵀ Zᵀ[y X])ᵀ M⁻¹ (Λᵀ Zᵀ[y X]), (1 + p) x (1 + p)
+        K = B2.T @ W2
+        for a in range(self.qs[0]):
+            K = K + B1[a] @ W1[a].T
+        RtR = self.XtX - K[1:, 1:]
+        rhs = self.Xty - K[1:, 0]
+        if p:
             try:
                 cR = sla.cho_factor(RtR, lower=False, check_finite=False)
             except np.linalg.LinAlgError:
@@ -252,8 +353,10 @@ class LmmSystem:
             ldRX2 = 2.0 * float(np.log(np.abs(np.diag(cR[0]))).sum())
         else:
             beta, ldRX2 = np.zeros(0), 0.0
-        u = wu - Wx @ beta
-        r2 = self.yty - float(bu @ u) - float(self.Xty @ beta)
+        r2 = self.yty - float(K[0, 0]) - float(rhs @ beta)
+        u1 = _combine(W1, beta)
+        u2 = W2[:, 0] - W2[:, 1:] @ beta
+        u = np.concatenate([u1.T.ravel(), u2])
         if not r2 > 1e-12 * self.yty:   # below the precision of the difference above: no residual variance
             raise ModelError(f"lmer: the response {self.response} has no residual variance (the residual sum of "
                              f"squares is below 1e-12 of the response's): the fixed and random effects fit it "
@@ -262,14 +365,14 @@ class LmmSystem:
                              f"likelihood unbounded (lme4 warns the model is nearly unidentifiable); check the "
                              f"response, or leave out the term that explains it")
         ldL2 = fac[4]
-        n, p = self.n, self.p
+        n = self.n
         if self.reml:
             nmp = n - p
             dev = ldL2 + ldRX2 + nmp * (1.0 + math.log(2 * math.pi * r2 / nmp))
         else:
             dev = ldL2 + n * (1.0 + math.log(2 * math.pi * r2 / n))
         return {"dev": dev, "r2": r2, "ldL2": ldL2, "ldRX2": ldRX2, "beta": beta, "u": u, "RXtRX": RtR,
-                "fac": fac, "Ts": Ts, "W": W}
+                "fac": fac, "Ts": Ts, "W": (W1, W2), "u_split": (u1, u2)}
 
     def deviance(self, theta) -> float:
         return self.evaluate(theta)["dev"]
@@ -283,19 +386,6 @@ class LmmSystem:
             g = g + dRX
         return e["dev"], g
 
-    def _apply_A(self, Y: np.ndarray) -> np.ndarray:
-        """ZᵀZ Y (Y: q x m) from the blocks A₁₁ (block-diagonal), A₁₂, A₂₂."""
-        n1, q1, m1 = self.nls[0], self.qs[0], self.m1
-        Y1 = Y[:m1]
-        out = np.empty_like(Y)
-        out[:m1] = (_bmm(self.A11, Y1.reshape(n1, q1, -1)) if q1 > 1
-                    else self.A11[:, :, :1] * Y1.reshape(n1, 1, -1)).reshape(Y1.shape)
-        if self.Q2:
-            Y2 = Y[m1:]
-            out[:m1] += self.A12 @ Y2
-            out[m1:] = self.A12.T @ Y1 + self.A22 @ Y2
-        return out
-
     def grad_parts(self, e: dict[str, Any], drtr: bool = False):
         """The exact derivatives in θ of log|L|², r² and log|RX|² at an :meth:`evaluate` result, and (``drtr``)
         of RXᵀRX, one array per θ entry.
@@ -303,51 +393,71 @@ class LmmSystem:
         With A = ZᵀZ, B = ZᵀX, c = Zᵀy, W_X = M⁻¹ΛᵀB, û, β̂ the PLS solution and dΛ = ∂Λ/∂θ_k (the term's
         block-diagonal E_ij): ∂log|L|² = 2 tr(M⁻¹ΛᵀA dΛ), the diagonal blocks of M⁻¹ΛᵀA from the block
         inverse [[D⁻¹ + GS⁻¹Gᵀ, −GS⁻¹], [−S⁻¹Gᵀ, S⁻¹]] (G = D⁻¹C); ∂r² = −2 resᵀ dΛ û with res = c − Bβ̂ − AΛû
-        (the envelope theorem); ∂RXᵀRX = −(Vᵀ dΛ W_X + W_Xᵀ dΛᵀ V) with V = B − AΛW_X, so
-        ∂log|RX|² = −2 tr((RXᵀRX)⁻¹ Vᵀ dΛ W_X) (Bates et al. 2015, sec. 3; the derivative of the PLS
-        system as in MixedModels.jl's and lme4's documentation of the profiled deviance)."""
-        Ts, W, beta, u = e["Ts"], e["W"], e["beta"], e["u"]
+        (the envelope theorem: β̂, û minimise r²); ∂RXᵀRX = −(Vᵀ dΛ W_X + W_Xᵀ dΛᵀ V) with V = B − AΛW_X, so
+        ∂log|RX|² = −2 tr((RXᵀRX)⁻¹ Vᵀ dΛ W_X) (Bates et al. 2015, sec. 3, differentiated)."""
+        Ts, beta = e["Ts"], e["beta"]
+        W1, W2 = e["W"]
+        u1, u2 = e["u_split"]
         Dinv, _C, G, cho, _ld = e["fac"]
         n1, q1, p, m1, Q2 = self.nls[0], self.qs[0], self.p, self.m1, self.Q2
-        AY = self._apply_A(self._lam(Ts, W))
-        res = self.Zty - self.ZtX @ beta - (AY[:, 0] - AY[:, 1:] @ beta)
-        Wx = W[:, 1:]
-        V = self.ZtX - AY[:, 1:]
-        F = Wx @ np.linalg.inv(e["RXtRX"]) if p else Wx
         T1 = Ts[0]
-        Q = [np.tensordot(Dinv, _left(T1.T, self.A11), axes=([0, 2], [0, 1]))]      # Σ D_j⁻¹ T₁ᵀ A_j
+        Z1, Z2 = self._ztr_split()
+        # A Λ W in the split layout
+        Y1 = _tl(T1, W1)
+        Y2 = self._lam2(Ts, W2)
+        AY1 = _sblk(self.A11, Y1)
+        if Q2:
+            AY1 += self._as3d(self.A12 @ Y2)
+            AY2 = self.A12.T @ self._as2d(Y1) + self.A22 @ Y2
+        else:
+            AY2 = Y2
+        Ri = np.linalg.inv(e["RXtRX"]) if p else np.zeros((0, 0))
+        # first term
+        ZA1 = Z1 - AY1
+        res1 = _combine(ZA1, beta)
+        V1 = ZA1[:, 1:, :]
+        Wx1 = W1[:, 1:, :]
+        F1 = np.stack([Ri @ Wx1[c] for c in range(q1)])                  # (W_X Ri) per component
+        TA = _tl(T1.T, self.A11)
+        Q = [sum(Dinv[:, s] @ TA[s].T for s in range(q1))]                  # Σ D_j⁻¹ T₁ᵀ A_j
+        RU = [res1 @ u1.T]
+        VF = [_lsum(V1, F1)]
         if Q2:
             Sinv = sla.cho_solve(cho, np.eye(Q2), check_finite=False)
             GSi = G @ Sinv
-            LG = _left(T1, G.reshape(n1, q1, Q2))
-            AL1G = (_bmm(self.A11, LG) if q1 > 1 else self.A11[:, :, :1] * LG).reshape(m1, Q2)
-            H1t = AL1G - self._right_lam2(Ts, self.A12)                            # (GᵀΛ₁ᵀA₁₁ − Λ₂ᵀA₂₁)ᵀ
-            Q[0] = Q[0] + np.tensordot(GSi.reshape(n1, q1, Q2), H1t.reshape(n1, q1, Q2), axes=([0, 2], [0, 2]))
-            C0 = _left(T1.T, self.A12.reshape(n1, q1, Q2)).reshape(m1, Q2)         # Λ₁ᵀA₁₂
-            H2 = self._right_lam2(Ts, self.A22).T - G.T @ C0                       # Λ₂ᵀA₂₂ − GᵀΛ₁ᵀA₁₂
+            LG = _tl(T1, G.reshape(q1, n1, Q2))
+            H1t = _sblk(self.A11, LG, lead=True).reshape(m1, Q2) - self._right_lam2(Ts, self.A12)  # A₁₁Λ₁G − A₁₂Λ₂
+            Q[0] = Q[0] + _lsum(GSi.reshape(q1, -1), H1t.reshape(q1, -1))
+            C0 = _tl(T1.T, self.A12.reshape(q1, n1, Q2)).reshape(m1, Q2)   # Λ₁ᵀA₁₂
+            H2 = self._right_lam2(Ts, self.A22).T - G.T @ C0                               # Λ₂ᵀA₂₂ − GᵀΛ₁ᵀA₁₂
+            res2 = (Z2[:, 0] - AY2[:, 0]) - (Z2[:, 1:] - AY2[:, 1:]) @ beta
+            V2 = Z2[:, 1:] - AY2[:, 1:]
+            F2 = W2[:, 1:] @ Ri
             for k in range(1, len(self.terms)):
                 a, b = self.offs[k] - m1, self.offs[k + 1] - m1
                 nk, qk = self.nls[k], self.qs[k]
                 Q.append(np.tensordot(Sinv[a:b].reshape(nk, qk, Q2), H2[:, a:b].T.reshape(nk, qk, Q2),
                                       axes=([0, 2], [0, 2])))
+                RU.append(res2[a:b].reshape(nk, qk).T @ u2[a:b].reshape(nk, qk))
+                VF.append(np.tensordot(V2[a:b].reshape(nk, qk, p), F2[a:b].reshape(nk, qk, p),
+                                       axes=([0, 2], [0, 2])))
         nth = int(self.th_off[-1])
-        dL, dr2, dRX = np.empty(nth), np.empty(nth), np.zeros(nth)
+        dL, dr2, dRX = np.empty(nth), np.empty(nth), np.empty(nth)
         dR = [] if drtr else None
         for k, t in enumerate(self.terms):
-            sl = slice(self.offs[k], self.offs[k + 1])
-            nk, qk = self.nls[k], self.qs[k]
-            RU = res[sl].reshape(nk, qk).T @ u[sl].reshape(nk, qk)
-            V3, F3 = V[sl].reshape(nk, qk, p), F[sl].reshape(nk, qk, p)
-            VF = np.tensordot(V3, F3, axes=([0, 2], [0, 2])) if p else np.zeros((qk, qk))
-            if drtr:
-                W3 = Wx[sl].reshape(nk, qk, p)
             for m, (i, j) in enumerate(t._tri()):
                 o = self.th_off[k] + m
                 dL[o] = 2.0 * Q[k][j, i]
-                dr2[o] = -2.0 * RU[i, j]
-                dRX[o] = -2.0 * VF[i, j]
+                dr2[o] = -2.0 * RU[k][i, j]
+                dRX[o] = -2.0 * VF[k][i, j]
                 if drtr:
-                    P = V3[:, i, :].T @ W3[:, j, :]
+                    if k == 0:
+                        P = V1[i] @ Wx1[j].T
+                    else:
+                        a, b = self.offs[k] - m1, self.offs[k + 1] - m1
+                        nk, qk = self.nls[k], self.qs[k]
+                        P = (V2[a:b].reshape(nk, qk, p)[:, i, :].T
+                             @ W2[a:b, 1:].reshape(nk, qk, p)[:, j, :])
                     dR.append(-(P + P.T))
         return dL, dr2, dRX, dR
 
@@ -419,12 +529,11 @@ class LmmSystem:
         Ts = e["Ts"]
         out = []
         n1, q1 = self.nls[0], self.qs[0]
-        if C is None:
-            blocks1 = Dinv
-        else:
+        blocks1 = np.ascontiguousarray(Dinv.transpose(2, 0, 1))
+        if C is not None:
             Sinv = sla.cho_solve(cho, np.eye(self.Q2), check_finite=False)
-            GS = (G @ Sinv).reshape(n1, q1, self.Q2)
-            blocks1 = Dinv + np.matmul(GS, G.reshape(n1, q1, self.Q2).transpose(0, 2, 1))
+            GS = (G @ Sinv).reshape(q1, n1, self.Q2)
+            blocks1 = blocks1 + np.einsum("ajs,bjs->jab", GS, G.reshape(q1, n1, self.Q2))
         out.append(np.matmul(np.matmul(Ts[0], blocks1), Ts[0].T))
         for k in range(1, len(self.terms)):
             qk, o = self.qs[k], self.offs[k] - self.m1
