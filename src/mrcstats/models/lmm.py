@@ -16,18 +16,24 @@ the profiled deviance (lme4 ``mkLmerDevfun``; eq. 34 and 41 of the paper)
 
 σ̂² = r²/n (ML) or r²/(n − p) (REML); Var(β̂) = σ̂² (RXᵀRX)⁻¹ (lme4's ``vcov``). Everything after one pass
 over the rows (the cross-products ZᵀZ, ZᵀX, Zᵀy, XᵀX, Xᵀy, yᵀy) is in the dimension of the random
-effects: the first term (most levels) is block-diagonal in M, one q₁ x q₁ block per level (closed form
-for a random intercept), the other terms are eliminated through a dense Schur complement, as the GLMM
-kernels (:class:`~mrcstats.models.deviance.GeneralModel`) do. θ minimises d by L-BFGS-B on central
-differences (lme4: BOBYQA), polished by Newton steps.
+effects: the first term (most levels) is block-diagonal in M, one q₁ x q₁ block per level (closed forms
+for q₁ ≤ 2; stored component-major, levels last, so every per-level operation runs over contiguous vectors),
+the other terms are eliminated through a dense Schur complement S, as the GLMM kernels
+(:class:`~mrcstats.models.deviance.GeneralModel`) do — MixedModels.jl's blocked Cholesky factor with a
+diagonal (crossed intercepts) or block-diagonal (slopes) first block. θ minimises d by L-BFGS-B on the exact
+gradient (:meth:`LmmSystem.grad_parts`: ∂log|L|² from the diagonal blocks of M⁻¹ΛᵀZᵀZ, ∂r² by the envelope
+theorem, ∂log|RX|² from ∂RXᵀRX; lme4: derivative-free BOBYQA), polished by Newton steps whose Hessian is
+forward differences of that gradient.
 
 Satterthwaite degrees of freedom as lmerTest 3.1 (``as_lmerModLmerTest``, ``contest1D``; Kuznetsova,
 Brockhoff & Christensen 2017, J. Stat. Softw. 82(13)): with the variance parameters φ = (θ, σ) and the
 unprofiled deviance D(φ) (lmerTest's ``devfun_vp``: log|L|² + r²/σ² + n log(2πσ²), REML adding
 log|RX|² − p log(2πσ²)), A = 2 H⁻¹ (H the Hessian of D at φ̂; eigenvalues ≤ 1e-8 left out, as lmerTest),
 C(φ) = σ² (RXᵀRX(θ))⁻¹ and for each coefficient (contrast l) ν = 2 (lᵀCl)² / (gᵀ A g), g_k = lᵀ ∂C/∂φ_k l;
-the Hessian and Jacobian by central differences with Richardson extrapolation (numDeriv's ``hessian``
-and ``jacobian``, which lmerTest calls). p = 2 P(T_ν > |t|).
+lmerTest differentiates numerically (numDeriv's Richardson ``hessian`` and ``jacobian``); here the Jacobian of
+C is exact (−σ² R⁻¹ ∂RXᵀRX R⁻¹, 2σ R⁻¹) and the Hessian's θθ block central differences of the exact gradient
+(its σ row exact), the same numbers to about 1e-7 relative from a tenth of the deviance evaluations.
+p = 2 P(T_ν > |t|).
 """
 from __future__ import annotations
 
