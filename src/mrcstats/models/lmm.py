@@ -68,48 +68,21 @@ PAIRS_MAX = 30_000_000       # first-term x other-term coupling entries kept den
 # ----------------------------------------------------------------------------- the PLS system
 
 
-def _left(T: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """T @ B[j] for every j (T: q x q, B: n x q x m): for small q as q² scaled sums of the (n x m) slices (no
-    transposed copies), else one matrix product over the stacked blocks."""
+def _along(T: np.ndarray, X: np.ndarray, axis: int = 0) -> np.ndarray:
+    """T applied along one axis of X: out[..., a, ...] = Σ_b T[a, b] X[..., b, ...] (T: q x q, small), as scaled
+    sums of X's slices (contiguous for axis 0, the component-major layout; no transposed copies)."""
     q = T.shape[0]
     if q == 1:
-        return B * T[0, 0]
-    if q <= 4:
-        out = np.empty(B.shape)
-        for a in range(q):
-            acc = B[:, 0, :] * T[a, 0]
-            for b in range(1, q):
-                if T[a, b] != 0.0:
-                    acc += B[:, b, :] * T[a, b]
-            out[:, a, :] = acc
-        return out
-    return np.moveaxis(np.tensordot(T, B, axes=([1], [1])), 0, 1)
-
-
-def _right(B: np.ndarray, T: np.ndarray) -> np.ndarray:
-    """B[..., :] @ T over the last axis (B: ... x q): scaled sums of B's last-axis slices for small q, else one
-    matrix product."""
-    q = T.shape[0]
-    if q == 1:
-        return B * T[0, 0]
-    if q <= 4:
-        out = np.empty(B.shape)
-        for c in range(q):
-            acc = B[..., 0] * T[0, c]
-            for b in range(1, q):
-                if T[b, c] != 0.0:
-                    acc += B[..., b] * T[b, c]
-            out[..., c] = acc
-        return out
-    return (np.ascontiguousarray(B).reshape(-1, q) @ T).reshape(B.shape)
-
-
-def _bmm(M: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """M[j] @ B[j] (M: n x a x b, B: n x b x m), as elementwise products summed over b (numpy's stacked matmul
-    is slow for the small blocks of random-effects terms)."""
-    out = M[:, :, 0, None] * B[:, None, 0, :]
-    for b in range(1, M.shape[2]):
-        out += M[:, :, b, None] * B[:, None, b, :]
+        return X * T[0, 0]
+    Xv = np.moveaxis(X, axis, 0)
+    out = np.empty(X.shape)
+    ov = np.moveaxis(out, axis, 0)
+    for a in range(q):
+        acc = Xv[0] * T[a, 0]
+        for b in range(1, q):
+            if T[a, b] != 0.0:
+                acc += Xv[b] * T[a, b]
+        ov[a] = acc
     return out
 
 
@@ -122,22 +95,6 @@ def _sblk(M: np.ndarray, X: np.ndarray, lead: bool = False) -> np.ndarray:
         acc = (M[a, 0][:, None] if lead else M[a, 0]) * X[0]
         for b in range(1, q):
             acc += (M[a, b][:, None] if lead else M[a, b]) * X[b]
-        out[a] = acc
-    return out
-
-
-def _tl(T: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """T applied along X's leading (component) axis: out[a] = Σ_b T[a, b] X[b] (T: q x q, small), as scaled sums
-    of X's contiguous slices."""
-    q = T.shape[0]
-    if q == 1:
-        return X * T[0, 0]
-    out = np.empty(X.shape)
-    for a in range(q):
-        acc = X[0] * T[a, 0]
-        for b in range(1, q):
-            if T[a, b] != 0.0:
-                acc += X[b] * T[a, b]
         out[a] = acc
     return out
 
@@ -261,22 +218,13 @@ class LmmSystem:
     def factors(self, theta: np.ndarray) -> list[np.ndarray]:
         return [t.factor(theta[self.th_off[k]:self.th_off[k + 1]]) for k, t in enumerate(self.terms)]
 
-    def _lam_t(self, Ts: list[np.ndarray], v: np.ndarray) -> np.ndarray:
-        """Λᵀ v for v (q) or (q x m), u's order."""
-        out = np.empty_like(v, dtype=float)
-        for k, T in enumerate(Ts):
-            sl = slice(self.offs[k], self.offs[k + 1])
-            blk = v[sl].reshape(self.nls[k], self.qs[k], -1)
-            out[sl] = _left(T.T, blk).reshape(v[sl].shape)
-        return out
-
     def _lam(self, Ts: list[np.ndarray], v: np.ndarray) -> np.ndarray:
         """Λ v."""
         out = np.empty_like(v, dtype=float)
         for k, T in enumerate(Ts):
             sl = slice(self.offs[k], self.offs[k + 1])
             blk = v[sl].reshape(self.nls[k], self.qs[k], -1)
-            out[sl] = _left(T, blk).reshape(v[sl].shape)
+            out[sl] = _along(T, blk, 1).reshape(v[sl].shape)
         return out
 
     def _lam2(self, Ts, R2: np.ndarray, transpose: bool = False) -> np.ndarray:
@@ -285,7 +233,7 @@ class LmmSystem:
         for k in range(1, len(self.terms)):
             a, b = self.offs[k] - self.m1, self.offs[k + 1] - self.m1
             T = Ts[k].T if transpose else Ts[k]
-            out[a:b] = _left(T, R2[a:b].reshape(self.nls[k], self.qs[k], -1)).reshape(b - a, -1)
+            out[a:b] = _along(T, R2[a:b].reshape(self.nls[k], self.qs[k], -1), 1).reshape(b - a, -1)
         return out
 
     def _factor(self, Ts):
@@ -293,15 +241,15 @@ class LmmSystem:
         S = Λ₂ᵀA₂₂Λ₂ + I − CᵀG, log|M|."""
         T1 = Ts[0]
         q1 = self.qs[0]
-        TA = _tl(T1.T, self.A11)                         # T₁ᵀA_j
-        D = _tl(T1.T, np.ascontiguousarray(TA.transpose(1, 0, 2)))              # T₁ᵀA_jT₁ (A_j symmetric)
+        TA = _along(T1.T, self.A11)                         # T₁ᵀA_j
+        D = _along(T1.T, np.ascontiguousarray(TA.transpose(1, 0, 2)))              # T₁ᵀA_jT₁ (A_j symmetric)
         for a in range(q1):
             D[a, a] += 1.0
         Dinv, ld = _sinv(D)
         if not self.Q2:
             return Dinv, None, None, None, ld
         n1 = self.nls[0]
-        C3 = _tl(T1.T, self.A12.reshape(q1, n1, self.Q2))   # Λ₁ᵀA₁₂ (q1 x levels x Q2)
+        C3 = _along(T1.T, self.A12.reshape(q1, n1, self.Q2))   # Λ₁ᵀA₁₂ (q1 x levels x Q2)
         C = self._right_lam2(Ts, C3.reshape(self.m1, self.Q2))
         B = self._right_lam2(Ts, self._right_lam2(Ts, self.A22).T) + np.eye(self.Q2)   # Λ₂ᵀ A₂₂ Λ₂ + I
         G = _sblk(Dinv, C.reshape(q1, n1, self.Q2), lead=True).reshape(self.m1, self.Q2)
@@ -322,7 +270,7 @@ class LmmSystem:
                 np.multiply(A[:, a:b], Ts[k][0, 0], out=out[:, a:b])
                 continue
             blk = A[:, a:b].reshape(A.shape[0], self.nls[k], self.qs[k])
-            out[:, a:b] = _right(blk, Ts[k]).reshape(A.shape[0], b - a)
+            out[:, a:b] = _along(Ts[k].T, blk, 2).reshape(A.shape[0], b - a)
         return out
 
     def _solve(self, fac, R1: np.ndarray, R2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -340,7 +288,7 @@ class LmmSystem:
         Ts = self.factors(theta)
         fac = self._factor(Ts)
         Z1, Z2 = self._ztr_split()
-        B1 = _tl(Ts[0].T, Z1)                               # Λᵀ Zᵀ[y X]
+        B1 = _along(Ts[0].T, Z1)                               # Λᵀ Zᵀ[y X]
         B2 = self._lam2(Ts, Z2, transpose=True)
         W1, W2 = self._solve(fac, B1, B2)
         p = self.p
@@ -409,7 +357,7 @@ class LmmSystem:
         T1 = Ts[0]
         Z1, Z2 = self._ztr_split()
         # A Λ W in the split layout
-        Y1 = _tl(T1, W1)
+        Y1 = _along(T1, W1)
         Y2 = self._lam2(Ts, W2)
         AY1 = _sblk(self.A11, Y1)
         if Q2:
@@ -424,17 +372,17 @@ class LmmSystem:
         V1 = ZA1[:, 1:, :]
         Wx1 = W1[:, 1:, :]
         F1 = np.stack([Ri @ Wx1[c] for c in range(q1)])                  # (W_X Ri) per component
-        TA = _tl(T1.T, self.A11)
+        TA = _along(T1.T, self.A11)
         Q = [sum(Dinv[:, s] @ TA[s].T for s in range(q1))]                  # Σ D_j⁻¹ T₁ᵀ A_j
         RU = [res1 @ u1.T]
         VF = [_lsum(V1, F1)]
         if Q2:
             Sinv = sla.cho_solve(cho, np.eye(Q2), check_finite=False)
             GSi = G @ Sinv
-            LG = _tl(T1, G.reshape(q1, n1, Q2))
+            LG = _along(T1, G.reshape(q1, n1, Q2))
             H1t = _sblk(self.A11, LG, lead=True).reshape(m1, Q2) - self._right_lam2(Ts, self.A12)  # A₁₁Λ₁G − A₁₂Λ₂
             Q[0] = Q[0] + _lsum(GSi.reshape(q1, -1), H1t.reshape(q1, -1))
-            C0 = _tl(T1.T, self.A12.reshape(q1, n1, Q2)).reshape(m1, Q2)   # Λ₁ᵀA₁₂
+            C0 = _along(T1.T, self.A12.reshape(q1, n1, Q2)).reshape(m1, Q2)   # Λ₁ᵀA₁₂
             H2 = self._right_lam2(Ts, self.A22).T - G.T @ C0                               # Λ₂ᵀA₂₂ − GᵀΛ₁ᵀA₁₂
             res2 = (Z2[:, 0] - AY2[:, 0]) - (Z2[:, 1:] - AY2[:, 1:]) @ beta
             V2 = Z2[:, 1:] - AY2[:, 1:]
