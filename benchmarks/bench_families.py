@@ -12,12 +12,13 @@ Cases (seeded; the shapes of issue 41):
   (600 items x 20 judges)                                                                    anchor ``ordinal::clmm``
 * ``betabinomial20k``  20,000 rows, 1,000 groups: ``cbind(k, n - k) ~ x + (1 | g)``         anchor glmmTMB
 
-mrcstats: the Python call (``lmer``/``glmer``/``clmm``; formula and in-memory data to the result with its
-standard errors, lmer's Satterthwaite df included), wall clock and process CPU time, after one small warm-up
-fit per family (the lazy imports are not the fit). R: ``system.time()`` of the anchor's default call on the
-same data written to CSV (read before the clock starts), wall and CPU (user + system) of the fit. Printed per case: both times, the ratio R / mrcstats
-(wall, and CPU / CPU: on a shared machine wall clocks measure the queue), the largest |difference| of the
-fixed effects and the logLik difference. ``--json`` prints one JSON object with every row instead.
+mrcstats: the Python call (``lmer``/``glmer``/``clmm``; formula and in-memory data, ids as categoricals, to
+the result with its standard errors, lmer's Satterthwaite df included), wall clock and process CPU time, after
+one small warm-up fit per family (the lazy imports are not the fit). R: ``system.time()`` of the anchor's
+default call on the same data written to CSV (read into factors before the clock starts), wall and CPU (user +
+system) of the fit. Printed per case: both times, the ratio R / mrcstats (wall, and CPU / CPU: on a shared
+machine wall clocks measure the queue), the largest |difference| of the fixed effects and the logLik
+difference. ``--json`` prints one JSON object with every row instead.
 ``--repeat`` takes the median of several mrcstats runs (R runs once). No timing is asserted anywhere.
 
 Usage::
@@ -72,6 +73,12 @@ cat(sprintf('{"seconds": %.6f, "cpu": %.6f, "loglik": %.12f, "fixef": {%s}}\n', 
 """
 
 
+def _ids(prefix: str, codes: np.ndarray) -> pd.Categorical:
+    """Level labels as a categorical column (R reads them into a factor before its clock starts)."""
+    width = len(str(int(codes.max())))
+    return pd.Categorical.from_codes(codes, [f"{prefix}{i:0{width}d}" for i in range(int(codes.max()) + 1)])
+
+
 def _lmer_slopes(rows: int = 20_000, ng: int = 500, nh: int = 100, seed: int = 1) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     g, h = rng.integers(0, ng, rows), rng.integers(0, nh, rows)
@@ -80,7 +87,7 @@ def _lmer_slopes(rows: int = 20_000, ng: int = 500, nh: int = 100, seed: int = 1
     b = rng.normal(size=(ng, 2)) @ np.array([[0.6, 0.0], [0.1, 0.3]]).T
     y = (0.5 + 0.2 * x + 0.1 * (f == "b") - 0.1 * x * (f == "c") + b[g, 0] + b[g, 1] * x
          + rng.normal(0, 0.4, nh)[h] + rng.normal(0, 0.8, rows))
-    return pd.DataFrame({"y": y, "x": x, "f": f, "g": [f"g{i}" for i in g], "h": [f"h{i}" for i in h]})
+    return pd.DataFrame({"y": y, "x": x, "f": f, "g": _ids("g", g), "h": _ids("h", h)})
 
 
 def _lmer_crossed(rows: int = 50_000, ni: int = 2_500, nm: int = 40, seed: int = 2) -> pd.DataFrame:
@@ -88,7 +95,7 @@ def _lmer_crossed(rows: int = 50_000, ni: int = 2_500, nm: int = 40, seed: int =
     i, j = rng.integers(0, ni, rows), rng.integers(0, nm, rows)
     x = rng.normal(size=rows)
     y = 0.3 + 0.2 * x + rng.normal(0, 0.7, ni)[i] + rng.normal(0, 0.5, nm)[j] + rng.normal(0, 1, rows)
-    return pd.DataFrame({"y": y, "x": x, "item": [f"i{k}" for k in i], "model": [f"m{k}" for k in j]})
+    return pd.DataFrame({"y": y, "x": x, "item": _ids("i", i), "model": _ids("m", j)})
 
 
 def _lmer_big(rows: int = 500_000, ng: int = 125_000, seed: int = 3) -> pd.DataFrame:
@@ -97,7 +104,7 @@ def _lmer_big(rows: int = 500_000, ng: int = 125_000, seed: int = 3) -> pd.DataF
     x = rng.normal(size=rows)
     b = rng.normal(size=(ng, 2)) @ np.array([[0.6, 0.0], [0.1, 0.3]]).T
     y = 1 + 0.5 * x + b[g, 0] + b[g, 1] * x + rng.normal(0, 1, rows)
-    return pd.DataFrame({"y": y, "x": x, "g": [f"g{k}" for k in g]})
+    return pd.DataFrame({"y": y, "x": x, "g": _ids("g", g)})
 
 
 def _binomial(rows: int = 20_000, ng: int = 1_500, seed: int = 4) -> pd.DataFrame:
@@ -107,7 +114,7 @@ def _binomial(rows: int = 20_000, ng: int = 1_500, seed: int = 4) -> pd.DataFram
     f = rng.choice(["a", "b", "c"], rows)
     eta = 0.4 + 0.3 * x - 0.4 * (f == "b") + 0.2 * x * (f == "c") + rng.normal(0, 0.8, ng)[g]
     return pd.DataFrame({"correct": (rng.random(rows) < 1 / (1 + np.exp(-eta))).astype(int), "x": x, "f": f,
-                         "g": [f"g{k}" for k in g]})
+                         "g": _ids("g", g)})
 
 
 def _poisson(rows: int = 20_000, ng: int = 1_000, seed: int = 5) -> pd.DataFrame:
@@ -115,7 +122,7 @@ def _poisson(rows: int = 20_000, ng: int = 1_000, seed: int = 5) -> pd.DataFrame
     g = rng.integers(0, ng, rows)
     x = rng.normal(size=rows)
     lam = np.exp(0.5 + 0.3 * x + rng.normal(0, 0.5, ng)[g])
-    return pd.DataFrame({"count": rng.poisson(lam), "x": x, "g": [f"g{k}" for k in g]})
+    return pd.DataFrame({"count": rng.poisson(lam), "x": x, "g": _ids("g", g)})
 
 
 def _clmm(rows: int = 12_000, items: int = 600, judges: int = 20, seed: int = 6) -> pd.DataFrame:
@@ -124,8 +131,8 @@ def _clmm(rows: int = 12_000, items: int = 600, judges: int = 20, seed: int = 6)
     x = rng.normal(size=rows)
     eta = 0.5 * x + rng.normal(0, 1.0, items)[item] + rng.normal(0, 0.5, judges)[judge]
     rating = 1 + np.searchsorted([-1.5, -0.3, 0.8, 2.0], eta + rng.logistic(size=rows))
-    return pd.DataFrame({"rating": rating, "x": x, "item": [f"q{i:04d}" for i in item],
-                         "judge": [f"j{m:02d}" for m in judge]})
+    return pd.DataFrame({"rating": rating, "x": x, "item": _ids("q", item),
+                         "judge": _ids("j", judge)})
 
 
 def _betabinomial(rows: int = 20_000, ng: int = 1_000, seed: int = 7) -> pd.DataFrame:
@@ -135,7 +142,7 @@ def _betabinomial(rows: int = 20_000, ng: int = 1_000, seed: int = 7) -> pd.Data
     trials = rng.integers(5, 21, rows)
     p = 1 / (1 + np.exp(-(0.2 + 0.5 * x + rng.normal(0, 0.7, ng)[g])))
     k = rng.binomial(trials, rng.beta(p * 5, (1 - p) * 5))
-    return pd.DataFrame({"k": k, "n": trials, "x": x, "g": [f"g{i}" for i in g]})
+    return pd.DataFrame({"k": k, "n": trials, "x": x, "g": _ids("g", g)})
 
 
 # name: (kind, formula, data maker)
