@@ -16,18 +16,24 @@ the profiled deviance (lme4 ``mkLmerDevfun``; eq. 34 and 41 of the paper)
 
 σ̂² = r²/n (ML) or r²/(n − p) (REML); Var(β̂) = σ̂² (RXᵀRX)⁻¹ (lme4's ``vcov``). Everything after one pass
 over the rows (the cross-products ZᵀZ, ZᵀX, Zᵀy, XᵀX, Xᵀy, yᵀy) is in the dimension of the random
-effects: the first term (most levels) is block-diagonal in M, one q₁ x q₁ block per level (closed form
-for a random intercept), the other terms are eliminated through a dense Schur complement, as the GLMM
-kernels (:class:`~mrcstats.models.deviance.GeneralModel`) do. θ minimises d by L-BFGS-B on central
-differences (lme4: BOBYQA), polished by Newton steps.
+effects: the first term (most levels) is block-diagonal in M, one q₁ x q₁ block per level (closed forms
+for q₁ ≤ 2; stored component-major, levels last, so every per-level operation runs over contiguous vectors),
+the other terms are eliminated through a dense Schur complement S, as the GLMM kernels
+(:class:`~mrcstats.models.deviance.GeneralModel`) do — MixedModels.jl's blocked Cholesky factor with a
+diagonal (crossed intercepts) or block-diagonal (slopes) first block. θ minimises d by L-BFGS-B on the exact
+gradient (:meth:`LmmSystem.grad_parts`: ∂log|L|² from the diagonal blocks of M⁻¹ΛᵀZᵀZ, ∂r² by the envelope
+theorem, ∂log|RX|² from ∂RXᵀRX; lme4: derivative-free BOBYQA), polished by Newton steps whose Hessian is
+forward differences of that gradient.
 
 Satterthwaite degrees of freedom as lmerTest 3.1 (``as_lmerModLmerTest``, ``contest1D``; Kuznetsova,
 Brockhoff & Christensen 2017, J. Stat. Softw. 82(13)): with the variance parameters φ = (θ, σ) and the
 unprofiled deviance D(φ) (lmerTest's ``devfun_vp``: log|L|² + r²/σ² + n log(2πσ²), REML adding
 log|RX|² − p log(2πσ²)), A = 2 H⁻¹ (H the Hessian of D at φ̂; eigenvalues ≤ 1e-8 left out, as lmerTest),
 C(φ) = σ² (RXᵀRX(θ))⁻¹ and for each coefficient (contrast l) ν = 2 (lᵀCl)² / (gᵀ A g), g_k = lᵀ ∂C/∂φ_k l;
-the Hessian and Jacobian by central differences with Richardson extrapolation (numDeriv's ``hessian``
-and ``jacobian``, which lmerTest calls). p = 2 P(T_ν > |t|).
+lmerTest differentiates numerically (numDeriv's Richardson ``hessian`` and ``jacobian``); here the Jacobian of
+C is exact (−σ² R⁻¹ ∂RXᵀRX R⁻¹, 2σ R⁻¹) and the Hessian's θθ block central differences of the exact gradient
+(its σ row exact), the same numbers to about 1e-7 relative from a tenth of the deviance evaluations.
+p = 2 P(T_ν > |t|).
 """
 from __future__ import annotations
 
@@ -49,11 +55,10 @@ from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models._checks import check_level
 from mrcstats.models.design import reterms_matrix
-from mrcstats.models.deviance import _binv, _blogdet
 from mrcstats.models.family import GAUSSIAN
 from mrcstats.models.family_table import CAPABILITIES, Capabilities, require
 from mrcstats.models.formula import ModelSpec
-from mrcstats.models.numdiff import richardson_hessian, richardson_jacobian
+from mrcstats.models.numdiff import richardson_hessian, richardson_jacobian  # noqa: F401 (tests import them here)
 from mrcstats.models.results import _varcorr_lines, ranef_dict
 
 SINGULAR_TOL = 1e-4
@@ -64,24 +69,72 @@ PAIRS_MAX = 30_000_000       # first-term x other-term coupling entries kept den
 # ----------------------------------------------------------------------------- the PLS system
 
 
-def _left(T: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """T @ B[j] for every j (T: q x q, B: n x q x m), as one matrix product over the stacked blocks."""
-    return np.moveaxis(np.tensordot(T, B, axes=([1], [1])), 0, 1)
-
-
-def _right(B: np.ndarray, T: np.ndarray) -> np.ndarray:
-    """B[..., :] @ T over the last axis (B: ... x q), as one matrix product."""
+def _along(T: np.ndarray, X: np.ndarray, axis: int = 0) -> np.ndarray:
+    """T applied along one axis of X: out[..., a, ...] = Σ_b T[a, b] X[..., b, ...] (T: q x q, small), as scaled
+    sums of X's slices (contiguous for axis 0, the component-major layout; no transposed copies)."""
     q = T.shape[0]
-    return (np.ascontiguousarray(B).reshape(-1, q) @ T).reshape(B.shape)
-
-
-def _bmm(M: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """M[j] @ B[j] (M: n x a x b, B: n x b x m), as elementwise products summed over b (numpy's stacked matmul
-    is slow for the small blocks of random-effects terms)."""
-    out = M[:, :, 0, None] * B[:, None, 0, :]
-    for b in range(1, M.shape[2]):
-        out += M[:, :, b, None] * B[:, None, b, :]
+    if q == 1:
+        return X * T[0, 0]
+    Xv = np.moveaxis(X, axis, 0)
+    out = np.empty(X.shape)
+    ov = np.moveaxis(out, axis, 0)
+    for a in range(q):
+        acc = Xv[0] * T[a, 0]
+        for b in range(1, q):
+            if T[a, b] != 0.0:
+                acc += Xv[b] * T[a, b]
+        ov[a] = acc
     return out
+
+
+def _sblk(M: np.ndarray, X: np.ndarray, lead: bool = False) -> np.ndarray:
+    """Per level j: M[:, :, j] @ X[:, :, j] for M (q x q x levels) and X (q x m x levels), or with ``lead``
+    X (q x levels x m): the first-term blocks component-major, every operation on contiguous runs."""
+    q = M.shape[0]
+    out = np.empty(X.shape)
+    for a in range(q):
+        acc = (M[a, 0][:, None] if lead else M[a, 0]) * X[0]
+        for b in range(1, q):
+            acc += (M[a, b][:, None] if lead else M[a, b]) * X[b]
+        out[a] = acc
+    return out
+
+
+def _lsum(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """out[i, j] = Σ X[i, ...] Y[j, ...] (the sum over the levels and any middle axis), as dot products of
+    contiguous slices."""
+    Xf = X.reshape(X.shape[0], -1)
+    Yf = Y.reshape(Y.shape[0], -1)
+    return Xf @ Yf.T
+
+
+def _combine(W: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """W[:, 0] − Σ_k β_k W[:, 1 + k] for W (q x (1 + p) x levels)."""
+    out = W[:, 0, :].copy()
+    for k, b in enumerate(beta):
+        out -= b * W[:, 1 + k, :]
+    return out
+
+
+def _sinv(D: np.ndarray) -> tuple[np.ndarray, float]:
+    """Inverses and the summed log-determinant of SPD blocks D[:, :, j] (q x q x levels); closed forms for
+    q <= 2."""
+    q = D.shape[0]
+    if q == 1:
+        return 1.0 / D, float(np.log(D[0, 0]).sum())
+    if q == 2:
+        a, b, c = D[0, 0], D[0, 1], D[1, 1]
+        det = a * c - b * b
+        out = np.empty_like(D)
+        out[0, 0] = c / det
+        out[1, 1] = a / det
+        out[0, 1] = out[1, 0] = -b / det
+        return out, float(np.log(det).sum())
+    Dm = np.ascontiguousarray(D.transpose(2, 0, 1))
+    sign, ld = np.linalg.slogdet(Dm)
+    if np.any(sign <= 0):  # pragma: no cover
+        raise ModelError("lmer: a random-effects block is not positive definite")
+    return np.ascontiguousarray(np.linalg.inv(Dm).transpose(1, 2, 0)), float(ld.sum())
 
 
 class LmmSystem:
@@ -123,29 +176,48 @@ class LmmSystem:
                              f"{y[0]:g}): there is no variance to split between the groups and the residual (lme4 "
                              f"returns a singular fit without a covariance matrix); check the response column")
         q1, n1 = self.qs[0], self.nls[0]
-        # first-term diagonal blocks of ZᵀZ (levels x q1 x q1)
+        # first-term diagonal blocks of ZᵀZ, component-major (q1 x q1 x levels: every per-level operation is on
+        # contiguous vectors over the levels)
         blk = ZtZ[:self.m1, :self.m1].tocoo()
-        A11 = np.zeros((n1, q1, q1))
-        A11[blk.row // q1, blk.row % q1, blk.col % q1] = blk.data
+        A11 = np.zeros((q1, q1, n1))
+        A11[blk.row % q1, blk.col % q1, blk.row // q1] = blk.data
         self.A11 = A11
-        self.A12 = ZtZ[:self.m1, self.m1:].toarray() if self.Q2 else None
+        # the first term's rows in component-major order (row c·n1 + j holds level j's column c)
+        self._perm1 = (np.arange(n1)[None, :] * q1 + np.arange(q1)[:, None]).ravel()
+        self.A12 = (ZtZ[:self.m1, self.m1:].toarray()[self._perm1] if self.Q2 else None)
         self.A22 = ZtZ[self.m1:, self.m1:].toarray() if self.Q2 else None
         self.ZtR = np.column_stack([self.Zty, self.ZtX])         # Zᵀ[y X], one Λᵀ product per evaluation
+        self._ztr = (None, None)
         self.nfev = 0
         self._cache: dict[bytes, tuple] = {}
+
+    # ------------------------------------------------------------------ layout
+    def _split(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A (q x m) array in u's order as (first term: q1 x m x levels, the other terms: Q2 x m)."""
+        n1, q1 = self.nls[0], self.qs[0]
+        R1 = np.ascontiguousarray(R[:self.m1].reshape(n1, q1, -1).transpose(1, 2, 0))
+        return R1, np.ascontiguousarray(R[self.m1:])
+
+    def _join(self, R1: np.ndarray, R2: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`_split` (u's order)."""
+        return np.concatenate([R1.transpose(2, 0, 1).reshape(self.m1, -1), R2])
+
+    def _ztr_split(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._ztr[0] is not self.ZtR:          # (a profile's reduced system replaces ZtR)
+            self._ztr = (self.ZtR, self._split(self.ZtR))
+        return self._ztr[1]
+
+    def _as2d(self, X1: np.ndarray) -> np.ndarray:
+        """q1 x m x levels -> (q1·levels) x m (component-major rows, as A12's)."""
+        return X1.transpose(0, 2, 1).reshape(self.m1, -1)
+
+    def _as3d(self, X: np.ndarray) -> np.ndarray:
+        """(q1·levels) x m -> q1 x m x levels."""
+        return np.ascontiguousarray(X.reshape(self.qs[0], self.nls[0], -1).transpose(0, 2, 1))
 
     # ------------------------------------------------------------------ Λ
     def factors(self, theta: np.ndarray) -> list[np.ndarray]:
         return [t.factor(theta[self.th_off[k]:self.th_off[k + 1]]) for k, t in enumerate(self.terms)]
-
-    def _lam_t(self, Ts: list[np.ndarray], v: np.ndarray) -> np.ndarray:
-        """Λᵀ v for v (q) or (q x m), u's order."""
-        out = np.empty_like(v, dtype=float)
-        for k, T in enumerate(Ts):
-            sl = slice(self.offs[k], self.offs[k + 1])
-            blk = v[sl].reshape(self.nls[k], self.qs[k], -1)
-            out[sl] = _left(T.T, blk).reshape(v[sl].shape)
-        return out
 
     def _lam(self, Ts: list[np.ndarray], v: np.ndarray) -> np.ndarray:
         """Λ v."""
@@ -153,24 +225,35 @@ class LmmSystem:
         for k, T in enumerate(Ts):
             sl = slice(self.offs[k], self.offs[k + 1])
             blk = v[sl].reshape(self.nls[k], self.qs[k], -1)
-            out[sl] = _left(T, blk).reshape(v[sl].shape)
+            out[sl] = _along(T, blk, 1).reshape(v[sl].shape)
+        return out
+
+    def _lam2(self, Ts, R2: np.ndarray, transpose: bool = False) -> np.ndarray:
+        """Λ₂ R2 (or Λ₂ᵀ R2) for the other terms' rows R2 (Q2 x m)."""
+        out = np.empty_like(R2)
+        for k in range(1, len(self.terms)):
+            a, b = self.offs[k] - self.m1, self.offs[k + 1] - self.m1
+            T = Ts[k].T if transpose else Ts[k]
+            out[a:b] = _along(T, R2[a:b].reshape(self.nls[k], self.qs[k], -1), 1).reshape(b - a, -1)
         return out
 
     def _factor(self, Ts):
-        """D (first-term blocks of M), their inverses, C, the Cholesky factor of S, log|M|."""
+        """D⁻¹ (first-term blocks of M, q1 x q1 x levels), C = Λ₁ᵀA₁₂Λ₂, G = D⁻¹C, the Cholesky factor of
+        S = Λ₂ᵀA₂₂Λ₂ + I − CᵀG, log|M|."""
         T1 = Ts[0]
-        D = _left(T1.T, _right(self.A11, T1))
-        D[:, np.arange(self.qs[0]), np.arange(self.qs[0])] += 1.0
-        Dinv = _binv(D)
-        ld = _blogdet(D)
+        q1 = self.qs[0]
+        TA = _along(T1.T, self.A11)                         # T₁ᵀA_j
+        D = _along(T1.T, np.ascontiguousarray(TA.transpose(1, 0, 2)))              # T₁ᵀA_jT₁ (A_j symmetric)
+        for a in range(q1):
+            D[a, a] += 1.0
+        Dinv, ld = _sinv(D)
         if not self.Q2:
             return Dinv, None, None, None, ld
-        n1, q1 = self.nls[0], self.qs[0]
-        C = _left(T1.T, self.A12.reshape(n1, q1, self.Q2)).reshape(self.m1, self.Q2)
-        C = self._right_lam2(Ts, C)                                  # Λ₁ᵀ A₁₂ Λ₂
+        n1 = self.nls[0]
+        C3 = _along(T1.T, self.A12.reshape(q1, n1, self.Q2))   # Λ₁ᵀA₁₂ (q1 x levels x Q2)
+        C = self._right_lam2(Ts, C3.reshape(self.m1, self.Q2))
         B = self._right_lam2(Ts, self._right_lam2(Ts, self.A22).T) + np.eye(self.Q2)   # Λ₂ᵀ A₂₂ Λ₂ + I
-        G = (_bmm(Dinv, C.reshape(n1, q1, self.Q2)) if q1 > 1
-             else Dinv[:, :, :1] * C.reshape(n1, q1, self.Q2)).reshape(self.m1, self.Q2)
+        G = _sblk(Dinv, C.reshape(q1, n1, self.Q2), lead=True).reshape(self.m1, self.Q2)
         S = B - C.T @ G
         try:
             cho = sla.cho_factor(S, lower=True, check_finite=False)
@@ -184,25 +267,20 @@ class LmmSystem:
         out = np.empty_like(A)
         for k in range(1, len(self.terms)):
             a, b = self.offs[k] - self.m1, self.offs[k + 1] - self.m1
+            if self.qs[k] == 1:
+                np.multiply(A[:, a:b], Ts[k][0, 0], out=out[:, a:b])
+                continue
             blk = A[:, a:b].reshape(A.shape[0], self.nls[k], self.qs[k])
-            out[:, a:b] = _right(blk, Ts[k]).reshape(A.shape[0], b - a)
+            out[:, a:b] = _along(Ts[k].T, blk, 2).reshape(A.shape[0], b - a)
         return out
 
-    def _solve(self, fac, r: np.ndarray) -> np.ndarray:
-        """M⁻¹ r (r: q or q x m)."""
+    def _solve(self, fac, R1: np.ndarray, R2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """M⁻¹ [R1; R2] in the split layout."""
         Dinv, C, G, cho, _ld = fac
-        n1, q1 = self.nls[0], self.qs[0]
-        vec = r.ndim == 1
-        R = r.reshape(self.nq, -1)
-        r1, r2 = R[:self.m1], R[self.m1:]
         if C is None:
-            x1 = _bmm(Dinv, r1.reshape(n1, q1, -1)).reshape(self.m1, -1)
-            return x1.ravel() if vec else x1
-        y2 = sla.cho_solve(cho, r2 - G.T @ r1, check_finite=False)
-        t = r1 - C @ y2
-        x1 = _bmm(Dinv, t.reshape(n1, q1, -1)).reshape(self.m1, -1)
-        out = np.concatenate([x1, y2])
-        return out.ravel() if vec else out
+            return _sblk(Dinv, R1), R2
+        y2 = sla.cho_solve(cho, R2 - G.T @ self._as2d(R1), check_finite=False)
+        return _sblk(Dinv, R1 - self._as3d(C @ y2)), y2
 
     # ------------------------------------------------------------------ the deviance
     def evaluate(self, theta: np.ndarray) -> dict[str, Any]:
@@ -210,13 +288,18 @@ class LmmSystem:
         theta = np.asarray(theta, float)
         Ts = self.factors(theta)
         fac = self._factor(Ts)
-        BR = self._lam_t(Ts, self.ZtR)
-        bu, Bx = BR[:, 0], BR[:, 1:]
-        W = self._solve(fac, BR)
-        wu, Wx = W[:, 0], W[:, 1:]
-        RtR = self.XtX - Bx.T @ Wx
-        rhs = self.Xty - Bx.T @ wu
-        if self.p:
+        Z1, Z2 = self._ztr_split()
+        B1 = _along(Ts[0].T, Z1)                               # Λᵀ Zᵀ[y X]
+        B2 = self._lam2(Ts, Z2, transpose=True)
+        W1, W2 = self._solve(fac, B1, B2)
+        p = self.p
+        # (Λᵀ Zᵀ[y X])ᵀ M⁻¹ (Λᵀ Zᵀ[y X]), (1 + p) x (1 + p)
+        K = B2.T @ W2
+        for a in range(self.qs[0]):
+            K = K + B1[a] @ W1[a].T
+        RtR = self.XtX - K[1:, 1:]
+        rhs = self.Xty - K[1:, 0]
+        if p:
             try:
                 cR = sla.cho_factor(RtR, lower=False, check_finite=False)
             except np.linalg.LinAlgError:
@@ -225,8 +308,10 @@ class LmmSystem:
             ldRX2 = 2.0 * float(np.log(np.abs(np.diag(cR[0]))).sum())
         else:
             beta, ldRX2 = np.zeros(0), 0.0
-        u = wu - Wx @ beta
-        r2 = self.yty - float(bu @ u) - float(self.Xty @ beta)
+        r2 = self.yty - float(K[0, 0]) - float(rhs @ beta)
+        u1 = _combine(W1, beta)
+        u2 = W2[:, 0] - W2[:, 1:] @ beta
+        u = np.concatenate([u1.T.ravel(), u2])
         if not r2 > 1e-12 * self.yty:   # below the precision of the difference above: no residual variance
             raise ModelError(f"lmer: the response {self.response} has no residual variance (the residual sum of "
                              f"squares is below 1e-12 of the response's): the fixed and random effects fit it "
@@ -235,50 +320,101 @@ class LmmSystem:
                              f"likelihood unbounded (lme4 warns the model is nearly unidentifiable); check the "
                              f"response, or leave out the term that explains it")
         ldL2 = fac[4]
-        n, p = self.n, self.p
+        n = self.n
         if self.reml:
             nmp = n - p
             dev = ldL2 + ldRX2 + nmp * (1.0 + math.log(2 * math.pi * r2 / nmp))
         else:
             dev = ldL2 + n * (1.0 + math.log(2 * math.pi * r2 / n))
         return {"dev": dev, "r2": r2, "ldL2": ldL2, "ldRX2": ldRX2, "beta": beta, "u": u, "RXtRX": RtR,
-                "fac": fac, "Ts": Ts}
+                "fac": fac, "Ts": Ts, "W": (W1, W2), "u_split": (u1, u2)}
 
     def deviance(self, theta) -> float:
         return self.evaluate(theta)["dev"]
 
     def deviance_grad(self, theta) -> tuple[float, np.ndarray]:
-        """d(θ) and its exact gradient when there is one random-effects term (M block-diagonal; else None).
-
-        Per level j (A_j = Z_jᵀZ_j, B_j = Z_jᵀX_j, c_j = Z_jᵀy_j, D_j = TᵀA_jT + I, K_j = B_j (RXᵀRX)⁻¹ B_jᵀ,
-        res_j = c_j − B_jβ̂ − A_jTû_j), with dT = ∂T/∂θ_k: ∂log|L|² = 2 Σ tr(dT D_j⁻¹TᵀA_j); ∂r² = −2 Σ res_jᵀ dT û_j
-        (the envelope theorem: β̂, û minimise r²); ∂log|RX|² = −2 Σ tr(dT (D_j⁻¹TᵀK_j − N_jTᵀA_j)),
-        N_j = D_j⁻¹TᵀK_jTD_j⁻¹; then ∂d = ∂log|L|² [+ ∂log|RX|²] + (n [− p]) ∂r²/r²."""
+        """d(θ) and its exact gradient (:meth:`grad_parts`)."""
         e = self.evaluate(theta)
-        if self.Q2:
-            return e["dev"], None
-        T = e["Ts"][0]
-        Dinv = e["fac"][0]
-        n1, q, p = self.nls[0], self.qs[0], self.p
-        A = self.A11
-        u = e["u"].reshape(n1, q)
-        beta = e["beta"]
-        Tu = u @ T.T
-        res = self.Zty.reshape(n1, q) - (self.ZtX @ beta).reshape(n1, q) - (A * Tu[:, None, :]).sum(axis=2)
-        TtA = _left(T.T, A)                                         # Tᵀ A_j
-        G = 2.0 * np.tensordot(Dinv, TtA, axes=([0, 2], [0, 1]))    # Σ D_j⁻¹ Tᵀ A_j
-        n = self.n
-        if self.reml and p:
-            B = self.ZtX.reshape(n1, q, p)
-            BRi = (self.ZtX @ np.linalg.inv(e["RXtRX"])).reshape(n1, q, p)
-            K = (BRi[:, :, None, :] * B[:, None, :, :]).sum(axis=3)   # B_j (RXᵀRX)⁻¹ B_jᵀ
-            DTK = _bmm(_right(Dinv, T.T), K)                        # D_j⁻¹ Tᵀ K_j
-            N = _bmm(_right(DTK, T), Dinv)                          # D_j⁻¹ Tᵀ K_j T D_j⁻¹
-            G -= 2.0 * (DTK.sum(axis=0) - np.tensordot(N, TtA, axes=([0, 2], [0, 1])))
-        coef = (n - p if self.reml else n) / e["r2"]
-        G -= 2.0 * coef * (u.T @ res)
-        tri = self.terms[0]._tri()
-        return e["dev"], np.array([G[j, i] for i, j in tri])
+        dL, dr2, dRX, _ = self.grad_parts(e)
+        g = dL + (self.n - self.p if self.reml else self.n) / e["r2"] * dr2
+        if self.reml:
+            g = g + dRX
+        return e["dev"], g
+
+    def grad_parts(self, e: dict[str, Any], drtr: bool = False):
+        """The exact derivatives in θ of log|L|², r² and log|RX|² at an :meth:`evaluate` result, and (``drtr``)
+        of RXᵀRX, one array per θ entry.
+
+        With A = ZᵀZ, B = ZᵀX, c = Zᵀy, W_X = M⁻¹ΛᵀB, û, β̂ the PLS solution and dΛ = ∂Λ/∂θ_k (the term's
+        block-diagonal E_ij): ∂log|L|² = 2 tr(M⁻¹ΛᵀA dΛ), the diagonal blocks of M⁻¹ΛᵀA from the block
+        inverse [[D⁻¹ + GS⁻¹Gᵀ, −GS⁻¹], [−S⁻¹Gᵀ, S⁻¹]] (G = D⁻¹C); ∂r² = −2 resᵀ dΛ û with res = c − Bβ̂ − AΛû
+        (the envelope theorem: β̂, û minimise r²); ∂RXᵀRX = −(Vᵀ dΛ W_X + W_Xᵀ dΛᵀ V) with V = B − AΛW_X, so
+        ∂log|RX|² = −2 tr((RXᵀRX)⁻¹ Vᵀ dΛ W_X) (Bates et al. 2015, sec. 3, differentiated)."""
+        Ts, beta = e["Ts"], e["beta"]
+        W1, W2 = e["W"]
+        u1, u2 = e["u_split"]
+        Dinv, _C, G, cho, _ld = e["fac"]
+        n1, q1, p, m1, Q2 = self.nls[0], self.qs[0], self.p, self.m1, self.Q2
+        T1 = Ts[0]
+        Z1, Z2 = self._ztr_split()
+        # A Λ W in the split layout
+        Y1 = _along(T1, W1)
+        Y2 = self._lam2(Ts, W2)
+        AY1 = _sblk(self.A11, Y1)
+        if Q2:
+            AY1 += self._as3d(self.A12 @ Y2)
+            AY2 = self.A12.T @ self._as2d(Y1) + self.A22 @ Y2
+        else:
+            AY2 = Y2
+        Ri = np.linalg.inv(e["RXtRX"]) if p else np.zeros((0, 0))
+        # first term
+        ZA1 = Z1 - AY1
+        res1 = _combine(ZA1, beta)
+        V1 = ZA1[:, 1:, :]
+        Wx1 = W1[:, 1:, :]
+        F1 = np.stack([Ri @ Wx1[c] for c in range(q1)])                  # (W_X Ri) per component
+        TA = _along(T1.T, self.A11)
+        Q = [sum(Dinv[:, s] @ TA[s].T for s in range(q1))]                  # Σ D_j⁻¹ T₁ᵀ A_j
+        RU = [res1 @ u1.T]
+        VF = [_lsum(V1, F1)]
+        if Q2:
+            Sinv = sla.cho_solve(cho, np.eye(Q2), check_finite=False)
+            GSi = G @ Sinv
+            LG = _along(T1, G.reshape(q1, n1, Q2))
+            H1t = _sblk(self.A11, LG, lead=True).reshape(m1, Q2) - self._right_lam2(Ts, self.A12)  # A₁₁Λ₁G − A₁₂Λ₂
+            Q[0] = Q[0] + _lsum(GSi.reshape(q1, -1), H1t.reshape(q1, -1))
+            C0 = _along(T1.T, self.A12.reshape(q1, n1, Q2)).reshape(m1, Q2)   # Λ₁ᵀA₁₂
+            H2 = self._right_lam2(Ts, self.A22).T - G.T @ C0                               # Λ₂ᵀA₂₂ − GᵀΛ₁ᵀA₁₂
+            res2 = (Z2[:, 0] - AY2[:, 0]) - (Z2[:, 1:] - AY2[:, 1:]) @ beta
+            V2 = Z2[:, 1:] - AY2[:, 1:]
+            F2 = W2[:, 1:] @ Ri
+            for k in range(1, len(self.terms)):
+                a, b = self.offs[k] - m1, self.offs[k + 1] - m1
+                nk, qk = self.nls[k], self.qs[k]
+                Q.append(np.tensordot(Sinv[a:b].reshape(nk, qk, Q2), H2[:, a:b].T.reshape(nk, qk, Q2),
+                                      axes=([0, 2], [0, 2])))
+                RU.append(res2[a:b].reshape(nk, qk).T @ u2[a:b].reshape(nk, qk))
+                VF.append(np.tensordot(V2[a:b].reshape(nk, qk, p), F2[a:b].reshape(nk, qk, p),
+                                       axes=([0, 2], [0, 2])))
+        nth = int(self.th_off[-1])
+        dL, dr2, dRX = np.empty(nth), np.empty(nth), np.empty(nth)
+        dR = [] if drtr else None
+        for k, t in enumerate(self.terms):
+            for m, (i, j) in enumerate(t._tri()):
+                o = self.th_off[k] + m
+                dL[o] = 2.0 * Q[k][j, i]
+                dr2[o] = -2.0 * RU[k][i, j]
+                dRX[o] = -2.0 * VF[k][i, j]
+                if drtr:
+                    if k == 0:
+                        P = V1[i] @ Wx1[j].T
+                    else:
+                        a, b = self.offs[k] - m1, self.offs[k + 1] - m1
+                        nk, qk = self.nls[k], self.qs[k]
+                        P = (V2[a:b].reshape(nk, qk, p)[:, i, :].T
+                             @ W2[a:b, 1:].reshape(nk, qk, p)[:, j, :])
+                    dR.append(-(P + P.T))
+        return dL, dr2, dRX, dR
 
     def _pieces(self, theta: np.ndarray) -> tuple[float, float, float, np.ndarray]:
         """(log|L|², r², log|RX|², RXᵀRX) at θ, remembered (the numerical derivatives in (θ, σ) revisit each θ)."""
@@ -305,6 +441,38 @@ class LmmSystem:
             dev += e["ldRX2"] - p * math.log(2 * math.pi * sigma2)
         return dev
 
+    def varpar_hessian(self, theta: np.ndarray, sigma: float) -> np.ndarray:
+        """The Hessian of :meth:`devfun_vp` at (θ, σ): the θθ block by central differences (steps 1e-4·|θ|) of the
+        exact θ-gradient (:meth:`grad_parts`: ∂log|L|² + ∂r²/σ² [+ ∂log|RX|²]), the σ row exactly
+        (∂²/∂σ² = 6r²/σ⁴ − 2ν/σ², ∂²/∂θ∂σ = −2 ∂r²/σ³, ν = n [− p]). lmerTest's numDeriv Hessian of the same
+        function, from far fewer deviance evaluations."""
+        theta = np.asarray(theta, float)
+        s2 = sigma * sigma
+
+        def gth(th):
+            dL, dr2, dRX, _ = self.grad_parts(self.evaluate(th))
+            return dL + dr2 / s2 + (dRX if self.reml else 0.0)
+
+        k = len(theta)
+        H = np.empty((k + 1, k + 1))
+        Htt = richardson_jacobian(gth, theta, r=1, d=1e-4)
+        H[:k, :k] = 0.5 * (Htt + Htt.T)
+        e = self.evaluate(theta)
+        dr2 = self.grad_parts(e)[1]
+        nu = self.n - self.p if self.reml else self.n
+        H[:k, k] = H[k, :k] = -2.0 * dr2 / sigma ** 3
+        H[k, k] = 6.0 * e["r2"] / s2 ** 2 - 2.0 * nu / s2
+        return H
+
+    def covbeta_jacobian(self, e: dict[str, Any], sigma: float) -> np.ndarray:
+        """∂ vec(σ² (RXᵀRX)⁻¹) / ∂(θ, σ) exactly (p² x (len θ + 1)): −σ² R⁻¹ ∂RXᵀRX R⁻¹ per θ entry
+        (:meth:`grad_parts`), 2σ R⁻¹ for σ (R = RXᵀRX; lmerTest's numDeriv Jacobian of ``get_covbeta``)."""
+        Ri = np.linalg.inv(e["RXtRX"]) if self.p else np.zeros((0, 0))
+        dR = self.grad_parts(e, drtr=True)[3]
+        cols = [(-(sigma * sigma) * Ri @ d @ Ri).ravel() for d in dR]
+        cols.append((2.0 * sigma * Ri).ravel())
+        return np.column_stack(cols)
+
     def covbeta(self, varpar: np.ndarray) -> np.ndarray:
         """lmerTest's ``get_covbeta``: σ² (RXᵀRX(θ))⁻¹, flattened."""
         RtR = self._pieces(varpar[:-1])[3]
@@ -316,12 +484,11 @@ class LmmSystem:
         Ts = e["Ts"]
         out = []
         n1, q1 = self.nls[0], self.qs[0]
-        if C is None:
-            blocks1 = Dinv
-        else:
+        blocks1 = np.ascontiguousarray(Dinv.transpose(2, 0, 1))
+        if C is not None:
             Sinv = sla.cho_solve(cho, np.eye(self.Q2), check_finite=False)
-            GS = (G @ Sinv).reshape(n1, q1, self.Q2)
-            blocks1 = Dinv + np.matmul(GS, G.reshape(n1, q1, self.Q2).transpose(0, 2, 1))
+            GS = (G @ Sinv).reshape(q1, n1, self.Q2)
+            blocks1 = blocks1 + np.einsum("ajs,bjs->jab", GS, G.reshape(q1, n1, self.Q2))
         out.append(np.matmul(np.matmul(Ts[0], blocks1), Ts[0].T))
         for k in range(1, len(self.terms)):
             qk, o = self.qs[k], self.offs[k] - self.m1
@@ -595,12 +762,8 @@ def _reduced_system(sys_: LmmSystem, j: int, b: float) -> LmmSystem:
 
 def _min_theta(sys_: LmmSystem, th0: np.ndarray, lower: np.ndarray) -> np.ndarray:
     """θ minimising sys_'s profiled deviance from th0 (L-BFGS-B; the exact gradient for one term)."""
-    exact = not sys_.Q2
-
-    def fg(th):
-        return sys_.deviance_grad(th) if exact else (sys_.deviance(th), _central_grad(sys_.deviance, th, lower))
-
-    return _lbfgs_theta(fg, th0, lower, {"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9, "maxcor": 20})[0]
+    return _lbfgs_theta(sys_.deviance_grad, th0, lower,
+                        {"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9, "maxcor": 20})[0]
 
 
 def _lbfgs_theta(fg, th0: np.ndarray, lower: np.ndarray, options: Mapping[str, Any]):
@@ -1125,11 +1288,7 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
     re = design.re
     lower = np.concatenate([r.lower for r in re])
     th0 = np.concatenate([r.start for r in re])
-    f = sys_.deviance
-    exact = not sys_.Q2                  # one random-effects term: the exact gradient (LmmSystem.deviance_grad)
-
-    def fg(th):
-        return sys_.deviance_grad(th) if exact else (f(th), _central_grad(f, th, lower))
+    fg = sys_.deviance_grad
 
     def grad(th):
         return fg(th)[1]
@@ -1137,31 +1296,21 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
     th, r = _lbfgs_theta(fg, th0, lower, {"maxiter": 1000, "ftol": 1e-12, "gtol": 1e-7, "maxcor": 20})
     fval, g_end = fg(th)
     converged = bool(np.all(np.abs(np.where((lower == 0) & (th <= 1e-8), np.minimum(g_end, 0), g_end)) < 2e-3))
-    # Newton polish on the free parameters (those off the boundary)
+    # Newton polish on the free parameters (those off the boundary), the Hessian by forward differences of the
+    # exact gradient
     for _ in range(8):
         free = ~((lower == 0) & (th <= 1e-8))
         if not free.any():
             break
         idx = np.flatnonzero(free)
-        if exact:       # Hessian by central differences of the exact gradient
-            g = g_end[idx]
-            H = np.empty((len(idx), len(idx)))
-            for a, i in enumerate(idx):
-                h = 1e-5 * max(1.0, abs(th[i]))
-                if lower[i] == 0:
-                    h = min(h, 0.5 * th[i])
-                tp, tm = th.copy(), th.copy()
-                tp[i] += h
-                tm[i] -= h
-                H[:, a] = (grad(tp)[idx] - grad(tm)[idx]) / (2 * h)
-            H = 0.5 * (H + H.T)
-        else:
-            def fsub(z, idx=idx, base=th):
-                t = base.copy()
-                t[idx] = z
-                return f(t)
-            g = _central_grad(fsub, th[idx], lower[idx], h=1e-5)
-            H = richardson_hessian(fsub, th[idx], r=2, d=1e-3)
+        g = g_end[idx]
+        H = np.empty((len(idx), len(idx)))
+        for a, i in enumerate(idx):           # forward differences (Newton's step needs no more)
+            h = 1e-6 * max(1.0, abs(th[i]))
+            tp = th.copy()
+            tp[i] += h
+            H[:, a] = (grad(tp)[idx] - g_end[idx]) / h
+        H = 0.5 * (H + H.T)
         try:
             step = np.linalg.solve(H, g)
         except np.linalg.LinAlgError:
@@ -1190,9 +1339,8 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
     if singular:
         messages.append("boundary (singular) fit: see help('isSingular')")
     # Satterthwaite (lmerTest)
-    varpar = np.concatenate([th, [sigma]])
     if satterthwaite:
-        H = richardson_hessian(sys_.devfun_vp, varpar)
+        H = sys_.varpar_hessian(th, sigma)
         evals, evecs = np.linalg.eigh(H)
         pos = evals > 1e-8
         if np.any(evals < -1e-8):
@@ -1202,7 +1350,7 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
             messages.append("Model may not have converged with eigenvalue(s) of the variance parameters' Hessian "
                             "close to zero")
         A = 2.0 * (evecs[:, pos] / evals[pos]) @ evecs[:, pos].T
-        J = richardson_jacobian(sys_.covbeta, varpar)        # p² x len(varpar)
+        J = sys_.covbeta_jacobian(e, sigma)                   # p² x len(varpar)
         df = np.empty(p)
         for j in range(p):
             g = J[j * p + j]
