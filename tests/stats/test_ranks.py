@@ -255,7 +255,31 @@ def test_one_item_model_is_refused() -> None:
     log = make_log()
     log = log[(log.model != "m1") | (log.item == "q0")]
     with pytest.raises(InputError, match="'m1' has 1 item"):
+        ranks(log, items="all")
+    with pytest.raises(InputError, match="share 1 item"):
         ranks(log)
+
+
+def test_ranks_on_shared_items_when_item_sets_differ() -> None:
+    """Issue 36 (DeepSeek-Coder-V2 on MMLU-Pro): a model that skipped the hardest items ranks above a better one on
+    its own items; by default the ranking uses the items every model answered and says what it left out."""
+    log = make_log(seed=5, skills=(0.0, 0.9, 1.0), clusters=400, per=1, spread=2.0)
+    hard = log[log.model == "m0"].sort_values("correct").item.head(150)   # m0 misses these: the hard ones
+    skip = log[(log.model == "m1") & log.item.isin(hard)].index
+    log = log.drop(skip)
+    full = ranks(log, seed=1, items="all")
+    res = ranks(log, seed=1)
+    m = res.models.set_index("model")
+    assert full.models.set_index("model").loc["m1", "estimate"] > full.models.set_index("model").loc["m2", "estimate"]
+    assert res.n_items == 250 and m.loc["m2", "rank"] < m.loc["m1", "rank"]
+    assert m.loc["m1", "estimate_all"] == pytest.approx(full.models.set_index("model").loc["m1", "estimate"])
+    shared = log[log.item.isin(set(log.item) - set(hard))]
+    assert m.loc["m2", "estimate"] == pytest.approx(shared[shared.model == "m2"].correct.mean())
+    assert any("ranked on the 250 items" in n and "150 rows each of m0, m2" in n for n in res.notes)
+    d = res.to_dict()
+    assert {"estimate_all", "estimate"} <= set(d["models"][0])
+    with pytest.raises(InputError, match="items must be"):
+        ranks(log, items="some")
 
 
 def test_rank_sets_guards() -> None:

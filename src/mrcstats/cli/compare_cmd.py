@@ -93,6 +93,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--method", choices=("paired", "independent"), default="paired",
                    help="paired: the variance of each difference from the shared items (default); independent: "
                         "each model's own SE")
+    p.add_argument("--items", choices=("shared", "all"), default="shared",
+                   help="shared (default): when item sets differ, rank on the items every ranked model answered "
+                        "(rows of other items counted in a note); all: each model over its own items")
     p.add_argument("--draws", type=int, default=1000, metavar="R", help="parametric bootstrap draws (1000)")
     p.add_argument("--seed", type=parse_seed, default=None, metavar="S", help="seed of the draws (reproducible sets)")
     p.add_argument("--top", type=int, default=None, metavar="K",
@@ -216,7 +219,7 @@ def _ranks(args: argparse.Namespace) -> int:
 
     models = parse_list(args.models, "--models") if args.models else None
     res = ranks(_load(args, "ranks"), level=args.level, cluster=args.cluster, method=args.method, draws=args.draws,
-                seed=args.seed, models=models, outcome=args.outcome)
+                seed=args.seed, models=models, outcome=args.outcome, items=args.items)
     obj, text = res.to_dict(), res.summary()
     if args.top is not None:
         top = list(res.top_k(args.top))

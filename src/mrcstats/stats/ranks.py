@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 
 from mrcstats._repr import Result
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 
 __all__ = ["METHODS", "RANK_FIELDS", "RankSets", "RanksResult", "rank_sets", "ranks"]
@@ -275,6 +276,7 @@ class RanksResult(Result):
         """The ``mrcstats ranks --json`` object."""
         def rows(prefix: str) -> list[dict[str, Any]]:
             return [{"model": str(r["model"]), "estimate": float(r["estimate"]), "se": _num(r["se"]),
+                     "estimate_all": _num(r["estimate_all"]),
                      "rank": int(r["rank"]),
                      "marginal": [int(r[f"{prefix}marginal_lo"]), int(r[f"{prefix}marginal_hi"])],
                      "simultaneous": [int(r[f"{prefix}simultaneous_lo"]), int(r[f"{prefix}simultaneous_hi"])],
@@ -322,9 +324,40 @@ def _num(v: Any) -> float | None:
     return None if v is None or pd.isna(v) else float(v)
 
 
+def _on_shared_items(log: Any, names: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """The rows of ``log``'s models ``names`` on the items every one of them answered, and the note counting, per
+    model, the rows of other items left out (issue 36: a model that skipped hard items must not rank higher)."""
+    from mrcstats.backends.passes import dataset_pass
+
+    if (rows := dataset_pass(log)) is not None:        # a dataset folder: the rows in memory
+        log = rows.to_frame()
+    m = log["model"].astype(str)
+    keep_m = m.isin(names)
+    sub = log[keep_m]
+    per_item = sub.groupby(sub["item"].astype(str), sort=False)["model"].nunique()
+    shared = per_item.index[per_item.to_numpy() == len(names)]
+    if len(shared) < 2:
+        raise InputError(f"the {len(names)} models share {len(shared)} item(s): too few to rank on shared items; "
+                         "rank fewer models (models=...) or use items='all'")
+    on = sub["item"].astype(str).isin(shared)
+    left = sub.loc[~on, "model"].astype(str).value_counts().sort_index()
+    out = sub[on]
+    out.attrs = dict(log.attrs)
+    by_count: dict[int, list[str]] = {}
+    for k, v in left.items():
+        by_count.setdefault(int(v), []).append(str(k))
+    shown = "; ".join(f"{ms[0]} {plural(v, 'row')}" if len(ms) == 1 else
+                      f"{plural(v, 'row')} each of {', '.join(ms)}" if len(ms) <= 3 else
+                      f"{plural(v, 'row')} each of {len(ms)} models ({', '.join(ms[:2])}, ...)"
+                      for v, ms in sorted(by_count.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+    note = (f"item sets differ: ranked on the {len(shared):,} items every ranked model answered; left out: {shown} "
+            "(estimate_all: each model's accuracy over its own items; items='all' / --items all ranks on those)")
+    return out, [note]
+
+
 def ranks(log: pd.DataFrame, *, level: float = 0.95, cluster: str | None = None, method: str = "paired",
           draws: int = 1000, seed: int | None = None, models: Sequence[str] | None = None,
-          outcome: str = "auto") -> RanksResult:
+          outcome: str = "auto", items: str = "shared") -> RanksResult:
     """Which ranks does the data support? Marginal and simultaneous confidence sets of every model's rank.
 
     Args:
@@ -337,6 +370,11 @@ def ranks(log: pd.DataFrame, *, level: float = 0.95, cluster: str | None = None,
         seed: the draws' seed (identical results for the same seed; None = not reproducible).
         models: the models to rank (default all).
         outcome: ``"auto"``, ``"correct"`` or ``"score"`` (as :func:`mrcstats.stats.compare.compare`).
+        items: ``"shared"`` (default): when the models' item sets differ, rank on the items every ranked model
+            answered (estimates, SEs and paired covariances all from those items; the rows of the other items
+            are counted per model in the notes and each model's accuracy over its own items is the column
+            ``estimate_all``); ``"all"``: each model's estimate over its own items, paired variances from the
+            items each pair shares (a model that skipped hard items then ranks too high).
 
     Returns:
         :class:`RanksResult`. Formulas and references: the module docstring (MRSW 2024; Miller 2024 for
@@ -355,8 +393,16 @@ def ranks(log: pd.DataFrame, *, level: float = 0.95, cluster: str | None = None,
         raise InputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 100:
         raise InputError(f"draws (bootstrap draws) must be a whole number >= 100, got {draws!r}")
+    if items not in ("shared", "all"):
+        raise InputError(f"items must be 'shared' or 'all', got {items!r}")
     res = compare(log, models=models, cluster=cluster, alpha=1 - float(level), adjust="none", outcome=outcome)
     mt = res.models.reset_index(drop=True)
+    shared_notes: list[str] = []
+    own = dict(zip(mt["model"].astype(str), mt["accuracy"].astype(float), strict=True))
+    if items == "shared" and (mt["n_items"] != mt["n_items"].max()).any():
+        log, shared_notes = _on_shared_items(log, [str(m) for m in mt["model"]])
+        res = compare(log, models=models, cluster=cluster, alpha=1 - float(level), adjust="none", outcome=outcome)
+        mt = res.models.reset_index(drop=True)
     names = [str(m) for m in mt["model"]]
     p = len(names)
     se_col = "se_cluster" if cluster else "se"
@@ -379,7 +425,7 @@ def ranks(log: pd.DataFrame, *, level: float = 0.95, cluster: str | None = None,
     var_m = se_m ** 2
     paired_cov = (np.add.outer(var_m, var_m) - V) / 2      # Cov(θ̂_j, θ̂_k) = (se_j² + se_k² - se_jk²) / 2
     np.fill_diagonal(paired_cov, var_m)
-    notes: list[str] = list(res.notes)
+    notes: list[str] = [*shared_notes, *res.notes]
     w, U = np.linalg.eigh(paired_cov)
     if w.min() < -1e-10 * max(1.0, float(np.abs(w).max())):
         paired_cov = (U * np.clip(w, 0.0, None)) @ U.T
@@ -387,8 +433,8 @@ def ranks(log: pd.DataFrame, *, level: float = 0.95, cluster: str | None = None,
                      "different items); their covariance was made positive semi-definite before drawing")
     n_items = mt["n_items"].to_numpy()
     if (n_items != n_items.max()).any():
-        notes.append("models answered different numbers of items; each estimate is the model's accuracy on its own "
-                     "items and paired variances come from the items each pair shares")
+        notes.append("models answered different numbers of items (items='all'); each estimate is the model's "
+                     "accuracy on its own items and paired variances come from the items each pair shares")
     if (V[~np.eye(p, dtype=bool)] == 0).any():
         notes.append("some pairs have identical per-item scores (difference variance 0); their difference is "
                      "taken as exact")
@@ -403,7 +449,7 @@ def ranks(log: pd.DataFrame, *, level: float = 0.95, cluster: str | None = None,
         "simultaneous_lo": main.simultaneous[:, 0], "simultaneous_hi": main.simultaneous[:, 1], "tier": main.tier,
         f"{oname}_marginal_lo": other.marginal[:, 0], f"{oname}_marginal_hi": other.marginal[:, 1],
         f"{oname}_simultaneous_lo": other.simultaneous[:, 0], f"{oname}_simultaneous_hi": other.simultaneous[:, 1],
-        f"{oname}_tier": other.tier})
+        f"{oname}_tier": other.tier, "estimate_all": [own[m] for m in names]})
     order = np.lexsort((np.array(names, dtype=object), main.rank))
     tab = tab.iloc[order].reset_index(drop=True)
     cov = pd.DataFrame(covs[method][np.ix_(order, order)], index=tab["model"].to_list(),
