@@ -61,7 +61,7 @@ from mrcstats._words import plural
 from mrcstats.errors import InputError
 
 __all__ = ["BANK_FORMAT", "GRID", "INTERVAL_METHOD", "CatResult", "ItemBank", "Prediction", "calibrate",
-           "fisher_information", "load_bank", "next_item", "predict_accuracy", "run_cat"]
+           "fisher_information", "load_bank", "next_item", "predict_accuracy", "replay", "run_cat"]
 
 #: the ``format`` field of a bank file
 BANK_FORMAT = "mrcstats-item-bank"
@@ -111,6 +111,10 @@ class ItemBank(Result):
     def params(self) -> tuple[np.ndarray, np.ndarray]:
         """``(a, d)`` of every item (unfitted: ``a = 0``, ``d = logit(p)``)."""
         return self.items["a"].to_numpy(float), self.items["d"].to_numpy(float)
+
+    def variances(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(se_a^2, se_d^2)`` of every item: the calibration error of the expected response functions."""
+        return self.items["se_a"].to_numpy(float) ** 2, self.items["se_d"].to_numpy(float) ** 2
 
     def tcc(self, theta: Sequence[float] | np.ndarray | float) -> np.ndarray:
         """The test characteristic curve: expected full accuracy ``mean_i P_i(theta)`` at each ``theta``."""
@@ -169,13 +173,17 @@ def _log_hash(log: pd.DataFrame, cols: Sequence[str]) -> str:
     return h.hexdigest()
 
 
-def calibrate(log: pd.DataFrame, *, irt_model: str = "2pl", content: str | None = None, screen: bool = True,
+def calibrate(log: pd.DataFrame, *, irt_model: str = "auto", content: str | None = None, screen: bool = True,
               screen_fdr: float = 0.1, texts: Mapping[str, Mapping[str, Any]] | None = None,
               quadrature: int = 11, tol: float = 1e-4, data_sha256: str | None = None,
               progress: bool | None = None, model_col: str = "model", item_col: str = "item",
               correct_col: str = "correct") -> ItemBank:
     """Calibrate an item bank on a multi-model canonical log (see the module docstring).
 
+    ``irt_model``: ``"2pl"``, ``"1pl"`` (Rasch) or ``"auto"``: the 2PL with at least
+    :data:`mrcstats.stats.irt.IRT_MIN_RESPONDENTS` calibration models, else the 1PL (with fewer respondents the
+    slopes are poorly determined and maximum-information selection capitalises on their errors: van der
+    Linden & Glas 2000, *Applied Measurement in Education* 13: 35-53).
     ``content``: an item-level column to balance over (default: ``category``, else ``cluster`` when it
     groups items; none when every item is its own group). ``screen``: leave out the items the screen
     flags at ``screen_fdr``. ``texts``: per item ``{"prompt", "options", "gold"}`` (else the log's
@@ -213,7 +221,15 @@ def calibrate(log: pd.DataFrame, *, irt_model: str = "2pl", content: str | None 
 
         rm = ResponseMatrix(rm.models, tuple(np.asarray(rm.items)[keep]), rm.s[:, keep], rm.n[:, keep],
                             rm.fit_mask[keep], dict(rm.skipped), rm.notes)
-    fit = fit_irt(rm, irt_model, quadrature=quadrature, tol=tol, progress=progress, quiet=True)
+    key = str(irt_model).lower()
+    if key == "auto":
+        from mrcstats.stats.irt import IRT_MIN_RESPONDENTS
+
+        key = "2pl" if len(rm.models) >= IRT_MIN_RESPONDENTS else "1pl"
+        if key == "1pl":
+            notes.append(f"1PL (Rasch) chosen: {len(rm.models)} calibration models, fewer than {IRT_MIN_RESPONDENTS} "
+                         "for reliable 2PL slopes (give irt_model='2pl' to force it)")
+    fit = fit_irt(rm, key, quadrature=quadrature, tol=tol, progress=progress, quiet=True)
     par = fit.items.set_index("item")
     items = pd.DataFrame({"item": list(rm.items), "p": rm.p})
     items["fitted"] = items["item"].isin(par.index)
@@ -319,19 +335,39 @@ def load_bank(path: str | os.PathLike) -> ItemBank:
 
 # --------------------------------------------------------------------------- ability and selection
 
-def fisher_information(a: np.ndarray, d: np.ndarray, theta: float) -> np.ndarray:
-    """``I_i(theta) = a_i^2 P_i(theta) (1 - P_i(theta))`` (Lord 1980, eq. 5-5 for the 2PL)."""
-    p = _expit(a * theta + d)
-    return a * a * p * (1.0 - p)
+def _kappa(theta: np.ndarray | float, va: np.ndarray | None, vd: np.ndarray | None) -> np.ndarray | float:
+    """The expected response function's shrinkage ``1 / sqrt(1 + pi v / 8)``, ``v = theta^2 var(a) + var(d)``
+    (the logistic-normal approximation, MacKay 1992; 1 without parameter variances)."""
+    if va is None:
+        return 1.0
+    return 1.0 / np.sqrt(1.0 + (math.pi / 8.0) * (np.asarray(theta) ** 2 * va + vd))
 
 
-def _log_post(a: np.ndarray, d: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Log posterior of theta on :data:`GRID` (N(0, 1) prior) given answers ``y`` to items ``(a, d)``;
-    ``a, d`` may be ``(K,)`` or ``(M, K)`` (one row per parameter draw) -> ``(G,)`` or ``(M, G)``."""
+def fisher_information(a: np.ndarray, d: np.ndarray, theta: float, va: np.ndarray | None = None,
+                       vd: np.ndarray | None = None) -> np.ndarray:
+    """``I_i(theta) = a_i^2 P_i(theta) (1 - P_i(theta))`` (Lord 1980, eq. 5-5 for the 2PL); with the
+    parameter variances ``va, vd`` that of the expected response function, ``a_i`` times its ``kappa``."""
+    k = _kappa(theta, va, vd)
+    ae = a * k
+    p = _expit(ae * theta + d * k)
+    return ae * ae * p * (1.0 - p)
+
+
+def _grid_eta(a: np.ndarray, d: np.ndarray, va: np.ndarray | None = None, vd: np.ndarray | None = None) -> np.ndarray:
+    """``eta`` (expected response function's when ``va, vd``) on :data:`GRID`: ``(G, K)`` or ``(M, G, K)``."""
     if a.ndim == 1:
         eta = GRID[:, None] * a[None, :] + d[None, :]                      # (G, K)
-    else:
-        eta = GRID[None, :, None] * a[:, None, :] + d[:, None, :]          # (M, G, K)
+        if va is not None:
+            eta = eta * _kappa(GRID[:, None], va[None, :], vd[None, :])
+        return eta
+    return GRID[None, :, None] * a[:, None, :] + d[:, None, :]             # (M, G, K)
+
+
+def _log_post(a: np.ndarray, d: np.ndarray, y: np.ndarray, va: np.ndarray | None = None,
+              vd: np.ndarray | None = None) -> np.ndarray:
+    """Log posterior of theta on :data:`GRID` (N(0, 1) prior) given answers ``y`` to items ``(a, d)``;
+    ``a, d`` may be ``(K,)`` or ``(M, K)`` (one row per parameter draw) -> ``(G,)`` or ``(M, G)``."""
+    eta = _grid_eta(a, d, va, vd)
     ll = (y * eta - np.logaddexp(0.0, eta)).sum(axis=-1)
     return ll - 0.5 * GRID ** 2
 
@@ -341,15 +377,16 @@ def _normalise(lp: np.ndarray) -> np.ndarray:
     return w / w.sum(axis=-1, keepdims=True)
 
 
-def _eap(a: np.ndarray, d: np.ndarray, y: np.ndarray) -> tuple[float, float, np.ndarray]:
-    w = _normalise(_log_post(a, d, y))
+def _eap(a: np.ndarray, d: np.ndarray, y: np.ndarray, va: np.ndarray | None = None,
+         vd: np.ndarray | None = None) -> tuple[float, float, np.ndarray]:
+    w = _normalise(_log_post(a, d, y, va, vd))
     m = float(w @ GRID)
     return m, float(math.sqrt(max(w @ GRID ** 2 - m * m, 0.0))), w
 
 
 def next_item(a: np.ndarray, d: np.ndarray, theta: float, available: np.ndarray, content: np.ndarray,
               shares: np.ndarray, asked_per_group: np.ndarray, t: int, rng: np.random.Generator,
-              topk: int = 5) -> int:
+              topk: int = 5, va: np.ndarray | None = None, vd: np.ndarray | None = None) -> int:
     """The position of the next item (see the module docstring): the group ``c`` (codes in ``content``)
     furthest below its share, ``argmax share_c (t + 1) - asked_c`` among groups with available items (ties:
     the larger share, then the lower code), then one of its ``topk`` most informative available items
@@ -361,7 +398,8 @@ def next_item(a: np.ndarray, d: np.ndarray, theta: float, available: np.ndarray,
     best = np.flatnonzero(deficit >= deficit.max() - 1e-12)
     g = best[np.argmax(shares[best])] if len(best) > 1 else best[0]
     cand = np.flatnonzero(available & (content == g))
-    info = fisher_information(a[cand], d[cand], theta)
+    info = fisher_information(a[cand], d[cand], theta, None if va is None else va[cand],
+                              None if vd is None else vd[cand])
     order = np.lexsort((cand, -info))     # most informative first; ties by position
     top = cand[order[: max(1, int(topk))]]
     return int(top[rng.integers(len(top))]) if len(top) > 1 else int(top[0])
@@ -395,11 +433,12 @@ class Prediction(Result):
                 f"accuracy {self.accuracy:.4f}, {self.level:.0%} interval [{self.ci[0]:.4f}, {self.ci[1]:.4f}]")
 
 
-def _accuracy_se_quick(a: np.ndarray, d: np.ndarray, asked: np.ndarray, w: np.ndarray) -> tuple[float, float]:
+def _accuracy_se_quick(a: np.ndarray, d: np.ndarray, asked: np.ndarray, w: np.ndarray, va: np.ndarray | None = None,
+                       vd: np.ndarray | None = None) -> tuple[float, float]:
     """Posterior mean and SD of ``sum_{not asked} P_i(theta) / N`` on the grid (item parameters fixed),
     with the Bernoulli variance of the not-asked answers added: the stopping rule's SE."""
     rest = ~asked
-    P = _expit(GRID[:, None] * a[None, rest] + d[None, rest])      # (G, R)
+    P = _expit(_grid_eta(a[rest], d[rest], None if va is None else va[rest], None if vd is None else vd[rest]))
     s = P.sum(axis=1)
     v = (P * (1 - P)).sum(axis=1)
     m = float(w @ s)
@@ -424,8 +463,9 @@ def predict_accuracy(bank: ItemBank, asked: Sequence[int] | np.ndarray, y: Seque
     N = len(a)
     mask = np.zeros(N, bool)
     mask[asked] = True
-    theta, theta_se, w = _eap(a[asked], d[asked], y)
-    m_rest, _ = _accuracy_se_quick(a, d, mask, w)
+    va, vd = bank.variances() if calibration_error else (None, None)
+    theta, theta_se, w = _eap(a[asked], d[asked], y, *((va[asked], vd[asked]) if va is not None else ()))
+    m_rest, _ = _accuracy_se_quick(a, d, mask, w, va, vd)
     point = float(y.sum()) / N + m_rest
     rng = stream(check_seed(seed), "cat", "interval", len(asked))
     se_a = bank.items["se_a"].to_numpy(float)
@@ -518,7 +558,7 @@ def _check_run(max_items: Any, target_se: Any, topk: Any) -> None:
 def run_cat(bank: ItemBank, answer: Callable[[str], Any], *, model: str = "model", max_items: int = 100,
             target_se: float | None = None, seed: int = 0, topk: int = 5, level: float = 0.95,
             draws: int = 400, available: Sequence[str] | None = None, balance: bool = True,
-            notes: Sequence[str] = ()) -> CatResult:
+            calibration_error: bool = True, notes: Sequence[str] = ()) -> CatResult:
     """Run an adaptive test (see the module docstring).
 
     ``answer(item_id)`` returns whether the answer was correct (``True``/``False``; ``None`` = invalid,
@@ -530,6 +570,7 @@ def run_cat(bank: ItemBank, answer: Callable[[str], Any], *, model: str = "model
     if seed is None:
         raise InputError("cat run: a seed is needed (the selection must be reproducible to resume); give e.g. 0")
     a, d = bank.params()
+    va, vd = bank.variances() if calibration_error else (None, None)
     N = len(a)
     items = bank.items["item"].to_numpy(str)
     codes, groups = pd.factorize(bank.items["content"], sort=True)
@@ -555,22 +596,24 @@ def run_cat(bank: ItemBank, answer: Callable[[str], Any], *, model: str = "model
             stop = "no item left to ask"
             break
         rng = stream(seed, "cat", "select", t)
-        j = next_item(a, d, theta, avail, codes, shares, asked_per_group, t, rng, topk)
+        j = next_item(a, d, theta, avail, codes, shares, asked_per_group, t, rng, topk, va, vd)
         resp = answer(items[j])
         yv = 1.0 if (resp is True or (resp is not None and resp is not pd.NA and float(resp) >= 0.5)) else 0.0
         avail[j] = False
         asked.append(j)
         ys.append(yv)
         asked_per_group[codes[j]] += 1
-        theta, theta_se, w = _eap(a[asked], d[asked], np.asarray(ys))
+        theta, theta_se, w = _eap(a[asked], d[asked], np.asarray(ys),
+                                  *((va[asked], vd[asked]) if va is not None else ()))
         row = {"step": t + 1, "item": items[j], "content": str(groups[codes[j]]), "correct": bool(yv),
-               "information": float(fisher_information(a[j:j + 1], d[j:j + 1], trace[-1]["ability"]
-                                                       if trace else 0.0)[0]),
+               "information": float(fisher_information(a[j:j + 1], d[j:j + 1], trace[-1]["ability"] if trace
+                                                       else 0.0, *((va[j:j + 1], vd[j:j + 1]) if va is not None
+                                                                   else ()))[0]),
                "ability": theta, "ability_se": theta_se}
         if target_se is not None:
             mask = np.zeros(N, bool)
             mask[asked] = True
-            _, acc_se = _accuracy_se_quick(a, d, mask, w)
+            _, acc_se = _accuracy_se_quick(a, d, mask, w, va, vd)
             row["accuracy_se"] = acc_se
             trace.append(row)
             if acc_se <= target_se:
@@ -578,7 +621,8 @@ def run_cat(bank: ItemBank, answer: Callable[[str], Any], *, model: str = "model
                 break
         else:
             trace.append(row)
-    pred = predict_accuracy(bank, asked, ys, level=level, draws=draws, seed=seed)
+    pred = predict_accuracy(bank, asked, ys, level=level, draws=draws, seed=seed,
+                            calibration_error=calibration_error)
     settings = {"max_items": int(max_items), "target_se": target_se, "target_se_scale": "predicted accuracy",
                 "seed": seed, "topk": int(topk), "content_balancing": bool(balance and len(groups) > 1),
                 "content_groups": len(groups), "selection": "maximum Fisher information at the EAP ability",
@@ -590,3 +634,37 @@ def run_cat(bank: ItemBank, answer: Callable[[str], Any], *, model: str = "model
         extra.append(f"{n_left} bank item(s) could not be asked (no text or no answer); they count in the prediction "
                      "by their expected answers")
     return CatResult(model, pd.DataFrame(trace), pred, stop, settings, tuple(extra))
+
+
+def replay(bank: ItemBank, log: pd.DataFrame, model: str | None = None, *, model_col: str = "model",
+           item_col: str = "item", correct_col: str = "correct", **kw: Any) -> CatResult:
+    """:func:`run_cat` answered from an existing log: what an adaptive run of ``model`` would have asked and
+    predicted. Only items the log answers can be asked (the first trial's answer; invalid = not correct).
+    ``kw``: :func:`run_cat`'s settings."""
+    for col in (model_col, item_col, correct_col):
+        if col not in log.columns:
+            raise InputError(f"cat run --replay: the log has no column {col!r} "
+                             f"(columns: {', '.join(map(str, log.columns[:15]))})")
+    names = sorted(log[model_col].astype(str).unique())
+    if model is None:
+        if len(names) != 1:
+            raise InputError(f"cat run --replay: the log has {len(names)} models ({', '.join(names[:5])}"
+                             f"{', ...' if len(names) > 5 else ''}); choose one with --model NAME")
+        model = names[0]
+    rows = log[log[model_col].astype(str) == str(model)]
+    if rows.empty:
+        raise InputError(f"cat run --replay: model {model!r} is not in the log (models: {', '.join(names[:8])})")
+    if "trial" in rows.columns:
+        rows = rows.sort_values("trial", kind="stable")
+    first = rows.drop_duplicates(item_col)
+    ans = dict(zip(first[item_col].astype(str), first[correct_col].astype("boolean").fillna(False).astype(bool)))
+    shared = [i for i in bank.items["item"] if i in ans]
+    if not shared:
+        raise InputError(f"cat run --replay: the log's items share none with the bank (log items e.g. "
+                         f"{', '.join(map(repr, list(ans)[:3]))}; bank items e.g. "
+                         f"{', '.join(map(repr, list(bank.items['item'][:3])))}): the bank comes from another "
+                         "benchmark")
+    notes = list(kw.pop("notes", ()))
+    if model in set(bank.provenance.get("models") or ()):
+        notes.append(f"{model} was one of the bank's calibration models: the prediction is not out of sample")
+    return run_cat(bank, ans.__getitem__, model=str(model), available=shared, notes=notes, **kw)
