@@ -583,7 +583,7 @@ def run_cat(bank: ItemBank, answer: Callable[[str], Any], *, model: str = "model
         avail = np.isin(items, np.asarray(list(available), dtype=str))
         if not avail.any():
             raise InputError("cat run: none of the bank's items can be asked (no item with a text or an answer)")
-    shares = np.bincount(codes[avail], minlength=len(groups)) / avail.sum()
+    shares = np.bincount(codes, minlength=len(groups)) / N        # the benchmark's composition
     asked_per_group = np.zeros(len(groups))
     asked: list[int] = []
     ys: list[float] = []
