@@ -42,8 +42,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--draws", type=int, default=400)
     ap.add_argument("--irt-model", default="auto", choices=("auto", "1pl", "2pl"))
+    ap.add_argument("--shard", default="0/1", metavar="K/N", help="hold out the models with index %% N == K "
+                                                                  "(run N shards in parallel, then --merge)")
+    ap.add_argument("--rows-out", type=Path, help="write the per-model rows (JSON) for --merge")
+    ap.add_argument("--merge", type=Path, nargs="+", help="combine the --rows-out files of the shards")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
+    if a.merge:
+        rows, cal_times = [], []
+        for f in a.merge:
+            obj = json.loads(f.read_text())
+            rows += obj["rows"]
+            cal_times += obj["cal_times"]
+        return report(pd.DataFrame(rows), cal_times, obj["irt_model"], obj["n_models"], obj["items"], a)
     if not a.folder.is_dir() or not any(a.folder.glob("*.json")):
         print(f"{a.folder}: no MMLU-Pro JSON outputs; skipped", file=sys.stderr)
         return 0
@@ -57,9 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     log = log[["model", "item", "correct", "category"]]
     models = sorted(log["model"].unique())
     held = models[: a.models] if a.models else models
+    k_, n_ = (int(x) for x in a.shard.split("/"))
+    held = [m for i, m in enumerate(held) if i % n_ == k_]
     print(f"{len(models)} models, {log['item'].nunique()} questions; holding out {len(held)}", file=sys.stderr)
     rows, cal_times = [], []
     for mi, m in enumerate(held):
+        t_fold = time.perf_counter()
         train = log[log["model"] != m]
         t0 = time.perf_counter()
         bank = calibrate(train, irt_model=a.irt_model, content="category", screen=False, progress=False)
@@ -98,9 +112,20 @@ def main(argv: list[str] | None = None) -> int:
                 if name == "anchor":
                     add("anchor-weighted", k, float(np.dot(sub.weights, y_all[idx])), math.nan, math.nan)
         last = [r for r in rows if r["model"] == m and r["k"] == 100]
-        print(f"[{mi + 1}/{len(held)}] {m}: truth {truth:.4f}, calibration {cal_times[-1]:.1f} s; k=100 errors "
+        print(f"[{mi + 1}/{len(held)}] {m}: truth {truth:.4f}, calibration {cal_times[-1]:.1f} s, fold "
+              f"{time.perf_counter() - t_fold:.0f} s; k=100 errors "
               + ", ".join(f"{r['method']} {r['error']:+.4f}" for r in last), file=sys.stderr, flush=True)
-    df = pd.DataFrame(rows)
+    if a.rows_out:
+        a.rows_out.write_text(json.dumps({"rows": rows, "cal_times": cal_times, "irt_model": bank.irt_model,
+                                          "n_models": len(models), "items": int(log["item"].nunique())},
+                                         default=lambda v: None if v != v else v))
+    return report(pd.DataFrame(rows), cal_times, bank.irt_model, len(models), int(log["item"].nunique()), a)
+
+
+def report(df: pd.DataFrame, cal_times: list[float], irt_model: str, n_models: int, n_items: int,
+           a: argparse.Namespace) -> int:
+    """Print the table of MAE, ratio to random, coverage and width per method and count."""
+    df["covered"] = df["covered"].astype(float)
     tab = df.groupby(["method", "k"]).agg(mae=("error", lambda e: float(np.mean(np.abs(e)))),
                                           bias=("error", "mean"), coverage=("covered", "mean"),
                                           width=("width", "mean"), n=("error", "size")).reset_index()
@@ -114,12 +139,12 @@ def main(argv: list[str] | None = None) -> int:
               "adaptive_beats_random_every_k": bool(all(ad.at[k, "mae"] < rnd[k] for k in COUNTS)),
               "adaptive_coverage_ge_0.90_every_k": bool((ad["coverage"] >= 0.90).all())}
     timing = {"calibration_s_mean": float(np.mean(cal_times)), "calibration_s_max": float(np.max(cal_times)),
-              "train_models": len(models) - 1, "items": int(log["item"].nunique())}
+              "train_models": n_models - 1, "items": n_items}
     if a.json:
-        print(json.dumps({"irt_model": bank.irt_model, "table": tab.to_dict(orient="records"), "checks": checks, "timing": timing,
-                          "held_out": len(held), "seed": a.seed}))
+        print(json.dumps({"irt_model": irt_model, "table": tab.to_dict(orient="records"), "checks": checks,
+                          "timing": timing, "held_out": int(df["model"].nunique()), "seed": a.seed}))
     else:
-        print(f"item bank: {bank.irt_model.upper()} ({a.irt_model})")
+        print(f"item bank: {irt_model.upper()} ({a.irt_model}); {df['model'].nunique()} models held out")
         print(tab.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
         print(f"calibration on {timing['train_models']} models x {timing['items']} items: mean "
               f"{timing['calibration_s_mean']:.1f} s, max {timing['calibration_s_max']:.1f} s")

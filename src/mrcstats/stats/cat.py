@@ -150,11 +150,11 @@ class ItemBank(Result):
         it = self.items
         fitted = int(it["fitted"].sum())
         pv = self.provenance
-        lines = [f"Item bank: {self.n_items} items ({fitted} fitted by the {self.irt_model.upper()}, "
+        lines = [(f"Item bank: {self.n_items} items ({fitted} fitted by the {self.irt_model.upper()}, "
                  f"{self.n_items - fitted} without variation at a constant share correct) from "
-                 f"{plural(len(self.abilities), 'model')}; {len(self.excluded)} excluded",
-                 f"  data {pv.get('data_sha256', '?')[:16]}, mrcstats {pv.get('mrcstats_version')}, "
-                 f"{pv.get('created')}"]
+                 f"{plural(len(self.abilities), 'model')}; {len(self.excluded)} excluded"),
+                 (f"  data {pv.get('data_sha256', '?')[:16]}, mrcstats {pv.get('mrcstats_version')}, "
+                 f"{pv.get('created')}")]
         if fitted:
             f = it[it["fitted"]]
             lines.append(f"  a: median {f['a'].median():.3f}; b = -d/a: median {(-f['d'] / f['a']).median():.3f}")
@@ -538,8 +538,8 @@ class CatResult(Result):
         pr = self.prediction
         lines = [f"Adaptive run of {self.model}: {self.items_asked} items asked ({self.stop_reason})",
                  f"  ability {pr.ability:.3f} (SE {pr.ability_se:.3f})",
-                 f"  predicted full accuracy {pr.accuracy:.4f}, {pr.level:.0%} interval "
-                 f"[{pr.ci[0]:.4f}, {pr.ci[1]:.4f}] (SE {pr.se:.4f})",
+                 (f"  predicted full accuracy {pr.accuracy:.4f}, {pr.level:.0%} interval "
+                 f"[{pr.ci[0]:.4f}, {pr.ci[1]:.4f}] (SE {pr.se:.4f})"),
                  f"  interval: {pr.method}"]
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
