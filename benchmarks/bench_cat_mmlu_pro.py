@@ -111,6 +111,10 @@ def main(argv: list[str] | None = None) -> int:
                     add("random-mean", k, mu, mu - 1.96 * se, mu + 1.96 * se)
                 if name == "anchor":
                     add("anchor-weighted", k, float(np.dot(sub.weights, y_all[idx])), math.nan, math.nan)
+        if a.rows_out:    # after every model: a run cut short keeps what it has
+            a.rows_out.write_text(json.dumps({"rows": rows, "cal_times": cal_times, "irt_model": bank.irt_model,
+                                              "n_models": len(models), "items": int(log["item"].nunique())},
+                                             default=lambda v: None if v != v else v))  # noqa: PLR0124
         last = [r for r in rows if r["model"] == m and r["k"] == 100]
         print(f"[{mi + 1}/{len(held)}] {m}: truth {truth:.4f}, calibration {cal_times[-1]:.1f} s, fold "
               f"{time.perf_counter() - t_fold:.0f} s; k=100 errors "
