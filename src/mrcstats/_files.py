@@ -315,6 +315,22 @@ class OutputPath(str):
         return self.path
 
 
+def sha256_of(*paths: str | os.PathLike) -> str:
+    """SHA-256 of the bytes of ``paths`` in order (a folder: its files, sorted by relative path) -- the
+    provenance hash of the data a result came from."""
+    import hashlib
+
+    h = hashlib.sha256()
+    files: list[Path] = []
+    for p in map(Path, paths):
+        files += sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+    for f in files:
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
 def append_line(fh: IO[str], line: str) -> None:
     """Append one record to an append-only log and flush it to the OS at once."""
     fh.write(line.rstrip("\n") + "\n")

@@ -42,6 +42,7 @@ COMMAND_MODULES = (
     "irt_cmd",       # irt, subset, subset-eval
     "screen_cmd",    # screen, dif
     "agreement_cmd",  # agreement, judge
+    "cat_cmd",       # cat calibrate, cat run
 )
 
 
@@ -57,7 +58,7 @@ COMMANDS = {
     "variance": "compare_cmd", "power": "compare_cmd",
     "irt": "irt_cmd", "subset": "irt_cmd", "subset-eval": "irt_cmd", "screen": "screen_cmd", "dif": "screen_cmd",
     "relabel": "screen_cmd",
-    "agreement": "agreement_cmd", "judge": "agreement_cmd",
+    "agreement": "agreement_cmd", "judge": "agreement_cmd", "cat": "cat_cmd",
 }
 
 

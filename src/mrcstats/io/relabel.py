@@ -16,7 +16,6 @@ the Parquet log keeps; :func:`relabel_notes` gives the lines every command and r
 """
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mrcstats._files import sha256_of
 from mrcstats._repr import Result
 from mrcstats._words import plural
 from mrcstats.errors import InputError
@@ -162,14 +162,6 @@ class RelabelResult(Result):
         return "\n".join(lines)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def apply_verdicts(log: pd.DataFrame, verdicts: pd.DataFrame | str | Path, *, reviewer: str = "",
                    source: str | None = None) -> RelabelResult:
     """Apply a review's verdicts to a canonical log (module docstring); ``verdicts``: a review CSV path or the
@@ -179,7 +171,7 @@ def apply_verdicts(log: pd.DataFrame, verdicts: pd.DataFrame | str | Path, *, re
     src = source
     sha = None
     if isinstance(verdicts, (str, Path)):
-        src, sha = str(verdicts), _sha256(Path(verdicts))
+        src, sha = str(verdicts), sha256_of(verdicts)
         verdicts = read_verdicts(verdicts)
     where = f"--verdicts {src}" if src else "verdicts"
     if not isinstance(log, pd.DataFrame) or "item" not in log.columns:

@@ -704,3 +704,24 @@ def subset_error_plot(results: pd.DataFrame, metric: str = "mae", ylabel: str | 
         ax.set_ylabel(plain(ylabel or ("mean absolute error of accuracy" if metric == "mae" else metric)))
         _legend(ax, fontsize=5.5, ncol=2)
     return fig
+
+
+def cat_trace_plot(trace: pd.DataFrame, curve: pd.DataFrame, actual: float | None = None):
+    """An adaptive run: ability (± 2 SE) per step, and the predicted accuracy with its interval per item count."""
+    _require(trace, ["step", "ability", "ability_se"], "cat_trace_plot")
+    _require(curve, ["items", "predicted", "lo", "hi"], "cat_trace_plot")
+    fig, (ax1, ax2) = new_figure("page", 0.35, ncols=2)
+    with figure_style():
+        st = style_for(0)
+        ax1.fill_between(trace["step"], trace["ability"] - 2 * trace["ability_se"],
+                         trace["ability"] + 2 * trace["ability_se"], color=st["color"], alpha=0.2, linewidth=0)
+        ax1.plot(trace["step"], trace["ability"], color=st["color"], linewidth=0.9)
+        ax1.set_xlabel("items asked")
+        ax1.set_ylabel("ability θ (EAP)")
+        ax2.fill_between(curve["items"], curve["lo"], curve["hi"], color=st["color"], alpha=0.2, linewidth=0)
+        ax2.plot(curve["items"], curve["predicted"], color=st["color"], linewidth=0.9, marker="o", markersize=2.5)
+        if actual is not None:
+            ax2.axhline(actual, color="0.3", linestyle="--", linewidth=0.8)
+        ax2.set_xlabel("items asked")
+        ax2.set_ylabel("predicted full accuracy")
+    return fig

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from mrcstats.report.analyses.accuracy import Accuracy
 from mrcstats.report.analyses.base import Analysis
+from mrcstats.report.analyses.cat import Cat
 from mrcstats.report.analyses.compare import Compare
 from mrcstats.report.analyses.confusion import Confusion
 from mrcstats.report.analyses.contingency import Contingency
@@ -33,4 +34,5 @@ ANALYSES: dict[str, type[Analysis]] = {cls.type: cls for cls in (
     Screen, Dif,
     Judge,
     Ranks,
+    Cat,
 )}
