@@ -67,7 +67,10 @@ def test_inspect(tmp_path):
     assert log["correct"].fillna(False).tolist() == [True, False, False, True]
     assert log["response"].iloc[0] == "ANSWER: A" and (log["trial"] == 0).all()
     assert log["item"].tolist() == ["mmlu:0", "mmlu:1", "mmlu:2", "mmlu:3"]
-    assert log["score"].tolist() == [1.0, 0.0, 0.0, 1.0]  # Inspect's value_to_float: N is 0
+    # N (no answer) is an invalid answer: score and correct are missing (the headline still maps it to 0, as
+    # Inspect's value_to_float does; io.inspect_ai.inspect_outcome)
+    assert log["score"].isna().tolist() == [False, False, True, False]
+    assert log["score"].fillna(0.0).tolist() == [1.0, 0.0, 0.0, 1.0]
     p.write_text(json.dumps(_inspect_log(["C", "P"])))  # partial credit: a graded score, correct left null
     log = read_log(p)
     assert log["score"].tolist() == [1.0, 0.5] and log["correct"].isna().all()
