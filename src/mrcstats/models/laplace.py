@@ -24,7 +24,6 @@ import numpy as np
 
 from mrcstats.errors import ModelError
 from mrcstats.models.design import reterms_matrix
-from mrcstats.models.deviance import halving_step
 
 if TYPE_CHECKING:        # scipy is imported in the functions: models/native.py imports this module on every
     from scipy import sparse  # fit, the binomial ones that never call it too (tests/cli/test_startup.py)
@@ -54,6 +53,17 @@ class LaplaceModel:
                              f"effects (here {self.nq}); simplify the random-effects terms")
         self.u = np.zeros(self.nq)
         self.nfev = 0
+        kern = self.fam.loglik_kernel
+        self._kernel = None if kern is None else kern(self.y, self.trials)
+        # one grouping factor: H is block diagonal (a q x q block per level; diagonal for a random intercept)
+        self.blocks = len(self.terms) == 1
+        if self.blocks:
+            t = self.terms[0]
+            self.codes = np.asarray(t.codes, np.int64)
+            self.L, self.q = t.nlevels, t.q
+            self.Zre = np.ones((self.n, 1)) if t.Z is None else np.asarray(t.Z, float).reshape(self.n, self.q)
+            self.pairs = [(r, c) for r in range(self.q) for c in range(r, self.q)]
+            self.zz = [self.Zre[:, r] * self.Zre[:, c] for r, c in self.pairs]
 
     def lam(self, theta: np.ndarray) -> sparse.csr_matrix:
         from scipy import sparse
@@ -64,48 +74,126 @@ class LaplaceModel:
             blocks.append(sparse.kron(sparse.identity(t.nlevels), sparse.csr_matrix(T)))
         return sparse.block_diag(blocks, format="csr")
 
-    def _rows(self, eta, phi):
+    def _rows(self, eta, phi, derivs: bool = True):
+        if self._kernel is not None:
+            return self._kernel(eta, phi, derivs)
         return self.fam.loglik_rows(self.y, self.trials, eta, phi)
 
     def objective(self, theta, beta, phi, keep: bool = True) -> float:
         """−2 log L at (θ, β, φ); the modes are warm-started and kept."""
-        from scipy import linalg as sla
-        from scipy import sparse
-
         self.nfev += 1
-        ZL = (self.Z @ self.lam(theta)).tocsc()
         eta0 = self.X @ beta + self.offset
+        ops = self._block_ops(theta) if self.blocks else self._dense_ops(theta)
+        zl, zlt, hess, solve_logdet = ops
         u = self.u.copy()
-
-        def pen(uu):
-            ll, _, _ = self._rows(eta0 + ZL @ uu, phi)
-            return -float(ll.sum()) + 0.5 * float(uu @ uu)
-
-        f0 = pen(u)
+        ll, d1, d2 = self._rows(eta0 + zl(u), phi)
+        f0 = -float(ll.sum()) + 0.5 * float(u @ u)
+        tol = 1e-20 * max(1, self.nq)
         for _ in range(200):
-            ll, d1, d2 = self._rows(eta0 + ZL @ u, phi)
-            g = u - ZL.T @ d1
-            H = (ZL.T @ sparse.diags(-d2) @ ZL).toarray() + np.eye(self.nq)
-            try:
-                cho = sla.cho_factor(H, lower=True, check_finite=False)
-            except np.linalg.LinAlgError:       # far from the mode: a Fisher-like step with W clipped at 0
-                H = (ZL.T @ sparse.diags(np.maximum(-d2, 0.0)) @ ZL).toarray() + np.eye(self.nq)
-                cho = sla.cho_factor(H, lower=True, check_finite=False)
-            step = sla.cho_solve(cho, g, check_finite=False)
+            g = u - zlt(d1)
+            fac = hess(-d2)
+            if fac is None:                     # far from the mode: a Fisher-like step with W clipped at 0
+                fac = hess(np.maximum(-d2, 0.0))
+            step, _ = solve_logdet(fac, g)
             dec = float(g @ step)
-            if dec < 1e-20 * max(1, self.nq):
+            if dec < tol:
                 break
-            u, f0 = halving_step(u, step, f0, pen)
+            # the penalised-IRLS update with step halving (lme4's pwrssUpdate, as deviance.halving_step), keeping
+            # the rows' derivatives of the accepted point for the next step
+            h = 1.0
+            for _ in range(40):
+                un = u - h * step
+                ll1, d11, d21 = self._rows(eta0 + zl(un), phi)
+                f1 = -float(ll1.sum()) + 0.5 * float(un @ un)
+                if f1 <= f0 + 1e-12 * abs(f0):
+                    break
+                h /= 2
+            u, f0, ll, d1, d2 = un, f1, ll1, d11, d21
         else:
             raise ModelError("Laplace: the conditional modes did not converge")
-        ll, d1, d2 = self._rows(eta0 + ZL @ u, phi)
-        H = (ZL.T @ sparse.diags(-d2) @ ZL).toarray() + np.eye(self.nq)
-        sign, ldH = np.linalg.slogdet(H)
-        if sign <= 0:                           # no Laplace approximation here: the optimiser steps back
+        fac = hess(-d2)
+        if fac is None:                         # no Laplace approximation here: the optimiser steps back
+            return math.inf
+        _, ldH = solve_logdet(fac, None)
+        if not np.isfinite(ldH):
             return math.inf
         if keep:
             self.u = u
         return -2.0 * float(ll.sum()) + float(u @ u) + float(ldH)
+
+    def _dense_ops(self, theta):
+        """(ZΛu, ΛᵀZᵀv, W -> factor of H or None, (factor, g) -> (H⁻¹g, log|H|)) with H dense."""
+        from scipy import linalg as sla
+        from scipy import sparse
+
+        ZL = (self.Z @ self.lam(theta)).tocsc()
+        ZLt = ZL.T.tocsr()
+        eye = np.eye(self.nq)
+
+        def hess(w):
+            H = (ZLt @ sparse.diags(w) @ ZL).toarray() + eye
+            try:
+                return sla.cho_factor(H, lower=True, check_finite=False)
+            except np.linalg.LinAlgError:
+                return None
+
+        def solve_logdet(cho, g):
+            ld = 2.0 * float(np.sum(np.log(np.diag(cho[0]))))
+            return (None if g is None else sla.cho_solve(cho, g, check_finite=False)), ld
+
+        return (lambda u: ZL @ u), (lambda v: ZLt @ v), hess, solve_logdet
+
+    def _block_ops(self, theta):
+        """The same four operations for one grouping factor: H = I + Tᵀ(Σᵢ wᵢ zᵢzᵢᵀ)T per level (q x q), with T
+        the term's relative covariance factor and zᵢ the row's random-effects covariates."""
+        t, codes, L, q = self.terms[0], self.codes, self.L, self.q
+        T = t.factor(theta)
+        if q == 1:
+            lam, z = float(T[0, 0]), self.Zre[:, 0]
+            scalar = t.Z is None
+
+            def zl(u):
+                return lam * u[codes] if scalar else lam * z * u[codes]
+
+            def zlt(v):
+                return lam * np.bincount(codes, v if scalar else z * v, minlength=L)
+
+            def hess(w):
+                H = 1.0 + lam * lam * np.bincount(codes, w if scalar else self.zz[0] * w, minlength=L)
+                return H if bool(np.all(H > 0)) else None
+
+            def solve_logdet(H, g):
+                return (None if g is None else g / H), float(np.sum(np.log(H)))
+
+            return zl, zlt, hess, solve_logdet
+        Zre, eye = self.Zre, np.eye(q)
+
+        def zl(u):
+            B = u.reshape(L, q) @ T.T
+            return np.einsum("ij,ij->i", Zre, B[codes])
+
+        def zlt(v):
+            G = np.stack([np.bincount(codes, Zre[:, r] * v, minlength=L) for r in range(q)], axis=1)
+            return (G @ T).ravel()
+
+        def hess(w):
+            M = np.empty((L, q, q))
+            for (r, c), zz in zip(self.pairs, self.zz):
+                M[:, r, c] = M[:, c, r] = np.bincount(codes, zz * w, minlength=L)
+            H = T.T @ M @ T + eye
+            try:
+                return np.linalg.cholesky(H)
+            except np.linalg.LinAlgError:
+                return None
+
+        def solve_logdet(C, g):
+            ld = 2.0 * float(np.sum(np.log(np.diagonal(C, axis1=1, axis2=2))))
+            if g is None:
+                return None, ld
+            x = np.linalg.solve(C, g.reshape(L, q, 1))
+            return np.linalg.solve(np.transpose(C, (0, 2, 1)), x).reshape(-1), ld
+
+        return zl, zlt, hess, solve_logdet
 
 
 def laplace_optimum(model: LaplaceModel, x0: np.ndarray, lower: np.ndarray, ftol: float = 1e-13):
