@@ -48,7 +48,7 @@ class LaplaceModel:
         Z, self.offs = reterms_matrix(self.terms, self.n)
         self.Z = Z.tocsr()
         self.nq = int(self.offs[-1])
-        if self.nq > DENSE_MAX:
+        if self.nq > DENSE_MAX and len(self.terms) > 1:     # one grouping factor: H is block diagonal
             raise ModelError(f"family {self.fam.name!r}: the native Laplace fit takes at most {DENSE_MAX} random "
                              f"effects (here {self.nq}); simplify the random-effects terms")
         self.u = np.zeros(self.nq)
@@ -167,6 +167,31 @@ class LaplaceModel:
         dudr = lam * np.bincount(codes, d1r, minlength=L) / H
         g_rho = -2.0 * float(lr.sum()) - float(c @ np.bincount(codes, d2r, minlength=L)) + lam * float(A @ dudr)
         return F, np.concatenate([[g_lam], g_beta, [g_rho]])
+
+    def conditional(self, theta, beta, phi):
+        """(η, b = Λû, Var(b | y) per term as (nlevels, q, q) blocks) at the modes of (θ, β, φ): Var(b | y) ≈
+        Λ H⁻¹ Λᵀ, the Laplace approximation's conditional covariance (glmmTMB's ``condVar``)."""
+        from scipy import sparse
+
+        self.objective(theta, beta, phi)
+        eta, _ll, _d1, d2 = self._at_mode
+        Lam = self.lam(theta)
+        b = Lam @ self.u
+        if self.blocks:
+            t, L, q = self.terms[0], self.L, self.q
+            T = t.factor(theta)
+            C = self._block_ops(theta)[2](-d2)
+            Ci = np.linalg.inv(C.reshape(L, 1, 1) if q == 1 else C)        # H = C Cᵀ (q = 1: C is H itself)
+            Hinv = Ci if q == 1 else np.transpose(Ci, (0, 2, 1)) @ Ci
+            return eta, b, [T @ Hinv @ T.T]
+        ZL = (self.Z @ Lam).tocsc()
+        Hu = (ZL.T @ sparse.diags(-d2) @ ZL).toarray() + np.eye(self.nq)
+        cov_b = np.asarray(Lam @ np.linalg.inv(Hu) @ Lam.T.toarray()) if self.nq else np.zeros((0, 0))
+        out = []
+        for kk, t in enumerate(self.terms):
+            cvb = cov_b[self.offs[kk]:self.offs[kk + 1], self.offs[kk]:self.offs[kk + 1]]
+            out.append(np.stack([cvb[j * t.q:(j + 1) * t.q, j * t.q:(j + 1) * t.q] for j in range(t.nlevels)]))
+        return eta, b, out
 
     def _dense_ops(self, theta):
         """(ZΛu, ΛᵀZᵀv, W -> factor of H or None, (factor, g) -> (H⁻¹g, log|H|)) with H dense."""
