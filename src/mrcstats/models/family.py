@@ -420,14 +420,29 @@ class _BetaBinomRows:
             L = np.zeros(len(xs))
             S1 = np.zeros(len(xs)) if derivs else None
             S2 = np.zeros(len(xs)) if derivs else None
+            # Σ_{j≥1} log(x+j) as the logarithm of products of up to `chunk` factors (each in [1, φ + n]: no
+            # overflow below 1e300), the j = 0 term (x may be tiny) on its own
+            chunk = 8 if phi + len(cnt) < 1e30 else 1
+            P = np.empty(len(xs))
+            v = np.empty(len(xs))
             for j, m in enumerate(cnt):
-                v = xs[:m] + j
-                L[:m] += np.log(v)
+                vj = np.add(xs[:m], j, out=v[:m])
+                if j == 0 or chunk == 1:
+                    L[:m] += np.log(vj)
+                else:
+                    if (j - 1) % chunk == 0:
+                        if j > 1:
+                            L[:m0] += np.log(P[:m0])
+                        m0 = m
+                        P[:m] = 1.0
+                    P[:m] *= vj
                 if derivs:
-                    np.reciprocal(v, out=v)
-                    S1[:m] += v
-                    v *= v
-                    S2[:m] += v
+                    np.reciprocal(vj, out=vj)
+                    S1[:m] += vj
+                    vj *= vj
+                    S2[:m] += vj
+            if chunk > 1 and len(cnt) > 1:
+                L[:m0] += np.log(P[:m0])
             ll[order] += L
             if derivs:
                 t1, t2 = np.empty(len(xs)), np.empty(len(xs))
