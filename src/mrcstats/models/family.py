@@ -389,14 +389,15 @@ class _BetaBinomRows:
     φ-sum is a table over n. Above ``BETABINOM_RECURRENCE_MAX`` trials (or non-integer n) scipy's
     betaln/digamma/polygamma per row compute the same numbers."""
 
-    def __init__(self, y, trials):
+    def __init__(self, y, trials, method: str = "auto"):
+        """``method``: "auto" (the sums where they apply), or "scipy" (the per-row special functions)."""
         from scipy.special import gammaln
 
         n = np.asarray(trials, float)
         k = np.round(np.asarray(y, float) * n)
         self.n, self.k = n, k
         self.const = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
-        self.sums = bool(len(n) and np.all(n == np.round(n)) and np.all(n >= 0) and np.all((k >= 0) & (k <= n))
+        self.sums = bool(method != "scipy" and len(n) and np.all(n == np.round(n)) and np.all(n >= 0) and np.all((k >= 0) & (k <= n))
                          and n.max() <= BETABINOM_RECURRENCE_MAX)
         if self.sums:
             self.ni = n.astype(np.int64)

@@ -34,7 +34,8 @@ DENSE_MAX = 4000
 class LaplaceModel:
     """−2 log L of a design whose family has ``loglik_rows`` (see the module docstring)."""
 
-    def __init__(self, design):
+    def __init__(self, design, dense: bool = False):
+        """``dense``: H as a dense matrix even for one grouping factor (the general path; tests compare them)."""
         self.design = design
         self.fam = design.family
         self.X = np.asarray(design.X, float)
@@ -56,7 +57,7 @@ class LaplaceModel:
         kern = self.fam.loglik_kernel
         self._kernel = None if kern is None else kern(self.y, self.trials)
         # one grouping factor: H is block diagonal (a q x q block per level; diagonal for a random intercept)
-        self.blocks = len(self.terms) == 1
+        self.blocks = len(self.terms) == 1 and not dense
         if self.blocks:
             t = self.terms[0]
             self.codes = np.asarray(t.codes, np.int64)
