@@ -426,6 +426,7 @@ class _BetaBinomRows:
             chunk = 8 if phi + len(cnt) < 1e30 else 1
             P = np.empty(len(xs))
             v = np.empty(len(xs))
+            m0 = 0
             for j, m in enumerate(cnt):
                 vj = np.add(xs[:m], j, out=v[:m])
                 if j == 0 or chunk == 1:
