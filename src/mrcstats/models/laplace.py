@@ -8,10 +8,13 @@ For a family that gives the row log-likelihood ℓᵢ(ηᵢ; φ) and its first t
 at the conditional mode û (Newton with step halving on −Σℓ + ‖u‖²/2 to a squared decrement of 1e-20). This is
 TMB's Laplace approximation as glmmTMB uses it (Kristensen et al. 2016, J. Stat. Softw. 70(5); Brooks et al.
 2017, R Journal 9(2)): TMB puts the random effects on b = Λu with density N(0, ΛΛᵀ); the Jacobian of that
-linear map cancels between the density and log|H|, so the two give the same number. H is dense here (the
-random-effects terms have at most ``DENSE_MAX`` effects in total). (θ, β, log φ) minimise it by L-BFGS-B on
-central differences; Var(β̂) is the β block of 2 H̃⁻¹ with H̃ the Hessian of −2 log L in (θ, β, log φ)
-(numDeriv-style Richardson differences), as TMB's ``sdreport`` inverts the Hessian of the objective. The fit is
+linear map cancels between the density and log|H|, so the two give the same number. With one grouping factor
+H is block diagonal (a q x q block per level, built by bincounts; issue 41); with several terms it is dense (at
+most ``DENSE_MAX`` random effects in total). (θ, β, log φ) minimise it by L-BFGS-B, on the analytic gradient
+(:meth:`LaplaceModel.gradient`) for one random intercept, else on central differences; Var(β̂) is the β block
+of 2 H̃⁻¹ with H̃ the Hessian of −2 log L in (θ, β, log φ) (central differences of the analytic gradient, else
+numDeriv-style Richardson differences of the objective), as TMB's ``sdreport`` inverts the Hessian of the
+objective. The family's rows come from ``Family.loglik_kernel`` built once per data where it has one. The fit is
 :func:`mrcstats.models.native.fit_laplace`; the bootstrap's refits (:mod:`.confint`) call :func:`laplace_optimum`
 too (this module builds no result, so confint can import it without a circle).
 """
@@ -24,6 +27,7 @@ import numpy as np
 
 from mrcstats.errors import ModelError
 from mrcstats.models.design import reterms_matrix
+from mrcstats.models.deviance import halving_step
 
 if TYPE_CHECKING:        # scipy is imported in the functions: models/native.py imports this module on every
     from scipy import sparse  # fit, the binomial ones that never call it too (tests/cli/test_startup.py)
@@ -86,9 +90,16 @@ class LaplaceModel:
         eta0 = self.X @ beta + self.offset
         ops = self._block_ops(theta) if self.blocks else self._dense_ops(theta)
         zl, zlt, hess, solve_logdet = ops
+        last = ()
+
+        def pen(uu):
+            nonlocal last
+            last = self._rows(eta0 + zl(uu), phi)
+            return -float(last[0].sum()) + 0.5 * float(uu @ uu)
+
         u = self.u.copy()
-        ll, d1, d2 = self._rows(eta0 + zl(u), phi)
-        f0 = -float(ll.sum()) + 0.5 * float(u @ u)
+        f0 = pen(u)
+        ll, d1, d2 = last
         tol = 1e-20 * max(1, self.nq)
         for _ in range(200):
             g = u - zlt(d1)
@@ -99,17 +110,9 @@ class LaplaceModel:
             dec = float(g @ step)
             if dec < tol:
                 break
-            # the penalised-IRLS update with step halving (lme4's pwrssUpdate, as deviance.halving_step), keeping
-            # the rows' derivatives of the accepted point for the next step
-            h = 1.0
-            for _ in range(40):
-                un = u - h * step
-                ll1, d11, d21 = self._rows(eta0 + zl(un), phi)
-                f1 = -float(ll1.sum()) + 0.5 * float(un @ un)
-                if f1 <= f0 + 1e-12 * abs(f0):
-                    break
-                h /= 2
-            u, f0, ll, d1, d2 = un, f1, ll1, d11, d21
+            # the penalised-IRLS update with step halving, keeping the rows of the accepted (last evaluated) point
+            u, f0 = halving_step(u, step, f0, pen)
+            ll, d1, d2 = last
         else:
             raise ModelError("Laplace: the conditional modes did not converge")
         fac = hess(-d2)
