@@ -79,6 +79,7 @@ class Family:
     response_desc: str = "mean"    # tables: what μ is ("probability of a correct answer", "expected count")
     response_plural: str = "means"  # ("probabilities", "expected counts")
     loglik_rows: Callable | None = None  # (y, trials, η, φ) -> (ℓ, ∂ℓ/∂η, ∂²ℓ/∂η²) per row: the Laplace fit
+    loglik_kernel: Callable | None = None  # (y, trials) -> f(η, φ, derivs=True): loglik_rows on fixed data, built once
     cumulant_mu: Callable | None = None  # (η, μ) -> b(η) when μ = b'(η) is at hand (cheaper); None: cumulant
     start_dispersion: float = 1.0  # φ's start (families with a dispersion parameter)
     capabilities: Capabilities | None = None  # what its fits support (family_table.CAPABILITIES[name])
@@ -368,20 +369,114 @@ response; the fit is lme4's profiled (RE)ML, not the Laplace kernels (their σ i
 # ----------------------------------------------------------------------------- beta-binomial, logit link
 
 
-def _betabinom_rows(y, trials, eta, phi):
-    """glmmTMB's ``betabinomial``: k ~ BetaBinomial(n, μφ, (1-μ)φ), μ = logit⁻¹(η), Var(k) = nμ(1-μ)(1 + (n-1)/(φ+1));
-    ℓ = log C(n, k) + log B(k + μφ, n - k + (1-μ)φ) - log B(μφ, (1-μ)φ) and its η-derivatives (digamma/trigamma)."""
-    from scipy.special import betaln, digamma, gammaln, polygamma
+#: the largest trial count n the beta-binomial kernel sums term by term (above it, or for non-integer n: scipy's
+#: digamma/trigamma/betaln per row)
+BETABINOM_RECURRENCE_MAX = 512
 
-    n = trials
-    k = np.round(y * n)
-    mu = _expit(np.asarray(eta, float))
-    a, b = mu * phi, (1 - mu) * phi
-    ll = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1) + betaln(k + a, n - k + b) - betaln(a, b)
-    dmu = phi * (digamma(k + a) - digamma(n - k + b) - digamma(a) + digamma(b))
-    d2mu = phi * phi * (polygamma(1, k + a) + polygamma(1, n - k + b) - polygamma(1, a) - polygamma(1, b))
-    m1 = mu * (1 - mu)
-    return ll, dmu * m1, d2mu * m1 * m1 + dmu * m1 * (1 - 2 * mu)
+
+class _BetaBinomRows:
+    """glmmTMB's ``betabinomial`` row log-likelihood for fixed data (k successes of n trials), as a function of
+    (η, φ): k ~ BetaBinomial(n, μφ, (1-μ)φ), μ = logit⁻¹(η), Var(k) = nμ(1-μ)(1 + (n-1)/(φ+1));
+
+        ℓ = log C(n, k) + log B(k + a, n - k + b) - log B(a, b),   a = μφ, b = (1-μ)φ,
+
+    and its η-derivatives ∂ℓ/∂μ = φ (ψ(k+a) - ψ(a) - ψ(n-k+b) + ψ(b)), ∂²ℓ/∂μ² = φ² (ψ'(k+a) - ψ'(a) + ψ'(n-k+b)
+    - ψ'(b)) times dμ/dη = μ(1-μ) (chain rule). For integer counts the differences are finite sums (the
+    recurrences Γ(x+1) = xΓ(x), ψ(x+1) = ψ(x) + 1/x, ψ'(x+1) = ψ'(x) - 1/x²; Abramowitz & Stegun 6.1.15, 6.3.5,
+    6.4.6): log Γ(k+a) - log Γ(a) = Σ_{j<k} log(a+j), ψ(k+a) - ψ(a) = Σ_{j<k} 1/(a+j), ψ'(k+a) - ψ'(a) =
+    -Σ_{j<k} 1/(a+j)², and log B(k+a, n-k+b) - log B(a, b) = Σ_{j<k} log(a+j) + Σ_{j<n-k} log(b+j) - Σ_{j<n} log(φ+j).
+    The rows are sorted by k (and by n - k) once, so term j of a sum is one slice of the rows with k > j; the
+    φ-sum is a table over n. Above ``BETABINOM_RECURRENCE_MAX`` trials (or non-integer n) scipy's
+    betaln/digamma/polygamma per row compute the same numbers."""
+
+    def __init__(self, y, trials, method: str = "auto"):
+        """``method``: "auto" (the sums where they apply), or "scipy" (the per-row special functions)."""
+        from scipy.special import gammaln
+
+        n = np.asarray(trials, float)
+        k = np.round(np.asarray(y, float) * n)
+        self.n, self.k = n, k
+        self.const = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+        self.sums = bool(method != "scipy" and len(n) and np.all(n == np.round(n)) and np.all(n >= 0) and np.all((k >= 0) & (k <= n))
+                         and n.max() <= BETABINOM_RECURRENCE_MAX)
+        if self.sums:
+            self.ni = n.astype(np.int64)
+            self.sides = []
+            for c in (k.astype(np.int64), (n - k).astype(np.int64)):
+                order = np.argsort(-c, kind="stable")
+                # rows with c > j are the first cnt[j] of ``order``
+                cnt = np.searchsorted(-c[order], -np.arange(int(c.max(initial=0))), side="left")
+                self.sides.append((order, cnt))
+
+    def __call__(self, eta, phi, derivs: bool = True):
+        """(ℓ, ∂ℓ/∂η, ∂²ℓ/∂η²) per row at η and φ (``derivs=False``: (ℓ, None, None))."""
+        mu = _expit(np.asarray(eta, float))
+        a, b = mu * phi, (1 - mu) * phi
+        if not self.sums:
+            return self._scipy(mu, a, b, phi, derivs)
+        ll = self.const.copy()
+        s1, s2 = [], []
+        for (order, cnt), shape in zip(self.sides, (a, b)):
+            xs = shape[order]
+            L = np.zeros(len(xs))
+            S1 = np.zeros(len(xs)) if derivs else None
+            S2 = np.zeros(len(xs)) if derivs else None
+            # Σ_{j≥1} log(x+j) as the logarithm of products of up to `chunk` factors (each in [1, φ + n]: no
+            # overflow below 1e300), the j = 0 term (x may be tiny) on its own
+            chunk = 8 if phi + len(cnt) < 1e30 else 1
+            P = np.empty(len(xs))
+            v = np.empty(len(xs))
+            m0 = 0
+            for j, m in enumerate(cnt):
+                vj = np.add(xs[:m], j, out=v[:m])
+                if j == 0 or chunk == 1:
+                    L[:m] += np.log(vj)
+                else:
+                    if (j - 1) % chunk == 0:
+                        if j > 1:
+                            L[:m0] += np.log(P[:m0])
+                        m0 = m
+                        P[:m] = 1.0
+                    P[:m] *= vj
+                if derivs:
+                    np.reciprocal(vj, out=vj)
+                    S1[:m] += vj
+                    vj *= vj
+                    S2[:m] += vj
+            if chunk > 1 and len(cnt) > 1:
+                L[:m0] += np.log(P[:m0])
+            ll[order] += L
+            if derivs:
+                t1, t2 = np.empty(len(xs)), np.empty(len(xs))
+                t1[order], t2[order] = S1, S2
+                s1.append(t1)
+                s2.append(t2)
+        tab = np.concatenate([[0.0], np.cumsum(np.log(phi + np.arange(int(self.ni.max(initial=0)))))])
+        ll -= tab[self.ni]
+        if not derivs:
+            return ll, None, None
+        dmu = phi * (s1[0] - s1[1])
+        d2mu = -phi * phi * (s2[0] + s2[1])
+        m1 = mu * (1 - mu)
+        return ll, dmu * m1, d2mu * m1 * m1 + dmu * m1 * (1 - 2 * mu)
+
+    def _scipy(self, mu, a, b, phi, derivs):
+        from scipy.special import betaln, digamma, polygamma
+
+        n, k = self.n, self.k
+        ll = self.const + betaln(k + a, n - k + b) - betaln(a, b)
+        if not derivs:
+            return ll, None, None
+        dmu = phi * (digamma(k + a) - digamma(n - k + b) - digamma(a) + digamma(b))
+        d2mu = phi * phi * (polygamma(1, k + a) + polygamma(1, n - k + b) - polygamma(1, a) - polygamma(1, b))
+        m1 = mu * (1 - mu)
+        return ll, dmu * m1, d2mu * m1 * m1 + dmu * m1 * (1 - 2 * mu)
+
+
+def _betabinom_rows(y, trials, eta, phi):
+    """glmmTMB's ``betabinomial`` (ℓ, ∂ℓ/∂η, ∂²ℓ/∂η²) per row (:class:`_BetaBinomRows`; a fit that evaluates
+    many (η, φ) on the same data builds the kernel once through ``Family.loglik_kernel``)."""
+    return _BetaBinomRows(y, trials)(eta, phi)
 
 
 def _betabinom_simulate(mu, weights, rng: np.random.Generator, dispersion: float | None = None) -> np.ndarray:
@@ -399,7 +494,8 @@ def _betabinom_simulate(mu, weights, rng: np.random.Generator, dispersion: float
 
 
 BETABINOMIAL = dataclasses.replace(BINOMIAL, name="betabinomial", canonical=False, loglik_rows=_betabinom_rows,
-                                   start_dispersion=10.0, simulate=_betabinom_simulate)
+                                   loglik_kernel=_BetaBinomRows, start_dispersion=10.0,
+                                   simulate=_betabinom_simulate)
 """k correct of n (pass@k designs) with overdispersion beside the random effects, as glmmTMB's
 ``betabinomial``; fitted by :mod:`mrcstats.models.laplace`, the dispersion φ is glmmTMB's ``sigma``."""
 
