@@ -334,6 +334,7 @@ def contrast_df(m: LmerResult, L: np.ndarray, ddf: str = "Satterthwaite") -> np.
     """Denominator df of each row l of ``L`` (one-df contrasts lᵀβ), lmerTest's ``contest1D``:
     Satterthwaite ν = 2 (lᵀVl)² / (gᵀAg), g_k = lᵀ (∂V/∂φ_k) l; or Kenward-Roger's (pbkrtest's ``Lb_ddf``,
     :class:`KenwardRoger`)."""
+    require(m, "anova.F")
     L = np.atleast_2d(np.asarray(L, float))
     if ddf_method(ddf) == "Kenward-Roger":
         kr = m.kenward_roger
@@ -354,6 +355,7 @@ def contest(m: LmerResult, L: np.ndarray, ddf: str = "Satterthwaite") -> dict[st
     if they agree to 1e-8; ν₁ when q = 1). ``ddf="Kenward-Roger"``: pbkrtest's ``KRmodcomp`` (F from the
     adjusted covariance, scaled; its df) as lmerTest. Returns ``Sum Sq``, ``Mean Sq``, ``NumDF``,
     ``DenDF``, ``F value``, ``Pr(>F)``."""
+    require(m, "anova.F")
     L = np.atleast_2d(np.asarray(L, float))
     sigma2 = m.sigma ** 2
     if ddf_method(ddf) == "Kenward-Roger":         # lmerTest's mk_Ftable(FtestU, ..., Fscale = F.scaling)
