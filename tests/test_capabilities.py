@@ -61,8 +61,8 @@ ENTRIES = _entries()
 def test_the_enumeration_finds_the_entries():
     found = {label for label, _, _ in ENTRIES}
     for must in ("confint.confint", "simulate.simulate", "emmeans.emmeans", "compare.drop1", "compare.anova",
-                 "compare.gvif", "predict.predict", "results.GlmerResult.confint", "lmm.LmerResult.confint",
-                 "lmm.LmerResult.anova", "clmm.ClmmResult.emmeans"):
+                 "compare.gvif", "predict.predict", "results.GlmerResult.confint", "lmm_results.LmerResult.confint",
+                 "lmm_results.LmerResult.anova", "lmm_tests.contest", "clmm.ClmmResult.emmeans"):
         assert must in found, must
 
 

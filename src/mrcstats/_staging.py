@@ -1,6 +1,6 @@
 """Replace a set of outputs together: build them in a hidden folder, then move them into place.
 
-Used by the report (below) and by ``export`` (:func:`mrcstats.report.eee.write_eee`: one folder output whose
+Used by the report (below) and by ``export`` (:func:`mrcstats.io.eee.write_eee_files`: one folder output whose
 existing files are all kept). A report is three outputs beside each other (``NAME.pdf``, ``NAME_tables/``, ``NAME_figures/``) that must
 stay consistent: a report killed half-way must leave the previous report whole, never new tables beside
 an old PDF. :class:`Staging` gives each output a path inside a hidden staging folder beside them

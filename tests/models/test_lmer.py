@@ -15,7 +15,8 @@ import pytest
 
 from mrcstats.errors import InputError
 from mrcstats.models import glmer
-from mrcstats.models.lmm import LmmSystem, lmer, richardson_hessian, richardson_jacobian
+from mrcstats.models.lmm import LmmSystem, lmer
+from mrcstats.models.numdiff import richardson_hessian, richardson_jacobian
 
 #: lme4's optimiser tightened (the R side of every lmer parity test)
 R_CONTROL = """ctl <- lmerControl(optimizer = "nloptwrap", optCtrl = list(xtol_abs = 1e-12, ftol_abs = 1e-14,

@@ -12,7 +12,8 @@ import pytest
 
 import mrcstats
 from mrcstats.errors import InputError
-from mrcstats.models.lmm import _doolittle, _fstat_ddf, _zapsmall, lmer
+from mrcstats.models.lmm import lmer
+from mrcstats.models.lmm_tests import _doolittle, _fstat_ddf, _zapsmall
 
 from .test_lmer import R_CONTROL, lmm_data
 

@@ -232,3 +232,16 @@ def as_frame(data: Any) -> Any:
     """``data`` as a pandas frame: Columns converted (:meth:`Columns.to_pandas`), anything else as it is. For
     what works on a fitted model's data with pandas (emmeans, predict, drop1) when the fit read Columns."""
     return data.to_pandas() if isinstance(data, Columns) else data
+
+
+def is_columns(data: Any) -> bool:
+    """True for :class:`Columns` (a table read without pandas), False for a pandas frame or anything else: the
+    one place outside the backends where a caller learns which kind of in-memory table it holds."""
+    return isinstance(data, Columns)
+
+
+def in_memory(data: Any) -> bool:
+    """A table in memory: a pandas frame, or :class:`Columns` read without pandas."""
+    pd = sys.modules.get("pandas")      # no pandas loaded: no pandas frame exists
+    return isinstance(data, Columns) or (pd is not None and isinstance(data, pd.DataFrame))
+

@@ -30,15 +30,22 @@ Records with an ``error`` are left out and counted in ``attrs["skipped"]`` (Insp
 out of its metrics). ``attrs["eee"]`` keeps the aggregate's results (``evaluation_name``,
 ``evaluation_result_id``, ``score``) -- the tool's own headline numbers.
 
-Writing: :func:`eee_records` turns a canonical log into aggregates and instance records and
-:func:`validate_eee` checks them against the bundled schemas; :func:`mrcstats.report.eee.write_eee`
-(``mrcstats export --format eee``) writes them with mrcstats' accuracy and cluster-robust SE.
+Writing: :func:`instance_record` turns a canonical row into an instance record, :func:`validate_eee` checks
+records against the bundled schemas and :func:`write_eee_files` writes the datastore layout (files staged
+beside the folder, validated before anything is written) with the aggregate results its caller computes;
+:func:`mrcstats.report.eee.write_eee` (``mrcstats export --format eee``) gives them mrcstats' accuracy and
+cluster-robust SE, or the tool's headline.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
+import shutil
+import time
 import uuid
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -318,3 +325,141 @@ def instance_record(row: dict[str, Any], *, evaluation_id: str, evaluation_name:
         "metadata": meta,
     }
     return rec
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+#: ``results(log, result_ids) -> {(evaluation, model, condition): evaluation_results entry}`` (:func:`write_eee_files`)
+ResultsFn = Callable[[pd.DataFrame, Mapping[tuple[str, str, str], str]], Mapping[tuple[str, str, str], dict[str, Any]]]
+
+
+def _segment(s: str) -> str:
+    """A path segment of the datastore layout (no slash, never empty)."""
+    return _SAFE.sub("_", s).strip("._") or "unknown"
+
+
+def is_graded(rows: pd.DataFrame) -> bool:
+    """A graded group: some row has a score but no binary outcome (``correct`` <NA>)."""
+    return "score" in rows.columns and bool((rows["correct"].isna() & rows["score"].notna()).any())
+
+
+def write_eee_files(log: Any, out_dir: str | os.PathLike, results: ResultsFn, *, evaluation_name: str | None = None,
+              source_organization_name: str = "unknown", evaluator_relationship: str = "third_party",
+              eval_library: tuple[str, str] = ("unknown", "unknown"), source_name: str | None = None,
+              retrieved_timestamp: str | None = None, exported_by: str = "mrcstats") -> list[Path]:
+    """Write ``log`` as Every Eval Ever aggregate + samples files under ``out_dir``; returns the paths written.
+
+    The files, their layout, the instance records and the aggregate's envelope are this function's; the
+    aggregate's ``evaluation_results`` entries are the caller's statistics (``mrcstats.write_eee`` gives
+    mrcstats' accuracy or the tool's headline, :mod:`mrcstats.report.eee`).
+
+    Args:
+        log: a canonical log (or a :class:`~mrcstats.io.dataset.LogDataset`: loaded with ``to_log()``).
+        out_dir: folder for ``<evaluation>/<developer>/<model>/<uuid>.json`` and ``<uuid>_samples.jsonl``.
+        results: called once with the validated log (its EEE evaluation name in an ``_evaluation`` column) and
+            the ``evaluation_result_id`` of each ``(evaluation, model, condition)`` (``accuracy[<condition>]``,
+            ``mean_score[...]`` for a graded group: :func:`is_graded`); returns each group's
+            ``evaluation_results`` entry by the same keys.
+        evaluation_name: the EEE ``evaluation_name`` of every row; default the log's ``task`` column when it
+            has one, else ``"evaluation"``. A row's ``sample_id`` is its item without ``<evaluation_name>:``.
+        source_organization_name, evaluator_relationship: ``source_metadata`` fields (``first_party``,
+            ``third_party``, ``collaborative`` or ``other``).
+        eval_library: ``(name, version)`` of the tool that ran the evaluation (e.g. ``("inspect_ai", "0.3.285")``).
+        source_name: ``source_metadata.source_name`` (default: the log's source format).
+        retrieved_timestamp: Unix time text of the export (default now); with the same value the same log
+            gives the same files (file names are derived from the evaluation id).
+        exported_by: ``source_metadata.additional_details.exported_by``.
+
+    Raises:
+        InputError: an invalid log, a bad option, a record the EEE schemas refuse, an unwritable folder.
+    """
+    from mrcstats._files import check_output_path, resolve_path
+    from mrcstats._staging import Staging
+    from mrcstats.io.schema import validate_log
+
+    if hasattr(log, "to_log") and not isinstance(log, pd.DataFrame):
+        log = log.to_log()
+    attrs = dict(getattr(log, "attrs", {}) or {})
+    log = validate_log(log)
+    if evaluator_relationship not in ("first_party", "third_party", "collaborative", "other"):
+        raise InputError(f"evaluator_relationship must be first_party, third_party, collaborative or other, got "
+                         f"{evaluator_relationship!r}")
+    if not (isinstance(eval_library, (tuple, list)) and len(eval_library) == 2):
+        raise InputError(f"eval_library must be (name, version), got {eval_library!r}")
+    if evaluation_name is not None and (not isinstance(evaluation_name, str) or not evaluation_name.strip()):
+        raise InputError(f"evaluation_name must be a non-empty name, got {evaluation_name!r}")
+    stamp = retrieved_timestamp or f"{time.time():.0f}"
+    work = log.copy()
+    if evaluation_name is not None:
+        work["_evaluation"] = evaluation_name
+    elif "task" in work.columns and work["task"].notna().all():
+        work["_evaluation"] = work["task"].astype(str)
+    else:
+        work["_evaluation"] = "evaluation"
+    rids = {(str(ev), str(model), c): ("mean_score" if is_graded(g) else "accuracy") + (f"[{c}]" if c else "")
+            for (ev, model, c), g in work.groupby(["_evaluation", "model", "condition"], sort=True)}
+    scores = results(work, rids)
+    sources = attrs.get("sources")
+    # the files the log was read from (read_log records them) are inputs: the folder may not be, hold or lie
+    # inside one; a link to a folder is followed, so the folder it names is the one merged into
+    out = resolve_path(check_output_path(out_dir, what="write_eee", kind="folder",
+                                         inputs=sources if isinstance(sources, (list, tuple)) else ()), "write_eee")
+    if out.parent == out:
+        raise InputError(f"write_eee {out_dir}: give a folder below {out}, not the root of the file system")
+    plans: list[tuple[Path, bytes]] = []
+    for (ev_name, model), part in work.groupby(["_evaluation", "model"], sort=True):
+        ev_name, model = str(ev_name), str(model)
+        evaluation_id = f"{ev_name}/{model}/{stamp}"
+        uid = stable_uuid(evaluation_id)
+        developer, _, short = model.rpartition("/")
+        folder = f"{_segment(ev_name)}/{_segment(developer or 'unknown')}/{_segment(short or model)}"
+        rid = {c: rids[ev_name, model, c] for c in part["condition"].unique()}
+        lines = []
+        for i, row in enumerate(part.to_dict("records")):
+            rec = instance_record(row, evaluation_id=evaluation_id, evaluation_name=ev_name,
+                                  evaluation_result_id=rid[row["condition"]])
+            validate_eee(rec, "instance", f"{out / folder / (uid + '_samples.jsonl')}: line {i + 1}")
+            lines.append(json.dumps(rec, ensure_ascii=False, allow_nan=False))
+        samples = ("\n".join(lines) + "\n").encode("utf-8")
+        evaluation_results = [scores[ev_name, model, cond] for cond in sorted(rid)]
+        aggregate = {
+            "schema_version": SCHEMA_VERSION,
+            "evaluation_id": evaluation_id,
+            "retrieved_timestamp": stamp,
+            "source_metadata": {"source_name": source_name or f"mrcstats export ({attrs.get('format') or 'canonical'} log)",
+                                "source_type": "evaluation_run",
+                                "source_organization_name": str(source_organization_name),
+                                "evaluator_relationship": evaluator_relationship,
+                                "additional_details": {"exported_by": exported_by}},
+            "eval_library": {"name": str(eval_library[0]), "version": str(eval_library[1])},
+            "model_info": {"name": short or model, "id": model,
+                           **({"developer": developer} if developer else {}),
+                           "additional_details": {"deployment_type": "unknown", "model_availability": "unknown"}},
+            "evaluation_results": evaluation_results,
+            "detailed_evaluation_results": {"format": "jsonl",
+                                            "file_path": f"data/{folder}/{uid}_samples.jsonl",
+                                            "hash_algorithm": "sha256",
+                                            "checksum": hashlib.sha256(samples).hexdigest(),
+                                            "total_rows": len(lines)},
+        }
+        validate_eee(aggregate, "aggregate", str(out / folder / f"{uid}.json"))
+        plans.append((out / folder / f"{uid}_samples.jsonl", samples))
+        plans.append((out / folder / f"{uid}.json",
+                      (json.dumps(aggregate, indent=2, ensure_ascii=False) + "\n").encode("utf-8")))
+    # every file is built in a staging folder beside ``out`` that replaces it at the end, the files already in
+    # ``out`` moved in (mrcstats._staging): a failure half-way leaves ``out`` as it was, never some models' files
+    with Staging(out, {"out": (out, "dir", ())}) as st:
+        root = st.path("out")
+        try:
+            root.mkdir()
+            if out.is_dir():
+                shutil.copymode(out, root)
+            for path, data in plans:
+                f = root / path.relative_to(out)
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_bytes(data)
+        except OSError as exc:
+            raise InputError(f"write_eee {out}: cannot write beside it ({exc.strerror or exc}); nothing was "
+                             f"changed") from None
+        st.commit()
+    return [path for path, _ in plans]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mrcstats.errors import InputError, ModelError
-from mrcstats.io.columns import Column, Columns, as_columns, column_from_series
+from mrcstats.io.columns import Column, Columns, as_columns, column_from_series, in_memory, is_columns
 from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.formula import _NAME_RE, ModelSpec, Response, Variable, _unquote, parse_formula
 
@@ -676,10 +675,9 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame | Columns, *,
     the arrays are the same either way.
     """
     spec = parse_formula(formula) if isinstance(formula, str) else formula
-    pd = sys.modules.get("pandas")
-    from_pandas = pd is not None and isinstance(data, pd.DataFrame)
-    if not from_pandas and not isinstance(data, Columns):
+    if not in_memory(data):
         raise InputError(f"{where}: expected a pandas DataFrame, got {type(data).__name__}")
+    from_pandas = not is_columns(data)
     src = as_columns(data)
     if not spec.random:
         raise ModelError(f"formula {spec.formula!r}: no random-effects term such as (1 | g); "

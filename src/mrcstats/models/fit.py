@@ -10,14 +10,13 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
 import time
 import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mrcstats.errors import InputError
-from mrcstats.io.columns import Columns
+from mrcstats.io.columns import Columns, as_frame, in_memory, is_columns
 from mrcstats.io.dataset import is_dataset
 from mrcstats.models.family import Family, get_family
 from mrcstats.models.formula import ModelSpec, parse_formula
@@ -59,10 +58,14 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'mrcstats.models.fit' has no attribute {name!r}")
 
 
-def in_memory(data: Any) -> bool:
-    """A table in memory: a pandas frame, or :class:`~mrcstats.io.columns.Columns` read without pandas."""
-    pd = sys.modules.get("pandas")      # no pandas loaded: no pandas frame exists
-    return isinstance(data, Columns) or (pd is not None and isinstance(data, pd.DataFrame))
+def _dataset_log(data: Any) -> bool:
+    """A log dataset (:func:`mrcstats.backends.dataset_pass` gives its row pass); an in-memory table is not
+    one, and is answered without loading the backends (nor pandas)."""
+    if in_memory(data):
+        return False
+    from mrcstats.backends import dataset_pass
+
+    return dataset_pass(data) is not None
 
 
 def choose(engine: str, backend: str | None, data: Any, scheduler: Any = None) -> tuple[str, str]:
@@ -88,7 +91,7 @@ def choose(engine: str, backend: str | None, data: Any, scheduler: Any = None) -
             backend = "memory"
         elif type(data).__name__ == "DataFrame":            # a dask.dataframe
             backend = "dask"
-        elif type(data).__name__ == "LogDataset" or (isinstance(data, str) or hasattr(data, "__fspath__")) \
+        elif _dataset_log(data) or (isinstance(data, str) or hasattr(data, "__fspath__")) \
                 and is_dataset(data):                        # a log dataset or its folder
             backend = "duckdb"
         else:                                                # anything else is refused as data below
@@ -176,10 +179,9 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
             raise InputError("family 'gaussian' is a linear mixed model (lmer): the native engine in memory, no nagq")
         from mrcstats.models.lmm import lmer
 
-        if isinstance(data, Columns):
-            data = data.to_pandas()
+        data = as_frame(data)
         return lmer(spec, data, contrasts=contrasts, levels=levels, weights=weights)  # type: ignore[return-value]
-    if backend != "memory" or type(data).__name__ == "LogDataset":
+    if backend != "memory" or _dataset_log(data):
         if fam.name != "binomial" or weights is not None or lme4_defaults:
             raise InputError(f"family {fam.name!r}: the out-of-core path (a dataset folder, backend duckdb/dask) "
                              "fits binomial models natively without weights or lme4 options; read the rows into "
@@ -192,7 +194,7 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
         raise InputError(f"glmer: data must be a pandas DataFrame (e.g. mrcstats.read_log(...) or "
                          f"mrcstats.io.read_data(...)), got {type(data).__name__}")
     n_invalid = 0
-    if not isinstance(data, Columns) and not spec.response.is_cbind and spec.response.column == "correct":
+    if not is_columns(data) and not spec.response.is_cbind and spec.response.column == "correct":
         from mrcstats.io.schema import apply_invalid, require_binary
 
         if fam.name == "binomial":     # a graded row (score, no correct) is not an invalid answer: refuse first

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mrcstats.errors import InputError, ModelError
-from mrcstats.io.columns import Columns
+from mrcstats.io.columns import Columns, is_columns
 from mrcstats.models.design import Design, build_design
 from mrcstats.models.deviance import GeneralModel, MultiFactor, ResponseData, SingleFactor
 from mrcstats.models.family import Family
@@ -197,9 +197,9 @@ def fit_rows(spec: ModelSpec, data: pd.DataFrame | Columns, *, family: Family, c
 
     t0 = time.perf_counter() if t0 is None else t0
     fam = family
-    if isinstance(data, Columns) and (engine == "lme4" or _graded(data)):
+    if is_columns(data) and (engine == "lme4" or _graded(data)):
         data = data.to_pandas()     # R's data.frame, and the graded-log check's message, read pandas frames
-    if fam.name == "binomial" and not isinstance(data, Columns):   # Columns: no graded row (above)
+    if fam.name == "binomial" and not is_columns(data):   # Columns: no graded row (above)
         from mrcstats.io.schema import require_binary
 
         require_binary(data, "glmer (binomial)")    # a graded log has no 0/1 response until thresholded

@@ -1,0 +1,598 @@
+"""The linear mixed model's profiled deviance and its optimiser, as lme4's ``lmer`` (REML or ML).
+
+Model (Bates, Mächler, Bolker & Walker 2015, J. Stat. Softw. 67(1), sec. 3): y = Xβ + ZΛθ u + ε,
+u ~ N(0, σ²I), ε ~ N(0, σ²I), Λθ block-diagonal (per random-effects term and level, the term's
+lower-triangular factor T, as :class:`~mrcstats.models.design.ReTerm`). lme4's penalised least squares
+(PLS) for fixed θ solves
+
+    [M      ΛᵀZᵀX] [u]   [ΛᵀZᵀy]        M = ΛᵀZᵀZΛ + I = L Lᵀ,
+    [XᵀZΛ   XᵀX  ] [β] = [Xᵀy  ],       RXᵀRX = XᵀX − XᵀZΛ M⁻¹ ΛᵀZᵀX,
+
+with the penalised residual sum of squares r²(θ) = ‖y − Xβ̂ − ZΛû‖² + ‖û‖² = yᵀy − ûᵀΛᵀZᵀy − β̂ᵀXᵀy, and
+the profiled deviance (lme4 ``mkLmerDevfun``; eq. 34 and 41 of the paper)
+
+    ML:    d(θ) = log|L|² + n (1 + log(2π r²/n))
+    REML:  d(θ) = log|L|² + log|RX|² + (n − p)(1 + log(2π r²/(n − p))),
+
+σ̂² = r²/n (ML) or r²/(n − p) (REML); Var(β̂) = σ̂² (RXᵀRX)⁻¹ (lme4's ``vcov``). Everything after one pass
+over the rows (the cross-products ZᵀZ, ZᵀX, Zᵀy, XᵀX, Xᵀy, yᵀy) is in the dimension of the random
+effects: the first term (most levels) is block-diagonal in M, one q₁ x q₁ block per level (closed forms
+for q₁ ≤ 2; stored component-major, levels last, so every per-level operation runs over contiguous vectors),
+the other terms are eliminated through a dense Schur complement S, as the GLMM kernels
+(:class:`~mrcstats.models.deviance.GeneralModel`) do — MixedModels.jl's blocked Cholesky factor with a
+diagonal (crossed intercepts) or block-diagonal (slopes) first block. θ minimises d by L-BFGS-B on the exact
+gradient (:meth:`LmmSystem.grad_parts`: ∂log|L|² from the diagonal blocks of M⁻¹ΛᵀZᵀZ, ∂r² by the envelope
+theorem, ∂log|RX|² from ∂RXᵀRX; lme4: derivative-free BOBYQA), polished by Newton steps whose Hessian is
+forward differences of that gradient.
+
+The tests of the fixed effects are :mod:`mrcstats.models.lmm_tests`; the fit's result and :func:`fit_lmm`
+:mod:`mrcstats.models.lmm_results`; the entry :func:`mrcstats.models.lmm.lmer`.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from scipy import linalg as sla
+from scipy import optimize
+
+from mrcstats.errors import ModelError
+from mrcstats.models.design import reterms_matrix
+from mrcstats.models.numdiff import richardson_jacobian
+
+SINGULAR_TOL = 1e-4
+DENSE_MAX = 6000             # random effects outside the first term (dense Schur complement)
+PAIRS_MAX = 30_000_000       # first-term x other-term coupling entries kept dense
+
+
+# ----------------------------------------------------------------------------- the PLS system
+
+
+def _along(T: np.ndarray, X: np.ndarray, axis: int = 0) -> np.ndarray:
+    """T applied along one axis of X: out[..., a, ...] = Σ_b T[a, b] X[..., b, ...] (T: q x q, small), as scaled
+    sums of X's slices (contiguous for axis 0, the component-major layout; no transposed copies)."""
+    q = T.shape[0]
+    if q == 1:
+        return X * T[0, 0]
+    Xv = np.moveaxis(X, axis, 0)
+    out = np.empty(X.shape)
+    ov = np.moveaxis(out, axis, 0)
+    for a in range(q):
+        acc = Xv[0] * T[a, 0]
+        for b in range(1, q):
+            if T[a, b] != 0.0:
+                acc += Xv[b] * T[a, b]
+        ov[a] = acc
+    return out
+
+
+def _sblk(M: np.ndarray, X: np.ndarray, lead: bool = False) -> np.ndarray:
+    """Per level j: M[:, :, j] @ X[:, :, j] for M (q x q x levels) and X (q x m x levels), or with ``lead``
+    X (q x levels x m): the first-term blocks component-major, every operation on contiguous runs."""
+    q = M.shape[0]
+    out = np.empty(X.shape)
+    for a in range(q):
+        acc = (M[a, 0][:, None] if lead else M[a, 0]) * X[0]
+        for b in range(1, q):
+            acc += (M[a, b][:, None] if lead else M[a, b]) * X[b]
+        out[a] = acc
+    return out
+
+
+def _lsum(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """out[i, j] = Σ X[i, ...] Y[j, ...] (the sum over the levels and any middle axis), as dot products of
+    contiguous slices."""
+    Xf = X.reshape(X.shape[0], -1)
+    Yf = Y.reshape(Y.shape[0], -1)
+    return Xf @ Yf.T
+
+
+def _combine(W: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """W[:, 0] − Σ_k β_k W[:, 1 + k] for W (q x (1 + p) x levels)."""
+    out = W[:, 0, :].copy()
+    for k, b in enumerate(beta):
+        out -= b * W[:, 1 + k, :]
+    return out
+
+
+def _sinv(D: np.ndarray) -> tuple[np.ndarray, float]:
+    """Inverses and the summed log-determinant of SPD blocks D[:, :, j] (q x q x levels); closed forms for
+    q <= 2."""
+    q = D.shape[0]
+    if q == 1:
+        return 1.0 / D, float(np.log(D[0, 0]).sum())
+    if q == 2:
+        a, b, c = D[0, 0], D[0, 1], D[1, 1]
+        det = a * c - b * b
+        out = np.empty_like(D)
+        out[0, 0] = c / det
+        out[1, 1] = a / det
+        out[0, 1] = out[1, 0] = -b / det
+        return out, float(np.log(det).sum())
+    Dm = np.ascontiguousarray(D.transpose(2, 0, 1))
+    sign, ld = np.linalg.slogdet(Dm)
+    if np.any(sign <= 0):  # pragma: no cover
+        raise ModelError("lmer: a random-effects block is not positive definite")
+    return np.ascontiguousarray(np.linalg.inv(Dm).transpose(1, 2, 0)), float(ld.sum())
+
+
+class LmmSystem:
+    """The cross-products of one LMM design and lme4's profiled deviance as a function of θ.
+
+    ``evaluate(θ)`` returns a dict: ``dev`` (REML or ML criterion), ``r2``, ``ldL2``, ``ldRX2``, ``beta``,
+    ``u`` (spherical modes), ``RXtRX``.
+    """
+
+    def __init__(self, design, reml: bool = True):
+        self.design = design
+        self.reml = bool(reml)
+        X, y = np.asarray(design.X, float), np.asarray(design.y, float)
+        self.n, self.p = X.shape
+        self.terms = list(design.re)
+        self.nth = [t.ntheta for t in self.terms]
+        self.th_off = np.concatenate([[0], np.cumsum(self.nth)]).astype(int)
+        self.qs = [t.q for t in self.terms]
+        self.nls = [t.nlevels for t in self.terms]
+        Z, self.offs = reterms_matrix(self.terms, self.n)
+        self.nq = int(self.offs[-1])
+        self.m1 = int(self.offs[1])        # first term's random effects
+        self.Q2 = self.nq - self.m1
+        if self.Q2 > DENSE_MAX:
+            raise ModelError(f"lmer: the random-effects terms after the first have {self.Q2} random effects "
+                             f"(limit {DENSE_MAX} for the dense Schur complement); simplify the model")
+        if self.Q2 and self.m1 * self.Q2 > PAIRS_MAX:
+            raise ModelError(f"lmer: the coupling of the random-effects terms would have {self.m1 * self.Q2} "
+                             f"entries (limit {PAIRS_MAX}); simplify the model")
+        ZtZ = (Z.T @ Z).tocsr()
+        self.ZtX = np.asarray(Z.T @ X)
+        self.Zty = np.asarray(Z.T @ y).ravel()
+        self.XtX = X.T @ X
+        self.Xty = X.T @ y
+        self.yty = float(y @ y)
+        self.response = _response_name(design)
+        if self.n and np.all(y == y[0]):
+            raise ModelError(f"lmer: the response {self.response} is constant (every one of the {self.n} rows is "
+                             f"{y[0]:g}): there is no variance to split between the groups and the residual (lme4 "
+                             f"returns a singular fit without a covariance matrix); check the response column")
+        q1, n1 = self.qs[0], self.nls[0]
+        # first-term diagonal blocks of ZᵀZ, component-major (q1 x q1 x levels: every per-level operation is on
+        # contiguous vectors over the levels)
+        blk = ZtZ[:self.m1, :self.m1].tocoo()
+        A11 = np.zeros((q1, q1, n1))
+        A11[blk.row % q1, blk.col % q1, blk.row // q1] = blk.data
+        self.A11 = A11
+        # the first term's rows in component-major order (row c·n1 + j holds level j's column c)
+        self._perm1 = (np.arange(n1)[None, :] * q1 + np.arange(q1)[:, None]).ravel()
+        self.A12 = (ZtZ[:self.m1, self.m1:].toarray()[self._perm1] if self.Q2 else None)
+        self.A22 = ZtZ[self.m1:, self.m1:].toarray() if self.Q2 else None
+        self.ZtR = np.column_stack([self.Zty, self.ZtX])         # Zᵀ[y X], one Λᵀ product per evaluation
+        self._ztr = (None, None)
+        self.nfev = 0
+        self._cache: dict[bytes, tuple] = {}
+
+    # ------------------------------------------------------------------ layout
+    def _split(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A (q x m) array in u's order as (first term: q1 x m x levels, the other terms: Q2 x m)."""
+        n1, q1 = self.nls[0], self.qs[0]
+        R1 = np.ascontiguousarray(R[:self.m1].reshape(n1, q1, -1).transpose(1, 2, 0))
+        return R1, np.ascontiguousarray(R[self.m1:])
+
+    def _join(self, R1: np.ndarray, R2: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`_split` (u's order)."""
+        return np.concatenate([R1.transpose(2, 0, 1).reshape(self.m1, -1), R2])
+
+    def _ztr_split(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._ztr[0] is not self.ZtR:          # (a profile's reduced system replaces ZtR)
+            self._ztr = (self.ZtR, self._split(self.ZtR))
+        return self._ztr[1]
+
+    def _as2d(self, X1: np.ndarray) -> np.ndarray:
+        """q1 x m x levels -> (q1·levels) x m (component-major rows, as A12's)."""
+        return X1.transpose(0, 2, 1).reshape(self.m1, -1)
+
+    def _as3d(self, X: np.ndarray) -> np.ndarray:
+        """(q1·levels) x m -> q1 x m x levels."""
+        return np.ascontiguousarray(X.reshape(self.qs[0], self.nls[0], -1).transpose(0, 2, 1))
+
+    # ------------------------------------------------------------------ Λ
+    def factors(self, theta: np.ndarray) -> list[np.ndarray]:
+        return [t.factor(theta[self.th_off[k]:self.th_off[k + 1]]) for k, t in enumerate(self.terms)]
+
+    def _lam(self, Ts: list[np.ndarray], v: np.ndarray) -> np.ndarray:
+        """Λ v."""
+        out = np.empty_like(v, dtype=float)
+        for k, T in enumerate(Ts):
+            sl = slice(self.offs[k], self.offs[k + 1])
+            blk = v[sl].reshape(self.nls[k], self.qs[k], -1)
+            out[sl] = _along(T, blk, 1).reshape(v[sl].shape)
+        return out
+
+    def _lam2(self, Ts, R2: np.ndarray, transpose: bool = False) -> np.ndarray:
+        """Λ₂ R2 (or Λ₂ᵀ R2) for the other terms' rows R2 (Q2 x m)."""
+        out = np.empty_like(R2)
+        for k in range(1, len(self.terms)):
+            a, b = self.offs[k] - self.m1, self.offs[k + 1] - self.m1
+            T = Ts[k].T if transpose else Ts[k]
+            out[a:b] = _along(T, R2[a:b].reshape(self.nls[k], self.qs[k], -1), 1).reshape(b - a, -1)
+        return out
+
+    def _factor(self, Ts):
+        """D⁻¹ (first-term blocks of M, q1 x q1 x levels), C = Λ₁ᵀA₁₂Λ₂, G = D⁻¹C, the Cholesky factor of
+        S = Λ₂ᵀA₂₂Λ₂ + I − CᵀG, log|M|."""
+        T1 = Ts[0]
+        q1 = self.qs[0]
+        TA = _along(T1.T, self.A11)                         # T₁ᵀA_j
+        D = _along(T1.T, np.ascontiguousarray(TA.transpose(1, 0, 2)))              # T₁ᵀA_jT₁ (A_j symmetric)
+        for a in range(q1):
+            D[a, a] += 1.0
+        Dinv, ld = _sinv(D)
+        if not self.Q2:
+            return Dinv, None, None, None, ld
+        n1 = self.nls[0]
+        C3 = _along(T1.T, self.A12.reshape(q1, n1, self.Q2))   # Λ₁ᵀA₁₂ (q1 x levels x Q2)
+        C = self._right_lam2(Ts, C3.reshape(self.m1, self.Q2))
+        B = self._right_lam2(Ts, self._right_lam2(Ts, self.A22).T) + np.eye(self.Q2)   # Λ₂ᵀ A₂₂ Λ₂ + I
+        G = _sblk(Dinv, C.reshape(q1, n1, self.Q2), lead=True).reshape(self.m1, self.Q2)
+        S = B - C.T @ G
+        try:
+            cho = sla.cho_factor(S, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:  # pragma: no cover
+            raise ModelError("lmer: the random-effects system is not positive definite") from None
+        ld += 2.0 * float(np.log(np.diag(cho[0])).sum())
+        return Dinv, C, G, cho, ld
+
+    def _right_lam2(self, Ts, A: np.ndarray) -> np.ndarray:
+        """A Λ₂ for A (m x Q2): the other terms' factors applied to A's columns."""
+        out = np.empty_like(A)
+        for k in range(1, len(self.terms)):
+            a, b = self.offs[k] - self.m1, self.offs[k + 1] - self.m1
+            if self.qs[k] == 1:
+                np.multiply(A[:, a:b], Ts[k][0, 0], out=out[:, a:b])
+                continue
+            blk = A[:, a:b].reshape(A.shape[0], self.nls[k], self.qs[k])
+            out[:, a:b] = _along(Ts[k].T, blk, 2).reshape(A.shape[0], b - a)
+        return out
+
+    def _solve(self, fac, R1: np.ndarray, R2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """M⁻¹ [R1; R2] in the split layout."""
+        Dinv, C, G, cho, _ld = fac
+        if C is None:
+            return _sblk(Dinv, R1), R2
+        y2 = sla.cho_solve(cho, R2 - G.T @ self._as2d(R1), check_finite=False)
+        return _sblk(Dinv, R1 - self._as3d(C @ y2)), y2
+
+    # ------------------------------------------------------------------ the deviance
+    def evaluate(self, theta: np.ndarray) -> dict[str, Any]:
+        self.nfev += 1
+        theta = np.asarray(theta, float)
+        Ts = self.factors(theta)
+        fac = self._factor(Ts)
+        Z1, Z2 = self._ztr_split()
+        B1 = _along(Ts[0].T, Z1)                               # Λᵀ Zᵀ[y X]
+        B2 = self._lam2(Ts, Z2, transpose=True)
+        W1, W2 = self._solve(fac, B1, B2)
+        p = self.p
+        # (Λᵀ Zᵀ[y X])ᵀ M⁻¹ (Λᵀ Zᵀ[y X]), (1 + p) x (1 + p)
+        K = B2.T @ W2
+        for a in range(self.qs[0]):
+            K = K + B1[a] @ W1[a].T
+        RtR = self.XtX - K[1:, 1:]
+        rhs = self.Xty - K[1:, 0]
+        if p:
+            try:
+                cR = sla.cho_factor(RtR, lower=False, check_finite=False)
+            except np.linalg.LinAlgError:
+                raise ModelError("lmer: the fixed-effects cross-product is not positive definite") from None
+            beta = sla.cho_solve(cR, rhs, check_finite=False)
+            ldRX2 = 2.0 * float(np.log(np.abs(np.diag(cR[0]))).sum())
+        else:
+            beta, ldRX2 = np.zeros(0), 0.0
+        r2 = self.yty - float(K[0, 0]) - float(rhs @ beta)
+        u1 = _combine(W1, beta)
+        u2 = W2[:, 0] - W2[:, 1:] @ beta
+        u = np.concatenate([u1.T.ravel(), u2])
+        if not r2 > 1e-12 * self.yty:   # below the precision of the difference above: no residual variance
+            raise ModelError(f"lmer: the response {self.response} has no residual variance (the residual sum of "
+                             f"squares is below 1e-12 of the response's): the fixed and random effects fit it "
+                             f"exactly (e.g. it is constant within every level of "
+                             f"{', '.join(repr(t.name) for t in self.terms)}), so the residual SD is 0 and the "
+                             f"likelihood unbounded (lme4 warns the model is nearly unidentifiable); check the "
+                             f"response, or leave out the term that explains it")
+        ldL2 = fac[4]
+        n = self.n
+        if self.reml:
+            nmp = n - p
+            dev = ldL2 + ldRX2 + nmp * (1.0 + math.log(2 * math.pi * r2 / nmp))
+        else:
+            dev = ldL2 + n * (1.0 + math.log(2 * math.pi * r2 / n))
+        return {"dev": dev, "r2": r2, "ldL2": ldL2, "ldRX2": ldRX2, "beta": beta, "u": u, "RXtRX": RtR,
+                "fac": fac, "Ts": Ts, "W": (W1, W2), "u_split": (u1, u2)}
+
+    def deviance(self, theta) -> float:
+        return self.evaluate(theta)["dev"]
+
+    def deviance_grad(self, theta) -> tuple[float, np.ndarray]:
+        """d(θ) and its exact gradient (:meth:`grad_parts`)."""
+        e = self.evaluate(theta)
+        dL, dr2, dRX, _ = self.grad_parts(e)
+        g = dL + (self.n - self.p if self.reml else self.n) / e["r2"] * dr2
+        if self.reml:
+            g = g + dRX
+        return e["dev"], g
+
+    def grad_parts(self, e: dict[str, Any], drtr: bool = False):
+        """The exact derivatives in θ of log|L|², r² and log|RX|² at an :meth:`evaluate` result, and (``drtr``)
+        of RXᵀRX, one array per θ entry.
+
+        With A = ZᵀZ, B = ZᵀX, c = Zᵀy, W_X = M⁻¹ΛᵀB, û, β̂ the PLS solution and dΛ = ∂Λ/∂θ_k (the term's
+        block-diagonal E_ij): ∂log|L|² = 2 tr(M⁻¹ΛᵀA dΛ), the diagonal blocks of M⁻¹ΛᵀA from the block
+        inverse [[D⁻¹ + GS⁻¹Gᵀ, −GS⁻¹], [−S⁻¹Gᵀ, S⁻¹]] (G = D⁻¹C); ∂r² = −2 resᵀ dΛ û with res = c − Bβ̂ − AΛû
+        (the envelope theorem: β̂, û minimise r²); ∂RXᵀRX = −(Vᵀ dΛ W_X + W_Xᵀ dΛᵀ V) with V = B − AΛW_X, so
+        ∂log|RX|² = −2 tr((RXᵀRX)⁻¹ Vᵀ dΛ W_X) (Bates et al. 2015, sec. 3, differentiated)."""
+        Ts, beta = e["Ts"], e["beta"]
+        W1, W2 = e["W"]
+        u1, u2 = e["u_split"]
+        Dinv, _C, G, cho, _ld = e["fac"]
+        n1, q1, p, m1, Q2 = self.nls[0], self.qs[0], self.p, self.m1, self.Q2
+        T1 = Ts[0]
+        Z1, Z2 = self._ztr_split()
+        # A Λ W in the split layout
+        Y1 = _along(T1, W1)
+        Y2 = self._lam2(Ts, W2)
+        AY1 = _sblk(self.A11, Y1)
+        if Q2:
+            AY1 += self._as3d(self.A12 @ Y2)
+            AY2 = self.A12.T @ self._as2d(Y1) + self.A22 @ Y2
+        else:
+            AY2 = Y2
+        Ri = np.linalg.inv(e["RXtRX"]) if p else np.zeros((0, 0))
+        # first term
+        ZA1 = Z1 - AY1
+        res1 = _combine(ZA1, beta)
+        V1 = ZA1[:, 1:, :]
+        Wx1 = W1[:, 1:, :]
+        F1 = np.stack([Ri @ Wx1[c] for c in range(q1)])                  # (W_X Ri) per component
+        TA = _along(T1.T, self.A11)
+        Q = [sum(Dinv[:, s] @ TA[s].T for s in range(q1))]                  # Σ D_j⁻¹ T₁ᵀ A_j
+        RU = [res1 @ u1.T]
+        VF = [_lsum(V1, F1)]
+        if Q2:
+            Sinv = sla.cho_solve(cho, np.eye(Q2), check_finite=False)
+            GSi = G @ Sinv
+            LG = _along(T1, G.reshape(q1, n1, Q2))
+            H1t = _sblk(self.A11, LG, lead=True).reshape(m1, Q2) - self._right_lam2(Ts, self.A12)  # A₁₁Λ₁G − A₁₂Λ₂
+            Q[0] = Q[0] + _lsum(GSi.reshape(q1, -1), H1t.reshape(q1, -1))
+            C0 = _along(T1.T, self.A12.reshape(q1, n1, Q2)).reshape(m1, Q2)   # Λ₁ᵀA₁₂
+            H2 = self._right_lam2(Ts, self.A22).T - G.T @ C0                               # Λ₂ᵀA₂₂ − GᵀΛ₁ᵀA₁₂
+            res2 = (Z2[:, 0] - AY2[:, 0]) - (Z2[:, 1:] - AY2[:, 1:]) @ beta
+            V2 = Z2[:, 1:] - AY2[:, 1:]
+            F2 = W2[:, 1:] @ Ri
+            for k in range(1, len(self.terms)):
+                a, b = self.offs[k] - m1, self.offs[k + 1] - m1
+                nk, qk = self.nls[k], self.qs[k]
+                Q.append(np.tensordot(Sinv[a:b].reshape(nk, qk, Q2), H2[:, a:b].T.reshape(nk, qk, Q2),
+                                      axes=([0, 2], [0, 2])))
+                RU.append(res2[a:b].reshape(nk, qk).T @ u2[a:b].reshape(nk, qk))
+                VF.append(np.tensordot(V2[a:b].reshape(nk, qk, p), F2[a:b].reshape(nk, qk, p),
+                                       axes=([0, 2], [0, 2])))
+        nth = int(self.th_off[-1])
+        dL, dr2, dRX = np.empty(nth), np.empty(nth), np.empty(nth)
+        dR = [] if drtr else None
+        for k, t in enumerate(self.terms):
+            for m, (i, j) in enumerate(t._tri()):
+                o = self.th_off[k] + m
+                dL[o] = 2.0 * Q[k][j, i]
+                dr2[o] = -2.0 * RU[k][i, j]
+                dRX[o] = -2.0 * VF[k][i, j]
+                if drtr:
+                    if k == 0:
+                        P = V1[i] @ Wx1[j].T
+                    else:
+                        a, b = self.offs[k] - m1, self.offs[k + 1] - m1
+                        nk, qk = self.nls[k], self.qs[k]
+                        P = (V2[a:b].reshape(nk, qk, p)[:, i, :].T
+                             @ W2[a:b, 1:].reshape(nk, qk, p)[:, j, :])
+                    dR.append(-(P + P.T))
+        return dL, dr2, dRX, dR
+
+    def _pieces(self, theta: np.ndarray) -> tuple[float, float, float, np.ndarray]:
+        """(log|L|², r², log|RX|², RXᵀRX) at θ, remembered (the numerical derivatives in (θ, σ) revisit each θ)."""
+        theta = np.asarray(theta, float)
+        key = theta.tobytes()
+        hit = self._cache.get(key)
+        if hit is None:
+            e = self.evaluate(theta)
+            hit = (e["ldL2"], e["r2"], e["ldRX2"], e["RXtRX"])
+            if len(self._cache) > 1024:
+                self._cache.clear()
+            self._cache[key] = hit
+        return hit
+
+    # ------------------------------------------------------------------ lmerTest's functions of (θ, σ)
+    def devfun_vp(self, varpar: np.ndarray) -> float:
+        """lmerTest's ``devfun_vp``: the deviance at (θ, σ), β and u profiled."""
+        sigma2 = float(varpar[-1]) ** 2
+        ldL2, r2, ldRX2, _ = self._pieces(varpar[:-1])
+        e = {"ldL2": ldL2, "r2": r2, "ldRX2": ldRX2}
+        n, p = self.n, self.p
+        dev = e["ldL2"] + e["r2"] / sigma2 + n * math.log(2 * math.pi * sigma2)
+        if self.reml:
+            dev += e["ldRX2"] - p * math.log(2 * math.pi * sigma2)
+        return dev
+
+    def varpar_hessian(self, theta: np.ndarray, sigma: float) -> np.ndarray:
+        """The Hessian of :meth:`devfun_vp` at (θ, σ): the θθ block by central differences (steps 1e-4·|θ|) of the
+        exact θ-gradient (:meth:`grad_parts`: ∂log|L|² + ∂r²/σ² [+ ∂log|RX|²]), the σ row exactly
+        (∂²/∂σ² = 6r²/σ⁴ − 2ν/σ², ∂²/∂θ∂σ = −2 ∂r²/σ³, ν = n [− p]). lmerTest's numDeriv Hessian of the same
+        function, from far fewer deviance evaluations."""
+        theta = np.asarray(theta, float)
+        s2 = sigma * sigma
+
+        def gth(th):
+            dL, dr2, dRX, _ = self.grad_parts(self.evaluate(th))
+            return dL + dr2 / s2 + (dRX if self.reml else 0.0)
+
+        k = len(theta)
+        H = np.empty((k + 1, k + 1))
+        Htt = richardson_jacobian(gth, theta, r=1, d=1e-4)
+        H[:k, :k] = 0.5 * (Htt + Htt.T)
+        e = self.evaluate(theta)
+        dr2 = self.grad_parts(e)[1]
+        nu = self.n - self.p if self.reml else self.n
+        H[:k, k] = H[k, :k] = -2.0 * dr2 / sigma ** 3
+        H[k, k] = 6.0 * e["r2"] / s2 ** 2 - 2.0 * nu / s2
+        return H
+
+    def covbeta_jacobian(self, e: dict[str, Any], sigma: float) -> np.ndarray:
+        """∂ vec(σ² (RXᵀRX)⁻¹) / ∂(θ, σ) exactly (p² x (len θ + 1)): −σ² R⁻¹ ∂RXᵀRX R⁻¹ per θ entry
+        (:meth:`grad_parts`), 2σ R⁻¹ for σ (R = RXᵀRX; lmerTest's numDeriv Jacobian of ``get_covbeta``)."""
+        Ri = np.linalg.inv(e["RXtRX"]) if self.p else np.zeros((0, 0))
+        dR = self.grad_parts(e, drtr=True)[3]
+        cols = [(-(sigma * sigma) * Ri @ d @ Ri).ravel() for d in dR]
+        cols.append((2.0 * sigma * Ri).ravel())
+        return np.column_stack(cols)
+
+    def covbeta(self, varpar: np.ndarray) -> np.ndarray:
+        """lmerTest's ``get_covbeta``: σ² (RXᵀRX(θ))⁻¹, flattened."""
+        RtR = self._pieces(varpar[:-1])[3]
+        return (float(varpar[-1]) ** 2 * np.linalg.inv(RtR)).ravel()
+
+    def condvar(self, e: dict[str, Any]) -> list[np.ndarray]:
+        """Per term the blocks of Λ M⁻¹ Λᵀ (levels x q x q), to be scaled by σ² (lme4's ``condVar``)."""
+        Dinv, C, G, cho, _ld = e["fac"]
+        Ts = e["Ts"]
+        out = []
+        n1, q1 = self.nls[0], self.qs[0]
+        blocks1 = np.ascontiguousarray(Dinv.transpose(2, 0, 1))
+        if C is not None:
+            Sinv = sla.cho_solve(cho, np.eye(self.Q2), check_finite=False)
+            GS = (G @ Sinv).reshape(q1, n1, self.Q2)
+            blocks1 = blocks1 + np.einsum("ajs,bjs->jab", GS, G.reshape(q1, n1, self.Q2))
+        out.append(np.matmul(np.matmul(Ts[0], blocks1), Ts[0].T))
+        for k in range(1, len(self.terms)):
+            qk, o = self.qs[k], self.offs[k] - self.m1
+            idx = o + np.arange(self.nls[k])[:, None] * qk + np.arange(qk)[None, :]
+            blocks = Sinv[idx[:, :, None], idx[:, None, :]]
+            out.append(np.matmul(np.matmul(Ts[k], blocks), Ts[k].T))
+        return out
+
+
+def _response_name(design: Any) -> str:
+    """The response's column as quoted in messages (``'score'``), or ``the response`` when unknown."""
+    try:
+        return repr(design.info.spec.response.column)
+    except AttributeError:
+        return "(y)"
+
+
+
+
+# ----------------------------------------------------------------------------- the optimiser
+
+
+def reduced_system(sys_: LmmSystem, j: int, b: float) -> LmmSystem:
+    """The ML system of the model with β_j fixed at b (lme4's profile: an offset b·x_j, x_j dropped from X), from
+    the cross-products alone."""
+    import copy
+
+    r = copy.copy(sys_)
+    keep = np.delete(np.arange(sys_.p), j)
+    xj = sys_.ZtX[:, j]
+    r.Zty = sys_.Zty - b * xj
+    r.ZtX = np.ascontiguousarray(sys_.ZtX[:, keep])
+    r.yty = sys_.yty - 2 * b * sys_.Xty[j] + b * b * sys_.XtX[j, j]
+    r.Xty = sys_.Xty[keep] - b * sys_.XtX[keep, j]
+    r.XtX = sys_.XtX[np.ix_(keep, keep)]
+    r.p = sys_.p - 1
+    r.ZtR = np.column_stack([r.Zty, r.ZtX])
+    r._cache = {}
+    return r
+
+
+
+def min_theta(sys_: LmmSystem, th0: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """θ minimising sys_'s profiled deviance from th0 (L-BFGS-B; the exact gradient for one term)."""
+    return lbfgs_theta(sys_.deviance_grad, th0, lower,
+                        {"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9, "maxcor": 20})[0]
+
+
+def lbfgs_theta(fg, th0: np.ndarray, lower: np.ndarray, options: Mapping[str, Any]):
+    """L-BFGS-B on θ (diagonal entries ≥ 0), restarted off the boundary while that lowers the deviance.
+
+    The deviance is even in each diagonal entry of T whose column below it is zero, so the exact gradient there
+    is 0 at the bound and a bound-constrained descent that reaches it stops: each diagonal entry at 0 is probed
+    at 0.01 and 0.1 and the descent restarted from the first probe that is lower (lme4's derivative-free
+    BOBYQA moves off such points by itself)."""
+    bounds = [(0.0 if lo == 0 else None, None) for lo in lower]
+    r = optimize.minimize(fg, np.maximum(th0, lower), jac=True, method="L-BFGS-B", bounds=bounds, options=options)
+    th = np.maximum(r.x, lower)
+    fval = fg(th)[0]
+    for _ in range(5):
+        moved = False
+        for i in np.flatnonzero((lower == 0) & (th <= 1e-8)):
+            for probe in (1e-2, 1e-1):
+                t = th.copy()
+                t[i] = probe
+                if fg(t)[0] < fval - 1e-10:
+                    r = optimize.minimize(fg, t, jac=True, method="L-BFGS-B", bounds=bounds, options=options)
+                    tn = np.maximum(r.x, lower)
+                    fn = fg(tn)[0]
+                    if fn < fval:
+                        th, fval, moved = tn, fn, True
+                    break
+            if moved:
+                break
+        if not moved:
+            break
+    return th, r
+
+
+def optimise_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
+    """θ̂ minimising the profiled deviance: :func:`lbfgs_theta` on the exact gradient, then Newton steps on the
+    free parameters (those off the boundary) whose Hessian is forward differences of that gradient.
+    Returns (θ̂, scipy's L-BFGS-B result, converged: the projected gradient below 2e-3)."""
+    fg = sys_.deviance_grad
+
+    def grad(th):
+        return fg(th)[1]
+
+    th, r = lbfgs_theta(fg, th0, lower, {"maxiter": 1000, "ftol": 1e-12, "gtol": 1e-7, "maxcor": 20})
+    fval, g_end = fg(th)
+    converged = bool(np.all(np.abs(np.where((lower == 0) & (th <= 1e-8), np.minimum(g_end, 0), g_end)) < 2e-3))
+    # Newton polish on the free parameters (those off the boundary), the Hessian by forward differences of the
+    # exact gradient
+    for _ in range(8):
+        free = ~((lower == 0) & (th <= 1e-8))
+        if not free.any():
+            break
+        idx = np.flatnonzero(free)
+        g = g_end[idx]
+        H = np.empty((len(idx), len(idx)))
+        for a, i in enumerate(idx):           # forward differences (Newton's step needs no more)
+            h = 1e-6 * max(1.0, abs(th[i]))
+            tp = th.copy()
+            tp[i] += h
+            H[:, a] = (grad(tp)[idx] - g_end[idx]) / h
+        H = 0.5 * (H + H.T)
+        try:
+            step = np.linalg.solve(H, g)
+        except np.linalg.LinAlgError:
+            break
+        tn = th.copy()
+        tn[idx] = th[idx] - step
+        tn = np.maximum(tn, lower)
+        fn, gn = fg(tn)
+        if fn <= fval and np.max(np.abs(tn - th)) > 0:
+            moved = np.max(np.abs(tn - th))
+            th, fval, g_end = tn, fn, gn
+            if moved < 1e-10:
+                break
+        else:
+            break
+    return th, r, converged
+
+
+__all__ = ["DENSE_MAX", "PAIRS_MAX", "SINGULAR_TOL", "LmmSystem", "lbfgs_theta", "min_theta", "optimise_theta",
+           "reduced_system"]
