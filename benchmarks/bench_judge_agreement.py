@@ -28,6 +28,7 @@ import argparse
 import ast
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -60,7 +61,11 @@ def load(root: Path):
     dices = {"name": "DICES-350 safety", "ratings": wide(dl), "levels": ["No", "Yes", "Unsure"],
              "cheap": np.array([majority(x, ["Yes", "No", "Unsure"]) == "Yes" for x in dl], dtype=float),
              "gold": np.array([gold[i] == "Yes" for i in ids], dtype=float), "what": "share safe (expert)"}
-    med = pd.read_csv(root / "data/medical-safety/original_data/medicheck-crowd.csv")
+    med_csv = root / "data/medical-safety/original_data/medicheck-crowd.csv"
+    if not med_csv.is_file():       # a partial checkout (the snapshot may lack large files): say so, go on
+        print(f"note: {med_csv} not found; medical-safety left out", file=sys.stderr)
+        return [dices]
+    med = pd.read_csv(med_csv)
     ml = [ast.literal_eval(s) for s in med["query-cws"]]
     keep = [len(x) > 0 and isinstance(e, str) for x, e in zip(ml, med["query-expert"])]
     ml = [x for x, k in zip(ml, keep) if k]
