@@ -91,4 +91,7 @@ def test_judge_analysis_needs_human_and_judge(tmp_path):
         load_spec(tmp_path / "s.yaml")
     (tmp_path / "s.yaml").write_text("logs: [log.csv]\nanalyses: [{type: judge, human: human, judge: [gpt, gpt]}]\n")
     with pytest.raises(InputError, match="named twice"):
-        build_report(tmp_path / "s.yaml", tmp_path / "r.pdf")
+        build_report(tmp_path / "s.yaml", tmp_path / "r.pdf", on_error="raise")
+    # by default a failing analysis is skipped with a note and the report is still written (issue 36)
+    res = build_report(tmp_path / "s.yaml", tmp_path / "r2.pdf")
+    assert len(res.failed) == 1 and "named twice" in res.failed[0]

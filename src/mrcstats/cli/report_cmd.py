@@ -81,6 +81,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _headline_text(h: dict) -> str:
+    from mrcstats._pformat import p_clause
+
     lines = []
     for name, g in (h.get("glmm") or {}).items():
         lines.append(f"GLMM {name}: estimate (truth)")
@@ -90,7 +92,7 @@ def _headline_text(h: dict) -> str:
         w = g.get("wald_truth") or {}
         lines.append(f"  max |estimate - truth| = {g['max_abs_error']:.3f}; largest |z| against the truth "
                      f"{max((abs(v) for v in g.get('z_truth', {}).values()), default=float('nan')):.2f}; joint Wald chi2({w.get('df')}) = "
-                     f"{w.get('chi2', float('nan')):.2f}, p = {w.get('p', float('nan')):.3g}")
+                     f"{w.get('chi2', float('nan')):.2f}, {p_clause(w.get('p'))}")
     return "\n".join(lines)
 
 
