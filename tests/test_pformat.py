@@ -103,6 +103,12 @@ def p_formatting_outside_the_home(root: Path = SRC) -> list[str]:
                 txt = ast.get_source_segment(src, n.value) or ""
                 if _P_EXPR.search(txt) and (rel, txt) not in _NOT_P:
                     found.append(f"{rel}:{n.lineno}: f-string {txt!r} with a format spec")
+            elif isinstance(n, ast.JoinedStr):     # "p = {format_pval(x)}" prints "p = < 2.2e-16": p_clause
+                for a, b in zip(n.values, n.values[1:]):
+                    if (isinstance(a, ast.Constant) and isinstance(a.value, str) and re.search(r"=\s*$", a.value)
+                            and isinstance(b, ast.FormattedValue) and isinstance(b.value, ast.Call)
+                            and getattr(b.value.func, "id", getattr(b.value.func, "attr", "")) == "format_pval"):
+                        found.append(f"{rel}:{n.lineno}: '= ' before format_pval (use p_clause)")
             elif isinstance(n, ast.Dict):
                 for k, v in zip(n.keys, n.values):
                     if (isinstance(k, ast.Constant) and isinstance(k.value, str) and _P_COL.match(k.value)
@@ -124,6 +130,8 @@ def test_the_scan_finds_hand_formatted_p_values(tmp_path):
     (tmp_path / "m.py").write_text('def f(p, r):\n    a = f"p = {p:.3g}"\n    b = f"{r[\'p\']:.4f}"\n'
                                    '    c = {"p": "{:.3g}", "Pr(>|z|)": "{:.4f}"}\n    return "< 2e-16"\n')
     assert len(p_formatting_outside_the_home(tmp_path)) == 5
+    (tmp_path / "n.py").write_text('def g(x):\n    return f"chi2, p = {format_pval(x)}"\n')
+    assert len(p_formatting_outside_the_home(tmp_path)) == 6
 
 
 def test_p_clause_is_print_htest():

@@ -284,7 +284,7 @@ class JudgeBias(Result):
                 "tests": plain_records(self.tests[list(BIAS_TEST_FIELDS)]), "notes": list(self.notes)}
 
     def summary(self) -> str:
-        from mrcstats._pformat import format_pval
+        from mrcstats._pformat import p_clause
 
         conf = f"{100 * (1 - self.alpha):g}%"
         words = {"over": "over-rating (judge > human)", "disagree": "disagreement (judge != human)"}
@@ -293,7 +293,7 @@ class JudgeBias(Result):
                   f"items, with {conf} Wald CIs")]
         for t in self.tests.itertuples(index=False):
             lines.append(f"  {words.get(t.outcome, t.outcome)}: no model effect, LRT chi2 = {_num(t.chisq)} on "
-                         f"{t.df} df, p = {format_pval(t.p)}; item SD {_num(t.sd_item)} ({t.n} rows, {t.n_items} items)")
+                         f"{t.df} df, {p_clause(t.p)}; item SD {_num(t.sd_item)} ({t.n} rows, {t.n_items} items)")
             for r in self.table[self.table["outcome"] == t.outcome].itertuples(index=False):
                 lines.append(f"    {r.model}: {r.count}/{r.n} observed ({_num(r.rate)}); average item {_num(r.prob)} "
                              f"[{_num(r.prob_low)}, {_num(r.prob_high)}]; marginal {_num(r.marginal)} "

@@ -151,7 +151,7 @@ class SensitivityResult(Result):
                 "pairs": plain_records(self.pairs), "notes": list(self.notes)}
 
     def summary(self) -> str:
-        from mrcstats._pformat import format_pval
+        from mrcstats._pformat import p_clause
 
         def f(x: float) -> str:
             return f"{x:.4f}" if math.isfinite(x) else "NA"
@@ -167,7 +167,7 @@ class SensitivityResult(Result):
                          f"{f(r.q100_high)}]; range {f(r.range)} [{f(r.range_low)}, {f(r.range_high)}]; rank "
                          f"{r.rank_min:g}..{r.rank_max:g}")
         lines.append(f"Rank stability across templates: Kendall's W = {f(self.w)} [{f(self.w_low)}, {f(self.w_high)}] "
-                     f"(Friedman chi2 = {f(self.chi2)} on {self.df} df, p = {format_pval(self.p)}); template pairs "
+                     f"(Friedman chi2 = {f(self.chi2)} on {self.df} df, {p_clause(self.p)}); template pairs "
                      f"ordering two {self.by}s alike: {f(self.concordance)} [{f(self.concordance_low)}, "
                      f"{f(self.concordance_high)}]")
         lines += [f"  note: {n}" for n in self.notes]
