@@ -101,9 +101,11 @@ def test_judge_json_ppi_beside_human_and_judge_only(capsys, tmp_path):
     p = tmp_path / "judge.csv"
     d = _judge_log(4)
     d.to_csv(p, index=False)
-    code, out, err = _run(capsys, "judge", p, "--human", "human", "--judge", "judge", "--bootstrap", "0", "--json")
+    code, out, err = _run(capsys, "judge", p, "--human", "human", "--judge", "judge", "--bootstrap", "0", "--json",
+                          "--ppi", "plain")
     assert code == 0, err
     res = json.loads(out)
+    assert res["ppi"] == "plain" and "lambda = 1" in res["ppi_rule"]
     m1 = res["models"][0]
     assert m1["model"] == "m1" and m1["n"] == 400 and m1["n_labelled"] == 120
     # PPI = judge mean on all + mean(human - judge) on the labelled rows
@@ -113,6 +115,20 @@ def test_judge_json_ppi_beside_human_and_judge_only(capsys, tmp_path):
     assert m1["ppi_low"] < m1["ppi_mean"] < m1["ppi_high"]
     assert m1["ppi_high"] - m1["ppi_low"] < m1["human_high"] - m1["human_low"]   # the judge's labels help
     assert {x["statistic"] for x in res["agreement"]["statistics"]} >= {"cohen_kappa", "krippendorff_alpha"}
+
+
+def test_judge_ppi_choices_are_the_methods(capsys, tmp_path):
+    """--ppi offers exactly PPI_METHODS (the parser does not import the statistics), default crossfit."""
+    from mrcstats.cli import build_parser
+    from mrcstats.stats.judge import PPI_METHODS
+
+    sub = next(a for a in build_parser()._actions if a.choices and "judge" in a.choices).choices["judge"]
+    act = next(a for a in sub._actions if "--ppi" in a.option_strings)
+    assert set(act.choices) == set(PPI_METHODS) and act.default == "crossfit"
+    p = tmp_path / "judge.csv"
+    _judge_log(4).to_csv(p, index=False)
+    code, out, err = _run(capsys, "judge", p, "--human", "human", "--judge", "judge", "--bootstrap", "0")
+    assert code == 0 and "PPI++ cross-fit" in out and "crossfit 0." in out, err
 
 
 def test_judge_no_overlap_exit_2(capsys, tmp_path):

@@ -5,7 +5,7 @@ and :mod:`mrcstats.stats.judge`).
   [--level nominal|ordinal|interval|ratio] [--levels a,b,c] [--bootstrap B] [--seed S] [--alpha A] [--json]``
   -> ``{"level", "categories", "raters", "n_items", "statistics": [...], "indices", "marginals", "notes"}``;
 * ``mrcstats judge LOG --human COL --judge COL[,COL,...] [--combine majority|mean] [--model-col COL]
-  [--item-col COL] [--target population|rows] [--tune] [--width W] [--level ...] [--json]``
+  [--item-col COL] [--target population|rows] [--ppi crossfit|tuned|plain] [--width W] [--level ...] [--json]``
   -> ``{"human", "judge", "models": [{model, judge_*, human_*, rectifier, ppi_*}], "agreement": {...}}``, with
   ``--item-col`` ``"bias": {"models": [{outcome, model, rate, prob, ...}], "tests": [...]}``, and with
   several judges (the table and agreement then the panel's) ``"panel": {"judges", "correlation", "pairs",
@@ -75,9 +75,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target", choices=("population", "rows"), default="population",
                    help="population: the model's expected human score (Angelopoulos et al. 2023); rows: its mean "
                         "human score over these rows (finite-population SEs)")
-    p.add_argument("--tune", action="store_true",
-                   help="power-tuned PPI++ (lambda = the judge's regression slope on the labelled rows); default "
-                        "plain PPI (lambda = 1)")
+    p.add_argument("--ppi", choices=("crossfit", "tuned", "plain"), default="crossfit",
+                   help="the PPI weight lambda: crossfit (default; PPI++ with lambda cross-fitted over 5 seeded folds "
+                        "of the labelled rows, t(n-1) CI), tuned (PPI++ with lambda fitted on the labelled rows "
+                        "themselves: under-covers at small n) or plain (lambda = 1)")
     p.add_argument("--width", type=float, metavar="W",
                    help="target full CI width: the human labels each model would need, human-only and with PPI")
     _common(p)
@@ -129,7 +130,7 @@ def _judge(args: argparse.Namespace) -> int:
     levels = _levels(args)
     data = _read(args, args.log)
     res = judge(data, human=args.human, judge=judges[0] if len(judges) == 1 else judges, model=args.model_col,
-                level=args.level or "nominal", levels=levels, alpha=args.alpha, target=args.target, tune=args.tune,
+                level=args.level or "nominal", levels=levels, alpha=args.alpha, target=args.target, ppi=args.ppi,
                 width=args.width, bootstrap=args.bootstrap, seed=args.seed, combine=args.combine,
                 item=args.item_col, source=str(args.log))
     return output(args, res.to_dict(), res.summary())

@@ -12,7 +12,7 @@ from mrcstats.report import figures as F
 from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output, filter_note
 from mrcstats.report.tables import Table
 from mrcstats.stats.agreement import LEVELS
-from mrcstats.stats.judge import COMBINE, TARGETS, calibration, judge, panel_scores
+from mrcstats.stats.judge import COMBINE, PPI_METHODS, PPI_RULES, TARGETS, calibration, judge, panel_scores
 
 _NONE = type(None)
 
@@ -35,7 +35,8 @@ class Judge(Analysis):
         "model": Key((str,), "model", help="log column naming the model"),
         "level": Key((str,), "nominal", choices=LEVELS, help="level of measurement of the labels"),
         "target": Key((str,), "population", choices=TARGETS),
-        "tune": Key((bool,), False, help="power-tuned PPI++"),
+        "ppi": Key((str,), "crossfit", choices=PPI_METHODS, help="the PPI weight: crossfit (PPI++ with a "
+                                                                   "cross-fitted lambda), tuned (PPI++) or plain"),
         "combine": Key((str, _NONE), None, choices=COMBINE, help="the panel's score: majority or mean"),
         "bootstrap": Key((int,), 1000, help="resamples of the labelled rows for the bootstrap CIs"),
         "item": Key((str, _NONE), "item", help="log column naming the item: the judge's bias per model (GLMMs with "
@@ -53,7 +54,7 @@ class Judge(Analysis):
         data = ctx.rows(a)
         judges = a.get("judge")
         res = judge(data, human=a.get("human"), judge=judges if isinstance(judges, str) else list(judges),
-                    model=a.get("model"), level=a.get("level"), target=a.get("target"), tune=a.get("tune"),
+                    model=a.get("model"), level=a.get("level"), target=a.get("target"), ppi=a.get("ppi"),
                     combine=a.get("combine"), bootstrap=a.get("bootstrap"), seed=ctx.seed, item=a.get("item"),
                     source=f"{a.where} (judge)")
         out = Output(a.get("title") or self.title)
@@ -85,11 +86,12 @@ class Judge(Analysis):
             "Model": ppi["model"], "Judge": ppi["judge"], "N": ppi["n"], "Labelled": ppi["n_labelled"],
             "Judge only": ppi["judge_mean"], "Judge CI": [_ci(lo, hi) for lo, hi in zip(ppi.judge_low, ppi.judge_high)],
             "Human only": ppi["human_mean"], "Human CI": [_ci(lo, hi) for lo, hi in zip(ppi.human_low, ppi.human_high)],
-            "PPI": ppi["ppi_mean"], "PPI CI": [_ci(lo, hi) for lo, hi in zip(ppi.ppi_low, ppi.ppi_high)]})
+            "PPI": ppi["ppi_mean"], "PPI CI": [_ci(lo, hi) for lo, hi in zip(ppi.ppi_low, ppi.ppi_high)],
+            "PPI rule": ppi["ppi_method"]})
         p = p.sort_values(["Model"], kind="stable")
         out.table(Table(p, caption=f"Each model's mean score on the human scale: the judge's mean over all rows "
                         f"(biased when the judge is), the humans' over the labelled rows, and the prediction-powered "
-                        f"mean (PPI{'++' if res.tune else ''}; target: {res.target}) with {conf} CIs"
+                        f"mean ({PPI_RULES[res.ppi]}; target: {res.target}) with {conf} CIs"
                         + (", for each judge and for the panel." if pan else "."), label=f"a{a.index}_judge_ppi",
                         stub=2, formats={"N": "{:.0f}", "Labelled": "{:.0f}", "Judge only": "{:.3f}",
                                          "Human only": "{:.3f}", "PPI": "{:.3f}"}))
@@ -117,13 +119,14 @@ class Judge(Analysis):
                                            "k_eff_ci": [pan.k_eff_low, pan.k_eff_high]}
         for nt in res.notes:
             out.note(nt)
-        out.headline["judge"] = {"judge": res.judge, "models": res.table[["model", "ppi_mean", "ppi_low",
+        out.headline["judge"] = {"judge": res.judge, "ppi": res.ppi, "models": res.table[["model", "ppi_mean", "ppi_low",
                                                                           "ppi_high"]].to_dict(orient="records")}
         out.methods.append(
             f"LLM judge against human labels{filter_note(a.get('filter'))}: agreement on the rows both scored "
             "(Cohen's κ with the Fleiss–Cohen–Everitt SE, Krippendorff's α and Gwet's AC1 with Gwet's SEs); each "
             "model's prediction-powered mean (Angelopoulos et al. 2023): the judge's mean over all rows plus the mean "
-            "human − judge difference on the labelled rows, normal CI; the judge's bias per model as binomial GLMMs of "
+            f"human − judge difference on the labelled rows weighted by λ, rule {PPI_RULES[res.ppi]} (PPI++: "
+            "Angelopoulos, Duchi & Zrnic 2023; cross-fitting: Zrnic & Candès 2024); the judge's bias per model as binomial GLMMs of "
             "over-rating and disagreement on the model with item random intercepts (Laplace, as lme4's glmer) and "
             "their likelihood-ratio tests"
             + ("; for several judges the correlation of their errors (judge − human) on the labelled rows with "
