@@ -436,7 +436,7 @@ def test_crossfit_small_labelled_sets():
     assert ppi_lambdas(f[:3], f[:3]).shape == (3,)                       # fewer rows than folds: n folds
     assert np.isnan(ppi_critical("crossfit", 1))
     est, se, _ = ppi_mean(f, f[:2], f[:2] * 0.5)
-    assert np.isfinite(est)
+    assert np.isfinite(est) and np.isfinite(se)                      # two rows: λ = 1 in both folds
     with pytest.raises(InputError, match="ppi must be one of"):
         ppi_mean(f, f, f, method="xfit")
     with pytest.raises(InputError, match="seed must be"):
