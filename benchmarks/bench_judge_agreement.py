@@ -15,10 +15,10 @@ item fill rater columns in their listed order -- the files do not say which crow
 Part 2 -- prediction-powered means: the cheap label on every item is the crowd majority, the gold label the
 expert's; the quantity is the share of items the expert calls safe (DICES) or serious-or-critical
 (medical-safety). For n in {50, 100, 200}, ``--reps`` random gold subsets of size n (without replacement);
-the truth is the mean expert label over all items. Reported: coverage of the 95% interval and its mean width,
-for the PPI mean and the power-tuned PPI++ mean (``mrcstats.stats.judge.ppi_mean``) with target "rows" (the
-finite set of items: the truth here) and "population" (Angelopoulos et al. 2023), and for the gold-only mean
-(finite-population SE for "rows", plain for "population").
+the truth is the mean expert label over all items. Reported: coverage of the 95% interval and its mean width
+(target "rows": the finite set of items, the truth here) for the gold-only mean (finite-population SE), plain
+PPI (lambda = 1), PPI++ with lambda fitted on the same labelled rows, and PPI++ with lambda cross-fitted over 5
+folds and a t(n-1) interval (the default rule of ``mrcstats judge``; ``mrcstats.stats.judge.ppi_mean``).
 
 Usage: python benchmarks/bench_judge_agreement.py ROOT [--reps 200] [--seed 1]
 """
@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 import mrcstats
-from mrcstats.stats.judge import ppi_mean
+from mrcstats.stats.judge import ppi_critical, ppi_mean
 
 RISK = ["Not medical", "Non-serious", "Serious", "Critical"]
 
@@ -95,31 +95,35 @@ def part1(ds) -> list[str]:
 
 
 def part2(ds, reps: int, seed: int) -> list[str]:
-    """Coverage / mean width of each 95% interval; columns: PPI, PPI++ (tuned) and gold-only, for the rows
-    target (the truth here) and the population target."""
-    cols = [("PPI rows", "rows", False), ("PPI++ rows", "rows", True), ("gold rows", "rows", None),
-            ("PPI pop.", "population", False), ("PPI++ pop.", "population", True), ("gold pop.", "population", None)]
-    out = ["| data | n | truth | " + " | ".join(f"{c[0]}: cover / width" for c in cols) + " |",
-           "|---|---|---|" + "---|" * len(cols)]
+    """Coverage / mean width of each 95% interval, target "rows" (the truth here: the mean over these items), one
+    row per data set, n and method: gold-only (finite-population SE, normal CI), plain PPI (λ = 1, normal), PPI++
+    with λ fitted on the same labelled rows (normal) and PPI++ with λ cross-fitted over 5 folds (t(n-1)), each as
+    ``mrcstats.stats.judge`` computes it (``ppi_mean`` and ``ppi_critical``)."""
+    methods = [("gold only", None), ("PPI (lambda = 1)", "plain"), ("PPI++ same-fold", "tuned"),
+               ("PPI++ cross-fit", "crossfit")]
+    out = ["| data | n | method | coverage | mean width | width / gold-only |", "|---|---|---|---|---|---|"]
     z = 1.959963984540054
     for d in ds:
         f, y = d["cheap"], d["gold"]
         N, truth = len(y), float(y.mean())
         for n in (50, 100, 200):
             rng = np.random.default_rng([seed, n, len(y)])
-            res = [[0, 0.0] for _ in cols]
-            for _ in range(reps):
+            res = [[0, 0.0] for _ in methods]
+            for rep in range(reps):
                 lab = rng.choice(N, n, replace=False)
-                for j, (_, target, tune) in enumerate(cols):
-                    if tune is None:
-                        est = y[lab].mean()
-                        se = y[lab].std(ddof=1) * math.sqrt((1 - n / N if target == "rows" else 1.0) / n)
+                for j, (_, method) in enumerate(methods):
+                    if method is None:
+                        est, q = y[lab].mean(), z
+                        se = y[lab].std(ddof=1) * math.sqrt((1 - n / N) / n)
                     else:
-                        est, se, _ = ppi_mean(f, f[lab], y[lab], target=target, tune=tune)
-                    res[j][0] += abs(est - truth) <= z * se
-                    res[j][1] += 2 * z * se
-            cells = [f"{100 * c / reps:.1f}% / {w / reps:.3f}" for c, w in res]
-            out.append(f"| {d['name']} | {n} | {truth:.3f} | " + " | ".join(cells) + " |")
+                        est, se, _ = ppi_mean(f, f[lab], y[lab], target="rows", method=method, seed=seed, key=rep)
+                        q = ppi_critical(method, n)
+                    res[j][0] += abs(est - truth) <= q * se
+                    res[j][1] += 2 * q * se
+            gold_w = res[0][1] / reps
+            for (name, _), (c, w) in zip(methods, res):
+                out.append(f"| {d['name']} | {n} | {name} | {100 * c / reps:.1f}% | {w / reps:.3f} | "
+                           f"{w / reps / gold_w:.2f} |")
     return out
 
 
@@ -135,7 +139,7 @@ def main() -> None:
         agree = float((d["cheap"] == d["gold"]).mean())
         print(f"{d['name']}: crowd majority vs expert agree on {agree:.3f} of {len(d['gold'])} items; "
               f"{d['what']} = {d['gold'].mean():.3f}, crowd majority says {d['cheap'].mean():.3f}")
-    print(f"\nCoverage of 95% intervals over {a.reps} random gold subsets (seed {a.seed}):")
+    print(f"\nCoverage of 95% intervals (target rows) over {a.reps} random gold subsets (seed {a.seed}):")
     print("\n".join(part2(ds, a.reps, a.seed)))
 
 

@@ -19,7 +19,8 @@ def test_agreement_doc_examples_run(tmp_path, monkeypatch, capsys):
     objs = [json.loads(ln) for ln in out.splitlines() if ln.startswith('{"human"')]   # each --json line: one object
     assert len(objs) == 2
     one = objs[0]
-    assert one["target"] == "rows" and one["tune"] is True and len(one["models"]) == 2
+    assert one["target"] == "rows" and one["ppi"] == "plain" and len(one["models"]) == 2
+    assert "PPI++ cross-fit (lambda from 5 folds" in out          # the default rule, named in the summaries
     panel = objs[1]["panel"]
     assert panel["judges"] == ["gpt", "claude", "llama"] and panel["k_eff"] < 3
     assert (tmp_path / "judge.pdf").is_file() and (tmp_path / "judge_figures" / "a0_judge_correlation.pdf").is_file()
