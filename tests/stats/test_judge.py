@@ -307,7 +307,8 @@ def test_judge_bias_guards_and_output(capsys, tmp_path):
     assert one.bias.tests["chisq"].isna().all() and "fewer than two models" in " ".join(one.bias.notes)
     cont = d.assign(judge=d["judge"] * 0.9 + 0.05)
     r = judge(cont, human="human", judge="judge", item="item", level="interval", bootstrap=0)
-    assert r.bias is None and any("bias per model: not fitted" in n for n in r.notes)
+    assert len(r.bias.tests) == 0 and any("GLMMs not fitted" in n for n in r.bias.notes)   # the LMM instead
+    assert r.bias.shift is not None
     # CLI: text and one JSON object
     from mrcstats.cli import main
     p = tmp_path / "log.csv"
@@ -441,3 +442,103 @@ def test_crossfit_small_labelled_sets():
         ppi_mean(f, f, f, method="xfit")
     with pytest.raises(InputError, match="seed must be"):
         ppi_mean(f, f, f, seed=-1)
+
+
+# ------------------------------------------------------------------------ judge bias on a score's own scale (LMM)
+def _scaled_log(seed: int = 4, items: int = 60, shift=(0.0, 0.6, -0.2)) -> pd.DataFrame:
+    """Three models' answers to ``items`` items scored 1-10 (continuous) by humans on the first 45 items; the
+    judge adds an item effect (some items are judged harshly for everyone) and over-scores model m by
+    ``shift[m]``."""
+    rng = np.random.default_rng(seed)
+    harsh = rng.normal(0, 0.5, items)
+    rows = []
+    for k, m in enumerate("abc"):
+        y = np.clip(rng.normal(5 + k, 1.5, items), 1, 10)
+        f = y + shift[k] + harsh + rng.normal(0, 0.4, items)
+        for i in range(items):
+            rows.append({"model": m, "item": f"q{i}", "judge": float(f[i]), "human": float(y[i]) if i < 45 else np.nan})
+    return pd.DataFrame(rows)
+
+
+_LMM_R = r"""
+suppressMessages(library(lmerTest))
+a <- commandArgs(TRUE)
+df <- read.csv(a[1], stringsAsFactors = TRUE)
+ctl <- lmerControl(optimizer = "nloptwrap", optCtrl = list(xtol_abs = 1e-12, ftol_abs = 1e-14,
+                                                           xtol_rel = 1e-12, ftol_rel = 1e-15, maxeval = 100000))
+m1 <- lmer(diff ~ 0 + model + (1 | item), df, control = ctl)
+m2 <- lmer(diff ~ model + (1 | item), df, control = ctl)
+s <- summary(m1)$coefficients
+out <- function(sec, nm, v) cat(paste(sec, nm, sprintf("%.17g", v), sep = "\t"), sep = "\n")
+out("fixef", rownames(s), s[, "Estimate"])
+out("se", rownames(s), s[, "Std. Error"])
+out("df", rownames(s), s[, "df"])
+a2 <- anova(m2)
+out("anova", c("F", "NumDF", "DenDF", "p"), c(a2[1, "F value"], a2[1, "NumDF"], a2[1, "DenDF"], a2[1, "Pr(>F)"]))
+vc <- as.data.frame(VarCorr(m1))
+out("sd", vc$grp, vc$sdcor)
+"""
+
+
+def test_judge_bias_lmm_equals_lme4(rscript, tmp_path):
+    """For scores on a scale the LMM of judge − human (δ_m, SE, Satterthwaite df; the F test of no model effect;
+    item and residual SDs) equals lme4/lmerTest on the same rows."""
+    import subprocess
+
+    d = _scaled_log()
+    res = judge(d, human="human", judge="judge", item="item", level="interval", bootstrap=0)
+    b = res.bias
+    assert b.shift is not None and len(b.table) == 0            # fractional scores: no GLMMs, the LMM
+    assert any("GLMMs not fitted" in n for n in b.notes)
+    lab = d[d["human"].notna()]
+    frame = pd.DataFrame({"diff": lab["judge"] - lab["human"], "model": lab["model"], "item": lab["item"]})
+    csv, script = tmp_path / "d.csv", tmp_path / "lmm.R"
+    frame.to_csv(csv, index=False)
+    script.write_text(_LMM_R)
+    out = subprocess.run([rscript, str(script), str(csv)], capture_output=True, text=True, timeout=600, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    r: dict = {}
+    for line in out.stdout.splitlines():
+        sec, name, val = line.split("\t")
+        r.setdefault(sec, {})[name] = float(val)
+    t = b.shift.set_index("model")
+    for m in "abc":
+        assert t.loc[m, "estimate"] == pytest.approx(r["fixef"][f"model{m}"], abs=1e-6), m
+        assert t.loc[m, "se"] == pytest.approx(r["se"][f"model{m}"], rel=1e-4), m
+        assert t.loc[m, "df"] == pytest.approx(r["df"][f"model{m}"], rel=1e-4), m
+        assert t.loc[m, "mean_diff"] == pytest.approx(frame.loc[frame["model"] == m, "diff"].mean(), abs=1e-12)
+    test = b.shift_test
+    assert test["F"] == pytest.approx(r["anova"]["F"], rel=1e-5)
+    assert test["num_df"] == r["anova"]["NumDF"] == 2
+    assert test["den_df"] == pytest.approx(r["anova"]["DenDF"], rel=1e-4)
+    assert test["p"] == pytest.approx(r["anova"]["p"], rel=1e-4, abs=1e-12)
+    assert test["sd_item"] == pytest.approx(r["sd"]["item"], abs=1e-5)
+    assert test["sd_resid"] == pytest.approx(r["sd"]["Residual"], abs=1e-6)
+    # the judge over-scores b by 0.6 more than a: the estimates and the test see it
+    assert t.loc["b", "ci_low"] < t.loc["b", "estimate"] < t.loc["b", "ci_high"]
+    assert t.loc["b", "estimate"] - t.loc["a", "estimate"] == pytest.approx(0.6, abs=0.2) and test["p"] < 1e-6
+
+
+def test_judge_bias_lmm_output_and_guards(capsys, tmp_path):
+    d = _scaled_log()
+    res = judge(d, human="human", judge="judge", item="item", level="interval", bootstrap=0)
+    text = res.summary()
+    assert "LMM (judge - human) ~ 0 + model + (1 | item)" in text and "F = " in text and "on 2 and" in text
+    shift = res.to_dict()["bias"]["shift"]
+    assert [m["model"] for m in shift["models"]] == ["a", "b", "c"] and shift["test"]["num_df"] == 2
+    # ordinal scores (1-5): both the GLMMs and the LMM; 0/1 labels: the GLMMs only
+    ordn = d.assign(judge=np.clip(np.round(d["judge"] / 2), 1, 5), human=np.clip(np.round(d["human"] / 2), 1, 5))
+    r = judge(ordn, human="human", judge="judge", item="item", level="ordinal", bootstrap=0)
+    assert r.bias.shift is not None and len(r.bias.tests) == 2
+    binary = _biased_log()
+    assert judge(binary, human="human", judge="judge", item="item", bootstrap=0).bias.shift is None
+    # one model: not fitted, a note; the CLI's JSON carries it
+    one = judge(d[d["model"] == "a"], human="human", judge="judge", item="item", level="interval", bootstrap=0)
+    assert one.bias.shift["estimate"].isna().all() and any("fewer than two models" in n for n in one.bias.notes)
+    from mrcstats.cli import main
+    p = tmp_path / "log.csv"
+    d.to_csv(p, index=False)
+    assert main(["judge", str(p), "--human", "human", "--judge", "judge", "--item-col", "item", "--level", "interval",
+                 "--bootstrap", "0", "--json"]) == 0
+    import json
+    assert json.loads(capsys.readouterr().out)["bias"]["shift"]["test"]["F"] > 10

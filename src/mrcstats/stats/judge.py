@@ -82,7 +82,17 @@ per model ``plogis(β_m)`` -- the rate at an item of average difficulty to judge
 read beside the observed rate when items differ much (``plogis(β_m)`` then lies far below it) -- and the likelihood-ratio test of ``β_1 = … = β_M`` against ``~ 1 + (1 | item)``
 (χ² on ``M − 1`` df; lme4's ``anova``). A judge that favours a model over-rates it more often than the others.
 The labels must take a few values (0/1, or a scale): at the interval and ratio levels with fractional scores
-``f ≠ y`` almost everywhere and the GLMM is not fitted.
+``f ≠ y`` almost everywhere and the GLMMs are not fitted.
+
+For scores on a scale (any score other than 0/1: ordinal ratings, or continuous scores) the judge's bias is
+also read on the score's own scale: the signed difference ``e_i = f_i − y_i`` on the labelled rows fitted as a
+linear mixed model ``e_{mi} = δ_m + u_i + ε_{mi}``, ``u_i ~ N(0, σ²_item)``, ``ε ~ N(0, σ²)`` (lme4's
+``lmer(diff ~ 0 + model + (1 | item))``, REML; :func:`mrcstats.models.lmer`; :class:`JudgeBias`'s ``shift``):
+per model ``δ_m`` -- how much the judge over-scores that model's answers at an item of average judging
+difficulty (0: no bias) -- with its SE, Satterthwaite df and ``t``-interval (lmerTest's ``summary``;
+Kuznetsova, Brockhoff & Christensen 2017), and the F test of ``δ_1 = … = δ_M`` (lmerTest's
+``anova(lmer(diff ~ model + (1 | item)))``, Satterthwaite denominator df). A judge that favours a model
+over-scores it more than the others.
 
 Calibration (:func:`calibration`): on the labelled rows, the judge's score cut into bins (each distinct score
 its own bin when there are at most ``bins`` of them, else ``bins`` quantile bins), and per bin the mean judge
@@ -113,6 +123,8 @@ __all__ = [
     "COMBINE",
     "JUDGE_FIELDS",
     "PAIR_FIELDS",
+    "SHIFT_FIELDS",
+    "SHIFT_TEST_FIELDS",
     "PPI_FOLDS",
     "PPI_METHODS",
     "PPI_RULES",
@@ -160,6 +172,10 @@ BIAS_FIELDS = ("outcome", "model", "n", "count", "rate", "logit", "se", "prob", 
                "marginal_low", "marginal_high")
 #: the columns of ``JudgeBias.tests`` (one row per outcome: the LRT of no model effect)
 BIAS_TEST_FIELDS = ("outcome", "chisq", "df", "p", "sd_item", "n", "n_items")
+#: the columns of ``JudgeBias.shift`` (scores on a scale: one row per model, the LMM of judge − human)
+SHIFT_FIELDS = ("model", "n", "mean_diff", "estimate", "se", "df", "ci_low", "ci_high")
+#: the keys of ``JudgeBias.shift_test`` (the F test of no model effect in that LMM)
+SHIFT_TEST_FIELDS = ("F", "num_df", "den_df", "p", "sd_item", "sd_resid", "n", "n_items")
 
 
 def effective_judges(k: int, rho: float) -> float:
@@ -370,16 +386,27 @@ class JudgeBias(Result):
     item: str = "item"
     alpha: float = 0.05
     notes: tuple = ()
+    shift: pd.DataFrame | None = field(default=None, repr=False)
+    shift_test: dict | None = field(default=None, repr=False)
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
     def to_dict(self) -> dict[str, Any]:
         """``{"item", "alpha", "formula", "models": [{outcome, model, n, count, rate, logit, se, prob, prob_low,
-        prob_high, marginal, marginal_low, marginal_high}], "tests": [{outcome, chisq, df, p, sd_item, n, n_items}], "notes"}``."""
-        return {"item": self.item, "alpha": self.alpha, "formula": "<outcome> ~ 0 + model + (1 | item)",
-                "models": plain_records(self.table[list(BIAS_FIELDS)]),
-                "tests": plain_records(self.tests[list(BIAS_TEST_FIELDS)]), "notes": list(self.notes)}
+        prob_high, marginal, marginal_low, marginal_high}], "tests": [{outcome, chisq, df, p, sd_item, n, n_items}],
+        "notes"}``, and for scores on a scale ``"shift": {"formula", "models": [{model, n, mean_diff, estimate, se,
+        df, ci_low, ci_high}], "test": {F, num_df, den_df, p, sd_item, sd_resid, n, n_items}}``."""
+        out = {"item": self.item, "alpha": self.alpha, "formula": "<outcome> ~ 0 + model + (1 | item)",
+               "models": plain_records(self.table[list(BIAS_FIELDS)]),
+               "tests": plain_records(self.tests[list(BIAS_TEST_FIELDS)]), "notes": list(self.notes)}
+        if self.shift is not None:
+            test = self.shift_test or {}
+            out["shift"] = {"formula": "judge - human ~ 0 + model + (1 | item)",
+                            "models": plain_records(self.shift[list(SHIFT_FIELDS)]),
+                            "test": plain_records(pd.DataFrame([{k: test.get(k, float("nan"))
+                                                                  for k in SHIFT_TEST_FIELDS}]))[0]}
+        return out
 
     def summary(self) -> str:
         from mrcstats._pformat import p_clause
@@ -396,6 +423,16 @@ class JudgeBias(Result):
                 lines.append(f"    {r.model}: {r.count}/{r.n} observed ({_num(r.rate)}); average item {_num(r.prob)} "
                              f"[{_num(r.prob_low)}, {_num(r.prob_high)}]; marginal {_num(r.marginal)} "
                              f"[{_num(r.marginal_low)}, {_num(r.marginal_high)}]")
+        if self.shift is not None:
+            t = self.shift_test or {}
+            lines.append(f"  judge - human on the score's scale: LMM (judge - human) ~ 0 + model + (1 | {self.item}) "
+                         f"(REML, as lme4's lmer); no model effect, F = {_num(t.get('F'))} on {t.get('num_df')} "
+                         f"and {_num(t.get('den_df'))} df (Satterthwaite), {p_clause(t.get('p', float('nan')))}; "
+                         f"item SD {_num(t.get('sd_item'))}, residual SD {_num(t.get('sd_resid'))}")
+            for r in self.shift.itertuples(index=False):
+                lines.append(f"    {r.model}: observed mean {_num(r.mean_diff)} ({r.n} rows); average item "
+                             f"{_num(r.estimate)} [{_num(r.ci_low)}, {_num(r.ci_high)}] (SE {_num(r.se)}, "
+                             f"df {_num(r.df)})")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -441,11 +478,13 @@ def calibration(f: np.ndarray, y: np.ndarray, bins: int = 10, alpha: float = 0.0
 
 
 def judge_bias(f: np.ndarray, y: np.ndarray, groups: np.ndarray, items: np.ndarray, *, item: str = "item",
-               alpha: float = 0.05) -> JudgeBias:
+               alpha: float = 0.05, discrete: bool = True, scale: bool | None = None) -> JudgeBias:
     """The judge's bias per model (module docstring) from the judge's (``f``) and humans' (``y``) scores on the
     labelled rows, their model (``groups``) and item (``items``): one binomial GLMM per outcome of
-    :data:`BIAS_OUTCOMES` with the LRT of no model effect. An outcome that never (or always) occurs is not
-    fitted (a note says so); nor is one with fewer than two models."""
+    :data:`BIAS_OUTCOMES` with the LRT of no model effect (``discrete``: the scores take a few values; else
+    the GLMMs are not fitted and a note says why). An outcome that never (or always) occurs is not
+    fitted (a note says so); nor is one with fewer than two models. ``scale`` (default: any score other than
+    0/1): also the LMM of ``f − y`` on the model with item random intercepts (``shift``, ``shift_test``)."""
     from mrcstats._dist import norm_ppf
     from mrcstats.models import anova, glmer
 
@@ -456,7 +495,15 @@ def judge_bias(f: np.ndarray, y: np.ndarray, groups: np.ndarray, items: np.ndarr
     frame = pd.DataFrame({"model": groups, "item": np.asarray(items).astype(str)})
     rows, tests, notes = [], [], []
     top = float(np.nanmax(np.concatenate([f, y]))) if len(f) else 0.0
+    if scale is None:
+        scale = not bool(np.isin(np.concatenate([f, y]), (0.0, 1.0)).all())
+    shift, shift_test = _shift_lmm(f - y, frame, order, alpha, notes) if scale else (None, None)
+    if not discrete:
+        notes.append("judge bias (over, disagree): GLMMs not fitted (fractional scores: judge and human differ on "
+                     "almost every row); read the LMM of judge - human")
     for outcome, ind, keep in (("over", f > y, y < top), ("disagree", f != y, np.ones(len(y), dtype=bool))):
+        if not discrete:
+            break
         d = frame.assign(y=ind.astype(int))[keep]
         counts = d.groupby("model", sort=False)["y"].agg(["size", "sum"]).reindex(order, fill_value=0)
         base = [{"outcome": outcome, "model": m, "n": int(counts.loc[m, "size"]), "count": int(counts.loc[m, "sum"]),
@@ -505,7 +552,56 @@ def judge_bias(f: np.ndarray, y: np.ndarray, groups: np.ndarray, items: np.ndarr
                          "labelled row: their log-odds are not finite (separation), read their rate, not the GLMM's")
     return JudgeBias(table=pd.DataFrame(rows, columns=list(BIAS_FIELDS)),
                      tests=pd.DataFrame(tests, columns=list(BIAS_TEST_FIELDS)), item=item, alpha=alpha,
-                     notes=tuple(notes))
+                     notes=tuple(notes), shift=shift, shift_test=shift_test)
+
+
+def _shift_lmm(e: np.ndarray, frame: pd.DataFrame, order: list, alpha: float, notes: list
+               ) -> tuple[pd.DataFrame, dict]:
+    """The LMM of the judge − human difference ``e`` on the model with item random intercepts (module docstring):
+    per model the observed mean and ``δ_m`` with SE, Satterthwaite df and t-interval; the F test of equal
+    ``δ_m``. Not fitted (NaNs and a note) with fewer than two models or a constant difference."""
+    from mrcstats._dist import t_ppf
+    from mrcstats.errors import ModelError
+    from mrcstats.models import lmer
+    from mrcstats.models.lmm_tests import contest
+
+    d = frame.assign(diff=np.asarray(e, dtype=float))
+    stats = d.groupby("model", sort=False)["diff"].agg(["size", "mean"]).reindex(order)
+    present = [m for m in order if stats.loc[m, "size"] > 0]
+    nan = float("nan")
+    base = [{"model": m, "n": int(stats.loc[m, "size"]) if m in present else 0,
+             "mean_diff": float(stats.loc[m, "mean"]) if m in present else nan} for m in order]
+    test = dict.fromkeys(SHIFT_TEST_FIELDS, nan) | {"num_df": max(len(present) - 1, 0), "n": len(d),
+                                                    "n_items": int(d["item"].nunique())}
+    empty = [{**b, **dict.fromkeys(SHIFT_FIELDS[3:], nan)} for b in base]
+    why = ("fewer than two models" if len(present) < 2 else
+           "judge - human is the same on every labelled row" if np.ptp(d["diff"].to_numpy()) == 0 else None)
+    if why is None:
+        try:
+            m1 = lmer("diff ~ 0 + model + (1 | item)", d, levels={"model": present})
+        except ModelError as exc:
+            why = f"lmer failed ({exc})"
+    if why is not None:
+        notes.append(f"judge bias (judge - human LMM): not fitted ({why})")
+        return pd.DataFrame(empty, columns=list(SHIFT_FIELDS)), test
+    rows = []
+    for b in base:
+        name = f"model{b['model']}"
+        if name not in m1.fixef.index:
+            rows.append({**b, **dict.fromkeys(SHIFT_FIELDS[3:], nan)})
+            continue
+        est, se, df = float(m1.fixef[name]), float(m1.se[name]), float(m1.df[name])
+        q = float(t_ppf(1 - alpha / 2, df))
+        rows.append({**b, "estimate": est, "se": se, "df": df, "ci_low": est - q * se, "ci_high": est + q * se})
+    k = len(present)
+    L = np.zeros((k - 1, k))
+    L[:, 0] = 1.0
+    L[np.arange(k - 1), np.arange(1, k)] = -1.0
+    ft = contest(m1, L)
+    test.update(F=float(ft["F value"]), num_df=int(ft["NumDF"]), den_df=float(ft["DenDF"]), p=float(ft["Pr(>F)"]),
+                sd_item=float(m1.theta.iloc[0] * m1.sigma), sd_resid=float(m1.sigma))
+    notes += [f"judge bias (judge - human LMM): {msg}" for msg in m1.messages]
+    return pd.DataFrame(rows, columns=list(SHIFT_FIELDS)), test
 
 
 def _expit(x: float) -> float:
@@ -816,10 +912,6 @@ def _one_judge(y: np.ndarray, f: np.ndarray, lab: np.ndarray, groups: np.ndarray
     if items is not None:
         fl, yl = f[lab], y[lab]
         discrete = level in ("nominal", "ordinal") or bool((fl == np.round(fl)).all() and (yl == np.round(yl)).all())
-        if discrete:
-            bias = judge_bias(fl, yl, groups[lab], items[lab], item=str(item), alpha=alpha)
-        else:
-            notes.append("judge bias per model: not fitted (fractional scores at the interval/ratio level: judge and "
-                         "human differ on almost every row)")
+        bias = judge_bias(fl, yl, groups[lab], items[lab], item=str(item), alpha=alpha, discrete=discrete)
     return JudgeResult(table=pd.DataFrame(rows, columns=list(JUDGE_FIELDS)), agreement=agr, human=human,
                        judge=name, alpha=alpha, target=target, ppi=ppi, width=width, notes=tuple(notes), bias=bias)
