@@ -45,6 +45,7 @@ def test_judge_analysis_panel(tmp_path):
     assert panel.loc[["small", "large"], "PPI"].to_numpy() == pytest.approx(
         want.loc[["small", "large"], "ppi_mean"].to_numpy(), abs=5e-4)
     assert set(ppi["Judge"]) == {"gpt", "claude", "llama", "panel (majority)"}
+    assert set(ppi["PPI rule"]) == {"crossfit"}                          # the default rule, named per row
     agr = pd.read_csv(tmp_path / "r_tables" / "a0_judge_agreement.csv")
     kap = agr[(agr["Judge"] == "gpt") & (agr["Statistic"] == "cohen_kappa")]["Estimate"].iloc[0]
     assert kap == pytest.approx(ref.panel.per_judge[0].agreement.estimate("cohen_kappa", "none"), abs=5e-4)
@@ -75,6 +76,13 @@ def test_judge_analysis_calibration_figure(tmp_path):
                                      "level: interval, bootstrap: 0, bins: 5}\n")
     build_report(tmp_path / "s.yaml", tmp_path / "r.pdf")
     assert (tmp_path / "r_figures" / "a0_judge_calibration.pdf").is_file()
+    # a graded score: the judge's bias as the LMM of judge − human, the API's numbers
+    from mrcstats import judge
+
+    shift = pd.read_csv(tmp_path / "r_tables" / "a0_judge_shift.csv").set_index("Model")
+    ref = judge(d, human="human", judge="score", item="item", level="interval", bootstrap=0).bias.shift
+    assert shift.loc[list(ref["model"]), "LMM"].to_numpy() == pytest.approx(ref["estimate"].to_numpy(), abs=5e-4)
+    assert not (tmp_path / "r_tables" / "a0_judge_bias.csv").exists()         # fractional scores: no GLMMs
     lab = d[d["human"].notna()]
     cal = calibration(lab["score"].to_numpy(), lab["human"].to_numpy(), bins=5)
     assert len(cal) == 5 and cal["n"].sum() == len(lab)

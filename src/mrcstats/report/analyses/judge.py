@@ -182,6 +182,27 @@ class Judge(Analysis):
             for t in b.tests.itertuples(index=False):
                 tests.append(f"{j}, {words[t.outcome]}: χ²({t.df}) = {_n(t.chisq)}, {_p(t.p)}")
         item = parts[0][1].item
+        shifts = [(j, b) for j, b in parts if b.shift is not None]
+        if shifts:
+            srows, stests = [], []
+            for j, b in shifts:
+                for r in b.shift.itertuples(index=False):
+                    srows.append({"Judge": j, "Model": r.model, "Rows": r.n, "Observed": r.mean_diff,
+                                  "LMM": r.estimate, "CI": _ci(r.ci_low, r.ci_high)})
+                t = b.shift_test or {}
+                stests.append(f"{j}: F({t.get('num_df')}, {_n(t.get('den_df', math.nan), 1)}) = "
+                              f"{_n(t.get('F', math.nan))}, {_p(t.get('p', math.nan))}")
+            out.table(Table(pd.DataFrame(srows), caption=(
+                f"The judge's bias per model on the score's scale: judge − human on the labelled rows, observed mean "
+                f"and the model's shift at an average item from the LMM (judge − human) ~ 0 + model + (1 | {item}) "
+                f"(REML) with {conf} t-intervals (Satterthwaite df). F tests of no model effect: "
+                + "; ".join(stests) + "."), label=f"a{a.index}_judge_shift", stub=2,
+                formats={"Rows": "{:.0f}", "Observed": "{:.3f}", "LMM": "{:.3f}"}))
+        if not rows:
+            for _, b in parts:
+                for nt in b.notes:
+                    out.note(nt)
+            return
         out.table(Table(pd.DataFrame(rows), caption=(
             f"The judge's bias per model on the labelled rows: over-rating (judge above the human, on the rows where "
             f"it can be: for 0/1 labels its false-positive rate) and disagreement (judge ≠ human); observed counts, "
