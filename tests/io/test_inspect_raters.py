@@ -62,3 +62,73 @@ def test_cli_reads_an_inspect_log_as_raters(capsys):
     assert main(["agreement", str(LOG), "--item", "item", "--rater", "rater", "--rating", "rating",
                  "--bootstrap", "0", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["raters"] == ["match", "strict", "lenient"]
+
+
+# ------------------------------------------------------- scorers holding several graders' values (a panel, a dict)
+PANEL_DIR = HERE / "panel"
+PANEL = PANEL_DIR / "panel.eval"
+PANEL_MANIFEST = json.loads((PANEL_DIR / "manifest.json").read_text(encoding="utf-8"))
+
+
+def test_panel_manifest_is_the_tools():
+    assert PANEL_MANIFEST["tool"] == "inspect-ai" and PANEL_MANIFEST["version"] == "0.3.285"
+    assert PANEL_MANIFEST["status"] == "success"
+
+
+def test_grader_panel_and_dict_scorer_read_as_several_judges():
+    """``model_graded_qa(model=[g1, g2, g3])``: the panel (Inspect's majority) and each vote (``panel/1`` ..) are
+    raters; a dict-valued scorer is one rater per key (``duo/gpt``, ``duo/claude``); each equals the scripted
+    grades, and each rater's mean equals Inspect's own accuracy for it (the dict's per key)."""
+    d = read_inspect_raters(PANEL)
+    assert tuple(d.columns) == RATER_COLUMNS
+    assert list(dict.fromkeys(d["rater"])) == ["match", "panel", "panel/1", "panel/2", "panel/3", "duo/gpt",
+                                               "duo/claude"]
+    for s in PANEL_MANIFEST["samples"]:
+        rows = d[d["sample_id"] == str(s["id"])].set_index("rater")
+        for j, g in enumerate(s["panel"]):
+            assert rows.loc[f"panel/{j + 1}", "value"] == g and pd.isna(rows.loc[f"panel/{j + 1}", "grader"])
+        majority = max(set(s["panel"]), key=s["panel"].count)
+        assert rows.loc["panel", "value"] == majority
+        for k, g in s["duo"].items():
+            assert rows.loc[f"duo/{k}", "rating"] == (1.0 if g == "C" else 0.0)
+        assert (rows["answer"] == s["answer"]).all()
+    acc = {sc["name"]: sc["metrics"]["accuracy"] for sc in PANEL_MANIFEST["scores"] if "accuracy" in sc["metrics"]}
+    assert set(acc) == {"match", "panel", "gpt", "claude"}
+    for rater, name in (("match", "match"), ("panel", "panel"), ("duo/gpt", "gpt"), ("duo/claude", "claude")):
+        assert d[d["rater"] == rater]["rating"].mean() == pytest.approx(acc[name]), rater
+    # choosing by scorer keeps all its raters; by rater name, that one
+    assert set(read_inspect_raters(PANEL, scorers=["duo"])["rater"]) == {"duo/gpt", "duo/claude"}
+    assert set(read_inspect_raters(PANEL, scorers=["panel/2", "match"])["rater"]) == {"panel/2", "match"}
+    w = raters_wide(d)
+    assert list(w.columns)[3:] == ["match", "panel", "panel/1", "panel/2", "panel/3", "duo/gpt", "duo/claude"]
+
+
+def test_cli_judges_a_panels_graders(capsys):
+    assert main(["judge", str(PANEL), "--human", "match", "--judge", "panel/1,panel/2,panel/3", "--bootstrap", "0",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["panel"]["judges"] == ["panel/1", "panel/2", "panel/3"]
+    for j, r in enumerate(out["panel"]["per_judge"]):
+        want = sum(s["panel"][j] == "C" for s in PANEL_MANIFEST["samples"]) / len(PANEL_MANIFEST["samples"])
+        assert r["models"][0]["judge_mean"] == pytest.approx(want)
+
+
+def test_a_vote_not_cast_is_counted_not_rated(tmp_path):
+    """A grader of the panel that gave no grade (a ``null`` vote): no rating for that rater and sample, counted
+    in ``attrs["skipped"]``; a dict value that is not a score is an error naming the rater."""
+    from mrcstats.io.inspect_raters import _parts, _votes
+
+    assert _parts("s", {"a": "C", "b": [1, 0]}) == [("s/a", "C"), ("s/b/1", 1), ("s/b/2", 0)]
+    assert _votes({"panel": {"votes": ["C", None]}}) == ["C", None] and _votes({"grading": []}) is None
+    log = {"version": 2, "status": "success", "eval": {"task": "t", "model": "m"},
+           "samples": [{"id": 1, "epoch": 1, "scores": {"p": {"value": "C", "metadata": {"panel": {
+               "votes": ["C", None, "C"], "size": 3, "failures": [{"index": 1}]}}}}}]}
+    p = tmp_path / "log.json"
+    p.write_text(json.dumps(log))
+    d = read_inspect_raters(p)
+    assert list(d["rater"]) == ["p", "p/1", "p/3"]
+    assert d.attrs["skipped"] == {"grader-panel vote not cast (the grader gave no grade)": 1}
+    log["samples"] = [{"id": 2, "epoch": 1, "scores": {"p": {"value": {"x": "maybe"}}}}]
+    p.write_text(json.dumps(log))
+    with pytest.raises(InputError, match=r"id '2'\): scorer 'p/x' gives 'maybe', not a score"):
+        read_inspect_raters(p)

@@ -14,10 +14,21 @@ per sample-epoch and scorer:
 * ``rating``: the value as Inspect's ``value_to_float`` reads it (``C`` 1, ``P`` .5, ``I``/``N`` 0, numbers);
   ``value``: the raw value as text; ``answer``, ``explanation``.
 
+A scorer that holds several graders' values is several raters:
+
+* a dict value (a hand-written judge returning ``{"gpt": "C", "claude": "I"}``; Inspect computes its metrics per
+  key): one rater per key, named ``<scorer>/<key>``; a list value: one per position, ``<scorer>/1``, ``/2``, …;
+* a grader panel (``model_graded_qa(model=[m1, m2, m3])``, or a ``model_role`` bound to a list; Inspect's
+  ``multi_scorer``): the scorer's value is the panel's reduced grade (majority by default) and
+  ``metadata.panel.votes`` holds each grader's vote in the order of ``model``; the scorer stays one rater (the
+  panel) and each vote is another, ``<scorer>/1``, ``<scorer>/2``, … (Inspect does not record which model cast
+  which vote, only the order; ``grader`` is empty for them). A vote a grader failed to cast (``null``) is no
+  rating for that rater and sample: it is counted in ``attrs["skipped"]``.
+
+``scorers=`` selects by the scorer's name (all its raters) or by a rater's name (``"duo/gpt"``).
 :func:`raters_wide` turns it into one column per rater (the ``--judge``/``--wide`` form), keyed by model, item
 and trial. A sample-epoch without scores (errored or cancelled) is left out and counted in ``attrs["skipped"]``;
-a scorer with several values per sample (a dict) or a value that is not a score is an error naming the
-sample and the scorer.
+a value that is not a score is an error naming the sample and the scorer.
 """
 from __future__ import annotations
 
@@ -45,6 +56,23 @@ def _grader(meta: Any) -> str | None:
     return None
 
 
+def _parts(rater: str, value: Any) -> list[tuple[str, Any]]:
+    """``(rater name, single value)`` for a scorer's value: itself, or one per dict key / list position
+    (``<rater>/<key>``, ``<rater>/<i>`` from 1), nested ones flattened the same way."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _parts(f"{rater}/{k}", v)]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _parts(f"{rater}/{i + 1}", v)]
+    return [(rater, value)]
+
+
+def _votes(meta: Any) -> list | None:
+    """The grader panel's votes of a reduced model-graded score (``metadata.panel.votes``), else None."""
+    panel = meta.get("panel") if isinstance(meta, dict) else None
+    votes = panel.get("votes") if isinstance(panel, dict) else None
+    return votes if isinstance(votes, list) else None
+
+
 def read_inspect_raters(paths: Any, scorers: Sequence[str] | None = None, model: str | None = None) -> pd.DataFrame:
     """Every scorer of one or more Inspect logs (``.eval`` or JSON) as raters, in the long form (module docstring;
     :data:`RATER_COLUMNS`). ``scorers``: keep these scorers only (each must occur); ``model``: the model name
@@ -55,6 +83,7 @@ def read_inspect_raters(paths: Any, scorers: Sequence[str] | None = None, model:
 
     rows: list[dict[str, Any]] = []
     skipped = 0
+    no_vote = 0
     seen: dict[str, None] = {}
     for path in expand_paths(paths, EXTENSIONS):
         src = load_source(path)
@@ -74,24 +103,34 @@ def read_inspect_raters(paths: Any, scorers: Sequence[str] | None = None, model:
             if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
                 raise InputError(f"{src.name}: sample {i + 1} (id {sid!r}) has epoch {epoch!r}; Inspect epochs "
                                  "are whole numbers from 1")
-            for rater, sc in scores.items():
-                seen[rater] = None
-                if scorers is not None and rater not in scorers:
-                    continue
+            for scorer_name, sc in scores.items():
+                scorer_name = str(scorer_name)
                 sc = sc if isinstance(sc, dict) else {"value": sc}
-                value = sc.get("value")
-                if isinstance(value, (dict, list)):
-                    raise InputError(f"{src.name}: sample {i + 1} (id {sid!r}): scorer {rater!r} gives several "
-                                     f"values ({', '.join(map(str, value))}); only single-value scorers are raters "
-                                     "(pass scorers= without it)")
-                f = value_to_float(value) if value is not None else None
-                if f is None:
-                    raise InputError(f"{src.name}: sample {i + 1} (id {sid!r}): scorer {rater!r} gives {value!r}, "
-                                     "not a score (C/I/P/N, a number, yes/no); pass scorers= without it")
-                rows.append({"model": str(name), "item": f"{task}:{sid}", "trial": epoch - 1, "task": task,
-                             "sample_id": sid, "rater": str(rater), "grader": _grader(sc.get("metadata")),
-                             "rating": f, "value": str(value), "answer": sc.get("answer"),
-                             "explanation": sc.get("explanation")})
+                meta = sc.get("metadata")
+                votes = _votes(meta)
+                parts = _parts(scorer_name, sc.get("value"))
+                if votes is not None:
+                    for j, v in enumerate(votes):
+                        if v is None:
+                            no_vote += 1
+                            seen[f"{scorer_name}/{j + 1}"] = None
+                        else:
+                            parts += _parts(f"{scorer_name}/{j + 1}", v)
+                seen[scorer_name] = None
+                for rater, value in parts:
+                    seen[rater] = None
+                    if scorers is not None and scorer_name not in scorers and rater not in scorers:
+                        continue
+                    f = value_to_float(value) if value is not None else None
+                    if f is None:
+                        raise InputError(f"{src.name}: sample {i + 1} (id {sid!r}): scorer {rater!r} gives "
+                                         f"{value!r}, not a score (C/I/P/N, a number, yes/no); pass scorers= "
+                                         "without it")
+                    single = rater == scorer_name and votes is None
+                    rows.append({"model": str(name), "item": f"{task}:{sid}", "trial": epoch - 1, "task": task,
+                                 "sample_id": sid, "rater": rater, "grader": _grader(meta) if single else None,
+                                 "rating": f, "value": str(value), "answer": sc.get("answer"),
+                                 "explanation": sc.get("explanation") if single else None})
     if scorers is not None:
         missing = [x for x in scorers if x not in seen]
         if missing:
@@ -101,7 +140,8 @@ def read_inspect_raters(paths: Any, scorers: Sequence[str] | None = None, model:
         raise InputError("the Inspect log(s) hold no scored sample")
     df = pd.DataFrame(rows, columns=list(RATER_COLUMNS))
     df["rating"] = df["rating"].astype(float)
-    df.attrs["skipped"] = {"Inspect sample without scores (errored or cancelled)": skipped} if skipped else {}
+    df.attrs["skipped"] = ({"Inspect sample without scores (errored or cancelled)": skipped} if skipped else {}) | (
+        {"grader-panel vote not cast (the grader gave no grade)": no_vote} if no_vote else {})
     return df
 
 
