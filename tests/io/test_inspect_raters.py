@@ -18,9 +18,11 @@ LOG = HERE / "judges.eval"
 MANIFEST = json.loads((HERE / "manifest.json").read_text(encoding="utf-8"))
 
 
-def test_manifest_is_the_tools():
-    assert MANIFEST["tool"] == "inspect-ai" and MANIFEST["version"] == "0.3.285"
-    assert MANIFEST["status"] == "success"
+@pytest.mark.parametrize("folder", ["", "panel"])
+def test_manifest_is_the_tools(folder):
+    manifest = json.loads((HERE / folder / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["tool"] == "inspect-ai" and manifest["version"] == "0.3.285"
+    assert manifest["status"] == "success"
 
 
 def test_long_form_equals_the_scripted_grades_and_inspects_metrics():
@@ -68,11 +70,6 @@ def test_cli_reads_an_inspect_log_as_raters(capsys):
 PANEL_DIR = HERE / "panel"
 PANEL = PANEL_DIR / "panel.eval"
 PANEL_MANIFEST = json.loads((PANEL_DIR / "manifest.json").read_text(encoding="utf-8"))
-
-
-def test_panel_manifest_is_the_tools():
-    assert PANEL_MANIFEST["tool"] == "inspect-ai" and PANEL_MANIFEST["version"] == "0.3.285"
-    assert PANEL_MANIFEST["status"] == "success"
 
 
 def test_grader_panel_and_dict_scorer_read_as_several_judges():
