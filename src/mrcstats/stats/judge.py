@@ -415,7 +415,7 @@ class JudgeBias(Result):
         words = {"over": "over-rating (judge > human)", "disagree": "disagreement (judge != human)"}
         lines = [(f"The judge's bias per model: binomial GLMM <outcome> ~ 0 + model + (1 | {self.item}) on the labelled "
                   f"rows (Laplace, as lme4's glmer); the rate at an item of average difficulty and the marginal rate over the "
-                  f"items, with {conf} Wald CIs")]
+                  f"items, with {conf} Wald CIs") if len(self.tests) else "The judge's bias per model, on the labelled rows:"]
         for t in self.tests.itertuples(index=False):
             lines.append(f"  {words.get(t.outcome, t.outcome)}: no model effect, LRT chi2 = {_num(t.chisq)} on "
                          f"{t.df} df, {p_clause(t.p)}; item SD {_num(t.sd_item)} ({t.n} rows, {t.n_items} items)")
