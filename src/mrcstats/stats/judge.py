@@ -54,7 +54,9 @@ of them labelled, and ``Δ_i = y_i − f_i`` on the labelled rows:
 Human labels needed for a CI of full width ``W`` (``width=W``; ``v = (W/2z)²``), from the variance components
 of the labelled rows: human-only ``n = s²_y/v`` (rows target: ``1/(v/s²_y + 1/N)``); PPI with the same λ
 ``n = s²_{y−λf} / (v − (λ²s²_f + 2λ·cov(f, y − λf))/N)`` (rows target: ``1/(v/s²_{y−λf} + 1/N)``), NA when
-no number of labels reaches ``W`` (the judge's own sampling error already exceeds it).
+no number of labels reaches ``W`` (the judge's own sampling error already exceeds it). For the cross-fitted rule
+``λ`` is λ̄ and ``y − λf`` its out-of-fold residuals, and the plan uses ``z`` (the ``t_{n−1}`` of the interval
+is not known before ``n`` is: at ``n ≥ 50`` it widens the interval by at most 2.6%).
 
 The agreement of judge and human on the labelled rows is :func:`mrcstats.stats.agreement.agreement`
 (two raters: Cohen's κ, α, AC1, ...).
