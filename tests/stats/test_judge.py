@@ -364,6 +364,16 @@ def test_crossfit_is_the_default_and_is_named(capsys):
         assert other.to_dict()["ppi"] == m and PPI_RULES[m] in other.summary()
     with pytest.raises(InputError, match="ppi must be one of"):
         judge(d, human="human", judge="judge", ppi="ppi++")
+    # the labels a width needs, from the out-of-fold residuals and λ̄ (module docstring)
+    from mrcstats.stats.judge import labels_needed, ppi_lambdas
+
+    w = judge(d, human="human", judge="judge", width=0.08, bootstrap=0).table.iloc[0]
+    lab = d["human"].notna().to_numpy()
+    f, y = d["judge"].to_numpy(), d["human"].to_numpy()
+    lam = ppi_lambdas(f[lab], y[lab], seed=0, key="m")
+    dd = y[lab] - lam * f[lab]
+    fixed = (lam.mean() ** 2 * f.var(ddof=1) + 2 * lam.mean() * np.cov(f[lab], dd)[0, 1]) / len(f)
+    assert w.n_for_width_ppi == labels_needed(0.08, 1.959963984540054, len(f), dd.var(ddof=1), fixed)
 
 
 def test_crossfit_formula_by_hand():
