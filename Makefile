@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint docs dist venv venv-dev sysdeps clean
+.PHONY: demo test lint docs dist venv venv-dev venv-ref sysdeps clean
 
 sysdeps:
 	@bash scripts/sysdeps.sh
@@ -25,13 +25,22 @@ venv-dev: venv
 	  $(PY) -m pip install -q -e '.[r]' || echo "rpy2 did not install; the lme4 engine tests will skip" >&2; \
 	fi
 
+# reference Python packages the parity tests run that cannot share the package's environment (irrCAC pins
+# scipy 1.12 and pandas < 3): their own venv, which tests/stats/test_agreement.py calls in the same test run
+REF := .venv-ref/bin/python
+$(REF):
+	$(PYTHON) -m venv .venv-ref
+	$(REF) -m pip install -q irrCAC==0.4.4
+
+venv-ref: $(REF)
+
 # the demo needs no R and no parser: no Debian packages are installed for it
 demo: venv
 	$(BIN)/mrcstats demo --outdir reports
 
 test:
-	@echo "make test: installs Debian's R/lme4/car/link-grammar/poppler/chromium (as root, once), the package with its test and docs tools (pytest, hypothesis, ruff, nbclient, build, MkDocs; rpy2), then runs the suite, the strict docs build and a clean-venv wheel install included; expect 5-15 minutes on 2 cores (see README)" >&2
-	@$(MAKE) --no-print-directory sysdeps venv-dev
+	@echo "make test: installs Debian's R/lme4/car/link-grammar/poppler/chromium (as root, once), the package with its test and docs tools (pytest, hypothesis, ruff, nbclient, build, MkDocs; rpy2), irrCAC in its own .venv-ref (it pins scipy 1.12), then runs the suite, the strict docs build and a clean-venv wheel install included; expect 5-15 minutes on 2 cores (see README)" >&2
+	@$(MAKE) --no-print-directory sysdeps venv-dev venv-ref
 	$(PY) -m pytest -q
 
 # the documentation site, strict (broken links and failing executed examples fail it), into site/
@@ -47,4 +56,4 @@ lint: venv-dev
 	$(BIN)/ruff check src tests analyses benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build dist site *.egg-info src/*.egg-info
+	rm -rf $(VENV) .venv-ref .pytest_cache .hypothesis build dist site *.egg-info src/*.egg-info
