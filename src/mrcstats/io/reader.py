@@ -94,7 +94,8 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
         from mrcstats.io.dataset import is_dataset, open_dataset
 
         if is_dataset(single):  # a partitioned dataset folder (mrcstats ingest --dataset): load it
-            return check_duplicates(open_dataset(single).to_log(), on_duplicate, str(single), {})
+            log = check_duplicates(open_dataset(single).to_log(), on_duplicate, str(single), {})
+            return apply_threshold(log, threshold, str(single))   # the same cut as the files' path below
     files = expand_paths(paths, EXTENSIONS)
     sources: list[tuple[Source, str]] = []
     for path in files:
