@@ -110,7 +110,7 @@ def test_discrim_json(capsys, log_path):
                           "--seed", "4", "--json")
     assert code == 0, err
     obj = json.loads(out)
-    assert set(obj) == {"pd", "cutoffs"}
+    assert set(obj) == {"pd", "cutoffs", "bootstrap", "seed", "level"} and obj["seed"] == 4
     assert len(obj["pd"]) == 30
     assert [c["cutoff"] for c in obj["cutoffs"]] == [0, 1, 100]
     first = obj["cutoffs"][0]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats._seeds import parse_seed
+from mrcstats._seeds import DEFAULT_SEED, parse_seed
 from mrcstats._words import plural
 from mrcstats.cli._common import (
     Once,
@@ -73,7 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="p-value adjustment across pairs, as R's p.adjust (holm)")
     p.add_argument("--bootstrap", type=int, default=0, metavar="B",
                    help="cluster-bootstrap resamples for the CI of each difference (0 = none)")
-    p.add_argument("--seed", type=parse_seed, default=None, metavar="S", help="bootstrap seed")
+    p.add_argument("--seed", type=parse_seed, default=DEFAULT_SEED, metavar="S", help="bootstrap seed (0)")
     p.add_argument("--alpha", type=float, default=0.05, metavar="A", help="1 - confidence level (0.05)")
     p.add_argument("--runs", nargs="?", const="", default=None, metavar="NAME,NAME,...",
                    help="each LOG is one run of the same model and task (two checkpoints, seeds, prompt versions): "
@@ -97,7 +97,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="shared (default): when item sets differ, rank on the items every ranked model answered "
                         "(rows of other items counted in a note); all: each model over its own items")
     p.add_argument("--draws", type=int, default=1000, metavar="R", help="parametric bootstrap draws (1000)")
-    p.add_argument("--seed", type=parse_seed, default=None, metavar="S", help="seed of the draws (reproducible sets)")
+    p.add_argument("--seed", type=parse_seed, default=DEFAULT_SEED, metavar="S", help="seed of the draws (0)")
     p.add_argument("--top", type=int, default=None, metavar="K",
                    help="also print the top-K set: the models that may be among the best K")
     add_json_flag(p)

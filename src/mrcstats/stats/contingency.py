@@ -218,9 +218,13 @@ class FisherResult(Result):
     conf_level: float = 0.95
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``mrcstats fisher --json`` shape: ``{"p", "odds_ratio", "conf_int"}``."""
-        return {"p": self.p, "odds_ratio": self.odds_ratio,
-                "conf_int": list(self.conf_int) if self.conf_int is not None else None}
+        """The ``mrcstats fisher --json`` shape: ``{"p", "odds_ratio", "conf_int"}``, and ``"method"``, ``"B"``
+        and ``"seed"`` for a Monte Carlo p-value."""
+        out = {"p": self.p, "odds_ratio": self.odds_ratio,
+               "conf_int": list(self.conf_int) if self.conf_int is not None else None}
+        if self.method == "monte-carlo":
+            out.update(method=self.method, B=self.B, seed=self.seed)
+        return out
 
     def to_frame(self) -> pd.DataFrame:
         lo, hi = self.conf_int if self.conf_int is not None else (None, None)
@@ -231,7 +235,7 @@ class FisherResult(Result):
 
     def summary(self) -> str:
         lines = [f"Fisher's exact test ({self.method}"
-                 + (f", B = {self.B}" if self.B else "") + f"), alternative: {self.alternative}",
+                 + (f", B = {self.B}, seed {self.seed if self.seed is not None else 'none (not reproducible)'}" if self.B else "") + f"), alternative: {self.alternative}",
                  (f"  table {self.table.counts.shape[0]} x {self.table.counts.shape[1]}, "
                   f"n = {int(self.table.counts.sum())}"),
                  f"  {p_clause(self.p, 'p-value')}"]
