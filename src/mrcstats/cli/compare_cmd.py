@@ -154,6 +154,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _load(args: argparse.Namespace, cmd: str):
     import pandas as pd
 
+    from mrcstats.backends import keep_value
     from mrcstats.errors import InputError
     from mrcstats.io import open_log
 
@@ -169,33 +170,22 @@ def _load(args: argparse.Namespace, cmd: str):
     else:
         log = open_log(args.log, format=args.fmt, mapping=mapping or None, model=model_arg(args.model_name),
                        threshold=args.threshold)       # io decides: a dataset folder opens lazily (DuckDB)
-    if not isinstance(log, pd.DataFrame):       # lazy: per-item scores come from its row pass
-        if args.condition is not None:
-            ds = log.filter(condition=args.condition)
-            if len(ds) == 0:
-                shown = ", ".join(repr(c) for c in log.sql(
-                    "SELECT DISTINCT condition FROM log ORDER BY 1")["condition"][:20])
-                raise InputError(f"--condition {args.condition!r} matches no row; conditions: {shown}")
-            return ds
-        return log
-    for why, n in (log.attrs.get("skipped") or {}).items():
-        if n:
-            info(f"mrcstats {cmd}: {plural(n, 'row')} skipped while reading: {why}")
-    if args.condition is not None:
-        keep = log["condition"].astype(str) == args.condition
-        if not keep.any():
-            shown = ", ".join(sorted(repr(c) for c in log["condition"].astype(str).unique())[:20])
+    if isinstance(log, pd.DataFrame):
+        for why, n in (log.attrs.get("skipped") or {}).items():
+            if n:
+                info(f"mrcstats {cmd}: {plural(n, 'row')} skipped while reading: {why}")
+    if args.condition is not None:        # a frame filtered in memory, a dataset lazily (its row pass counts)
+        log, counts = keep_value(log, "condition", args.condition,
+                                 reason=f"condition other than {args.condition!r} (--condition)")
+        if not counts.get(args.condition):
+            shown = ", ".join(repr(c) for c in sorted(counts)[:20])
             raise InputError(f"--condition {args.condition!r} matches no row; conditions: {shown}")
-        attrs = dict(log.attrs)
-        left = log["condition"].astype(str)[~keep.to_numpy()].value_counts(sort=False)
-        if len(left):   # said, never silent: the rows of other conditions are left out
-            shown = ", ".join(f"{c!r}: {n}" for c, n in sorted(left.items()))
-            info(f"mrcstats {cmd}: --condition {args.condition!r} keeps {int(keep.sum())} of {len(log)} rows; left "
-                 f"out {plural(int(left.sum()), 'row')} of other conditions ({shown})")
-            reason = f"condition other than {args.condition!r} (--condition)"
-            attrs["skipped"] = {**(attrs.get("skipped") or {}), reason: int(left.sum())}
-        log = log[keep.to_numpy()].reset_index(drop=True)
-        log.attrs = attrs
+        left = {c: n for c, n in sorted(counts.items()) if c != args.condition}
+        if left:   # said, never silent: the rows of other conditions are left out
+            shown = ", ".join(f"{c!r}: {n}" for c, n in left.items())
+            info(f"mrcstats {cmd}: --condition {args.condition!r} keeps {counts[args.condition]} of "
+                 f"{sum(counts.values())} rows; left out {plural(sum(left.values()), 'row')} of other conditions "
+                 f"({shown})")
     return log
 
 
