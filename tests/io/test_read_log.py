@@ -157,3 +157,18 @@ def test_write_log_validates_once(tmp_path, monkeypatch):
         a, b = read_log(tmp_path / f"once{suffix}"), read_log(tmp_path / f"again{suffix}")
         pd.testing.assert_frame_equal(a, b)
     assert (tmp_path / "once.csv").read_bytes() == (tmp_path / "again.csv").read_bytes()
+
+
+def test_each_reader_s_notes_are_kept_with_its_file_when_several_files_are_read(recwarn):
+    """Several files read into one log keep what each reader said (rows skipped, a run that ended early), each
+    note naming its file; a multi-file read dropped them (``attrs["notes"]`` was empty)."""
+    from pathlib import Path
+
+    d = Path(__file__).resolve().parents[1] / "conformance" / "inspect"
+    one = read_log(d / "sigkill.eval")
+    both = read_log([d / "failfast.eval", d / "sigkill.eval"])
+    notes = both.attrs["notes"]
+    assert [n for n in notes if n.startswith("sigkill.eval: ")] == one.attrs["notes"]
+    assert any(n.startswith("failfast.eval: ") and "status 'error'" in n for n in notes)
+    assert "sigkill.eval: skipped 8 sample-epoch(s): not run: Inspect run killed (no header.json)" in notes
+    assert both.attrs["skipped"]["not run: Inspect run killed (no header.json)"] == 8

@@ -250,3 +250,20 @@ def test_tracked_report_pdfs_are_clean(pdf):
     if pdf.parent.name.endswith("_figures"):
         pytest.skip("figure file")
     assert_clean_text(pdf_text(pdf), str(pdf))
+
+
+@needs_poppler
+def test_methods_says_what_each_reader_said_about_its_file(tmp_path, recwarn):
+    """The readers' notes (rows skipped, a run killed), each naming its file, are in the Methods section of the
+    PDF; the report read each log and kept none of them."""
+    src = Path(__file__).resolve().parents[1] / "conformance" / "inspect"
+    for f in ("failfast.eval", "sigkill.eval"):
+        shutil.copy(src / f, tmp_path / f)
+    (tmp_path / "spec.yaml").write_text("title: Killed runs\nlogs: [failfast.eval, sigkill.eval]\n"
+                                        "analyses:\n  - summary: {}\n")
+    r = build_report(tmp_path / "spec.yaml", tmp_path / "r.pdf", html=False)
+    text = " ".join(pdf_text(r.pdf).split())
+    methods = text[text.index("Methods"):]
+    assert "Reading the logs:" in methods
+    assert "sigkill.eval: skipped 8 sample-epoch(s): not run: Inspect run killed (no header.json)" in methods
+    assert "failfast.eval: the Inspect run ended with status 'error'" in methods

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.io.detect import detect_format
 from mrcstats.io.formats import EXTENSIONS, FORMATS, LOG_SUFFIXES, TABLE_FORMATS, get_format
@@ -133,12 +134,31 @@ def _read_loaded(files: list[Path], sources: list[tuple[Source, str]], mapping: 
     log = check_duplicates(log, on_duplicate, source, skipped)
     log = apply_threshold(log, threshold, source)
     base = {k: v for k, v in frames[0].attrs.items()} if len(frames) == 1 else {}
-    if notes:
-        base["notes"] = [*base.get("notes", []), *notes]
+    base["notes"] = [*file_notes(files, frames), *notes]
+    if not base["notes"]:
+        del base["notes"]
     log.attrs = {**base, "skipped": skipped, "format": sources[0][1],
                  "sources": [str(f) for f in files], **({"threshold": float(threshold)} if threshold is not None
                                                         else {})}
     return mark_validated(log)
+
+
+def file_notes(files: Sequence[str | os.PathLike], frames: Sequence[pd.DataFrame]) -> list[str]:
+    """Every reader's notes (``attrs["notes"]``: rows skipped, samples invalidated, a run that ended early), each
+    naming its file (``"FILE: note"``; the file's name, its path when two names are the same), so several files read into one log keep what each reader said. With
+    several files, the rows a reader skipped (``attrs["skipped"]``) that its notes do not already state are
+    noted too (``"FILE: skipped N rows: reason"``): the log's ``skipped`` adds them up over the files."""
+    out: list[str] = []
+    names = [Path(f).name for f in files]
+    if len(set(names)) < len(names):     # the same name in two folders: the paths tell them apart
+        names = [str(f) for f in files]
+    for f, df in zip(names, frames):
+        mine = [str(n) for n in df.attrs.get("notes") or ()]
+        if len(frames) > 1:
+            mine += [f"skipped {plural(int(n), 'row')}: {why}" for why, n in (df.attrs.get("skipped") or {}).items()
+                     if n and not any(why in m for m in mine)]
+        out += [f"{f}: {m}" for m in mine]
+    return out
 
 
 #: run settings the tool readers record as columns (and name in ``attrs["run_settings"]``)
