@@ -131,7 +131,8 @@ def _read_loaded(files: list[Path], sources: list[tuple[Source, str]], mapping: 
         log = coerce_log(log, source=None) if not _same_columns(frames) else _restore_dtypes(log, frames[0])
     log, notes = settings_into_condition(log, frames)
     source = str(files[0]) if len(files) == 1 else None
-    log = check_duplicates(log, on_duplicate, source, skipped)
+    log = check_duplicates(log, on_duplicate, source, skipped,
+                           files=list(zip(file_names(files), map(len, frames))) if len(frames) > 1 else None)
     log = apply_threshold(log, threshold, source)
     base = {k: v for k, v in frames[0].attrs.items()} if len(frames) == 1 else {}
     base["notes"] = [*file_notes(files, frames), *notes]
@@ -143,16 +144,19 @@ def _read_loaded(files: list[Path], sources: list[tuple[Source, str]], mapping: 
     return mark_validated(log)
 
 
+def file_names(files: Sequence[str | os.PathLike]) -> list[str]:
+    """How messages name the files of one read: each file's name, its path when two names are the same."""
+    names = [Path(f).name for f in files]
+    return names if len(set(names)) == len(names) else [str(f) for f in files]
+
+
 def file_notes(files: Sequence[str | os.PathLike], frames: Sequence[pd.DataFrame]) -> list[str]:
     """Every reader's notes (``attrs["notes"]``: rows skipped, samples invalidated, a run that ended early), each
     naming its file (``"FILE: note"``; the file's name, its path when two names are the same), so several files read into one log keep what each reader said. With
     several files, the rows a reader skipped (``attrs["skipped"]``) that its notes do not already state are
     noted too (``"FILE: skipped N rows: reason"``): the log's ``skipped`` adds them up over the files."""
     out: list[str] = []
-    names = [Path(f).name for f in files]
-    if len(set(names)) < len(names):     # the same name in two folders: the paths tell them apart
-        names = [str(f) for f in files]
-    for f, df in zip(names, frames):
+    for f, df in zip(file_names(files), frames):
         mine = [str(n) for n in df.attrs.get("notes") or ()]
         if len(frames) > 1:
             mine += [f"skipped {plural(int(n), 'row')}: {why}" for why, n in (df.attrs.get("skipped") or {}).items()
