@@ -101,6 +101,8 @@ def _chisq(args: argparse.Namespace) -> int:
     from mrcstats.stats.contingency import chisq, read_count_table
 
     res = chisq(read_count_table(args.table), correct=args.correct)
+    if res.note:
+        info(f"mrcstats chisq: warning: {res.note}")
     return output(args, res.to_dict(), res.summary())
 
 
