@@ -682,8 +682,8 @@ def check_duplicates(df: pd.DataFrame, on_duplicate: str = "error", source: str 
     if on_duplicate == "error":
         pos = np.flatnonzero(dup.to_numpy())
         kd = df.iloc[pos[0]][list(KEY_COLUMNS)].to_dict()
-        keys = df.iloc[pos][key].astype(str).to_numpy()
-        twin = int(pos[np.flatnonzero((keys == keys[0]).all(axis=1))[1]])   # the first row's own duplicate
+        ids = df.iloc[pos].groupby(key, sort=False, dropna=False, observed=True).ngroup().to_numpy()
+        twin = int(pos[np.flatnonzero(ids == ids[0])[1]])   # the first row's own duplicate (missing values equal)
         n_extra = int(dup.sum() - (~df[dup].duplicated(subset=list(KEY_COLUMNS))).sum())
         mr = "" if pd.isna(kd["masking_rate"]) else f" masking_rate={kd['masking_rate']}"
         file_of = _file_of(files, len(df))
@@ -721,8 +721,8 @@ def _file_of(files: Sequence[tuple[str, int]] | None, n: int):
 def _across_files(df: pd.DataFrame, dup: pd.Series, key: list[str], file_of) -> bool:
     """Whether some duplicated key has rows in two files (naming each file's model can then tell them apart)."""
     pos = np.flatnonzero(dup.to_numpy())
-    src = pd.Series([file_of(int(p))[0] for p in pos], index=df.index[pos])
-    per_key = src.groupby([df.loc[df.index[pos], c].astype(str) for c in key], sort=False).nunique()
+    rows = df.iloc[pos][key].assign(_file=[file_of(int(p))[0] for p in pos])
+    per_key = rows.groupby(key, sort=False, dropna=False, observed=True)["_file"].nunique()
     return bool((per_key > 1).any())
 
 
