@@ -386,45 +386,39 @@ def judge_bias(f: np.ndarray, y: np.ndarray, groups: np.ndarray, items: np.ndarr
         if int(per_item.max()) == 1:     # one labelled row per item: the item SD is not identified at all
             rows += _bias_without_items(base, z)
             test.update(_no_model_effect_lrt(base))
-            tests.append(test)
             notes.append(f"judge bias ({outcome}): every item has one labelled row ({len(d)} rows): the item SD is not "
                          "identified (one 0/1 row per item says nothing about how items differ), so the GLMM cannot "
                          "be fitted; fitted without the item effect instead (logistic regression <outcome> ~ 0 + "
                          "model: each model's rate is its observed rate, LRT against ~ 1)")
-            zero = [str(b["model"]) for b in base if b["n"] and b["count"] in (0, b["n"])]
-            if zero:
-                notes.append(f"judge bias ({outcome}): model(s) {', '.join(map(repr, zero))} show it on no or on "
-                             "every labelled row: their log-odds are not finite (separation), read their rate")
-            continue
-        m1 = glmer("y ~ 0 + model + (1 | item)", d, levels={"model": present})
-        m0 = glmer("y ~ 1 + (1 | item)", d)
-        lrt = anova(m0, m1)
-        beta = dict(zip(m1.fixef_names, m1.fixef_values))
-        se = dict(zip(m1.fixef_names, np.sqrt(np.diag(m1.vcov_values))))
-        for b in base:
-            if not b["n"]:
-                rows.append({**b, **nan})
-                continue
-            bm, sm = float(beta[f"model{b['model']}"]), float(se[f"model{b['model']}"])
+        else:
+            m1 = glmer("y ~ 0 + model + (1 | item)", d, levels={"model": present})
+            m0 = glmer("y ~ 1 + (1 | item)", d)
+            lrt = anova(m0, m1)
+            beta = dict(zip(m1.fixef_names, m1.fixef_values))
+            se = dict(zip(m1.fixef_names, np.sqrt(np.diag(m1.vcov_values))))
             sd = float(m1.theta_values[0])
-            rows.append({**b, "logit": bm, "se": sm, "prob": _expit(bm), "prob_low": _expit(bm - z * sm),
-                         "prob_high": _expit(bm + z * sm), "marginal": _marginal(bm, sd),
-                         "marginal_low": _marginal(bm - z * sm, sd), "marginal_high": _marginal(bm + z * sm, sd)})
-        test.update(chisq=float(lrt.chisq), p=float(lrt.p) if lrt.p is not None else float("nan"),
-                    sd_item=float(m1.theta_values[0]))
+            for b in base:
+                if not b["n"]:
+                    rows.append({**b, **nan})
+                    continue
+                bm, sm = float(beta[f"model{b['model']}"]), float(se[f"model{b['model']}"])
+                rows.append({**b, "logit": bm, "se": sm, "prob": _expit(bm), "prob_low": _expit(bm - z * sm),
+                             "prob_high": _expit(bm + z * sm), "marginal": _marginal(bm, sd),
+                             "marginal_low": _marginal(bm - z * sm, sd), "marginal_high": _marginal(bm + z * sm, sd)})
+            test.update(chisq=float(lrt.chisq), p=float(lrt.p) if lrt.p is not None else float("nan"), sd_item=sd)
+            notes += [f"judge bias ({outcome}): {msg}" for msg in m1.messages]
+            if float(per_item.median()) <= 2:
+                notes.append(f"judge bias ({outcome}): {len(d) / len(per_item):.2g} labelled rows per item on average "
+                             f"({int((per_item == 1).sum())} of {len(per_item)} items have one): the item SD "
+                             f"({sd:.2g}) rests on the few items with several rows and is unstable (it can fall to 0 "
+                             "or jump with a few labels), and with it the rate at an average item; read the marginal "
+                             "and the observed rates, which do not depend on it")
+            if sd > 3:
+                notes.append(f"judge bias ({outcome}): item SD {sd:.1f} on the logit scale ({len(d)} rows over "
+                             f"{test['n_items']} items): the item effect is barely identified (few labelled rows per "
+                             "item), so the GLMM's per-model rates are unstable -- read the observed rates; the LRT "
+                             "still tests the model effect")
         tests.append(test)
-        notes += [f"judge bias ({outcome}): {msg}" for msg in m1.messages]
-        if float(per_item.median()) <= 2:
-            notes.append(f"judge bias ({outcome}): {len(d) / len(per_item):.2g} labelled rows per item on average "
-                         f"({int((per_item == 1).sum())} of {len(per_item)} items have one): the item SD "
-                         f"({test['sd_item']:.2g}) rests on the few items with several rows and is unstable (it "
-                         "can fall to 0 or jump with a few labels), and with it the rate at an average item; read "
-                         "the marginal and the observed rates, which do not depend on it")
-        if test["sd_item"] > 3:
-            notes.append(f"judge bias ({outcome}): item SD {test['sd_item']:.1f} on the logit scale ({len(d)} rows over "
-                         f"{test['n_items']} items): the item effect is barely identified (few labelled rows per "
-                         "item), so the GLMM's per-model rates are unstable -- read the observed rates; the LRT still "
-                         "tests the model effect")
         zero = [str(b["model"]) for b in base if b["n"] and b["count"] in (0, b["n"])]
         if zero:
             notes.append(f"judge bias ({outcome}): model(s) {', '.join(map(repr, zero))} show it on no or on every "
