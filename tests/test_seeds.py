@@ -74,3 +74,54 @@ def test_api_entry_points_refuse_a_negative_seed():
         fisher([[3, 1, 2], [1, 3, 2]], simulate=True, B=10, seed=-1)
     with pytest.raises(InputError, match="seed must be >= 0"):
         simulate_log(seed=-1)
+
+
+def test_every_seed_option_defaults_to_a_fixed_seed():
+    """A command run without ``--seed`` is reproducible: every ``--seed`` that seeds a generator of the package
+    defaults to ``DEFAULT_SEED`` (``discrim``, ``compare``, ``ranks``, ``subset``, ``fisher`` and ``glmer``
+    drew fresh entropy). ``query --seed`` is the sampling seed sent to the endpoint: none unless given."""
+    from mrcstats._seeds import DEFAULT_SEED
+
+    for path, action in SEED_OPTIONS:
+        if path == ("query",):
+            assert action.default is None
+            continue
+        assert action.default == DEFAULT_SEED and type(action.default) is int, (path, action.default)
+
+
+@pytest.fixture(scope="module")
+def seeded_inputs(tmp_path_factory):
+    import pandas as pd
+
+    d = tmp_path_factory.mktemp("seeded")
+    g = np.random.default_rng(7)
+    n_items, models = 40, ["a", "b", "c"]
+    p = {"a": 0.8, "b": 0.6, "c": 0.4}
+    rows = [{"model": m, "item": f"q{i}", "cluster": f"c{i % 8}", "correct": int(g.random() < p[m])}
+            for m in models for i in range(n_items)]
+    pd.DataFrame(rows).to_csv(d / "log.csv", index=False)
+    (d / "tab.csv").write_text("g,x,y,z\nr1,3,1,2\nr2,1,3,2\nr3,2,2,4\n")
+    return d
+
+
+# the seeded commands whose default changed from fresh entropy to DEFAULT_SEED, each run twice without --seed
+RUNS = {"discrim": ["discrim", "{d}/log.csv", "--bootstrap", "200"],
+        "compare": ["compare", "{d}/log.csv", "--bootstrap", "200"],
+        "ranks": ["ranks", "{d}/log.csv", "--draws", "200"],
+        "subset": ["subset", "{d}/log.csv", "--k", "5"],
+        "fisher": ["fisher", "{d}/tab.csv", "--simulate", "--B", "300"]}
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_two_runs_without_a_seed_give_the_same_json(name, seeded_inputs, capsys):
+    import json
+
+    assert (name,) in {p for p, _ in SEED_OPTIONS}
+    argv = [a.format(d=seeded_inputs) for a in RUNS[name]] + ["--json"]
+    outs = []
+    for _ in range(2):
+        assert main(argv) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0] == outs[1]
+    text = json.dumps(outs[0])
+    assert '"seed": 0' in text, text[:300]

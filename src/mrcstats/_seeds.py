@@ -15,6 +15,10 @@ method) never shifts the numbers drawn for another: the draws of a choice depend
 the seed and its labels (NumPy's recommended way of making independent streams, NEP 19).
 ``seed=None`` draws fresh OS entropy (not reproducible).
 
+Every command-line ``--seed`` that seeds a generator of the package defaults to :data:`DEFAULT_SEED` (0): a
+command run twice without ``--seed`` gives the same numbers, and its JSON names the seed it used. (``query
+--seed`` is not one: it is the sampling seed sent to the model's endpoint, none unless given.)
+
 This module imports NumPy only when a generator is made: the command line's parsers import it at start-up.
 """
 from __future__ import annotations
@@ -29,7 +33,10 @@ from mrcstats.errors import InputError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["check_seed", "label_key", "parse_seed", "rng", "stream"]
+__all__ = ["DEFAULT_SEED", "check_seed", "label_key", "parse_seed", "rng", "stream"]
+
+#: the seed of every command-line ``--seed`` not given (a run without ``--seed`` is reproducible)
+DEFAULT_SEED = 0
 
 
 def check_seed(seed: Any, where: str = "seed") -> int | None:

@@ -158,3 +158,35 @@ def test_ranks_dataset_equals_memory(capsys, log_path, tmp_path) -> None:
     assert [(m["model"], m["marginal"], m["simultaneous"]) for m in a["models"]] == \
         [(m["model"], m["marginal"], m["simultaneous"]) for m in b["models"]]
     assert [m["estimate"] for m in a["models"]] == pytest.approx([m["estimate"] for m in b["models"]], rel=1e-12)
+
+
+def test_condition_on_a_dataset_as_on_the_file(capsys, tmp_path) -> None:
+    """``--condition`` keeps one condition through the backends' ``keep_value`` on both kinds of log: the same
+    numbers, the same note on the rows left out, the same error naming the conditions (the dataset path asked
+    the dataset's SQL itself and left out the other conditions without saying so)."""
+    from mrcstats.io import write_log
+    from mrcstats.io.ingest import write_dataset
+
+    rng = np.random.default_rng(3)
+    rows = [{"model": m, "item": f"q{i}", "condition": cond, "correct": bool(rng.random() < p)}
+            for m, p in (("a", 0.8), ("b", 0.5)) for cond in ("plain", "masked") for i in range(25)]
+    write_log(pd.DataFrame(rows), tmp_path / "log.parquet")
+    write_dataset(tmp_path / "log.parquet", tmp_path / "ds")
+    got = []
+    for path in (tmp_path / "log.parquet", tmp_path / "ds"):
+        code, out, err = _run(capsys, "compare", str(path), "--condition", "masked", "--json")
+        assert code == 0, err
+        assert "keeps 50 of 100 rows; left out 50 rows of other conditions ('plain': 50)" in err, err
+        d = json.loads(out)
+        got.append(([m["accuracy"] for m in d["models"]], [p["p"] for p in d["pairs"]]))
+        code, out, err = _run(capsys, "compare", str(path), "--condition", "other")
+        assert code == 2 and "--condition 'other' matches no row; conditions: 'masked', 'plain'" in err, err
+    assert got[0] == got[1]
+
+
+def test_no_command_queries_a_dataset_s_sql():
+    """A handler asks the backends (row passes, keep_value), never a LogDataset's SQL (a log-kind leak)."""
+    from pathlib import Path
+
+    for p in (Path(__file__).resolve().parents[2] / "src" / "mrcstats" / "cli").glob("*.py"):
+        assert ".sql(" not in p.read_text(), p.name

@@ -80,9 +80,11 @@ def test_chisq_json(capsys, t13):
     code, out, err = _run(capsys, "chisq", str(t13), "--json")
     assert code == 0
     obj = json.loads(out)
-    assert set(obj) == {"statistic", "df", "p", "expected", "cramers_v"}
+    assert set(obj) == {"statistic", "df", "p", "expected", "cramers_v", "warning", "note"}
     assert obj["df"] == 1 and len(obj["expected"]) == 2
-    assert "Chi-squared approximation may be incorrect" in err
+    assert obj["warning"] == "Chi-squared approximation may be incorrect" and "expected counts are below 5" in obj["note"]
+    assert "mrcstats chisq: warning: Chi-squared approximation may be incorrect" in err
+    assert "UserWarning" not in err
     code, out2, _ = _run(capsys, "chisq", str(t13), "--no-correct", "--json")
     assert json.loads(out2)["statistic"] > obj["statistic"]
 
@@ -110,7 +112,7 @@ def test_discrim_json(capsys, log_path):
                           "--seed", "4", "--json")
     assert code == 0, err
     obj = json.loads(out)
-    assert set(obj) == {"pd", "cutoffs"}
+    assert set(obj) == {"pd", "cutoffs", "bootstrap", "seed", "level"} and obj["seed"] == 4
     assert len(obj["pd"]) == 30
     assert [c["cutoff"] for c in obj["cutoffs"]] == [0, 1, 100]
     first = obj["cutoffs"][0]

@@ -48,3 +48,20 @@ def test_no_command_decides_for_itself_whether_a_path_is_a_dataset():
     for p in CLI.glob("*.py"):
         text = p.read_text()
         assert "is_dataset(" not in text and "open_dataset(" not in text, p.name
+
+
+def test_a_threshold_cuts_a_dataset_as_it_cuts_the_files_it_came_from(tmp_path):
+    """``read_log``/``open_log`` of a dataset folder with ``threshold`` binarise the scores as the in-memory
+    reader does (the dataset path returned the rows with ``correct`` <NA>: the threshold was dropped)."""
+    from mrcstats.io import read_log
+
+    csv = tmp_path / "g.csv"
+    pd.DataFrame({"model": ["a", "a", "b", "b"], "item": ["1", "2", "1", "2"],
+                  "score": [0.2, 0.7, 0.5, 0.9]}).to_csv(csv, index=False)
+    write_dataset(csv, tmp_path / "ds")
+    want = read_log(csv, threshold=0.5)
+    for got in (read_log(tmp_path / "ds", threshold=0.5), open_log(tmp_path / "ds", threshold=0.5)):
+        key = ["model", "item"]
+        a, b = (f.sort_values(key).reset_index(drop=True) for f in (want, got))
+        assert a["correct"].tolist() == b["correct"].tolist() == [False, True, True, True]
+        assert got.attrs["threshold"] == 0.5

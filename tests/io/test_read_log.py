@@ -157,3 +157,48 @@ def test_write_log_validates_once(tmp_path, monkeypatch):
         a, b = read_log(tmp_path / f"once{suffix}"), read_log(tmp_path / f"again{suffix}")
         pd.testing.assert_frame_equal(a, b)
     assert (tmp_path / "once.csv").read_bytes() == (tmp_path / "again.csv").read_bytes()
+
+
+def test_each_reader_s_notes_are_kept_with_its_file_when_several_files_are_read(recwarn):
+    """Several files read into one log keep what each reader said (rows skipped, a run that ended early), each
+    note naming its file; a multi-file read dropped them (``attrs["notes"]`` was empty)."""
+    from pathlib import Path
+
+    d = Path(__file__).resolve().parents[1] / "conformance" / "inspect"
+    one = read_log(d / "sigkill.eval")
+    both = read_log([d / "failfast.eval", d / "sigkill.eval"])
+    notes = both.attrs["notes"]
+    assert [n for n in notes if n.startswith("sigkill.eval: ")] == one.attrs["notes"]
+    assert any(n.startswith("failfast.eval: ") and "status 'error'" in n for n in notes)
+    assert "sigkill.eval: skipped 8 sample-epoch(s): not run: Inspect run killed (no header.json)" in notes
+    assert both.attrs["skipped"]["not run: Inspect run killed (no header.json)"] == 8
+
+
+@pytest.mark.parametrize("text,has,hasnt", [
+    # repeats inside one file, differing only in the answer: number the samples, or keep one re-run
+    ("model,item,correct\nm,a,1\nm,a,0\nm,b,1\n", ["rows 1 and 2", "differ only in the answer",
+                                                    "--map trial=COLUMN", "--on-duplicate first|last"],
+     ["--model PATH=NAME"]),
+    # a column that tells them apart: that column as the trial or condition
+    ("model,item,correct,seed\nm,a,1,1\nm,b,1,1\nm,a,0,2\n", ["rows 1 and 3", "--map trial=seed",
+                                                              "--map condition=seed"],
+     ["--model PATH=NAME", "--on-duplicate first|last"]),
+])
+def test_duplicates_inside_one_file_suggest_what_can_help(tmp_path, text, has, hasnt):
+    """Within one file, naming each file's model cannot tell rows apart: the message does not offer it (it did)."""
+    p = _csv(tmp_path, text)
+    with pytest.raises(SchemaError) as e:
+        read_log(p)
+    msg = str(e.value)
+    assert all(h in msg for h in has), msg
+    assert not any(h in msg for h in hasnt), msg
+
+
+def test_duplicates_across_files_name_each_file_and_suggest_naming_its_model(tmp_path):
+    (tmp_path / "a.csv").write_text("model,item,correct\nm,b,1\nm,a,0\n")
+    (tmp_path / "b.csv").write_text("model,item,correct\nm,a,1\nm,c,1\n")
+    with pytest.raises(SchemaError) as e:
+        read_log([tmp_path / "a.csv", tmp_path / "b.csv"])
+    msg = str(e.value)
+    assert "rows 2 and 3 (a.csv row 2, b.csv row 1)" in msg and "--model PATH=NAME" in msg, msg
+    assert "--on-duplicate first|last" not in msg

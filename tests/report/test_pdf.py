@@ -250,3 +250,39 @@ def test_tracked_report_pdfs_are_clean(pdf):
     if pdf.parent.name.endswith("_figures"):
         pytest.skip("figure file")
     assert_clean_text(pdf_text(pdf), str(pdf))
+
+
+@needs_poppler
+def test_methods_says_what_each_reader_said_about_its_file(tmp_path, recwarn):
+    """The readers' notes (rows skipped, a run killed), each naming its file, are in the Methods section of the
+    PDF; the report read each log and kept none of them."""
+    src = Path(__file__).resolve().parents[1] / "conformance" / "inspect"
+    for f in ("failfast.eval", "sigkill.eval"):
+        shutil.copy(src / f, tmp_path / f)
+    (tmp_path / "spec.yaml").write_text("title: Killed runs\nlogs: [failfast.eval, sigkill.eval]\n"
+                                        "analyses:\n  - summary: {}\n")
+    r = build_report(tmp_path / "spec.yaml", tmp_path / "r.pdf", html=False)
+    text = " ".join(pdf_text(r.pdf).split())
+    methods = text[text.index("Methods"):]
+    assert "Reading the logs:" in methods
+    assert "sigkill.eval: skipped 8 sample-epoch(s): not run: Inspect run killed (no header.json)" in methods
+    assert "failfast.eval: the Inspect run ended with status 'error'" in methods
+
+
+@needs_poppler
+def test_small_expected_counts_are_a_methods_note_not_a_python_warning(tmp_path):
+    """The confusion analysis' chi-square test with expected counts below 5: its caveat is in the PDF's Methods
+    (it was only a UserWarning on stderr) and no Python warning is raised."""
+    import warnings
+
+    rows = [{"model": "m", "item": f"i{k}", "correct": g == p, "gold": g, "pred": p}
+            for k, (g, p) in enumerate([("A", "A")] * 6 + [("B", "B")] * 5 + [("A", "B"), ("B", "A"), ("C", "C")])]
+    pd.DataFrame(rows).to_csv(tmp_path / "log.csv", index=False)
+    (tmp_path / "spec.yaml").write_text("title: Small counts\nlogs: [log.csv]\nanalyses:\n  - confusion: {}\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = build_report(tmp_path / "spec.yaml", tmp_path / "r.pdf", html=False)
+    assert not r.skipped
+    text = " ".join(pdf_text(r.pdf).split())
+    methods = text[text.index("Methods"):]
+    assert "Chi-squared approximation may be incorrect: 9 of 9 expected counts are below 5" in methods, methods

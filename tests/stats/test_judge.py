@@ -552,3 +552,49 @@ def test_judge_bias_lmm_output_and_guards(capsys, tmp_path):
                  "--bootstrap", "0", "--json"]) == 0
     import json
     assert json.loads(capsys.readouterr().out)["bias"]["shift"]["test"]["F"] > 10
+def _sparse_log(rows_per_item: int, seed: int = 5, n: int = 240) -> pd.DataFrame:
+    """``n`` labelled rows, ``rows_per_item`` per item, each row a random model's (the judge favours model a)."""
+    rng = np.random.default_rng(seed)
+    items = np.repeat(np.arange(n // rows_per_item), rows_per_item)
+    model = np.array(["a", "b", "c"])[rng.integers(0, 3, len(items))]
+    y = (rng.random(len(items)) < 0.5).astype(float)
+    fp = 1 / (1 + np.exp(-(-1.0 + 0.8 * (model == "a") + rng.normal(0, 1, items.max() + 1)[items])))
+    f = np.where(y == 1, rng.random(len(items)) < 0.9, rng.random(len(items)) < fp).astype(float)
+    return pd.DataFrame({"model": model, "item": [f"q{i}" for i in items], "judge": f, "human": y})
+
+
+def test_judge_bias_with_one_labelled_row_per_item_equals_r_glm(rscript, tmp_path):
+    """One labelled row per item: the item SD is not identified and lme4 refuses the GLMM (levels == rows; the
+    bias part crashed with a ModelError): the bias falls back to the logistic regression without the item
+    effect, with a note, and equals R's glm and anova(test = "Chisq") on the same rows."""
+    import subprocess
+
+    d = _sparse_log(1)
+    b = judge(d, human="human", judge="judge", item="item", bootstrap=0).bias
+    assert any("every item has one labelled row" in n for n in b.notes)
+    for outcome, keep, ind in (("over", d["human"] < 1, d["judge"] > d["human"]),
+                               ("disagree", d["human"] == d["human"], d["judge"] != d["human"])):
+        frame = pd.DataFrame({"y": ind.astype(int), "model": d["model"]})[keep.to_numpy()]
+        frame.to_csv(tmp_path / "f.csv", index=False)
+        code = (f"d <- read.csv('{tmp_path / 'f.csv'}'); "
+                "m1 <- glm(y ~ 0 + model, binomial, d); m0 <- glm(y ~ 1, binomial, d); "
+                "a <- anova(m0, m1, test = 'Chisq'); "
+                "cat(sprintf('%.12g', c(coef(m1), sqrt(diag(vcov(m1))), a$Deviance[2], a$Df[2])))")
+        r = subprocess.run([rscript, "-e", code], capture_output=True, text=True, check=True)
+        got = [float(v) for v in r.stdout.split()]
+        t = b.table[b.table["outcome"] == outcome].set_index("model")
+        np.testing.assert_allclose(t.loc[["a", "b", "c"], "logit"], got[0:3], rtol=1e-7)
+        np.testing.assert_allclose(t.loc[["a", "b", "c"], "se"], got[3:6], rtol=1e-6)
+        np.testing.assert_allclose(t["prob"], t["rate"], rtol=1e-12)
+        test = b.tests.set_index("outcome").loc[outcome]
+        assert test.chisq == pytest.approx(got[6], rel=1e-7) and test.df == got[7] == 2
+        assert np.isnan(test.sd_item)
+
+
+def test_judge_bias_says_when_the_item_sd_rests_on_few_rows_per_item():
+    """With about two labelled rows per item the item SD is unstable (0 in one sample, above 1 in the next): a
+    note says so and points to the marginal and observed rates; with many rows per item there is no such note."""
+    few = judge(_sparse_log(2), human="human", judge="judge", item="item", bootstrap=0).bias
+    assert any("labelled rows per item on average" in n and "unstable" in n for n in few.notes), few.notes
+    many = judge(_sparse_log(8), human="human", judge="judge", item="item", bootstrap=0).bias
+    assert not any("labelled rows per item on average" in n for n in many.notes), many.notes

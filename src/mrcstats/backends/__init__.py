@@ -15,8 +15,9 @@ from mrcstats.backends.passes import (
     RowPass,
     dask_client,
     dataset_pass,
+    keep_value,
     pass_backend,
 )
 
 __all__ = ["BACKENDS", "DaskPass", "DatasetPass", "DuckDBPass", "MemoryPass", "RowPass", "dask_client",
-           "dataset_pass", "pass_backend"]
+           "dataset_pass", "keep_value", "pass_backend"]

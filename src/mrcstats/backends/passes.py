@@ -449,6 +449,31 @@ def pass_backend(data: Any, backend: str | None = None, scheduler: str | Any | N
     return DaskPass(data, client)
 
 
+def keep_value(log: Any, column: str, value: str, reason: str | None = None) -> tuple[Any, dict[str, int]]:
+    """The rows of ``log`` whose ``column`` equals ``value`` (compared as text), and the rows of every value of
+    ``column`` (``{value: rows}``, from the log's row pass: :meth:`RowPass.group_counts`), so the caller can say
+    what was left out and which values there are. A frame is filtered in memory (its ``attrs`` kept, the rows
+    left out counted in ``attrs["skipped"][reason]`` when ``reason`` is given); a log dataset lazily
+    (:meth:`mrcstats.io.dataset.LogDataset.filter`). A ``value`` no row has returns the log unchanged: the
+    caller checks ``counts`` and says which values there are."""
+    rows = pass_backend(log)
+    rows.check_columns([column], "filter on")
+    g = rows.group_counts([column], "correct" if "correct" in rows.columns() else column)
+    counts = {("<NA>" if pd.isna(v) else str(v)): int(n) for v, n in zip(g[column], g["n"])}
+    if not counts.get(value):
+        return log, counts
+    if isinstance(rows, DuckDBPass):
+        return log.filter(**{column: value}), counts
+    keep = (log[column].astype(str) == value).to_numpy()
+    attrs = dict(log.attrs)
+    left = int((~keep).sum())
+    if left and reason:
+        attrs["skipped"] = {**(attrs.get("skipped") or {}), reason: left}
+    out = log[keep].reset_index(drop=True)
+    out.attrs = attrs
+    return out, counts
+
+
 def dask_client(scheduler: str | Any | None):
     """A ``distributed.Client`` for ``scheduler`` (an address such as ``tcp://host:8786``, or a Client);
     None: the client already active in this process, else dask's local scheduler. mrcstats never starts

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats._seeds import parse_seed
+from mrcstats._seeds import DEFAULT_SEED, parse_seed
 from mrcstats._words import plural
 from mrcstats.cli._common import (
     Once,
@@ -73,7 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="p-value adjustment across pairs, as R's p.adjust (holm)")
     p.add_argument("--bootstrap", type=int, default=0, metavar="B",
                    help="cluster-bootstrap resamples for the CI of each difference (0 = none)")
-    p.add_argument("--seed", type=parse_seed, default=None, metavar="S", help="bootstrap seed")
+    p.add_argument("--seed", type=parse_seed, default=DEFAULT_SEED, metavar="S", help="bootstrap seed (0)")
     p.add_argument("--alpha", type=float, default=0.05, metavar="A", help="1 - confidence level (0.05)")
     p.add_argument("--runs", nargs="?", const="", default=None, metavar="NAME,NAME,...",
                    help="each LOG is one run of the same model and task (two checkpoints, seeds, prompt versions): "
@@ -97,7 +97,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="shared (default): when item sets differ, rank on the items every ranked model answered "
                         "(rows of other items counted in a note); all: each model over its own items")
     p.add_argument("--draws", type=int, default=1000, metavar="R", help="parametric bootstrap draws (1000)")
-    p.add_argument("--seed", type=parse_seed, default=None, metavar="S", help="seed of the draws (reproducible sets)")
+    p.add_argument("--seed", type=parse_seed, default=DEFAULT_SEED, metavar="S", help="seed of the draws (0)")
     p.add_argument("--top", type=int, default=None, metavar="K",
                    help="also print the top-K set: the models that may be among the best K")
     add_json_flag(p)
@@ -154,6 +154,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _load(args: argparse.Namespace, cmd: str):
     import pandas as pd
 
+    from mrcstats.backends import keep_value
     from mrcstats.errors import InputError
     from mrcstats.io import open_log
 
@@ -169,33 +170,22 @@ def _load(args: argparse.Namespace, cmd: str):
     else:
         log = open_log(args.log, format=args.fmt, mapping=mapping or None, model=model_arg(args.model_name),
                        threshold=args.threshold)       # io decides: a dataset folder opens lazily (DuckDB)
-    if not isinstance(log, pd.DataFrame):       # lazy: per-item scores come from its row pass
-        if args.condition is not None:
-            ds = log.filter(condition=args.condition)
-            if len(ds) == 0:
-                shown = ", ".join(repr(c) for c in log.sql(
-                    "SELECT DISTINCT condition FROM log ORDER BY 1")["condition"][:20])
-                raise InputError(f"--condition {args.condition!r} matches no row; conditions: {shown}")
-            return ds
-        return log
-    for why, n in (log.attrs.get("skipped") or {}).items():
-        if n:
-            info(f"mrcstats {cmd}: {plural(n, 'row')} skipped while reading: {why}")
-    if args.condition is not None:
-        keep = log["condition"].astype(str) == args.condition
-        if not keep.any():
-            shown = ", ".join(sorted(repr(c) for c in log["condition"].astype(str).unique())[:20])
+    if isinstance(log, pd.DataFrame):
+        for why, n in (log.attrs.get("skipped") or {}).items():
+            if n:
+                info(f"mrcstats {cmd}: {plural(n, 'row')} skipped while reading: {why}")
+    if args.condition is not None:        # a frame filtered in memory, a dataset lazily (its row pass counts)
+        log, counts = keep_value(log, "condition", args.condition,
+                                 reason=f"condition other than {args.condition!r} (--condition)")
+        if not counts.get(args.condition):
+            shown = ", ".join(repr(c) for c in sorted(counts)[:20])
             raise InputError(f"--condition {args.condition!r} matches no row; conditions: {shown}")
-        attrs = dict(log.attrs)
-        left = log["condition"].astype(str)[~keep.to_numpy()].value_counts(sort=False)
-        if len(left):   # said, never silent: the rows of other conditions are left out
-            shown = ", ".join(f"{c!r}: {n}" for c, n in sorted(left.items()))
-            info(f"mrcstats {cmd}: --condition {args.condition!r} keeps {int(keep.sum())} of {len(log)} rows; left "
-                 f"out {plural(int(left.sum()), 'row')} of other conditions ({shown})")
-            reason = f"condition other than {args.condition!r} (--condition)"
-            attrs["skipped"] = {**(attrs.get("skipped") or {}), reason: int(left.sum())}
-        log = log[keep.to_numpy()].reset_index(drop=True)
-        log.attrs = attrs
+        left = {c: n for c, n in sorted(counts.items()) if c != args.condition}
+        if left:   # said, never silent: the rows of other conditions are left out
+            shown = ", ".join(f"{c!r}: {n}" for c, n in left.items())
+            info(f"mrcstats {cmd}: --condition {args.condition!r} keeps {counts[args.condition]} of "
+                 f"{sum(counts.values())} rows; left out {plural(sum(left.values()), 'row')} of other conditions "
+                 f"({shown})")
     return log
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats._seeds import parse_seed
+from mrcstats._seeds import DEFAULT_SEED, parse_seed
 from mrcstats.cli._common import (
     add_emmeans_args,
     add_json_flag,
@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="confidence intervals as lme4's confint(m, method=): Wald, profile or boot")
     p.add_argument("--level", type=float, default=0.95, help="confidence level of --confint (default 0.95)")
     p.add_argument("--nsim", type=int, default=1000, metavar="N", help="bootstrap samples for --confint boot")
-    p.add_argument("--seed", type=parse_seed, default=None, metavar="S", help="random seed for --confint boot")
+    p.add_argument("--seed", type=parse_seed, default=DEFAULT_SEED, metavar="S", help="random seed for --confint boot (0)")
     add_json_flag(p)
     p.set_defaults(func=_glmer)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats._seeds import parse_seed
+from mrcstats._seeds import DEFAULT_SEED, parse_seed
 from mrcstats.cli._common import (
     Once,
     add_format_option,
@@ -72,7 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _log_args(p)
     p.add_argument("--k", type=int, required=True, help="number of items")
     p.add_argument("--method", default="random", choices=("random", "pd", "irt-info", "anchor"))
-    p.add_argument("--seed", type=parse_seed, default=None, metavar="S", help="random seed (also breaks ties)")
+    p.add_argument("--seed", type=parse_seed, default=DEFAULT_SEED, metavar="S", help="random seed (also breaks ties; 0)")
     p.add_argument("--stratify", metavar="COL", action=Once, help="log column constant per item (subject, cluster): each value "
                                                      "gets k times its share of the items")
     add_json_flag(p)

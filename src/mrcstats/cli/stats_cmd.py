@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 
-from mrcstats._seeds import parse_seed
+from mrcstats._seeds import DEFAULT_SEED, parse_seed
 from mrcstats.cli._common import (
     add_input,
     add_json_flag,
@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--simulate", action="store_true",
                    help="Monte Carlo p-value on --B random tables with the same margins (r x c only, as R)")
     p.add_argument("--B", type=int, default=2000, metavar="N", help="Monte Carlo replicates (2000)")
-    p.add_argument("--seed", type=parse_seed, default=None, metavar="S", help="random seed for --simulate")
+    p.add_argument("--seed", type=parse_seed, default=DEFAULT_SEED, metavar="S", help="random seed for --simulate (0)")
     p.add_argument("--alternative", default="two-sided", choices=("two-sided", "less", "greater"),
                    help="alternative hypothesis (one-sided only for 2 x 2 tables)")
     add_json_flag(p)
@@ -66,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="P_d cutoffs, e.g. 0,5,10,15 (seed 003); default 0 and the P_d quartiles, printed")
     p.add_argument("--bootstrap", type=int, default=2000, metavar="B",
                    help="cluster-bootstrap resamples for the accuracy CIs (2000; 0 = none)")
-    p.add_argument("--seed", type=parse_seed, default=None, metavar="S", help="bootstrap seed")
+    p.add_argument("--seed", type=parse_seed, default=DEFAULT_SEED, metavar="S", help="bootstrap seed (0)")
     add_log_options(p)
     add_json_flag(p)
     p.set_defaults(func=_discrim)
@@ -101,6 +101,8 @@ def _chisq(args: argparse.Namespace) -> int:
     from mrcstats.stats.contingency import chisq, read_count_table
 
     res = chisq(read_count_table(args.table), correct=args.correct)
+    if res.note:
+        info(f"mrcstats chisq: warning: {res.note}")
     return output(args, res.to_dict(), res.summary())
 
 
@@ -115,7 +117,7 @@ def _discrim(args: argparse.Namespace) -> int:
         info("mrcstats discrim: cutoffs " + ", ".join(f"{c:g}" for c in cutoffs)
              + " (0 and the P_d quartiles; choose others with --cutoffs)")
     tab = res.cutoffs(cutoffs, bootstrap=args.bootstrap, seed=args.seed)
-    obj = {"pd": res.to_dict()["pd"], "cutoffs": tab.to_dict()["cutoffs"]}
+    obj = {"pd": res.to_dict()["pd"], **tab.to_dict()}
     return output(args, obj, res.summary() + "\n\n" + tab.summary())
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.io.detect import detect_format
 from mrcstats.io.formats import EXTENSIONS, FORMATS, LOG_SUFFIXES, TABLE_FORMATS, get_format
@@ -94,7 +95,8 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
         from mrcstats.io.dataset import is_dataset, open_dataset
 
         if is_dataset(single):  # a partitioned dataset folder (mrcstats ingest --dataset): load it
-            return check_duplicates(open_dataset(single).to_log(), on_duplicate, str(single), {})
+            log = check_duplicates(open_dataset(single).to_log(), on_duplicate, str(single), {})
+            return apply_threshold(log, threshold, str(single))   # the same cut as the files' path below
     files = expand_paths(paths, EXTENSIONS)
     sources: list[tuple[Source, str]] = []
     for path in files:
@@ -129,15 +131,38 @@ def _read_loaded(files: list[Path], sources: list[tuple[Source, str]], mapping: 
         log = coerce_log(log, source=None) if not _same_columns(frames) else _restore_dtypes(log, frames[0])
     log, notes = settings_into_condition(log, frames)
     source = str(files[0]) if len(files) == 1 else None
-    log = check_duplicates(log, on_duplicate, source, skipped)
+    log = check_duplicates(log, on_duplicate, source, skipped,
+                           files=list(zip(file_names(files), map(len, frames))) if len(frames) > 1 else None)
     log = apply_threshold(log, threshold, source)
     base = {k: v for k, v in frames[0].attrs.items()} if len(frames) == 1 else {}
-    if notes:
-        base["notes"] = [*base.get("notes", []), *notes]
+    base["notes"] = [*file_notes(files, frames), *notes]
+    if not base["notes"]:
+        del base["notes"]
     log.attrs = {**base, "skipped": skipped, "format": sources[0][1],
                  "sources": [str(f) for f in files], **({"threshold": float(threshold)} if threshold is not None
                                                         else {})}
     return mark_validated(log)
+
+
+def file_names(files: Sequence[str | os.PathLike]) -> list[str]:
+    """How messages name the files of one read: each file's name, its path when two names are the same."""
+    names = [Path(f).name for f in files]
+    return names if len(set(names)) == len(names) else [str(f) for f in files]
+
+
+def file_notes(files: Sequence[str | os.PathLike], frames: Sequence[pd.DataFrame]) -> list[str]:
+    """Every reader's notes (``attrs["notes"]``: rows skipped, samples invalidated, a run that ended early), each
+    naming its file (``"FILE: note"``; the file's name, its path when two names are the same), so several files read into one log keep what each reader said. With
+    several files, the rows a reader skipped (``attrs["skipped"]``) that its notes do not already state are
+    noted too (``"FILE: skipped N rows: reason"``): the log's ``skipped`` adds them up over the files."""
+    out: list[str] = []
+    for f, df in zip(file_names(files), frames):
+        mine = [str(n) for n in df.attrs.get("notes") or ()]
+        if len(frames) > 1:
+            mine += [f"skipped {plural(int(n), 'row')}: {why}" for why, n in (df.attrs.get("skipped") or {}).items()
+                     if n and not any(why in m for m in mine)]
+        out += [f"{f}: {m}" for m in mine]
+    return out
 
 
 #: run settings the tool readers record as columns (and name in ``attrs["run_settings"]``)

@@ -40,7 +40,7 @@ not 0/1); :func:`require_binary` is the one check of the analyses that need a 0/
 from __future__ import annotations
 
 import weakref
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -662,12 +662,16 @@ def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:
 
 
 def check_duplicates(df: pd.DataFrame, on_duplicate: str = "error", source: str | None = None,
-                     skipped: dict[str, int] | None = None) -> pd.DataFrame:
+                     skipped: dict[str, int] | None = None,
+                     files: Sequence[tuple[str, int]] | None = None) -> pd.DataFrame:
     """Enforce one row per ``(model, item, trial, condition)`` (and masking rate, see :data:`KEY_COLUMNS`).
 
     ``on_duplicate="error"`` raises :class:`SchemaError` naming the first duplicated
-    key; ``"first"``/``"last"`` keep that occurrence and count the dropped rows in
-    ``skipped["duplicate (model, item, trial, condition)"]``.
+    key, its rows and what can tell the rows apart (:func:`_duplicate_advice`); ``"first"``/``"last"`` keep
+    that occurrence and count the dropped rows in ``skipped["duplicate (model, item, trial, condition)"]``.
+    ``files``: ``(file name, rows)`` of each file when ``df`` is several files read in that order (the
+    message then names each row's file, and suggests naming each file's model only when a key repeats across
+    files: within one file that cannot help).
     """
     if on_duplicate not in DUPLICATE_POLICIES:
         raise SchemaError(f"on_duplicate must be one of {', '.join(DUPLICATE_POLICIES)}, got {on_duplicate!r}")
@@ -677,13 +681,21 @@ def check_duplicates(df: pd.DataFrame, on_duplicate: str = "error", source: str 
         return df
     if on_duplicate == "error":
         pos = np.flatnonzero(dup.to_numpy())
-        key = df.iloc[pos[0]][list(KEY_COLUMNS)].to_dict()
+        kd = df.iloc[pos[0]][list(KEY_COLUMNS)].to_dict()
+        ids = df.iloc[pos].groupby(key, sort=False, dropna=False, observed=True).ngroup().to_numpy()
+        twin = int(pos[np.flatnonzero(ids == ids[0])[1]])   # the first row's own duplicate (missing values equal)
         n_extra = int(dup.sum() - (~df[dup].duplicated(subset=list(KEY_COLUMNS))).sum())
-        mr = "" if pd.isna(key["masking_rate"]) else f" masking_rate={key['masking_rate']}"
+        mr = "" if pd.isna(kd["masking_rate"]) else f" masking_rate={kd['masking_rate']}"
+        file_of = _file_of(files, len(df))
+        rows = f"rows {pos[0] + 1} and {twin + 1}"
+        if file_of is not None:
+            (fa, ra), (fb, rb) = file_of(pos[0]), file_of(twin)
+            rows += f" ({fa} row {ra + 1}, {fb} row {rb + 1})"
+        across = file_of is not None and _across_files(df, dup, key, file_of)
         raise SchemaError(f"{_where(source)}{n_extra} duplicate (model, item, trial, condition) row(s), first "
-                          f"model={key['model']!r} item={key['item']!r} trial={key['trial']} "
-                          f"condition={key['condition']!r}{mr} at rows {pos[0] + 1} and {pos[1] + 1}; "
-                          f"{_duplicate_advice(df, dup)}")
+                          f"model={kd['model']!r} item={kd['item']!r} trial={kd['trial']} "
+                          f"condition={kd['condition']!r}{mr} at {rows}; "
+                          f"{_duplicate_advice(df, dup, across)}")
     drop = df.duplicated(subset=key, keep=on_duplicate)
     n_drop = int(drop.sum())
     if skipped is not None:
@@ -692,6 +704,26 @@ def check_duplicates(df: pd.DataFrame, on_duplicate: str = "error", source: str 
     out = df.loc[~drop.to_numpy()]
     out.index = pd.RangeIndex(len(out))
     return out
+
+
+def _file_of(files: Sequence[tuple[str, int]] | None, n: int):
+    """``row -> (file name, row within that file)`` for a log of several files read in order, or None."""
+    if not files or len(files) < 2 or sum(k for _, k in files) != n:
+        return None
+    ends = np.cumsum([k for _, k in files])
+
+    def where(row: int) -> tuple[str, int]:
+        i = int(np.searchsorted(ends, row, side="right"))
+        return files[i][0], int(row - (ends[i - 1] if i else 0))
+    return where
+
+
+def _across_files(df: pd.DataFrame, dup: pd.Series, key: list[str], file_of) -> bool:
+    """Whether some duplicated key has rows in two files (naming each file's model can then tell them apart)."""
+    pos = np.flatnonzero(dup.to_numpy())
+    rows = df.iloc[pos][key].assign(_file=[file_of(int(p))[0] for p in pos])
+    per_key = rows.groupby(key, sort=False, dropna=False, observed=True)["_file"].nunique()
+    return bool((per_key > 1).any())
 
 
 def _distinguishing(df: pd.DataFrame, columns: tuple[str, ...]) -> list[str]:
@@ -712,10 +744,22 @@ def _distinguishing(df: pd.DataFrame, columns: tuple[str, ...]) -> list[str]:
 _PROVENANCE = ("source", "file", "filename", "_file", "path")
 
 
-def _duplicate_advice(df: pd.DataFrame, dup: pd.Series) -> str:
-    """How to resolve duplicate keys: ``--on-duplicate`` only when the duplicated rows are the same
-    content read twice (the same run in two places); otherwise the rows differ, so they are different
-    runs or conditions that the source failed to tell apart — say which column differs."""
+#: columns that hold a row's answer or its scoring, not what the row is (two of them differing does not say why
+#: a key repeats)
+_OUTCOME = ("correct", "score", "response", "pred", "value", "answer", "explanation", "invalidated", "metadata")
+
+
+def _duplicate_advice(df: pd.DataFrame, dup: pd.Series, across_files: bool = False) -> str:
+    """How to resolve duplicate keys, only with what can help:
+
+    * identical rows (the same run read twice): ``--on-duplicate first|last``;
+    * rows that differ in a column other than the answer (a seed, a prompt): that column as the trial or the
+      condition (``--map trial=COL`` / ``--map condition=COL``);
+    * rows of several files under one model name: each file's model (``--model PATH=NAME``) -- never suggested
+      for repeats inside one file, which it cannot tell apart;
+    * rows that differ only in the answer: repeated samples without a trial number (number them, ``--map
+      trial=COL``), or a re-run meant to replace a row (``--on-duplicate first|last``, the dropped rows counted).
+    """
     rows = df[dup.to_numpy()]
     content = [c for c in rows.columns if c not in _PROVENANCE]
     same = rows.astype(str).duplicated(subset=content, keep=False)
@@ -725,10 +769,22 @@ def _duplicate_advice(df: pd.DataFrame, dup: pd.Series) -> str:
     keyed = rows.astype(str).groupby(list(KEY_COLUMNS), sort=False, dropna=False)
     differ = [c for c in content if c not in KEY_COLUMNS and bool((keyed[c].nunique(dropna=False) > 1).any())]
     shown = ", ".join(repr(c) for c in differ[:5]) or "their content"
-    return (f"the duplicated rows differ (in {shown}): they are different runs or conditions, not one run read "
-            f"twice, and --on-duplicate would drop real rows; tell them apart: name each run's model "
-            f"(--model PATH=NAME for each run's file or folder, or --map model=COLUMN), or --map trial=COLUMN / "
-            f"--map condition=COLUMN")
+    telling = [c for c in differ if c not in _OUTCOME]
+    ways = []
+    if across_files:
+        ways.append("name each file's model (--model PATH=NAME for each run's file or folder, or --map model=COLUMN)")
+    if telling:
+        c = telling[0]
+        ways.append(f"use {c!r} as the trial or the condition (--map trial={c} for repeated samples, "
+                    f"--map condition={c} for different settings)")
+    if not ways:
+        ways.append("if they are repeated samples of the item, number them in a column (0, 1, ... per model and "
+                    "item) and pass --map trial=COLUMN; if a later row re-runs an earlier one, keep one with "
+                    "--on-duplicate first|last (the dropped rows are counted)")
+        return (f"the duplicated rows differ only in the answer ({shown}) and no column says why the key repeats: "
+                + ways[0])
+    return (f"the duplicated rows differ (in {shown}): they are different runs, samples or conditions, not one "
+            f"run read twice, and --on-duplicate would drop real rows; tell them apart: " + "; or ".join(ways))
 
 
 def validate_log(df: pd.DataFrame, *, on_duplicate: str = "error", source: str | None = None,

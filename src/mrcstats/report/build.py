@@ -27,7 +27,7 @@ itself (an unknown key or type) are found before any log is read and always stop
 from __future__ import annotations
 
 import platform
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -170,7 +170,7 @@ def _build(rs: ReportSpec, log: pd.DataFrame, out: Path, tables_dir: Path, figur
     texts = [rs.title, rs.subtitle or "", *rs.notes, *rs.methods, *glossary.output_texts(outputs),
              *(str(n) for n in rs.not_reproduced), *skipped]
     _data_summary(doc, rs, log, feature_missing, glossary.paragraph(glossary.used(texts)))
-    _methods(doc, rs, outputs)
+    _methods(doc, rs, outputs, log.attrs.get("notes") or ())
     sections: list[str] = []
     for o in outputs:
         for sec in (o, *o.sections):
@@ -252,11 +252,15 @@ def _emit(doc: ReportDocument, sec: Output, tables_dir: Path, figures_dir: Path)
     return tables, figures
 
 
-def _methods(doc: ReportDocument, rs: ReportSpec, outputs: list[Output]) -> None:
+def _methods(doc: ReportDocument, rs: ReportSpec, outputs: list[Output], reading: Sequence[str] = ()) -> None:
+    """The Methods section; ``reading``: what the readers said about each file (the log's ``attrs["notes"]``)."""
     doc.heading("Methods")
     extra = sorted({sw for o in outputs for sw in o.software})
     doc.paragraph(f"Software: {_versions()}" + (f"; {'; '.join(extra)}" if extra else "") + ". "
                   f"Random seed of the report (Monte Carlo tests, bootstrap, sampled figure points): {rs.seed}.")
+    if reading:
+        doc.paragraph("Reading the logs:")
+        doc.bullets([str(n) for n in reading])
     for m in rs.methods:
         doc.paragraph(m)
     test_methods: dict[str, str] = {}
@@ -400,11 +404,13 @@ def _read_logs(rs: ReportSpec) -> pd.DataFrame:
     frames = []
     skipped: dict[str, int] = {}
     relabel: list = []
+    notes: list[str] = []
     for ls in rs.logs:
         df = read_log(str(ls.path), format=ls.format, model=ls.model)
         for k, v in (df.attrs.get("skipped") or {}).items():
             skipped[k] = skipped.get(k, 0) + int(v)
         relabel += list(df.attrs.get("relabel") or [])
+        notes += list(df.attrs.get("notes") or [])     # each reader's notes, naming its file (io.reader.file_notes)
         frames.append(df)
     log = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True, sort=False)
     if len(frames) > 1:
@@ -412,6 +418,7 @@ def _read_logs(rs: ReportSpec) -> pd.DataFrame:
 
         log = validate_log(log)
     log.attrs["skipped"] = skipped
+    log.attrs["notes"] = notes
     if relabel:
         log.attrs["relabel"] = relabel
     return log

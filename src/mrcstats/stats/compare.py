@@ -273,6 +273,7 @@ class CompareResult(Result):
             "skipped": dict(self.skipped),
             "alpha": self.alpha,
             "bootstrap": self.bootstrap,
+            "seed": self.seed,
             "repeated": None if self.repeated is None else recs(self.repeated, list(self.repeated.columns)),
             "notes": list(self.notes),
             "outcome": self.outcome,

@@ -218,9 +218,13 @@ class FisherResult(Result):
     conf_level: float = 0.95
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``mrcstats fisher --json`` shape: ``{"p", "odds_ratio", "conf_int"}``."""
-        return {"p": self.p, "odds_ratio": self.odds_ratio,
-                "conf_int": list(self.conf_int) if self.conf_int is not None else None}
+        """The ``mrcstats fisher --json`` shape: ``{"p", "odds_ratio", "conf_int"}``, and ``"method"``, ``"B"``
+        and ``"seed"`` for a Monte Carlo p-value."""
+        out = {"p": self.p, "odds_ratio": self.odds_ratio,
+               "conf_int": list(self.conf_int) if self.conf_int is not None else None}
+        if self.method == "monte-carlo":
+            out.update(method=self.method, B=self.B, seed=self.seed)
+        return out
 
     def to_frame(self) -> pd.DataFrame:
         lo, hi = self.conf_int if self.conf_int is not None else (None, None)
@@ -231,7 +235,7 @@ class FisherResult(Result):
 
     def summary(self) -> str:
         lines = [f"Fisher's exact test ({self.method}"
-                 + (f", B = {self.B}" if self.B else "") + f"), alternative: {self.alternative}",
+                 + (f", B = {self.B}, seed {self.seed if self.seed is not None else 'none (not reproducible)'}" if self.B else "") + f"), alternative: {self.alternative}",
                  (f"  table {self.table.counts.shape[0]} x {self.table.counts.shape[1]}, "
                   f"n = {int(self.table.counts.sum())}"),
                  f"  {p_clause(self.p, 'p-value')}"]
@@ -484,9 +488,23 @@ class ChisqResult(Result):
     warning: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``mrcstats chisq --json`` shape: statistic, df, p, expected, cramers_v."""
+        """The ``mrcstats chisq --json`` shape: statistic, df, p, expected, cramers_v, and ``warning`` (R's text,
+        null when every expected count is at least 5) with ``note`` (:attr:`note`)."""
         return {"statistic": self.statistic, "df": self.df, "p": self.p,
-                "expected": self.expected.tolist(), "cramers_v": self.cramers_v}
+                "expected": self.expected.tolist(), "cramers_v": self.cramers_v, "warning": self.warning,
+                "note": self.note}
+
+    @property
+    def note(self) -> str | None:
+        """The small-expected-count caveat as a sentence for a report or a log (None without one): R's warning,
+        how many of the expected counts are below 5 and the smallest (Cochran's rule: the chi-square
+        approximation needs expected counts of at least 5; Fisher's exact test does not)."""
+        if not self.warning:
+            return None
+        e = np.asarray(self.expected, dtype=float)
+        k = int((e < 5).sum())
+        return (f"{self.warning}: {k} of {e.size} expected counts are below 5 (smallest {e.min():.3g}); "
+                f"Fisher's exact test does not rely on that approximation")
 
     def to_frame(self) -> pd.DataFrame:
         """One row per cell: observed, expected, Pearson and standardised residuals."""
@@ -503,7 +521,7 @@ class ChisqResult(Result):
         lines = [name, f"  X-squared = {self.statistic:.6g}, df = {self.df}, {p_clause(self.p, 'p-value')}",
                  f"  Cramer's V = {self.cramers_v:.4g}"]
         if self.warning:
-            lines.append(f"  warning: {self.warning}")
+            lines.append(f"  warning: {self.note}")
         return "\n".join(lines)
 
 
@@ -512,7 +530,8 @@ def chisq(table: Any, correct: bool = True) -> ChisqResult:
 
     ``E = r c^T / n``; ``X2 = sum (|O - E| - Y)^2 / E`` with Yates' ``Y = min(0.5, min |O - E|)``
     only for 2 x 2 tables when ``correct`` (else 0); ``df = (r - 1)(c - 1)``; p from the
-    upper chi-square tail. Warns with R's wording when any expected count is below 5.
+    upper chi-square tail. When any expected count is below 5 the result carries R's warning text
+    (``warning``) and a note saying how many (``note``); no Python warning is raised.
     All-zero rows/columns are dropped with a warning (R would return NaN).
     """
     from scipy.stats import chi2
@@ -537,10 +556,8 @@ def chisq(table: Any, correct: bool = True) -> ChisqResult:
     p = float(chi2.sf(stat, df))
     uncorrected = float(np.sum((x - e) ** 2 / e))
     v_cramer = math.sqrt(uncorrected / (n * (min(nr, nc) - 1)))
-    warn = None
-    if np.any(e < 5):
-        warn = CHISQ_WARNING
-        warnings.warn(CHISQ_WARNING, stacklevel=2)
+    warn = CHISQ_WARNING if np.any(e < 5) else None     # a note on the result (``warning``, ``note``), not a
+    #                                                   Python warning: the caller prints it where it reports
     return ChisqResult(stat, df, p, e, (x - e) / np.sqrt(e), (x - e) / np.sqrt(v), v_cramer, applied, ct, warn)
 
 

@@ -248,7 +248,9 @@ class CutoffTable(Result):
     level: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cutoffs": [dict(r) for r in self.rows]}
+        """``{"bootstrap", "seed", "level", "cutoffs": [...]}`` (the seed the intervals were drawn with)."""
+        return {"bootstrap": self.bootstrap, "seed": self.seed, "level": self.level,
+                "cutoffs": [dict(r) for r in self.rows]}
 
     def to_frame(self) -> pd.DataFrame:
         """Seed Table 5 layout: models (then grand mean and counts) down, cutoffs across."""
@@ -274,7 +276,10 @@ class CutoffTable(Result):
 
         text = pd.DataFrame({c: [fmt(r, frame.at[r, c]) for r in frame.index] for c in frame.columns},
                             index=frame.index)
-        return "Accuracy on clusters with P_d > cutoff (seed 003 Table 5)\n" + text.to_string()
+        boot = (f"\n{self.level:.0%} cluster-bootstrap intervals: {self.bootstrap} resamples, seed "
+                f"{self.seed if self.seed is not None else 'none (not reproducible)'}"
+                if self.bootstrap > 0 else "")
+        return "Accuracy on clusters with P_d > cutoff (seed 003 Table 5)\n" + text.to_string() + boot
 
 
 def _cutoff_table(res: DiscriminationResult, cutoffs: Sequence[float], bootstrap: int,

@@ -84,7 +84,11 @@ per model ``plogis(β_m)`` -- the rate at an item of average difficulty to judge
 read beside the observed rate when items differ much (``plogis(β_m)`` then lies far below it) -- and the likelihood-ratio test of ``β_1 = … = β_M`` against ``~ 1 + (1 | item)``
 (χ² on ``M − 1`` df; lme4's ``anova``). A judge that favours a model over-rates it more often than the others.
 The labels must take a few values (0/1, or a scale): at the interval and ratio levels with fractional scores
-``f ≠ y`` almost everywhere and the GLMMs are not fitted.
+``f ≠ y`` almost everywhere and the GLMMs are not fitted. ``σ_item`` is learnt only from items with several labelled
+rows: when every item has one it is not identified (lme4 refuses the fit), and the bias is the logistic regression
+without the item effect (:func:`_bias_without_items`, :func:`_no_model_effect_lrt`); when the median item has two
+or fewer, ``σ_item`` -- and with it ``plogis(β_m)`` -- is unstable (it falls to 0 or jumps with a few labels)
+and a note points to the marginal and observed rates.
 
 For scores on a scale (any score other than 0/1: ordinal ratings, or continuous scores) the judge's bias is
 also read on the score's own scale: the signed difference ``e_i = f_i − y_i`` on the labelled rows fitted as a
@@ -525,29 +529,43 @@ def judge_bias(f: np.ndarray, y: np.ndarray, groups: np.ndarray, items: np.ndarr
             rows += [{**b, **nan} for b in base]
             tests.append(test)
             continue
-        m1 = glmer("y ~ 0 + model + (1 | item)", d, levels={"model": present})
-        m0 = glmer("y ~ 1 + (1 | item)", d)
-        lrt = anova(m0, m1)
-        beta = dict(zip(m1.fixef_names, m1.fixef_values))
-        se = dict(zip(m1.fixef_names, np.sqrt(np.diag(m1.vcov_values))))
-        for b in base:
-            if not b["n"]:
-                rows.append({**b, **nan})
-                continue
-            bm, sm = float(beta[f"model{b['model']}"]), float(se[f"model{b['model']}"])
+        per_item = d.groupby("item", sort=False).size()
+        if int(per_item.max()) == 1:     # one labelled row per item: the item SD is not identified at all
+            rows += _bias_without_items(base, z)
+            test.update(_no_model_effect_lrt(base))
+            notes.append(f"judge bias ({outcome}): every item has one labelled row ({len(d)} rows): the item SD is not "
+                         "identified (one 0/1 row per item says nothing about how items differ), so the GLMM cannot "
+                         "be fitted; fitted without the item effect instead (logistic regression <outcome> ~ 0 + "
+                         "model: each model's rate is its observed rate, LRT against ~ 1)")
+        else:
+            m1 = glmer("y ~ 0 + model + (1 | item)", d, levels={"model": present})
+            m0 = glmer("y ~ 1 + (1 | item)", d)
+            lrt = anova(m0, m1)
+            beta = dict(zip(m1.fixef_names, m1.fixef_values))
+            se = dict(zip(m1.fixef_names, np.sqrt(np.diag(m1.vcov_values))))
             sd = float(m1.theta_values[0])
-            rows.append({**b, "logit": bm, "se": sm, "prob": _expit(bm), "prob_low": _expit(bm - z * sm),
-                         "prob_high": _expit(bm + z * sm), "marginal": _marginal(bm, sd),
-                         "marginal_low": _marginal(bm - z * sm, sd), "marginal_high": _marginal(bm + z * sm, sd)})
-        test.update(chisq=float(lrt.chisq), p=float(lrt.p) if lrt.p is not None else float("nan"),
-                    sd_item=float(m1.theta_values[0]))
+            for b in base:
+                if not b["n"]:
+                    rows.append({**b, **nan})
+                    continue
+                bm, sm = float(beta[f"model{b['model']}"]), float(se[f"model{b['model']}"])
+                rows.append({**b, "logit": bm, "se": sm, "prob": _expit(bm), "prob_low": _expit(bm - z * sm),
+                             "prob_high": _expit(bm + z * sm), "marginal": _marginal(bm, sd),
+                             "marginal_low": _marginal(bm - z * sm, sd), "marginal_high": _marginal(bm + z * sm, sd)})
+            test.update(chisq=float(lrt.chisq), p=float(lrt.p) if lrt.p is not None else float("nan"), sd_item=sd)
+            notes += [f"judge bias ({outcome}): {msg}" for msg in m1.messages]
+            if float(per_item.median()) <= 2:
+                notes.append(f"judge bias ({outcome}): {len(d) / len(per_item):.2g} labelled rows per item on average "
+                             f"({int((per_item == 1).sum())} of {len(per_item)} items have one): the item SD "
+                             f"({sd:.2g}) rests on the few items with several rows and is unstable (it can fall to 0 "
+                             "or jump with a few labels), and with it the rate at an average item; read the marginal "
+                             "and the observed rates, which do not depend on it")
+            if sd > 3:
+                notes.append(f"judge bias ({outcome}): item SD {sd:.1f} on the logit scale ({len(d)} rows over "
+                             f"{test['n_items']} items): the item effect is barely identified (few labelled rows per "
+                             "item), so the GLMM's per-model rates are unstable -- read the observed rates; the LRT "
+                             "still tests the model effect")
         tests.append(test)
-        notes += [f"judge bias ({outcome}): {msg}" for msg in m1.messages]
-        if test["sd_item"] > 3:
-            notes.append(f"judge bias ({outcome}): item SD {test['sd_item']:.1f} on the logit scale ({len(d)} rows over "
-                         f"{test['n_items']} items): the item effect is barely identified (few labelled rows per "
-                         "item), so the GLMM's per-model rates are unstable -- read the observed rates; the LRT still "
-                         "tests the model effect")
         zero = [str(b["model"]) for b in base if b["n"] and b["count"] in (0, b["n"])]
         if zero:
             notes.append(f"judge bias ({outcome}): model(s) {', '.join(map(repr, zero))} show it on no or on every "
@@ -604,6 +622,42 @@ def _shift_lmm(e: np.ndarray, frame: pd.DataFrame, order: list, alpha: float, no
                 sd_item=float(m1.theta.iloc[0] * m1.sigma), sd_resid=float(m1.sigma))
     notes += [f"judge bias (judge - human LMM): {msg}" for msg in m1.messages]
     return pd.DataFrame(rows, columns=list(SHIFT_FIELDS)), test
+
+
+def _bias_without_items(base: list[dict[str, Any]], z: float) -> list[dict[str, Any]]:
+    """Per model the logistic regression ``<outcome> ~ 0 + model`` without the item effect (the fallback when
+    every item has one labelled row): ``β_m = logit(k_m / n_m)``, ``SE = 1 / √(n_m p_m (1 − p_m))`` (the
+    inverse Fisher information of a binomial proportion on the logit scale; Agresti 2013, *Categorical Data
+    Analysis*, §3.1.4), ``prob = marginal = k_m / n_m`` with the Wald CI ``plogis(β_m ± z·SE)``; a model at
+    0 or 1 has no finite log-odds (NaN)."""
+    out = []
+    for b in base:
+        n, k = b["n"], b["count"]
+        if not n or k in (0, n):
+            out.append({**b, **dict.fromkeys(BIAS_FIELDS[5:], float("nan"))})
+            continue
+        p = k / n
+        bm, sm = math.log(p / (1 - p)), 1 / math.sqrt(n * p * (1 - p))
+        lo, hi = _expit(bm - z * sm), _expit(bm + z * sm)
+        out.append({**b, "logit": bm, "se": sm, "prob": p, "prob_low": lo, "prob_high": hi, "marginal": p,
+                    "marginal_low": lo, "marginal_high": hi})
+    return out
+
+
+def _no_model_effect_lrt(base: list[dict[str, Any]]) -> dict[str, float]:
+    """The likelihood-ratio test of ``~ 0 + model`` against ``~ 1`` for binomial counts:
+    ``G² = 2 Σ_m [k_m log(p_m / p) + (n_m − k_m) log((1 − p_m) / (1 − p))]`` (``p_m = k_m / n_m``, ``p`` the
+    pooled rate), χ² on ``M − 1`` df (R's ``anova(glm0, glm1, test = "Chisq")``); ``sd_item`` NaN (not fitted)."""
+    from scipy.special import xlogy
+    from scipy.stats import chi2
+
+    used = [b for b in base if b["n"]]
+    n = np.array([b["n"] for b in used], dtype=float)
+    k = np.array([b["count"] for b in used], dtype=float)
+    p, pm = k.sum() / n.sum(), k / n
+    g2 = float(2 * (xlogy(k, pm) - xlogy(k, p) + xlogy(n - k, 1 - pm) - xlogy(n - k, 1 - p)).sum())
+    df = len(used) - 1
+    return {"chisq": g2, "df": df, "p": float(chi2.sf(g2, df)) if df > 0 else float("nan"), "sd_item": float("nan")}
 
 
 def _expit(x: float) -> float:

@@ -85,12 +85,14 @@ def record(name: str, res: Any, label: str, n: int) -> Any:
 def finish(out: Output, results: list[Any], tests: list[tuple[str, Any]], title: str, counts: Any,
            method: str) -> None:
     """The common end of a table-test plug-in (contingency, confusion, error types): the rows its table left out
-    (counted and noted), the record of its first test, and its methods lines (``method``, then one per test)."""
+    (counted and noted), the record of its first test, and its methods lines (``method``, then one per test, then
+    each test's caveat: a chi-square test's small expected counts, :attr:`mrcstats.stats.contingency.ChisqResult.note`)."""
     for why, k in dict(results[0].skipped).items():
         out.leave_out(why, k)
         out.note(f"Left out {plural(k, 'row')}: {why}.")
     out.tests.append(record(tests[0][0], results[0], title, int(counts.to_numpy().sum())))
     out.methods += [method] + [test_method(out, n) for n, _ in tests]
+    out.methods += [f"{n}: {t.note}." for n, t in tests if getattr(t, "note", None)]   # small expected counts
 
 
 def p_of(res: Any) -> Any:

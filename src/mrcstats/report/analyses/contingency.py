@@ -79,9 +79,6 @@ class Contingency(Analysis):
         T.finish(out, results, tests, title, counts,
                  f"Counts of {words(rows)} by {words(cols)}{filter_note(a.get('filter'))}; invalid answers "
                  "(missing correctness) are left out of tables against correctness and counted.")
-        for r in results:
-            if getattr(r.test, "warning", None):
-                out.note(f"{T.test_name(r)}: {r.test.warning}.")
         if a.get("published"):
             compare_published(out, title, published_frame(counts, labels), a.get("published"), a.get("tolerance"),
                               f"a{a.index}_contingency",
