@@ -127,7 +127,7 @@ def _irrcac(d: pd.DataFrame, weights: str, cats: list[float], tmp_path) -> dict:
     csv = tmp_path / "ratings.csv"
     d.to_csv(csv, index=False)
     out = subprocess.run([str(ref), str(Path(__file__).with_name("_irrcac_ref.py")), str(csv), weights,
-                          ",".join(map(str, cats))], capture_output=True, text=True, timeout=300)
+                          ",".join(map(str, cats))], check=False, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 

@@ -591,6 +591,34 @@ def test_judge_bias_with_one_labelled_row_per_item_equals_r_glm(rscript, tmp_pat
         assert np.isnan(test.sd_item)
 
 
+def test_judge_shift_with_one_labelled_row_per_item_equals_r_lm(rscript, tmp_path):
+    """Scores on a scale, one labelled row per item: the shift LMM is not identified (lme4 refuses it) and falls
+    back to R's lm(diff ~ 0 + model) with anova(lm(diff ~ model))'s F test, with a note."""
+    import subprocess
+
+    rng = np.random.default_rng(11)
+    n = 150
+    d = pd.DataFrame({"model": rng.choice(["a", "b", "c"], n), "item": [f"q{i}" for i in range(n)],
+                      "human": rng.integers(1, 6, n).astype(float)})
+    d["judge"] = np.clip(d["human"] + rng.integers(-1, 2, n) + (d["model"] == "a"), 1, 5).astype(float)
+    sh = judge(d, human="human", judge="judge", item="item", bootstrap=0).bias
+    assert any("every item has one labelled row" in m and "linear model" in m for m in sh.notes), sh.notes
+    pd.DataFrame({"diff": d["judge"] - d["human"], "model": d["model"]}).to_csv(tmp_path / "s.csv", index=False)
+    code = (f"d <- read.csv('{tmp_path / 's.csv'}'); m <- lm(diff ~ 0 + model, d); "
+            "a <- anova(lm(diff ~ model, d)); ci <- confint(m); "
+            "cat(sprintf('%.12g', c(coef(m), sqrt(diag(vcov(m))), ci[, 1], ci[, 2], a$`F value`[1], a$Df, "
+            "a$`Pr(>F)`[1], sigma(m))))")
+    got = [float(v) for v in subprocess.run([rscript, "-e", code], capture_output=True, text=True,
+                                            check=True).stdout.split()]
+    t = sh.shift.set_index("model").loc[["a", "b", "c"]]
+    np.testing.assert_allclose(t["estimate"], got[0:3], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(t["se"], got[3:6], rtol=1e-9)
+    np.testing.assert_allclose(t["ci_low"], got[6:9], rtol=1e-9)
+    np.testing.assert_allclose(t["ci_high"], got[9:12], rtol=1e-9)
+    assert [sh.shift_test["F"], sh.shift_test["num_df"], sh.shift_test["den_df"], sh.shift_test["p"],
+            sh.shift_test["sd_resid"]] == pytest.approx([got[12], got[13], got[14], got[15], got[16]], rel=1e-9)
+
+
 def test_judge_bias_says_when_the_item_sd_rests_on_few_rows_per_item():
     """With about two labelled rows per item the item SD is unstable (0 in one sample, above 1 in the next): a
     note says so and points to the marginal and observed rates; with many rows per item there is no such note."""

@@ -596,6 +596,8 @@ def _shift_lmm(e: np.ndarray, frame: pd.DataFrame, order: list, alpha: float, no
     empty = [{**b, **dict.fromkeys(SHIFT_FIELDS[3:], nan)} for b in base]
     why = ("fewer than two models" if len(present) < 2 else
            "judge - human is the same on every labelled row" if np.ptp(d["diff"].to_numpy()) == 0 else None)
+    if why is None and int(d.groupby("item", sort=False).size().max()) == 1:
+        return _shift_without_items(d, base, present, alpha, test, notes)
     if why is None:
         try:
             m1 = lmer("diff ~ 0 + model + (1 | item)", d, levels={"model": present})
@@ -621,6 +623,47 @@ def _shift_lmm(e: np.ndarray, frame: pd.DataFrame, order: list, alpha: float, no
     test.update(F=float(ft["F value"]), num_df=int(ft["NumDF"]), den_df=float(ft["DenDF"]), p=float(ft["Pr(>F)"]),
                 sd_item=float(m1.theta.iloc[0] * m1.sigma), sd_resid=float(m1.sigma))
     notes += [f"judge bias (judge - human LMM): {msg}" for msg in m1.messages]
+    return pd.DataFrame(rows, columns=list(SHIFT_FIELDS)), test
+
+
+def _shift_without_items(d: pd.DataFrame, base: list[dict[str, Any]], present: list, alpha: float, test: dict,
+                         notes: list) -> tuple[pd.DataFrame, dict]:
+    """The shift LMM's fallback when every item has one labelled row (``σ_item`` is not identified; lme4 refuses
+    the fit): the linear model ``diff ~ 0 + model`` without the item effect (R's ``lm``): ``δ_m`` the model's
+    mean difference, ``SE = s / √n_m`` with ``s²`` the pooled residual variance on ``N − M`` df, the
+    t-interval on those df, and the one-way F test of equal ``δ_m`` on ``(M − 1, N − M)`` df (R's
+    ``anova(lm(diff ~ model))``); ``sd_item`` NaN, ``sd_resid = s``."""
+    from scipy.stats import f as fdist
+
+    from mrcstats._dist import t_ppf
+
+    e = d["diff"].to_numpy(dtype=float)
+    g = d["model"].to_numpy()
+    N, M = len(e), len(present)
+    means = {m: float(e[g == m].mean()) for m in present}
+    resid = e - np.array([means[m] for m in g])
+    dfr = N - M
+    nan = float("nan")
+    if dfr < 1:
+        notes.append("judge bias (judge - human LMM): not fitted (one labelled row per item and no residual df)")
+        return pd.DataFrame([{**b, **dict.fromkeys(SHIFT_FIELDS[3:], nan)} for b in base],
+                            columns=list(SHIFT_FIELDS)), test
+    s2 = float(resid @ resid / dfr)
+    q = float(t_ppf(1 - alpha / 2, dfr))
+    rows = []
+    for b in base:
+        if not b["n"]:
+            rows.append({**b, **dict.fromkeys(SHIFT_FIELDS[3:], nan)})
+            continue
+        est, se = means[b["model"]], math.sqrt(s2 / b["n"])
+        rows.append({**b, "estimate": est, "se": se, "df": float(dfr), "ci_low": est - q * se, "ci_high": est + q * se})
+    between = float(sum(b["n"] * (means[b["model"]] - e.mean()) ** 2 for b in base if b["n"]))
+    F = (between / (M - 1)) / s2 if s2 > 0 else nan
+    test.update(F=F, num_df=M - 1, den_df=float(dfr), p=float(fdist.sf(F, M - 1, dfr)) if s2 > 0 else nan,
+                sd_item=nan, sd_resid=math.sqrt(s2))
+    notes.append(f"judge bias (judge - human LMM): every item has one labelled row ({N} rows): the item SD is not "
+                 "identified, so the LMM cannot be fitted; fitted without the item effect instead (linear model "
+                 "judge - human ~ 0 + model: each model's shift is its mean difference, one-way F test)")
     return pd.DataFrame(rows, columns=list(SHIFT_FIELDS)), test
 
 
