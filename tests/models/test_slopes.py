@@ -124,7 +124,7 @@ def test_gradient_matches_finite_differences():
     from mrcstats.models.deviance import BinomialData, GeneralModel
 
     des = build_design(model_spec("correct ~ x + (1 + x | model) + (1 | item)"), crossed_slope_data(M=6, I=60))
-    d = BinomialData(des.X, des.y, des.weights, None, 0.0)
+    d = BinomialData(des.X, des.y, des.weights, None, 0.0, des.family)
     gm = GeneralModel(d, des.re)
     th = np.array([0.8, 0.2, 0.4, 0.9])
     beta = np.array([0.3, 0.2])

@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 from mrcstats.errors import ModelError
-from mrcstats.models.family import BINOMIAL, Family
+from mrcstats.models.family import Family
 
 PIRLS_TOL = 1e-22      # Newton decrement (squared) below which the modes are converged
 PIRLS_MAXIT = 200
@@ -123,7 +123,7 @@ class ResponseData:
     """
 
     def __init__(self, X: np.ndarray, y: np.ndarray, w: np.ndarray, offset: np.ndarray | None,
-                 const: float, family: Family = BINOMIAL):
+                 const: float, family: Family):
         self.family = family
         self.XT = np.ascontiguousarray(X.T)
         self.y = y
