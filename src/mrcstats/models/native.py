@@ -250,9 +250,9 @@ def fit_laplace(design, t0: float | None = None, fit_options: Mapping[str, Any] 
     lower = np.concatenate([r.lower for r in re])
     k, p = len(lower), model.p
     from mrcstats.models.deviance import ResponseData
-    from mrcstats.models.family import BINOMIAL
 
-    d = ResponseData(design.X, design.y, design.weights, design.offset, 0.0, BINOMIAL)
+    # β's start: the GLM of the family's canonical kernels (the beta-binomial's are the binomial's)
+    d = ResponseData(design.X, design.y, design.weights, design.offset, 0.0, design.family)
     beta0 = _glm_start(d)
     x0 = np.concatenate([np.concatenate([r.start for r in re]), beta0, [math.log(design.family.start_dispersion)]])
 
