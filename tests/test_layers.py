@@ -197,8 +197,18 @@ def test_the_kind_check_sees_one(tmp_path):
 # a family is asked, never named: what it can do is the capability table's (models/family_table.py), and it
 # travels on the model spec, not beside it (issue 37)
 
-#: the families by name (the table's keys, read from the source: this test imports nothing)
-FAMILY_NAMES = ("binomial", "poisson", "gaussian", "betabinomial", "cumulative")
+def _table_keys(*tables: str) -> tuple[str, ...]:
+    """The string keys of the dict literals assigned to ``tables`` in models/family_table.py (from the source)."""
+    keys: list[str] = []
+    for node in ast.parse((SRC / "models" / "family_table.py").read_text()).body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id in tables \
+                and isinstance(node.value, ast.Dict):
+            keys += [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
+    return tuple(dict.fromkeys(keys))
+
+
+#: the families by name: the keys of the table's FAMILY_TABLE and LABELS ("cumulative": the clmm's latent scale)
+FAMILY_NAMES = _table_keys("FAMILY_TABLE", "LABELS")
 #: where a family's name may be compared: its record, the table, and the front door reading R's spelling
 FAMILY_HOMES = ("models/family.py", "models/family_table.py")
 #: the functions that take a family: the front door (R's glmer(family =)), the spec's own setter, the registry's
@@ -254,6 +264,7 @@ def test_the_family_travels_only_on_the_spec():
 
 
 def test_the_family_checks_see_them(tmp_path):
+    assert {"binomial", "poisson", "gaussian", "betabinomial", "cumulative"} <= set(FAMILY_NAMES)
     p = tmp_path / "x.py"
     p.write_text("def f(m, family=None):\n    if m.family.name == 'binomial' or fam in ('poisson', 'x'):\n"
                  "        pass\n    return 'gaussian' != args.family\n")
