@@ -683,10 +683,7 @@ def build_design(spec: ModelSpec, data: pd.DataFrame | Columns, *,
     if not isinstance(spec, ModelSpec):
         raise InputError(f"build_design: expected a parsed model (mrcstats.models.formula.parse_formula(text)"
                          f".with_family(...)), got {type(spec).__name__}")
-    family = spec.family
-    if not isinstance(family, Family):
-        raise InputError(f"formula {spec.formula!r}: the model has no family; give one (spec.with_family('binomial'), "
-                         "or mrcstats.glmer(..., family=...))")
+    family = spec.require_family()
     if not in_memory(data):
         raise InputError(f"{where}: expected a pandas DataFrame, got {type(data).__name__}")
     from_pandas = not is_columns(data)

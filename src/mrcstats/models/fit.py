@@ -19,7 +19,7 @@ from mrcstats.errors import InputError
 from mrcstats.io.columns import Columns, as_frame, in_memory, is_columns
 from mrcstats.io.dataset import is_dataset
 from mrcstats.models.family import Family, get_family
-from mrcstats.models.family_table import supports
+from mrcstats.models.family_table import require, supports
 from mrcstats.models.formula import ModelSpec, parse_formula
 from mrcstats.models.native import fit_design, fit_rows  # noqa: F401  (fit_design: its old home)
 from mrcstats.models.optimize import (  # noqa: F401  (re-exported: the names' old home)
@@ -183,10 +183,10 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
         data = as_frame(data)
         return lmer(spec, data, contrasts=contrasts, levels=levels, weights=weights)  # type: ignore[return-value]
     if backend != "memory" or _dataset_log(data):
-        if not supports(fam, "fit.outofcore") or weights is not None or lme4_defaults:
-            raise InputError(f"family {fam.name!r}: the out-of-core path (a dataset folder, backend duckdb/dask) "
-                             "fits binomial models natively without weights or lme4 options; read the rows into "
-                             "a data frame for other families")
+        require(fam, "fit.outofcore")
+        if weights is not None or lme4_defaults:
+            raise InputError("the out-of-core path (a dataset folder, backend duckdb/dask) fits natively without "
+                             "weights or lme4 options; read the rows into a data frame for those")
         from mrcstats.models.outofcore import glmer_outofcore
 
         return glmer_outofcore(spec, data, backend=backend, scheduler=scheduler, contrasts=contrasts,

@@ -178,6 +178,13 @@ class ModelSpec:
 
         return dataclasses.replace(self, family=get_family(family))
 
+    def require_family(self) -> Any:
+        """The spec's family; a spec without one is an InputError at the boundary, never a silent binomial."""
+        if self.family is None:
+            raise InputError(f"formula {self.formula!r}: the model has no family; give one "
+                             "(spec.with_family('binomial'), or mrcstats.glmer(..., family=...))")
+        return self.family
+
     def term(self, label: str) -> Term:
         for t in self.terms:
             if t.label == label:

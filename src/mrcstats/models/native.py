@@ -197,10 +197,7 @@ def fit_rows(spec: ModelSpec, data: pd.DataFrame | Columns, *, contrasts: Mappin
     (native or lme4)."""
 
     t0 = time.perf_counter() if t0 is None else t0
-    fam = spec.family
-    if fam is None:
-        raise InputError(f"formula {spec.formula!r}: the model has no family; give one (spec.with_family('binomial'), "
-                         "or mrcstats.glmer(..., family=...))")
+    fam = spec.require_family()
     if is_columns(data) and (engine == "lme4" or _graded(data)):
         data = data.to_pandas()     # R's data.frame, and the graded-log check's message, read pandas frames
     if supports(fam, "fit.binary") and not is_columns(data):   # Columns: no graded row (above)

@@ -166,11 +166,10 @@ def lme4_fit_dict(formula: ModelSpec, data: pd.DataFrame, *,
     ro = _robjects()
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"data must be a pandas DataFrame, got {type(data).__name__}")
-    if not isinstance(formula, ModelSpec) or formula.family is None:
+    if not isinstance(formula, ModelSpec):
         raise InputError("lme4_fit_dict: expected a parsed model with its family "
-                         "(mrcstats.models.formula.parse_formula(text).with_family('binomial')), got "
-                         f"{formula!r}")
-    family = formula.family.name
+                         f"(mrcstats.models.formula.parse_formula(text).with_family('binomial')), got {formula!r}")
+    family = formula.require_family().name
     ftext = formula.formula
     ctext = compare.formula if isinstance(compare, ModelSpec) else compare
     contr: dict[str, str] = {}
