@@ -192,3 +192,80 @@ def test_the_kind_check_sees_one(tmp_path):
     p.write_text("def f(log):\n    if isinstance(log, (pd.DataFrame, io.LogDataset)):\n        pass\n"
                  "    return type(log).__name__ == 'Columns'\n")
     assert _kind_tests(p) == 2
+
+
+# a family is asked, never named: what it can do is the capability table's (models/family_table.py), and it
+# travels on the model spec, not beside it (issue 37)
+
+def _table_keys(*tables: str) -> tuple[str, ...]:
+    """The string keys of the dict literals assigned to ``tables`` in models/family_table.py (from the source)."""
+    keys: list[str] = []
+    for node in ast.parse((SRC / "models" / "family_table.py").read_text()).body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id in tables \
+                and isinstance(node.value, ast.Dict):
+            keys += [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
+    return tuple(dict.fromkeys(keys))
+
+
+#: the families by name: the keys of the table's FAMILY_TABLE and LABELS ("cumulative": the clmm's latent scale)
+FAMILY_NAMES = _table_keys("FAMILY_TABLE", "LABELS")
+#: where a family's name may be compared: its record, the table, and the front door reading R's spelling
+FAMILY_HOMES = ("models/family.py", "models/family_table.py")
+#: the functions that take a family: the front door (R's glmer(family =)), the spec's own setter, the registry's
+#: reader, the table's questions, and the two records of what was built from a spec (the kernels' rows, the result)
+FAMILY_PARAMETER_OK = {("models/fit.py", "glmer"), ("models/formula.py", "with_family"),
+                       ("models/family.py", "get_family"), ("models/family_table.py", "family_labels"),
+                       ("models/deviance.py", "__init__"), ("models/results.py", "from_estimates")}
+
+
+def _family_name_tests(p: Path) -> int:
+    """Comparisons (``==``, ``!=``, ``in``) with a family's name as a string literal (alone or in a literal
+    tuple/list/set)."""
+    n = 0
+    for node in ast.walk(ast.parse(p.read_text())):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        lits = [c for s in sides for c in ([s] if isinstance(s, ast.Constant) else
+                                           s.elts if isinstance(s, (ast.Tuple, ast.List, ast.Set)) else [])]
+        n += any(isinstance(c, ast.Constant) and c.value in FAMILY_NAMES for c in lits)
+    return n
+
+
+def _family_parameters(p: Path) -> list[str]:
+    """Functions with a parameter named ``family``."""
+    out = []
+    for node in ast.walk(ast.parse(p.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            if any(x.arg == "family" for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]):
+                out.append(node.name)
+    return out
+
+
+def test_no_family_name_comparisons_outside_the_table():
+    """Whether a family supports an interval method, a simulation, emmeans, the lme4 engine, a pandas-free table
+    or the out-of-core fit is asked of :data:`mrcstats.models.family_table.CAPABILITIES` (``require`` /
+    ``supports``), and how it is named in a report of ``LABELS``: no ``family.name == "binomial"`` elsewhere."""
+    found = {}
+    for p in SRC.rglob("*.py"):
+        rel = str(p.relative_to(SRC))
+        if rel not in FAMILY_HOMES and (n := _family_name_tests(p)):
+            found[rel] = n
+    assert not found, f"a family's name compared outside the capability table (ask family_table): {found}"
+
+
+def test_the_family_travels_only_on_the_spec():
+    """No function takes a ``family`` beside the model it fits (the design, the engines, the refits read
+    ``spec.family``), apart from the front door and the table's own questions."""
+    found = [(rel, f) for p in SRC.rglob("*.py") for rel in [str(p.relative_to(SRC))]
+             for f in _family_parameters(p) if (rel, f) not in FAMILY_PARAMETER_OK]
+    assert not found, f"a family= parameter beside the spec (give the spec its family, spec.with_family): {found}"
+
+
+def test_the_family_checks_see_them(tmp_path):
+    assert {"binomial", "poisson", "gaussian", "betabinomial", "cumulative"} <= set(FAMILY_NAMES)
+    p = tmp_path / "x.py"
+    p.write_text("def f(m, family=None):\n    if m.family.name == 'binomial' or fam in ('poisson', 'x'):\n"
+                 "        pass\n    return 'gaussian' != args.family\n")
+    assert _family_name_tests(p) == 3 and _family_parameters(p) == ["f"]

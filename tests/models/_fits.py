@@ -18,3 +18,10 @@ def same_fit(a, b, tol: float, se_rel: float = 1e-4) -> None:
     for g in a.ranef:
         assert list(a.ranef[g].index) == list(b.ranef[g].index)
         assert np.max(np.abs(a.ranef[g]["mode"].to_numpy() - b.ranef[g]["mode"].to_numpy())) < tol
+
+
+def model_spec(formula: str, family: object = "binomial"):
+    """A parsed model with its family (the one track a family travels on): what ``build_design`` takes."""
+    from mrcstats.models.formula import parse_formula
+
+    return parse_formula(formula).with_family(family)

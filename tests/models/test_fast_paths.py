@@ -19,6 +19,7 @@ import mrcstats.models.optimize as ft
 from mrcstats.models import glmer
 from mrcstats.models.design import build_design
 
+from ._fits import model_spec
 from ._r import lme4_fit
 
 
@@ -63,7 +64,7 @@ def _same(old, new, tol=1e-8):
                                      "correct ~ x + (1 | item) + (1 | model)"])
 def test_crossed_grid_in_cell_order_gives_the_row_order_numbers(monkeypatch, formula):
     df = grid_log()
-    d = build_design(formula, df)
+    d = build_design(model_spec(formula), df)
     model = ft.make_model(dv.ResponseData.from_design(d), d.re)
     assert isinstance(model, dv.MultiFactor) and model.grid       # the fast path is the one taken
     old, new = _fit_both(monkeypatch, formula, df)
@@ -96,7 +97,7 @@ def test_subsample_start_with_random_slopes_gives_the_same_optimum(monkeypatch, 
 def test_correlated_slope_on_a_grid_in_cell_order(monkeypatch):
     df = grid_log(n_items=150, n_models=8, seed=5, slope=True)
     formula = "correct ~ x + (1 | item) + (1 + x | model)"
-    d = build_design(formula, df)
+    d = build_design(model_spec(formula), df)
     model = ft.make_model(dv.ResponseData.from_design(d), d.re)
     assert isinstance(model, dv.GeneralModel) and model.grid is not None
     old, new = _fit_both(monkeypatch, formula, df)
@@ -107,9 +108,9 @@ def test_incomplete_or_repeated_pairs_stay_on_the_row_path():
     df = grid_log(n_items=50, n_models=4)
     formula = "correct ~ x + (1 | item) + (1 | model)"
     for data in (df.iloc[1:], pd.concat([df, df.iloc[:1]], ignore_index=True)):
-        d = build_design(formula, data)
+        d = build_design(model_spec(formula), data)
         assert not ft.make_model(dv.ResponseData.from_design(d), d.re).grid
-    d = build_design("correct ~ x + (1 | item) + (1 + x | model)", df.iloc[1:])
+    d = build_design(model_spec("correct ~ x + (1 | item) + (1 + x | model)"), df.iloc[1:])
     assert ft.make_model(dv.ResponseData.from_design(d), d.re).grid is None
 
 
@@ -119,7 +120,7 @@ def test_grid_rows_come_back_in_the_data_order(monkeypatch, formula, k):
     """Per-row μ and η (residuals, predictions) and the modes of the cell-order kernels are those of
     the row-order kernels at the same (θ, β), row by row."""
     df = grid_log(n_items=70, n_models=5, seed=11, slope=True)
-    d = build_design(formula, df)
+    d = build_design(model_spec(formula), df)
     rd = dv.ResponseData.from_design(d)
     x = np.concatenate([[0.9, 0.6, 0.1, 0.3][:k], [0.1, 0.3]])
     fast = ft.make_model(rd, d.re)
@@ -138,7 +139,7 @@ def test_grid_gradient_matches_finite_differences():
     df = grid_log(n_items=80, n_models=5, seed=9, slope=True)
     for formula, k in (("correct ~ x + (1 | item) + (1 | model)", 2),
                        ("correct ~ x + (1 | item) + (1 + x | model)", 4)):
-        d = build_design(formula, df)
+        d = build_design(model_spec(formula), df)
         model = ft.make_model(dv.ResponseData.from_design(d), d.re)
         x = np.concatenate([[0.9, 0.6, 0.1, 0.3][:k], [0.1, 0.3]])
         _D, g = model.evaluate(x[:k], x[k:])
@@ -210,7 +211,7 @@ def test_rx_vcov_at_the_last_evaluation_is_the_recomputed_one():
     df = grid_log(n_items=90, n_models=5, seed=13, slope=True)
     for formula, k in (("correct ~ x + (1 | item)", 1), ("correct ~ x + (1 | item) + (1 | model)", 2),
                        ("correct ~ x + (1 | item) + (1 + x | model)", 4)):
-        d = build_design(formula, df)
+        d = build_design(model_spec(formula), df)
         rd = dv.ResponseData.from_design(d)
         x = np.concatenate([[0.9, 0.6, 0.1, 0.3][:k], [0.1, 0.3]])
         th = float(x[0]) if k == 1 else x[:k]

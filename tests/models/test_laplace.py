@@ -13,6 +13,8 @@ from mrcstats.models.design import build_design
 from mrcstats.models.family import BETABINOMIAL
 from mrcstats.models.laplace import LaplaceModel
 
+from ._fits import model_spec
+
 
 def _data(seed: int = 3, G: int = 15, per: int = 6) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
@@ -26,7 +28,7 @@ def _data(seed: int = 3, G: int = 15, per: int = 6) -> pd.DataFrame:
 
 
 def _design(formula: str):
-    return build_design(formula, _data(), family=BETABINOMIAL, allow_slopes=True)
+    return build_design(model_spec(formula, BETABINOMIAL), _data(), allow_slopes=True)
 
 
 @pytest.mark.parametrize("formula, theta", [

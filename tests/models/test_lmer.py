@@ -18,6 +18,8 @@ from mrcstats.models import glmer
 from mrcstats.models.lmm import LmmSystem, lmer
 from mrcstats.models.numdiff import richardson_hessian, richardson_jacobian
 
+from ._fits import model_spec
+
 #: lme4's optimiser tightened (the R side of every lmer parity test)
 R_CONTROL = """ctl <- lmerControl(optimizer = "nloptwrap", optCtrl = list(xtol_abs = 1e-12, ftol_abs = 1e-14,
                                                            xtol_rel = 1e-12, ftol_rel = 1e-15, maxeval = 100000))
@@ -123,7 +125,7 @@ def test_profiled_deviance_pieces_and_closed_forms():
     from mrcstats.models.family import GAUSSIAN
 
     df = lmm_data()
-    d = build_design("y ~ x + (1 + x | g) + (1 | item)", df, family=GAUSSIAN)
+    d = build_design(model_spec("y ~ x + (1 + x | g) + (1 | item)", GAUSSIAN), df)
     s = LmmSystem(d, reml=True)
     th = np.array([0.8, 0.2, 0.4, 0.6])
     e = s.evaluate(th)
@@ -137,7 +139,7 @@ def test_profiled_deviance_pieces_and_closed_forms():
     assert e["r2"] == pytest.approx(r2, rel=1e-10)
     m = lmer("y ~ x + (1 | g)", df)
     assert m.sigma ** 2 * (m.nobs - 2) == pytest.approx(LmmSystem(
-        build_design("y ~ x + (1 | g)", df, family=GAUSSIAN)).evaluate(m.theta.to_numpy())["r2"], rel=1e-10)
+        build_design(model_spec("y ~ x + (1 | g)", GAUSSIAN), df)).evaluate(m.theta.to_numpy())["r2"], rel=1e-10)
 
 
 def test_richardson_derivatives_are_exact_on_polynomials():

@@ -12,6 +12,8 @@ from mrcstats.models.family import GAUSSIAN
 from mrcstats.models.lmm import LmmSystem
 from mrcstats.models.numdiff import richardson_hessian, richardson_jacobian
 
+from ._fits import model_spec
+
 
 def _data(rows: int = 1200, seed: int = 3) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
@@ -36,7 +38,7 @@ def _theta(s: LmmSystem, seed: int = 1) -> np.ndarray:
 @pytest.mark.parametrize("formula", FORMULAS)
 @pytest.mark.parametrize("reml", [True, False])
 def test_gradient_and_rxtrx_derivatives_match_central_differences(formula, reml):
-    s = LmmSystem(build_design(formula, _data(), family=GAUSSIAN), reml=reml)
+    s = LmmSystem(build_design(model_spec(formula, GAUSSIAN), _data()), reml=reml)
     th = _theta(s)
     dev, g = s.deviance_grad(th)
     assert dev == pytest.approx(s.deviance(th), rel=1e-14)
@@ -54,7 +56,7 @@ def test_gradient_and_rxtrx_derivatives_match_central_differences(formula, reml)
 
 @pytest.mark.parametrize("formula", FORMULAS[:4])
 def test_satterthwaite_pieces_match_richardson(formula):
-    s = LmmSystem(build_design(formula, _data(), family=GAUSSIAN), reml=True)
+    s = LmmSystem(build_design(model_spec(formula, GAUSSIAN), _data()), reml=True)
     th = _theta(s, 2)
     e = s.evaluate(th)
     sigma = float(np.sqrt(e["r2"] / (s.n - s.p)))
@@ -70,7 +72,7 @@ def test_satterthwaite_pieces_match_richardson(formula):
 def test_condvar_and_modes_follow_the_design_order():
     """The first term is stored component-major inside LmmSystem; what it returns is in u's (level-major) order."""
     df = _data()
-    s = LmmSystem(build_design("y ~ x + (1 + x | g) + (1 | h)", df, family=GAUSSIAN))
+    s = LmmSystem(build_design(model_spec("y ~ x + (1 + x | g) + (1 | h)", GAUSSIAN), df))
     th = _theta(s)
     e = s.evaluate(th)
     # M⁻¹ from the dense system, u = M⁻¹ Λᵀ Zᵀ (y − Xβ)

@@ -16,6 +16,7 @@ from mrcstats.models import GlmerResult, glmer
 from mrcstats.models.design import build_design
 from mrcstats.models.deviance import BinomialData, MultiFactor, SingleFactor
 
+from ._fits import model_spec
 from ._r import lme4_fit
 
 
@@ -120,8 +121,8 @@ def _fd_grad(f, x, h=1e-6):
 
 
 def test_analytic_gradient_single_factor():
-    d = build_design("correct ~ scaled_tok * LLM + (1 | passage)", seed_like(100), contrasts={"LLM": "sum"})
-    bd = BinomialData(d.X, d.y, d.weights, None, d.loglik_const)
+    d = build_design(model_spec("correct ~ scaled_tok * LLM + (1 | passage)"), seed_like(100), contrasts={"LLM": "sum"})
+    bd = BinomialData(d.X, d.y, d.weights, None, d.loglik_const, d.family)
     sf = SingleFactor(bd, d.re[0].codes, d.re[0].nlevels)
     x = np.array([0.8, 1.2, -0.05, -1.0, 0.1, -0.1, 0.02])
     _D, g = sf.evaluate(x[0], x[1:])
@@ -135,8 +136,8 @@ def test_analytic_gradient_single_factor():
     ("y ~ x + (1 | item/cond)", 2),
 ])
 def test_analytic_gradient_crossed_and_nested(formula, nth):
-    d = build_design(formula, crossed_like(1500))
-    bd = BinomialData(d.X, d.y, d.weights, None, d.loglik_const)
+    d = build_design(model_spec(formula), crossed_like(1500))
+    bd = BinomialData(d.X, d.y, d.weights, None, d.loglik_const, d.family)
     mf = MultiFactor(bd, [r.codes for r in d.re], [r.nlevels for r in d.re])
     rng = np.random.default_rng(1)
     x = np.concatenate([[0.7, 0.4, 0.3][:nth], rng.normal(0, 0.2, d.X.shape[1])])
@@ -159,8 +160,8 @@ def test_crossed_sparse_pair_table_gives_the_same_fit(monkeypatch):
 
 
 def test_agq_one_node_is_laplace():
-    d = build_design("cbind(incidence, size - incidence) ~ period + (1 | herd)", herd_like())
-    bd = BinomialData(d.X, d.y, d.weights, None, d.loglik_const)
+    d = build_design(model_spec("cbind(incidence, size - incidence) ~ period + (1 | herd)"), herd_like())
+    bd = BinomialData(d.X, d.y, d.weights, None, d.loglik_const, d.family)
     sf = SingleFactor(bd, d.re[0].codes, d.re[0].nlevels)
     beta = np.array([-1.4, -0.9, -1.0, -1.5])
     lap, _ = sf.evaluate(0.6, beta, grad=False)
@@ -192,7 +193,7 @@ def test_result_shapes_and_outputs():
         m.loglik = 0  # type: ignore[misc]
     # predict: fitted linear predictor = X beta + b[group]
     eta = m.predict()
-    d0 = build_design("correct ~ scaled_tok * LLM + (1 | passage)", df, contrasts={"LLM": "sum"})
+    d0 = build_design(model_spec("correct ~ scaled_tok * LLM + (1 | passage)"), df, contrasts={"LLM": "sum"})
     b = m.ranef["passage"]["mode"].to_numpy()
     assert np.allclose(eta, d0.X @ m.fixef.to_numpy() + b[d0.re[0].codes])
     assert np.allclose(m.predict(df.iloc[:5], re_form="~0"), d0.X[:5] @ m.fixef.to_numpy())
@@ -275,8 +276,8 @@ def test_fit_invariant_to_row_order_and_labels(seed):
     grad = np.asarray(m.optinfo["grad"])
     # stationary in every parameter; on the boundary (theta = 0) in the fixed effects only
     assert np.max(np.abs(grad[1:] if m.singular else grad)) < 1e-3
-    d = build_design(formula, df)
-    bd = BinomialData(d.X, d.y, d.weights, None, d.loglik_const)
+    d = build_design(model_spec(formula), df)
+    bd = BinomialData(d.X, d.y, d.weights, None, d.loglik_const, d.family)
     sf = SingleFactor(bd, d.re[0].codes, d.re[0].nlevels)
     x = np.array(m.optinfo["par"])
     best = sf.evaluate(x[0], x[1:], grad=False)[0]

@@ -1,6 +1,7 @@
 """engine="lme4": dependency errors, data conversion, options, and R's figures in a GlmerResult."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 
 from mrcstats.errors import DependencyError, InputError
 from mrcstats.models import glmer, r_engine
+from mrcstats.models.formula import parse_formula
 
 from ._r import skip_without_rpy2
 
@@ -179,7 +181,10 @@ def test_input_errors(llm_data, rscript):
     with pytest.raises(InputError, match="not among the given levels"):
         glmer("y ~ LLM + (1 | g)", d, engine="lme4", levels={"LLM": ["gpt-4", "Claude"]})
     with pytest.raises(InputError, match="cannot read formula"):
-        r_engine.lme4_fit_dict("y ~ (x", d)
+        r_engine.lme4_fit_dict(dataclasses.replace(parse_formula("y ~ x + (1 | g)").with_family("binomial"),
+                                                   formula="y ~ (x"), d)    # R reads the text itself
+    with pytest.raises(InputError, match="with its family"):
+        r_engine.lme4_fit_dict("y ~ x + (1 | g)", d)     # no family travels beside the formula
 
 
 @pytest.mark.r
@@ -212,7 +217,8 @@ def test_rscript_weights_and_compare_equal_rpy2(llm_data, rscript, tmp_path):
                        check=False, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     out = json.loads(r.stdout)
-    ref = r_engine.lme4_fit_dict("y ~ x + LLM + (1 | g)", d, weights="w", compare="y ~ x + (1 | g)")
+    ref = r_engine.lme4_fit_dict(parse_formula("y ~ x + LLM + (1 | g)").with_family("binomial"), d, weights="w",
+                                 compare="y ~ x + (1 | g)")
     assert out["loglik"] == pytest.approx(ref["loglik"], abs=1e-6)
     assert out["anova"]["chisq"] == pytest.approx(ref["anova"]["chisq"], abs=1e-5)
     assert out["anova"]["df"] == ref["anova"]["df"] == 2

@@ -16,6 +16,7 @@ import pytest
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models import glmer
 
+from ._fits import model_spec
 from ._r import lme4_fit
 
 TOL_ABS = 1e-4
@@ -122,8 +123,8 @@ def test_gradient_matches_finite_differences():
     from mrcstats.models.design import build_design
     from mrcstats.models.deviance import BinomialData, GeneralModel
 
-    des = build_design("correct ~ x + (1 + x | model) + (1 | item)", crossed_slope_data(M=6, I=60))
-    d = BinomialData(des.X, des.y, des.weights, None, 0.0)
+    des = build_design(model_spec("correct ~ x + (1 + x | model) + (1 | item)"), crossed_slope_data(M=6, I=60))
+    d = BinomialData(des.X, des.y, des.weights, None, 0.0, des.family)
     gm = GeneralModel(d, des.re)
     th = np.array([0.8, 0.2, 0.4, 0.9])
     beta = np.array([0.3, 0.2])

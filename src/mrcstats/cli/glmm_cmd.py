@@ -135,11 +135,14 @@ FRAME_OPTIONS = ("confint", "drop1", "gvif", "compare", "emmeans")
 
 
 def _columns_used(args: argparse.Namespace) -> list[str] | None:
-    """The columns the fit uses when nothing asked for needs a pandas frame (the lme4 engine, a linear model,
-    any of :data:`FRAME_OPTIONS`), else None: :func:`mrcstats.io.open_log` then may read one plain table
-    without pandas (:func:`mrcstats.io.arrow_columns.read_table_columns`, the same rows and cells as
+    """The columns the fit uses when nothing asked for needs a pandas frame (the lme4 engine, a family whose fit
+    reads no pandas-free table -- capability ``fit.columns`` --, any of :data:`FRAME_OPTIONS`), else None:
+    :func:`mrcstats.io.open_log` then may read one plain table without pandas (:func:`mrcstats.io.arrow_columns.read_table_columns`, the same rows and cells as
     ``read_data``)."""
-    if args.engine != "native" or args.family == "gaussian" or any(getattr(args, o) for o in FRAME_OPTIONS):
+    from mrcstats.models.family_table import supports
+
+    if args.engine != "native" or not supports(args.family, "fit.columns") or \
+            any(getattr(args, o) for o in FRAME_OPTIONS):
         return None
     from mrcstats.models.formula import parse_formula
 

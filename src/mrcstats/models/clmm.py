@@ -655,7 +655,7 @@ class _LatentView:
                 G[i, len(th) + fx.index(nm)] = 1.0
         V = m.vcov.loc[th + fx, th + fx].to_numpy(float)
         est = G @ np.concatenate([m.thresholds.to_numpy(float), m.fixef.to_numpy(float)])
-        fam = dataclasses.replace(GAUSSIAN, name="cumulative", link="latent", contrast_scale="latent")
+        fam = dataclasses.replace(GAUSSIAN, name="cumulative", link="latent")   # family_table.LABELS["cumulative"]
         return cls(fixef=pd.Series(est, index=names), vcov=pd.DataFrame(G @ V @ G.T, index=names, columns=names),
                    info=m.info, frame=m.frame, formula=m.formula, family=fam)
 
@@ -716,7 +716,7 @@ def clmm(formula: str | ModelSpec, data: pd.DataFrame, link: str = "logit",
     codes, lv = ordinal_response(data[col], col, lv_arg.pop(col, None), "data")
     data2 = data.copy(deep=False)
     data2[col] = codes
-    design = build_design(spec, data2, contrasts=contrasts, levels=lv_arg or None, family=GAUSSIAN)
+    design = build_design(spec.with_family(GAUSSIAN), data2, contrasts=contrasts, levels=lv_arg or None)
     y = design.y.astype(np.int64)
     used = np.bincount(y, minlength=len(lv))
     if np.count_nonzero(used) < 3 or not used.all():   # rows dropped for missing covariates can empty a level

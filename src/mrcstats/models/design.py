@@ -29,8 +29,8 @@ import numpy as np
 
 from mrcstats.errors import InputError, ModelError
 from mrcstats.io.columns import Column, Columns, as_columns, column_from_series, in_memory, is_columns
-from mrcstats.models.family import BINOMIAL, Family
-from mrcstats.models.formula import _NAME_RE, ModelSpec, Response, Variable, _unquote, parse_formula
+from mrcstats.models.family import Family
+from mrcstats.models.formula import _NAME_RE, ModelSpec, Response, Variable, _unquote
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -167,7 +167,11 @@ class Design:
     messages: tuple[str, ...] = ()
     loglik_const: float = 0.0
     offset: np.ndarray | None = None
-    family: Family = BINOMIAL
+
+    @property
+    def family(self) -> Family:
+        """The family of the model (carried by its spec, ``info.spec.family``)."""
+        return self.info.spec.family
 
     @property
     def nobs(self) -> int:
@@ -659,11 +663,13 @@ def reterms_matrix(re: Sequence[ReTerm], n: int):
 # ----------------------------------------------------------------------------- public
 
 
-def build_design(formula: str | ModelSpec, data: pd.DataFrame | Columns, *,
+def build_design(spec: ModelSpec, data: pd.DataFrame | Columns, *,
                  contrasts: Mapping[str, str] | None = None,
                  levels: Mapping[str, Any] | None = None, weights: str | np.ndarray | None = None,
-                 allow_slopes: bool = False, where: str = "data", family: Family = BINOMIAL) -> Design:
-    """Parse (if needed) and build the design of a GLMM of ``family`` (binomial by default).
+                 allow_slopes: bool = False, where: str = "data") -> Design:
+    """Build the design of a parsed model ``spec`` of the family it carries (``spec.family``, set by
+    :meth:`~mrcstats.models.formula.ModelSpec.with_family`; a spec without one is an InputError, never a silent
+    binomial).
 
     ``contrasts`` maps a column (or variable label) to ``"sum"``/``"treatment"``;
     ``levels`` maps a column to its level order; ``weights`` is a column name or an
@@ -674,7 +680,10 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame | Columns, *,
     categoricals) or :class:`~mrcstats.io.columns.Columns` read without pandas (``frame`` is then Columns);
     the arrays are the same either way.
     """
-    spec = parse_formula(formula) if isinstance(formula, str) else formula
+    if not isinstance(spec, ModelSpec):
+        raise InputError(f"build_design: expected a parsed model (mrcstats.models.formula.parse_formula(text)"
+                         f".with_family(...)), got {type(spec).__name__}")
+    family = spec.require_family()
     if not in_memory(data):
         raise InputError(f"{where}: expected a pandas DataFrame, got {type(data).__name__}")
     from_pandas = not is_columns(data)
@@ -785,7 +794,7 @@ def build_design(formula: str | ModelSpec, data: pd.DataFrame | Columns, *,
                       xlevels=xlevels, scaling=scaling, dropped_columns=dropped)
     return Design(info=info, X=X, y=np.ascontiguousarray(y, dtype=float), weights=np.ascontiguousarray(wts, float),
                   re=tuple(re_terms), frame=frame, n_dropped=n_dropped, messages=tuple(messages),
-                  loglik_const=const, family=family)
+                  loglik_const=const)
 
 
 #: the response reader of each ``Family.response`` kind

@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 from mrcstats.errors import ModelError
-from mrcstats.models.family import BINOMIAL, Family
+from mrcstats.models.family import Family
 
 PIRLS_TOL = 1e-22      # Newton decrement (squared) below which the modes are converged
 PIRLS_MAXIT = 200
@@ -123,7 +123,7 @@ class ResponseData:
     """
 
     def __init__(self, X: np.ndarray, y: np.ndarray, w: np.ndarray, offset: np.ndarray | None,
-                 const: float, family: Family = BINOMIAL):
+                 const: float, family: Family):
         self.family = family
         self.XT = np.ascontiguousarray(X.T)
         self.y = y
@@ -207,7 +207,7 @@ class SingleFactor:
         d = self.d
         mu, r, v = self._mu, self._r, self._v
         d.family.mean(eta, out=mu)
-        d.family.variance_into(mu, v)
+        d.family.variance(mu, out=v)
         if d.unit:
             np.subtract(d.y, mu, out=r)
         else:
@@ -326,7 +326,7 @@ class SingleFactor:
             v, S = kept
         else:
             _u, _eta, mu, _E, S = self.modes(d.linpred(beta), theta)
-            v = d.family.wvariance(mu, d.w)
+            v = d.w * d.family.variance(mu)
         L = 1.0 + theta * theta * S
         XtWX = (d.XT * v) @ d.XT.T
         A = np.stack([self._seg(v * d.XT[k]) for k in range(d.p)], axis=1)
@@ -376,7 +376,7 @@ class SingleFactor:
             eta = d.linpred(beta) + theta * u[g]
             mu = d.family.mean(eta)
             e = d.wy - d.w * mu
-            v = d.family.wvariance(mu, d.w)
+            v = d.w * d.family.variance(mu)
             E, S = self._seg(e), self._seg(v)
             gu = u - theta * E          # half-gradient in u
             gb = -(d.XT @ e)            # half-gradient in β
@@ -404,7 +404,7 @@ class SingleFactor:
         self.u = u
         eta = d.linpred(beta) + theta * u[g]
         mu = d.family.mean(eta)
-        S = self._seg(d.family.wvariance(mu, d.w))
+        S = self._seg(d.w * d.family.variance(mu))
         f = d.family.cumulant(eta)
         f *= d.w
         f -= d.wy * eta
@@ -629,8 +629,8 @@ class MultiFactor:
         """w(y-μ) and wV(μ)."""
         d = self._dd
         if d.unit:
-            return d.y - mu, d.family.variance_into(mu, np.empty_like(mu))
-        return d.wy - d.w * mu, d.family.wvariance(mu, d.w)
+            return d.y - mu, d.family.variance(mu)
+        return d.wy - d.w * mu, d.w * d.family.variance(mu)
 
     def _pen(self, eta, u):
         d = self._dd

@@ -64,7 +64,7 @@ from mrcstats.errors import InputError
 from mrcstats.models._checks import check_level
 from mrcstats.models.design import _is_numeric
 from mrcstats.models.family import BINOMIAL, Family
-from mrcstats.models.family_table import require
+from mrcstats.models.family_table import family_labels, require
 from mrcstats.models.formula import ModelSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -361,7 +361,7 @@ class EmmeansResult(Result):
 
     @property
     def est_name(self) -> str:
-        return self.family.response_col if self.type == "response" else "emmean"
+        return family_labels(self.family).response_col if self.type == "response" else "emmean"
 
     def to_frame(self) -> pd.DataFrame:
         if self.df is not None:       # emmeans on an lmer fit: t quantiles, columns lower.CL / upper.CL
@@ -378,7 +378,7 @@ class EmmeansResult(Result):
         df = self.grid.copy()
         if self.type == "response":
             fam = self.family
-            df[fam.response_col] = fam.linkinv(self.estimate)
+            df[family_labels(fam).response_col] = fam.linkinv(self.estimate)
             df["SE"] = np.abs(fam.mu_eta(self.estimate)) * self.se
             lo, hi = fam.linkinv(lo), fam.linkinv(hi)
         else:
@@ -439,14 +439,14 @@ class PairsResult(Result):
 
     @property
     def est_name(self) -> str:
-        return self.family.ratio_col if self.type == "response" else "estimate"
+        return family_labels(self.family).ratio_col if self.type == "response" else "estimate"
 
     def to_frame(self) -> pd.DataFrame:
         df = pd.DataFrame({"contrast": list(self.contrast)})
         for b in self.by:
             df[b] = self.by_grid[b].to_numpy()
         if self.type == "response" and self.df is None:
-            df[self.family.ratio_col] = np.exp(self.estimate)
+            df[family_labels(self.family).ratio_col] = np.exp(self.estimate)
             df["SE"] = np.maximum(np.exp(self.estimate), np.finfo(float).eps) * self.se
             df["df"] = math.inf
             df["null"] = 1.0
@@ -695,13 +695,13 @@ def pairs(em: EmmeansResult, adjust: str = "tukey") -> PairsResult:
     if dfc is not None:
         pass
     elif em.type == "link":
-        notes.append(f"Results are given on the {em.family.contrast_scale} (not the response) scale.")
+        notes.append(f"Results are given on the {family_labels(em.family).contrast_scale} (not the response) scale.")
     if used == "tukey" and k >= 3:
         notes.append(f"P value adjustment: tukey method for comparing a family of {k} estimates")
     elif used not in ("none", "tukey"):
         notes.append(f"P value adjustment: {used} method for {n_contr} tests")
     if em.type == "response" and dfc is None:
-        notes.append(f"Tests are performed on the {em.family.contrast_scale} scale")
+        notes.append(f"Tests are performed on the {family_labels(em.family).contrast_scale} scale")
     return PairsResult(contrast=tuple(labels), by=em.by, by_grid=by_grid, type=em.type, estimate=est, se=se, z=z,
                        p=p, p_unadjusted=p_raw, adjust=used, family_size=k, n_contrasts=n_contr, notes=tuple(notes),
                        C=C, family=em.family, df=dfc)

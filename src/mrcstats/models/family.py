@@ -5,7 +5,8 @@ A :class:`Family` holds what every piece of the engine asks about the response d
 
 * the link: ``linkfun`` (g), ``linkinv`` (g⁻¹, clamped as R's C code), ``mu_eta`` (dμ/dη), as R's
   ``family$linkfun``, ``$linkinv``, ``$mu.eta``;
-* the variance function ``variance`` V(μ) (``family$variance``) and its derivative ``dvariance`` V'(μ);
+* the variance function ``variance`` V(μ) (``family$variance``; the one spelling of V: a kernel that needs
+  the weighted w V(μ) multiplies it by w) and its derivative ``dvariance`` V'(μ);
 * the deviance kernels' pieces for a canonical link, where the log-likelihood of a row with prior
   weight w is ``w (y η − b(η)) + c(y)``: the cumulant ``cumulant`` b(η), the mean ``mean`` b'(η) = μ
   (unclamped, in place), and W = w b''(η) = w V(μ), b''' = V'(μ) V(μ). The Laplace deviance of lme4
@@ -17,18 +18,19 @@ A :class:`Family` holds what every piece of the engine asks about the response d
   check that there is something to estimate (``check_mean``), ``simulate`` (R's ``simulate`` of the
   family: one response vector given μ and the weights), the response the design reads (``response``:
   ``"binomial"`` 0/1, proportions with weights, ``cbind(k, n − k)`` or a two-level factor; ``"count"``
-  non-negative integers), and the names emmeans uses on the response scale;
+  non-negative integers);
 * ``capabilities``: which interval methods, simulations, emmeans and tests its fits support
   (:data:`mrcstats.models.family_table.CAPABILITIES`, asked through ``family_table.require``).
+
+How reports and emmeans name its scales ("logit scale", the ``prob`` column) is not here: that is presentation,
+:data:`mrcstats.models.family_table.LABELS` (``family_table.family_labels(fam)``). A family travels on the model spec
+(``ModelSpec.family``, set by the front door :func:`mrcstats.models.fit.glmer`), never beside it.
 
 Sufficient statistics: with a canonical link the likelihood depends on the rows of one covariate pattern
 only through Σ w y and Σ w (``canonical``), which the out-of-core path uses for the binomial counts.
 
-Several kernel quantities come in more than one form (``variance``, ``variance_into``, ``wvariance``):
-the same number, each with the rounding of the kernel that used it before the families existed, so that
-the binomial fits are unchanged to the bit.
-
-Adding a family is one instance below plus its parity test against R.
+Adding a family is one instance below, its rows in :mod:`mrcstats.models.family_table` (link and response,
+capabilities, labels) and its parity test against R (docs/architecture.md, "How to add ...").
 """
 from __future__ import annotations
 
@@ -56,12 +58,10 @@ class Family:
     linkfun: Callable              # μ -> η
     linkinv: Callable              # η -> μ as R (clamped)
     mu_eta: Callable               # dμ/dη as R
-    variance: Callable             # (μ, out=None) -> V(μ)
+    variance: Callable             # (μ, out=None) -> V(μ), R's family$variance (into out when given)
     dvariance: Callable            # (μ, out=None) -> V'(μ)
     cumulant: Callable             # (η, out=None, tmp=None) -> b(η)
     mean: Callable                 # (η, out=None) -> b'(η) = μ, unclamped
-    variance_into: Callable        # (μ, out) -> V(μ) into out
-    wvariance: Callable            # (μ, w) -> w V(μ)
     saturated: Callable            # (y, w) -> 2 Σ w (y θ(y) − b(θ(y)))
     saturated_rows: Callable       # (y, w) -> the same per row
     loglik_const: Callable         # (y, trials, prior_w, counts) -> (Σ c(y), messages)
@@ -70,14 +70,6 @@ class Family:
     boundary_message: Callable     # (μ) -> None, or a message about fitted values on the boundary
     simulate: Callable             # (μ, weights, rng, φ) -> y on the design's scale (φ: the dispersion or None)
     canonical: bool = True
-    scale_name: str = "link"       # the report's name of the link scale: "logit scale", "log scale"
-    contrast_scale: str = "link"   # emmeans' scale of differences of η: "log odds ratio", "log"
-    response_col: str = "response"  # emmeans' response-scale column (R: prob, rate)
-    ratio_col: str = "ratio"       # emmeans' back-transformed contrasts (R: odds.ratio, ratio)
-    eta_desc: str = "link"         # tables: what η is ("log-odds", "log rate")
-    ratio_desc: str = "Ratios"     # tables: what exp(β) is ("Odds ratios", "Rate ratios")
-    response_desc: str = "mean"    # tables: what μ is ("probability of a correct answer", "expected count")
-    response_plural: str = "means"  # ("probabilities", "expected counts")
     loglik_rows: Callable | None = None  # (y, trials, η, φ) -> (ℓ, ∂ℓ/∂η, ∂²ℓ/∂η²) per row: the Laplace fit
     loglik_kernel: Callable | None = None  # (y, trials) -> f(η, φ, derivs=True): loglik_rows on fixed data, built once
     cumulant_mu: Callable | None = None  # (η, μ) -> b(η) when μ = b'(η) is at hand (cheaper); None: cumulant
@@ -169,12 +161,6 @@ def _binom_var(mu, out=None):
     return np.multiply(mu, 1.0 - mu, out=out)
 
 
-def _binom_var_into(mu, out):
-    np.multiply(mu, mu, out=out)
-    np.subtract(mu, out, out=out)
-    return out
-
-
 def _binom_dvar(mu, out=None):
     t = np.multiply(mu, -2.0, out=out)
     t += 1.0
@@ -250,12 +236,9 @@ def _binom_simulate(mu, weights, rng: np.random.Generator, dispersion: float | N
 BINOMIAL = Family(
     name="binomial", link="logit", response="binomial", linkfun=_logit, linkinv=_logit_linkinv,
     mu_eta=_logit_mu_eta, variance=_binom_var, dvariance=_binom_dvar, cumulant=_softplus, mean=_expit,
-    variance_into=_binom_var_into, wvariance=lambda mu, w: w * mu * (1 - mu), saturated=_binom_saturated,
-    saturated_rows=_binom_saturated_rows, loglik_const=_binom_const, start_mean=_binom_start,
-    check_mean=_binom_check, boundary_message=_binom_boundary, simulate=_binom_simulate,
-    scale_name="logit scale", contrast_scale="log odds ratio", response_col="prob", ratio_col="odds.ratio",
-    eta_desc="log-odds", ratio_desc="Odds ratios", response_desc="probability of a correct answer",
-    response_plural="probabilities", cumulant_mu=_softplus_at_mean)
+    saturated=_binom_saturated, saturated_rows=_binom_saturated_rows, loglik_const=_binom_const,
+    start_mean=_binom_start, check_mean=_binom_check, boundary_message=_binom_boundary, simulate=_binom_simulate,
+    cumulant_mu=_softplus_at_mean)
 
 
 # ----------------------------------------------------------------------------- Poisson, log link
@@ -317,13 +300,10 @@ def _pois_simulate(mu, weights, rng: np.random.Generator, dispersion: float | No
 
 POISSON = Family(
     name="poisson", link="log", response="count", linkfun=_log, linkinv=_exp_clamped, mu_eta=_exp_clamped,
-    variance=_pois_var, dvariance=_pois_dvar, cumulant=_exp, mean=_exp, variance_into=_pois_var,
-    wvariance=lambda mu, w: w * mu, saturated=lambda y, w: float(np.sum(_pois_saturated_rows(y, w))),
-    saturated_rows=_pois_saturated_rows, loglik_const=_pois_const,
-    start_mean=lambda y, w: float(np.sum(w * y)) / float(np.sum(w)), check_mean=_pois_check,
-    boundary_message=lambda mu: None, simulate=_pois_simulate, scale_name="log scale", contrast_scale="log",
-    response_col="rate", ratio_col="ratio", eta_desc="log rate", ratio_desc="Rate ratios",
-    response_desc="expected count", response_plural="expected counts")
+    variance=_pois_var, dvariance=_pois_dvar, cumulant=_exp, mean=_exp,
+    saturated=lambda y, w: float(np.sum(_pois_saturated_rows(y, w))), saturated_rows=_pois_saturated_rows,
+    loglik_const=_pois_const, start_mean=lambda y, w: float(np.sum(w * y)) / float(np.sum(w)),
+    check_mean=_pois_check, boundary_message=lambda mu: None, simulate=_pois_simulate)
 
 
 # ----------------------------------------------------------------------------- Gaussian, identity link
@@ -354,14 +334,12 @@ def _half_square(eta, out=None, tmp=None):
 GAUSSIAN = Family(
     name="gaussian", link="identity", response="continuous", linkfun=_identity,
     linkinv=lambda eta: np.asarray(eta, float), mu_eta=lambda eta: np.ones_like(np.asarray(eta, float)),
-    variance=_pois_dvar, dvariance=_zeros, cumulant=_half_square, mean=_identity, variance_into=_pois_dvar,
-    wvariance=lambda mu, w: np.asarray(w, float).copy(), saturated=lambda y, w: float(np.sum(w * y * y)),
+    variance=_pois_dvar, dvariance=_zeros, cumulant=_half_square, mean=_identity,
+    saturated=lambda y, w: float(np.sum(w * y * y)),
     saturated_rows=lambda y, w: w * y * y, loglik_const=lambda y, trials, prior_w, counts: (0.0, []),
     start_mean=lambda y, w: float(np.sum(w * y)) / float(np.sum(w)),
     check_mean=lambda ybar, nobs: None if np.isfinite(ybar) else "the response has no finite mean",
-    boundary_message=lambda mu: None, simulate=lambda mu, weights, rng, dispersion=None: mu + rng.standard_normal(len(mu)),
-    scale_name="response scale", contrast_scale="response", response_col="response", ratio_col="difference",
-    eta_desc="response", ratio_desc="Differences", response_desc="mean response", response_plural="means")
+    boundary_message=lambda mu: None, simulate=lambda mu, weights, rng, dispersion=None: mu + rng.standard_normal(len(mu)))
 """The linear mixed model's family (:func:`mrcstats.models.lmm.lmer`): the design reads a continuous
 response; the fit is lme4's profiled (RE)ML, not the Laplace kernels (their σ is fixed at 1)."""
 

@@ -1,5 +1,5 @@
-"""The families of :mod:`mrcstats.models.family` by name, link and response, and what each kind of fit supports;
-without numpy.
+"""The families of :mod:`mrcstats.models.family` by name, link and response, what each kind of fit supports, and
+how reports name its scales; without numpy.
 
 What the command line offers before any model is fitted (``mrcstats glmer --family`` choices and help):
 building the parser must not import numpy (``mrcstats --help`` starts in well under 0.2 s). The records
@@ -9,11 +9,19 @@ checks that this table names exactly those, with the same links and responses.
 :data:`CAPABILITIES` is the one table of what a fit of each family (and the lmer and clmm fits) supports:
 interval methods (``confint.Wald``, ``confint.profile``, ``confint.boot``, ``confint.satterthwaite``),
 ``simulate``, ``emmeans``, ``predict`` and the tests (``anova``: the likelihood-ratio test of two nested fits,
-``drop1``, ``gvif``, ``anova.F``: lmerTest's F tests per term). Every public entry that takes a fit calls
+``drop1``, ``gvif``, ``anova.F``: lmerTest's F tests per term), and how a family is fitted (``fit.lme4``: R's
+lme4 has the family, so ``engine="lme4"`` can fit it; ``fit.columns``: the native fit reads a pandas-free table;
+``fit.outofcore``: a dataset folder is fitted from binomial counts collapsed out of core; ``fit.binary``: the
+response of a log is its 0/1 ``correct``, so a graded log -- scores without correctness -- is refused). Every public entry that takes a fit calls
 :func:`require` first, and the model commands ask it from their options before reading any data, so a method a
 family does not support is refused up front (:class:`~mrcstats.errors.InputError`, CLI exit 2) with a message
 naming what to use instead -- never computed with another family's kernel (tests/test_layers.py checks the
-entries).
+entries). A question about what a family can do is asked here and nowhere else: no code outside this module
+compares a family's name (tests/test_layers.py).
+
+:data:`LABELS` holds the presentation strings of each family (the names of its scales in emmeans' columns and
+notes, the report's tables and sentences), apart from the numerical record: :func:`family_labels` of a family or
+a fit.
 """
 from __future__ import annotations
 
@@ -61,7 +69,7 @@ def _label(what: str) -> str:
 
 
 _GLMM = frozenset({"confint.Wald", "confint.profile", "confint.boot", "simulate", "emmeans", "predict", "anova",
-                   "drop1", "gvif"})
+                   "drop1", "gvif", "fit.columns", "fit.lme4"})
 _LMER_INSTEAD = {
     "confint.boot": "the linear mixed model has no parametric bootstrap yet; use method 'profile', 'Wald' or "
                     "'satterthwaite'",
@@ -75,18 +83,69 @@ _LMER = Capabilities("lmer", frozenset({"confint.Wald", "confint.profile", "conf
 _BETABINOMIAL_INSTEAD = {
     "confint.profile": "its likelihood profile through the Laplace engine (with the dispersion) is not implemented; "
                        "use method 'Wald' or 'boot' (a beta-binomial parametric bootstrap)",
+    "fit.lme4": "lme4 has no such family (glmmTMB has); use engine='native'",
 }
+_GLMM_INSTEAD = {"fit.outofcore": "the out-of-core path (a dataset folder, backend duckdb/dask) fits binomial models; "
+                                  "read the rows into a data frame for other families"}
 _CLMM_INSTEAD = {"confint.Wald": "use the Wald table of summary() (estimate ± z SE from m.se)"}
 
 #: kind ("binomial", "poisson", "gaussian", "betabinomial", "lmer", "clmm") -> what its fits support
 CAPABILITIES: dict[str, Capabilities] = {
-    "binomial": Capabilities("binomial", _GLMM),
-    "poisson": Capabilities("poisson", _GLMM),
+    "binomial": Capabilities("binomial", _GLMM | {"fit.outofcore", "fit.binary"}),
+    "poisson": Capabilities("poisson", _GLMM, tuple(_GLMM_INSTEAD.items())),
     "gaussian": Capabilities("gaussian", _LMER.supports, _LMER.instead),    # glmer(family="gaussian") is lmer
-    "betabinomial": Capabilities("betabinomial", _GLMM - {"confint.profile"}, tuple(_BETABINOMIAL_INSTEAD.items())),
+    "betabinomial": Capabilities("betabinomial", _GLMM - {"confint.profile", "fit.lme4"},
+                                 tuple({**_BETABINOMIAL_INSTEAD, **_GLMM_INSTEAD}.items())),
     "lmer": _LMER,
     "clmm": Capabilities("clmm", frozenset({"emmeans", "predict"}), tuple(_CLMM_INSTEAD.items())),
 }
+
+
+@dataclass(frozen=True)
+class FamilyLabels:
+    """How reports and emmeans name a family's scales (presentation only; the numbers are the
+    :class:`~mrcstats.models.family.Family`'s)."""
+
+    scale_name: str         # the report's name of the link scale: "logit scale", "log scale"
+    contrast_scale: str     # emmeans' scale of differences of η: "log odds ratio", "log"
+    response_col: str       # emmeans' response-scale column (R: prob, rate)
+    ratio_col: str          # emmeans' back-transformed contrasts (R: odds.ratio, ratio)
+    eta_desc: str           # tables: what η is ("log-odds", "log rate")
+    ratio_desc: str         # tables: what exp(β) is ("Odds ratios", "Rate ratios")
+    response_desc: str      # tables: what μ is ("probability of a correct answer", "expected count")
+    response_plural: str    # ("probabilities", "expected counts")
+
+
+_BINOMIAL_LABELS = FamilyLabels("logit scale", "log odds ratio", "prob", "odds.ratio", "log-odds", "Odds ratios",
+                                "probability of a correct answer", "probabilities")
+_GAUSSIAN_LABELS = FamilyLabels("response scale", "response", "response", "difference", "response", "Differences",
+                                "mean response", "means")
+
+#: family name -> its :class:`FamilyLabels` ("cumulative": the latent scale of a clmm's emmeans)
+LABELS: dict[str, FamilyLabels] = {
+    "binomial": _BINOMIAL_LABELS,
+    "poisson": FamilyLabels("log scale", "log", "rate", "ratio", "log rate", "Rate ratios", "expected count",
+                            "expected counts"),
+    "gaussian": _GAUSSIAN_LABELS,
+    "betabinomial": _BINOMIAL_LABELS,
+    "cumulative": FamilyLabels(**{**_GAUSSIAN_LABELS.__dict__, "contrast_scale": "latent"}),
+}
+
+
+def family_labels(family: Any) -> FamilyLabels:
+    """The :class:`FamilyLabels` of a family (a Family, its name, or a fit with a ``family``)."""
+    fam = getattr(family, "family", family)
+    name = fam if isinstance(fam, str) else getattr(fam, "name", None)
+    lab = LABELS.get(name)  # type: ignore[arg-type]
+    if lab is None:
+        raise InputError(f"family {name!r} declares no labels (mrcstats.models.family_table.LABELS)")
+    return lab
+
+
+def supports(fit: Any, what: str) -> bool:
+    """Whether a fit (or kind, or family) supports ``what``, for code that takes another path instead of
+    refusing (:func:`require` refuses)."""
+    return what in capabilities(fit)
 
 
 def capabilities(fit: Any) -> Capabilities:

@@ -19,6 +19,7 @@ from mrcstats.errors import InputError
 from mrcstats.io.columns import Columns, as_frame, in_memory, is_columns
 from mrcstats.io.dataset import is_dataset
 from mrcstats.models.family import Family, get_family
+from mrcstats.models.family_table import require, supports
 from mrcstats.models.formula import ModelSpec, parse_formula
 from mrcstats.models.native import fit_design, fit_rows  # noqa: F401  (fit_design: its old home)
 from mrcstats.models.optimize import (  # noqa: F401  (re-exported: the names' old home)
@@ -173,7 +174,7 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
     fam = get_family(family)
     engine, backend = choose(engine, backend, data, scheduler)
     spec = formula if isinstance(formula, ModelSpec) else parse_formula(formula)
-    spec = dataclasses.replace(spec, family=fam, weights=weights if isinstance(weights, str) else spec.weights)
+    spec = dataclasses.replace(spec.with_family(fam), weights=weights if isinstance(weights, str) else spec.weights)
     if fam.response == "continuous":          # lme4: glmer(family = gaussian) is lmer()
         if engine != "native" or nagq != 1 or backend != "memory":
             raise InputError("family 'gaussian' is a linear mixed model (lmer): the native engine in memory, no nagq")
@@ -182,10 +183,10 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
         data = as_frame(data)
         return lmer(spec, data, contrasts=contrasts, levels=levels, weights=weights)  # type: ignore[return-value]
     if backend != "memory" or _dataset_log(data):
-        if fam.name != "binomial" or weights is not None or lme4_defaults:
-            raise InputError(f"family {fam.name!r}: the out-of-core path (a dataset folder, backend duckdb/dask) "
-                             "fits binomial models natively without weights or lme4 options; read the rows into "
-                             "a data frame for other families")
+        require(fam, "fit.outofcore")
+        if weights is not None or lme4_defaults:
+            raise InputError("the out-of-core path (a dataset folder, backend duckdb/dask) fits natively without "
+                             "weights or lme4 options; read the rows into a data frame for those")
         from mrcstats.models.outofcore import glmer_outofcore
 
         return glmer_outofcore(spec, data, backend=backend, scheduler=scheduler, contrasts=contrasts,
@@ -197,10 +198,10 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
     if not is_columns(data) and not spec.response.is_cbind and spec.response.column == "correct":
         from mrcstats.io.schema import apply_invalid, require_binary
 
-        if fam.name == "binomial":     # a graded row (score, no correct) is not an invalid answer: refuse first
+        if supports(fam, "fit.binary"):     # a graded row (score, no correct) is not an invalid answer: refuse first
             require_binary(data, "glmer (binomial)")
         data, n_invalid = apply_invalid(data, invalid)
-    res = fit_rows(spec, data, family=fam, contrasts=contrasts, nagq=nagq, engine=engine, weights=weights,
+    res = fit_rows(spec, data, contrasts=contrasts, nagq=nagq, engine=engine, weights=weights,
                    levels=levels, lme4_defaults=lme4_defaults, t0=t0)
     if n_invalid:
         from mrcstats.io.schema import invalid_sentence

@@ -140,7 +140,7 @@ class ModelSpec:
     terms: tuple[Term, ...]
     intercept: bool
     random: tuple[RandomTerm, ...] = ()
-    family: Any = None              # a mrcstats.models.family.Family once the front door has chosen it
+    family: Any = None              # a mrcstats.models.family.Family once the front door has chosen it (with_family)
     weights: str | None = None      # the prior-weights column (R's weights=), when given by name
 
     @property
@@ -169,6 +169,21 @@ class ModelSpec:
             seen.update(dict.fromkeys(r.factors))
             seen.update(dict.fromkeys(r.slopes))
         return tuple(seen)
+
+    def with_family(self, family: Any) -> ModelSpec:
+        """The spec with its family (a :class:`~mrcstats.models.family.Family` or R's name for one, as
+        :func:`~mrcstats.models.family.get_family` reads it): the one track a family travels on, from the front door
+        to the design, the engines and the refits."""
+        from mrcstats.models.family import get_family
+
+        return dataclasses.replace(self, family=get_family(family))
+
+    def require_family(self) -> Any:
+        """The spec's family; a spec without one is an InputError at the boundary, never a silent binomial."""
+        if self.family is None:
+            raise InputError(f"formula {self.formula!r}: the model has no family; give one "
+                             "(spec.with_family('binomial'), or mrcstats.glmer(..., family=...))")
+        return self.family
 
     def term(self, label: str) -> Term:
         for t in self.terms:

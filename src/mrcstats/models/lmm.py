@@ -22,7 +22,7 @@ import pandas as pd
 
 from mrcstats.errors import InputError
 from mrcstats.models.family import GAUSSIAN
-from mrcstats.models.formula import ModelSpec
+from mrcstats.models.formula import ModelSpec, parse_formula
 from mrcstats.models.lmm_fit import LmmSystem
 from mrcstats.models.lmm_results import LmerResult, fit_lmm, profile_confint
 from mrcstats.models.lmm_tests import KenwardRoger, LmerAnova, anova_contrasts
@@ -61,7 +61,8 @@ def lmer(formula: str | ModelSpec, data: pd.DataFrame, reml: bool = True,
                          f"{type(formula).__name__}")
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"lmer: data must be a pandas DataFrame, got {type(data).__name__}")
-    design = build_design(formula, data, contrasts=contrasts, levels=levels, family=GAUSSIAN)
+    spec = formula if isinstance(formula, ModelSpec) else parse_formula(formula)
+    design = build_design(spec.with_family(GAUSSIAN), data, contrasts=contrasts, levels=levels)
     from mrcstats.models.optimize import _blas_controller
 
     ctl = _blas_controller()

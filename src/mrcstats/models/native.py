@@ -18,7 +18,7 @@ from mrcstats.errors import InputError, ModelError
 from mrcstats.io.columns import Columns, is_columns
 from mrcstats.models.design import Design, build_design
 from mrcstats.models.deviance import GeneralModel, MultiFactor, ResponseData, SingleFactor
-from mrcstats.models.family import Family
+from mrcstats.models.family_table import require, supports
 from mrcstats.models.formula import ModelSpec
 from mrcstats.models.laplace import LaplaceModel, laplace_optimum
 from mrcstats.models.optimize import (
@@ -190,16 +190,17 @@ def _graded(data: Columns) -> bool:
     return bool(np.any(~data["score"].missing() & data["correct"].missing()))
 
 
-def fit_rows(spec: ModelSpec, data: pd.DataFrame | Columns, *, family: Family, contrasts: Mapping[str, str] | None = None,
+def fit_rows(spec: ModelSpec, data: pd.DataFrame | Columns, *, contrasts: Mapping[str, str] | None = None,
              nagq: int = 1, engine: str = "native", weights: Any = None, levels: Mapping[str, Any] | None = None,
              lme4_defaults: bool = False, t0: float | None = None) -> GlmerResult:
-    """The fit of a parsed ``spec`` on the rows of a data frame, by ``engine`` (native or lme4)."""
+    """The fit of a parsed ``spec`` (with its family, ``spec.family``) on the rows of a data frame, by ``engine``
+    (native or lme4)."""
 
     t0 = time.perf_counter() if t0 is None else t0
-    fam = family
+    fam = spec.require_family()
     if is_columns(data) and (engine == "lme4" or _graded(data)):
         data = data.to_pandas()     # R's data.frame, and the graded-log check's message, read pandas frames
-    if fam.name == "binomial" and not is_columns(data):   # Columns: no graded row (above)
+    if supports(fam, "fit.binary") and not is_columns(data):   # Columns: no graded row (above)
         from mrcstats.io.schema import require_binary
 
         require_binary(data, "glmer (binomial)")    # a graded log has no 0/1 response until thresholded
@@ -209,17 +210,16 @@ def fit_rows(spec: ModelSpec, data: pd.DataFrame | Columns, *, family: Family, c
         raise InputError(f"nagq must be a whole number 0..25, got {nagq!r}") from None
     if not 0 <= nagq <= 25:
         raise InputError(f"nagq must be between 0 and 25, got {nagq}")
-    if engine == "lme4" and not fam.canonical:
-        raise InputError(f"family {fam.name!r}: lme4 has no such family (glmmTMB has); use engine='native'")
     if engine == "lme4":
+        require(fam, "fit.lme4")
         from mrcstats.models.r_engine import fit_lme4  # rpy2 and R only when asked for (start-up, issue 28)
 
         res = fit_lme4(spec, data, contrasts=contrasts, nagq=nagq, weights=weights, levels=levels,
-                       lme4_defaults=lme4_defaults, family=fam)
+                       lme4_defaults=lme4_defaults)
         opt = dict(res.optinfo)
         opt["r_glmer_seconds"] = res.fit_seconds     # R's glmer() call alone
         return dataclasses.replace(res, fit_seconds=time.perf_counter() - t0, optinfo=opt)
-    design = build_design(spec, data, contrasts=contrasts, levels=levels, weights=weights, family=fam)
+    design = build_design(spec, data, contrasts=contrasts, levels=levels, weights=weights)
     if fam.loglik_rows is not None:         # no canonical kernel: the Laplace fit of the row log-likelihood
         if nagq != 1:
             raise InputError(f"family {fam.name!r} is fitted by the Laplace approximation; use nagq=1")
@@ -247,9 +247,9 @@ def fit_laplace(design, t0: float | None = None, fit_options: Mapping[str, Any] 
     lower = np.concatenate([r.lower for r in re])
     k, p = len(lower), model.p
     from mrcstats.models.deviance import ResponseData
-    from mrcstats.models.family import BINOMIAL
 
-    d = ResponseData(design.X, design.y, design.weights, design.offset, 0.0, BINOMIAL)
+    # β's start: the GLM of the family's canonical kernels (the beta-binomial's are the binomial's)
+    d = ResponseData(design.X, design.y, design.weights, design.offset, 0.0, design.family)
     beta0 = _glm_start(d)
     x0 = np.concatenate([np.concatenate([r.start for r in re]), beta0, [math.log(design.family.start_dispersion)]])
 

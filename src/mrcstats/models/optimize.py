@@ -53,7 +53,7 @@ def _glm_start(d: ResponseData, maxit: int = 6, max_rows: int = 200_000) -> np.n
     eta = np.full(y.size, fam.linkfun(fam.start_mean(y, w)))
     for _ in range(maxit):
         mu = fam.mean(eta)
-        v = np.maximum(fam.wvariance(mu, w), 1e-10)
+        v = np.maximum(w * fam.variance(mu), 1e-10)
         z = eta + (y - mu) / np.maximum(fam.variance(mu), 1e-10)
         XtWX = (XT * v) @ XT.T
         try:
@@ -191,7 +191,7 @@ def _rx_vcov_safe(model, theta, beta, msgs: list[str]) -> np.ndarray:
                     "standard errors use its pseudo-inverse and are not reliable")
         d = model.d
         mu = model.extras(theta, beta)["mu"]
-        v = d.family.wvariance(mu, d.w)
+        v = d.w * d.family.variance(mu)
         return np.linalg.pinv((d.XT * v) @ d.XT.T)
 
 

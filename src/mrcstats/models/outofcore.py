@@ -202,7 +202,7 @@ def glmer_outofcore(formula: str | ModelSpec, data: Any, *, backend: str | None 
     wrows = pd.concat([succ, fail], ignore_index=True)
     lhs = Response(successes=(sname,), failures=(fname,), text=f"cbind({sname}, {fname})")
     counts = dataclasses.replace(spec, response=lhs, family=BINOMIAL, weights=None)   # the same terms, parsed once
-    res = fit_rows(counts, wrows, family=BINOMIAL, contrasts=contrasts, levels=levels, nagq=nagq)
+    res = fit_rows(counts, wrows, contrasts=contrasts, levels=levels, nagq=nagq)
     loglik = res.loglik
     npar = len(res.fixef) + len(res.theta)
     msgs = [(f"fitted exactly on binomial counts: {len(cells):,} cells (one per distinct {', '.join(cols)}) "

@@ -31,7 +31,6 @@ import pandas as pd
 
 from mrcstats.errors import DependencyError, InputError, ModelError
 from mrcstats.models.design import Design, build_design
-from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.formula import ModelSpec
 from mrcstats.models.records import VarCorrRow
 from mrcstats.models.results import GlmerResult
@@ -148,14 +147,14 @@ def _numbers(x: Any) -> Any:
     return x
 
 
-def lme4_fit_dict(formula: str | ModelSpec, data: pd.DataFrame, *,
+def lme4_fit_dict(formula: ModelSpec, data: pd.DataFrame, *,
                   contrasts: Mapping[str, str] | None = None,
                   levels: Mapping[str, Sequence[Any]] | None = None, nagq: int = 1,
                   weights: str | Sequence[float] | np.ndarray | None = None, lme4_defaults: bool = False,
                   tol_pwrss: float | None = None, ranef: bool = True, drop1: bool = False,
-                  gvif: bool = False, compare: str | ModelSpec | None = None,
-                  family: str = "binomial") -> dict[str, Any]:
-    """Fit ``formula`` with lme4 through rpy2 and return R's figures as plain Python.
+                  gvif: bool = False, compare: str | ModelSpec | None = None) -> dict[str, Any]:
+    """Fit ``formula`` (a parsed model with its family, ``parse_formula(text).with_family("binomial")``) with lme4
+    through rpy2 and return R's figures as plain Python.
 
     The keys are those of ``R/fit_glmer.R``'s JSON (``fixef``, ``se``, ``z``, ``p``, ``vcov``,
     ``theta``, ``loglik``, ``aic``, ``bic``, ``deviance``, ``df_resid``, ``nobs``, ``ngroups``,
@@ -167,7 +166,11 @@ def lme4_fit_dict(formula: str | ModelSpec, data: pd.DataFrame, *,
     ro = _robjects()
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"data must be a pandas DataFrame, got {type(data).__name__}")
-    ftext = formula.formula if isinstance(formula, ModelSpec) else str(formula)
+    if not isinstance(formula, ModelSpec):
+        raise InputError("lme4_fit_dict: expected a parsed model with its family "
+                         f"(mrcstats.models.formula.parse_formula(text).with_family('binomial')), got {formula!r}")
+    family = formula.require_family().name
+    ftext = formula.formula
     ctext = compare.formula if isinstance(compare, ModelSpec) else compare
     contr: dict[str, str] = {}
     for k, v in (contrasts or {}).items():
@@ -246,7 +249,7 @@ def _level_text(x: Any) -> str:
 def fit_lme4(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Mapping[str, str] | None = None,
              nagq: int = 1, weights: str | Sequence[float] | np.ndarray | None = None,
              levels: Mapping[str, Sequence[Any]] | None = None, lme4_defaults: bool = False,
-             tol_pwrss: float | None = None, family: Family = BINOMIAL) -> GlmerResult:
+             tol_pwrss: float | None = None) -> GlmerResult:
     """``glmer(..., engine="lme4")``: the fit by R's lme4 as a :class:`GlmerResult`.
 
     The native design is built first (same parser, same na.omit, same factor levels and
@@ -254,8 +257,8 @@ def fit_lme4(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Mapping
     the fixed-effect names and ``assign`` of the result are R's own. ``fit_seconds`` here is the
     time of R's ``glmer()`` call alone.
     """
-    design = build_design(formula, data, contrasts=contrasts, levels=levels, weights=weights,
-                          allow_slopes=True, family=family)
+    design = build_design(formula, data, contrasts=contrasts, levels=levels, weights=weights, allow_slopes=True)
+    family = design.family
     info = design.info
     spec = info.spec
     # levels R must use: those the native design chose for plain factor columns (and the response)
@@ -273,7 +276,7 @@ def fit_lme4(formula: str | ModelSpec, data: pd.DataFrame, *, contrasts: Mapping
             raise InputError(f"contrasts for {label!r}: engine='lme4' takes contrasts for plain columns only; "
                              f"make {var.column if var else label!r} a text column and give contrasts for it")
     r = lme4_fit_dict(spec, data, contrasts=contr, levels=lv, nagq=nagq, weights=weights,
-                      lme4_defaults=lme4_defaults, tol_pwrss=tol_pwrss, ranef=True, family=family.name)
+                      lme4_defaults=lme4_defaults, tol_pwrss=tol_pwrss, ranef=True)
     return result_from_lme4(r, design, fit_options={
         "contrasts": dict(contrasts or {}), "levels": dict(levels or {}), "weights": weights,
         "nagq": int(nagq), "lme4_defaults": bool(lme4_defaults), "tol_pwrss": tol_pwrss, "family": family.name},

@@ -96,8 +96,8 @@ def model_design(fit: Any, who: str) -> Any:
     if fit.frame is None or fit.info is None:
         raise InputError(f"{who}: this fit kept no data; refit with mrcstats.glmer()")
     fo = fit.fit_options or {}
-    return build_design(fit.info.spec, fit.frame, contrasts=fo.get("contrasts") or None,
-                        levels=fo.get("levels") or None, weights=fo.get("weights"), family=fit.family)
+    return build_design(fit.info.spec.with_family(fit.family), fit.frame, contrasts=fo.get("contrasts") or None,
+                        levels=fo.get("levels") or None, weights=fo.get("weights"))
 
 
 __all__ = ["Simulations", "model_design", "simulate", "simulate_response"]

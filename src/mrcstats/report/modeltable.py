@@ -50,6 +50,7 @@ from mrcstats._files import write_text_atomic
 from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models.family import BINOMIAL
+from mrcstats.models.family_table import family_labels
 from mrcstats.report.format import MISSING, format_num
 from mrcstats.report.tables import Table, latex_escape, md_escape, write_exports
 
@@ -513,8 +514,9 @@ def table(models: Sequence[Any] | Mapping[str, Any], *, statistic: str = "se", c
     # notes: what the cells are, the stars' legend, and what each fit reported about itself
     fams = list(dict.fromkeys(getattr(m, "family", BINOMIAL) for m in fits))
     if len(fams) == 1:
-        what = (f"{fams[0].ratio_desc} exp(β)" if exponentiate
-                else f"Estimates on the {fams[0].eta_desc} scale ({fams[0].link} link)")
+        lab = family_labels(fams[0])
+        what = (f"{lab.ratio_desc} exp(β)" if exponentiate
+                else f"Estimates on the {lab.eta_desc} scale ({fams[0].link} link)")
     else:
         what = "exp(β)" if exponentiate else "Estimates on each model's link scale (" + ", ".join(
             f"{f.name}: {f.link}" for f in fams) + ")"

@@ -481,7 +481,10 @@ def regression_table(result: Any, caption: str = "", label: str = "fixef", layou
     """
     cf = coef_frame(result)
     names = dict(terms or {})
-    eta = getattr(getattr(result, "family", None), "eta_desc", "log-odds")
+    from mrcstats.models.family_table import family_labels
+
+    fam = getattr(result, "family", None)
+    eta = family_labels(fam).eta_desc if fam is not None else "log-odds"
     if layout == "apa":
         from mrcstats._dist import norm_ppf
         from mrcstats.report.format import format_ci

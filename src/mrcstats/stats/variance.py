@@ -334,7 +334,8 @@ def _fit(formula: str, data: pd.DataFrame):
     """REML fit of ``formula`` (lme4's ``lmer``) without the Satterthwaite tests (only the components are used)."""
     from mrcstats.models.design import build_design
     from mrcstats.models.family import GAUSSIAN
+    from mrcstats.models.formula import parse_formula
     from mrcstats.models.lmm import fit_lmm
 
-    design = build_design(formula, data, family=GAUSSIAN)
+    design = build_design(parse_formula(formula).with_family(GAUSSIAN), data)
     return fit_lmm(design, reml=True, satterthwaite=False)

@@ -10,6 +10,7 @@ import pandas as pd
 
 from mrcstats.errors import DependencyError, InputError
 from mrcstats.models import drop1, glmer, gvif
+from mrcstats.models.family_table import family_labels
 from mrcstats.models.predict import probability_frame
 from mrcstats.report import figures as F
 from mrcstats.report.analyses.base import (
@@ -160,7 +161,7 @@ class Glmm(Analysis):
 
         out.text(_fit_sentence(res, name))
         fx = regression_table(res, caption=f"Fixed effects of the {name} GLMM ({res.formula}), "
-                                           f"{res.family.eta_desc} scale"
+                                           f"{family_labels(res).eta_desc} scale"
                               + ("; Truth = simulated value" if truth else "") + ".",
                               label=f"fixef_{name}", layout=a.get("layout"), truth=truth, terms=terms)
         if term_note:
@@ -284,10 +285,11 @@ def _methods(res: Any, data: pd.DataFrame, a: AnalysisSpec, n_invalid: int = 0) 
         lines.append(f"Confidence intervals ({c['level']:g}): {how}; rows .sig01, … are the random-effect SDs and "
                      "correlations in lme4's order.")
     if a.get("emmeans"):
+        lab = family_labels(res)
         lines.append("Estimated marginal means as R's emmeans 1.8 (reference grid: factors at every level, numeric "
                      "covariates at their mean, equal weights over the other factors; delta-method SEs from vcov(); "
-                     f"asymptotic intervals, back-transformed from the {res.family.scale_name} for "
-                     f"{res.family.response_plural}); pairwise contrasts as pairs() ({res.family.ratio_desc.lower()} "
+                     f"asymptotic intervals, back-transformed from the {lab.scale_name} for "
+                     f"{lab.response_plural}); pairwise contrasts as pairs() ({lab.ratio_desc.lower()} "
                      "on the response scale, tests on the log scale), p values adjusted within each family as noted "
                      "under each table.")
     if a.get("truth"):
@@ -414,14 +416,14 @@ def _emmeans_section(out: Output, res: Any, e: Mapping[str, Any], name: str, j: 
 
     em = emmeans(res, e["specs"], by=e["by"], type=e["type"], at=e["at"])
     what = " × ".join(em.specs) + (f" by {' × '.join(em.by)}" if em.by else "")
-    scale = res.family.response_desc if em.type == "response" else res.family.scale_name
+    lab = family_labels(res)
+    scale = lab.response_desc if em.type == "response" else lab.scale_name
     tag = f"{name}_{j}"
     out.table(emmeans_table(em, caption=f"Estimated marginal means of {what} ({scale}), {name} GLMM; "
                                         "as R's emmeans.", label=f"emmeans_{tag}"))
     if e["pairs"]:
         pr = pairs(em, adjust=e["adjust"])
-        kind = res.family.ratio_desc.lower() if em.type == "response" else \
-            f"differences on the {res.family.scale_name}"
+        kind = lab.ratio_desc.lower() if em.type == "response" else f"differences on the {lab.scale_name}"
         out.table(pairs_table(pr, caption=f"Pairwise contrasts of {what} ({kind}, {pr.adjust} adjustment), "
                                           f"{name} GLMM; as R's pairs(emmeans(...)).", label=f"pairs_{tag}"))
 
