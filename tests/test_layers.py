@@ -28,15 +28,17 @@ def test_lower_layers_never_import_report():
 
 
 def test_dataset_writing_reading_and_opening_have_no_circle():
-    """ingest (writing datasets) -> reader (read_log, open_log) -> dataset (opening/scanning): one way only."""
+    """ingest_log (one log file), ingest (writing datasets) -> reader (read_log, open_log) -> dataset
+    (opening/scanning): one way only; the two writers are siblings (neither imports the other)."""
     io = _imports("io")
-    order = ["mrcstats.io.ingest", "mrcstats.io.reader", "mrcstats.io.dataset"]
+    order = ["mrcstats.io.ingest_log", "mrcstats.io.ingest", "mrcstats.io.reader", "mrcstats.io.dataset"]
     for i, mod in enumerate(order):
         path = mod.removeprefix("mrcstats.").replace(".", "/") + ".py"
         above = order[:i]
         assert not [m for f, m in io if f == path and m in above], (mod, above)
     # and nothing below ingest imports it (the CLI and tasks may)
     assert not [x for x in io if x[1] == "mrcstats.io.ingest" and x[0] != "io/__init__.py"]
+    assert not [x for x in io if x[1] == "mrcstats.io.ingest_log"]
 
 
 # io -> backends -> models / stats -> report: the package layers, bottom first (issue 26)
