@@ -62,9 +62,9 @@ def lmer(formula: str | ModelSpec, data: pd.DataFrame, reml: bool = True,
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"lmer: data must be a pandas DataFrame, got {type(data).__name__}")
     design = build_design(formula, data, contrasts=contrasts, levels=levels, family=GAUSSIAN)
-    from mrcstats.models.optimize import _blas_controller
+    from mrcstats.models.optimize import blas_controller
 
-    ctl = _blas_controller()
+    ctl = blas_controller()
     if ctl is None:  # pragma: no cover
         return fit_lmm(design, reml=reml, t0=t0)
     with ctl.limit(limits=1, user_api="blas"):
