@@ -154,10 +154,9 @@ def test_the_cycle_check_sees_a_circle():
 
 #: the classes of the log's kinds: a statistic or model that tests for one decides what io / backends decide
 LOG_KINDS = ("LogDataset", "Columns")
-#: sites not yet routed through the row passes, each to be removed, never added to (issue 37): the pandas-free
-#: GLMM path in models (Columns or a pandas frame, to be one protocol) and stats/variance.py (another change
-#: in flight when this test came in: its dataset branch becomes ``dataset_pass(log).to_frame()``)
-KIND_TESTS_LEFT = {"stats/variance.py": 1}
+#: sites not yet routed through the row passes, each to be removed, never added to (issue 37); none left
+#: (stats/variance.py's dataset branch is ``dataset_pass(log).to_frame()``)
+KIND_TESTS_LEFT: dict[str, int] = {}
 
 
 def _kind_tests(p: Path) -> int:
