@@ -28,15 +28,17 @@ def test_lower_layers_never_import_report():
 
 
 def test_dataset_writing_reading_and_opening_have_no_circle():
-    """ingest (writing datasets) -> reader (read_log, open_log) -> dataset (opening/scanning): one way only."""
+    """ingest_log (one log file), ingest (writing datasets) -> reader (read_log, open_log) -> dataset
+    (opening/scanning): one way only; the two writers are siblings (neither imports the other)."""
     io = _imports("io")
-    order = ["mrcstats.io.ingest", "mrcstats.io.reader", "mrcstats.io.dataset"]
+    order = ["mrcstats.io.ingest_log", "mrcstats.io.ingest", "mrcstats.io.reader", "mrcstats.io.dataset"]
     for i, mod in enumerate(order):
         path = mod.removeprefix("mrcstats.").replace(".", "/") + ".py"
         above = order[:i]
         assert not [m for f, m in io if f == path and m in above], (mod, above)
     # and nothing below ingest imports it (the CLI and tasks may)
     assert not [x for x in io if x[1] == "mrcstats.io.ingest" and x[0] != "io/__init__.py"]
+    assert not [x for x in io if x[1] == "mrcstats.io.ingest_log"]
 
 
 # io -> backends -> models / stats -> report: the package layers, bottom first (issue 26)
@@ -152,10 +154,9 @@ def test_the_cycle_check_sees_a_circle():
 
 #: the classes of the log's kinds: a statistic or model that tests for one decides what io / backends decide
 LOG_KINDS = ("LogDataset", "Columns")
-#: sites not yet routed through the row passes, each to be removed, never added to (issue 37): the pandas-free
-#: GLMM path in models (Columns or a pandas frame, to be one protocol) and stats/variance.py (another change
-#: in flight when this test came in: its dataset branch becomes ``dataset_pass(log).to_frame()``)
-KIND_TESTS_LEFT = {"stats/variance.py": 1}
+#: sites not yet routed through the row passes, each to be removed, never added to (issue 37); none left
+#: (stats/variance.py's dataset branch is ``dataset_pass(log).to_frame()``)
+KIND_TESTS_LEFT: dict[str, int] = {}
 
 
 def _kind_tests(p: Path) -> int:
@@ -269,3 +270,60 @@ def test_the_family_checks_see_them(tmp_path):
     p.write_text("def f(m, family=None):\n    if m.family.name == 'binomial' or fam in ('poisson', 'x'):\n"
                  "        pass\n    return 'gaussian' != args.family\n")
     assert _family_name_tests(p) == 3 and _family_parameters(p) == ["f"]
+# no module imports another module's private name (issue 37): a helper two modules need gets a public name in
+# the module that owns it
+
+#: (importing module, owner module, name) imports allowed, with the reason
+PRIVATE_IMPORTS_ALLOWED = {
+    # models/design.py is being reworked on the family2 branch (design, family, family_table); its helpers get
+    # public names after that merge, not in a parallel edit of the same lines
+    ("models/emmeans.py", "mrcstats.models.design", "_is_numeric"),
+    ("models/emmeans.py", "mrcstats.models.design", "_model_matrix"),
+    ("models/emmeans.py", "mrcstats.models.design", "_fmt_number"),
+    ("models/grid.py", "mrcstats.models.design", "_CONTRASTS"),
+    ("models/grid.py", "mrcstats.models.design", "_model_matrix"),
+    ("models/grid.py", "mrcstats.models.design", "_rank_columns"),
+    ("models/lmm_tests.py", "mrcstats.models.design", "_model_matrix"),
+    ("models/predict.py", "mrcstats.models.design", "_model_matrix"),
+    ("models/r_engine.py", "mrcstats.models.design", "_fmt_number"),
+}
+
+
+def _private_imports() -> set[tuple[str, str, str]]:
+    """(file, module, name) of every ``from mrcstats.X import _name`` (function-level included) where ``_name``
+    is not a module of its own (``from mrcstats.report.analyses import _tests`` imports a module)."""
+    out = set()
+    for p in SRC.rglob("*.py"):
+        rel = str(p.relative_to(SRC))
+        own = "mrcstats." + rel.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        for n in ast.walk(ast.parse(p.read_text())):
+            if not (isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("mrcstats")):
+                continue
+            for a in n.names:
+                if not a.name.startswith("_") or a.name.startswith("__") or n.module == own:
+                    continue
+                base = SRC.parent / n.module.replace(".", "/") / a.name
+                if base.with_suffix(".py").exists() or (base / "__init__.py").exists():
+                    continue
+                out.add((rel, n.module, a.name))
+    return out
+
+
+def test_no_private_name_is_imported_from_another_module():
+    found = _private_imports()
+    assert not found - PRIVATE_IMPORTS_ALLOWED, sorted(found - PRIVATE_IMPORTS_ALLOWED)
+    assert not PRIVATE_IMPORTS_ALLOWED - found, ("allowed but gone: drop from the list",
+                                                 sorted(PRIVATE_IMPORTS_ALLOWED - found))
+
+
+def test_the_private_import_check_sees_one(tmp_path, monkeypatch):
+    """The check itself: a private name imported from another module is found, a private module is not."""
+    pkg = tmp_path / "mrcstats"
+    (pkg / "a").mkdir(parents=True)
+    (pkg / "a" / "__init__.py").write_text("")
+    (pkg / "a" / "_mod.py").write_text("def _helper(): pass\n")
+    (pkg / "b.py").write_text("def f():\n    from mrcstats.a._mod import _helper\n    from mrcstats.a import _mod\n")
+    import sys
+
+    monkeypatch.setattr(sys.modules[__name__], "SRC", pkg)
+    assert _private_imports() == {("b.py", "mrcstats.a._mod", "_helper")}

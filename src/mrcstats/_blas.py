@@ -2,7 +2,7 @@
 
 The fits run BLAS single-threaded: their matrices are small or matrix-vector products, and threaded
 OpenBLAS is many times slower on a loaded machine. In a library call this is done with threadpoolctl
-around the fit (:func:`mrcstats.models.optimize._blas_controller`), whose first use scans the loaded
+around the fit (:func:`mrcstats.models.optimize.blas_controller`), whose first use scans the loaded
 libraries (10–20 ms, a fifth of a small fit). A command-line process that has not loaded numpy yet
 can instead set ``OPENBLAS_NUM_THREADS=1`` before numpy loads OpenBLAS (:func:`pin_blas`); the fits then
 skip threadpoolctl. A user's own ``OPENBLAS_NUM_THREADS`` (or ``OMP_NUM_THREADS``) is left alone, and the

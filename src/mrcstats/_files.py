@@ -171,7 +171,7 @@ def input_clash(out: Any, inputs: Iterable[Any], *, kind: str = "file") -> str |
     return None
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -193,7 +193,7 @@ def clean_stale_temps(target: Path) -> int:
         if not (e.name.startswith(prefix) and e.name.endswith(".tmp")):
             continue
         pid_part = e.name[len(prefix):].split(".", 1)[0]
-        if not pid_part.isdigit() or _pid_alive(int(pid_part)):
+        if not pid_part.isdigit() or pid_alive(int(pid_part)):
             continue
         with contextlib.suppress(OSError):
             os.unlink(e.path)
@@ -368,7 +368,7 @@ def owner_gone(folder: Path) -> bool:
         pid, host = int(rec["pid"]), str(rec["host"])
     except (OSError, ValueError, KeyError, TypeError):
         return True
-    return host == socket.gethostname() and not _pid_alive(pid)
+    return host == socket.gethostname() and not pid_alive(pid)
 
 
 class writer_lock:
@@ -464,6 +464,6 @@ def owner_gone_file(path: Path) -> bool:  # pragma: no cover - the Windows lock
 
     try:
         rec = json.loads(path.read_text(encoding="utf-8"))
-        return str(rec["host"]) == socket.gethostname() and not _pid_alive(int(rec["pid"]))
+        return str(rec["host"]) == socket.gethostname() and not pid_alive(int(rec["pid"]))
     except (OSError, ValueError, KeyError, TypeError):
         return False

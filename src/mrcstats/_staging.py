@@ -31,7 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mrcstats._files import _pid_alive
+from mrcstats._files import pid_alive
 from mrcstats.errors import InputError
 
 _MANIFEST = "manifest.json"
@@ -160,7 +160,7 @@ def recover_stale(parent: Path, name: str) -> int:
         if not (e.name.startswith(prefix) and e.name.endswith(_SUFFIX) and e.is_dir(follow_symlinks=False)):
             continue
         pid = e.name[len(prefix):].split(".", 1)[0]
-        if not pid.isdigit() or _pid_alive(int(pid)):
+        if not pid.isdigit() or pid_alive(int(pid)):
             continue
         stage = Path(e.path)
         n += 1

@@ -262,7 +262,7 @@ def test_ingest_out_streamed_equals_whole(f: LogFile, chunk: int, out: str) -> N
     import pyarrow.parquet as pq
 
     from mrcstats.io import read_log, write_log
-    from mrcstats.io.ingest import ingest_log
+    from mrcstats.io.ingest_log import ingest_log
     from mrcstats.io.schema import log_stats
 
     with tempfile.TemporaryDirectory() as d:

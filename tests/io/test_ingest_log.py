@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from mrcstats.errors import InputError
 from mrcstats.io import log_stats, read_log, write_log
-from mrcstats.io.ingest import ingest_log
+from mrcstats.io.ingest_log import ingest_log
 
 
 def _whole(src, out, **kw):

@@ -17,7 +17,7 @@ from scipy import optimize
 
 from mrcstats.errors import InputError
 from mrcstats.models import glmer
-from mrcstats.models.confint import _back_spline_predict, _norm_inter
+from mrcstats.models.confint import _norm_inter, back_spline_predict
 
 from .test_slopes import slope_data
 
@@ -146,7 +146,7 @@ def test_back_spline_matches_r_splines():
     #    predict(backSpline(interpSpline(z ~ x)), c(-1.96, 0, 1.96, 0.3, 2.5))$y
     x = np.linspace(-2, 2, 9)
     z = 1.3 * x + 0.1 * x ** 3
-    got = _back_spline_predict(x, z, np.array([-1.96, 0.0, 1.96, 0.3, 2.5, 50.0]))
+    got = back_spline_predict(x, z, np.array([-1.96, 0.0, 1.96, 0.3, 2.5, 50.0]))
     r = [-1.32952250424, 0.0, 1.32952250424, 0.22999378796, 1.59550561798]
     assert got[:5] == pytest.approx(r, abs=1e-10)
     assert np.isnan(got[5])           # outside the profiled range: NA (then the bound)

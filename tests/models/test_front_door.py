@@ -69,3 +69,51 @@ def test_every_backend_has_the_whole_method_set():
     assert isinstance(p, RowPass)
     g = p.group_counts(["model"])
     assert g.to_dict("list") == {"model": ["x", "y"], "n": [4, 4], "k": [3, 1], "inv": [0, 0]}
+
+
+def test_a_path_is_opened_by_io_not_rechecked_by_choose(tmp_path, monkeypatch):
+    """glmer given a path hands it to io.open_log (a dataset folder opens lazily and goes out of core, a table
+    file is read); choose() itself looks only at what io returned (issue 37)."""
+    from mrcstats.io.dataset import LogDataset
+    from mrcstats.io.ingest import write_dataset
+
+    seen = {}
+
+    def fake(spec, data, **kw):
+        seen["data"], seen["backend"] = data, kw.get("backend")
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(outofcore, "glmer_outofcore", fake)
+    ROWS.assign(correct=ROWS["correct"].astype(bool)).to_csv(tmp_path / "rows.csv", index=False)
+    write_dataset(tmp_path / "rows.csv", tmp_path / "ds")
+    with pytest.raises(RuntimeError, match="stop"):
+        fit.glmer("correct ~ model + (1 | item)", str(tmp_path / "ds"), invalid="exclude")
+    assert isinstance(seen["data"], LogDataset) and seen["backend"] == "duckdb"
+    assert fit.choose("native", None, str(tmp_path / "ds")) == ("native", "memory")   # a path is io's to open
+    monkeypatch.setattr(fit, "fit_rows", lambda spec, data, **kw: (seen.update(rows=data), 1 / 0))
+    with pytest.raises(ZeroDivisionError):
+        fit.glmer("correct ~ model + (1 | item)", tmp_path / "rows.csv")
+    assert len(seen["rows"]) == len(ROWS)
+
+
+def test_the_model_commands_parse_the_formula_once(monkeypatch, tmp_path):
+    """glmer, lmer and clmm parse --formula once (cli._common.parse_model_args) and fit the ModelSpec."""
+    import sys
+
+    import mrcstats.models.formula as formula_mod
+    from mrcstats.cli import main
+
+    calls = []
+    real = formula_mod.parse_formula
+
+    def counted(*a, **k):
+        calls.append(a[0])
+        return real(*a, **k)
+
+    for name, mod in list(sys.modules.items()):     # every module that holds the parser by name
+        if name.startswith("mrcstats.") and getattr(mod, "parse_formula", None) is real:
+            monkeypatch.setattr(mod, "parse_formula", counted)
+    ROWS.to_csv(tmp_path / "rows.csv", index=False)
+    main(["glmer", str(tmp_path / "rows.csv"), "--formula", "correct ~ model + (1 | item)", "--emmeans", "model",
+          "--json"])
+    assert calls == ["correct ~ model + (1 | item)"]

@@ -7,7 +7,7 @@ import pytest
 
 from mrcstats.errors import InputError
 from mrcstats.models import glmer
-from mrcstats.models.results import _fmt_sig, separation_messages
+from mrcstats.models.results import fmt_sig, separation_messages
 
 
 @pytest.mark.parametrize("formula,data", [(123, pd.DataFrame({"y": [1]})), ("y ~ 1 + (1|g)", 123),
@@ -18,8 +18,8 @@ def test_glmer_type_checks(formula, data):
 
 
 def test_variance_printed_sanely():
-    assert _fmt_sig(5.21e-17, 4) == "5.21e-17"
-    assert _fmt_sig(0.05183, 4) == "0.05183" and _fmt_sig(1.234567, 4) == "1.235"
+    assert fmt_sig(5.21e-17, 4) == "5.21e-17"
+    assert fmt_sig(0.05183, 4) == "0.05183" and fmt_sig(1.234567, 4) == "1.235"
 
 
 def test_separation_flagged():

@@ -12,19 +12,19 @@ from hypothesis import strategies as st
 from mrcstats.errors import InputError
 from mrcstats.models.design import contrast_matrix
 from mrcstats.models.predict import probability_frame
+from mrcstats.report.analyses._tests import contingency_table
+from mrcstats.report.analyses.accuracy import accuracy_table
+from mrcstats.report.analyses.discrimination import pd_cutoff_table
+from mrcstats.report.analyses.glmm_tables import regression_table
+from mrcstats.report.analyses.masking import masking_indicator_table
+from mrcstats.report.analyses.probability import probability_table
 from mrcstats.report.tables import (
     Table,
-    accuracy_table,
-    contingency_table,
     latex_escape,
     latex_unescape,
-    masking_indicator_table,
     parse_html,
     parse_latex,
     parse_markdown,
-    pd_cutoff_table,
-    probability_table,
-    regression_table,
 )
 
 # seed 003 Appendix B.1 / B.2 (lme4 summaries), sum contrasts: LLM1 = Davinci-002, LLM2 = Davinci-003

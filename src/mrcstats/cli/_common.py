@@ -258,18 +258,21 @@ def read_log_args(args: argparse.Namespace, paths: Any, cmd: str, what: str = ""
     return log
 
 
-def parse_model_args(args: argparse.Namespace, kind: str) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """``--contrasts`` and ``--levels`` of a model command (``glmer``, ``lmer``, ``clmm``), its ``--emmeans``
-    options checked against the formula, and what its options ask of a fit of ``kind`` (``--confint METHOD``,
-    ``--emmeans``, ``--drop1``, ...) checked against the capability table
+def parse_model_args(args: argparse.Namespace, kind: str) -> tuple[Any, dict[str, str], dict[str, list[str]]]:
+    """The parsed ``--formula`` (a :class:`~mrcstats.models.formula.ModelSpec`, parsed here once and handed to
+    the fit), ``--contrasts`` and ``--levels`` of a model command (``glmer``, ``lmer``, ``clmm``), its
+    ``--emmeans`` options checked against the formula, and what its options ask of a fit of ``kind``
+    (``--confint METHOD``, ``--emmeans``, ``--drop1``, ...) checked against the capability table
     (:func:`mrcstats.models.family_table.require_options`), before any data is read."""
     from mrcstats.models.family_table import require_options
+    from mrcstats.models.formula import parse_formula
 
     require_options(args, kind)
     contrasts = parse_kv(args.contrasts, "--contrasts")
     levels = parse_levels(args.levels)
-    check_emmeans_args(args)
-    return contrasts, levels
+    spec = parse_formula(args.formula)
+    check_emmeans_args(args, spec)
+    return spec, contrasts, levels
 
 
 def read_data_args(args: argparse.Namespace, who: str, columns: Any = None, lazy: bool = False) -> Any:
@@ -317,16 +320,16 @@ def add_emmeans_args(p: argparse.ArgumentParser, types: str | None = None) -> No
                    help="with --pairs: p-value adjustment (default tukey, as emmeans)")
 
 
-def check_emmeans_args(args: argparse.Namespace) -> None:
-    """The ``--emmeans`` options make sense together, and SPEC/VAR name variables of the formula (before the fit)."""
+def check_emmeans_args(args: argparse.Namespace, spec: Any) -> None:
+    """The ``--emmeans`` options make sense together, and SPEC/VAR name variables of the formula ``spec`` (the
+    parsed ``--formula``; before the fit)."""
     if not args.emmeans:
         if args.pairs or args.by or getattr(args, "type", "link") != "link" or args.adjust != "tukey":
             raise InputError("--by, --type, --pairs and --adjust need --emmeans SPEC (e.g. --emmeans LLM)")
         return
     from mrcstats.models.emmeans import resolve_specs
-    from mrcstats.models.formula import parse_formula
 
-    resolve_specs(parse_formula(args.formula), args.emmeans, args.by)  # bad names fail before the fit
+    resolve_specs(spec, args.emmeans, args.by)  # bad names fail before the fit
 
 
 def emmeans_block(args: argparse.Namespace, m: Any, obj: dict[str, Any], text: list[str]) -> None:

@@ -44,9 +44,9 @@ def _clmm(args: argparse.Namespace) -> int:
     keep_freed_memory()   # freed arrays reused, not fresh pages per PIRLS step
     from mrcstats.models.clmm import clmm
 
-    contrasts, levels = parse_model_args(args, "clmm")
+    spec, contrasts, levels = parse_model_args(args, "clmm")
     data = read_data_args(args, "clmm")
-    m = clmm(args.formula, data, link=args.link, contrasts=contrasts or None, levels=levels or None)
+    m = clmm(spec, data, link=args.link, contrasts=contrasts or None, levels=levels or None)
     obj, text = model_output(args, m, "clmm")
     if args.probs:
         pr = m.predict()

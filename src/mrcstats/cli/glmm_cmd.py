@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from mrcstats._seeds import DEFAULT_SEED, parse_seed
 from mrcstats.cli._common import (
@@ -83,12 +84,12 @@ def _glmer(args: argparse.Namespace) -> int:
     from mrcstats.errors import InputError
     from mrcstats.models import glmer
 
-    contrasts, levels = parse_model_args(args, args.family)     # what the family cannot do is refused here
+    spec, contrasts, levels = parse_model_args(args, args.family)     # what the family cannot do is refused here
     if args.scheduler and args.engine != "dask":
         raise InputError("--scheduler goes with --engine dask")
     # io decides: a dataset folder lazily (one DuckDB/Dask pass collapses it), one plain table without pandas, or
     # a frame
-    data = read_data_args(args, "glmer", columns=_columns_used(args), lazy=True)
+    data = read_data_args(args, "glmer", columns=_columns_used(args, spec), lazy=True)
     from mrcstats.io.invalid import apply_invalid, invalid_sentence
 
     data, n_invalid = apply_invalid(data, args.invalid)
@@ -98,7 +99,7 @@ def _glmer(args: argparse.Namespace) -> int:
     kw = {"contrasts": contrasts or None, "nagq": args.nagq, "engine": engine, "backend": backend,
           "scheduler": args.scheduler, "weights": args.weights, "levels": levels or None,
           "lme4_defaults": args.lme4_defaults, "family": args.family, "vcov": args.vcov, "invalid": args.invalid}
-    m = glmer(args.formula, data, **kw)
+    m = glmer(spec, data, **kw)
     if invalid_note:
         info(f"mrcstats glmer: {invalid_note}")
     obj, text = model_output(args, m, "glmer")
@@ -134,7 +135,7 @@ def _glmer(args: argparse.Namespace) -> int:
 FRAME_OPTIONS = ("confint", "drop1", "gvif", "compare", "emmeans")
 
 
-def _columns_used(args: argparse.Namespace) -> list[str] | None:
+def _columns_used(args: argparse.Namespace, spec: Any) -> list[str] | None:
     """The columns the fit uses when nothing asked for needs a pandas frame (the lme4 engine, a family whose fit
     reads no pandas-free table -- capability ``fit.columns`` --, any of :data:`FRAME_OPTIONS`), else None:
     :func:`mrcstats.io.open_log` then may read one plain table without pandas (:func:`mrcstats.io.arrow_columns.read_table_columns`, the same rows and cells as
@@ -144,6 +145,4 @@ def _columns_used(args: argparse.Namespace) -> list[str] | None:
     if args.engine != "native" or not supports(args.family, "fit.columns") or \
             any(getattr(args, o) for o in FRAME_OPTIONS):
         return None
-    from mrcstats.models.formula import parse_formula
-
-    return [*parse_formula(args.formula).columns, *([args.weights] if args.weights else [])]
+    return [*spec.columns, *([args.weights] if args.weights else [])]

@@ -99,7 +99,7 @@ def _ingest(args: argparse.Namespace) -> int:
     if target:
         return _ingest_dataset(args, target)
     if args.out:   # a large CSV/TSV/JSONL file is streamed (bounded memory), anything else read whole
-        from mrcstats.io.ingest import ingest_log
+        from mrcstats.io.ingest_log import ingest_log
 
         res = ingest_log(args.paths, args.out, format=args.fmt, mapping=map_arg(args, "ingest") or None,
                          model=model_arg(args.model), on_duplicate=args.on_duplicate, threshold=args.threshold)

@@ -43,9 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _lmer(args: argparse.Namespace) -> int:
     from mrcstats.models.lmm import lmer
 
-    contrasts, levels = parse_model_args(args, "lmer")
+    spec, contrasts, levels = parse_model_args(args, "lmer")
     data = read_data_args(args, "lmer")
-    m = lmer(args.formula, data, reml=not args.ml, contrasts=contrasts or None, levels=levels or None)
+    m = lmer(spec, data, reml=not args.ml, contrasts=contrasts or None, levels=levels or None)
     obj, text = model_output(args, m, "lmer")
     if args.anova:
         a = m.anova(type=3, ddf=args.ddf)

@@ -96,7 +96,8 @@ def hive_model(file: str | os.PathLike, root: str | os.PathLike) -> str | None:
     return urllib.parse.unquote(seg[0].split("=", 1)[1]) if seg else None
 
 
-def _schema_diff(want, got) -> str:
+def schema_diff(want, got) -> str:
+    """What differs between two Arrow schemas (columns missing, added, of another type), in words."""
     wn, gn = set(want.names), set(got.names)
     parts = []
     if wn - gn:
@@ -201,7 +202,7 @@ class LogDataset:
         if con is None:
             import duckdb
 
-            con = duckdb.connect(config=_duckdb_config())
+            con = duckdb.connect(config=duckdb_config())
             con.execute("PRAGMA disable_progress_bar")   # it prints on stdout, which --json keeps for its object
             # DuckDB's own Parquet reader (faster than scanning the Arrow dataset) over the checked files;
             # in the first layout it decodes the URI-encoded hive values, and the model stays text
@@ -226,7 +227,7 @@ class LogDataset:
             import duckdb
 
             if isinstance(exc, (duckdb.Error, OSError)) or type(exc).__module__.startswith("pyarrow"):
-                raise InputError(f"{self.path}: cannot read the dataset ({_first_line(exc)}); "
+                raise InputError(f"{self.path}: cannot read the dataset ({first_error_line(exc)}); "
                                  f"check the file named there or re-run mrcstats ingest") from None
             raise
 
@@ -253,7 +254,7 @@ class LogDataset:
         try:
             yield from self.arrow().to_batches(columns=list(columns), batch_size=batch_rows)
         except OSError as exc:
-            raise InputError(f"{self.path}: cannot read the dataset ({_first_line(exc)})") from None
+            raise InputError(f"{self.path}: cannot read the dataset ({first_error_line(exc)})") from None
 
     def to_log(self) -> pd.DataFrame:
         """Load the whole dataset as a canonical log (only for data that fits in memory)."""
@@ -266,7 +267,7 @@ class LogDataset:
             else:
                 table = self.arrow().to_table()
         except OSError as exc:
-            raise InputError(f"{self.path}: cannot read the dataset ({_first_line(exc)})") from None
+            raise InputError(f"{self.path}: cannot read the dataset ({first_error_line(exc)})") from None
         import pandas as pd
 
         df = table.to_pandas(types_mapper={__import__("pyarrow").string(): pd.StringDtype()}.get)
@@ -323,12 +324,13 @@ def _read_fragment(file: str, path: str | None, cols: list[str]) -> pd.DataFrame
     return df[list(columns)]
 
 
-def _first_line(exc: BaseException) -> str:
+def first_error_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type's name when it has none), for one-line errors."""
     s = str(exc).strip()
     return s.splitlines()[0] if s else type(exc).__name__
 
 
-def _duckdb_config() -> dict[str, Any]:
+def duckdb_config() -> dict[str, Any]:
     """DuckDB settings: threads from ``MRCSTATS_DUCKDB_THREADS`` (default: DuckDB's), a memory limit
     (``MRCSTATS_DUCKDB_MEMORY``, default 2GB) so large aggregations spill instead of growing."""
     cfg: dict[str, Any] = {"memory_limit": os.environ.get("MRCSTATS_DUCKDB_MEMORY", "2GB")}
@@ -387,7 +389,7 @@ def open_dataset(path: str | os.PathLike, *, check: bool = True) -> LogDataset:
                 md = pq.read_metadata(f)
                 got = md.schema.to_arrow_schema()
             except Exception as exc:  # noqa: BLE001 - arrow raises several types for a bad footer
-                raise InputError(f"{f}: cannot read this Parquet file of the dataset ({_first_line(exc)}); "
+                raise InputError(f"{f}: cannot read this Parquet file of the dataset ({first_error_line(exc)}); "
                                  f"remove it or re-run mrcstats ingest") from None
             got = pa.schema([pa.field(x.name, x.type) for x in got])
             if file_want is None:
@@ -396,7 +398,7 @@ def open_dataset(path: str | os.PathLike, *, check: bool = True) -> LogDataset:
                 first = f
             if not got.equals(file_want):
                 ref = "the dataset description" if want is not None else first
-                raise InputError(f"{f}: its schema differs from {ref} ({_schema_diff(file_want, got)}); every "
+                raise InputError(f"{f}: its schema differs from {ref} ({schema_diff(file_want, got)}); every "
                                  f"file of a dataset must have the same columns and types; re-run mrcstats "
                                  f"ingest on the sources")
             folder = Path(f).relative_to(root).parts[0]

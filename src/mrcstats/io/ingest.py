@@ -8,7 +8,9 @@ renamed into place at the end, so a failed or killed ingest leaves the old datas
 
 * Parquet inputs whose columns already have canonical names and types are ingested by DuckDB
   (:func:`_write_fast`: the schema rules as SQL aggregates, then one ``COPY``); everything else,
-  and any batch whose checks fail, by pandas -- the same dataset and the same errors.
+  and any batch whose checks fail, by pandas -- the same dataset and the same errors. What either route
+  stores (types, defaults, ranges) is :mod:`mrcstats.io.conform`'s, generated from :mod:`mrcstats.io.schema`.
+* ``mrcstats ingest --out LOG`` (one log file) is :mod:`mrcstats.io.ingest_log`.
 * Large CSV/TSV/JSONL inputs are streamed (:mod:`mrcstats.io.stream`): bounded memory
   whatever the file size, the same checks and messages.
 * Re-ingesting into an existing dataset replaces it whole; a dataset folder that holds anything a writer
@@ -18,7 +20,7 @@ renamed into place at the end, so a failed or killed ingest leaves the old datas
 * No input is ever overwritten: the target may not be, hold or lie inside an input
   (:func:`mrcstats._files.input_clash`).
 
-Layers: ingest -> reader -> dataset (this module imports both; they never import it).
+Layers: ingest -> conform, reader -> dataset (this module imports them; they never import it).
 """
 from __future__ import annotations
 
@@ -29,7 +31,6 @@ import re
 import shutil
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,60 +38,37 @@ import numpy as np
 import pandas as pd
 
 from mrcstats.errors import InputError
+from mrcstats.io.conform import (
+    NULLABLE_TYPES,
+    FastUnit,
+    arrow_schema_of,
+    conform_chunk,
+    fast_checks,
+    fast_schema,
+    fast_select,
+    fast_source,
+    fast_unit,
+    frame_to_table,
+    sql_string,
+)
 from mrcstats.io.dataset import (
     DATASET_VERSION,
     META_NAME,
     PARTITION,
     LogDataset,
-    _duckdb_config,
-    _first_line,
-    _schema_diff,
+    duckdb_config,
+    first_error_line,
     hive_model,
     is_dataset,
     open_dataset,
     partition_folder,
+    schema_diff,
 )
+from mrcstats.io.stream import detect_large, file_size
 
 #: rows per chunk when streaming a Parquet source into a dataset
 CHUNK_ROWS = 1_000_000
 
-# ----------------------------------------------------------------------------- Arrow schema
-
-
-def arrow_schema_of(frame: pd.DataFrame):
-    """The Arrow schema a canonical frame is stored with (strings as ``string``, no pandas index)."""
-    import pyarrow as pa
-
-    fields = []
-    for c in frame.columns:
-        dt = frame[c].dtype
-        if isinstance(dt, pd.StringDtype) or dt == object:
-            t = pa.string()
-        elif isinstance(dt, pd.BooleanDtype) or dt == bool:
-            t = pa.bool_()
-        elif str(dt) in ("Float64", "float64", "float32", "Float32"):
-            t = pa.float64()
-        elif str(dt) in ("Int64", "int64", "int32", "Int32", "int16", "int8", "uint8", "uint16", "uint32"):
-            t = pa.int64()
-        else:
-            t = pa.Array.from_pandas(frame[c].iloc[:0]).type
-        fields.append(pa.field(str(c), t, nullable=True))
-    return pa.schema(fields)
-
-
-def _frame_to_table(frame: pd.DataFrame, schema) -> Any:
-    import pyarrow as pa
-
-    arrays = []
-    for f in schema:
-        s = frame[f.name]
-        if pa.types.is_string(f.type):
-            arr = pa.array(s.astype(object).where(s.notna(), None).to_numpy(), type=pa.string()) \
-                if not isinstance(s.dtype, pd.StringDtype) else pa.array(s.array, type=pa.string())
-        else:
-            arr = pa.array(s.array if hasattr(s, "array") else s, type=f.type, from_pandas=True)
-        arrays.append(arr)
-    return pa.Table.from_arrays(arrays, schema=schema)
 
 # ----------------------------------------------------------------------------- writing
 
@@ -191,7 +169,7 @@ class DatasetWriter:
         if len(frame) == 0:
             return 0
         self.check_schema(arrow_schema_of(frame), source)
-        self._write_table(_frame_to_table(frame, self.schema), frame)
+        self._write_table(frame_to_table(frame, self.schema), frame)
         self.rows += len(frame)
         return len(frame)
 
@@ -215,7 +193,7 @@ class DatasetWriter:
             self.schema, self.first = schema, source
         elif not schema.equals(self.schema):
             raise InputError(f"{source or 'a chunk'}: its columns differ from {self.first or 'the first chunk'} "
-                             f"({_schema_diff(self.schema, schema)}); all inputs of one dataset need the same "
+                             f"({schema_diff(self.schema, schema)}); all inputs of one dataset need the same "
                              f"columns (ingest them into separate datasets, or map them to the same fields)")
 
     def _write_table(self, table, frame: pd.DataFrame) -> None:
@@ -250,7 +228,7 @@ class DatasetWriter:
                 self.schema, self.first = st["schema"], st["first"]
             elif not st["schema"].equals(self.schema):
                 raise InputError(f"{st['first'] or 'a chunk'}: its columns differ from {self.first or 'the first chunk'} "
-                                 f"({_schema_diff(self.schema, st['schema'])}); all inputs of one dataset need the "
+                                 f"({schema_diff(self.schema, st['schema'])}); all inputs of one dataset need the "
                                  f"same columns (ingest them into separate datasets, or map them to the same fields)")
         self.rows += st["rows"]
         self.skipped = merge_skipped(self.skipped, st["skipped"])
@@ -450,7 +428,7 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
             sources.append(str(p))
             pairs = [(Path(p), fmt)]
         else:
-            pairs = [(f, format or _detect_cheap(f) or _detect_large(f, limit)
+            pairs = [(f, format or _detect_cheap(f) or detect_large(f, limit)
                       or _detect_loaded(f, loaded if jobs == 1 else None, limit)) for f in expand_paths(p, EXTENSIONS)]
         for f, fmt in pairs:
             if fmt0 is not None and fmt != fmt0:
@@ -461,7 +439,7 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
                 sources.append(str(f))
                 units.append(("parquet" if fmt == "parquet" and not str(f).lower().endswith(".gz") else "other",
                               str(f), fmt))
-    if on_duplicate == "error" and any(k == "other" and fmt in STREAM_FORMATS and _size(f) > limit
+    if on_duplicate == "error" and any(k == "other" and fmt in STREAM_FORMATS and file_size(f) > limit
                                        for k, f, fmt in units):   # all of them: one schema for the dataset
         units = [("stream" if k == "other" and fmt in STREAM_FORMATS and head_source(f) is not None else k, f, fmt)
                  for k, f, fmt in units]   # (UTF-16 text is read whole: it is converted first)
@@ -469,7 +447,7 @@ def write_dataset(paths: str | os.PathLike | Sequence[str | os.PathLike], out: s
             "chunk_rows": chunk_rows}
     # Parquet inputs already in canonical names and types are ingested by DuckDB (_write_fast), the rest
     # (and any batch whose checks fail) by the pandas path; the dataset written is the same
-    plans = [_fast_unit(u, **opts) for u in units] if fast else [None] * len(units)
+    plans = [fast_unit(u, **opts) for u in units] if fast else [None] * len(units)
     steps = _plan_steps(units, plans, FAST_BATCH_ROWS)
     with DatasetWriter(out, inputs=given) as w:
         w.sources = sources
@@ -538,7 +516,7 @@ def _write_unit(w: DatasetWriter, unit: tuple[str, str, str], *, mapping, model,
 
         for chunk, before in stream_chunks(f, extra, mapping, model, min(chunk_rows, STREAM_CHUNK_ROWS)):
             try:
-                w.write(_conform(chunk, w.schema, f, before), f, on_duplicate=on_duplicate)
+                w.write(conform_chunk(chunk, w.schema, f, before), f, on_duplicate=on_duplicate)
             except InputError as exc:
                 raise shift_rows(exc, f, before) from None
     else:
@@ -554,8 +532,8 @@ def _read_fragment_nullable(file: str, root: str) -> pd.DataFrame:
     try:
         t = pq.read_table(file)
     except Exception as exc:  # noqa: BLE001
-        raise InputError(f"{file}: cannot read this Parquet file of the dataset ({_first_line(exc)})") from None
-    df = t.to_pandas(types_mapper=_NULLABLE.get)
+        raise InputError(f"{file}: cannot read this Parquet file of the dataset ({first_error_line(exc)})") from None
+    df = t.to_pandas(types_mapper=NULLABLE_TYPES.get)
     from mrcstats.io.tabular import nan_cells
 
     df.attrs["nonfinite"] = nan_cells(t)
@@ -563,49 +541,6 @@ def _read_fragment_nullable(file: str, root: str) -> pd.DataFrame:
         val = hive_model(file, root)
         df.insert(0, PARTITION, pd.Series(pd.array([val] * len(df), dtype="string")))
     return df
-
-
-class _Nullable(dict):
-    """Arrow -> pandas dtypes keeping nulls without object columns (bool, string, float, int)."""
-
-    def get(self, t, default=None):
-        import pyarrow as pa
-
-        if pa.types.is_boolean(t):
-            return pd.BooleanDtype()
-        if pa.types.is_string(t) or pa.types.is_large_string(t):
-            return pd.StringDtype("pyarrow")
-        if pa.types.is_floating(t):
-            return pd.Float64Dtype()
-        return default
-
-
-_NULLABLE = _Nullable()
-
-
-def _size(path: str | os.PathLike) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
-
-
-def _detect_large(path: Path, limit: int) -> str | None:
-    """The format of a file larger than ``limit`` judged by its first MiB when that says CSV, TSV or JSON
-    lines (so a large file is never loaded whole to be detected); else None (detect it whole)."""
-    from mrcstats.io.detect import detect_format
-    from mrcstats.io.stream import STREAM_FORMATS, head_source
-
-    if _size(path) <= limit:
-        return None
-    head = head_source(path)
-    if head is None:
-        return None
-    try:
-        fmt = detect_format(head)
-    except InputError:
-        return None
-    return fmt if fmt in STREAM_FORMATS else None
 
 
 class _Loaded(dict):
@@ -629,30 +564,6 @@ def _detect_loaded(path: Path, loaded: _Loaded | None, limit: int) -> str:
     return fmt
 
 
-def _conform(chunk: pd.DataFrame, schema, source: str, before: int) -> pd.DataFrame:
-    """A later chunk of a streamed file with the columns of the dataset: a column of the first chunks it
-    lacks is added as missing (a whole-file read gives such rows a missing value too); a column the first
-    chunks lacked is refused with the row where it starts."""
-    if schema is None:
-        return chunk
-    names = list(schema.names)
-    new = [c for c in chunk.columns if c not in names]
-    if new:
-        raise InputError(f"{source}: column {new[0]!r} first appears after data row {before:,}, but the "
-                         f"dataset's columns were set by the rows before (a streamed file is read in chunks); "
-                         f"give every row the field (empty when it has no value), or ingest the file on its own")
-    lack = [c for c in names if c not in chunk.columns]
-    if not lack:
-        return chunk if list(chunk.columns) == names else chunk[names]
-    out = chunk.copy(deep=False)
-    for c in lack:
-        t = str(schema.field(c).type)
-        out[c] = pd.Series(pd.array([None] * len(out), dtype="string" if t == "string" else
-                                    "boolean" if t == "bool" else "Float64" if t == "double" else "Int64"),
-                           index=out.index)
-    return out[names]
-
-
 def _detect_cheap(path: Path) -> str | None:
     """A Parquet file's format (``parquet``, ``lighteval``) by its footer without loading the file (large
     sources); else None."""
@@ -671,7 +582,7 @@ def _parquet_chunks(path: Path, mapping: Mapping[str, str] | None, model: str | 
     try:
         pf = pq.ParquetFile(path)
     except Exception as exc:  # noqa: BLE001
-        raise InputError(f"{path}: cannot read Parquet ({_first_line(exc)})") from None
+        raise InputError(f"{path}: cannot read Parquet ({first_error_line(exc)})") from None
     if pf.metadata.num_rows == 0:
         raise InputError(f"{path}: Parquet file has no rows")
     try:
@@ -679,143 +590,21 @@ def _parquet_chunks(path: Path, mapping: Mapping[str, str] | None, model: str | 
         for batch in pf.iter_batches(batch_size=chunk_rows):
             check_trial_finite(nan_cells(batch), mapping, str(path), offset)
             offset += batch.num_rows
-            df = batch.to_pandas(types_mapper=_NULLABLE.get)
+            df = batch.to_pandas(types_mapper=NULLABLE_TYPES.get)
             df.columns = [str(c) for c in df.columns]
             df = derive_correct(apply_mapping(df, mapping, str(path)), str(path))
             yield coerce_log(df, source=str(path), model=model)
     except OSError as exc:
-        raise InputError(f"{path}: cannot read Parquet ({_first_line(exc)})") from None
+        raise InputError(f"{path}: cannot read Parquet ({first_error_line(exc)})") from None
 
 # ----------------------------------------------------------------------------- the DuckDB fast path
 
 #: rows per DuckDB batch of the fast path (consecutive files are grouped until this many rows)
 FAST_BATCH_ROWS = 4_000_000
-_FAST_INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
-#: pandas dtypes of an integer column that :func:`arrow_schema_of` stores as int64
-_PANDAS_INT64 = ("int64", "int32", "int16", "int8", "uint8", "uint16", "uint32", "Int64", "Int32")
-
-
-@dataclass(frozen=True)
-class _FastUnit:
-    """A Parquet unit DuckDB can ingest without pandas: its columns are canonical names and types."""
-
-    unit: tuple[str, str, str]
-    file: str
-    rows: int
-    columns: tuple[str, ...]
-    model: str | None          # from the partition folder (a first-layout fragment: no model column)
-    key: tuple                 # units with the same key share one DuckDB scan
-    extra: dict = field(default_factory=dict)   # other columns -> Arrow type name
-    verbatim: str | None = None   # the model of a fragment stored exactly as the pandas path stores it
-                                  # (copied when nothing is filled)
-
-
-def _fast_unit(unit: tuple[str, str, str], *, mapping, model, on_duplicate, chunk_rows=None) -> _FastUnit | None:
-    """The fast-path plan of ``unit``, or None when the pandas path must read it.
-
-    Eligible: a Parquet file or dataset fragment with rows, no ``mapping``/``model`` override, only
-    canonical column names (a pandas index column stored by ``to_parquet`` is ignored, as pandas
-    does), ``item`` and ``correct`` present, ``model`` present or given by the partition folder, and
-    types that need no coercion: text columns string, ``trial`` an integer type up to uint32,
-    ``masking_rate`` double, ``correct`` boolean. Anything else (words for correctness, text trials,
-    ...) goes through :func:`mrcstats.io.schema.coerce_log` as before.
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from mrcstats.io.schema import CANONICAL_COLUMNS, DUPLICATE_POLICIES, STRING_COLUMNS
-
-    kind, f, extra = unit
-    if kind not in ("fragment", "parquet") or mapping or model is not None or on_duplicate not in DUPLICATE_POLICIES:
-        return None
-    try:
-        md = pq.read_metadata(f)
-        schema = md.schema.to_arrow_schema()
-        pmeta = schema.pandas_metadata or {}
-    except Exception:  # noqa: BLE001 - the pandas path reports an unreadable file
-        return None
-    if md.num_rows == 0:
-        return None
-    index = {c for c in pmeta.get("index_columns", []) if isinstance(c, str)}
-    # pandas restores its own dtype of a column from this metadata (e.g. Int8, which stays int8 on the
-    # pandas path): such integer columns go through pandas
-    pandas_types = {str(c.get("name")): str(c.get("numpy_type")) for c in pmeta.get("columns", [])
-                    if isinstance(c, dict)}
-    names = [n for n in schema.names if n not in index]
-    if len({n.casefold() for n in names}) != len(names) or not {"item", "correct"} <= set(names) \
-            or {"filename", "_file"} & set(names):
-        return None
-    fmodel = None
-    if PARTITION not in names:
-        if kind != "fragment":
-            return None
-        fmodel = hive_model(f, extra)
-        if fmodel is None:
-            return None
-    for n in names:
-        t = schema.field(n).type
-        if n in STRING_COLUMNS:
-            ok = pa.types.is_string(t) or pa.types.is_large_string(t)
-        elif n == "trial":
-            ok = str(t) in _FAST_INT_TYPES
-        elif n in ("masking_rate", "score"):
-            ok = pa.types.is_float64(t)
-        elif n == "correct":
-            ok = pa.types.is_boolean(t)
-        else:   # another column is kept as is: text, booleans, doubles and integers (checked: no NaN / null)
-            ok = pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_boolean(t) \
-                or pa.types.is_float64(t) or (str(t) in _FAST_INT_TYPES and pandas_types.get(n, "int64")
-                                              in _PANDAS_INT64)
-        if not ok:
-            return None
-    # a fragment of a current-layout dataset stored exactly as the pandas path would store it (one model,
-    # by its statistics) can be copied byte for byte once checked
-    vmodel = _one_model(md, names) if kind == "fragment" and fmodel is None else None
-    verbatim = vmodel if (vmodel is not None and not (schema.metadata or {}) and list(names) == schema.names
-                          and schema.equals(pa.schema([*_fast_schema(names, {})]
-                                                      + [schema.field(n) for n in names
-                                                         if n not in CANONICAL_COLUMNS]))
-                          and all(str(schema.field(n).type) in ("string", "bool", "double", "int64")
-                                  for n in names if n not in CANONICAL_COLUMNS)) else None
-    key = (kind, fmodel is None, verbatim is not None, tuple((n, str(schema.field(n).type)) for n in schema.names))
-    extra_types = {n: ("string" if pa.types.is_string(schema.field(n).type)
-                       or pa.types.is_large_string(schema.field(n).type) else str(schema.field(n).type))
-                   for n in names if n not in CANONICAL_COLUMNS}
-    return _FastUnit(unit, str(f), int(md.num_rows), tuple(names), fmodel, key, extra_types, verbatim)
-
-
-def _one_model(md: Any, names: Sequence[str]) -> str | None:
-    """The one model of a Parquet file whose ``model`` statistics are equal in every row group, else None."""
-    if PARTITION not in names:
-        return None
-    j = list(md.schema.names).index(PARTITION)
-    seen = set()
-    for i in range(md.num_row_groups):
-        st = md.row_group(i).column(j).statistics
-        if st is None or not st.has_min_max or st.null_count:
-            return None
-        seen |= {st.min, st.max}
-    return next(iter(seen)) if len(seen) == 1 else None
-
-
-def _fast_schema(columns: Sequence[str], extra: Mapping[str, str]):
-    """The Arrow schema the pandas path gives a file with these ``columns`` (``extra``: the others' types)."""
-    import pyarrow as pa
-
-    from mrcstats.io.schema import CORE_COLUMNS, TEXT_COLUMNS
-
-    types = {"trial": pa.int64(), "masking_rate": pa.float64(), "correct": pa.bool_(), "score": pa.float64()}
-    for c, t in extra.items():
-        types[c] = pa.string() if t == "string" else pa.bool_() if t == "bool" else \
-            pa.float64() if t == "double" else pa.int64()
-    core = list(CORE_COLUMNS)
-    core.insert(core.index("correct") + 1, "score")     # every log has a score (derived from correct)
-    cols = [*core, *(c for c in TEXT_COLUMNS if c in columns), *(c for c in columns if c in extra)]
-    return pa.schema([pa.field(c, types.get(c, pa.string()), nullable=True) for c in cols])
 
 
 def _plan_steps(units: list, plans: list, batch_rows: int) -> list[tuple[str, Any]]:
-    """Units in order as steps: ``("fast", [_FastUnit, ...])`` batches of consecutive fast units with one
+    """Units in order as steps: ``("fast", [FastUnit, ...])`` batches of consecutive fast units with one
     key (up to ``batch_rows`` rows), ``("pandas", unit)`` for the others."""
     steps: list[tuple[str, Any]] = []
     for u, p in zip(units, plans):
@@ -831,26 +620,18 @@ def _plan_steps(units: list, plans: list, batch_rows: int) -> list[tuple[str, An
     return steps
 
 
-def _qi(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _sql_str(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
-
-
 def _fast_connection():
     import duckdb
 
     # a partitioned COPY does not keep the input order across threads anyway: the rows of a model may come
     # in another order than on the pandas path (the dataset is a set of rows; its queries do not depend on it)
-    con = duckdb.connect(config={**_duckdb_config(), "preserve_insertion_order": False})
+    con = duckdb.connect(config={**duckdb_config(), "preserve_insertion_order": False})
     con.execute("PRAGMA disable_progress_bar")
     con.execute("SET partitioned_write_max_open_files = 1000")   # one file per model and batch
     return con
 
 
-def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) -> None:
+def _write_fast(w: DatasetWriter, batch: list[FastUnit], con, *, opts: dict) -> None:
     """Ingest a batch of fast units with DuckDB, or, when any check fails, each unit with the pandas path.
 
     Checks (SQL aggregates per file, with the defaults of :func:`~mrcstats.io.schema.coerce_log`, generated
@@ -873,10 +654,10 @@ def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) ->
 
     cols = batch[0].columns
     extra = batch[0].extra
-    schema = _fast_schema(cols, extra)
+    schema = fast_schema(cols, extra)
     by_path = batch[0].model is not None       # fragments: the model is the partition folder's
     try:
-        ok, checks = _fast_checks(con, batch)
+        ok, checks = fast_checks(con, batch)
     except duckdb.Error:   # a file DuckDB cannot read: the pandas path names it
         ok, checks = False, []
     if not ok:
@@ -902,20 +683,8 @@ def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) ->
         else:
             rest.append(u)
     if rest:
-        from mrcstats.io.schema import sql_filled
-
-        select = {   # the schema's defaults (DEFAULTS), generated
-            "model": "fm.model" if by_path else "r.model", "item": "r.item",
-            "cluster": sql_filled("cluster", cols), "trial": sql_filled("trial", cols, cast="BIGINT"),
-            "condition": sql_filled("condition", cols),
-            "masking_rate": _fast_col(cols, "masking_rate", "CAST(NULL AS DOUBLE)"), "correct": "r.correct",
-            "score": "r.score" if "score" in cols else "CAST(r.correct AS DOUBLE)",
-        }
-        for c in schema.names:
-            select.setdefault(c, _fast_col(cols, c, "CAST(NULL AS VARCHAR)") if c not in extra else
-                              f"CAST(r.{_qi(c)} AS BIGINT)" if extra[c] in _FAST_INT_TYPES else f"r.{_qi(c)}")
-        body = ", ".join(f"{v} AS {_qi(c)}" for c, v in select.items())
-        src = _fast_source(rest)
+        body = fast_select(cols, extra, schema, by_path)
+        src = fast_source(rest)
         if by_path:
             con.register("_fast_models", pa.table({"filename": [u.file for u in rest],
                                                    "model": [u.model for u in rest]}))
@@ -928,8 +697,8 @@ def _write_fast(w: DatasetWriter, batch: list[_FastUnit], con, *, opts: dict) ->
         pattern = f"part-{w.prefix}{n:06d}-{{i}}"   # its own number: never the name of a copied file
         stage = w.tmp / f".stage-{w.prefix}{n + 1:06d}"
         try:
-            con.execute(f"COPY (SELECT {body}, fp._part AS _part FROM {src}) TO {_sql_str(str(stage))} "
-                        f"(FORMAT parquet, PARTITION_BY (_part), FILENAME_PATTERN {_sql_str(pattern)}, "
+            con.execute(f"COPY (SELECT {body}, fp._part AS _part FROM {src}) TO {sql_string(str(stage))} "
+                        f"(FORMAT parquet, PARTITION_BY (_part), FILENAME_PATTERN {sql_string(pattern)}, "
                         f"OVERWRITE_OR_IGNORE, COMPRESSION snappy)")
             _unstage(stage, w.tmp, set(folders.values()))
         finally:
@@ -955,44 +724,6 @@ def _unstage(stage: Path, tmp: Path, folders: set[str]) -> None:
             os.replace(f, tmp / name / f.name)
 
 
-def _fast_source(units: list[_FastUnit]) -> str:
-    files = "[" + ", ".join(_sql_str(u.file) for u in units) + "]"
-    return f"read_parquet({files}, filename = true, hive_partitioning = false) AS r"
-
-
-def _fast_col(cols: Sequence[str], c: str, default: str) -> str:
-    return f"r.{_qi(c)}" if c in cols else default
-
-
-def _fast_checks(con, batch: list[_FastUnit]) -> tuple[bool, list[tuple]]:
-    """The SQL checks of :func:`_write_fast`: (all passed, per (file, model): n, null keys, bad values,
-    rows with a default filled in)."""
-    from mrcstats.io.schema import DEFAULTS, RANGES, sql_filled, sql_out_of_range
-
-    cols, extra = batch[0].columns, batch[0].extra
-    by_path = batch[0].model is not None
-    bad = [sql_out_of_range(c) for c in RANGES if c in cols]     # the schema's ranges, generated
-    if "score" in cols:
-        bad.append("isnan(r.score) OR isinf(r.score)")
-    bad += [f"r.{_qi(c)} IS NULL" if t in _FAST_INT_TYPES else f"isnan(r.{_qi(c)})"
-            for c, t in extra.items() if t not in ("string", "bool")]
-    filled = " OR ".join(f"r.{c} IS NULL" for c in DEFAULTS if c in cols) or "false"
-    null_key = "r.item IS NULL" if by_path else "r.model IS NULL OR r.item IS NULL"
-    checks = con.execute(
-        f"SELECT r.filename, {'NULL' if by_path else 'r.model'} AS model, count(*) AS n, "
-        f"count(*) FILTER (WHERE {null_key}) AS null_key, "
-        f"count(*) FILTER (WHERE {' OR '.join(bad) or 'false'}) AS bad, "
-        f"count(*) FILTER (WHERE {filled}) AS filled FROM {_fast_source(batch)} GROUP BY ALL").fetchall()
-    if sum(r[2] for r in checks) != sum(u.rows for u in batch) or any(r[3] or r[4] for r in checks):
-        return False, checks
-    key = ", ".join(["r.filename", *([] if by_path else ["r.model"]), "r.item",
-                     sql_filled("trial", cols), sql_filled("condition", cols),
-                     "r.masking_rate + 0.0" if "masking_rate" in cols else "NULL"])   # -0.0 + 0.0 = 0.0
-    dup = con.execute(f"SELECT count(*) FROM (SELECT hash({key}) AS h FROM {_fast_source(batch)} GROUP BY h "
-                      f"HAVING count(*) > 1)").fetchall()[0][0]
-    return dup == 0, checks
-
-
 def _next_index(d: Path, prefix: str, k: int) -> int:
     """The next free ``{i}`` of ``part-<prefix><k>-{i}.parquet`` in ``d`` (two fragments of one model in a batch)."""
     i = 0
@@ -1000,226 +731,3 @@ def _next_index(d: Path, prefix: str, k: int) -> int:
         i += 1
     return i
 
-# ----------------------------------------------------------------------------- ingest --out: one log file
-
-#: rows per chunk of a file streamed into one log (:func:`ingest_log`; JSON lines: a fifth): 1.5x a 400 MB CSV
-OUT_CHUNK_ROWS = 200_000
-
-
-@dataclass(frozen=True)
-class IngestedLog:
-    """What :func:`ingest_log` wrote: the log file, its :func:`~mrcstats.io.schema.log_stats` and whether the
-    input was streamed in chunks (bounded memory) or read whole."""
-
-    path: Path
-    stats: dict
-    streamed: bool
-
-
-def ingest_log(paths: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike, *,
-               format: str | None = None, mapping: Mapping[str, str] | None = None,
-               model: str | Mapping[str, str] | None = None, on_duplicate: str = "error",
-               threshold: float | None = None, stream_bytes: int | None = None,
-               chunk_rows: int | None = None) -> IngestedLog:
-    """Read response logs and write the canonical log ``out`` (``mrcstats ingest --out``): the same file as
-    ``write_log(read_log(paths, ...), out)``, and its :func:`~mrcstats.io.schema.log_stats`.
-
-    One CSV, TSV or JSON-lines file larger than ``stream_bytes`` (default
-    :data:`mrcstats.io.stream.STREAM_BYTES`) read with ``on_duplicate="error"`` is streamed: read in
-    chunks of at most ``chunk_rows`` rows (default :data:`OUT_CHUNK_ROWS`) (:func:`mrcstats.io.stream.typed_chunks`), each chunk given the
-    column types of the whole file (:class:`mrcstats.io.stream.ColumnTypes`; when a later chunk changes
-    them, the file is read a second time with the types known), coerced, checked and appended to
-    ``out`` (Parquet row groups, or CSV lines), keys hashed to find duplicates: peak memory a chunk's,
-    whatever the file size, and the same rows, columns, types and order as the whole-file read. The file is
-    read whole as before when its columns' types cannot be promised chunk by chunk (mixed types in a
-    column, booleans with missing cells, ...) and to word a duplicate key (the whole-file message). Any
-    other input is read whole (:func:`mrcstats.io.read_log`).
-    """
-    from mrcstats._files import check_output_path
-    from mrcstats.io.reader import LOG_SUFFIXES, _check_read_args, read_log, write_log
-    from mrcstats.io.schema import log_stats
-    from mrcstats.io.stream import STREAM_BYTES
-
-    given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    target = check_output_path(out, suffixes=LOG_SUFFIXES, inputs=given)
-    _check_read_args(format, mapping, model, on_duplicate)
-    limit = STREAM_BYTES if stream_bytes is None else stream_bytes
-    plan = _stream_plan(given, format, on_duplicate, limit)
-    if plan is not None:
-        from mrcstats.io.reader import model_for
-
-        f, fmt = plan
-        stats = _stream_log(f, fmt, target, mapping=dict(mapping) if mapping else None, model=model_for(f, model),
-                            threshold=threshold, chunk_rows=chunk_rows or OUT_CHUNK_ROWS)
-        if stats is not None:
-            return IngestedLog(target, stats, True)
-    log = read_log(paths, format=format, mapping=mapping, model=model, on_duplicate=on_duplicate,
-                   threshold=threshold)
-    write_log(log, target)
-    return IngestedLog(target, log_stats(log), False)
-
-
-def _stream_plan(given: list, format: str | None, on_duplicate: str, limit: int) -> tuple[Path, str] | None:
-    """(file, format) when the input is one CSV/TSV/JSON-lines file larger than ``limit`` bytes that can be
-    streamed, else None."""
-    from mrcstats.io.formats import EXTENSIONS
-    from mrcstats.io.source import expand_paths
-    from mrcstats.io.stream import STREAM_FORMATS, head_source
-
-    if on_duplicate != "error" or len(given) != 1 or is_dataset(given[0]):
-        return None
-    files = expand_paths(given, EXTENSIONS)
-    if len(files) != 1 or _size(files[0]) <= limit or head_source(files[0]) is None:
-        return None
-    fmt = format or _detect_large(files[0], limit)
-    return (files[0], fmt) if fmt in STREAM_FORMATS else None
-
-
-class _Restart(Exception):
-    """A streamed pass cannot finish as the whole-file read would: ``targets`` None = read the file whole."""
-
-    def __init__(self, targets: dict | None, graded: bool = False):
-        super().__init__()
-        self.targets, self.graded = targets, graded
-
-
-def _stream_log(file: Path, fmt: str, target: Path, *, mapping, model, threshold, chunk_rows) -> dict | None:
-    """Stream ``file`` into ``target`` (:func:`ingest_log`); its stats, or None when it must be read whole."""
-    targets, graded = None, False
-    for _ in range(3):   # again when a later chunk changed the column types (or the score rule) assumed before
-        try:
-            return _stream_pass(file, fmt, target, mapping, model, threshold, chunk_rows, targets, graded)
-        except _Restart as r:
-            if r.targets is None:
-                return None
-            targets, graded = r.targets, r.graded
-    return None   # pragma: no cover - the third pass knows the whole file's types and score rule
-
-
-def _stream_pass(file: Path, fmt: str, target: Path, mapping, model, threshold, chunk_rows,
-                 known: dict | None, graded: bool) -> dict:
-    """One pass of :func:`_stream_log`; ``known``: the whole file's column types (a second pass), ``graded``:
-    a score-only file whose scores are not all 0/1 (its ``correct`` is <NA> throughout)."""
-    from mrcstats._files import atomic_path
-    from mrcstats.io.schema import LogStats, apply_threshold, coerce_log
-    from mrcstats.io.stream import ColumnTypes, shift_rows, typed_chunks
-
-    name = str(file)
-    types = ColumnTypes()
-    stats = LogStats()
-    hashes: list[np.ndarray] = []
-    assumed = known
-    writing, wrote_binary, rows = True, False, 0
-    attrs = {"skipped": {}, "format": fmt, "sources": [name],
-             **({"threshold": float(threshold)} if threshold is not None else {})}
-    with atomic_path(target) as tmp, _LogFileWriter(tmp, target, attrs) as out:
-        for raw, lines, records in typed_chunks(file, fmt, mapping, chunk_rows):
-            types.add(raw)
-            if types.targets() is None:   # it stays None whatever the later chunks hold
-                raise _Restart(None)
-            if not writing:
-                continue
-            if assumed is None:
-                assumed = types.targets()
-            chunk = ColumnTypes.conform(raw, assumed) if assumed is not None else None
-            if chunk is None:
-                writing = False
-                continue
-            try:
-                log = coerce_log(chunk, source=name, model=model)
-                if "correct" not in chunk.columns:   # correct from score: <NA> throughout unless all are 0/1
-                    s = log["score"].to_numpy(dtype=float, na_value=np.nan)
-                    binary = bool(np.isin(s[~np.isnan(s)], (0.0, 1.0)).all())
-                    if not binary and wrote_binary:
-                        writing, graded = False, True
-                        continue
-                    graded = graded or not binary
-                    wrote_binary = wrote_binary or (binary and not graded)   # written with correct = score == 1
-                    if binary and graded:
-                        log["correct"] = pd.array([pd.NA] * len(log), dtype="boolean")
-                log = apply_threshold(log, threshold, name)
-            except InputError as exc:
-                raise shift_rows(exc, name, rows, lines, records) from None
-            if not out.write(log):   # Arrow types other than the first chunk's: a later chunk typed the column
-                if known is not None:   # pragma: no cover - the whole file's types give one schema
-                    raise _Restart(None)
-                writing = False
-                continue
-            hashes.append(_key_hash(log))
-            stats.add(log)
-            rows += len(log)
-        if types.chunks == 0:
-            raise InputError(f"{name}: has a header but no data rows" if fmt != "jsonl" else f"{name}: file is empty")
-        final = types.targets()
-        if final is None:
-            raise _Restart(None)
-        if not writing or list(final.items()) != list((assumed or {}).items()):
-            raise _Restart(final, graded)
-        h = np.concatenate(hashes)
-        if len(np.unique(h)) != len(h):   # a repeated key (or a hash collision): the whole-file read words it
-            raise _Restart(None)
-    return stats.result({}, threshold)
-
-
-def _key_hash(log: pd.DataFrame) -> np.ndarray:
-    """A 64-bit hash of each row's key (:data:`~mrcstats.io.schema.KEY_COLUMNS`; -0.0 and 0.0 alike, as
-    :func:`~mrcstats.io.schema.check_duplicates` compares them)."""
-    from mrcstats.io.schema import KEY_COLUMNS
-
-    key = log[list(KEY_COLUMNS)].copy(deep=False)
-    key["masking_rate"] = key["masking_rate"] + 0.0
-    return pd.util.hash_pandas_object(key, index=False).to_numpy()
-
-
-class _LogFileWriter:
-    """Chunks of a canonical log appended to ``tmp`` as :func:`mrcstats.io.write_log` writes the whole log to
-    ``target`` (its ending chooses the format): Parquet row groups with the first chunk's schema and pandas
-    metadata plus ``attrs`` (pandas' ``PANDAS_ATTRS``), or CSV/TSV lines (gzip for ``.gz``)."""
-
-    def __init__(self, tmp: Path, target: Path, attrs: dict):
-        name = target.name.lower()
-        self.tmp, self.attrs = tmp, attrs
-        self.csv = "\t" if ".tsv" in name else "," if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")) else None
-        self.gz = name.endswith(".gz")
-        self.fh: Any = None
-        self.pq: Any = None
-        self.schema: Any = None
-
-    def __enter__(self) -> _LogFileWriter:  # noqa: PYI034
-        return self
-
-    def __exit__(self, et, ev, tb) -> None:
-        if self.pq is not None:
-            self.pq.close()
-        if self.fh is not None:
-            self.fh.close()
-
-    def write(self, log: pd.DataFrame) -> bool:
-        """Append ``log``; False when its Arrow types differ from the first chunk's (then it is read whole)."""
-        if self.csv is not None:
-            if self.fh is None:
-                import gzip
-
-                self.fh = gzip.open(self.tmp, "wt", encoding="utf-8", newline="") if self.gz else \
-                    open(self.tmp, "w", encoding="utf-8", newline="")  # noqa: SIM115 - closed in __exit__
-                log.to_csv(self.fh, index=False, sep=self.csv)
-            else:
-                log.to_csv(self.fh, index=False, sep=self.csv, header=False)
-            return True
-        import json
-
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        from mrcstats._jsonout import to_jsonable
-
-        log.attrs = self.attrs   # pandas keeps them in its metadata ("attributes"), as to_parquet does
-        table = pa.Table.from_pandas(log, preserve_index=False)
-        if self.pq is None:
-            meta = {**(table.schema.metadata or {}), b"PANDAS_ATTRS": json.dumps(to_jsonable(self.attrs)).encode()}
-            self.schema = table.schema.with_metadata(meta)
-            self.pq = pq.ParquetWriter(self.tmp, self.schema, compression="snappy")
-        elif not table.schema.remove_metadata().equals(self.schema.remove_metadata()):
-            return False
-        self.pq.write_table(table.replace_schema_metadata(self.schema.metadata))
-        return True

@@ -88,7 +88,7 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
         InputError: unreadable, empty or non-UTF-8 files, mixed formats, missing
             columns, non-binary correctness, duplicate keys.
     """
-    _check_read_args(format, mapping, model, on_duplicate)
+    check_read_args(format, mapping, model, on_duplicate)
     single = paths if isinstance(paths, (str, os.PathLike)) else (
         paths[0] if isinstance(paths, (list, tuple)) and len(paths) == 1 else None)
     if isinstance(single, (str, os.PathLike)) and format is None:
@@ -219,7 +219,7 @@ def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: st
     ``attrs["skipped"]`` counts rows left out. ``loaded``: files the caller has read already
     (:func:`~mrcstats.io.source.load_source`), not read a second time.
     """
-    _check_read_args(format, mapping, model, on_duplicate)
+    check_read_args(format, mapping, model, on_duplicate)
     files = expand_paths(paths, EXTENSIONS)
     have = {s.path: s for s in loaded}
     srcs = [have.get(p) or load_source(p) for p in files]
@@ -245,7 +245,7 @@ def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: st
     return df
 
 
-def _check_read_args(format: Any, mapping: Any, model: Any, on_duplicate: Any) -> None:
+def check_read_args(format: Any, mapping: Any, model: Any, on_duplicate: Any) -> None:
     if mapping is not None and not isinstance(mapping, Mapping):
         raise InputError(f"mapping must be a dict {{field: source column}}, e.g. {{'item': 'question_id'}}; got "
                          f"{type(mapping).__name__} {str(mapping)[:60]!r}")

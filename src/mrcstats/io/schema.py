@@ -157,7 +157,7 @@ def show_value(v: Any) -> str:
     return repr(v)
 
 
-def _where(source: str | None, row: int | None = None, column: str | None = None) -> str:
+def where_text(source: str | None, row: int | None = None, column: str | None = None) -> str:
     parts = []
     if source:
         parts.append(str(source))
@@ -200,7 +200,7 @@ def missing_columns_error(missing: list[str], found: list[str], source: str | No
     if guess:
         fix += " (perhaps " + " ".join(f"--map {g}" for g in guess) + ")"
     word = "column" if len(missing) == 1 else "columns"
-    return SchemaError(f"{_where(source)}missing required {word} {need}; columns found: {shown or '(none)'}; "
+    return SchemaError(f"{where_text(source)}missing required {word} {need}; columns found: {shown or '(none)'}; "
                        f"{fix}")
 
 
@@ -222,7 +222,7 @@ def coerce_correct(values: pd.Series, source: str | None = None, column: str = "
         bad = num.notna() & ~num.isin([0.0, 1.0])
         if bad.any():
             pos = int(np.flatnonzero(bad.to_numpy(dtype=bool, na_value=False))[0])
-            raise SchemaError(f"{_where(source, pos, column)}correctness must be 0/1 or true/false, got "
+            raise SchemaError(f"{where_text(source, pos, column)}correctness must be 0/1 or true/false, got "
                               f"{show_value(s.iloc[pos])}; map a binary column with --map correct=COLUMN")
         out = pd.array(num.to_numpy(dtype=float, na_value=np.nan) == 1.0, dtype="boolean")
         out[num.isna().to_numpy()] = pd.NA
@@ -245,7 +245,7 @@ def coerce_correct(values: pd.Series, source: str | None = None, column: str = "
             bad_values.append(u)
     if bad_values:
         pos = int(np.flatnonzero(key.isin(bad_values).to_numpy(dtype=bool, na_value=False))[0])
-        raise SchemaError(f"{_where(source, pos, column)}correctness must be 0/1 or true/false, got "
+        raise SchemaError(f"{where_text(source, pos, column)}correctness must be 0/1 or true/false, got "
                           f"{show_value(s.iloc[pos])}; map a binary column with --map correct=COLUMN")
     mapped = key.astype(object).map(mapping)
     return pd.Series(pd.array(mapped.tolist(), dtype="boolean"), index=s.index, name=s.name)
@@ -292,7 +292,7 @@ def _to_string(s: pd.Series, *, nested: str = "refuse", source: str | None = Non
         if nested != "json":
             v = s.iloc[pos]
             kind = "a JSON object" if isinstance(v, dict) else "a JSON array"
-            raise SchemaError(f"{_where(source, pos, str(s.name))}{s.name} must be one value per row, got {kind} "
+            raise SchemaError(f"{where_text(source, pos, str(s.name))}{s.name} must be one value per row, got {kind} "
                               f"{show_value(_json_text(v))}; map a field holding one value with --map {s.name}=COLUMN")
         s = s.map(_json_text)
     if s.dtype == object:
@@ -322,7 +322,7 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
     (see :func:`check_duplicates`).
     """
     if not isinstance(df, pd.DataFrame):
-        raise SchemaError(f"{_where(source)}expected a pandas DataFrame, got {type(df).__name__}")
+        raise SchemaError(f"{where_text(source)}expected a pandas DataFrame, got {type(df).__name__}")
     out = df.copy(deep=False)
     if model is not None:
         if "model" in out.columns:
@@ -343,7 +343,7 @@ def coerce_log(df: pd.DataFrame, *, source: str | None = None, model: str | None
         nul = out[col].isna().to_numpy()
         if nul.any():
             pos = int(np.flatnonzero(nul)[0])
-            raise SchemaError(f"{_where(source, pos, col)}{col} is missing; every row needs a {col}")
+            raise SchemaError(f"{where_text(source, pos, col)}{col} is missing; every row needs a {col}")
     cl = DEFAULTS["cluster"].column      # the defaults and ranges: DEFAULTS / RANGES (the ingest SQL's too)
     out["cluster"] = _to_string(out["cluster"], source=source).fillna(out[cl]) if "cluster" in out else out[cl].copy()
     cond = DEFAULTS["condition"].value
@@ -409,7 +409,7 @@ def coerce_score(values: pd.Series, source: str | None = None, column: str = "sc
                 mapping[u] = float(u)
             except ValueError:
                 pos = int(np.flatnonzero((key == u).to_numpy(dtype=bool, na_value=False))[0])
-                raise SchemaError(f"{_where(source, pos, column)}a score must be a number, got "
+                raise SchemaError(f"{where_text(source, pos, column)}a score must be a number, got "
                                   f"{show_value(s.iloc[pos])}; map a numeric column with --map score=COLUMN") from None
         num = key.astype(object).map(mapping).astype(float)
         out = pd.Series(num, index=s.index).astype("Float64")
@@ -418,7 +418,7 @@ def coerce_score(values: pd.Series, source: str | None = None, column: str = "sc
     inf = np.isinf(vals)
     if inf.any():
         pos = int(np.flatnonzero(inf)[0])
-        raise SchemaError(f"{_where(source, pos, column)}a score must be a finite number, got {vals[pos]}")
+        raise SchemaError(f"{where_text(source, pos, column)}a score must be a finite number, got {vals[pos]}")
     return pd.Series(out.array, index=s.index, name=s.name)
 
 
@@ -454,7 +454,7 @@ def apply_threshold(log: pd.DataFrame, threshold: float | None, source: str | No
         return log
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer, np.floating)) \
             or not np.isfinite(float(threshold)):
-        raise SchemaError(f"{_where(source)}threshold must be a finite number (correct = score >= threshold), got "
+        raise SchemaError(f"{where_text(source)}threshold must be a finite number (correct = score >= threshold), got "
                           f"{threshold!r}")
     if "score" not in log.columns:
         return log
@@ -553,7 +553,7 @@ def coerce_masking_rate(mr: pd.Series, source: str | None = None) -> pd.Series:
         bad = (num.isna() & text.notna()).to_numpy(dtype=bool, na_value=False)
         if bad.any():
             pos = int(np.flatnonzero(bad)[0])
-            raise SchemaError(f"{_where(source, pos, 'masking_rate')}masking rate must be a number "
+            raise SchemaError(f"{where_text(source, pos, 'masking_rate')}masking rate must be a number "
                               f"(percent 0-100), got {show_value(mr.iloc[pos])}")
         mr = num
     out = pd.Series(mr, copy=False).astype("Float64")
@@ -563,7 +563,7 @@ def coerce_masking_rate(mr: pd.Series, source: str | None = None) -> pd.Series:
         bad = (vals < rng.low) | (vals > rng.high) | np.isinf(vals)
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
-        raise SchemaError(f"{_where(source, pos, 'masking_rate')}masking rate {vals[pos]:g} is outside "
+        raise SchemaError(f"{where_text(source, pos, 'masking_rate')}masking rate {vals[pos]:g} is outside "
                           f"{rng.low:g}-{rng.high:g} "
                           f"(it is a percent: write 35 for 35%)")
     return out
@@ -606,9 +606,9 @@ def structured_value_error(value: Any, source: str | None, row: int, column: str
     nested = (f" (for the nested value: --map {field}={column}.{next(iter(value))})"
               if isinstance(value, dict) and len(value) == 1 else "")
     if field == "correct":
-        return SchemaError(f"{_where(source, row, column)}correctness must be 0/1 or true/false, got {kind} "
+        return SchemaError(f"{where_text(source, row, column)}correctness must be 0/1 or true/false, got {kind} "
                            f"{shown}; map a binary column with --map correct=COLUMN{nested}")
-    return SchemaError(f"{_where(source, row, column)}{field} must be one value per row, got {kind} {shown}; "
+    return SchemaError(f"{where_text(source, row, column)}{field} must be one value per row, got {kind} {shown}; "
                        f"map a field holding one value with --map {field}=COLUMN{nested}")
 
 
@@ -632,7 +632,7 @@ def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:
             bad = (arr < rng.low) | (arr > rng.high)
         if bad.any():
             pos = int(np.flatnonzero(bad)[0])
-            raise SchemaError(f"{_where(source, pos, 'trial')}trial {show_value(s.iloc[pos])} is out of range "
+            raise SchemaError(f"{where_text(source, pos, 'trial')}trial {show_value(s.iloc[pos])} is out of range "
                               f"{rng.low}..{rng.high}; {fix}")
         return s.to_numpy(dtype="int64")
     if s.dtype == object or isinstance(s.dtype, pd.StringDtype):
@@ -640,7 +640,7 @@ def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:
         missing = text.isna() | (text == "")
         num = pd.to_numeric(text.mask(missing), errors="coerce")
     elif isinstance(s.dtype, pd.BooleanDtype) or s.dtype == bool:
-        raise SchemaError(f"{_where(source, 0, 'trial')}trial must be an integer, got booleans; {fix}")
+        raise SchemaError(f"{where_text(source, 0, 'trial')}trial must be an integer, got booleans; {fix}")
     else:
         num = s
         missing = s.isna()
@@ -652,11 +652,11 @@ def _coerce_trial(s: pd.Series, source: str | None) -> np.ndarray:
         out_of_range = ~bad & ((filled < rng.low) | (filled > rng.high))
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
-        raise SchemaError(f"{_where(source, pos, 'trial')}trial must be an integer, got {show_value(s.iloc[pos])}; "
+        raise SchemaError(f"{where_text(source, pos, 'trial')}trial must be an integer, got {show_value(s.iloc[pos])}; "
                           f"{fix}")
     if out_of_range.any():
         pos = int(np.flatnonzero(out_of_range)[0])
-        raise SchemaError(f"{_where(source, pos, 'trial')}trial {show_value(s.iloc[pos])} is out of range "
+        raise SchemaError(f"{where_text(source, pos, 'trial')}trial {show_value(s.iloc[pos])} is out of range "
                           f"{rng.low}..{rng.high}; {fix}")
     return filled.astype("int64")
 
@@ -692,7 +692,7 @@ def check_duplicates(df: pd.DataFrame, on_duplicate: str = "error", source: str 
             (fa, ra), (fb, rb) = file_of(pos[0]), file_of(twin)
             rows += f" ({fa} row {ra + 1}, {fb} row {rb + 1})"
         across = file_of is not None and _across_files(df, dup, key, file_of)
-        raise SchemaError(f"{_where(source)}{n_extra} duplicate (model, item, trial, condition) row(s), first "
+        raise SchemaError(f"{where_text(source)}{n_extra} duplicate (model, item, trial, condition) row(s), first "
                           f"model={kd['model']!r} item={kd['item']!r} trial={kd['trial']} "
                           f"condition={kd['condition']!r}{mr} at {rows}; "
                           f"{_duplicate_advice(df, dup, across)}")
@@ -1005,7 +1005,7 @@ def check_case_distinct(columns: Any, source: str | None = None) -> None:
     for c in map(str, columns):
         other = seen.setdefault(c.casefold(), c)
         if other != c:
-            raise SchemaError(f"{_where(source)}columns {other!r} and {c!r} differ only in upper/lower case; a "
+            raise SchemaError(f"{where_text(source)}columns {other!r} and {c!r} differ only in upper/lower case; a "
                               f"dataset is queried with DuckDB, where column names ignore case, so one would stand "
                               f"in for the other; rename one of them in the source (or read it in memory, without "
                               f"--dataset)")

@@ -80,6 +80,31 @@ def head_source(path: str | os.PathLike) -> Source | None:
     return Source(p, head)
 
 
+def file_size(path: str | os.PathLike) -> int:
+    """The size of ``path`` in bytes (0 when it cannot be read)."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def detect_large(path: Path, limit: int) -> str | None:
+    """The format of a file larger than ``limit`` judged by its first MiB when that says CSV, TSV or JSON
+    lines (so a large file is never loaded whole to be detected); else None (detect it whole)."""
+    from mrcstats.io.detect import detect_format
+
+    if file_size(path) <= limit:
+        return None
+    head = head_source(path)
+    if head is None:
+        return None
+    try:
+        fmt = detect_format(head)
+    except InputError:
+        return None
+    return fmt if fmt in STREAM_FORMATS else None
+
+
 def shift_rows(exc: InputError, source: str, rows: int = 0, lines: int = 0, records: int = 0) -> InputError:
     """``exc`` with the row (``rows``), line and record numbers of a chunk's message counted from the top
     of the file (a chunk starts after ``rows`` data rows, ``lines`` lines and ``records`` records)."""

@@ -285,9 +285,9 @@ def check_trial_finite(nonfinite: Mapping[str, int], mapping: Mapping[str, str] 
     ``NaN``, a Parquet float NaN; ``nonfinite``: ``{column: first row}``, rows counted from ``offset``)."""
     col = (mapping or {}).get("trial", "trial")
     if col in nonfinite:
-        from mrcstats.io.schema import _where
+        from mrcstats.io.schema import where_text
 
-        raise SchemaError(f"{_where(source, offset + nonfinite[col], col)}trial must be an integer, got NaN or "
+        raise SchemaError(f"{where_text(source, offset + nonfinite[col], col)}trial must be an integer, got NaN or "
                           f"Infinity (not an empty cell); trial is a 0-based repetition index (a whole number "
                           f"0, 1, 2, ...)")
 

@@ -593,7 +593,7 @@ class ClmmResult(Result):
 
     def summary(self) -> str:
         """The layout of ``summary(clmm(...))``."""
-        from mrcstats.models.results import _coef_lines, _varcorr_lines
+        from mrcstats.models.results import coef_lines, varcorr_lines
 
         heads = ["link", "threshold", "nobs", "logLik", "AIC", "niter", "max.grad", "cond.H"]
         cells = [self.link, self.threshold, str(self.nobs), f"{self.loglik:.2f}", f"{self.aic:.2f}",
@@ -605,10 +605,10 @@ class ClmmResult(Result):
                " " + " ".join(c.ljust(k) for c, k in zip(cells, w)), "", "Random effects:"]
         vc = pd.DataFrame({"group": list(self.sd.index), "name": "(Intercept)", "var2": None,
                            "variance": self.sd.to_numpy() ** 2, "sd": self.sd.to_numpy()})
-        out += _varcorr_lines(vc)
+        out += varcorr_lines(vc)
         out.append("Number of groups:  " + ",  ".join(f"{g} {n}" for g, n in self.ngroups.items()))
         if len(self.fixef):
-            out += ["", "Coefficients:", *_coef_lines(self.coef_table()), "---",
+            out += ["", "Coefficients:", *coef_lines(self.coef_table()), "---",
                     "Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1"]
         else:
             out += ["", "No Coefficients"]
@@ -727,9 +727,9 @@ def clmm(formula: str | ModelSpec, data: pd.DataFrame, link: str = "logit",
     keep = [j for j, nm in enumerate(names) if nm != "(Intercept)"]
     X = np.asarray(design.X, float)[:, keep]
     bnames = [names[j] for j in keep]
-    from mrcstats.models.optimize import _blas_controller
+    from mrcstats.models.optimize import blas_controller
 
-    ctl = _blas_controller()
+    ctl = blas_controller()
     if ctl is None:  # pragma: no cover
         return _fit(design, X, bnames, y, lv, link, col, t0)
     with ctl.limit(limits=1, user_api="blas"):

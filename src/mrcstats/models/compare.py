@@ -29,7 +29,7 @@ from mrcstats._pformat import format_pval
 from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models.family_table import require
-from mrcstats.models.results import GlmerResult, _fmt_sig
+from mrcstats.models.results import GlmerResult, fmt_sig
 
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
@@ -79,8 +79,8 @@ class AnovaResult(Result):
         head = ["", "npar", "AIC", "BIC", "logLik", "deviance", "Chisq", "Df", "Pr(>Chisq)"]
         rows = []
         for i in range(2):
-            rows.append([f"m{i}", str(self.npar[i]), _fmt_sig(self.aic[i], 5), _fmt_sig(self.bic[i], 5),
-                         _fmt_sig(self.loglik[i], 5), _fmt_sig(self.deviance[i], 5),
+            rows.append([f"m{i}", str(self.npar[i]), fmt_sig(self.aic[i], 5), fmt_sig(self.bic[i], 5),
+                         fmt_sig(self.loglik[i], 5), fmt_sig(self.deviance[i], 5),
                          "" if i == 0 else f"{self.chisq:.4f}", "" if i == 0 else str(self.df),
                          "" if i == 0 or self.p is None else format_pval(self.p)])
         return "\n".join(lines + _table(head, rows))
@@ -153,9 +153,9 @@ class Drop1Result(Result):
         """The text of R's ``drop1`` printout."""
         lines = ["Single term deletions", "", "Model:", self.formula]
         head = ["", "npar", "AIC", "LRT", "Pr(Chi)"]
-        rows = [["<none>", "", _fmt_sig(self.none_aic, 5), "", ""]]
+        rows = [["<none>", "", fmt_sig(self.none_aic, 5), "", ""]]
         for i, t in enumerate(self.terms):
-            rows.append([t, str(self.npar[i]), _fmt_sig(self.aic[i], 5), f"{self.chisq[i]:.4f}",
+            rows.append([t, str(self.npar[i]), fmt_sig(self.aic[i], 5), f"{self.chisq[i]:.4f}",
                          format_pval(self.p[i])])
         return "\n".join(lines + _table(head, rows))
 

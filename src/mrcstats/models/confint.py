@@ -123,7 +123,7 @@ def format_perc(a: np.ndarray) -> list[str]:
 # ----------------------------------------------------------------------------- parameter scales
 
 
-class _Params:
+class ProfileScale:
     """Maps lme4's profile scale (SDs and correlations, then β) to (θ, β) and back.
 
     For each term Σ = T Tᵀ; SDs on the diagonal positions of θ, correlations at the
@@ -221,7 +221,7 @@ def confint(m, method: str = "profile", level: float = 0.95, nsim: int = 1000, s
         raise InputError(f"confint method {meth!r} is implemented for Laplace fits (nagq = 1); this fit has "
                          f"nagq = {m.nagq}; use method='Wald'")
     names = sig_names(len(m.theta)) + list(m.fixef.index)
-    rows = _which(parm, names, len(m.theta))
+    rows = profile_which(parm, names, len(m.theta))
     a = (1 - level) / 2
     cols = format_perc(np.array([a, 1 - a]))
     if meth == "Wald":
@@ -252,7 +252,7 @@ def confint(m, method: str = "profile", level: float = 0.95, nsim: int = 1000, s
                          replicates=pd.DataFrame(reps, columns=names))
 
 
-def _which(parm, names: list[str], nsig: int) -> list[int]:
+def profile_which(parm, names: list[str], nsig: int) -> list[int]:
     """lme4's ``get.which``: None = all; names; ``"theta_"``/``"beta_"``; 1-based integers."""
     if parm is None:
         return list(range(len(names)))
@@ -290,9 +290,9 @@ def _setup(design):
 def _profile(m, design, rows: list[int], names: list[str], level: float,
              maxpts: int = 100, alphamax: float = 0.01, delta_cutoff: float = 1 / 8, maxmult: float = 10.0,
              devtol: float = 1e-9):
-    from mrcstats.models.optimize import _blas_controller
+    from mrcstats.models.optimize import blas_controller
 
-    ctl = _blas_controller()
+    ctl = blas_controller()
     if ctl is not None:
         with ctl.limit(limits=1, user_api="blas"):
             return _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff, maxmult, devtol)
@@ -304,7 +304,7 @@ def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff
     from scipy import optimize
 
     d, _model, f = _setup(design)
-    P = _Params(design.re, d.p)
+    P = ProfileScale(design.re, d.p)
     nth = P.nth
     theta_hat = m.theta.to_numpy()
     beta_hat = m.fixef.to_numpy()
@@ -361,7 +361,7 @@ def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff
         return zeta(w, xx, start)
 
     def fillmat(mat, n_rows, w, lower, upper):
-        return _fillmat(mat, w, lower, upper, step, delta, cutoff, maxpts, maxmult)
+        return fill_profile_rows(mat, w, lower, upper, step, delta, cutoff, maxpts, maxmult)
 
     a = (1 - level) / 2
     zq = norm_ppf(np.array([a, 1 - a]))
@@ -380,9 +380,9 @@ def _profile_inner(m, design, rows, names, level, maxpts, alphamax, delta_cutoff
         nres[0] = srow
         up = fillmat(pres, maxpts, w, lowcut, upcut)
         dn = fillmat(nres, maxpts, w, lowcut, upcut) if pw > lowcut else nres[:2]
-        x, z = _profile_xz(up, dn, w)
+        x, z = profile_xz(up, dn, w)
         try:
-            ci = _back_spline_predict(x, z, zq)
+            ci = back_spline_predict(x, z, zq)
         except ValueError:
             # confint.thpr: a non-monotonic profile falls back to approxfun(ζ, x) (ties = mean,
             # NA outside the range) unless ζ decreases by more than non.mono.tol everywhere
@@ -438,7 +438,7 @@ def _nextpar(mat, cc, r, lower, upper, delta, maxmult, minstep=1e-6):
     return min(upper, max(lower, pvals[1] + math.copysign(1.0, num) * step))
 
 
-def _profile_xz(up: np.ndarray, dn: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
+def profile_xz(up: np.ndarray, dn: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
     """The profile of parameter ``w`` from both directions' rows: (values, ζ), finite, unique, increasing."""
     allr = np.vstack([up, dn])
     allr = allr[np.all(np.isfinite(allr[:, [0, w + 1]]), axis=1)]
@@ -456,7 +456,7 @@ def profile_cutoff(alphamax: float, nptot: int) -> float:
     return math.sqrt(float(chi2_ppf(1 - alphamax, nptot)))
 
 
-def _fillmat(mat, w, lower, upper, zeta, delta, cutoff, maxpts, maxmult):
+def fill_profile_rows(mat, w, lower, upper, zeta, delta, cutoff, maxpts, maxmult):
     """lme4's ``fillmat``: rows [ζ, parameters] from row 1 on, stepping parameter ``w`` by :func:`_nextpar` until
     |ζ| passes ``cutoff``, a bound, or ``maxpts`` rows; ``zeta(w, x, previous row's parameters)`` gives a row."""
     cc = w + 1
@@ -522,7 +522,7 @@ def _direct_bounds(f, theta_hat, beta_hat, j: int, se: float, base: float, zq: n
     return out, why
 
 
-def _back_spline_predict(x: np.ndarray, z: np.ndarray, zq: np.ndarray) -> np.ndarray:
+def back_spline_predict(x: np.ndarray, z: np.ndarray, zq: np.ndarray) -> np.ndarray:
     """R's ``predict(backSpline(interpSpline(z ~ x)), zq)$y``: the natural cubic interpolating
     spline z(x), inverted piecewise with the knot values and slopes (``backSpline.npolySpline``);
     NA outside the range of z (``predict.polySpline`` via ``cut``)."""
@@ -653,7 +653,7 @@ def refit_replicate(design, y: np.ndarray, theta: np.ndarray, beta: np.ndarray,
         return None
     if not np.all(np.isfinite(x)):
         return None
-    P = _Params(design.re, len(beta))
+    P = ProfileScale(design.re, len(beta))
     return np.concatenate([P.to_sdcor(x[:len(theta)]), x[len(theta):len(theta) + len(beta)]])
 
 
@@ -666,9 +666,9 @@ def _refit_laplace(design, lower: np.ndarray, theta: np.ndarray, beta: np.ndarra
 
 
 def _boot_chunk(seeds) -> list:
-    from mrcstats.models.optimize import _blas_controller
+    from mrcstats.models.optimize import blas_controller
 
-    ctl = _blas_controller()
+    ctl = blas_controller()
     if ctl is None:  # pragma: no cover
         return [_boot_one(s) for s in seeds]
     with ctl.limit(limits=1, user_api="blas"):

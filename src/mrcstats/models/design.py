@@ -30,7 +30,7 @@ import numpy as np
 from mrcstats.errors import InputError, ModelError
 from mrcstats.io.columns import Column, Columns, as_columns, column_from_series, in_memory, is_columns
 from mrcstats.models.family import Family
-from mrcstats.models.formula import _NAME_RE, ModelSpec, Response, Variable, _unquote
+from mrcstats.models.formula import NAME_RE, ModelSpec, Response, Variable, unquote
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -473,8 +473,8 @@ def _arith(tokens: tuple[str, ...], data: Columns, where: str) -> np.ndarray:
             return v
         if t == "-":
             return -atom()
-        if _NAME_RE.fullmatch(t):
-            col = _unquote(t)
+        if NAME_RE.fullmatch(t):
+            col = unquote(t)
             if col not in data.columns:
                 raise InputError(f"{where}: column {col!r} used in cbind() is not in the data")
             s = data[col]

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 import warnings
 from collections.abc import Mapping
@@ -17,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from mrcstats.errors import InputError
 from mrcstats.io.columns import Columns, as_frame, in_memory, is_columns
-from mrcstats.io.dataset import is_dataset
 from mrcstats.models.family import Family, get_family
 from mrcstats.models.family_table import require, supports
 from mrcstats.models.formula import ModelSpec, parse_formula
@@ -26,13 +26,13 @@ from mrcstats.models.optimize import (  # noqa: F401  (re-exported: the names' o
     GRAD_TOL,
     HESS_TOL,
     SINGULAR_TOL,
-    _blas_controller,
-    _check_conv,
-    _glm_start,
-    _ranef_frames,
+    blas_controller,
+    check_conv,
     deviance_function,
+    glm_start,
     make_model,
     optimize_laplace,
+    ranef_frames,
     refit_optimum,
     varcorr_frame,
     vcov_from_hessian,
@@ -73,8 +73,9 @@ def choose(engine: str, backend: str | None, data: Any, scheduler: Any = None) -
     """The (engine, backend) of a fit: the one place they are decided.
 
     ``engine`` is who fits (``native`` or ``lme4``); ``backend`` is where the rows are read:
-    ``memory`` for a pandas frame, ``duckdb`` for a log dataset (a folder path or
-    :class:`~mrcstats.io.dataset.LogDataset`), ``dask`` for a ``dask.dataframe`` or when a
+    ``memory`` for a pandas frame, ``duckdb`` for a log dataset (a
+    :class:`~mrcstats.io.dataset.LogDataset`: :func:`glmer` has a folder path opened by
+    :func:`mrcstats.io.open_log`, which decides), ``dask`` for a ``dask.dataframe`` or when a
     ``scheduler`` is given. ``engine="duckdb"``/``"dask"`` is the old spelling of ``backend``
     (deprecated, still accepted)."""
     if engine in ("duckdb", "dask"):
@@ -92,8 +93,7 @@ def choose(engine: str, backend: str | None, data: Any, scheduler: Any = None) -
             backend = "memory"
         elif type(data).__name__ == "DataFrame":            # a dask.dataframe
             backend = "dask"
-        elif _dataset_log(data) or (isinstance(data, str) or hasattr(data, "__fspath__")) \
-                and is_dataset(data):                        # a log dataset or its folder
+        elif _dataset_log(data):                             # a log dataset (io opened its folder)
             backend = "duckdb"
         else:                                                # anything else is refused as data below
             backend = "memory"
@@ -172,6 +172,10 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
         raise InputError(f"glmer: formula must be R formula text such as 'correct ~ x + (1 | cluster)', got "
                          f"{type(formula).__name__}")
     fam = get_family(family)
+    if isinstance(data, (str, os.PathLike)):     # a path: io decides how it is opened (a dataset folder lazily)
+        from mrcstats.io.opening import open_log
+
+        data = open_log(data, table=True)
     engine, backend = choose(engine, backend, data, scheduler)
     spec = formula if isinstance(formula, ModelSpec) else parse_formula(formula)
     spec = dataclasses.replace(spec.with_family(fam), weights=weights if isinstance(weights, str) else spec.weights)

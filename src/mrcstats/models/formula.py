@@ -125,8 +125,8 @@ class Response:
     def columns(self) -> tuple[str, ...]:
         if self.column is not None:
             return (self.column,)
-        names = [t for t in (self.successes or ()) + (self.failures or ()) if _NAME_RE.fullmatch(t)]
-        return tuple(dict.fromkeys(_unquote(t) for t in names))
+        names = [t for t in (self.successes or ()) + (self.failures or ()) if NAME_RE.fullmatch(t)]
+        return tuple(dict.fromkeys(unquote(t) for t in names))
 
 
 @dataclass(frozen=True)
@@ -220,7 +220,7 @@ def deparse(response: Response, terms, intercept: bool, random) -> str:
 
 # ----------------------------------------------------------------------------- tokens
 
-_NAME_RE = re.compile(r"`[^`]+`|[A-Za-z.][A-Za-z0-9._]*")
+NAME_RE = re.compile(r"`[^`]+`|[A-Za-z.][A-Za-z0-9._]*")
 _TOKEN_RE = re.compile(r"\s*(?:(`[^`]+`|[A-Za-z.][A-Za-z0-9._]*)|(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
                        r"|(%in%|\|\||[-+*/:^()|~,]))")
 
@@ -229,7 +229,7 @@ def _is_syntactic(name: str) -> bool:
     return re.fullmatch(r"[A-Za-z.][A-Za-z0-9._]*", name) is not None and not re.match(r"\.\d", name)
 
 
-def _unquote(name: str) -> str:
+def unquote(name: str) -> str:
     return name[1:-1] if name.startswith("`") else name
 
 
@@ -305,7 +305,7 @@ class _Parser:
         if re.fullmatch(r"\d.*", t):
             self.i += 1
             return ("num", t)
-        if _NAME_RE.fullmatch(t):
+        if NAME_RE.fullmatch(t):
             self.i += 1
             if self.peek() == "(":
                 self.i += 1
@@ -333,7 +333,7 @@ class _Parser:
                 del start
                 args.append(tuple(cur))
                 return ("call", t, tuple(args))
-            return ("var", Variable(_unquote(t)))
+            return ("var", Variable(unquote(t)))
         raise self.err(f"unexpected {t!r}")
 
 
@@ -378,14 +378,14 @@ def _evaluate(node, p: _Parser) -> _Terms:
         if name not in TRANSFORMS:
             raise p.err(f"the function {name}() is not supported in the fixed part "
                         f"(supported: {', '.join(TRANSFORMS)}); compute the column beforehand")
-        if len(args) < 1 or len(args[0]) != 1 or not _NAME_RE.fullmatch(args[0][0]):
+        if len(args) < 1 or len(args[0]) != 1 or not NAME_RE.fullmatch(args[0][0]):
             raise p.err(f"{name}() takes a single column name, e.g. {name}(x)")
         if len(args) > 1:
             raise p.err(f"{name}() with extra arguments is not supported; use {name}(x)")
         tr = "factor" if name == "as.factor" else name
-        var = Variable(_unquote(args[0][0]), tr)
+        var = Variable(unquote(args[0][0]), tr)
         if name == "as.factor":
-            var = Variable(_unquote(args[0][0]), "as.factor")
+            var = Variable(unquote(args[0][0]), "as.factor")
         return _Terms({frozenset([var]): None})
     if kind == "bin":
         op, a, b = node[1], node[2], node[3]
@@ -496,7 +496,7 @@ def _group_factors(node, p: _Parser) -> list[list[str]]:
     if kind == "paren":
         return _group_factors(node[1], p)
     if kind == "call" and node[1] in ("factor", "as.factor") and len(node[2]) == 1 and len(node[2][0]) == 1:
-        return [[_unquote(node[2][0][0])]]
+        return [[unquote(node[2][0][0])]]
     if kind == "bin" and node[1] == ":":
         left = _group_factors(node[2], p)
         right = _group_factors(node[3], p)
@@ -539,8 +539,8 @@ def _response(toks: list[str], text: str) -> Response:
     if not toks:
         raise InputError(f"formula {text!r}: no response before '~'")
     raw = " ".join(toks)
-    if len(toks) == 1 and _NAME_RE.fullmatch(toks[0]):
-        return Response(column=_unquote(toks[0]), text=toks[0])
+    if len(toks) == 1 and NAME_RE.fullmatch(toks[0]):
+        return Response(column=unquote(toks[0]), text=toks[0])
     if toks[0] == "cbind" and len(toks) >= 4 and toks[1] == "(" and toks[-1] == ")":
         inner = toks[2:-1]
         depth, split = 0, None
@@ -555,7 +555,7 @@ def _response(toks: list[str], text: str) -> Response:
             raise InputError(f"formula {text!r}: cbind() takes two arguments (successes, failures)")
         s, f = tuple(inner[:split]), tuple(inner[split + 1:])
         for part in (s, f):
-            if not part or any(not (_NAME_RE.fullmatch(t) or re.fullmatch(r"[\d.eE+-]+|[-+*/()]", t))
+            if not part or any(not (NAME_RE.fullmatch(t) or re.fullmatch(r"[\d.eE+-]+|[-+*/()]", t))
                                for t in part):
                 raise InputError(f"formula {text!r}: cbind() arguments may use column names, numbers "
                                  "and + - * /, e.g. cbind(s, n - s)")
@@ -636,7 +636,7 @@ def _collect_vars(node, order: dict) -> None:
     elif kind == "call" and node[1] in TRANSFORMS:
         tr = node[1]
         if node[2] and len(node[2][0]) == 1:
-            order.setdefault(Variable(_unquote(node[2][0][0]), tr), len(order))
+            order.setdefault(Variable(unquote(node[2][0][0]), tr), len(order))
     elif kind in ("paren", "neg"):
         _collect_vars(node[1], order)
     elif kind == "bin":

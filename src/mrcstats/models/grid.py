@@ -124,9 +124,9 @@ class CrossedGrid:
         shares = [sh for sh in (chunks[w::THREADS] for w in range(THREADS)) if sh]
         if len(shares) == 1:
             return [work(shares[0])]
-        from mrcstats.models.optimize import _blas_controller
+        from mrcstats.models.optimize import blas_controller
 
-        ctl = _blas_controller()
+        ctl = blas_controller()
         pool = _pool()
         if ctl is None:  # pragma: no cover
             return [f.result() for f in [pool.submit(work, sh) for sh in shares]]
@@ -660,7 +660,7 @@ def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], n
     """
     from mrcstats._progress import progress
     from mrcstats.models.design import DesignInfo
-    from mrcstats.models.optimize import SINGULAR_TOL, _check_conv, optimize_laplace, vcov_from_hessian
+    from mrcstats.models.optimize import SINGULAR_TOL, check_conv, optimize_laplace, vcov_from_hessian
     from mrcstats.models.results import GlmerResult
 
     t0 = time.perf_counter() if t0 is None else t0
@@ -696,7 +696,7 @@ def fit_grid(K: np.ndarray, N: np.ndarray, *, levels: Sequence[Sequence[str]], n
                                                            min(K.shape[1], START_SHAPE[1])], "x0": x0.tolist()}
     theta, beta = x[:2], x[2:]
     singular = bool(np.any(theta < SINGULAR_TOL))
-    converged, cmsgs = _check_conv(np.asarray(grad), H, 2, singular)
+    converged, cmsgs = check_conv(np.asarray(grad), H, 2, singular)
     msgs = list(messages)
     vcov = vcov_from_hessian(H, 2, lambda: model.rx_vcov(theta, beta), cmsgs)
     msgs += cmsgs

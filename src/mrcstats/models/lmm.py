@@ -63,9 +63,9 @@ def lmer(formula: str | ModelSpec, data: pd.DataFrame, reml: bool = True,
         raise InputError(f"lmer: data must be a pandas DataFrame, got {type(data).__name__}")
     spec = formula if isinstance(formula, ModelSpec) else parse_formula(formula)
     design = build_design(spec.with_family(GAUSSIAN), data, contrasts=contrasts, levels=levels)
-    from mrcstats.models.optimize import _blas_controller
+    from mrcstats.models.optimize import blas_controller
 
-    ctl = _blas_controller()
+    ctl = blas_controller()
     if ctl is None:  # pragma: no cover
         return fit_lmm(design, reml=reml, t0=t0)
     with ctl.limit(limits=1, user_api="blas"):

@@ -33,7 +33,7 @@ from mrcstats.models.lmm_fit import (
     reduced_system,
 )
 from mrcstats.models.lmm_tests import KenwardRoger, LmerAnova
-from mrcstats.models.results import _varcorr_lines, ranef_dict
+from mrcstats.models.results import ranef_dict, varcorr_lines
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -133,23 +133,23 @@ class LmerResult(Result):
 
     def summary(self) -> str:
         """lmerTest's ``summary(m)`` layout (REML criterion or AIC table, random effects, coefficients)."""
-        from mrcstats.models.results import _fmt_sig
+        from mrcstats.models.results import fmt_sig
 
         fit = "REML" if self.reml else "maximum likelihood"
         out = [f"Linear mixed model fit by {fit}. t-tests use Satterthwaite's method ['lmerModLmerTest']",
                f"Formula: {self.formula}", ""]
         if self.reml:
-            out.append(f"REML criterion at convergence: {_fmt_sig(self.reml_criterion, 6)}")
+            out.append(f"REML criterion at convergence: {fmt_sig(self.reml_criterion, 6)}")
         else:
             heads = ["AIC", "BIC", "logLik", "deviance", "df.resid"]
-            cells = [_fmt_sig(v, 6) for v in (self.aic, self.bic, self.loglik, -2 * self.loglik)] + [str(self.df_resid)]
+            cells = [fmt_sig(v, 6) for v in (self.aic, self.bic, self.loglik, -2 * self.loglik)] + [str(self.df_resid)]
             w = [max(len(h), len(c)) + 1 for h, c in zip(heads, cells)]
             out += [" ".join(h.rjust(k) for h, k in zip(heads, w)), " ".join(c.rjust(k) for c, k in zip(cells, w))]
         out += ["", "Random effects:"]
         vc = pd.concat([self.varcorr, pd.DataFrame([{"group": "Residual", "name": "", "var2": None,
                                                       "variance": self.sigma ** 2, "sd": self.sigma}])],
                        ignore_index=True)
-        out += _varcorr_lines(vc)
+        out += varcorr_lines(vc)
         out.append("Number of obs: " + f"{self.nobs}, groups:  " +
                    ", ".join(f"{g}, {n}" for g, n in self.ngroups.items()))
         out += ["", "Fixed effects:", format_pval_columns(self.coef_table(), ["Pr(>|t|)"]).to_string(float_format=lambda v: f"{v:.6g}")]
@@ -195,7 +195,7 @@ class LmerResult(Result):
         * ``"satterthwaite"``: β ± t_{df, 1-α/2} SE with Satterthwaite's df (lmerTest's ``contest(...,
           confint = TRUE)``), fixed effects only.
         """
-        from mrcstats.models.confint import ConfintResult, _which, format_perc, sig_names
+        from mrcstats.models.confint import ConfintResult, format_perc, profile_which, sig_names
 
         level = check_level(level, "lmer confint")
         meth = {"profile": "profile", "wald": "Wald", "satterthwaite": "satterthwaite"}.get(str(method).lower())
@@ -212,20 +212,20 @@ class LmerResult(Result):
         if meth == "satterthwaite":
             q = t_ppf(1 - a, self.df.to_numpy())
             tab = pd.DataFrame(np.column_stack([fe - q * se, fe + q * se]), index=self.fixef.index, columns=cols)
-            rows = _which(parm, list(self.fixef.index), 0)
+            rows = profile_which(parm, list(self.fixef.index), 0)
             return ConfintResult("satterthwaite", level, tab.iloc[rows])
         names = sig_names(len(self.theta)) + [".sigma"] + list(self.fixef.index)
         k = len(self.theta) + 1
         ci = np.full((len(names), 2), np.nan)
         ci[k:] = fe[:, None] + se[:, None] * norm_ppf([a, 1 - a])[None, :]
-        rows = _which(parm, names, k)
+        rows = profile_which(parm, names, k)
         return ConfintResult("Wald", level, pd.DataFrame(ci, index=names, columns=cols).iloc[rows])
 
 
 
 def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: bool = True) -> LmerResult:
     """Fit a built Gaussian :class:`~mrcstats.models.design.Design` (see the module docstring)."""
-    from mrcstats.models.optimize import _ranef_frames, varcorr_frame
+    from mrcstats.models.optimize import ranef_frames, varcorr_frame
 
     t0 = time.perf_counter() if t0 is None else t0
     sys_ = LmmSystem(design, reml=reml)
@@ -262,7 +262,7 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
         bs.append(b_all[sys_.offs[k]:sys_.offs[k + 1]].reshape(t.nlevels, t.q) if not t.is_scalar
                   else b_all[sys_.offs[k]:sys_.offs[k + 1]])
         cvs.append(sigma2 * cv_blocks[k] if not t.is_scalar else sigma2 * cv_blocks[k][:, 0, 0])
-    ranef = _ranef_frames(re, bs, cvs)
+    ranef = ranef_frames(re, bs, cvs)
     vc = varcorr_frame(re, th)
     vc = vc.assign(variance=vc["variance"] * sigma2,                     # relative covariances times σ²
                    sd=np.where(vc["var2"].isna(), vc["sd"] * sigma, vc["sd"]))   # correlations unchanged
@@ -313,13 +313,13 @@ def profile_confint(m: LmerResult, level: float = 0.95, parm: Any = None, maxpts
     interpolating spline ζ(x); NA (the range limit) where the profile does not reach the cutoff."""
     from mrcstats.models.confint import (
         ConfintResult,
-        _back_spline_predict,
-        _fillmat,
-        _Params,
-        _profile_xz,
-        _which,
+        ProfileScale,
+        back_spline_predict,
+        fill_profile_rows,
         format_perc,
         profile_cutoff,
+        profile_which,
+        profile_xz,
         sig_names,
     )
 
@@ -331,7 +331,7 @@ def profile_confint(m: LmerResult, level: float = 0.95, parm: Any = None, maxpts
     ml = fit_lmm(design, reml=False, satterthwaite=False) if m.reml else m
     sys_ = LmmSystem(design, reml=False)
     n, p = sys_.n, sys_.p
-    P = _Params(design.re, p)
+    P = ProfileScale(design.re, p)
     nth = P.nth
     lower_th = np.concatenate([r.lower for r in design.re])
     th_hat = ml.theta.to_numpy()
@@ -408,16 +408,16 @@ def profile_confint(m: LmerResult, level: float = 0.95, parm: Any = None, maxpts
         return row
 
     names = sig_names(nth) + [".sigma"] + list(m.fixef.index)
-    rows = _which(parm, names, nv)
+    rows = profile_which(parm, names, nv)
     a = (1 - level) / 2
     zq = norm_ppf([a, 1 - a])
     out = np.full((len(rows), 2), np.nan)
     msgs: list[str] = []
     opt_row = np.concatenate([[0.0], opt])
     ctl = None
-    from mrcstats.models.optimize import _blas_controller
+    from mrcstats.models.optimize import blas_controller
 
-    ctl = _blas_controller()
+    ctl = blas_controller()
     import contextlib
 
     with (ctl.limit(limits=1, user_api="blas") if ctl is not None else contextlib.nullcontext()):
@@ -432,11 +432,11 @@ def profile_confint(m: LmerResult, level: float = 0.95, parm: Any = None, maxpts
             nres = pres.copy()
             pres[1] = srow
             nres[0] = srow
-            up = _fillmat(pres, w, lo[w], hi[w], zeta, delta, cutoff, maxpts, maxmult)
-            dn = _fillmat(nres, w, lo[w], hi[w], zeta, delta, cutoff, maxpts, maxmult) if pw > lo[w] else nres[:2]
-            x, z = _profile_xz(up, dn, w)
+            up = fill_profile_rows(pres, w, lo[w], hi[w], zeta, delta, cutoff, maxpts, maxmult)
+            dn = fill_profile_rows(nres, w, lo[w], hi[w], zeta, delta, cutoff, maxpts, maxmult) if pw > lo[w] else nres[:2]
+            x, z = profile_xz(up, dn, w)
             try:
-                ci = _back_spline_predict(x, z, zq)
+                ci = back_spline_predict(x, z, zq)
             except ValueError:
                 msgs.append(f"non-monotonic profile for {names[w]}: linear interpolation")
                 zu, inv = np.unique(z, return_inverse=True)

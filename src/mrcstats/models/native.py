@@ -23,16 +23,16 @@ from mrcstats.models.formula import ModelSpec
 from mrcstats.models.laplace import LaplaceModel, laplace_optimum
 from mrcstats.models.optimize import (
     SINGULAR_TOL,
-    _blas_controller,
-    _check_conv,
-    _glm_start,
-    _hessian_from_values,
-    _rx_vcov_safe,
-    _scale_check,
-    _subsample_start,
+    blas_controller,
+    check_conv,
+    glm_start,
+    hessian_from_values,
     make_model,
     optimize_laplace,
     ranef_tables,
+    rx_vcov_safe,
+    scale_check,
+    subsample_start,
     varcorr_rows,
     vcov_from_hessian,
 )
@@ -49,7 +49,7 @@ def fit_design(design: Design, nagq: int = 1, t0: float | None = None,
     BLAS runs single-threaded during the fit: the matrices are small or matrix-vector
     products, and threaded OpenBLAS is many times slower on a loaded machine.
     """
-    ctl = _blas_controller()
+    ctl = blas_controller()
     if ctl is None:  # pragma: no cover
         return _fit_design(design, nagq, t0, fit_options)
     with ctl.limit(limits=1, user_api="blas"):
@@ -63,7 +63,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
     d = ResponseData.from_design(design)
     fam = d.family
     re = design.re
-    messages = list(design.messages) + _scale_check(d.XT)
+    messages = list(design.messages) + scale_check(d.XT)
     scalar = all(r.is_scalar for r in re)
     if nagq > 1 and (len(re) != 1 or not scalar):
         have = ", ".join("(" + " + ".join(r.cnames) + " | " + r.name + ")" for r in re)
@@ -80,7 +80,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
     why = fam.check_mean(ybar, design.nobs)
     if why:
         raise ModelError(why)
-    beta0 = _glm_start(d)
+    beta0 = glm_start(d)
     theta0 = np.concatenate([r.start for r in re])       # lme4's start
 
     def th_arg(th):
@@ -104,14 +104,14 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
                                      options={"xatol": 1e-9})
         theta = np.array([abs(float(r.x))])
         fval, beta = sf.nagq0(theta[0], state["beta"])
-        vcov = _rx_vcov_safe(sf, theta[0], beta, messages)
+        vcov = rx_vcov_safe(sf, theta[0], beta, messages)
         vcov_method, vcov_other = "RX", None     # nAGQ = 0 has no Hessian in (θ, β)
         H = None
         grad = np.zeros(1)
         optinfo.update(optimizer="brent", nfev=sf.nfev, fval=fval)
     else:
         x0, scale = np.concatenate([theta0, beta0]), None
-        start = _subsample_start(d, re, model, x0, lower) if isinstance(model, (MultiFactor, GeneralModel)) \
+        start = subsample_start(d, re, model, x0, lower) if isinstance(model, (MultiFactor, GeneralModel)) \
             else None
         if start is not None:                 # crossed random intercepts or slopes on many rows (issue 28)
             x0, scale, optinfo["start"] = start
@@ -137,7 +137,7 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
             ra = optimize.minimize(lambda z: (fa(z), fa_grad(z)), x, jac=True, method="L-BFGS-B",
                                    bounds=bounds, options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-7})
             x = ra.x.copy()
-            grad, H = _hessian_from_values(fa, x)
+            grad, H = hessian_from_values(fa, x)
             fval = fa(x)
             optinfo.update(optimizer="L-BFGS-B (AGQ)", agq_nit=int(ra.nit))
         theta, beta = x[:k], x[k:]
@@ -148,9 +148,9 @@ def _fit_design(design: Design, nagq: int, t0: float | None,
     if nagq == 0:
         converged, cmsgs = True, (["boundary (singular) fit: see help('isSingular')"] if singular else [])
     else:
-        converged, cmsgs = _check_conv(np.asarray(grad), H, k, singular)
+        converged, cmsgs = check_conv(np.asarray(grad), H, k, singular)
         n_before = len(cmsgs)
-        vcov = vcov_from_hessian(H, k, lambda: _rx_vcov_safe(model, th_arg(theta), beta, cmsgs), cmsgs)
+        vcov = vcov_from_hessian(H, k, lambda: rx_vcov_safe(model, th_arg(theta), beta, cmsgs), cmsgs)
         if any("falling back to var-cov estimated from RX" in m for m in cmsgs[n_before:]):
             vcov_method, vcov_other = "RX", None
         else:       # lme4's vcov(m, use.hessian = TRUE); the RX one (use.hessian = FALSE) kept beside it
@@ -238,7 +238,7 @@ def fit_laplace(design, t0: float | None = None, fit_options: Mapping[str, Any] 
     """Fit a design of a family with ``loglik_rows`` (beta-binomial) by the Laplace approximation; returns a
     :class:`~mrcstats.models.results.GlmerResult` with ``dispersion`` (glmmTMB's ``sigma``)."""
     from mrcstats.models.numdiff import richardson_hessian, richardson_jacobian
-    from mrcstats.models.optimize import _glm_start, ranef_tables, varcorr_rows
+    from mrcstats.models.optimize import glm_start, ranef_tables, varcorr_rows
     from mrcstats.models.results import GlmerResult
 
     t0 = time.perf_counter() if t0 is None else t0
@@ -250,7 +250,7 @@ def fit_laplace(design, t0: float | None = None, fit_options: Mapping[str, Any] 
 
     # β's start: the GLM of the family's canonical kernels (the beta-binomial's are the binomial's)
     d = ResponseData(design.X, design.y, design.weights, design.offset, 0.0, design.family)
-    beta0 = _glm_start(d)
+    beta0 = glm_start(d)
     x0 = np.concatenate([np.concatenate([r.start for r in re]), beta0, [math.log(design.family.start_dispersion)]])
 
     r = laplace_optimum(model, x0, lower)

@@ -36,7 +36,7 @@ HESS_TOL = 1e-6
 
 
 
-def _glm_start(d: ResponseData, maxit: int = 6, max_rows: int = 200_000) -> np.ndarray:
+def glm_start(d: ResponseData, maxit: int = 6, max_rows: int = 200_000) -> np.ndarray:
     """β of the plain GLM of the family (a few IRLS steps with the canonical link, W = wV(μ),
     z = η + (y-μ)/V(μ), on at most ``max_rows`` evenly spaced rows), the starting value for the
     GLMM; only the optimizer's path depends on it."""
@@ -104,7 +104,7 @@ def _hessian_from_grad(fun, x: np.ndarray, g0: np.ndarray | None = None, rel: fl
     return (H + H.T) / 2
 
 
-def _hessian_from_values(f, x: np.ndarray, delta: float = 1e-4) -> tuple[np.ndarray, np.ndarray]:
+def hessian_from_values(f, x: np.ndarray, delta: float = 1e-4) -> tuple[np.ndarray, np.ndarray]:
     """lme4's ``deriv12``: gradient and Hessian of f by central differences of values."""
     m = len(x)
     f0 = f(x)
@@ -128,7 +128,7 @@ def _hessian_from_values(f, x: np.ndarray, delta: float = 1e-4) -> tuple[np.ndar
     return g, H
 
 
-def _check_conv(grad: np.ndarray, H: np.ndarray, ntheta: int, singular: bool) -> tuple[bool, list[str]]:
+def check_conv(grad: np.ndarray, H: np.ndarray, ntheta: int, singular: bool) -> tuple[bool, list[str]]:
     """lme4's ``checkConv``: messages and whether the fit counts as converged."""
     msgs: list[str] = []
     if singular:
@@ -182,7 +182,7 @@ def vcov_from_hessian(H: np.ndarray, k: int, rx, msgs: list[str]) -> np.ndarray:
         return rx()
 
 
-def _rx_vcov_safe(model, theta, beta, msgs: list[str]) -> np.ndarray:
+def rx_vcov_safe(model, theta, beta, msgs: list[str]) -> np.ndarray:
     """RX-based covariance; a pseudo-inverse with a message when RX is singular."""
     try:
         return model.rx_vcov(theta, beta)
@@ -195,7 +195,7 @@ def _rx_vcov_safe(model, theta, beta, msgs: list[str]) -> np.ndarray:
         return np.linalg.pinv((d.XT * v) @ d.XT.T)
 
 
-def _scale_check(XT: np.ndarray) -> list[str]:
+def scale_check(XT: np.ndarray) -> list[str]:
     """lme4's ``checkScaleX``: SDs of the non-0/1 columns differing by more than 1000-fold."""
     sds = []
     for row in XT:
@@ -459,7 +459,7 @@ START_ROWS = 50_000     # crossed random intercepts on more rows start from the 
 SLOPE_MIN_ROWS, SLOPE_START_ROWS = 50_000, 15_000
 
 
-def _subsample_start(d: ResponseData, re, model: MultiFactor | GeneralModel, x0: np.ndarray, lower: np.ndarray):
+def subsample_start(d: ResponseData, re, model: MultiFactor | GeneralModel, x0: np.ndarray, lower: np.ndarray):
     """A start near the optimum for several random intercepts, or random slopes, on many rows: the fit (lme4's
     start, the same optimiser) on the rows of evenly spaced levels of the first term (the one with the most
     levels), about ``START_ROWS`` rows (``SLOPE_START_ROWS`` with slopes), with every level of the other
@@ -506,7 +506,7 @@ def _subsample_start(d: ResponseData, re, model: MultiFactor | GeneralModel, x0:
 
 
 def _first_term_rows(d: ResponseData, re, n1: int, target: int):
-    """The subsample of :func:`_subsample_start`: evenly spaced levels of the first term (``re[0]``, the one
+    """The subsample of :func:`subsample_start`: evenly spaced levels of the first term (``re[0]``, the one
     with the most levels), as many as make about ``target`` rows (at least 100), and all their rows.
     Returns (kept levels, new code of each level (-1: left out), the rows kept, their ResponseData)."""
     keep = np.unique(np.linspace(0, n1 - 1, max(100, int(n1 * target / d.n))).round().astype(np.intp))
@@ -519,7 +519,7 @@ def _first_term_rows(d: ResponseData, re, n1: int, target: int):
 
 
 def _subsample_start_slopes(d: ResponseData, re, model: GeneralModel, x0: np.ndarray, lower: np.ndarray):
-    """:func:`_subsample_start` for terms with random slopes (:class:`GeneralModel`, whose terms are ``re`` in
+    """:func:`subsample_start` for terms with random slopes (:class:`GeneralModel`, whose terms are ``re`` in
     order): the sub-fit's θ and β, and its modes as PIRLS's start (u of the kept levels of the first term and
     of every level of the others, 0 elsewhere; at the sub-fit's θ, which PIRLS's start moves to keep
     b = T u)."""
@@ -550,7 +550,7 @@ def _subsample_start_slopes(d: ResponseData, re, model: GeneralModel, x0: np.nda
                      "x0": x.tolist(), "nfev": int(sub.nfev)}
 
 
-def _blas_controller():
+def blas_controller():
     """A cached threadpoolctl controller (scanning the loaded libraries takes ~20 ms); None when the command
     line pinned BLAS to one thread before numpy loaded (:mod:`mrcstats._blas`): nothing to limit."""
     if blas_pinned():
@@ -592,7 +592,7 @@ def ranef_tables(re, bs, cvs) -> dict[str, RanefTable]:
     return out
 
 
-def _ranef_frames(re, bs, cvs) -> dict[str, pd.DataFrame]:
+def ranef_frames(re, bs, cvs) -> dict[str, pd.DataFrame]:
     """:func:`ranef_tables` as pandas frames indexed by level (lmer's result keeps these)."""
     return {g: t.to_pandas() for g, t in ranef_tables(re, bs, cvs).items()}
 

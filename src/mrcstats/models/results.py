@@ -408,7 +408,7 @@ class GlmerResult(Result):
         out.append(f" Engine: {self.engine}")
         out.append("")
         tab = [("AIC", self.aic), ("BIC", self.bic), ("logLik", self.loglik), ("deviance", self.minus2loglik)]
-        cells = [_fmt_sig(v, 6) for _, v in tab] + [str(self.df_resid)]
+        cells = [fmt_sig(v, 6) for _, v in tab] + [str(self.df_resid)]
         heads = [h for h, _ in tab] + ["df.resid"]
         w = [max(len(h), len(c)) + 1 for h, c in zip(heads, cells)]
         out.append(" ".join(h.rjust(k) for h, k in zip(heads, w)))
@@ -421,11 +421,11 @@ class GlmerResult(Result):
         out.append(" ".join(x.rjust(wq) for x in q))
         out.append("")
         out.append("Random effects:")
-        out.extend(_varcorr_lines(self.varcorr_rows))
+        out.extend(varcorr_lines(self.varcorr_rows))
         grp = "; ".join(f"{k}, {v}" for k, v in self.ngroups.items())
         out.append(f"Number of obs: {self.nobs}, groups:  {grp}")
         if self.dispersion is not None:     # glmmTMB's wording for the beta-binomial's φ
-            out.append(f"\nDispersion parameter for {self.family.name} family (): {_fmt_sig(self.dispersion, 3)}")
+            out.append(f"\nDispersion parameter for {self.family.name} family (): {fmt_sig(self.dispersion, 3)}")
         out.append("")
         out.append(f"Fixed effects (standard errors: {'Hessian' if self.vcov_method == 'hessian' else 'RX'}-based "
                    f"vcov, lme4's use.hessian = {'TRUE' if self.vcov_method == 'hessian' else 'FALSE'}):")
@@ -483,7 +483,7 @@ def separation_messages(names: Sequence[str], beta: np.ndarray, se: np.ndarray) 
 # ----------------------------------------------------------------------------- formatting
 
 
-def _varcorr_lines(vc: Iterable[VarCorrRow] | pd.DataFrame) -> list[str]:
+def varcorr_lines(vc: Iterable[VarCorrRow] | pd.DataFrame) -> list[str]:
     """lme4's ``print(VarCorr(m))`` block of ``summary``: Groups, Name, Variance, Std.Dev.
     and, when a term has several columns, the lower triangle of correlations (``Corr``);
     ``vc`` as ``varcorr`` (records or a frame)."""
@@ -500,8 +500,8 @@ def _varcorr_lines(vc: Iterable[VarCorrRow] | pd.DataFrame) -> list[str]:
         g.append(r.group if r.group != prev else "")
         prev = r.group
         nm.append(r.name)
-        va.append(_fmt_sig(r.variance, 4))
-        sd.append(_fmt_sig(r.sd, 4))
+        va.append(fmt_sig(r.variance, 4))
+        sd.append(fmt_sig(r.sd, 4))
         cr.append(" ".join(f"{cor.get((r.group, o, r.name), float('nan')):.2f}".rjust(5)
                            for o in names_in_group))
         names_in_group.append(r.name)
@@ -520,7 +520,7 @@ def _varcorr_lines(vc: Iterable[VarCorrRow] | pd.DataFrame) -> list[str]:
 #: correlation matrix unless asked (``print.summary.merMod(correlation = NULL)``)
 COR_MAX = 12
 
-def _fmt_sig(v: float, digits: int) -> str:
+def fmt_sig(v: float, digits: int) -> str:
     if v is None or not np.isfinite(v):
         return "NA"
     if v == 0:
@@ -538,7 +538,7 @@ def _stars(p: float) -> str:
     return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else "." if p < 0.1 else ""
 
 
-def _coef_lines(tab: pd.DataFrame) -> list[str]:
+def coef_lines(tab: pd.DataFrame) -> list[str]:
     """:func:`_coef_block` of a coefficient table (estimate, SE, statistic, p columns, indexed by term)."""
     return _coef_block(list(tab.index), *(tab.iloc[:, k].to_numpy() for k in range(4)))
 

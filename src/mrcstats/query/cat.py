@@ -23,7 +23,7 @@ from typing import Any
 
 from mrcstats.errors import InputError
 from mrcstats.query.log import dumps_row, load_log, log_lock
-from mrcstats.query.runner import QueryConfig, _api_key, _now, _payload, _row
+from mrcstats.query.runner import QueryConfig, log_row, now_iso, request_payload, resolve_api_key
 from mrcstats.query.taskfile import TaskItem, read_taskfile
 
 __all__ = ["CatQueryConfig", "bank_tasks", "run_cat_endpoint"]
@@ -108,7 +108,7 @@ def run_cat_endpoint(cfg: CatQueryConfig, client_factory: Callable[..., Any] | N
     qcfg.validate()
     bank = load_bank(cfg.bank)
     tasks, notes = bank_tasks(bank, cfg.tasks)
-    api_key = _api_key(qcfg)
+    api_key = resolve_api_key(qcfg)
     out = Path(cfg.out)
     with log_lock(out):
         state = load_log(out)
@@ -132,10 +132,10 @@ def run_cat_endpoint(cfg: CatQueryConfig, client_factory: Callable[..., Any] | N
                     if prev is not None and prev.get("status") == "ok":
                         replayed += 1
                         return prev.get("correct")
-                    payload = _payload(qcfg, task, 0)
-                    started, t0 = _now(), time.monotonic()
+                    payload = request_payload(qcfg, task, 0)
+                    started, t0 = now_iso(), time.monotonic()
                     outcome = client.complete(payload)
-                    row = _row(qcfg, task, 0, payload, outcome, started, time.monotonic() - t0)
+                    row = log_row(qcfg, task, 0, payload, outcome, started, time.monotonic() - t0)
                     row["cat_bank_sha256"] = bank.provenance.get("data_sha256")
                     append_line(fh, dumps_row(row))
                     state.last[(cfg.model, task.item, task.condition, 0)] = row

@@ -119,11 +119,11 @@ class QueryReport(Result):
         return s
 
 
-def _now() -> str:
+def now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
 
-def _api_key(cfg: QueryConfig) -> str | None:
+def resolve_api_key(cfg: QueryConfig) -> str | None:
     if not cfg.api_key_env:
         return None
     key = os.environ.get(cfg.api_key_env)
@@ -133,7 +133,7 @@ def _api_key(cfg: QueryConfig) -> str | None:
     return key
 
 
-def _payload(cfg: QueryConfig, task: TaskItem, trial: int) -> dict[str, Any]:
+def request_payload(cfg: QueryConfig, task: TaskItem, trial: int) -> dict[str, Any]:
     p: dict[str, Any] = {"model": cfg.model, "messages": list(task.messages)}
     if cfg.temperature is not None:
         p["temperature"] = cfg.temperature
@@ -146,7 +146,7 @@ def _payload(cfg: QueryConfig, task: TaskItem, trial: int) -> dict[str, Any]:
     return p
 
 
-def _row(cfg: QueryConfig, task: TaskItem, trial: int, payload: dict, outcome: Any, started: str,
+def log_row(cfg: QueryConfig, task: TaskItem, trial: int, payload: dict, outcome: Any, started: str,
          latency: float) -> dict[str, Any]:
     from mrcstats.query.redact import redact
     from mrcstats.tasks.elagent.scoring import extract, score
@@ -162,7 +162,7 @@ def _row(cfg: QueryConfig, task: TaskItem, trial: int, payload: dict, outcome: A
         "prompt": task.prompt,
         "temperature": payload.get("temperature"), "top_p": payload.get("top_p"), "seed": payload.get("seed"),
         "max_tokens": payload.get("max_tokens"),
-        "started_at": started, "finished_at": _now(), "latency_s": round(latency, 4),
+        "started_at": started, "finished_at": now_iso(), "latency_s": round(latency, 4),
         **{k: outcome.usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")},
         "finish_reason": outcome.finish_reason, "response_model": outcome.response_model,
     }
@@ -180,7 +180,7 @@ def run_query(cfg: QueryConfig, client_factory: Callable[..., Any] | None = None
     """
     cfg.validate()
     tasks = read_taskfile(cfg.taskfile)
-    api_key = _api_key(cfg)
+    api_key = resolve_api_key(cfg)
     out = Path(cfg.out)
     with log_lock(out):
         return _run(cfg, tasks, api_key, out, client_factory)
@@ -234,10 +234,10 @@ def _run(cfg: QueryConfig, tasks: list[TaskItem], api_key: str | None, out: Path
     try:
 
         def work(task: TaskItem, trial: int) -> dict[str, Any]:
-            payload = _payload(cfg, task, trial)
-            started, t0 = _now(), time.monotonic()
+            payload = request_payload(cfg, task, trial)
+            started, t0 = now_iso(), time.monotonic()
             outcome = client.complete(payload)
-            return _row(cfg, task, trial, payload, outcome, started, time.monotonic() - t0)
+            return log_row(cfg, task, trial, payload, outcome, started, time.monotonic() - t0)
 
         out.parent.mkdir(parents=True, exist_ok=True)
         with open(out, "a", encoding="utf-8") as fh, ThreadPoolExecutor(cfg.concurrency) as pool:

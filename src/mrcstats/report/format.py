@@ -126,20 +126,21 @@ def _as_float(x: Any, what: str) -> float:
         raise InputError(f"{what}: expected a number, got {x!r} ({type(x).__name__})") from None
 
 
-def _minus(s: str) -> str:
+def typographic_minus(s: str) -> str:
+    """A leading '-' as the typographic minus (``MINUS``)."""
     return MINUS + s[1:] if s.startswith("-") else s
 
 
 def _sci(x: float, sig: int) -> str:
     """``5.21e-17`` (mantissa with ``sig`` significant digits; exponent as R prints it)."""
-    return _minus(f"{x:.{max(sig - 1, 0)}e}")
+    return typographic_minus(f"{x:.{max(sig - 1, 0)}e}")
 
 
 def _fixed(x: float, decimals: int, thousands: bool = False) -> str:
     s = f"{x:,.{decimals}f}" if thousands else f"{x:.{decimals}f}"
     if float(s.replace(",", "")) == 0.0:   # "-0.000" → the value rounds to zero
         s = s.lstrip("-")
-    return _minus(s)
+    return typographic_minus(s)
 
 
 def _check_kind(kind: str) -> Rule:

@@ -602,7 +602,7 @@ def summarize_frame(log: pd.DataFrame, by: str | Sequence[str] = (), *, cluster:
 
     if cluster:
         work["_cl"] = log[cluster].to_numpy()
-        mom = _moments(counts("_cl").rename(columns={"k": "s", "n": "m"}), by_cols)
+        mom = group_moments(counts("_cl").rename(columns={"k": "s", "n": "m"}), by_cols)
     else:
         mom = None
     per = None
@@ -637,7 +637,7 @@ def _summarize_counts(log: Any, by_cols: list[str], cluster: str, level: float, 
     if engine == "dask":
         backend.check_columns([*by_cols, cluster, "correct", *(["trial"] if trials == "mean" else [])])
         cl = backend.typed(backend.group_counts([*by_cols, cluster]), by_cols)
-        mom = _moments(cl.rename(columns={cluster: "_cl", "k": "s", "n": "m"}), by_cols)
+        mom = group_moments(cl.rename(columns={cluster: "_cl", "k": "s", "n": "m"}), by_cols)
         per = (backend.typed(backend.group_counts(list(dict.fromkeys([*by_cols, "trial"]))), by_cols)
                if trials == "mean" else None)
     else:
@@ -646,7 +646,7 @@ def _summarize_counts(log: Any, by_cols: list[str], cluster: str, level: float, 
     return finish_summary(mom, by_cols, level, cluster, invalid=invalid, trial_counts=per)
 
 
-def _moments(cl: pd.DataFrame, by_cols: list[str]) -> pd.DataFrame:
+def group_moments(cl: pd.DataFrame, by_cols: list[str]) -> pd.DataFrame:
     """Per group: n, correct, invalid, clusters (non-null cluster values), clusters_valid (those with a
     valid row) and the integer moments
     ss = Σ s², sm = Σ s m, mm = Σ m², smv = Σ s v, mmv = Σ v² (v = m - inv: valid rows) from per

@@ -665,7 +665,7 @@ class AgreementResult(Result):
 
 
 # -------------------------------------------------------------------------------------------- API
-def _percentile(boot: np.ndarray, alpha: float) -> tuple[float, float, float]:
+def percentile_interval(boot: np.ndarray, alpha: float) -> tuple[float, float, float]:
     b = boot[np.isfinite(boot)]
     if len(b) < 2:
         return float("nan"), float("nan"), float("nan")
@@ -772,7 +772,7 @@ def agreement(data: pd.DataFrame | RatingMatrix, *, item: str | None = None, rat
             idx = boot_idx("alpha", al.n_items)
             wts = np.zeros((B, al.n_items))
             np.add.at(wts, (np.repeat(np.arange(B), al.n_items), idx.ravel()), 1.0)
-            se, lo, hi = _percentile(al(wts), a)
+            se, lo, hi = percentile_interval(al(wts), a)
         add("krippendorff_alpha", rm.level, est, se, lo, hi, boot_name if B else "no bootstrap (B = 0)",
             al.n_items)
     num = rm.numeric()
@@ -788,7 +788,7 @@ def agreement(data: pd.DataFrame | RatingMatrix, *, item: str | None = None, rat
             if (~complete).any():
                 notes.append(f"ICC uses the {len(xc)} items every rater rated ({int((~complete).sum())} left out)")
             for j, r in enumerate(tab.itertuples(index=False)):
-                se = _percentile(boot[:, j], a)[0] if boot is not None else float("nan")
+                se = percentile_interval(boot[:, j], a)[0] if boot is not None else float("nan")
                 add(r.type, "none", r.ICC, se, r.lower, r.upper,
                     f"F-based CI (McGraw & Wong 1996; psych::ICC lmer = FALSE), SE {boot_name if B else 'NA'}",
                     len(xc))
@@ -812,7 +812,7 @@ def agreement(data: pd.DataFrame | RatingMatrix, *, item: str | None = None, rat
                 se = lo = hi = float("nan")
                 if B:
                     idx = boot_idx(kind, n_items)
-                    se, lo, hi = _percentile(_mean_pairwise(num, idx, kind), a)
+                    se, lo, hi = percentile_interval(_mean_pairwise(num, idx, kind), a)
                 add(f"{kind}_mean_pairwise", "none", r, se, lo, hi, boot_name if B else "no bootstrap (B = 0)",
                     n_items)
     table = pd.DataFrame(rows, columns=list(AGREEMENT_FIELDS))

@@ -225,7 +225,7 @@ def error_correlation(errors: np.ndarray, names: Any, *, bootstrap: int = 1000, 
     ``(matrix, pairs, (ρ̄, low, high), (k_eff, low, high))``; ``pairs`` has :data:`PAIR_FIELDS`; the CIs are
     percentile intervals of ``bootstrap`` resamples of the rows (``seed``'s own stream), NA with 0."""
     from mrcstats._seeds import stream
-    from mrcstats.stats.agreement import _percentile
+    from mrcstats.stats.agreement import percentile_interval
 
     e = np.asarray(errors, dtype=float)
     n, k = e.shape
@@ -248,12 +248,12 @@ def error_correlation(errors: np.ndarray, names: Any, *, bootstrap: int = 1000, 
         for b in range(a + 1, k):
             lo = hi = float("nan")
             if boot_r is not None:
-                _, lo, hi = _percentile(boot_r[:, a, b], alpha)
+                _, lo, hi = percentile_interval(boot_r[:, a, b], alpha)
             pairs.append({"judge_a": names[a], "judge_b": names[b], "r": float(r[a, b]), "ci_low": lo,
                           "ci_high": hi, "n": n})
     rlo = rhi = float("nan")
     if boot_rho is not None:
-        _, rlo, rhi = _percentile(boot_rho, alpha)
+        _, rlo, rhi = percentile_interval(boot_rho, alpha)
     matrix = pd.DataFrame(r, index=pd.Index(names, name="judge"), columns=names)
     return (matrix, pd.DataFrame(pairs, columns=list(PAIR_FIELDS)), (rho, rlo, rhi),
             (keff, effective_judges(k, rhi), effective_judges(k, rlo)))

@@ -307,10 +307,10 @@ def masking_accuracy(log: Any, *, level: float = 0.95, cluster: str | None = "cl
                          "fill the 'trial' column (integers)")
     per = per.reset_index(drop=True)
     if cl:
-        from mrcstats.stats.accuracy import _moments
+        from mrcstats.stats.accuracy import group_moments
 
         by_cl = per.groupby([*_KEYS, "_cl"], sort=False, dropna=False)[["n", "k", "inv"]].sum().reset_index()
-        mom = _moments(by_cl.rename(columns={"k": "s", "n": "m"}), _KEYS)
+        mom = group_moments(by_cl.rename(columns={"k": "s", "n": "m"}), _KEYS)
         tr = per.groupby([*_KEYS, "trial"], sort=False, dropna=False)[["n", "k", "inv"]].sum().reset_index()
         res = finish_summary(mom, _KEYS, level, cl, trial_counts=tr)
     else:

@@ -425,6 +425,10 @@ def screen(log: pd.DataFrame, *, fdr: float = 0.1, irt_model: str = "2pl", shrin
     ``fdr``: flag the items whose Bayesian FDR (``q_value``) is at most this; ``irt_model``: ``"2pl"`` or
     ``"1pl"`` for the abilities; ``shrinkage``: the weight, in items, of the log's overall error rates in each
     cluster's (0: every cluster on its own; large: one rate for all). Deterministic (no simulation).
+
+    Stages: the arguments checked (:func:`_check`), 1 the abilities (:func:`_abilities`), 2 the single signals
+    and the strong models' choice (:func:`_evidence`), 3 the answer mixture (:func:`_answer_model`), 4 the item
+    table (:func:`_table`, :func:`_signal_frame`, :func:`_add_unscored`), 5 the result (:func:`_result`).
     """
     from mrcstats._progress import progress as bar_of
 
@@ -450,15 +454,29 @@ def screen(log: pd.DataFrame, *, fdr: float = 0.1, irt_model: str = "2pl", shrin
             notes.append(f"the answer model stopped after {mix.iterations} cycles before its convergence criterion")
         bar.update(1)
         tab = _table(rm, fit, sig, strong, ch, mix, X, key, pair, clusters, a0, fdr)
-        sigs = pd.DataFrame(_oriented(sig, strong["agree"]), columns=list(SIGNALS))
-        if ch is None:
-            sigs = sigs.drop(columns=["agreement"])
-        sigs.insert(0, "item", list(rm.items))
-        sigs["score"] = tab["score"].to_numpy()
+        sigs = _signal_frame(sig, strong, rm.items, tab["score"].to_numpy(), with_choices=ch is not None)
         tab, sigs = _add_unscored(tab, sigs, log, rm.items, item_col, notes)
         bar.update(1)
     finally:
         bar.close()
+    return _result(tab, sigs, fdr, rm, fit, a0, mix, clusters, shrinkage, notes)
+
+
+def _signal_frame(sig: Mapping[str, np.ndarray], strong: Mapping[str, Any], items: tuple[str, ...],
+                  score: np.ndarray, with_choices: bool) -> pd.DataFrame:
+    """The single signals per item, oriented higher = more suspect (:data:`SIGNALS`), beside the score; without
+    choices no ``agreement``."""
+    sigs = pd.DataFrame(_oriented(sig, strong["agree"]), columns=list(SIGNALS))
+    if not with_choices:
+        sigs = sigs.drop(columns=["agreement"])
+    sigs.insert(0, "item", list(items))
+    sigs["score"] = score
+    return sigs
+
+
+def _result(tab: pd.DataFrame, sigs: pd.DataFrame, fdr: float, rm: Any, fit: Any, a0: float, mix: Any,
+            clusters: np.ndarray | None, shrinkage: float, notes: list[str]) -> ScreenResult:
+    """Stage 5: the result - the answer model's parameters, the abilities, what was left out and the notes."""
     model = {"hypotheses": list(HYPOTHESES), "prior": dict(zip(HYPOTHESES, map(float, mix.prior), strict=True)),
              "alpha": mix.alpha, "beta": mix.beta, "shrinkage": float(shrinkage),
              "clusters": len(mix.clusters) if clusters is not None else 1, "loglik": mix.loglik,
@@ -467,8 +485,8 @@ def screen(log: pd.DataFrame, *, fdr: float = 0.1, irt_model: str = "2pl", shrin
     # items the 2PL leaves out because every model (or none) answered them right are screened all the same: a note,
     # not a skip
     skipped = {k: v for k, v in rm.skipped.items() if "not fitted" not in k}
-    notes += [f"{plural(v, 'item')}: {k.split(' (')[0].removeprefix('items ')} - screened; no 2PL slope "
-              "(a_2pl, b_2pl empty)" for k, v in rm.skipped.items() if "not fitted" in k and v]
+    notes = [*notes, *(f"{plural(v, 'item')}: {k.split(' (')[0].removeprefix('items ')} - screened; no 2PL slope "
+                       "(a_2pl, b_2pl empty)" for k, v in rm.skipped.items() if "not fitted" in k and v)]
     return ScreenResult(tab, sigs, float(fdr), fit.model, a0, ab, model, skipped, tuple(notes))
 
 

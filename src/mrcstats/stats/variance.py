@@ -225,11 +225,12 @@ def variance(log: pd.DataFrame, over: str = "trial", *, by: str = "model", outco
         InputError: a missing column, an empty cell in ``over``, fewer than two models or repetitions, a model
             seen in one repetition only, several conditions when ``over`` is not ``condition``, a bad target.
     """
-    from mrcstats.io.dataset import LogDataset
+    from mrcstats.backends import dataset_pass
     from mrcstats.io.schema import outcome_values, require_log, resolve_outcome
 
-    if isinstance(log, LogDataset):
-        log = log.to_log()
+    dp = dataset_pass(log)
+    if dp is not None:       # a log dataset: its rows (variance components need every row)
+        log = dp.to_frame()
     log = require_log(log, "variance")
     check_over_by(log, over, by, "variance")
     _check_target("target_snr", target_snr, 0.0, None)

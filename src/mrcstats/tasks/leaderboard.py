@@ -81,7 +81,7 @@ def leaderboard_log(out: str | os.PathLike, *, models: int = 100, items: int = 1
     from mrcstats._progress import progress
     from mrcstats.io.ingest import DatasetWriter
     from mrcstats.io.schema import STRING_DTYPE
-    from mrcstats.tasks.simulate import _take
+    from mrcstats.tasks.simulate import take_strings
 
     if models < 1 or items < 1 or trials < 1 or items_per_cluster < 1:
         raise InputError("leaderboard_log needs models, items, trials and items_per_cluster >= 1")
@@ -135,11 +135,11 @@ def leaderboard_log(out: str | os.PathLike, *, models: int = 100, items: int = 1
             correct = pd.arrays.BooleanArray(y, inv)
             nulls = pd.array(np.full(n, None, dtype=object), dtype=STRING_DTYPE)
             frame = pd.DataFrame({
-                "model": _take(model_names, np.repeat(np.arange(start, start + k), per_model)),
-                "item": _take(item_names, it),
-                "cluster": _take(cluster_names, item_cluster[it]),
+                "model": take_strings(model_names, np.repeat(np.arange(start, start + k), per_model)),
+                "item": take_strings(item_names, it),
+                "cluster": take_strings(cluster_names, item_cluster[it]),
                 "trial": np.tile(trial_idx, k),
-                "condition": _take([""], np.zeros(n, dtype=np.int64)),
+                "condition": take_strings([""], np.zeros(n, dtype=np.int64)),
                 "masking_rate": pd.arrays.FloatingArray(np.zeros(n), np.ones(n, dtype=bool)),
                 "correct": correct,
                 "response": nulls, "gold": nulls, "pred": nulls,

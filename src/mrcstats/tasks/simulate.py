@@ -62,7 +62,7 @@ _QUESTION = {
 }
 
 
-def _take(values: Sequence[str], idx: np.ndarray) -> pd.Series:
+def take_strings(values: Sequence[str], idx: np.ndarray) -> pd.Series:
     """``values[idx]`` as a ``string`` Series, gathered in Arrow (long repeated texts stay fast)."""
     import pyarrow as pa
 
@@ -161,22 +161,22 @@ def simulate_log(seed: int = 0, *, models: Sequence[str] = DEFAULT_MODELS, n_pas
     item_names = [f"p{p:02d}q{q}" for p in range(n_passages) for q in range(questions_per_passage)]
     pass_names = [f"p{p:02d}" for p in range(n_passages)]
     df = pd.DataFrame({
-        "model": _take(models, m_i),
-        "item": _take(item_names, it_i),
-        "cluster": _take(pass_names, p_i),
+        "model": take_strings(models, m_i),
+        "item": take_strings(item_names, it_i),
+        "cluster": take_strings(pass_names, p_i),
         "trial": t_i.astype("int64"),
-        "condition": _take(conditions, c_i),
+        "condition": take_strings(conditions, c_i),
         "masking_rate": rates[r_i],
         "correct": correct,
         "response": pd.array(response, dtype="string"),
-        "gold": _take(list("ABCD"), gold),
+        "gold": take_strings(list("ABCD"), gold),
         "pred": pd.array(pred, dtype="string"),
-        "passage": _take(passages, p_i),
-        "question": _take(questions, it_i),
-        "options": _take(options, it_i),
+        "passage": take_strings(passages, p_i),
+        "question": take_strings(questions, it_i),
+        "options": take_strings(options, it_i),
         "n_tokens": n_tok[p_i].astype("int64"),
         "scaled_tok": z[p_i],
-        "wh_word": _take([_WH[k] for k in wh], it_i),
+        "wh_word": take_strings([_WH[k] for k in wh], it_i),
     })
     from mrcstats.io.schema import validate_log
 

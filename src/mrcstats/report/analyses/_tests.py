@@ -1,11 +1,15 @@
 """Helpers shared by the table-test plug-ins (contingency, confusion, error types, wh-word tables)."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+import numpy as np
+import pandas as pd
 
 from mrcstats._words import plural
 from mrcstats.report.analyses.base import Output
+from mrcstats.report.tables import MISSING, Table, format_number, is_missing, result_dict
 
 TEST_TEXT = {
     "fisher": ("Fisher's exact test as R's fisher.test: for 2×2 tables the exact p, the conditional maximum-likelihood "
@@ -103,7 +107,6 @@ def p_of(res: Any) -> Any:
 def wh_table(out: Output, seed: int, data: Any, groups: Any, col: str, simulate: bool, B: int, label: str,
              caption: str, key: str) -> str:
     """The wh-word × group table with Fisher's test (seed 003 Table 3), added to ``out``; returns the test name."""
-    from mrcstats.report.tables import contingency_table
     from mrcstats.stats.tables import wh_word_table
 
     feats = data.drop_duplicates("item")[["item", col]]
@@ -119,3 +122,85 @@ def wh_table(out: Output, seed: int, data: Any, groups: Any, col: str, simulate:
     out.headline.setdefault("tests", {})[key] = {name: tt.test.p}
     out.tests.append(record(name, tt, key, int(counts.to_numpy().sum())))
     return name
+
+
+def describe_test(res: Any, name: str, n: int | None = None) -> str:
+    """One line naming a test and its numbers, APA-style (``Pearson's chi-square test: χ²(2, N = 600) = 5.31,
+    p = .070``; Fisher: ``p = .004``, the odds ratio with its interval for 2 × 2 tables; a Monte Carlo p
+    with B and its Monte Carlo SE)."""
+    from mrcstats.report.format import format_ci, format_p, format_stat
+
+    d = result_dict(res)
+    parts = []
+    stat = d.get("statistic")
+    if stat is not None and not is_missing(stat) and d.get("df") is not None:
+        parts.append(format_stat("chi2", float(stat), d["df"], n=n))
+    mc_b = getattr(res, "B", None) if getattr(res, "method", "") == "monte-carlo" else None
+    if d.get("p") is not None:
+        pv = format_p(d["p"], mc_b=mc_b)
+        parts.append(f"p {pv}" if pv[:1] in "<>≤" else f"p = {pv}")     # as _pformat.p_clause, MC bounds too
+    if d.get("odds_ratio") is not None and not is_missing(d.get("odds_ratio")):
+        ci = d.get("conf_int") or (np.nan, np.nan)
+        parts.append(f"odds ratio = {format_ci(float(d['odds_ratio']), ci[0], ci[1], 'odds_ratio')}")
+    return name + (": " + ", ".join(parts) if parts else "")
+
+
+def effect_line(e: Any) -> str:
+    """``Cramér's V = 0.094 [0.000, 0.160]`` from an :class:`mrcstats.stats.effects.EffectSize`."""
+    from mrcstats.report.format import format_ci
+
+    kind = "cramers_v" if "Cramér" in e.name else "difference"
+    return f"{e.name} = {format_ci(e.estimate, e.ci_low, e.ci_high, kind)} ({e.level:.0%} CI)"
+
+
+def contingency_table(counts: pd.DataFrame, tests: Sequence[tuple[str, Any]] = (), caption: str = "",
+                      label: str = "contingency", margins: bool = True, ratio_rows: bool = False,
+                      effects: Sequence[Any] = (), labels: Mapping[str, str] | None = None) -> Table:
+    """A table of counts (rows × columns, labels in the index) with totals and its tests as notes.
+
+    ``tests`` is a list of (name, result) pairs, e.g. ``[("Fisher's exact test", fisher(...))]``;
+    each result's ``to_dict()`` provides p (and statistic, df, odds ratio when present).
+    ``ratio_rows`` adds, for a two-row table, the row-1/row-2 ratio of column shares
+    (seed 003 Table 3's E/H and H/L rows). ``effects`` (effect sizes with intervals) are printed
+    under the tests; ``labels`` renames row and column labels (``{"False": "not correct"}``).
+    """
+    if not isinstance(counts, pd.DataFrame):
+        counts = pd.DataFrame(counts)
+    names = dict(labels or {})
+    t = counts.copy()
+    if t.index.name:
+        t.index.name = str(t.index.name).replace("_", " ").capitalize()
+    t.columns = [names.get(str(c), str(c)) for c in t.columns]
+    t.index = pd.Index([names.get(str(r), str(r)) for r in t.index], name=t.index.name)
+    stub = str(t.index.name or "")
+    body = t.apply(pd.to_numeric)
+    if all(pd.api.types.is_integer_dtype(body[c]) for c in body.columns):
+        body = body.astype("int64")
+    t = body.copy()
+    if margins:
+        t["Total"] = body.sum(axis=1)
+    df = t.reset_index().rename(columns={t.index.name or "index": stub or " "})
+    df[df.columns[0]] = df[df.columns[0]].astype(str)
+    if margins:
+        tot = {df.columns[0]: "Total", **{c: body[c].sum() if c in body else body.values.sum() for c in df.columns[1:]}}
+        tot["Total"] = body.values.sum()
+        df = pd.concat([df, pd.DataFrame([tot])], ignore_index=True)
+    if ratio_rows and len(body) == 2:
+        share = body.div(body.sum(axis=1), axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = (share.iloc[0] / share.iloc[1]).replace([np.inf, -np.inf], np.nan)
+        row = {df.columns[0]: f"{body.index[0]}/{body.index[1]}", **{c: ratio.get(c, np.nan) for c in df.columns[1:]}}
+        if "Total" in row:
+            row["Total"] = np.nan
+        df = pd.concat([df, pd.DataFrame([row])], ignore_index=True)
+
+    def fmt(v: Any) -> str:
+        if is_missing(v):
+            return MISSING
+        v = float(v)
+        return f"{int(v):,}" if v.is_integer() else format_number(v, 2)
+
+    fmts = {c: fmt for c in df.columns[1:]}
+    n = int(body.values.sum())
+    notes = tuple(describe_test(res, name, n=n) for name, res in tests) + tuple(effect_line(e) for e in effects)
+    return Table(df, caption=caption, label=label, formats=fmts, notes=notes)

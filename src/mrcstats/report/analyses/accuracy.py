@@ -1,8 +1,13 @@
 """``accuracy``: accuracy laid out rows × columns with a 95% interval per cell (seed 004 tables)."""
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
+import numpy as np
+import pandas as pd
+
+from mrcstats.errors import InputError
 from mrcstats.report.analyses.base import (
     Analysis,
     AnalysisSpec,
@@ -13,7 +18,7 @@ from mrcstats.report.analyses.base import (
     compare_published,
     words,
 )
-from mrcstats.report.tables import accuracy_table
+from mrcstats.report.tables import MISSING, PairTable, Table, format_number, is_missing
 from mrcstats.stats.accuracy import summarize
 
 
@@ -76,3 +81,70 @@ class Accuracy(Analysis):
         for n in res.notes:
             out.note(n[0].upper() + n[1:] + ".")
         return out
+
+
+def accuracy_table(frame: pd.DataFrame, rows: str | Sequence[str], cols: str, mean: str = "accuracy",
+                   sd: str | None = "sd", percent: bool = True, digits: int = 1, caption: str = "",
+                   label: str = "accuracy", row_order: Sequence[Any] | None = None,
+                   col_order: Sequence[Any] | None = None, lo: str | None = None, hi: str | None = None,
+                   notes: Sequence[str] = ()) -> Table:
+    """Accuracy laid out rows × columns (seed 004 Tables 6-7, 11-12): ``mean [lo, hi]`` and/or ``± SD``.
+
+    ``frame`` holds one row per cell with the ``mean`` column (fraction), optionally the interval
+    bounds ``lo``/``hi`` and the ``sd``; cells are shown in percent by default. The raw export keeps
+    the fractions (times 100 with ``percent``) in ``<col>``, ``<col> low``, ``<col> high`` and
+    ``<col> SD`` columns.
+    """
+    rows = [rows] if isinstance(rows, str) else list(rows)
+    need = [*rows, cols, mean] + ([sd] if sd else []) + ([lo, hi] if lo and hi else [])
+    miss = [c for c in need if c not in frame.columns]
+    if miss:
+        raise InputError(f"accuracy_table: columns {miss} not found among {list(frame.columns)}")
+
+    def piv_of(col: str) -> pd.DataFrame:
+        return frame.pivot_table(index=rows, columns=cols, values=col, aggfunc="first", sort=False, dropna=False)
+
+    piv = piv_of(mean)
+    extra = {k: piv_of(c).reindex(index=piv.index, columns=piv.columns)
+             for k, c in (("SD", sd), ("low", lo if hi else None), ("high", hi if lo else None)) if c}
+    if row_order is not None:
+        piv = piv.reindex(row_order)
+        extra = {k: v.reindex(row_order) for k, v in extra.items()}
+    if col_order is not None:
+        piv = piv.reindex(columns=col_order)
+        extra = {k: v.reindex(columns=col_order) for k, v in extra.items()}
+    scale = 100.0 if percent else 1.0
+    out = piv.reset_index()
+    out.columns = [str(c) for c in out.columns]
+    data_cols = [str(c) for c in piv.columns]
+    raw = out[[str(r) for r in rows]].copy()
+    for c, cs in zip(piv.columns, data_cols):
+        raw[cs] = piv[c].to_numpy() * scale
+        for k in ("low", "high", "SD"):
+            if k in extra:
+                raw[f"{cs} {k}"] = extra[k][c].to_numpy() * scale
+    visible = raw[[*[str(r) for r in rows], *data_cols]].copy().astype({c: object for c in data_cols})
+    nan = [np.nan] * len(raw)
+    for cs in data_cols:
+        visible[cs] = list(zip(raw[cs], raw[f"{cs} low"] if "low" in extra else nan,
+                               raw[f"{cs} high"] if "high" in extra else nan,
+                               raw[f"{cs} SD"] if "SD" in extra else nan))
+
+    def num(v: float) -> str:
+        return format_number(float(v), digits) if not is_missing(v) else MISSING
+
+    def fmt(v: Any) -> str:
+        mv, lv, hv, sv = v
+        if is_missing(mv):
+            return MISSING
+        txt = num(mv)
+        if not is_missing(lv) and not is_missing(hv):
+            txt += f" [{num(lv)}, {num(hv)}]"
+        if not is_missing(sv):
+            txt += f" ± {num(sv)}"
+        return txt
+
+    what = ("mean" if "SD" in extra else "accuracy") + (" [95% CI]" if "low" in extra else "") + \
+        (" ± SD over trials" if "SD" in extra else "") + (" (percent)" if percent else "")
+    return PairTable(visible, caption=caption, label=label, formats={c: fmt for c in data_cols}, stub=len(rows),
+                      raw=raw, notes=(f"Cells: {what}.", *notes) if extra else tuple(notes))

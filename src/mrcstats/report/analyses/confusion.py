@@ -15,7 +15,6 @@ from mrcstats.report.analyses.base import (
     filter_note,
 )
 from mrcstats.report.analyses.contingency import TEST_KEYS, check_tests
-from mrcstats.report.tables import contingency_table
 from mrcstats.stats.tables import confusion_table
 
 OTHER = "other"
@@ -57,9 +56,9 @@ class Confusion(Analysis):
         out.figure(F.confusion_matrix_plot(counts, xlabel="predicted label", ylabel="gold label"),
                    f"a{a.index}_confusion", f"Confusion matrix, {title}: rows = gold, columns = predicted, counts "
                    f"in the cells.{other}")
-        out.table(contingency_table(counts, tests, caption=f"Confusion matrix, {title} (rows gold, columns "
-                                    f"predicted).{other}", label=f"a{a.index}_confusion",
-                                    effects=T.effects(counts, gold, pred)))
+        out.table(T.contingency_table(counts, tests, caption=f"Confusion matrix, {title} (rows gold, columns "
+                                      f"predicted).{other}", label=f"a{a.index}_confusion",
+                                      effects=T.effects(counts, gold, pred)))
         out.headline.setdefault("tests", {})[title] = {n: T.p_of(r) for n, r in tests}
         T.finish(out, results, tests, title, counts,
                  f"Counts of gold {gold} by predicted {pred}{filter_note(a.get('filter'))}; answers with no "

@@ -14,7 +14,6 @@ from mrcstats.report.analyses.base import (
     filter_note,
     words,
 )
-from mrcstats.report.tables import contingency_table
 from mrcstats.stats.tables import crosstab
 
 #: keys of the analyses that run table tests
@@ -70,11 +69,11 @@ class Contingency(Analysis):
         out = Output(f"{kind}: {title}")
         out.methods_title = f"Contingency table: {title}"
         labels = T.CORRECT_LABELS if cols == "correct" or rows == "correct" else {}
-        out.table(contingency_table(counts, tests, caption=f"Counts of {words(rows)} by {words(cols)} "
-                                    f"({'one row per item' if a.get('unit') == 'item' else 'one row per response'}"
-                                    f"{filter_note(a.get('filter'), lead=', ')}).",
-                                    label=f"a{a.index}_contingency_{rows}_{cols}",
-                                    effects=T.effects(counts, rows, cols), labels=labels))
+        out.table(T.contingency_table(counts, tests, caption=f"Counts of {words(rows)} by {words(cols)} "
+                                      f"({'one row per item' if a.get('unit') == 'item' else 'one row per response'}"
+                                      f"{filter_note(a.get('filter'), lead=', ')}).",
+                                      label=f"a{a.index}_contingency_{rows}_{cols}",
+                                      effects=T.effects(counts, rows, cols), labels=labels))
         out.headline.setdefault("tests", {})[title] = {n: T.p_of(r) for n, r in tests}
         T.finish(out, results, tests, title, counts,
                  f"Counts of {words(rows)} by {words(cols)}{filter_note(a.get('filter'))}; invalid answers "

@@ -1,10 +1,13 @@
 """``discrimination``: the discriminatory power P_d per cluster (seed 003 §3.4), histogram and cutoff table."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import numpy as np
 import pandas as pd
 
+from mrcstats.errors import InputError
 from mrcstats.report import figures as F
 from mrcstats.report.analyses import _tests as T
 from mrcstats.report.analyses.base import (
@@ -16,7 +19,8 @@ from mrcstats.report.analyses.base import (
     compare_published,
     words,
 )
-from mrcstats.report.tables import pd_cutoff_table
+from mrcstats.report.format import typographic_minus
+from mrcstats.report.tables import MISSING, Table, format_number, is_missing, result_dict
 from mrcstats.stats.discrimination import discrimination
 
 
@@ -97,3 +101,73 @@ class Discrimination(Analysis):
                "line") + ")"
             + (f"; cluster-bootstrap intervals with B = {a.get('bootstrap')}." if a.get("bootstrap") else ".")]
         return out
+
+
+def pd_cutoff_table(frame: pd.DataFrame | Any, caption: str = "", label: str = "pd_cutoffs",
+                    labels: Mapping[str, str] | None = None) -> Table:
+    """Seed 003 Table 5: accuracy of each model on the clusters with P_d above each cutoff.
+
+    ``frame``: the discrimination helper's cutoff table — a DataFrame with a
+    ``cutoff`` column, ``clusters`` and ``items`` counts, ``grand_mean``, optionally
+    ``kendall_tau``, and one accuracy per model either as columns ``acc_<model>`` /
+    ``accuracy.<model>`` or as an ``accuracy`` column of mappings — or a result
+    object whose ``cutoff_frame()``/``cutoffs_frame()``/``to_frame()`` returns it.
+    Models become rows and cutoffs columns, as in the seed.
+    """
+    if not isinstance(frame, pd.DataFrame):
+        for meth in ("cutoff_frame", "cutoffs_frame", "cutoff_table"):
+            if hasattr(frame, meth):
+                frame = getattr(frame, meth)()
+                break
+        else:
+            d = result_dict(frame)
+            if "cutoffs" in d:
+                frame = pd.DataFrame(d["cutoffs"])
+            else:
+                frame = frame.to_frame()
+    f = frame.copy()
+    if "cutoff" not in f.columns:
+        raise InputError(f"pd_cutoff_table: no 'cutoff' column among {list(f.columns)}")
+    acc: dict[str, list[float]] = {}
+    if "accuracy" in f.columns and isinstance(f["accuracy"].iloc[0], Mapping):
+        models = sorted({m for d in f["accuracy"] for m in d})
+        for m in models:
+            acc[m] = [d.get(m, np.nan) for d in f["accuracy"]]
+    else:
+        for c in f.columns:
+            for pre in ("acc_", "accuracy.", "accuracy_"):
+                if str(c).startswith(pre):
+                    acc[str(c)[len(pre):]] = list(f[c])
+    names = dict(labels or {})
+    cut_cols = [f"P_d > {format_number(c, 0) if float(c).is_integer() else c}" for c in f["cutoff"]]
+    cis: dict[str, list[Any]] = {}
+    if "accuracy_ci" in f.columns:
+        for m in acc:
+            vals_ci = [(d or {}).get(m) if isinstance(d, Mapping) else None for d in f["accuracy_ci"]]
+            if any(v is not None for v in vals_ci):
+                cis[m] = [f"[{v[0]:.2f}, {v[1]:.2f}]" if v is not None else np.nan for v in vals_ci]
+    rows = []
+    for m, vals in acc.items():
+        rows.append([names.get(m, m), *vals])
+        if m in cis:
+            rows.append([f"{names.get(m, m)} 95% CI", *cis[m]])
+    if "grand_mean" in f.columns:
+        rows.append(["Grand Mean", *f["grand_mean"]])
+    for col, name in (("clusters", "Cluster count"), ("items", "Item count"), ("kendall_tau", "Kendall's τ")):
+        if col in f.columns:
+            vals = list(f[col])
+            if col != "kendall_tau":
+                vals = [int(v) for v in vals]
+            rows.append([name, *vals])
+    df = pd.DataFrame(rows, columns=["", *cut_cols], dtype=object)
+
+    def fmt(v: Any) -> str:
+        if is_missing(v):
+            return MISSING
+        if isinstance(v, int | np.integer) and not isinstance(v, bool):
+            return f"{int(v):,}"
+        if isinstance(v, str):
+            return v
+        return typographic_minus(f"{float(v):.2f}")
+
+    return Table(df, caption=caption, label=label, formats={c: fmt for c in cut_cols})

@@ -14,7 +14,6 @@ from mrcstats.report.analyses.base import (
     filter_note,
 )
 from mrcstats.report.analyses.contingency import TEST_KEYS, check_tests
-from mrcstats.report.tables import contingency_table
 from mrcstats.stats.tables import crosstab
 
 
@@ -46,9 +45,9 @@ class ErrorTypes(Analysis):
         out = Output(f"Error types: {title}")
         out.figure(F.error_type_bars(counts), f"a{a.index}_error_types",
                    f"{title}: counts of each {rows} per {cols} (seed 004 Fig. 2 layout).")
-        out.table(contingency_table(counts, tests, caption=f"{title}: counts of {rows.replace('_', ' ')} by "
-                                    f"{cols.replace('_', ' ')}.", label=f"a{a.index}_error_types",
-                                    effects=T.effects(counts, rows, cols)))
+        out.table(T.contingency_table(counts, tests, caption=f"{title}: counts of {rows.replace('_', ' ')} by "
+                                      f"{cols.replace('_', ' ')}.", label=f"a{a.index}_error_types",
+                                      effects=T.effects(counts, rows, cols)))
         out.headline.setdefault("error_types", {})[title] = counts.to_dict()
         T.finish(out, results, tests, title, counts, f"Counts of {rows} by {cols}{filter_note(a.get('filter'))}.")
         return out

@@ -23,16 +23,18 @@ from mrcstats.report.analyses.base import (
     TestRecord,
     filter_note,
 )
-from mrcstats.report.format import format_stat
-from mrcstats.report.tables import (
+from mrcstats.report.analyses.glmm_tables import (
     anova_table,
     coef_frame,
+    emmeans_table,
     fit_statistics_table,
-    format_number,
-    probability_table,
+    pairs_table,
     random_effects_table,
     regression_table,
 )
+from mrcstats.report.analyses.probability import probability_table
+from mrcstats.report.format import format_stat
+from mrcstats.report.tables import Table, format_number
 
 _SIGMA_KEYS = {"feature", "factor", "raw", "sigmas", "label"}
 _Z975 = 1.959963984540054
@@ -412,7 +414,6 @@ def _check_emmeans(value: Any, formula: str, err: Any) -> list[dict[str, Any]]:
 
 def _emmeans_section(out: Output, res: Any, e: Mapping[str, Any], name: str, j: int) -> None:
     from mrcstats.models.emmeans import emmeans, pairs
-    from mrcstats.report.tables import emmeans_table, pairs_table
 
     em = emmeans(res, e["specs"], by=e["by"], type=e["type"], at=e["at"])
     what = " × ".join(em.specs) + (f" by {' × '.join(em.by)}" if em.by else "")
@@ -450,7 +451,6 @@ def _check_confint(value: Any, err: Any) -> dict[str, Any]:
 
 
 def _confint_section(out: Output, res: Any, c: Mapping[str, Any], name: str, seed: int) -> None:
-    from mrcstats.report.tables import Table
 
     ci = res.confint(method=c["method"], level=c["level"], nsim=c["nsim"],
                      seed=c["seed"] if c["seed"] is not None else seed)

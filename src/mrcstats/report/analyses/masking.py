@@ -5,6 +5,9 @@ import warnings
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
+import pandas as pd
+
 from mrcstats.errors import InputError
 from mrcstats.io import read_log
 from mrcstats.report import figures as F
@@ -17,7 +20,7 @@ from mrcstats.report.analyses.base import (
     Output,
     compare_published,
 )
-from mrcstats.report.tables import masking_indicator_table
+from mrcstats.report.tables import Formatter, Table, is_missing
 from mrcstats.stats.masking import masking_indicators
 
 
@@ -101,3 +104,40 @@ class Masking(Analysis):
             "NA_r ≥ 1); MR-weighted averages ⟨X⟩ = Σ MR·X / Σ MR (seed 000 §2.3, App. D)"
             + (f"; Acc_0 = {a.get('acc0')}" if a.get("acc0") is not None else "; Acc_0 = accuracy at MR = 0") + "."]
         return out
+
+
+def masking_indicator_table(frame: pd.DataFrame, caption: str = "", label: str = "masking_indicators",
+                            percent: bool = True) -> Table:
+    """Seed 000 Table 3: Acc per masking condition and the NA/EA/KI indicators.
+
+    ``frame``: one row per (dataset or model, condition) with ``acc`` (MR-weighted
+    average accuracy) and optionally ``na``, ``ea``, ``ki`` (e.g. the masking
+    helper's weighted-average frame). Columns: one Acc per condition (strict,
+    regular, partial, lenient order when present), then NA, EA and KI of the
+    ``regular`` condition (the seed's choice), or of the only condition.
+    """
+    f = frame.copy()
+    key = next((c for c in ("dataset", "model", "source") if c in f.columns), None)
+    if key is None or "condition" not in f.columns or "acc" not in f.columns:
+        raise InputError("masking_indicator_table: need columns (dataset|model), condition and acc; "
+                         f"found {list(f.columns)}")
+    order = [c for c in ("strict", "regular", "partial", "lenient") if c in set(f["condition"])]
+    order += sorted(set(f["condition"]) - set(order))
+    scale = 100.0 if percent else 1.0
+    rows = []
+    for k, g in f.groupby(key, sort=False):
+        g = g.set_index("condition")
+        row: dict[str, Any] = {key.capitalize(): str(k)}
+        for c in order:
+            row[f"Acc {c}"] = float(g["acc"].get(c, np.nan)) * scale
+        ref = "regular" if "regular" in g.index else g.index[0]
+        for ind, sc in (("na", 1.0), ("ea", scale), ("ki", 1.0)):
+            if ind in g.columns:
+                v = g.loc[ref, ind]
+                row[ind.upper()] = np.nan if is_missing(v) else float(v) * sc
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    fmts: dict[str, Formatter] = {c: "{:.2f}" for c in df.columns if c.startswith("Acc") or c == "EA"}
+    fmts.update({c: "{:.4f}" for c in ("NA", "KI") if c in df.columns})
+    notes = ("MR-weighted averages ⟨X⟩ = Σ MR·X(MR) / Σ MR; NA, EA, KI for regular masking.",)
+    return Table(df, caption=caption, label=label, formats=fmts, notes=notes)

@@ -1,10 +1,12 @@
 """``probability``: P(correct) per factor level at kσ of a feature from given (published) fixed effects."""
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output, compare_published
-from mrcstats.report.tables import format_number, probability_table
+from mrcstats.report.format import typographic_minus
+from mrcstats.report.tables import Table, format_number
 
 
 class Probability(Analysis):
@@ -57,3 +59,41 @@ class Probability(Analysis):
             f"with contr.{a.get('coding')} contrasts for {a.get('factor')} (levels "
             f"{', '.join(map(str, a.get('levels')))}); Grand Mean = logistic of the mean log-odds over levels.")
         return out
+
+
+def _sigma_label(s: float) -> str:
+    s = float(s)
+    txt = f"{s:g}"
+    return typographic_minus(txt) + "σ"
+
+
+def probability_table(fixef: Mapping[str, float] | Any, feature: str, factor: str, levels: Sequence[str],
+                      coding: str = "sum", sigmas: Sequence[float] = (-2, 0, 2, 4),
+                      raw_mean: float | None = None, raw_sd: float | None = None, feature_label: str | None = None,
+                      labels: Mapping[str, str] | None = None, caption: str = "", label: str = "sigma",
+                      digits: int = 2) -> Table:
+    """Probability-at-σ table (seed 003 Tables 1-2) from the fixed effects of a fitted GLMM.
+
+    ``fixef`` may be the mapping or a result with ``.fixef``. With ``raw_mean`` and
+    ``raw_sd`` each column header also shows the raw feature value, ``kσ (mean + k·sd)``.
+    ``labels`` renames the factor levels for display.
+    """
+    from mrcstats.models.predict import probability_frame
+
+    if not isinstance(fixef, Mapping):
+        fixef = dict(fixef.fixef)
+    pf = probability_frame(fixef, feature, factor, levels, coding, sigmas)
+    names = dict(labels or {})
+    first = feature_label or feature
+    pf[factor] = [names.get(v, v) for v in pf[factor]]
+    cols = {factor: first}
+    for s in sigmas:
+        h = _sigma_label(s)
+        if raw_mean is not None and raw_sd is not None:
+            h += f" ({typographic_minus(f'{raw_mean + float(s) * raw_sd:.{digits}f}')})"
+        cols[float(s)] = h
+    pf = pf.rename(columns=cols)
+    fmts = {h: f"{{:.{digits}f}}" for k, h in cols.items() if k != factor}
+    note = (f"Population-level predictions from the fixed effects ({coding} contrasts for {factor}); "
+            "random effects at zero.")
+    return Table(pf, caption=caption, label=label, formats=fmts, notes=(note,))
