@@ -274,19 +274,7 @@ def test_the_family_checks_see_them(tmp_path):
 # the module that owns it
 
 #: (importing module, owner module, name) imports allowed, with the reason
-PRIVATE_IMPORTS_ALLOWED = {
-    # models/design.py is being reworked on the family2 branch (design, family, family_table); its helpers get
-    # public names after that merge, not in a parallel edit of the same lines
-    ("models/emmeans.py", "mrcstats.models.design", "_is_numeric"),
-    ("models/emmeans.py", "mrcstats.models.design", "_model_matrix"),
-    ("models/emmeans.py", "mrcstats.models.design", "_fmt_number"),
-    ("models/grid.py", "mrcstats.models.design", "_CONTRASTS"),
-    ("models/grid.py", "mrcstats.models.design", "_model_matrix"),
-    ("models/grid.py", "mrcstats.models.design", "_rank_columns"),
-    ("models/lmm_tests.py", "mrcstats.models.design", "_model_matrix"),
-    ("models/predict.py", "mrcstats.models.design", "_model_matrix"),
-    ("models/r_engine.py", "mrcstats.models.design", "_fmt_number"),
-}
+PRIVATE_IMPORTS_ALLOWED: set[tuple[str, str, str]] = set()
 
 
 def _private_imports() -> set[tuple[str, str, str]]:

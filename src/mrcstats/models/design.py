@@ -35,7 +35,7 @@ from mrcstats.models.formula import NAME_RE, ModelSpec, Response, Variable, unqu
 if TYPE_CHECKING:
     import pandas as pd
 
-_CONTRASTS = {"sum": "contr.sum", "contr.sum": "contr.sum", "treatment": "contr.treatment",
+CONTRAST_NAMES = {"sum": "contr.sum", "contr.sum": "contr.sum", "treatment": "contr.treatment",
               "contr.treatment": "contr.treatment"}
 
 
@@ -62,7 +62,7 @@ class DesignInfo:
 
     def model_matrix(self, data: pd.DataFrame | Columns) -> np.ndarray:
         """X for new data with the training levels, contrasts and scaling (no NA allowed)."""
-        cols, _, names, _ = _model_matrix(self.spec, data, self.contrasts, self.xlevels, self.scaling,
+        cols, _, names, _ = r_model_matrix(self.spec, data, self.contrasts, self.xlevels, self.scaling,
                                           where="newdata")
         keep = [names.index(c) for c in self.column_names]
         return cols[:, keep]
@@ -189,7 +189,7 @@ class Design:
 # ----------------------------------------------------------------------------- helpers
 
 
-def _fmt_number(v: Any) -> str:
+def r_number_text(v: Any) -> str:
     """R's ``as.character`` of a number (15 significant digits, no trailing .0)."""
     if isinstance(v, (bool, np.bool_)):
         return "TRUE" if v else "FALSE"
@@ -202,7 +202,7 @@ def _fmt_number(v: Any) -> str:
     return s
 
 
-def _is_numeric(s: Column | pd.Series) -> bool:
+def is_numeric_column(s: Column | pd.Series) -> bool:
     """A number column (bool is not: it is a factor with levels FALSE/TRUE)."""
     if isinstance(s, Column):
         return s.numeric
@@ -228,7 +228,7 @@ def factor_levels(s: Column | pd.Series, given: list[str] | tuple[str, ...] | No
         lv = list(col.levels)
     else:
         uniq, codes = np.unique(col.values, return_inverse=True)
-        lv = [_fmt_number(u) for u in uniq]
+        lv = [r_number_text(u) for u in uniq]
     if given is None:
         used = np.bincount(codes, minlength=len(lv)) > 0
         if not used.all():
@@ -312,7 +312,7 @@ def _contrast_matrix(kind: str, k: int) -> np.ndarray:
     return m
 
 
-def _model_matrix(spec: ModelSpec, data: pd.DataFrame | Columns, contrasts: Mapping[str, str],
+def r_model_matrix(spec: ModelSpec, data: pd.DataFrame | Columns, contrasts: Mapping[str, str],
                   xlevels: Mapping[str, tuple[str, ...]] | None, scaling: Mapping[str, tuple[float, float]] | None,
                   where: str, full_data: pd.DataFrame | Columns | None = None, levels_arg: Mapping | None = None):
     """(X, assign, names, info dicts) following R's model.matrix rules (``data``: a pandas frame or Columns;
@@ -373,7 +373,7 @@ def _model_matrix(spec: ModelSpec, data: pd.DataFrame | Columns, contrasts: Mapp
                     kind_c = contrasts[key]
                     break
             if kind_c not in ("contr.sum", "contr.treatment"):
-                kind_c = _CONTRASTS.get(kind_c, kind_c)
+                kind_c = CONTRAST_NAMES.get(kind_c, kind_c)
                 if kind_c not in ("contr.sum", "contr.treatment"):
                     raise InputError(f"contrasts for {v.column!r}: {kind_c!r} is not supported (use sum or treatment)")
             used_contrasts[v.label] = kind_c
@@ -427,7 +427,7 @@ def _model_matrix(spec: ModelSpec, data: pd.DataFrame | Columns, contrasts: Mapp
     return X, assign, names, (used_contrasts, out_levels, out_scaling)
 
 
-def _rank_columns(X: np.ndarray, tol: float = 1e-7) -> list[int]:
+def rank_columns(X: np.ndarray, tol: float = 1e-7) -> list[int]:
     """Columns kept by a Gram-Schmidt pass in order (R's ``qr`` with ``dqrdc2`` pivoting)."""
     if X.shape[1] == 0:
         return []
@@ -606,14 +606,14 @@ def _slope_term(r, frame: Columns, codes: np.ndarray, lv: tuple[str, ...], data:
     (R's ``model.matrix(~ lhs)``, treatment contrasts), checked so that its covariance can
     be estimated."""
     sub = ModelSpec(formula=r.text, response=Response(text=""), terms=r.terms, intercept=r.intercept)
-    Z, _assign, cn, _info = _model_matrix(sub, frame, {}, None, None, where, full_data=data)
+    Z, _assign, cn, _info = r_model_matrix(sub, frame, {}, None, None, where, full_data=data)
     Z = np.ascontiguousarray(Z)
     q, nl = Z.shape[1], len(lv)
     if q > nl:
         raise InputError(f"random-effects term {r.text}: {q} columns ({', '.join(cn)}) but only {nl} levels of "
                          f"{r.name!r}; a {q} x {q} covariance cannot be estimated from {nl} groups — use fewer "
                          "slope columns (a factor with fewer levels, or a numeric variable)")
-    keep = _rank_columns(Z)
+    keep = rank_columns(Z)
     if len(keep) < q:
         bad = [cn[j] for j in range(q) if j not in keep]
         raise InputError(f"random-effects term {r.text}: column(s) {bad} are linear combinations of the others; "
@@ -693,7 +693,7 @@ def build_design(spec: ModelSpec, data: pd.DataFrame | Columns, *,
                          "glmer needs at least one (use a GLM otherwise)")
     contr = {}
     for k, v in (contrasts or {}).items():
-        kk = _CONTRASTS.get(str(v))
+        kk = CONTRAST_NAMES.get(str(v))
         if kk is None:
             raise InputError(f"contrasts for {k!r}: {v!r} is not supported (use sum or treatment)")
         contr[k] = kk
@@ -748,9 +748,9 @@ def build_design(spec: ModelSpec, data: pd.DataFrame | Columns, *,
         raise InputError(f"{where}: no rows left after removing rows with missing values in {cols}")
 
     y, trials, counts = _RESPONSES[family.response](spec, view, where, levels)
-    X, assign, names, (used_contr, xlevels, scaling) = _model_matrix(
+    X, assign, names, (used_contr, xlevels, scaling) = r_model_matrix(
         spec, view, contr, None, None, where, full_data=src, levels_arg=levels)
-    keep = _rank_columns(X)
+    keep = rank_columns(X)
     dropped: tuple[str, ...] = ()
     if len(keep) < X.shape[1]:
         dropped = tuple(names[j] for j in range(X.shape[1]) if j not in keep)

@@ -62,7 +62,7 @@ from mrcstats._repr import Result
 from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.models._checks import check_level
-from mrcstats.models.design import _is_numeric
+from mrcstats.models.design import is_numeric_column
 from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.family_table import family_labels, require
 from mrcstats.models.formula import ModelSpec
@@ -164,7 +164,7 @@ def reference_grid(m: GlmerResult, at: Mapping[str, Any] | None = None) -> Refer
     for col, vs in fvars.items():
         coerced = [v for v in vs if v.transform in ("factor", "as.factor")]
         s = data[col]
-        is_factor = bool(coerced) or not _is_numeric(s)
+        is_factor = bool(coerced) or not is_numeric_column(s)
         if coerced and len(coerced) < len(vs):
             raise InputError(f"emmeans: column {col!r} is used both as a factor ({coerced[0].label}) and as a number "
                              "in the formula; emmeans of such a model is not supported")
@@ -182,7 +182,7 @@ def reference_grid(m: GlmerResult, at: Mapping[str, Any] | None = None) -> Refer
                     raise InputError(f"at={{{col!r}: ...}}: {bad or 'no levels'} not among the levels of {col!r} "
                                      f"{list(levels)}")
                 levels = tuple(x for x in levels if x in set(want))  # R keeps the levels' order
-            variables.append(GridVariable(col, "factor", levels, levels, numeric=bool(coerced) and _is_numeric(s)))
+            variables.append(GridVariable(col, "factor", levels, levels, numeric=bool(coerced) and is_numeric_column(s)))
             continue
         x = np.asarray(s, dtype=float)
         if col in at:
@@ -219,7 +219,7 @@ def _refuse_nesting(m: GlmerResult, data: pd.DataFrame, fvars: Mapping[str, list
     (``.find_nests``), which is not implemented here."""
     spec = m.info.spec  # type: ignore[union-attr]
     factors = {c for c, vs in fvars.items()
-               if any(v.transform in ("factor", "as.factor") for v in vs) or not _is_numeric(data[c])}
+               if any(v.transform in ("factor", "as.factor") for v in vs) or not is_numeric_column(data[c])}
     mains = {t.variables[0].column for t in spec.terms if len(t.variables) == 1}
     for t in spec.terms:
         cols = [v.column for v in t.variables]
@@ -233,11 +233,11 @@ def _refuse_nesting(m: GlmerResult, data: pd.DataFrame, fvars: Mapping[str, list
 
 def _fmt_level(x: str, s: pd.Series) -> str:
     """A level given in ``at=`` as the design labels it (numbers as R prints them)."""
-    if _is_numeric(s):
+    if is_numeric_column(s):
         try:
-            from mrcstats.models.design import _fmt_number
+            from mrcstats.models.design import r_number_text
 
-            return _fmt_number(float(x))
+            return r_number_text(float(x))
         except ValueError:
             return x
     return x
@@ -249,11 +249,11 @@ def _fmt_num(v: float) -> str:
 
 def _estimable(m: GlmerResult, data: pd.DataFrame, grid: pd.DataFrame) -> np.ndarray:
     """``estimability::is.estble`` of each grid row against the null space of the full training X."""
-    from mrcstats.models.design import _model_matrix
+    from mrcstats.models.design import r_model_matrix
 
     info = m.info
-    Xf, _, _, _ = _model_matrix(info.spec, data, info.contrasts, info.xlevels, info.scaling, where="data")  # type: ignore[union-attr]
-    Lf, _, _, _ = _model_matrix(info.spec, grid, info.contrasts, info.xlevels, info.scaling, where="grid")  # type: ignore[union-attr]
+    Xf, _, _, _ = r_model_matrix(info.spec, data, info.contrasts, info.xlevels, info.scaling, where="data")  # type: ignore[union-attr]
+    Lf, _, _, _ = r_model_matrix(info.spec, grid, info.contrasts, info.xlevels, info.scaling, where="grid")  # type: ignore[union-attr]
     r = np.linalg.qr(Xf, mode="r")
     _, sv, vt = np.linalg.svd(r)
     rank = int(np.sum(sv > 1e-7 * sv[0])) if sv.size else 0

@@ -559,7 +559,7 @@ def grid_covariates(spec: Any, backend: Any, grid: Any, response: str,
     the two sides raises :class:`NotSeparable` (the cell-table fit, ``method="cells"``, takes those).
     ``scale(x)`` uses the rows' mean and SD (each level weighted by its rows), as R's ``scale`` on the rows.
     """
-    from mrcstats.models.design import _CONTRASTS, DesignInfo, _model_matrix, _rank_columns
+    from mrcstats.models.design import CONTRAST_NAMES, DesignInfo, r_model_matrix, rank_columns
 
     N = grid.tables()[1]
     side_factor = list(grid.factors)                  # [row factor, column factor]
@@ -625,10 +625,10 @@ def grid_covariates(spec: Any, backend: Any, grid: Any, response: str,
         parts = [v, np.repeat(first, q2)] if s == 0 else [np.repeat(first, q1), v]
         frame[c] = pd.Series(np.concatenate(parts), dtype=None if v.dtype != object else object)
     F = pd.DataFrame(frame, index=pd.RangeIndex(q1 + q2))
-    contr = {k: _CONTRASTS.get(str(v), str(v)) for k, v in (contrasts or {}).items()}
-    X, assign, names, (used, xlevels, scale_out) = _model_matrix(spec, F, contr, None, scaling, "grid",
+    contr = {k: CONTRAST_NAMES.get(str(v), str(v)) for k, v in (contrasts or {}).items()}
+    X, assign, names, (used, xlevels, scale_out) = r_model_matrix(spec, F, contr, None, scaling, "grid",
                                                                  levels_arg=levels)
-    if len(_rank_columns(X)) < X.shape[1]:
+    if len(rank_columns(X)) < X.shape[1]:
         raise NotSeparable("the fixed-effect model matrix is rank deficient; use method='cells' (it drops the "
                            "aliased columns as lme4 does)")
     col_side = []

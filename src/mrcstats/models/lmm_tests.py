@@ -119,10 +119,10 @@ def _doolittle(x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
 def _term_matrix(spec: ModelSpec, terms, intercept: bool, frame: pd.DataFrame, info, contrasts):
     from dataclasses import replace
 
-    from mrcstats.models.design import _model_matrix
+    from mrcstats.models.design import r_model_matrix
 
     sub = replace(spec, terms=tuple(terms), intercept=intercept)
-    X, assign, names, _ = _model_matrix(sub, frame, contrasts, info.xlevels, info.scaling, where="anova")
+    X, assign, names, _ = r_model_matrix(sub, frame, contrasts, info.xlevels, info.scaling, where="anova")
     return np.asarray(X), list(assign), list(names)
 
 

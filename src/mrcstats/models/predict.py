@@ -78,11 +78,11 @@ def _group_labels(frame: pd.DataFrame, factors: list[str]) -> np.ndarray:
 
 
 def _term_columns(r, data: pd.DataFrame):
-    from mrcstats.models.design import _model_matrix
+    from mrcstats.models.design import r_model_matrix
     from mrcstats.models.formula import ModelSpec, Response
 
     sub = ModelSpec(formula=r.text, response=Response(text=""), terms=r.terms, intercept=r.intercept)
-    Z, _a, cn, _i = _model_matrix(sub, data, {}, None, None, "newdata")
+    Z, _a, cn, _i = r_model_matrix(sub, data, {}, None, None, "newdata")
     return Z, cn
 
 

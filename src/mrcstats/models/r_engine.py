@@ -239,10 +239,10 @@ def lme4_fit_dict(formula: ModelSpec, data: pd.DataFrame, *,
 
 def _level_text(x: Any) -> str:
     """A level as R's ``as.character`` prints it (shared with the native design)."""
-    from mrcstats.models.design import _fmt_number
+    from mrcstats.models.design import r_number_text
 
     if isinstance(x, (bool, np.bool_, int, np.integer, float, np.floating)):
-        return _fmt_number(x)
+        return r_number_text(x)
     return str(x)
 
 
