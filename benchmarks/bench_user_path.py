@@ -97,10 +97,12 @@ for (w in which) {
     cs <- c(cs, st[["user.self"]] + st[["sys.self"]])
   }
   fe <- if (w == "glmmTMB") fixef(m)$cond else fixef(m)
-  out[[length(out) + 1]] <- sprintf('"%s": {"seconds": [%s], "cpu": [%s], "loglik": %.10f, "fixef": {%s}}', w,
-                                    paste(sprintf("%.4f", ts), collapse = ", "),
-                                    paste(sprintf("%.4f", cs), collapse = ", "), as.numeric(logLik(m)),
-                                    paste(sprintf('"%s": %.10f', names(fe), fe), collapse = ", "))
+  nev <- if (w == "glmmTMB") m$fit$evaluations[["function"]] else m@optinfo$feval
+  sing <- if (w == "glmmTMB") "null" else tolower(as.character(isSingular(m)))
+  out[[length(out) + 1]] <- sprintf(
+    '"%s": {"seconds": [%s], "cpu": [%s], "loglik": %.10f, "fixef": {%s}, "evals": %d, "singular": %s}', w,
+    paste(sprintf("%.4f", ts), collapse = ", "), paste(sprintf("%.4f", cs), collapse = ", "),
+    as.numeric(logLik(m)), paste(sprintf('"%s": %.10f', names(fe), fe), collapse = ", "), as.integer(nev), sing)
 }
 cat(paste0("{", paste(unlist(out), collapse = ", "), "}\n"))
 """
@@ -286,7 +288,17 @@ def fit_cpu(csv: str, formula: str, repeat: int) -> dict:
         cpus.append(time.process_time() - c)
         walls.append(m.fit_seconds)
     return {"cpu": statistics.median(cpus), "cpus": cpus, "fit": statistics.median(walls),
-            "nfev": m.optinfo.get("nfev"), "loglik": m.loglik}
+            "nfev": _evals({"optinfo": m.optinfo, "singular": m.singular}), "loglik": m.loglik}
+
+
+def _evals(obj: dict) -> str:
+    """Whether the fit is singular, and its deviance evaluations when the result has them (in-process fits:
+    on all rows, and on the subsample start)."""
+    oi = obj.get("optinfo") or {}
+    start = (oi.get("start") or {}).get("nfev")
+    ev = "" if "nfev" not in oi else f"{oi['nfev']} deviance evaluations" + (
+        f" (+{start} on the subsample start)" if start else "") + ", "
+    return f"{ev}singular {obj.get('singular')}"
 
 
 def _fixef_diff(r: dict, mine: dict) -> str:
@@ -388,7 +400,7 @@ def main(argv=None) -> int:
             fc = fit_cpu(csv, spec["formula"], args.repeat)
             print(f"{name:12s} {nrows:>8,d} rows  mrcstats.glmer() in-process: fit CPU {fc['cpu']:.3f}s (runs "
                   f"{', '.join(f'{t:.3f}' for t in fc['cpus'])}), fit_seconds {fc['fit']:.3f}s, "
-                  f"{fc['nfev']} deviance evaluations, logLik {fc['loglik']:.10f}", flush=True)
+                  f"{fc['nfev']}, logLik {fc['loglik']:.10f}", flush=True)
             continue
         m = run_mrcstats(csv, spec["formula"], args.repeat)
         if "error" in m:
@@ -398,12 +410,12 @@ def main(argv=None) -> int:
         print(f"{name:12s} {nrows:>8,d} rows  {spec['formula']}\n"
               f"  mrcstats glmer --json: wall {m['wall']:.3f}s (runs {', '.join(f'{t:.3f}' for t in m['walls'])}), "
               f"process CPU {m['cpu']:.3f}s, fit_seconds {m['fit']:.3f}s (runs "
-              f"{', '.join(f'{t:.3f}' for t in m['fits'])}), logLik {obj['loglik']:.10f}", flush=True)
+              f"{', '.join(f'{t:.3f}' for t in m['fits'])}), logLik {obj['loglik']:.10f}, {_evals(obj)}", flush=True)
         if args.fit_cpu:
             fc = fit_cpu(csv, spec["formula"], args.repeat)
             print(f"  mrcstats.glmer() in-process: fit CPU {fc['cpu']:.3f}s (runs "
                   f"{', '.join(f'{t:.3f}' for t in fc['cpus'])}), fit_seconds {fc['fit']:.3f}s, "
-                  f"{fc['nfev']} deviance evaluations", flush=True)
+                  f"{fc['nfev']}", flush=True)
         if args.save:
             with open(os.path.join(args.save, f"{name}.json"), "w") as fh:
                 json.dump(obj, fh)
@@ -425,7 +437,8 @@ def main(argv=None) -> int:
                   f"CPU {res['cpu_median']:.3f}s): {res['median'] / m['wall']:.1f}x mrcstats wall, "
                   f"{res['median'] / m['fit']:.1f}x fit_seconds, CPU {res['cpu_median'] / m['cpu']:.1f}x mrcstats "
                   f"process CPU; logLik {res['loglik']:.6f} ({res['loglik'] - obj['loglik']:+.2e}), fixef "
-                  f"{_fixef_diff(res.get('fixef', {}), obj.get('fixef') or {})}", flush=True)
+                  f"{_fixef_diff(res.get('fixef', {}), obj.get('fixef') or {})}; {res.get('evals')} evaluations"
+                  + ("" if res.get("singular") is None else f", singular {res['singular']}"), flush=True)
         if kind == "fit_seconds":
             ok = m["fit"] <= want
             summary.append(f"{name:12s} fit_seconds {m['fit']:.3f}s   target <= {want:g}s   "
