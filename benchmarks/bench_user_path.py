@@ -431,7 +431,7 @@ def main(argv=None) -> int:
         if args.no_r:
             which = []
         elif args.quick or args.targets:
-            which = [kind] if kind != "fit_seconds" else []
+            which = ([kind] if kind != "fit_seconds" else []) + (["lme4tight"] if args.converged else [])
         else:
             which = ["glmmTMB", "lme4"] + (["lme4tight"] if args.converged else [])
         r = run_r(csv, spec["formula"], which, 1 if args.quick else args.r_repeat, args.timeout)

@@ -143,6 +143,25 @@ def test_incomplete_grid_with_zero_weight_cells_gives_the_row_order_numbers(monk
     _same(old, new)
 
 
+@pytest.mark.r
+@pytest.mark.parametrize("formula, singular", [("correct ~ x + (1 | item) + (1 | model)", False),
+                                               ("correct ~ x + (1 | item) + (1 + x | model)", False),
+                                               ("correct ~ x + (1 | item) + (1 + x | model)", True)])
+def test_incomplete_grid_matches_lme4(rscript, tmp_path, formula, singular):
+    """The padded grid (missing cells weighted 0) against lme4 on the rows (tolPwrss 1e-13, same run): fixef,
+    θ and logLik within 1e-4; with no slope variance the fit is singular on both sides."""
+    df = incomplete_log(n_items=300, n_models=8, seed=42, slope=not singular)
+    d = build_design(formula, df)
+    assert ft.make_model(dv.ResponseData.from_design(d), d.re).grid is not None
+    m = glmer(formula, df)
+    r = lme4_fit(rscript, df, formula, tmp_path, ranef=False)
+    assert m.loglik == pytest.approx(r["loglik"], abs=1e-4)
+    np.testing.assert_allclose(m.fixef.values, list(r["fixef"].values()), atol=1e-4)
+    np.testing.assert_allclose(m.theta.values, list(r["theta"].values()), atol=1e-3)
+    if singular:
+        assert m.singular
+
+
 @pytest.mark.parametrize("formula, k", [("correct ~ x + (1 | item) + (1 | model)", 2),
                                         ("correct ~ x + (1 | item) + (1 + x | model)", 4)])
 def test_zero_weight_cells_add_nothing(monkeypatch, formula, k):
