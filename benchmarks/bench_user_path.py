@@ -15,6 +15,8 @@ the cells filled (two thirds of the models skip whole categories, every model mi
 * ``missing70k``  ``correct ~ x + (1 | item) + (1 | model)``                        target: wall >= 20x glmmTMB
 * ``slopemiss70k``  the same cells, ``correct ~ x + (1 | item) + (1 + x | model)``  target: wall >= 20x glmmTMB
 * ``singular70k``  the same cells and formula, no slope variance (a singular fit)   target: wall >= 20x glmmTMB
+* ``boundary70k``  other cells (seed 286), the slope half the model's intercept: an optimum next to the boundary
+  (slope's own θ 0.02), where the Newton phase overshoots in θ and backtracks          target: wall >= 20x glmmTMB
 * ``mmlupro``  the real MMLU-Pro log (29 models x 12,032 questions, 99.5% of the cells; ``--mmlupro`` CSV with
   model, item, pred, gold, or the folder of ``eval_results`` JSON that ``benchmarks/ranks_mmlu_pro.py`` reads;
   skipped without it): ``correct ~ 1 + (1 | item) + (1 | model)``                  target: wall >= 50x lme4 default
@@ -74,6 +76,7 @@ CASES = {
     "missing70k": {"formula": "correct ~ x + (1 | item) + (1 | model)", "target": ("glmmTMB", 20.0)},
     "slopemiss70k": {"formula": "correct ~ x + (1 | item) + (1 + x | model)", "target": ("glmmTMB", 20.0)},
     "singular70k": {"formula": "correct ~ x + (1 | item) + (1 + x | model)", "target": ("glmmTMB", 20.0)},
+    "boundary70k": {"formula": "correct ~ x + (1 | item) + (1 + x | model)", "target": ("glmmTMB", 20.0)},
     "mmlupro": {"formula": "correct ~ 1 + (1 | item) + (1 | model)", "target": ("lme4", 50.0)},
 }
 #: cases that run by default (``mmlupro`` needs ``--mmlupro``)
@@ -193,16 +196,20 @@ def _skip_categories(rng, nm: int, ni: int, ncat: int, fill: float) -> tuple[np.
     return mm[ok], ii[ok]
 
 
-def make_missing(seed: int = 285, slope_sd: float = 0.35) -> pd.DataFrame:
+def make_missing(seed: int = 285, slope_sd: float = 0.35, slope_of_intercept: float | None = None) -> pd.DataFrame:
     """31 models x 3,000 items (14 categories), 75% of the cells answered (:func:`_skip_categories`); a row
     covariate x with a per-model random slope of SD ``slope_sd`` (0: none, a singular fit of
-    ``(1 + x | model)``) and item intercepts."""
+    ``(1 + x | model)``), or ``slope_of_intercept`` times the model's intercept (correlation 1 in the
+    generating model: an optimum next to the boundary), and item intercepts."""
     rng = np.random.default_rng(seed)
     nm, ni = 31, 3_000
     model, item = _skip_categories(rng, nm, ni, 14, 0.75)
     x = rng.normal(size=model.size)
     bm = rng.normal(0, 0.8, nm)
-    sm = rng.normal(0, slope_sd, nm) if slope_sd > 0 else np.zeros(nm)
+    if slope_of_intercept is not None:
+        sm = slope_of_intercept * bm
+    else:
+        sm = rng.normal(0, slope_sd, nm) if slope_sd > 0 else np.zeros(nm)
     eta = 0.2 + 0.3 * x + bm[model] + sm[model] * x + rng.normal(0, 1.2, ni)[item]
     return pd.DataFrame({"model": [f"m{i:02d}" for i in model], "item": [f"i{i:05d}" for i in item], "x": x,
                          "correct": _draw(rng, eta)})
@@ -226,7 +233,8 @@ def make_mmlupro(source: str) -> pd.DataFrame:
 
 MAKERS = {"ri20k": make_ri20k, "slope70k": make_slope70k, "crossed347k": make_crossed347k,
           "verbagg": make_verbagg, "missing70k": make_missing, "slopemiss70k": make_missing,
-          "singular70k": lambda: make_missing(slope_sd=0.0)}
+          "singular70k": lambda: make_missing(slope_sd=0.0),
+          "boundary70k": lambda: make_missing(seed=286, slope_of_intercept=0.5)}
 
 
 # ----------------------------------------------------------------------------- runs
