@@ -63,6 +63,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -223,7 +224,7 @@ def make_mmlupro(source: str) -> pd.DataFrame:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from bench_screen import load
 
-        log, _ = load(source)
+        log, _ = load(Path(source))
         return pd.DataFrame({"model": log["model"], "item": log["item"],
                              "correct": log["correct"].fillna(False).astype(np.int8)})
     df = pd.read_csv(source)
