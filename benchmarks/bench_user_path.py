@@ -9,6 +9,18 @@ Four generated CSV files (seeded; written once into ``--dir``) and one formula e
 * ``verbagg``  VerbAgg-shaped 316 persons x 24 items, binary, crossed:
   ``r2 ~ Anger + Gender + btype + situ + (1 | id) + (1 | item)``                    target: fit_seconds <= 0.05 s
 
+Real shapes (issue 41: logs are rarely complete grids): 31 models x 3,000 items in 14 categories with 75% of
+the cells filled (two thirds of the models skip whole categories, every model misses 2% of the rest at random):
+
+* ``missing70k``  ``correct ~ x + (1 | item) + (1 | model)``                        target: wall >= 20x glmmTMB
+* ``slopemiss70k``  the same cells, ``correct ~ x + (1 | item) + (1 + x | model)``  target: wall >= 20x glmmTMB
+* ``singular70k``  the same cells and formula, no slope variance (a singular fit)   target: wall >= 20x glmmTMB
+* ``boundary70k``  other cells (seed 286), the slope half the model's intercept: an optimum next to the boundary
+  (slope's own θ 0.02), where the Newton phase overshoots in θ and backtracks          target: wall >= 20x glmmTMB
+* ``mmlupro``  the real MMLU-Pro log (29 models x 12,032 questions, 99.5% of the cells; ``--mmlupro`` CSV with
+  model, item, pred, gold, or the folder of ``eval_results`` JSON that ``benchmarks/ranks_mmlu_pro.py`` reads;
+  skipped without it): ``correct ~ 1 + (1 | item) + (1 | model)``                  target: wall >= 50x lme4 default
+
 Measured per case:
 
 * mrcstats: ``python -m mrcstats glmer FILE --formula F --json`` as its own process (wall clock from
@@ -18,7 +30,9 @@ Measured per case:
   reports (median);
 * R: ``system.time()`` of ``glmmTMB(F, family = binomial)`` and of lme4's default
   ``glmer(F, family = binomial)`` on the same CSV (read before timing), ``--r-repeat`` fits in one
-  Rscript process (median).
+  Rscript process (median); with ``--converged`` also lme4 run to convergence (``lme4tight``). Each R line
+  gives R's logLik and its difference, the largest fixed-effect difference, R's evaluation count and lme4's
+  ``isSingular``.
 
 The ratio printed is anchor seconds / mrcstats wall seconds (and / fit_seconds, and CPU / CPU: on a
 shared, loaded machine wall clocks measure the queue, CPU times less so). ``--quick`` runs
@@ -31,6 +45,8 @@ Usage (from the repository, with this checkout's source first on the path)::
     PYTHONPATH=src python benchmarks/bench_user_path.py                  # everything (several minutes)
     PYTHONPATH=src python benchmarks/bench_user_path.py --targets                        # the targets' anchors, median of 3
     PYTHONPATH=src python benchmarks/bench_user_path.py --quick --cases crossed347k,verbagg
+    PYTHONPATH=src python benchmarks/bench_user_path.py --r-repeat 1 --converged \
+        --cases missing70k,slopemiss70k,singular70k,mmlupro --mmlupro /tmp/mmlupro_json   # issue 41's shapes
     PYTHONPATH=src python benchmarks/bench_user_path.py --no-r --save /tmp/before
     PYTHONPATH=src python benchmarks/bench_user_path.py --no-r --check /tmp/before
     PYTHONPATH=/old/checkout/src python benchmarks/bench_user_path.py --engine-only   # the engine's CPU
@@ -47,6 +63,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -57,7 +74,14 @@ CASES = {
     "crossed347k": {"formula": "correct ~ 1 + (1 | item) + (1 | model)", "target": ("lme4", 50.0)},
     "verbagg": {"formula": "r2 ~ Anger + Gender + btype + situ + (1 | id) + (1 | item)",
                 "target": ("fit_seconds", 0.05)},
+    "missing70k": {"formula": "correct ~ x + (1 | item) + (1 | model)", "target": ("glmmTMB", 20.0)},
+    "slopemiss70k": {"formula": "correct ~ x + (1 | item) + (1 + x | model)", "target": ("glmmTMB", 20.0)},
+    "singular70k": {"formula": "correct ~ x + (1 | item) + (1 + x | model)", "target": ("glmmTMB", 20.0)},
+    "boundary70k": {"formula": "correct ~ x + (1 | item) + (1 + x | model)", "target": ("glmmTMB", 20.0)},
+    "mmlupro": {"formula": "correct ~ 1 + (1 | item) + (1 | model)", "target": ("lme4", 50.0)},
 }
+#: cases that run by default (``mmlupro`` needs ``--mmlupro``)
+DEFAULT_CASES = [c for c in CASES if c != "mmlupro"]
 
 R_SCRIPT = r"""
 a <- commandArgs(TRUE)
@@ -72,14 +96,22 @@ for (w in which) {
   ts <- numeric(0)
   cs <- numeric(0)
   for (r in seq_len(reps)) {
+    if (w == "lme4tight") suppressMessages(library(lme4))
     st <- system.time(m <- if (w == "lme4") glmer(f, data = df, family = binomial)
+                           else if (w == "lme4tight") glmer(f, data = df, family = binomial,
+                                  control = glmerControl(tolPwrss = 1e-10, optimizer = "bobyqa",
+                                                         optCtrl = list(rhoend = 1e-9, maxfun = 1e5)))
                            else glmmTMB(f, data = df, family = binomial))
     ts <- c(ts, st[["elapsed"]])
     cs <- c(cs, st[["user.self"]] + st[["sys.self"]])
   }
-  out[[length(out) + 1]] <- sprintf('"%s": {"seconds": [%s], "cpu": [%s], "loglik": %.10f}', w,
-                                    paste(sprintf("%.4f", ts), collapse = ", "),
-                                    paste(sprintf("%.4f", cs), collapse = ", "), as.numeric(logLik(m)))
+  fe <- if (w == "glmmTMB") fixef(m)$cond else fixef(m)
+  nev <- if (w == "glmmTMB") m$fit$evaluations[["function"]] else m@optinfo$feval
+  sing <- if (w == "glmmTMB") "null" else tolower(as.character(isSingular(m)))
+  out[[length(out) + 1]] <- sprintf(
+    '"%s": {"seconds": [%s], "cpu": [%s], "loglik": %.10f, "fixef": {%s}, "evals": %d, "singular": %s}', w,
+    paste(sprintf("%.4f", ts), collapse = ", "), paste(sprintf("%.4f", cs), collapse = ", "),
+    as.numeric(logLik(m)), paste(sprintf('"%s": %.10f', names(fe), fe), collapse = ", "), as.integer(nev), sing)
 }
 cat(paste0("{", paste(unlist(out), collapse = ", "), "}\n"))
 """
@@ -150,8 +182,60 @@ def make_verbagg(seed: int = 284) -> pd.DataFrame:
                          "r2": _draw(rng, eta)})
 
 
+def _skip_categories(rng, nm: int, ni: int, ncat: int, fill: float) -> tuple[np.ndarray, np.ndarray]:
+    """(model, item) codes of the answered cells of an nm x ni log, items in ``ncat`` categories: two thirds
+    of the models skip whole categories (as many as make ``fill`` of the cells answered), and every model
+    misses 2% of the rest at random; rows model by model."""
+    cat = np.arange(ni) % ncat
+    keep = np.ones((nm, ncat), bool)
+    skippers = rng.choice(nm, size=nm * 2 // 3, replace=False)
+    for s in range(round((1 - fill / 0.98) * nm * ncat)):
+        m = skippers[s % len(skippers)]
+        keep[m, rng.choice(np.flatnonzero(keep[m]))] = False
+    mm, ii = np.meshgrid(np.arange(nm), np.arange(ni), indexing="ij")
+    ok = keep[mm, cat[ii]] & (rng.random((nm, ni)) < 0.98)
+    return mm[ok], ii[ok]
+
+
+def make_missing(seed: int = 285, slope_sd: float = 0.35, slope_of_intercept: float | None = None) -> pd.DataFrame:
+    """31 models x 3,000 items (14 categories), 75% of the cells answered (:func:`_skip_categories`); a row
+    covariate x with a per-model random slope of SD ``slope_sd`` (0: none, a singular fit of
+    ``(1 + x | model)``), or ``slope_of_intercept`` times the model's intercept (correlation 1 in the
+    generating model: an optimum next to the boundary), and item intercepts."""
+    rng = np.random.default_rng(seed)
+    nm, ni = 31, 3_000
+    model, item = _skip_categories(rng, nm, ni, 14, 0.75)
+    x = rng.normal(size=model.size)
+    bm = rng.normal(0, 0.8, nm)
+    if slope_of_intercept is not None:
+        sm = slope_of_intercept * bm
+    else:
+        sm = rng.normal(0, slope_sd, nm) if slope_sd > 0 else np.zeros(nm)
+    eta = 0.2 + 0.3 * x + bm[model] + sm[model] * x + rng.normal(0, 1.2, ni)[item]
+    return pd.DataFrame({"model": [f"m{i:02d}" for i in model], "item": [f"i{i:05d}" for i in item], "x": x,
+                         "correct": _draw(rng, eta)})
+
+
+def make_mmlupro(source: str) -> pd.DataFrame:
+    """The MMLU-Pro log as (model, item, correct): a CSV with model, item, pred, gold (correct = pred == gold,
+    no extracted answer = not correct), or the folder of ``eval_results`` JSON (the loader of
+    ``benchmarks/bench_screen.py``)."""
+    if os.path.isdir(source):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from bench_screen import load
+
+        log, _ = load(Path(source))
+        return pd.DataFrame({"model": log["model"], "item": log["item"],
+                             "correct": log["correct"].fillna(False).astype(np.int8)})
+    df = pd.read_csv(source)
+    return pd.DataFrame({"model": df["model"], "item": df["item"],
+                         "correct": (df["pred"] == df["gold"]).astype(np.int8)})
+
+
 MAKERS = {"ri20k": make_ri20k, "slope70k": make_slope70k, "crossed347k": make_crossed347k,
-          "verbagg": make_verbagg}
+          "verbagg": make_verbagg, "missing70k": make_missing, "slopemiss70k": make_missing,
+          "singular70k": lambda: make_missing(slope_sd=0.0),
+          "boundary70k": lambda: make_missing(seed=286, slope_of_intercept=0.5)}
 
 
 # ----------------------------------------------------------------------------- runs
@@ -218,7 +302,26 @@ def fit_cpu(csv: str, formula: str, repeat: int) -> dict:
         cpus.append(time.process_time() - c)
         walls.append(m.fit_seconds)
     return {"cpu": statistics.median(cpus), "cpus": cpus, "fit": statistics.median(walls),
-            "nfev": m.optinfo.get("nfev"), "loglik": m.loglik}
+            "nfev": _evals({"optinfo": m.optinfo, "singular": m.singular}), "loglik": m.loglik}
+
+
+def _evals(obj: dict) -> str:
+    """Whether the fit is singular, and its deviance evaluations when the result has them (in-process fits:
+    on all rows, and on the subsample start)."""
+    oi = obj.get("optinfo") or {}
+    start = (oi.get("start") or {}).get("nfev")
+    ev = "" if "nfev" not in oi else f"{oi['nfev']} deviance evaluations" + (
+        f" (+{start} on the subsample start)" if start else "") + ", "
+    return f"{ev}singular {obj.get('singular')}"
+
+
+def _fixef_diff(r: dict, mine: dict) -> str:
+    """The largest |R − mrcstats| over the fixed effects both report (names as R writes them)."""
+    both = [k for k in r if k in mine]
+    if not both:
+        return "not compared"
+    k = max(both, key=lambda k: abs(r[k] - float(mine[k])))
+    return f"largest difference {abs(r[k] - float(mine[k])):.1e} ({k})"
 
 
 def numbers(obj: dict) -> dict[str, float]:
@@ -257,7 +360,10 @@ def check(name: str, obj: dict, saved_dir: str, tol: float) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", default=",".join(CASES), help=f"comma list of {', '.join(CASES)}")
+    ap.add_argument("--cases", default=None,
+                    help=f"comma list of {', '.join(CASES)} (default: all but mmlupro, and mmlupro with --mmlupro)")
+    ap.add_argument("--mmlupro", help="the MMLU-Pro log: a CSV (model, item, pred, gold) or the folder of "
+                                      "eval_results JSON; the mmlupro case is skipped without it")
     ap.add_argument("--repeat", type=int, default=3, help="mrcstats processes per case (median)")
     ap.add_argument("--r-repeat", type=int, default=3, help="R fits per anchor (median)")
     ap.add_argument("--quick", action="store_true", help="only each case's target anchor, fitted once")
@@ -273,9 +379,16 @@ def main(argv=None) -> int:
                     help="only the in-process fit CPU of --fit-cpu (no CLI processes, no R)")
     ap.add_argument("--fit-cpu", action="store_true",
                     help="also time mrcstats.glmer() in this process (CPU seconds of the fit alone, median)")
+    ap.add_argument("--converged", action="store_true",
+                    help="also lme4 run to convergence (tolPwrss 1e-10, bobyqa in both stages with rhoend 1e-9: "
+                         "the default's Nelder-Mead stage stops short, 8e-3 in logLik on missing70k): the "
+                         "agreement check, fixef and logLik within 1e-4")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per Rscript process")
     args = ap.parse_args(argv)
-    names = [c.strip() for c in args.cases.split(",") if c.strip()]
+    if args.cases is None:
+        names = DEFAULT_CASES + (["mmlupro"] if args.mmlupro else [])
+    else:
+        names = [c.strip() for c in args.cases.split(",") if c.strip()]
     bad = [c for c in names if c not in CASES]
     if bad:
         ap.error(f"unknown case(s) {bad}; choose from {list(CASES)}")
@@ -289,7 +402,12 @@ def main(argv=None) -> int:
     for name in names:
         spec = CASES[name]
         csv = os.path.join(args.dir, f"{name}.csv")
-        if not os.path.exists(csv):
+        if name == "mmlupro":
+            if not args.mmlupro or not os.path.exists(args.mmlupro):
+                print("mmlupro: skipped (no --mmlupro CSV or folder given)", flush=True)
+                continue
+            make_mmlupro(args.mmlupro).to_csv(csv, index=False)
+        elif not os.path.exists(csv):
             MAKERS[name]().to_csv(csv, index=False)
         with open(csv) as fh:
             nrows = sum(1 for _ in fh) - 1
@@ -297,7 +415,7 @@ def main(argv=None) -> int:
             fc = fit_cpu(csv, spec["formula"], args.repeat)
             print(f"{name:12s} {nrows:>8,d} rows  mrcstats.glmer() in-process: fit CPU {fc['cpu']:.3f}s (runs "
                   f"{', '.join(f'{t:.3f}' for t in fc['cpus'])}), fit_seconds {fc['fit']:.3f}s, "
-                  f"{fc['nfev']} deviance evaluations, logLik {fc['loglik']:.10f}", flush=True)
+                  f"{fc['nfev']}, logLik {fc['loglik']:.10f}", flush=True)
             continue
         m = run_mrcstats(csv, spec["formula"], args.repeat)
         if "error" in m:
@@ -307,12 +425,12 @@ def main(argv=None) -> int:
         print(f"{name:12s} {nrows:>8,d} rows  {spec['formula']}\n"
               f"  mrcstats glmer --json: wall {m['wall']:.3f}s (runs {', '.join(f'{t:.3f}' for t in m['walls'])}), "
               f"process CPU {m['cpu']:.3f}s, fit_seconds {m['fit']:.3f}s (runs "
-              f"{', '.join(f'{t:.3f}' for t in m['fits'])}), logLik {obj['loglik']:.10f}", flush=True)
+              f"{', '.join(f'{t:.3f}' for t in m['fits'])}), logLik {obj['loglik']:.10f}, {_evals(obj)}", flush=True)
         if args.fit_cpu:
             fc = fit_cpu(csv, spec["formula"], args.repeat)
             print(f"  mrcstats.glmer() in-process: fit CPU {fc['cpu']:.3f}s (runs "
                   f"{', '.join(f'{t:.3f}' for t in fc['cpus'])}), fit_seconds {fc['fit']:.3f}s, "
-                  f"{fc['nfev']} deviance evaluations", flush=True)
+                  f"{fc['nfev']}", flush=True)
         if args.save:
             with open(os.path.join(args.save, f"{name}.json"), "w") as fh:
                 json.dump(obj, fh)
@@ -322,9 +440,9 @@ def main(argv=None) -> int:
         if args.no_r:
             which = []
         elif args.quick or args.targets:
-            which = [kind] if kind != "fit_seconds" else []
+            which = ([kind] if kind != "fit_seconds" else []) + (["lme4tight"] if args.converged else [])
         else:
-            which = ["glmmTMB", "lme4"]
+            which = ["glmmTMB", "lme4"] + (["lme4tight"] if args.converged else [])
         r = run_r(csv, spec["formula"], which, 1 if args.quick else args.r_repeat, args.timeout)
         for w, res in r.items():
             if "error" in res:
@@ -333,7 +451,9 @@ def main(argv=None) -> int:
             print(f"  {w:8s} fit {res['median']:.3f}s (runs {', '.join(f'{t:.3f}' for t in res['seconds'])}; "
                   f"CPU {res['cpu_median']:.3f}s): {res['median'] / m['wall']:.1f}x mrcstats wall, "
                   f"{res['median'] / m['fit']:.1f}x fit_seconds, CPU {res['cpu_median'] / m['cpu']:.1f}x mrcstats "
-                  f"process CPU; logLik {res['loglik']:.6f} ({res['loglik'] - obj['loglik']:+.2e})", flush=True)
+                  f"process CPU; logLik {res['loglik']:.6f} ({res['loglik'] - obj['loglik']:+.2e}), fixef "
+                  f"{_fixef_diff(res.get('fixef', {}), obj.get('fixef') or {})}; {res.get('evals')} evaluations"
+                  + ("" if res.get("singular") is None else f", singular {res['singular']}"), flush=True)
         if kind == "fit_seconds":
             ok = m["fit"] <= want
             summary.append(f"{name:12s} fit_seconds {m['fit']:.3f}s   target <= {want:g}s   "
@@ -345,7 +465,7 @@ def main(argv=None) -> int:
                            f"{r[kind]['median'] / m['fit']:.0f}x; CPU ratio {r[kind]['cpu_median'] / m['cpu']:.1f}x)")
         else:
             summary.append(f"{name:12s} wall {m['wall']:.3f}s, fit {m['fit']:.3f}s (no {kind} anchor run)")
-    print("\nTargets (issue 28):")
+    print("\nTargets (issues 28 and 41):")
     for line in summary:
         print("  " + line)
     load = os.getloadavg()

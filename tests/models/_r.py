@@ -17,8 +17,10 @@ df <- read.csv(a[1], stringsAsFactors = TRUE)
 sums <- if (nchar(a[3])) strsplit(a[3], ",")[[1]] else character(0)
 cl <- if (length(sums)) setNames(as.list(rep("contr.sum", length(sums))), sums) else NULL
 fam <- if (length(a) >= 7) get(a[7], mode = "function") else binomial
-m <- glmer(as.formula(a[2]), data = df, family = fam, nAGQ = as.integer(a[4]), contrasts = cl,
-           control = glmerControl(tolPwrss = as.numeric(a[5])))
+ctrl <- if (length(a) >= 8 && identical(a[8], "1"))   # run to convergence: bobyqa in both stages, rhoend 1e-9
+  glmerControl(tolPwrss = as.numeric(a[5]), optimizer = "bobyqa", optCtrl = list(rhoend = 1e-9, maxfun = 1e5)) else
+  glmerControl(tolPwrss = as.numeric(a[5]))
+m <- glmer(as.formula(a[2]), data = df, family = fam, nAGQ = as.integer(a[4]), contrasts = cl, control = ctrl)
 out <- function(sec, nm, v) cat(paste(sec, nm, sprintf("%.15g", v), sep = "\t"), sep = "\n")
 out("fixef", names(fixef(m)), fixef(m))
 out("se", names(fixef(m)), sqrt(diag(as.matrix(vcov(m)))))
@@ -36,15 +38,16 @@ for (msg in m@optinfo$conv$lme4$messages) cat(paste("message", "-", gsub("[\t\n]
 
 
 def lme4_fit(rscript: str, df: pd.DataFrame, formula: str, tmp: Path, sum_contrasts=(), nagq: int = 1,
-             tol: float = 1e-13, ranef: bool = True, family: str = "binomial") -> dict:
+             tol: float = 1e-13, ranef: bool = True, family: str = "binomial", converged: bool = False) -> dict:
     """Fit with lme4 (tolPwrss tightened; ``family`` as R names it) on the same data; returns the figures as
-    a dict."""
+    a dict. ``converged``: also bobyqa in both stages with ``rhoend = 1e-9`` -- on a flat optimum lme4's default
+    optimizer stops where its own BLAS rounding leaves it (fixef 5e-4 apart between runs on a loaded machine)."""
     csv = tmp / "data.csv"
     df.to_csv(csv, index=False)
     script = tmp / "fit.R"
     script.write_text(_SCRIPT)
     res = subprocess.run([rscript, str(script), str(csv), formula, ",".join(sum_contrasts), str(nagq), str(tol),
-                          "1" if ranef else "0", family],
+                          "1" if ranef else "0", family, "1" if converged else "0"],
                          capture_output=True, text=True, timeout=600, check=False)
     if res.returncode != 0:
         raise RuntimeError(res.stderr[-2000:])

@@ -1,7 +1,8 @@
 """Issue 28: the fast paths of the native engine give the numbers of the previous path.
 
 * a complete crossed grid (every pair of levels once) is kept in cell order by MultiFactor
-  (``(1 | item) + (1 | model)``) and GeneralModel (``(1 | item) + (1 + x | model)``);
+  (``(1 | item) + (1 | model)``) and GeneralModel (``(1 | item) + (1 + x | model)``); a grid with missing
+  cells (issue 41) as well, the missing cells weighted 0;
 * crossed random intercepts, and random slopes, on many rows start from a fit on a subsample of the first
   term's levels.
 
@@ -104,14 +105,91 @@ def test_correlated_slope_on_a_grid_in_cell_order(monkeypatch):
     _same(old, new)
 
 
-def test_incomplete_or_repeated_pairs_stay_on_the_row_path():
+def test_repeated_or_sparse_pairs_stay_on_the_row_path():
+    """A pair of levels twice, or fewer than GRID_MIN_FILL of the pairs observed: the row-order kernels."""
     df = grid_log(n_items=50, n_models=4)
     formula = "correct ~ x + (1 | item) + (1 | model)"
-    for data in (df.iloc[1:], pd.concat([df, df.iloc[:1]], ignore_index=True)):
+    sparse = df.sample(frac=0.4, random_state=1)
+    for data in (sparse, pd.concat([df, df.iloc[:1]], ignore_index=True)):
         d = build_design(model_spec(formula), data)
         assert not ft.make_model(dv.ResponseData.from_design(d), d.re).grid
-    d = build_design(model_spec("correct ~ x + (1 | item) + (1 + x | model)"), df.iloc[1:])
+    d = build_design(model_spec("correct ~ x + (1 | item) + (1 + x | model)"), sparse)
     assert ft.make_model(dv.ResponseData.from_design(d), d.re).grid is None
+
+
+def incomplete_log(n_items=240, n_models=6, seed=41, slope=True, skip=((1, 0), (4, 2)), frac=0.9) -> pd.DataFrame:
+    """:func:`grid_log` with missing cells: model m skips every item of category c for (m, c) in ``skip``
+    (items in 3 categories), and a random ``1 - frac`` of the rest is missing."""
+    df = grid_log(n_items=n_items, n_models=n_models, seed=seed, slope=slope)
+    cat = df["item"].str[1:].astype(int) % 3
+    model = df["model"].str[1:].astype(int)
+    out = np.zeros(len(df), bool)
+    for m, c in skip:
+        out |= (model == m) & (cat == c)
+    keep = ~out & (np.random.default_rng(seed).random(len(df)) < frac)
+    return df[keep].reset_index(drop=True)
+
+
+@pytest.mark.parametrize("formula", ["correct ~ x + (1 | item) + (1 | model)",
+                                     "correct ~ x + (1 | item) + (1 + x | model)"])
+def test_incomplete_grid_with_zero_weight_cells_gives_the_row_order_numbers(monkeypatch, formula):
+    """Issue 41: a grid with missing cells (whole categories skipped) is fitted as the complete grid with
+    the missing cells weighted 0; estimates, θ, logLik, modes and residuals are those of the row path."""
+    df = incomplete_log()
+    assert 0.5 < len(df) / (240 * 6) < 0.9
+    d = build_design(model_spec(formula), df)
+    model = ft.make_model(dv.ResponseData.from_design(d), d.re)
+    assert model.grid is not None and model.grid is not False and model._dd.n == 240 * 6
+    old, new = _fit_both(monkeypatch, formula, df)
+    _same(old, new)
+
+
+@pytest.mark.r
+@pytest.mark.parametrize("formula, singular", [("correct ~ x + (1 | item) + (1 | model)", False),
+                                               ("correct ~ x + (1 | item) + (1 + x | model)", False),
+                                               ("correct ~ x + (1 | item) + (1 + x | model)", True)])
+def test_incomplete_grid_matches_lme4(rscript, tmp_path, formula, singular):
+    """The padded grid (missing cells weighted 0) against lme4 on the rows (tolPwrss 1e-13, same run): fixef,
+    θ and logLik within 1e-4; with no slope variance the fit is singular on both sides."""
+    df = incomplete_log(n_items=300, n_models=8, seed=42, slope=not singular)
+    d = build_design(model_spec(formula), df)
+    assert ft.make_model(dv.ResponseData.from_design(d), d.re).grid is not None
+    m = glmer(formula, df)
+    r = lme4_fit(rscript, df, formula, tmp_path, ranef=False, converged=True)
+    assert m.loglik == pytest.approx(r["loglik"], abs=1e-4)
+    np.testing.assert_allclose(m.fixef.values, list(r["fixef"].values()), atol=1e-4)
+    np.testing.assert_allclose(m.theta.values, list(r["theta"].values()), atol=1e-3)
+    if singular:
+        assert m.singular
+
+
+@pytest.mark.parametrize("formula, k", [("correct ~ x + (1 | item) + (1 | model)", 2),
+                                        ("correct ~ x + (1 | item) + (1 + x | model)", 4)])
+def test_zero_weight_cells_add_nothing(monkeypatch, formula, k):
+    """At any (θ, β): the deviance and its gradient of the padded grid equal the row path's (to the order
+    of the sums), and per-row μ, η and the modes come back in the data's order; also with prior weights and
+    an offset."""
+    df = incomplete_log(n_items=90, n_models=5, seed=3)
+    df["w"] = np.random.default_rng(2).integers(1, 4, len(df)).astype(float)
+    df["off"] = np.random.default_rng(3).normal(0, 0.3, len(df))
+    x = np.concatenate([[0.9, 0.6, 0.1, 0.3][:k], [0.1, 0.3]])
+    for kw, off in (({}, None), ({"weights": "w"}, None), ({}, df["off"].to_numpy())):
+        d = build_design(model_spec(formula), df, **kw)
+        rd = dv.ResponseData(d.X, d.y, d.weights, off, d.loglik_const, d.family)
+        fast = ft.make_model(rd, d.re)
+        monkeypatch.setattr(dv, "GRID_ORDER", False)
+        slow = ft.make_model(rd, d.re)
+        monkeypatch.setattr(dv, "GRID_ORDER", True)
+        assert fast.grid is not None and fast.grid is not False and not getattr(slow, "grid", None)
+        (Df, gf), (Ds, gs) = fast.evaluate(x[:k], x[k:]), slow.evaluate(x[:k], x[k:])
+        assert Df == pytest.approx(Ds, rel=1e-13)
+        np.testing.assert_allclose(gf, gs, rtol=1e-9, atol=1e-9)
+        a, b = fast.extras(x[:k], x[k:]), slow.extras(x[:k], x[k:])
+        for key in ("mu", "eta"):
+            np.testing.assert_allclose(a[key], b[key], rtol=0, atol=1e-10)
+        for ba, bb in zip(a["b"], b["b"], strict=True):
+            np.testing.assert_allclose(ba, bb, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(fast.rx_vcov(x[:k], x[k:]), slow.rx_vcov(x[:k], x[k:]), rtol=1e-9)
 
 
 @pytest.mark.parametrize("formula, k", [("correct ~ x + (1 | item) + (1 | model)", 2),

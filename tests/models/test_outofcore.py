@@ -114,3 +114,31 @@ def test_unreadable_partition_mid_pass_names_the_dataset(tmp_path):
     Path(f).write_bytes(bytes(data))
     with pytest.raises(InputError, match="cannot read the dataset"):
         glmer_outofcore(CROSSED, ds)
+
+
+def test_sparse_crossed_grid_takes_the_cell_table():
+    """Issue 41: with fewer than GRID_MIN_FILL of the crossed grid's cells filled (the ELP's shape: every
+    subject sees a few percent of the items) method="auto" fits the cell table and says why; method="grid"
+    still fits the grid; both give the row-level fit."""
+    import numpy as np
+
+    from mrcstats.models import outofcore
+
+    rng = np.random.default_rng(41)
+    n_items, n_subj, per = 1_500, 30, 90             # 6% of the 45,000 cells
+    subj = np.repeat(np.arange(n_subj), per)
+    item = np.concatenate([rng.choice(n_items, per, replace=False) for _ in range(n_subj)])
+    eta = 0.5 + rng.normal(0, 1.0, n_items)[item] + rng.normal(0, 0.6, n_subj)[subj]
+    df = pd.DataFrame({"item": [f"i{i:04d}" for i in item], "model": [f"s{s:02d}" for s in subj],
+                       "correct": (rng.random(len(item)) < 1 / (1 + np.exp(-eta))).astype(int)})
+    n_items = df["item"].nunique()                    # the items some subject saw
+    assert len(df) < outofcore.GRID_MIN_FILL * n_items * n_subj
+    rows = mrcstats.glmer(CROSSED, df)
+    auto = glmer_outofcore(CROSSED, df, backend="memory")
+    assert auto.engine == "native (memory collapse)"
+    want = f"{n_items:,} x 30 grid of item x model has {len(df) / (n_items * 30):.1%} of its cells filled"
+    assert any(want in m for m in auto.messages)
+    grid = glmer_outofcore(CROSSED, df, backend="memory", method="grid")
+    assert grid.engine == "native (memory grid)"
+    same_fit(rows, auto, 1e-6)
+    same_fit(rows, grid, 1e-6)

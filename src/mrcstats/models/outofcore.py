@@ -54,6 +54,11 @@ from mrcstats.models.grid import MAX_SECOND, NotSeparable, fit_grid, grid_covari
 from mrcstats.models.native import fit_rows
 
 GRID_MAX_CELLS = 400_000_000    # q1 x q2 cells of the crossed grid (two int32 tables: 3.2 GB)
+#: method="auto" fits the crossed grid when at least this fraction of its cells is filled, else the cell table
+#: (the grid's kernels cost per cell, the cell table's per filled cell: on the ELP's shape, 80,000 x 800 with
+#: 4.25% filled, the grid fit took 2.6x the in-memory row fit, whose kernels cost ~9x more per row than the
+#: grid's per cell; issue 41)
+GRID_MIN_FILL = 0.1
 
 
 class _Grid:
@@ -136,7 +141,8 @@ def glmer_outofcore(formula: str | ModelSpec, data: Any, *, backend: str | None 
         contrasts, levels, nagq: as :func:`mrcstats.glmer`.
         method: ``"auto"``: the crossed grid (:mod:`mrcstats.models.grid`) for ``y ~ X + (1 | a) + (1 | b)``
             when every fixed-effect column is constant within a level of ``a`` or of ``b`` (item- and
-            model-level covariates), the cell table otherwise; ``"grid"``: the crossed grid or one
+            model-level covariates) and at least :data:`GRID_MIN_FILL` of the a x b cells have rows, the
+            cell table otherwise (a sparse grid: a second pass); ``"grid"``: the crossed grid or one
             InputError saying which covariate it cannot take; ``"cells"``: always the cell table.
         invalid: the pass leaves rows with an empty response out (``"exclude"``); ``"wrong"`` (the front
             door's default, :func:`mrcstats.glmer`) then refuses a ``correct`` response with invalid answers,
@@ -178,12 +184,19 @@ def glmer_outofcore(formula: str | ModelSpec, data: Any, *, backend: str | None 
     if method == "grid" and grid_factors is None:
         raise InputError(f"formula {formula!r}: the crossed grid fits y ~ X + (1 | a) + (1 | b) with an intercept "
                          f"(Laplace, nagq=1); use method='cells'")
+    sparse_note = []
     if grid_factors is not None and method != "cells":
         try:
-            return _fit_on_grid(spec, backend, grid_factors, response, levels, t0, contrasts, invalid)
+            res = _fit_on_grid(spec, backend, grid_factors, response, levels, t0, contrasts, invalid,
+                               min_fill=GRID_MIN_FILL if method == "auto" else 0.0)
         except NotSeparable as exc:
             if method == "grid":
                 raise InputError(f"formula {formula!r}: {exc}") from None
+        else:
+            if isinstance(res, str):
+                sparse_note = [res]
+            else:
+                return res
     t_pass = time.perf_counter()
     cells, dropped = backend.cell_counts(cols, response)
     t_pass = time.perf_counter() - t_pass
@@ -209,7 +222,7 @@ def glmer_outofcore(formula: str | ModelSpec, data: Any, *, backend: str | None 
              f"collapsed from {rows:,} rows by the {backend.name} pass, given to the engine as {len(wrows):,} "
              f"weighted rows cbind(successes, failures) (same likelihood, estimates and SEs as the row-level "
              f"fit; residuals are per weighted row)")]
-    msgs += _dropped_messages(dropped, "formula variable")
+    msgs += sparse_note + _dropped_messages(dropped, "formula variable")
     opt = dict(res.optinfo)
     opt["collapse"] = {"rows": rows, "cells": len(cells), "weighted_rows": len(wrows),
                        "backend": backend.name, "dropped": dropped, "pass_seconds": t_pass}
@@ -252,7 +265,9 @@ def _grid_factors(spec: Any, nagq: int) -> tuple[str, str] | None:
 
 def _fit_on_grid(spec: Any, backend: Any, factors: tuple[str, str], response: str,
                  levels: Mapping[str, Any] | None, t0: float, contrasts: Mapping[str, str] | None = None,
-                 invalid: str = "exclude") -> Any:
+                 invalid: str = "exclude", min_fill: float = 0.0) -> Any:
+    """The fit on the crossed grid of binomial counts; with fewer than ``min_fill`` of the cells filled, no fit
+    but the note saying so (the caller fits the cell table)."""
     t_pass = time.perf_counter()
     grid, dropped = backend.grid_counts(factors, response, lambda vals: _Grid(factors, vals, levels))
     t_pass = time.perf_counter() - t_pass
@@ -264,8 +279,12 @@ def _fit_on_grid(spec: Any, backend: Any, factors: tuple[str, str], response: st
     if grid.shape[1] > MAX_SECOND:
         raise ModelError(f"crossed terms with {grid.shape[0]:,} and {grid.shape[1]:,} levels: the native engine "
                          f"handles a smaller factor of at most {MAX_SECOND:,} levels; use engine='lme4'")
-    cov = grid_covariates(spec, backend, grid, response, contrasts, levels) if spec.terms else None
     filled = int(np.count_nonzero(N))
+    if filled < min_fill * N.size:
+        return (f"the {grid.shape[0]:,} x {grid.shape[1]:,} grid of {' x '.join(grid.factors)} has "
+                f"{filled / N.size:.1%} of its cells filled (the grid path needs {min_fill:.0%}): fitted on the "
+                f"cell table")
+    cov = grid_covariates(spec, backend, grid, response, contrasts, levels) if spec.terms else None
     msgs = [(f"fitted exactly on a {grid.shape[0]:,} x {grid.shape[1]:,} grid of binomial counts "
              f"({' x '.join(grid.factors)}; {filled:,} non-empty cells) collapsed from {rows:,} rows by the "
              f"{backend.name} pass (same likelihood, estimates and SEs as the row-level fit)")]
