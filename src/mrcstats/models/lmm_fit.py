@@ -39,7 +39,6 @@ from scipy import linalg as sla
 from scipy import optimize
 
 from mrcstats.errors import ModelError
-from mrcstats.models.design import reterms_matrix
 from mrcstats.models.numdiff import richardson_jacobian
 
 SINGULAR_TOL = 1e-4
@@ -135,7 +134,8 @@ class LmmSystem:
         self.th_off = np.concatenate([[0], np.cumsum(self.nth)]).astype(int)
         self.qs = [t.q for t in self.terms]
         self.nls = [t.nlevels for t in self.terms]
-        Z, self.offs = reterms_matrix(self.terms, self.n)
+        sizes = [t.nlevels * t.q for t in self.terms]
+        self.offs = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         self.nq = int(self.offs[-1])
         self.m1 = int(self.offs[1])        # first term's random effects
         self.Q2 = self.nq - self.m1
@@ -145,9 +145,6 @@ class LmmSystem:
         if self.Q2 and self.m1 * self.Q2 > PAIRS_MAX:
             raise ModelError(f"lmer: the coupling of the random-effects terms would have {self.m1 * self.Q2} "
                              f"entries (limit {PAIRS_MAX}); simplify the model")
-        ZtZ = (Z.T @ Z).tocsr()
-        self.ZtX = np.asarray(Z.T @ X)
-        self.Zty = np.asarray(Z.T @ y).ravel()
         self.XtX = X.T @ X
         self.Xty = X.T @ y
         self.yty = float(y @ y)
@@ -156,21 +153,72 @@ class LmmSystem:
             raise ModelError(f"lmer: the response {self.response} is constant (every one of the {self.n} rows is "
                              f"{y[0]:g}): there is no variance to split between the groups and the residual (lme4 "
                              f"returns a singular fit without a covariance matrix); check the response column")
-        q1, n1 = self.qs[0], self.nls[0]
-        # first-term diagonal blocks of ZᵀZ, component-major (q1 x q1 x levels: every per-level operation is on
-        # contiguous vectors over the levels)
-        blk = ZtZ[:self.m1, :self.m1].tocoo()
-        A11 = np.zeros((q1, q1, n1))
-        A11[blk.row % q1, blk.col % q1, blk.row // q1] = blk.data
-        self.A11 = A11
-        # the first term's rows in component-major order (row c·n1 + j holds level j's column c)
-        self._perm1 = (np.arange(n1)[None, :] * q1 + np.arange(q1)[:, None]).ravel()
-        self.A12 = (ZtZ[:self.m1, self.m1:].toarray()[self._perm1] if self.Q2 else None)
-        self.A22 = ZtZ[self.m1:, self.m1:].toarray() if self.Q2 else None
+        self._crossprods(X, y)
         self.ZtR = np.column_stack([self.Zty, self.ZtX])         # Zᵀ[y X], one Λᵀ product per evaluation
         self._ztr = (None, None)
         self.nfev = 0
         self._cache: dict[bytes, tuple] = {}
+
+    def _crossprods(self, X: np.ndarray, y: np.ndarray) -> None:
+        """ZᵀZ (as its first-term diagonal blocks A11, the coupling A12 and the other terms' A22), Zᵀy and ZᵀX in
+        one pass per pair of random-effects columns: Z's columns are indicators times a row value (1 or a slope
+        covariate), so every block is a bincount of products over the level codes (no sparse Z)."""
+        n, p = self.n, self.p
+        zc = [[None if t.Z is None else np.asarray(t.Z[:, c], float) for c in range(t.q)] for t in self.terms]
+        codes = [np.asarray(t.codes, np.intp) for t in self.terms]
+        ones = np.ones(n)
+
+        def bc(idx, a, b, size):
+            w = ones if a is None and b is None else (b if a is None else (a if b is None else a * b))
+            return np.bincount(idx, weights=w, minlength=size)[:size]
+
+        R = np.column_stack([y, X])                                  # [y X]
+        ZtR = np.empty((self.nq, 1 + p))
+        for k, t in enumerate(self.terms):
+            blk = ZtR[self.offs[k]:self.offs[k + 1]].reshape(t.nlevels, t.q, 1 + p)
+            for c in range(t.q):
+                for m in range(1 + p):
+                    blk[:, c, m] = bc(codes[k], zc[k][c], R[:, m], t.nlevels)
+        self.Zty = np.ascontiguousarray(ZtR[:, 0])
+        self.ZtX = np.ascontiguousarray(ZtR[:, 1:])
+        q1, n1 = self.qs[0], self.nls[0]
+        # first-term diagonal blocks of ZᵀZ, component-major (q1 x q1 x levels: every per-level operation is on
+        # contiguous vectors over the levels)
+        A11 = np.empty((q1, q1, n1))
+        for a in range(q1):
+            for b in range(a, q1):
+                A11[a, b] = A11[b, a] = bc(codes[0], zc[0][a], zc[0][b], n1)
+        self.A11 = A11
+        # the first term's rows in component-major order (row c·n1 + j holds level j's column c)
+        self._perm1 = (np.arange(n1)[None, :] * q1 + np.arange(q1)[:, None]).ravel()
+        self.A12 = self.A22 = None
+        if not self.Q2:
+            return
+        m1, Q2 = self.m1, self.Q2
+        A12 = np.empty((q1, n1, Q2))                                  # component-major rows
+        A22 = np.zeros((Q2, Q2))
+        for k in range(1, len(self.terms)):
+            nk, qk, o = self.nls[k], self.qs[k], self.offs[k] - m1
+            pair = codes[0] * nk + codes[k]
+            for a in range(q1):
+                for b in range(qk):
+                    A12[a, :, o + b:o + nk * qk:qk] = bc(pair, zc[0][a], zc[k][b], n1 * nk).reshape(n1, nk)
+            lv = np.arange(nk)
+            for a in range(qk):                                        # the term's own diagonal blocks
+                for b in range(a, qk):
+                    v = bc(codes[k], zc[k][a], zc[k][b], nk)
+                    A22[o + lv * qk + a, o + lv * qk + b] = v
+                    A22[o + lv * qk + b, o + lv * qk + a] = v
+            for m in range(k + 1, len(self.terms)):                    # the coupling with the later terms
+                nl, ql, ol = self.nls[m], self.qs[m], self.offs[m] - m1
+                pair = codes[k] * nl + codes[m]
+                for a in range(qk):
+                    for b in range(ql):
+                        blk = bc(pair, zc[k][a], zc[m][b], nk * nl).reshape(nk, nl)
+                        A22[o + a:o + nk * qk:qk, ol + b:ol + nl * ql:ql] = blk
+                        A22[ol + b:ol + nl * ql:ql, o + a:o + nk * qk:qk] = blk.T
+        self.A12 = A12.reshape(m1, Q2)
+        self.A22 = A22
 
     # ------------------------------------------------------------------ layout
     def _split(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
