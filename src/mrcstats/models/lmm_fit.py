@@ -268,7 +268,8 @@ class LmmSystem:
 
     def _factor(self, Ts):
         """D⁻¹ (first-term blocks of M, q1 x q1 x levels), C = Λ₁ᵀA₁₂Λ₂, G = D⁻¹C, the Cholesky factor of
-        S = Λ₂ᵀA₂₂Λ₂ + I − CᵀG, log|M|."""
+        S = Λ₂ᵀA₂₂Λ₂ + I − CᵀG, log|M|, and (for the gradient) P = C₀ᵀG with C₀ = Λ₁ᵀA₁₂ (CᵀG = Λ₂ᵀP: one
+        m1·Q2² product per evaluation)."""
         T1 = Ts[0]
         q1 = self.qs[0]
         TA = _along(T1.T, self.A11)                         # T₁ᵀA_j
@@ -277,19 +278,20 @@ class LmmSystem:
             D[a, a] += 1.0
         Dinv, ld = _sinv(D)
         if not self.Q2:
-            return Dinv, None, None, None, ld
+            return Dinv, None, None, None, ld, None
         n1 = self.nls[0]
-        C3 = _along(T1.T, self.A12.reshape(q1, n1, self.Q2))   # Λ₁ᵀA₁₂ (q1 x levels x Q2)
-        C = self._right_lam2(Ts, C3.reshape(self.m1, self.Q2))
+        C0 = _along(T1.T, self.A12.reshape(q1, n1, self.Q2)).reshape(self.m1, self.Q2)   # Λ₁ᵀA₁₂
+        C = self._right_lam2(Ts, C0)
         B = self._right_lam2(Ts, self._right_lam2(Ts, self.A22).T) + np.eye(self.Q2)   # Λ₂ᵀ A₂₂ Λ₂ + I
         G = _sblk(Dinv, C.reshape(q1, n1, self.Q2), lead=True).reshape(self.m1, self.Q2)
-        S = B - C.T @ G
+        P = C0.T @ G
+        S = B - self._lam2(Ts, P, transpose=True)
         try:
             cho = sla.cho_factor(S, lower=True, check_finite=False)
         except np.linalg.LinAlgError:  # pragma: no cover
             raise ModelError("lmer: the random-effects system is not positive definite") from None
         ld += 2.0 * float(np.log(np.diag(cho[0])).sum())
-        return Dinv, C, G, cho, ld
+        return Dinv, C, G, cho, ld, P
 
     def _right_lam2(self, Ts, A: np.ndarray) -> np.ndarray:
         """A Λ₂ for A (m x Q2): the other terms' factors applied to A's columns."""
@@ -305,7 +307,7 @@ class LmmSystem:
 
     def _solve(self, fac, R1: np.ndarray, R2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """M⁻¹ [R1; R2] in the split layout."""
-        Dinv, C, G, cho, _ld = fac
+        Dinv, C, G, cho = fac[:4]
         if C is None:
             return _sblk(Dinv, R1), R2
         y2 = sla.cho_solve(cho, R2 - G.T @ self._as2d(R1), check_finite=False)
@@ -382,7 +384,7 @@ class LmmSystem:
         Ts, beta = e["Ts"], e["beta"]
         W1, W2 = e["W"]
         u1, u2 = e["u_split"]
-        Dinv, _C, G, cho, _ld = e["fac"]
+        Dinv, _C, G, cho, _ld, P = e["fac"]
         n1, q1, p, m1, Q2 = self.nls[0], self.qs[0], self.p, self.m1, self.Q2
         T1 = Ts[0]
         Z1, Z2 = self._ztr_split()
@@ -412,8 +414,7 @@ class LmmSystem:
             LG = _along(T1, G.reshape(q1, n1, Q2))
             H1t = _sblk(self.A11, LG, lead=True).reshape(m1, Q2) - self._right_lam2(Ts, self.A12)  # A₁₁Λ₁G − A₁₂Λ₂
             Q[0] = Q[0] + _lsum(GSi.reshape(q1, -1), H1t.reshape(q1, -1))
-            C0 = _along(T1.T, self.A12.reshape(q1, n1, Q2)).reshape(m1, Q2)   # Λ₁ᵀA₁₂
-            H2 = self._right_lam2(Ts, self.A22).T - G.T @ C0                               # Λ₂ᵀA₂₂ − GᵀΛ₁ᵀA₁₂
+            H2 = self._right_lam2(Ts, self.A22).T - P.T                     # Λ₂ᵀA₂₂ − GᵀΛ₁ᵀA₁₂ (P = C₀ᵀG)
             res2 = (Z2[:, 0] - AY2[:, 0]) - (Z2[:, 1:] - AY2[:, 1:]) @ beta
             V2 = Z2[:, 1:] - AY2[:, 1:]
             F2 = W2[:, 1:] @ Ri
@@ -509,7 +510,7 @@ class LmmSystem:
 
     def condvar(self, e: dict[str, Any]) -> list[np.ndarray]:
         """Per term the blocks of Λ M⁻¹ Λᵀ (levels x q x q), to be scaled by σ² (lme4's ``condVar``)."""
-        Dinv, C, G, cho, _ld = e["fac"]
+        Dinv, C, G, cho = e["fac"][:4]
         Ts = e["Ts"]
         out = []
         n1, q1 = self.nls[0], self.qs[0]
