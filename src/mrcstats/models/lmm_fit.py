@@ -158,6 +158,8 @@ class LmmSystem:
         self._ztr = (None, None)
         self.nfev = 0
         self._cache: dict[bytes, tuple] = {}
+        self._recent: list[tuple[bytes, dict[str, Any]]] = []
+        self._best: tuple[bytes | None, dict[str, Any] | None] = (None, None)
 
     def _crossprods(self, X: np.ndarray, y: np.ndarray) -> None:
         """ZᵀZ (as its first-term diagonal blocks A11, the coupling A12 and the other terms' A22), Zᵀy and ZᵀX in
@@ -315,8 +317,22 @@ class LmmSystem:
 
     # ------------------------------------------------------------------ the deviance
     def evaluate(self, theta: np.ndarray) -> dict[str, Any]:
-        self.nfev += 1
+        """The PLS solution and the deviance at θ. The last two results and the lowest deviance so far are
+        remembered (the optimiser's end, the result and the Satterthwaite step revisit the optimum); a result is
+        read-only."""
         theta = np.asarray(theta, float)
+        key = theta.tobytes()
+        for k, hit in (*self._recent, self._best):
+            if k == key:
+                return hit
+        e = self._evaluate(theta)
+        self._recent = [(key, e), *self._recent[:1]]
+        if self._best[1] is None or e["dev"] <= self._best[1]["dev"]:
+            self._best = (key, e)
+        return e
+
+    def _evaluate(self, theta: np.ndarray) -> dict[str, Any]:
+        self.nfev += 1
         Ts = self.factors(theta)
         fac = self._factor(Ts)
         Z1, Z2 = self._ztr_split()
@@ -380,7 +396,16 @@ class LmmSystem:
         block-diagonal E_ij): ∂log|L|² = 2 tr(M⁻¹ΛᵀA dΛ), the diagonal blocks of M⁻¹ΛᵀA from the block
         inverse [[D⁻¹ + GS⁻¹Gᵀ, −GS⁻¹], [−S⁻¹Gᵀ, S⁻¹]] (G = D⁻¹C); ∂r² = −2 resᵀ dΛ û with res = c − Bβ̂ − AΛû
         (the envelope theorem: β̂, û minimise r²); ∂RXᵀRX = −(Vᵀ dΛ W_X + W_Xᵀ dΛᵀ V) with V = B − AΛW_X, so
-        ∂log|RX|² = −2 tr((RXᵀRX)⁻¹ Vᵀ dΛ W_X) (Bates et al. 2015, sec. 3, differentiated)."""
+        ∂log|RX|² = −2 tr((RXᵀRX)⁻¹ Vᵀ dΛ W_X) (Bates et al. 2015, sec. 3, differentiated). Remembered in
+        ``e`` (the optimum's gradient is asked for by the optimiser, the Hessian and the Jacobian)."""
+        hit = e.get("_grad")
+        if hit is not None and (hit[3] is not None or not drtr):
+            return hit
+        out = self._grad_parts(e, drtr)
+        e["_grad"] = out
+        return out
+
+    def _grad_parts(self, e: dict[str, Any], drtr: bool):
         Ts, beta = e["Ts"], e["beta"]
         W1, W2 = e["W"]
         u1, u2 = e["u_split"]
@@ -557,6 +582,8 @@ def reduced_system(sys_: LmmSystem, j: int, b: float) -> LmmSystem:
     r.p = sys_.p - 1
     r.ZtR = np.column_stack([r.Zty, r.ZtX])
     r._cache = {}
+    r._recent = []
+    r._best = (None, None)
     return r
 
 
@@ -600,8 +627,9 @@ def lbfgs_theta(fg, th0: np.ndarray, lower: np.ndarray, options: Mapping[str, An
 
 def optimise_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
     """θ̂ minimising the profiled deviance: :func:`lbfgs_theta` on the exact gradient, then Newton steps on the
-    free parameters (those off the boundary) whose Hessian is forward differences of that gradient.
-    Returns (θ̂, scipy's L-BFGS-B result, converged: the projected gradient below 2e-3)."""
+    free parameters (those off the boundary) whose Hessian is forward differences of that gradient, computed at
+    the first step and kept while its steps lower the deviance (a chord method: one evaluation per further step;
+    recomputed when the free set changes or a step fails). Returns (θ̂, scipy's L-BFGS-B result, converged: the projected gradient below 2e-3)."""
     fg = sys_.deviance_grad
 
     def grad(th):
@@ -612,19 +640,22 @@ def optimise_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
     converged = bool(np.all(np.abs(np.where((lower == 0) & (th <= 1e-8), np.minimum(g_end, 0), g_end)) < 2e-3))
     # Newton polish on the free parameters (those off the boundary), the Hessian by forward differences of the
     # exact gradient
+    H, h_idx = None, None
     for _ in range(8):
         free = ~((lower == 0) & (th <= 1e-8))
         if not free.any():
             break
         idx = np.flatnonzero(free)
         g = g_end[idx]
-        H = np.empty((len(idx), len(idx)))
-        for a, i in enumerate(idx):           # forward differences (Newton's step needs no more)
-            h = 1e-6 * max(1.0, abs(th[i]))
-            tp = th.copy()
-            tp[i] += h
-            H[:, a] = (grad(tp)[idx] - g_end[idx]) / h
-        H = 0.5 * (H + H.T)
+        fresh = H is None or not np.array_equal(idx, h_idx)
+        if fresh:
+            H = np.empty((len(idx), len(idx)))
+            for a, i in enumerate(idx):           # forward differences (Newton's step needs no more)
+                h = 1e-6 * max(1.0, abs(th[i]))
+                tp = th.copy()
+                tp[i] += h
+                H[:, a] = (grad(tp)[idx] - g_end[idx]) / h
+            H, h_idx = 0.5 * (H + H.T), idx
         try:
             step = np.linalg.solve(H, g)
         except np.linalg.LinAlgError:
@@ -638,6 +669,8 @@ def optimise_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
             th, fval, g_end = tn, fn, gn
             if moved < 1e-10:
                 break
+        elif not fresh and np.max(np.abs(step)) > 1e-6 * max(1.0, float(np.max(np.abs(th[idx])))):
+            H = None                              # the kept Hessian's (not tiny) step failed: once more, a new one
         else:
             break
     return th, r, converged
