@@ -71,6 +71,8 @@ def _sblk(M: np.ndarray, X: np.ndarray, lead: bool = False) -> np.ndarray:
     """Per level j: M[:, :, j] @ X[:, :, j] for M (q x q x levels) and X (q x m x levels), or with ``lead``
     X (q x levels x m): the first-term blocks component-major, every operation on contiguous runs."""
     q = M.shape[0]
+    if q == 1:
+        return (M[0, 0][:, None] if lead else M[0, 0]) * X
     out = np.empty(X.shape)
     for a in range(q):
         acc = (M[a, 0][:, None] if lead else M[a, 0]) * X[0]
@@ -435,10 +437,12 @@ class LmmSystem:
         VF = [_lsum(V1, F1)]
         if Q2:
             Sinv = sla.cho_solve(cho, np.eye(Q2), check_finite=False)
-            GSi = G @ Sinv
-            LG = _along(T1, G.reshape(q1, n1, Q2))
-            H1t = _sblk(self.A11, LG, lead=True).reshape(m1, Q2) - self._right_lam2(Ts, self.A12)  # A₁₁Λ₁G − A₁₂Λ₂
-            Q[0] = Q[0] + _lsum(GSi.reshape(q1, -1), H1t.reshape(q1, -1))
+            # Σ_j (GS⁻¹)_j H_jᵀ with H = A₁₁Λ₁G − A₁₂Λ₂, without forming H: the first part from the diagonal
+            # blocks R_j of GS⁻¹Gᵀ (Σ_j A_j T₁ R_jᵀ), the second as one sum of products
+            GSi3 = (G @ Sinv).reshape(q1, n1, Q2)
+            R = np.einsum("ajs,djs->adj", GSi3, G.reshape(q1, n1, Q2))
+            Q[0] = (Q[0] + np.einsum("bcj,acj->ab", self.A11, _along(T1, R, 1))
+                    - np.einsum("ajs,bjs->ab", GSi3, self._right_lam2(Ts, self.A12).reshape(q1, n1, Q2)))
             H2 = self._right_lam2(Ts, self.A22).T - P.T                     # Λ₂ᵀA₂₂ − GᵀΛ₁ᵀA₁₂ (P = C₀ᵀG)
             res2 = (Z2[:, 0] - AY2[:, 0]) - (Z2[:, 1:] - AY2[:, 1:]) @ beta
             V2 = Z2[:, 1:] - AY2[:, 1:]
