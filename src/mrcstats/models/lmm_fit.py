@@ -442,7 +442,7 @@ class LmmSystem:
             GSi3 = (G @ Sinv).reshape(q1, n1, Q2)
             R = np.einsum("ajs,djs->adj", GSi3, G.reshape(q1, n1, Q2))
             Q[0] = (Q[0] + np.einsum("bcj,acj->ab", self.A11, _along(T1, R, 1))
-                    - np.einsum("ajs,bjs->ab", GSi3, self._right_lam2(Ts, self.A12).reshape(q1, n1, Q2)))
+                    - _lsum(GSi3, self._right_lam2(Ts, self.A12).reshape(q1, n1, Q2)))
             H2 = self._right_lam2(Ts, self.A22).T - P.T                     # Λ₂ᵀA₂₂ − GᵀΛ₁ᵀA₁₂ (P = C₀ᵀG)
             res2 = (Z2[:, 0] - AY2[:, 0]) - (Z2[:, 1:] - AY2[:, 1:]) @ beta
             V2 = Z2[:, 1:] - AY2[:, 1:]
