@@ -272,17 +272,17 @@ class LmmSystem:
 
     def _factor(self, Ts):
         """D⁻¹ (first-term blocks of M, q1 x q1 x levels), C = Λ₁ᵀA₁₂Λ₂, G = D⁻¹C, the Cholesky factor of
-        S = Λ₂ᵀA₂₂Λ₂ + I − CᵀG, log|M|, and (for the gradient) P = C₀ᵀG with C₀ = Λ₁ᵀA₁₂ (CᵀG = Λ₂ᵀP: one
+        S = Λ₂ᵀA₂₂Λ₂ + I − CᵀG, log|M|, and (for the gradient) T₁ᵀA_j and P = C₀ᵀG with C₀ = Λ₁ᵀA₁₂ (CᵀG = Λ₂ᵀP: one
         m1·Q2² product per evaluation)."""
         T1 = Ts[0]
         q1 = self.qs[0]
         TA = _along(T1.T, self.A11)                         # T₁ᵀA_j
-        D = _along(T1.T, np.ascontiguousarray(TA.transpose(1, 0, 2)))              # T₁ᵀA_jT₁ (A_j symmetric)
+        D = _along(T1.T, TA, 1)                                                  # T₁ᵀA_jT₁
         for a in range(q1):
             D[a, a] += 1.0
         Dinv, ld = _sinv(D)
         if not self.Q2:
-            return Dinv, None, None, None, ld, None
+            return Dinv, None, None, None, ld, None, TA
         n1 = self.nls[0]
         C0 = _along(T1.T, self.A12.reshape(q1, n1, self.Q2)).reshape(self.m1, self.Q2)   # Λ₁ᵀA₁₂
         C = self._right_lam2(Ts, C0)
@@ -295,7 +295,7 @@ class LmmSystem:
         except np.linalg.LinAlgError:  # pragma: no cover
             raise ModelError("lmer: the random-effects system is not positive definite") from None
         ld += 2.0 * float(np.log(np.diag(cho[0])).sum())
-        return Dinv, C, G, cho, ld, P
+        return Dinv, C, G, cho, ld, P, TA
 
     def _right_lam2(self, Ts, A: np.ndarray) -> np.ndarray:
         """A Λ₂ for A (m x Q2): the other terms' factors applied to A's columns."""
@@ -411,7 +411,7 @@ class LmmSystem:
         Ts, beta = e["Ts"], e["beta"]
         W1, W2 = e["W"]
         u1, u2 = e["u_split"]
-        Dinv, _C, G, cho, _ld, P = e["fac"]
+        Dinv, _C, G, cho, _ld, P, TA = e["fac"]
         n1, q1, p, m1, Q2 = self.nls[0], self.qs[0], self.p, self.m1, self.Q2
         T1 = Ts[0]
         Z1, Z2 = self._ztr_split()
@@ -431,7 +431,6 @@ class LmmSystem:
         V1 = ZA1[:, 1:, :]
         Wx1 = W1[:, 1:, :]
         F1 = np.stack([Ri @ Wx1[c] for c in range(q1)])                  # (W_X Ri) per component
-        TA = _along(T1.T, self.A11)
         Q = [sum(Dinv[:, s] @ TA[s].T for s in range(q1))]                  # Σ D_j⁻¹ T₁ᵀ A_j
         RU = [res1 @ u1.T]
         VF = [_lsum(V1, F1)]
