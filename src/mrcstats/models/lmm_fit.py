@@ -92,10 +92,20 @@ def _lsum(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 
 def _combine(W: np.ndarray, beta: np.ndarray) -> np.ndarray:
     """W[:, 0] − Σ_k β_k W[:, 1 + k] for W (q x (1 + p) x levels)."""
-    out = W[:, 0, :].copy()
-    for k, b in enumerate(beta):
-        out -= b * W[:, 1 + k, :]
-    return out
+    if not len(beta):
+        return W[:, 0, :].copy()
+    return W[:, 0, :] - np.matmul(beta, W[:, 1:, :])
+
+
+class _Evaluation(dict):
+    """:meth:`LmmSystem.evaluate`'s result; ``u`` (the spherical modes in u's order) is assembled when read."""
+
+    def __missing__(self, key):
+        if key != "u":
+            raise KeyError(key)
+        u1, u2 = self["u_split"]
+        self["u"] = u = np.concatenate([u1.T.ravel(), u2])
+        return u
 
 
 def _sinv(D: np.ndarray) -> tuple[np.ndarray, float]:
@@ -338,14 +348,23 @@ class LmmSystem:
         Ts = self.factors(theta)
         fac = self._factor(Ts)
         Z1, Z2 = self._ztr_split()
-        B1 = _along(Ts[0].T, Z1)                               # Λᵀ Zᵀ[y X]
-        B2 = self._lam2(Ts, Z2, transpose=True)
-        W1, W2 = self._solve(fac, B1, B2)
         p = self.p
-        # (Λᵀ Zᵀ[y X])ᵀ M⁻¹ (Λᵀ Zᵀ[y X]), (1 + p) x (1 + p)
-        K = B2.T @ W2
-        for a in range(self.qs[0]):
-            K = K + B1[a] @ W1[a].T
+        # W = M⁻¹ Λᵀ Zᵀ[y X] and K = (Λᵀ Zᵀ[y X])ᵀ W, (1 + p) x (1 + p)
+        if self.Q2:
+            B1 = _along(Ts[0].T, Z1)                           # Λᵀ Zᵀ[y X]
+            B2 = self._lam2(Ts, Z2, transpose=True)
+            W1, W2 = self._solve(fac, B1, B2)
+            Y1 = None
+            K = B2.T @ W2
+            for a in range(self.qs[0]):
+                K = K + B1[a] @ W1[a].T
+        else:                        # one term: W_j = D_j⁻¹T₁ᵀ Z_j, K = Σ_j Z_jᵀ T₁W_j (Λ₁W kept for the gradient)
+            W1 = _sblk(_along(Ts[0], fac[0], 1), Z1)
+            W2 = Z2
+            Y1 = _along(Ts[0], W1)
+            K = Z1[0] @ Y1[0].T
+            for a in range(1, self.qs[0]):
+                K = K + Z1[a] @ Y1[a].T
         RtR = self.XtX - K[1:, 1:]
         rhs = self.Xty - K[1:, 0]
         if p:
@@ -360,7 +379,6 @@ class LmmSystem:
         r2 = self.yty - float(K[0, 0]) - float(rhs @ beta)
         u1 = _combine(W1, beta)
         u2 = W2[:, 0] - W2[:, 1:] @ beta
-        u = np.concatenate([u1.T.ravel(), u2])
         if not r2 > 1e-12 * self.yty:   # below the precision of the difference above: no residual variance
             raise ModelError(f"lmer: the response {self.response} has no residual variance (the residual sum of "
                              f"squares is below 1e-12 of the response's): the fixed and random effects fit it "
@@ -375,8 +393,8 @@ class LmmSystem:
             dev = ldL2 + ldRX2 + nmp * (1.0 + math.log(2 * math.pi * r2 / nmp))
         else:
             dev = ldL2 + n * (1.0 + math.log(2 * math.pi * r2 / n))
-        return {"dev": dev, "r2": r2, "ldL2": ldL2, "ldRX2": ldRX2, "beta": beta, "u": u, "RXtRX": RtR,
-                "fac": fac, "Ts": Ts, "W": (W1, W2), "u_split": (u1, u2)}
+        return _Evaluation(dev=dev, r2=r2, ldL2=ldL2, ldRX2=ldRX2, beta=beta, RXtRX=RtR, fac=fac, Ts=Ts, W=(W1, W2),
+                           u_split=(u1, u2), Y1=Y1)
 
     def deviance(self, theta) -> float:
         return self.evaluate(theta)["dev"]
@@ -416,7 +434,7 @@ class LmmSystem:
         T1 = Ts[0]
         Z1, Z2 = self._ztr_split()
         # A Λ W in the split layout
-        Y1 = _along(T1, W1)
+        Y1 = _along(T1, W1) if e["Y1"] is None else e["Y1"]
         Y2 = self._lam2(Ts, W2)
         AY1 = _sblk(self.A11, Y1)
         if Q2:
