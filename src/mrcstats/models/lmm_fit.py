@@ -58,12 +58,13 @@ def _along(T: np.ndarray, X: np.ndarray, axis: int = 0) -> np.ndarray:
     Xv = np.moveaxis(X, axis, 0)
     out = np.empty(X.shape)
     ov = np.moveaxis(out, axis, 0)
+    tmp = np.empty(Xv.shape[1:])
     for a in range(q):
-        acc = Xv[0] * T[a, 0]
+        np.multiply(Xv[0], T[a, 0], out=ov[a])
         for b in range(1, q):
             if T[a, b] != 0.0:
-                acc += Xv[b] * T[a, b]
-        ov[a] = acc
+                np.multiply(Xv[b], T[a, b], out=tmp)
+                ov[a] += tmp
     return out
 
 
@@ -74,11 +75,12 @@ def _sblk(M: np.ndarray, X: np.ndarray, lead: bool = False) -> np.ndarray:
     if q == 1:
         return (M[0, 0][:, None] if lead else M[0, 0]) * X
     out = np.empty(X.shape)
+    tmp = np.empty(X.shape[1:])
     for a in range(q):
-        acc = (M[a, 0][:, None] if lead else M[a, 0]) * X[0]
+        np.multiply(M[a, 0][:, None] if lead else M[a, 0], X[0], out=out[a])
         for b in range(1, q):
-            acc += (M[a, b][:, None] if lead else M[a, b]) * X[b]
-        out[a] = acc
+            np.multiply(M[a, b][:, None] if lead else M[a, b], X[b], out=tmp)
+            out[a] += tmp
     return out
 
 
@@ -448,10 +450,10 @@ class LmmSystem:
         res1 = _combine(ZA1, beta)
         V1 = ZA1[:, 1:, :]
         Wx1 = W1[:, 1:, :]
-        F1 = np.stack([Ri @ Wx1[c] for c in range(q1)])                  # (W_X Ri) per component
+        F1 = np.matmul(Ri, Wx1)                                            # (W_X Ri) per component
         Q = [sum(Dinv[:, s] @ TA[s].T for s in range(q1))]                  # Σ D_j⁻¹ T₁ᵀ A_j
         RU = [res1 @ u1.T]
-        VF = [_lsum(V1, F1)]
+        VF = [sum(V1[:, m, :] @ F1[:, m, :].T for m in range(p)) if p else np.zeros((q1, q1))]
         if Q2:
             Sinv = sla.cho_solve(cho, np.eye(Q2), check_finite=False)
             # Σ_j (GS⁻¹)_j H_jᵀ with H = A₁₁Λ₁G − A₁₂Λ₂, without forming H: the first part from the diagonal
