@@ -651,8 +651,8 @@ def lbfgs_theta(fg, th0: np.ndarray, lower: np.ndarray, options: Mapping[str, An
 def optimise_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
     """θ̂ minimising the profiled deviance: :func:`lbfgs_theta` on the exact gradient, then Newton steps on the
     free parameters (those off the boundary) whose Hessian is forward differences of that gradient, computed at
-    the first step and kept while its steps lower the deviance (a chord method: one evaluation per further step;
-    recomputed when the free set changes or a step fails). Returns (θ̂, scipy's L-BFGS-B result, converged: the projected gradient below 2e-3)."""
+    the first step and kept while its steps are taken (a chord method: one evaluation per further step;
+    recomputed when the free set changes or a step is not taken). Returns (θ̂, scipy's L-BFGS-B result, converged: the projected gradient below 2e-3)."""
     fg = sys_.deviance_grad
 
     def grad(th):
@@ -687,13 +687,18 @@ def optimise_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
         tn[idx] = th[idx] - step
         tn = np.maximum(tn, lower)
         fn, gn = fg(tn)
-        if fn <= fval and np.max(np.abs(tn - th)) > 0:
+        # a step is taken when it lowers the deviance, or leaves it equal to rounding (50 ulps) and lowers the
+        # gradient: at the optimum the deviance is flat to its last digits and which side of them a step lands
+        # on is the arithmetic's order, the gradient is not
+        lower_dev = fn <= fval or (fn - fval <= 1e-14 * max(1.0, abs(fval))
+                                   and np.max(np.abs(gn[idx])) < np.max(np.abs(g)))
+        if lower_dev and np.max(np.abs(tn - th)) > 0:
             moved = np.max(np.abs(tn - th))
             th, fval, g_end = tn, fn, gn
             if moved < 1e-10:
                 break
-        elif not fresh and np.max(np.abs(step)) > 1e-6 * max(1.0, float(np.max(np.abs(th[idx])))):
-            H = None                              # the kept Hessian's (not tiny) step failed: once more, a new one
+        elif not fresh:                           # the kept Hessian's step was not taken: once more, a new one
+            H = None
         else:
             break
     return th, r, converged
