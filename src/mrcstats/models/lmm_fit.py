@@ -458,10 +458,16 @@ class LmmSystem:
             Sinv = sla.cho_solve(cho, np.eye(Q2), check_finite=False)
             # Σ_j (GS⁻¹)_j H_jᵀ with H = A₁₁Λ₁G − A₁₂Λ₂, without forming H: the first part from the diagonal
             # blocks R_j of GS⁻¹Gᵀ (Σ_j A_j T₁ R_jᵀ), the second as one sum of products
-            GSi3 = (G @ Sinv).reshape(q1, n1, Q2)
-            R = np.einsum("ajs,djs->adj", GSi3, G.reshape(q1, n1, Q2))
-            Q[0] = (Q[0] + np.einsum("bcj,acj->ab", self.A11, _along(T1, R, 1))
-                    - _lsum(GSi3, self._right_lam2(Ts, self.A12).reshape(q1, n1, Q2)))
+            if q1 == 1:
+                # one first-term column: A₁₂Λ₂ = (D/t₁)G, so the sum is Σ_j R_j (a_j t₁ − D_j/t₁) = −tr(S⁻¹GᵀG)/t₁
+                # (G = 0 at t₁ = 0)
+                if T1[0, 0] != 0.0:
+                    Q[0] = Q[0] - np.vdot(Sinv, G.T @ G) / T1[0, 0]
+            else:
+                GSi3 = (G @ Sinv).reshape(q1, n1, Q2)
+                R = np.einsum("ajs,djs->adj", GSi3, G.reshape(q1, n1, Q2))
+                Q[0] = (Q[0] + np.einsum("bcj,acj->ab", self.A11, _along(T1, R, 1))
+                        - _lsum(GSi3, self._right_lam2(Ts, self.A12).reshape(q1, n1, Q2)))
             H2 = self._right_lam2(Ts, self.A22).T - P.T                     # Λ₂ᵀA₂₂ − GᵀΛ₁ᵀA₁₂ (P = C₀ᵀG)
             res2 = (Z2[:, 0] - AY2[:, 0]) - (Z2[:, 1:] - AY2[:, 1:]) @ beta
             V2 = Z2[:, 1:] - AY2[:, 1:]
