@@ -15,8 +15,9 @@ the profiled deviance (lme4 ``mkLmerDevfun``; eq. 34 and 41 of the paper)
     REML:  d(θ) = log|L|² + log|RX|² + (n − p)(1 + log(2π r²/(n − p))),
 
 σ̂² = r²/n (ML) or r²/(n − p) (REML); Var(β̂) = σ̂² (RXᵀRX)⁻¹ (lme4's ``vcov``). Everything after one pass
-over the rows (the cross-products ZᵀZ, ZᵀX, Zᵀy, XᵀX, Xᵀy, yᵀy) is in the dimension of the random
-effects: the first term (most levels) is block-diagonal in M, one q₁ x q₁ block per level (closed forms
+over the rows (the cross-products ZᵀZ, ZᵀX, Zᵀy, XᵀX, Xᵀy, yᵀy; Z's blocks as bincounts over the level codes,
+Z itself never formed) is in the dimension of the random effects; per θ only Λ's scaling and the factorisation
+are redone: the first term (most levels) is block-diagonal in M, one q₁ x q₁ block per level (closed forms
 for q₁ ≤ 2; stored component-major, levels last, so every per-level operation runs over contiguous vectors),
 the other terms are eliminated through a dense Schur complement S, as the GLMM kernels
 (:class:`~mrcstats.models.deviance.GeneralModel`) do — MixedModels.jl's blocked Cholesky factor with a
