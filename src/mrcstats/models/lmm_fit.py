@@ -45,6 +45,7 @@ from mrcstats.models.numdiff import richardson_jacobian
 SINGULAR_TOL = 1e-4
 DENSE_MAX = 6000             # random effects outside the first term (dense Schur complement)
 PAIRS_MAX = 30_000_000       # first-term x other-term coupling entries kept dense
+RECENT_PAIRS = 4_000_000     # above, one recent evaluation is remembered instead of two
 
 
 # ----------------------------------------------------------------------------- the PLS system
@@ -332,16 +333,16 @@ class LmmSystem:
 
     # ------------------------------------------------------------------ the deviance
     def evaluate(self, theta: np.ndarray) -> dict[str, Any]:
-        """The PLS solution and the deviance at θ. The last two results and the lowest deviance so far are
-        remembered (the optimiser's end, the result and the Satterthwaite step revisit the optimum); a result is
-        read-only."""
+        """The PLS solution and the deviance at θ. The last two results (one when the coupling of the terms is
+        large: each holds m1 x Q2 arrays) and the lowest deviance so far are remembered (the optimiser's end, the
+        result and the Satterthwaite step revisit the optimum); a result is read-only."""
         theta = np.asarray(theta, float)
         key = theta.tobytes()
         for k, hit in (*self._recent, self._best):
             if k == key:
                 return hit
         e = self._evaluate(theta)
-        self._recent = [(key, e), *self._recent[:1]]
+        self._recent = [(key, e), *self._recent[:1 if self.m1 * self.Q2 < RECENT_PAIRS else 0]]
         if self._best[1] is None or e["dev"] <= self._best[1]["dev"]:
             self._best = (key, e)
         return e
