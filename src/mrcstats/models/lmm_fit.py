@@ -15,8 +15,9 @@ the profiled deviance (lme4 ``mkLmerDevfun``; eq. 34 and 41 of the paper)
     REML:  d(θ) = log|L|² + log|RX|² + (n − p)(1 + log(2π r²/(n − p))),
 
 σ̂² = r²/n (ML) or r²/(n − p) (REML); Var(β̂) = σ̂² (RXᵀRX)⁻¹ (lme4's ``vcov``). Everything after one pass
-over the rows (the cross-products ZᵀZ, ZᵀX, Zᵀy, XᵀX, Xᵀy, yᵀy) is in the dimension of the random
-effects: the first term (most levels) is block-diagonal in M, one q₁ x q₁ block per level (closed forms
+over the rows (the cross-products ZᵀZ, ZᵀX, Zᵀy, XᵀX, Xᵀy, yᵀy; Z's blocks as bincounts over the level codes,
+Z itself never formed) is in the dimension of the random effects; per θ only Λ's scaling and the factorisation
+are redone: the first term (most levels) is block-diagonal in M, one q₁ x q₁ block per level (closed forms
 for q₁ ≤ 2; stored component-major, levels last, so every per-level operation runs over contiguous vectors),
 the other terms are eliminated through a dense Schur complement S, as the GLMM kernels
 (:class:`~mrcstats.models.deviance.GeneralModel`) do — MixedModels.jl's blocked Cholesky factor with a
@@ -39,12 +40,12 @@ from scipy import linalg as sla
 from scipy import optimize
 
 from mrcstats.errors import ModelError
-from mrcstats.models.design import reterms_matrix
 from mrcstats.models.numdiff import richardson_jacobian
 
 SINGULAR_TOL = 1e-4
 DENSE_MAX = 6000             # random effects outside the first term (dense Schur complement)
 PAIRS_MAX = 30_000_000       # first-term x other-term coupling entries kept dense
+RECENT_PAIRS = 4_000_000     # above, one recent evaluation is remembered instead of two
 
 
 # ----------------------------------------------------------------------------- the PLS system
@@ -59,12 +60,13 @@ def _along(T: np.ndarray, X: np.ndarray, axis: int = 0) -> np.ndarray:
     Xv = np.moveaxis(X, axis, 0)
     out = np.empty(X.shape)
     ov = np.moveaxis(out, axis, 0)
+    tmp = np.empty(Xv.shape[1:])
     for a in range(q):
-        acc = Xv[0] * T[a, 0]
+        np.multiply(Xv[0], T[a, 0], out=ov[a])
         for b in range(1, q):
             if T[a, b] != 0.0:
-                acc += Xv[b] * T[a, b]
-        ov[a] = acc
+                np.multiply(Xv[b], T[a, b], out=tmp)
+                ov[a] += tmp
     return out
 
 
@@ -72,12 +74,15 @@ def _sblk(M: np.ndarray, X: np.ndarray, lead: bool = False) -> np.ndarray:
     """Per level j: M[:, :, j] @ X[:, :, j] for M (q x q x levels) and X (q x m x levels), or with ``lead``
     X (q x levels x m): the first-term blocks component-major, every operation on contiguous runs."""
     q = M.shape[0]
+    if q == 1:
+        return (M[0, 0][:, None] if lead else M[0, 0]) * X
     out = np.empty(X.shape)
+    tmp = np.empty(X.shape[1:])
     for a in range(q):
-        acc = (M[a, 0][:, None] if lead else M[a, 0]) * X[0]
+        np.multiply(M[a, 0][:, None] if lead else M[a, 0], X[0], out=out[a])
         for b in range(1, q):
-            acc += (M[a, b][:, None] if lead else M[a, b]) * X[b]
-        out[a] = acc
+            np.multiply(M[a, b][:, None] if lead else M[a, b], X[b], out=tmp)
+            out[a] += tmp
     return out
 
 
@@ -91,10 +96,20 @@ def _lsum(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 
 def _combine(W: np.ndarray, beta: np.ndarray) -> np.ndarray:
     """W[:, 0] − Σ_k β_k W[:, 1 + k] for W (q x (1 + p) x levels)."""
-    out = W[:, 0, :].copy()
-    for k, b in enumerate(beta):
-        out -= b * W[:, 1 + k, :]
-    return out
+    if not len(beta):
+        return W[:, 0, :].copy()
+    return W[:, 0, :] - np.matmul(beta, W[:, 1:, :])
+
+
+class _Evaluation(dict):
+    """:meth:`LmmSystem.evaluate`'s result; ``u`` (the spherical modes in u's order) is assembled when read."""
+
+    def __missing__(self, key):
+        if key != "u":
+            raise KeyError(key)
+        u1, u2 = self["u_split"]
+        self["u"] = u = np.concatenate([u1.T.ravel(), u2])
+        return u
 
 
 def _sinv(D: np.ndarray) -> tuple[np.ndarray, float]:
@@ -135,7 +150,8 @@ class LmmSystem:
         self.th_off = np.concatenate([[0], np.cumsum(self.nth)]).astype(int)
         self.qs = [t.q for t in self.terms]
         self.nls = [t.nlevels for t in self.terms]
-        Z, self.offs = reterms_matrix(self.terms, self.n)
+        sizes = [t.nlevels * t.q for t in self.terms]
+        self.offs = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         self.nq = int(self.offs[-1])
         self.m1 = int(self.offs[1])        # first term's random effects
         self.Q2 = self.nq - self.m1
@@ -145,9 +161,6 @@ class LmmSystem:
         if self.Q2 and self.m1 * self.Q2 > PAIRS_MAX:
             raise ModelError(f"lmer: the coupling of the random-effects terms would have {self.m1 * self.Q2} "
                              f"entries (limit {PAIRS_MAX}); simplify the model")
-        ZtZ = (Z.T @ Z).tocsr()
-        self.ZtX = np.asarray(Z.T @ X)
-        self.Zty = np.asarray(Z.T @ y).ravel()
         self.XtX = X.T @ X
         self.Xty = X.T @ y
         self.yty = float(y @ y)
@@ -156,21 +169,74 @@ class LmmSystem:
             raise ModelError(f"lmer: the response {self.response} is constant (every one of the {self.n} rows is "
                              f"{y[0]:g}): there is no variance to split between the groups and the residual (lme4 "
                              f"returns a singular fit without a covariance matrix); check the response column")
-        q1, n1 = self.qs[0], self.nls[0]
-        # first-term diagonal blocks of ZᵀZ, component-major (q1 x q1 x levels: every per-level operation is on
-        # contiguous vectors over the levels)
-        blk = ZtZ[:self.m1, :self.m1].tocoo()
-        A11 = np.zeros((q1, q1, n1))
-        A11[blk.row % q1, blk.col % q1, blk.row // q1] = blk.data
-        self.A11 = A11
-        # the first term's rows in component-major order (row c·n1 + j holds level j's column c)
-        self._perm1 = (np.arange(n1)[None, :] * q1 + np.arange(q1)[:, None]).ravel()
-        self.A12 = (ZtZ[:self.m1, self.m1:].toarray()[self._perm1] if self.Q2 else None)
-        self.A22 = ZtZ[self.m1:, self.m1:].toarray() if self.Q2 else None
+        self._crossprods(X, y)
         self.ZtR = np.column_stack([self.Zty, self.ZtX])         # Zᵀ[y X], one Λᵀ product per evaluation
         self._ztr = (None, None)
         self.nfev = 0
         self._cache: dict[bytes, tuple] = {}
+        self._recent: list[tuple[bytes, dict[str, Any]]] = []
+        self._best: tuple[bytes | None, dict[str, Any] | None] = (None, None)
+
+    def _crossprods(self, X: np.ndarray, y: np.ndarray) -> None:
+        """ZᵀZ (as its first-term diagonal blocks A11, the coupling A12 and the other terms' A22), Zᵀy and ZᵀX in
+        one pass per pair of random-effects columns: Z's columns are indicators times a row value (1 or a slope
+        covariate), so every block is a bincount of products over the level codes (no sparse Z)."""
+        n, p = self.n, self.p
+        zc = [[None if t.Z is None else np.asarray(t.Z[:, c], float) for c in range(t.q)] for t in self.terms]
+        codes = [np.asarray(t.codes, np.intp) for t in self.terms]
+        ones = np.ones(n)
+
+        def bc(idx, a, b, size):
+            w = ones if a is None and b is None else (b if a is None else (a if b is None else a * b))
+            return np.bincount(idx, weights=w, minlength=size)[:size]
+
+        R = np.column_stack([y, X])                                  # [y X]
+        ZtR = np.empty((self.nq, 1 + p))
+        for k, t in enumerate(self.terms):
+            blk = ZtR[self.offs[k]:self.offs[k + 1]].reshape(t.nlevels, t.q, 1 + p)
+            for c in range(t.q):
+                for m in range(1 + p):
+                    blk[:, c, m] = bc(codes[k], zc[k][c], R[:, m], t.nlevels)
+        self.Zty = np.ascontiguousarray(ZtR[:, 0])
+        self.ZtX = np.ascontiguousarray(ZtR[:, 1:])
+        q1, n1 = self.qs[0], self.nls[0]
+        # first-term diagonal blocks of ZᵀZ, component-major (q1 x q1 x levels: every per-level operation is on
+        # contiguous vectors over the levels)
+        A11 = np.empty((q1, q1, n1))
+        for a in range(q1):
+            for b in range(a, q1):
+                A11[a, b] = A11[b, a] = bc(codes[0], zc[0][a], zc[0][b], n1)
+        self.A11 = A11
+        # the first term's rows in component-major order (row c·n1 + j holds level j's column c)
+        self._perm1 = (np.arange(n1)[None, :] * q1 + np.arange(q1)[:, None]).ravel()
+        self.A12 = self.A22 = None
+        if not self.Q2:
+            return
+        m1, Q2 = self.m1, self.Q2
+        A12 = np.empty((q1, n1, Q2))                                  # component-major rows
+        A22 = np.zeros((Q2, Q2))
+        for k in range(1, len(self.terms)):
+            nk, qk, o = self.nls[k], self.qs[k], self.offs[k] - m1
+            pair = codes[0] * nk + codes[k]
+            for a in range(q1):
+                for b in range(qk):
+                    A12[a, :, o + b:o + nk * qk:qk] = bc(pair, zc[0][a], zc[k][b], n1 * nk).reshape(n1, nk)
+            lv = np.arange(nk)
+            for a in range(qk):                                        # the term's own diagonal blocks
+                for b in range(a, qk):
+                    v = bc(codes[k], zc[k][a], zc[k][b], nk)
+                    A22[o + lv * qk + a, o + lv * qk + b] = v
+                    A22[o + lv * qk + b, o + lv * qk + a] = v
+            for m in range(k + 1, len(self.terms)):                    # the coupling with the later terms
+                nl, ql, ol = self.nls[m], self.qs[m], self.offs[m] - m1
+                pair = codes[k] * nl + codes[m]
+                for a in range(qk):
+                    for b in range(ql):
+                        blk = bc(pair, zc[k][a], zc[m][b], nk * nl).reshape(nk, nl)
+                        A22[o + a:o + nk * qk:qk, ol + b:ol + nl * ql:ql] = blk
+                        A22[ol + b:ol + nl * ql:ql, o + a:o + nk * qk:qk] = blk.T
+        self.A12 = A12.reshape(m1, Q2)
+        self.A22 = A22
 
     # ------------------------------------------------------------------ layout
     def _split(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -220,28 +286,30 @@ class LmmSystem:
 
     def _factor(self, Ts):
         """D⁻¹ (first-term blocks of M, q1 x q1 x levels), C = Λ₁ᵀA₁₂Λ₂, G = D⁻¹C, the Cholesky factor of
-        S = Λ₂ᵀA₂₂Λ₂ + I − CᵀG, log|M|."""
+        S = Λ₂ᵀA₂₂Λ₂ + I − CᵀG, log|M|, and (for the gradient) T₁ᵀA_j and P = C₀ᵀG with C₀ = Λ₁ᵀA₁₂ (CᵀG = Λ₂ᵀP: one
+        m1·Q2² product per evaluation)."""
         T1 = Ts[0]
         q1 = self.qs[0]
         TA = _along(T1.T, self.A11)                         # T₁ᵀA_j
-        D = _along(T1.T, np.ascontiguousarray(TA.transpose(1, 0, 2)))              # T₁ᵀA_jT₁ (A_j symmetric)
+        D = _along(T1.T, TA, 1)                                                  # T₁ᵀA_jT₁
         for a in range(q1):
             D[a, a] += 1.0
         Dinv, ld = _sinv(D)
         if not self.Q2:
-            return Dinv, None, None, None, ld
+            return Dinv, None, None, None, ld, None, TA
         n1 = self.nls[0]
-        C3 = _along(T1.T, self.A12.reshape(q1, n1, self.Q2))   # Λ₁ᵀA₁₂ (q1 x levels x Q2)
-        C = self._right_lam2(Ts, C3.reshape(self.m1, self.Q2))
+        C0 = _along(T1.T, self.A12.reshape(q1, n1, self.Q2)).reshape(self.m1, self.Q2)   # Λ₁ᵀA₁₂
+        C = self._right_lam2(Ts, C0)
         B = self._right_lam2(Ts, self._right_lam2(Ts, self.A22).T) + np.eye(self.Q2)   # Λ₂ᵀ A₂₂ Λ₂ + I
         G = _sblk(Dinv, C.reshape(q1, n1, self.Q2), lead=True).reshape(self.m1, self.Q2)
-        S = B - C.T @ G
+        P = C0.T @ G
+        S = B - self._lam2(Ts, P, transpose=True)
         try:
             cho = sla.cho_factor(S, lower=True, check_finite=False)
         except np.linalg.LinAlgError:  # pragma: no cover
             raise ModelError("lmer: the random-effects system is not positive definite") from None
         ld += 2.0 * float(np.log(np.diag(cho[0])).sum())
-        return Dinv, C, G, cho, ld
+        return Dinv, C, G, cho, ld, P, TA
 
     def _right_lam2(self, Ts, A: np.ndarray) -> np.ndarray:
         """A Λ₂ for A (m x Q2): the other terms' factors applied to A's columns."""
@@ -257,7 +325,7 @@ class LmmSystem:
 
     def _solve(self, fac, R1: np.ndarray, R2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """M⁻¹ [R1; R2] in the split layout."""
-        Dinv, C, G, cho, _ld = fac
+        Dinv, C, G, cho = fac[:4]
         if C is None:
             return _sblk(Dinv, R1), R2
         y2 = sla.cho_solve(cho, R2 - G.T @ self._as2d(R1), check_finite=False)
@@ -265,19 +333,42 @@ class LmmSystem:
 
     # ------------------------------------------------------------------ the deviance
     def evaluate(self, theta: np.ndarray) -> dict[str, Any]:
-        self.nfev += 1
+        """The PLS solution and the deviance at θ. The last two results (one when the coupling of the terms is
+        large: each holds m1 x Q2 arrays) and the lowest deviance so far are remembered (the optimiser's end, the
+        result and the Satterthwaite step revisit the optimum); a result is read-only."""
         theta = np.asarray(theta, float)
+        key = theta.tobytes()
+        for k, hit in (*self._recent, self._best):
+            if k == key:
+                return hit
+        e = self._evaluate(theta)
+        self._recent = [(key, e), *self._recent[:1 if self.m1 * self.Q2 < RECENT_PAIRS else 0]]
+        if self._best[1] is None or e["dev"] <= self._best[1]["dev"]:
+            self._best = (key, e)
+        return e
+
+    def _evaluate(self, theta: np.ndarray) -> dict[str, Any]:
+        self.nfev += 1
         Ts = self.factors(theta)
         fac = self._factor(Ts)
         Z1, Z2 = self._ztr_split()
-        B1 = _along(Ts[0].T, Z1)                               # Λᵀ Zᵀ[y X]
-        B2 = self._lam2(Ts, Z2, transpose=True)
-        W1, W2 = self._solve(fac, B1, B2)
         p = self.p
-        # (Λᵀ Zᵀ[y X])ᵀ M⁻¹ (Λᵀ Zᵀ[y X]), (1 + p) x (1 + p)
-        K = B2.T @ W2
-        for a in range(self.qs[0]):
-            K = K + B1[a] @ W1[a].T
+        # W = M⁻¹ Λᵀ Zᵀ[y X] and K = (Λᵀ Zᵀ[y X])ᵀ W, (1 + p) x (1 + p)
+        if self.Q2:
+            B1 = _along(Ts[0].T, Z1)                           # Λᵀ Zᵀ[y X]
+            B2 = self._lam2(Ts, Z2, transpose=True)
+            W1, W2 = self._solve(fac, B1, B2)
+            Y1 = None
+            K = B2.T @ W2
+            for a in range(self.qs[0]):
+                K = K + B1[a] @ W1[a].T
+        else:                        # one term: W_j = D_j⁻¹T₁ᵀ Z_j, K = Σ_j Z_jᵀ T₁W_j (Λ₁W kept for the gradient)
+            W1 = _sblk(_along(Ts[0], fac[0], 1), Z1)
+            W2 = Z2
+            Y1 = _along(Ts[0], W1)
+            K = Z1[0] @ Y1[0].T
+            for a in range(1, self.qs[0]):
+                K = K + Z1[a] @ Y1[a].T
         RtR = self.XtX - K[1:, 1:]
         rhs = self.Xty - K[1:, 0]
         if p:
@@ -292,7 +383,6 @@ class LmmSystem:
         r2 = self.yty - float(K[0, 0]) - float(rhs @ beta)
         u1 = _combine(W1, beta)
         u2 = W2[:, 0] - W2[:, 1:] @ beta
-        u = np.concatenate([u1.T.ravel(), u2])
         if not r2 > 1e-12 * self.yty:   # below the precision of the difference above: no residual variance
             raise ModelError(f"lmer: the response {self.response} has no residual variance (the residual sum of "
                              f"squares is below 1e-12 of the response's): the fixed and random effects fit it "
@@ -307,8 +397,8 @@ class LmmSystem:
             dev = ldL2 + ldRX2 + nmp * (1.0 + math.log(2 * math.pi * r2 / nmp))
         else:
             dev = ldL2 + n * (1.0 + math.log(2 * math.pi * r2 / n))
-        return {"dev": dev, "r2": r2, "ldL2": ldL2, "ldRX2": ldRX2, "beta": beta, "u": u, "RXtRX": RtR,
-                "fac": fac, "Ts": Ts, "W": (W1, W2), "u_split": (u1, u2)}
+        return _Evaluation(dev=dev, r2=r2, ldL2=ldL2, ldRX2=ldRX2, beta=beta, RXtRX=RtR, fac=fac, Ts=Ts, W=(W1, W2),
+                           u_split=(u1, u2), Y1=Y1)
 
     def deviance(self, theta) -> float:
         return self.evaluate(theta)["dev"]
@@ -330,16 +420,25 @@ class LmmSystem:
         block-diagonal E_ij): ∂log|L|² = 2 tr(M⁻¹ΛᵀA dΛ), the diagonal blocks of M⁻¹ΛᵀA from the block
         inverse [[D⁻¹ + GS⁻¹Gᵀ, −GS⁻¹], [−S⁻¹Gᵀ, S⁻¹]] (G = D⁻¹C); ∂r² = −2 resᵀ dΛ û with res = c − Bβ̂ − AΛû
         (the envelope theorem: β̂, û minimise r²); ∂RXᵀRX = −(Vᵀ dΛ W_X + W_Xᵀ dΛᵀ V) with V = B − AΛW_X, so
-        ∂log|RX|² = −2 tr((RXᵀRX)⁻¹ Vᵀ dΛ W_X) (Bates et al. 2015, sec. 3, differentiated)."""
+        ∂log|RX|² = −2 tr((RXᵀRX)⁻¹ Vᵀ dΛ W_X) (Bates et al. 2015, sec. 3, differentiated). Remembered in
+        ``e`` (the optimum's gradient is asked for by the optimiser, the Hessian and the Jacobian)."""
+        hit = e.get("_grad")
+        if hit is not None and (hit[3] is not None or not drtr):
+            return hit
+        out = self._grad_parts(e, drtr)
+        e["_grad"] = out
+        return out
+
+    def _grad_parts(self, e: dict[str, Any], drtr: bool):
         Ts, beta = e["Ts"], e["beta"]
         W1, W2 = e["W"]
         u1, u2 = e["u_split"]
-        Dinv, _C, G, cho, _ld = e["fac"]
+        Dinv, _C, G, cho, _ld, P, TA = e["fac"]
         n1, q1, p, m1, Q2 = self.nls[0], self.qs[0], self.p, self.m1, self.Q2
         T1 = Ts[0]
         Z1, Z2 = self._ztr_split()
         # A Λ W in the split layout
-        Y1 = _along(T1, W1)
+        Y1 = _along(T1, W1) if e["Y1"] is None else e["Y1"]
         Y2 = self._lam2(Ts, W2)
         AY1 = _sblk(self.A11, Y1)
         if Q2:
@@ -353,19 +452,25 @@ class LmmSystem:
         res1 = _combine(ZA1, beta)
         V1 = ZA1[:, 1:, :]
         Wx1 = W1[:, 1:, :]
-        F1 = np.stack([Ri @ Wx1[c] for c in range(q1)])                  # (W_X Ri) per component
-        TA = _along(T1.T, self.A11)
+        F1 = np.matmul(Ri, Wx1)                                            # (W_X Ri) per component
         Q = [sum(Dinv[:, s] @ TA[s].T for s in range(q1))]                  # Σ D_j⁻¹ T₁ᵀ A_j
         RU = [res1 @ u1.T]
-        VF = [_lsum(V1, F1)]
+        VF = [sum(V1[:, m, :] @ F1[:, m, :].T for m in range(p)) if p else np.zeros((q1, q1))]
         if Q2:
             Sinv = sla.cho_solve(cho, np.eye(Q2), check_finite=False)
-            GSi = G @ Sinv
-            LG = _along(T1, G.reshape(q1, n1, Q2))
-            H1t = _sblk(self.A11, LG, lead=True).reshape(m1, Q2) - self._right_lam2(Ts, self.A12)  # A₁₁Λ₁G − A₁₂Λ₂
-            Q[0] = Q[0] + _lsum(GSi.reshape(q1, -1), H1t.reshape(q1, -1))
-            C0 = _along(T1.T, self.A12.reshape(q1, n1, Q2)).reshape(m1, Q2)   # Λ₁ᵀA₁₂
-            H2 = self._right_lam2(Ts, self.A22).T - G.T @ C0                               # Λ₂ᵀA₂₂ − GᵀΛ₁ᵀA₁₂
+            # Σ_j (GS⁻¹)_j H_jᵀ with H = A₁₁Λ₁G − A₁₂Λ₂, without forming H: the first part from the diagonal
+            # blocks R_j of GS⁻¹Gᵀ (Σ_j A_j T₁ R_jᵀ), the second as one sum of products
+            if q1 == 1:
+                # one first-term column: A₁₂Λ₂ = (D/t₁)G, so the sum is Σ_j R_j (a_j t₁ − D_j/t₁) = −tr(S⁻¹GᵀG)/t₁
+                # (G = 0 at t₁ = 0)
+                if T1[0, 0] != 0.0:
+                    Q[0] = Q[0] - np.vdot(Sinv, G.T @ G) / T1[0, 0]
+            else:
+                GSi3 = (G @ Sinv).reshape(q1, n1, Q2)
+                R = np.einsum("ajs,djs->adj", GSi3, G.reshape(q1, n1, Q2))
+                Q[0] = (Q[0] + np.einsum("bcj,acj->ab", self.A11, _along(T1, R, 1))
+                        - _lsum(GSi3, self._right_lam2(Ts, self.A12).reshape(q1, n1, Q2)))
+            H2 = self._right_lam2(Ts, self.A22).T - P.T                     # Λ₂ᵀA₂₂ − GᵀΛ₁ᵀA₁₂ (P = C₀ᵀG)
             res2 = (Z2[:, 0] - AY2[:, 0]) - (Z2[:, 1:] - AY2[:, 1:]) @ beta
             V2 = Z2[:, 1:] - AY2[:, 1:]
             F2 = W2[:, 1:] @ Ri
@@ -461,7 +566,7 @@ class LmmSystem:
 
     def condvar(self, e: dict[str, Any]) -> list[np.ndarray]:
         """Per term the blocks of Λ M⁻¹ Λᵀ (levels x q x q), to be scaled by σ² (lme4's ``condVar``)."""
-        Dinv, C, G, cho, _ld = e["fac"]
+        Dinv, C, G, cho = e["fac"][:4]
         Ts = e["Ts"]
         out = []
         n1, q1 = self.nls[0], self.qs[0]
@@ -508,6 +613,8 @@ def reduced_system(sys_: LmmSystem, j: int, b: float) -> LmmSystem:
     r.p = sys_.p - 1
     r.ZtR = np.column_stack([r.Zty, r.ZtX])
     r._cache = {}
+    r._recent = []
+    r._best = (None, None)
     return r
 
 
@@ -551,8 +658,9 @@ def lbfgs_theta(fg, th0: np.ndarray, lower: np.ndarray, options: Mapping[str, An
 
 def optimise_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
     """θ̂ minimising the profiled deviance: :func:`lbfgs_theta` on the exact gradient, then Newton steps on the
-    free parameters (those off the boundary) whose Hessian is forward differences of that gradient.
-    Returns (θ̂, scipy's L-BFGS-B result, converged: the projected gradient below 2e-3)."""
+    free parameters (those off the boundary) whose Hessian is forward differences of that gradient, computed at
+    the first step and kept while its steps are taken (a chord method: one evaluation per further step;
+    recomputed when the free set changes or a step is not taken). Returns (θ̂, scipy's L-BFGS-B result, converged: the projected gradient below 2e-3)."""
     fg = sys_.deviance_grad
 
     def grad(th):
@@ -563,19 +671,22 @@ def optimise_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
     converged = bool(np.all(np.abs(np.where((lower == 0) & (th <= 1e-8), np.minimum(g_end, 0), g_end)) < 2e-3))
     # Newton polish on the free parameters (those off the boundary), the Hessian by forward differences of the
     # exact gradient
+    H, h_idx = None, None
     for _ in range(8):
         free = ~((lower == 0) & (th <= 1e-8))
         if not free.any():
             break
         idx = np.flatnonzero(free)
         g = g_end[idx]
-        H = np.empty((len(idx), len(idx)))
-        for a, i in enumerate(idx):           # forward differences (Newton's step needs no more)
-            h = 1e-6 * max(1.0, abs(th[i]))
-            tp = th.copy()
-            tp[i] += h
-            H[:, a] = (grad(tp)[idx] - g_end[idx]) / h
-        H = 0.5 * (H + H.T)
+        fresh = H is None or not np.array_equal(idx, h_idx)
+        if fresh:
+            H = np.empty((len(idx), len(idx)))
+            for a, i in enumerate(idx):           # forward differences (Newton's step needs no more)
+                h = 1e-6 * max(1.0, abs(th[i]))
+                tp = th.copy()
+                tp[i] += h
+                H[:, a] = (grad(tp)[idx] - g_end[idx]) / h
+            H, h_idx = 0.5 * (H + H.T), idx
         try:
             step = np.linalg.solve(H, g)
         except np.linalg.LinAlgError:
@@ -584,11 +695,18 @@ def optimise_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
         tn[idx] = th[idx] - step
         tn = np.maximum(tn, lower)
         fn, gn = fg(tn)
-        if fn <= fval and np.max(np.abs(tn - th)) > 0:
+        # a step is taken when it lowers the deviance, or leaves it equal to rounding (50 ulps) and lowers the
+        # gradient: at the optimum the deviance is flat to its last digits and which side of them a step lands
+        # on is the arithmetic's order, the gradient is not
+        lower_dev = fn <= fval or (fn - fval <= 1e-14 * max(1.0, abs(fval))
+                                   and np.max(np.abs(gn[idx])) < np.max(np.abs(g)))
+        if lower_dev and np.max(np.abs(tn - th)) > 0:
             moved = np.max(np.abs(tn - th))
             th, fval, g_end = tn, fn, gn
             if moved < 1e-10:
                 break
+        elif not fresh:                           # the kept Hessian's step was not taken: once more, a new one
+            H = None
         else:
             break
     return th, r, converged
