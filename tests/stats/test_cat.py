@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from mrcstats.errors import InputError
 from mrcstats.stats.cat import (
     GRID,
+    MISFIT_N,
     calibrate,
+    kfold_misfit,
     fisher_information,
     load_bank,
     next_item,
@@ -67,6 +69,9 @@ def test_bank_round_trip(bank, tmp_path):
     (lambda o: o["items"][0].pop("se_d"), "missing se_d"),
     (lambda o: o["items"][1].update(item=o["items"][0]["item"]), "appears twice"),
     (lambda o: o.update(format_version=99), "format version"),
+    (lambda o: o.update(misfit={"n": [10, 5], "var": [0.0, 0.0]}), "misfit"),
+    (lambda o: o.update(misfit={"n": [10], "var": [-1.0]}), "misfit"),
+    (lambda o: o.update(misfit={"n": [10, 20], "var": [0.0]}), "misfit"),
 ])
 def test_bank_validation(bank, tmp_path, edit, msg):
     obj = bank.to_dict()
@@ -170,3 +175,44 @@ def test_calibration_error_widens_the_interval(bank):
 def test_bad_settings(bank, kw, msg):
     with pytest.raises(InputError, match=msg):
         run_cat(bank, lambda item: True, **kw)
+
+
+def test_misfit_is_estimated_stored_and_interpolated(bank, tmp_path):
+    mf = bank.misfit
+    assert mf["models"] == 29 and list(mf["n"]) == [n for n in MISFIT_N if n < 120]
+    assert all(v >= 0 for v in mf["var"]) and "calibration models" in mf["method"]
+    bank.save(tmp_path / "b.json")
+    back = load_bank(tmp_path / "b.json")
+    assert back.misfit["n"] == mf["n"] and back.misfit["var"] == pytest.approx(mf["var"])
+    # linear in log n between the counts, the end values outside
+    from dataclasses import replace
+
+    b = replace(bank, misfit={"n": [10, 100], "var": [0.04, 0.01]})
+    assert b.misfit_var(1) == 0.04 and b.misfit_var(1000) == 0.01
+    assert b.misfit_var(int(np.sqrt(10 * 100) + 0.5)) == pytest.approx(0.025, abs=5e-4)
+    assert replace(bank, misfit={}).misfit_var(50) == 0.0
+
+
+def test_misfit_widens_the_interval_not_the_point(bank):
+    from dataclasses import replace
+
+    b = replace(bank, misfit={"n": [10, 100], "var": [0.01, 0.01]})
+    idx, y = np.arange(20), np.r_[np.ones(10), np.zeros(10)]
+    with_ = predict_accuracy(b, idx, y, draws=400)
+    without = predict_accuracy(b, idx, y, draws=400, misfit=False)
+    assert with_.accuracy == without.accuracy
+    assert with_.se ** 2 == pytest.approx(without.se ** 2 + 0.01, rel=0.2)
+    assert "model misfit" in with_.method and "model misfit" not in without.method
+    # the bank without the component: the interval of before
+    same = predict_accuracy(replace(bank, misfit={}), idx, y, draws=400)
+    assert same.ci == without.ci
+
+
+def test_misfit_of_a_well_specified_bank_is_small(bank, log):
+    """In a 2PL world the calibration models' excess residual is small next to the finite-item SD."""
+    models = list(bank.abilities["model"])
+    wide = log.pivot(index="model", columns="item", values="correct").loc[models, list(bank.items["item"])]
+    mf = estimate_misfit(bank, wide.to_numpy(float), counts=(10, 40))
+    assert mf["n"] == [10, 40] and all(np.sqrt(v) < 0.08 for v in mf["var"])
+    with pytest.raises(InputError, match="calibration models x 120"):
+        estimate_misfit(bank, wide.to_numpy(float)[:, :5])
