@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from mrcstats.errors import InputError
 from mrcstats.stats.cat import (
     GRID,
+    MISFIT_FOLDS,
     MISFIT_N,
+    MISFIT_RULE,
     calibrate,
     kfold_misfit,
     fisher_information,
@@ -44,7 +46,7 @@ def log():
 
 @pytest.fixture(scope="module")
 def bank(log):
-    return calibrate(log[log["model"] != "m00"], screen=False, progress=False)
+    return calibrate(log[log["model"] != "m00"], screen=False, progress=False, folds=0)
 
 
 def test_bank_round_trip(bank, tmp_path):
@@ -177,42 +179,91 @@ def test_bad_settings(bank, kw, msg):
         run_cat(bank, lambda item: True, **kw)
 
 
-def test_misfit_is_estimated_stored_and_interpolated(bank, tmp_path):
-    mf = bank.misfit
-    assert mf["models"] == 29 and list(mf["n"]) == [n for n in MISFIT_N if n < 120]
-    assert all(v >= 0 for v in mf["var"]) and "calibration models" in mf["method"]
-    bank.save(tmp_path / "b.json")
+def misfit_world(n_models: int = 20, n_items: int = 160, sd: float = 0.0, seed: int = 7) -> pd.DataFrame:
+    """A 1PL log over four categories of four subjects each; with ``sd > 0`` every model has its own strength
+    per subject (``N(0, sd^2)`` added to its ability on that subject's items): a model violates the 1PL."""
+    r = np.random.default_rng(seed)
+    th = r.standard_normal(n_models)
+    b = 1.2 * r.standard_normal(n_items)
+    subj = np.arange(n_items) % 16
+    dev = sd * r.standard_normal((n_models, 16))
+    p = 1 / (1 + np.exp(-(th[:, None] + dev[:, subj] - b[None, :])))
+    y = r.random(p.shape) < p
+    return pd.DataFrame({"model": np.repeat([f"m{j:02d}" for j in range(n_models)], n_items),
+                         "item": np.tile([f"q{i:03d}" for i in range(n_items)], n_models),
+                         "correct": y.ravel(), "category": np.tile([f"c{s % 4}" for s in subj], n_models)})
+
+
+@pytest.fixture(scope="module")
+def misfit_bank():
+    return calibrate(misfit_world(sd=1.5), irt_model="1pl", screen=False, progress=False)
+
+
+def test_misfit_is_estimated_out_of_sample_stored_and_used(misfit_bank, tmp_path):
+    mf = misfit_bank.misfit
+    assert mf["folds"] == MISFIT_FOLDS and mf["models"] == 20 and mf["seed"] == 0
+    assert list(mf["n"]) == [n for n in MISFIT_N if n < 160] and mf["df"] == [20] * len(mf["n"])
+    assert all(v >= 0 for v in mf["var"]) and max(mf["var"]) > 0.02 ** 2      # models violate the 1PL
+    assert "5-fold" in mf["method"] and len(mf["residuals"]) == 20 * len(mf["n"])
+    # the excess of the held-out residuals' mean square over the nominal variance, floored at 0
+    for k, n in enumerate(mf["n"]):
+        r = np.array([x[2] for x in mf["residuals"] if x[1] == n])
+        v = np.array([x[3] ** 2 for x in mf["residuals"] if x[1] == n])
+        assert mf["var"][k] == pytest.approx(max(0.0, np.mean(r ** 2) - np.mean(v)))
+    misfit_bank.save(tmp_path / "b.json")
     back = load_bank(tmp_path / "b.json")
     assert back.misfit["n"] == mf["n"] and back.misfit["var"] == pytest.approx(mf["var"])
-    # linear in log n between the counts, the end values outside
+    assert not any("no model-misfit" in n for n in back.notes)
+    # used in the interval (the point unchanged) and named with its rule
+    idx, y = np.arange(25), np.r_[np.ones(12), np.zeros(13)]
+    with_ = predict_accuracy(back, idx, y, draws=400)
+    without = predict_accuracy(back, idx, y, draws=400, misfit=False)
+    assert with_.accuracy == without.accuracy
+    assert with_.se ** 2 == pytest.approx(without.se ** 2 + back.misfit_var(25), rel=0.25)
+    assert MISFIT_RULE in with_.method and "model misfit" not in without.method
+    res = run_cat(back, lambda item: item < "q080", max_items=50, seed=1)
+    assert res.settings["model_misfit"] and MISFIT_RULE in res.prediction.method
+    assert "model misfit" in res.summary()
+
+
+def test_misfit_interpolation_in_log_n(misfit_bank):
     from dataclasses import replace
 
-    b = replace(bank, misfit={"n": [10, 100], "var": [0.04, 0.01]})
+    b = replace(misfit_bank, misfit={"n": [10, 100], "var": [0.04, 0.01]})
     assert b.misfit_var(1) == 0.04 and b.misfit_var(1000) == 0.01
     assert b.misfit_var(int(np.sqrt(10 * 100) + 0.5)) == pytest.approx(0.025, abs=5e-4)
-    assert replace(bank, misfit={}).misfit_var(50) == 0.0
+    assert replace(misfit_bank, misfit={}).misfit_var(50) == 0.0
 
 
-def test_misfit_widens_the_interval_not_the_point(bank):
-    from dataclasses import replace
+def test_misfit_is_deterministic_and_small_in_a_1pl_world():
+    """Same seed, same estimate; in a world the 1PL describes, the excess is small next to the misfit world's."""
+    ok = misfit_world(sd=0.0)
+    bad = misfit_world(sd=1.5)
+    bank_ok = calibrate(ok, irt_model="1pl", screen=False, progress=False, folds=0)
+    bank_bad = calibrate(bad, irt_model="1pl", screen=False, progress=False, folds=0)
+    kw = {"folds": 4, "counts": (40,), "draws": 100, "seed": 3}
+    m1 = kfold_misfit(ok, bank_ok, **kw)
+    assert m1 == kfold_misfit(ok, bank_ok, **kw)
+    assert m1["residuals"] != kfold_misfit(ok, bank_ok, **(kw | {"seed": 4}))["residuals"]
+    m_bad = kfold_misfit(bad, bank_bad, **kw)
+    assert m_bad["var"][0] > 4 * m1["var"][0] + 1e-4 and np.sqrt(m1["var"][0]) < 0.03
+    assert "folds = 0" in " ".join(bank_ok.notes) and bank_ok.misfit == {}
 
-    b = replace(bank, misfit={"n": [10, 100], "var": [0.01, 0.01]})
-    idx, y = np.arange(20), np.r_[np.ones(10), np.zeros(10)]
-    with_ = predict_accuracy(b, idx, y, draws=400)
-    without = predict_accuracy(b, idx, y, draws=400, misfit=False)
-    assert with_.accuracy == without.accuracy
-    assert with_.se ** 2 == pytest.approx(without.se ** 2 + 0.01, rel=0.2)
-    assert "model misfit" in with_.method and "model misfit" not in without.method
-    # the bank without the component: the interval of before
-    same = predict_accuracy(replace(bank, misfit={}), idx, y, draws=400)
-    assert same.ci == without.ci
+
+def test_old_bank_without_misfit_loads_with_a_note(misfit_bank, tmp_path):
+    obj = misfit_bank.to_dict()
+    del obj["misfit"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(obj))
+    old = load_bank(path)
+    assert old.misfit == {} and any("no model-misfit term" in n for n in old.notes)
+    idx, y = np.arange(25), np.r_[np.ones(12), np.zeros(13)]
+    assert predict_accuracy(old, idx, y).ci == predict_accuracy(misfit_bank, idx, y, misfit=False).ci
+    res = run_cat(old, lambda item: True, max_items=10, seed=0)
+    assert not res.settings["model_misfit"] and any("no model-misfit term" in n for n in res.notes)
 
 
-def test_misfit_of_a_well_specified_bank_is_small(bank, log):
-    """In a 2PL world the calibration models' excess residual is small next to the finite-item SD."""
-    models = list(bank.abilities["model"])
-    wide = log.pivot(index="model", columns="item", values="correct").loc[models, list(bank.items["item"])]
-    mf = estimate_misfit(bank, wide.to_numpy(float), counts=(10, 40))
-    assert mf["n"] == [10, 40] and all(np.sqrt(v) < 0.08 for v in mf["var"])
-    with pytest.raises(InputError, match="calibration models x 120"):
-        estimate_misfit(bank, wide.to_numpy(float)[:, :5])
+@pytest.mark.parametrize("folds", [1, -1, True, 2.5])
+def test_bad_folds(log, folds):
+    with pytest.raises(InputError, match="folds"):
+        calibrate(log, screen=False, progress=False, folds=folds)
