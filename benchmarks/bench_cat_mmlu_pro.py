@@ -67,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{a.folder}: no MMLU-Pro JSON outputs; skipped", file=sys.stderr)
         return 0
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_screen import load
-
     from dataclasses import replace
+
+    from bench_screen import load
 
     from mrcstats.stats.cat import MISFIT_FOLDS, calibrate, kfold_misfit, predict_accuracy, run_cat
     from mrcstats.stats.subsets import subset
@@ -132,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
                 if name == "anchor":
                     add("anchor-weighted", k, float(np.dot(sub.weights, y_all[idx])), math.nan, math.nan)
         if a.rows_out:    # after every model: a run cut short keeps what it has
-            a.rows_out.write_text(json.dumps({"rows": rows, "cal_times": cal_times, "misfit_times": misfit_times, "irt_model": bank.irt_model,
+            a.rows_out.write_text(json.dumps({"rows": rows, "cal_times": cal_times, "misfit_times": misfit_times,
+                                              "irt_model": bank.irt_model,
                                               "n_models": len(models), "items": int(log["item"].nunique())},
                                              default=lambda v: None if v != v else v))  # noqa: PLR0124
         last = [r for r in rows if r["model"] == m and r["k"] == 100]
@@ -144,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{time.perf_counter() - t_fold:.0f} s; k=100 errors "
               + ", ".join(f"{r['method']} {r['error']:+.4f}" for r in last), file=sys.stderr, flush=True)
     if a.rows_out:
-        a.rows_out.write_text(json.dumps({"rows": rows, "cal_times": cal_times, "misfit_times": misfit_times, "irt_model": bank.irt_model,
+        a.rows_out.write_text(json.dumps({"rows": rows, "cal_times": cal_times, "misfit_times": misfit_times,
+                                              "irt_model": bank.irt_model,
                                           "n_models": len(models), "items": int(log["item"].nunique())},
                                          default=lambda v: None if v != v else v))
     return report(pd.DataFrame(rows), cal_times, misfit_times, bank.irt_model, len(models), int(log["item"].nunique()), a)

@@ -345,13 +345,14 @@ def calibrate(log: pd.DataFrame, *, irt_model: str = "auto", content: str | None
         mf = kfold_misfit(log, bank, folds=folds, seed=seed, progress=progress, model_col=model_col,
                           item_col=item_col, correct_col=correct_col)
         if not mf:
-            bank = replace(bank, notes=(*bank.notes, f"no model-misfit term: {len(abil)} calibration model(s), the "
-                                        "K-fold estimate needs at least 4 (intervals: finite items and calibration "
-                                        "error only)"))
+            why = (f"no model-misfit term: {len(abil)} calibration model(s), the K-fold estimate needs at least 4 "
+                   "(intervals: finite items and calibration error only)")
+            bank = replace(bank, notes=(*bank.notes, why))
         bank = replace(bank, misfit=mf)
     else:
-        bank = replace(bank, notes=(*bank.notes, "no model-misfit term (folds = 0): intervals cover the finite items "
-                                    "and the calibration error only, not how a new model differs from the bank"))
+        why = ("no model-misfit term (folds = 0): intervals cover the finite items and the calibration error only, "
+               "not how a new model differs from the bank")
+        bank = replace(bank, notes=(*bank.notes, why))
     return bank
 
 
@@ -515,8 +516,9 @@ def load_bank(path: str | os.PathLike) -> ItemBank:
                              "and as many variances \"var\" (finite, >= 0); the file is damaged: recalibrate")
     notes = tuple(obj.get("notes") or ())
     if "misfit" not in obj:
-        notes += ("the bank has no model-misfit term (written before mrcstats had it): intervals cover the finite "
-                  "items and the calibration error only; recalibrate with `mrcstats cat calibrate` to add it",)
+        old = ("the bank has no model-misfit term (written before mrcstats had it): intervals cover the finite "
+               "items and the calibration error only; recalibrate with `mrcstats cat calibrate` to add it")
+        notes += (old,)
     return ItemBank(items, abil, str(obj.get("irt_model", "2pl")), exc, dict(obj.get("provenance") or {}),
                     notes, dict(mf))
 
