@@ -74,6 +74,7 @@ def test_bank_round_trip(bank, tmp_path):
     (lambda o: o.update(misfit={"n": [10, 5], "var": [0.0, 0.0]}), "misfit"),
     (lambda o: o.update(misfit={"n": [10], "var": [-1.0]}), "misfit"),
     (lambda o: o.update(misfit={"n": [10, 20], "var": [0.0]}), "misfit"),
+    (lambda o: o.update(misfit={"n": [10, 20], "var": [0.0, 0.0], "df": [0, 3]}), "misfit"),
 ])
 def test_bank_validation(bank, tmp_path, edit, msg):
     obj = bank.to_dict()

@@ -510,10 +510,13 @@ def load_bank(path: str | os.PathLike) -> ItemBank:
         ok = (isinstance(ns, list) and isinstance(vs, list) and len(ns) == len(vs) and len(ns) > 0
               and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in ns)
               and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
-                      for x in vs) and list(ns) == sorted(set(ns)))
+                      for x in vs) and list(ns) == sorted(set(ns))
+              and (mf.get("df") is None or (isinstance(mf["df"], list) and len(mf["df"]) == len(ns)
+                                            and all(isinstance(k, int) and k >= 1 for k in mf["df"]))))
         if not ok:
-            raise InputError(f"item bank {p}: \"misfit\" must hold increasing item counts \"n\" (whole numbers >= 1) "
-                             "and as many variances \"var\" (finite, >= 0); the file is damaged: recalibrate")
+            raise InputError(f"item bank {p}: \"misfit\" must hold increasing item counts \"n\" (whole numbers "
+                             ">= 1) and as many variances \"var\" (finite, >= 0) and degrees of freedom \"df\" "
+                             "(whole numbers >= 1); the file is damaged: recalibrate")
     notes = tuple(obj.get("notes") or ())
     if "misfit" not in obj:
         old = ("the bank has no model-misfit term (written before mrcstats had it): intervals cover the finite "
