@@ -38,6 +38,8 @@ def test_calibrate_with_the_screen_and_provenance(log_path, tmp_path, capsys):
     obj = json.loads(bank.read_text())
     assert obj["n_items"] + len(obj["excluded"]) == 60
     assert any("1PL (Rasch) chosen" in n for n in obj["notes"])
+    assert out["misfit"]["folds"] == 5 and out["misfit"]["df"] and "residuals" not in out["misfit"]
+    assert obj["misfit"]["n"] == out["misfit"]["n"] and len(obj["misfit"]["residuals"]) > 0
     assert main(["cat", "run", "--bank", str(bank), "--replay", str(log_path), "--model", "m03", "--max-items",
                  "10", "--draws", "60", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
@@ -52,7 +54,7 @@ def test_calibrate_with_the_screen_and_provenance(log_path, tmp_path, capsys):
 ])
 def test_run_bad_arguments_exit_2(log_path, tmp_path, capsys, argv, msg):
     bank = tmp_path / "bank.json"
-    assert main(["cat", "calibrate", str(log_path), "--out", str(bank), "--no-screen"]) == 0
+    assert main(["cat", "calibrate", str(log_path), "--out", str(bank), "--no-screen", "--folds", "0"]) == 0
     capsys.readouterr()
     argv = [str(log_path) if a == "LOG" else a for a in argv]
     assert main(["cat", "run", "--bank", str(bank), *argv]) == 2
@@ -66,3 +68,21 @@ def test_damaged_bank_exit_2(log_path, tmp_path, capsys):
     assert main(["cat", "run", "--bank", str(bad), "--replay", str(log_path), "--model", "m01"]) == 2
     err = capsys.readouterr().err
     assert "not an mrcstats item bank" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("argv", "msg"), [(["--folds", "1"], "--folds must be 0"), (["--folds", "-3"], "--folds")])
+def test_calibrate_bad_folds_exit_2(log_path, tmp_path, capsys, argv, msg):
+    assert main(["cat", "calibrate", str(log_path), "--out", str(tmp_path / "b.json"), "--no-screen", *argv]) == 2
+    err = capsys.readouterr().err
+    assert msg in err and "Traceback" not in err
+
+
+def test_calibrate_no_misfit_and_run_without_it(log_path, tmp_path, capsys):
+    bank = tmp_path / "bank.json"
+    assert main(["cat", "calibrate", str(log_path), "--out", str(bank), "--no-screen", "--no-misfit", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["misfit"] == {} and any("folds = 0" in n for n in out["notes"])
+    assert main(["cat", "run", "--bank", str(bank), "--replay", str(log_path), "--model", "m03", "--max-items",
+                 "10", "--draws", "60", "--no-misfit", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["settings"]["model_misfit"] is False and "model misfit" not in res["interval_method"]

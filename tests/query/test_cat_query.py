@@ -39,7 +39,7 @@ def banks(tmp_path_factory):
     root = tmp_path_factory.mktemp("banks")
     out = {}
     for name, texts in (("texts", True), ("bare", False)):
-        bank = calibrate(_log(texts), screen=False, progress=False)
+        bank = calibrate(_log(texts), screen=False, progress=False, folds=0)
         out[name] = root / f"{name}.json"
         bank.save(out[name])
     return out
@@ -152,3 +152,18 @@ def test_endpoint_that_never_answers_keeps_the_partial_log(banks, stub, tmp_path
     ref_out = tmp_path / "ref.jsonl"
     assert main(_cmd(banks["texts"], stub, ref_out)) == 0
     assert json.loads(capsys.readouterr().out) == res
+
+
+def test_the_cat_seed_is_not_the_sampling_seed(banks, stub, tmp_path, capsys):
+    """--seed drives the selection; the endpoint gets --sampling-seed (none by default), as `query --seed`."""
+    out = tmp_path / "log.jsonl"
+    assert main(_cmd(banks["texts"], stub, out)) == 0
+    capsys.readouterr()
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert rows and all(r.get("seed") is None for r in rows)
+    out2 = tmp_path / "log2.jsonl"
+    assert main(_cmd(banks["texts"], stub, out2, "--sampling-seed", "11")) == 0
+    capsys.readouterr()
+    rows2 = [json.loads(x) for x in out2.read_text().splitlines()]
+    assert rows2 and all(r["seed"] == 11 for r in rows2)
+    assert [r["item"] for r in rows2] == [r["item"] for r in rows]       # the same items: the CAT seed is 3 in both

@@ -1,9 +1,11 @@
 """CLI subcommands ``cat calibrate`` and ``cat run``: adaptive testing from an item bank (argument parsing only).
 
 * ``mrcstats cat calibrate LOG... --out BANK.json [--irt-model 2pl|1pl] [--content COL] [--no-screen]
-  [--tasks TASKFILE]`` -> the bank file (:func:`mrcstats.stats.cat.calibrate`);
+  [--tasks TASKFILE] [--folds K | --no-misfit] [--seed S]`` -> the bank file (:func:`mrcstats.stats.cat.calibrate`,
+  with the K-fold model-misfit term);
 * ``mrcstats cat run --bank BANK (--endpoint URL --model NAME --out LOG.jsonl [--tasks TASKFILE] |
-  --replay LOG [--model NAME]) [--target-se S] [--max-items N] [--seed S] [--json]`` -> ``{"model",
+  --replay LOG [--model NAME]) [--target-se S] [--max-items N] [--seed S] [--sampling-seed S] [--no-misfit]
+  [--json]`` -> ``{"model",
   "items_asked", "ability", "ability_se", "predicted_accuracy", "predicted_accuracy_ci", "items": [...], ...}``
   (:func:`mrcstats.query.cat.run_cat_endpoint`, :func:`mrcstats.stats.cat.replay`).
 """
@@ -52,6 +54,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="keep the items the screen would flag (faster; see `mrcstats screen`)")
     p.add_argument("--screen-fdr", type=float, default=0.1, metavar="Q", help="screen's FDR for flagging (0.1)")
     add_input(p, "--tasks", metavar="TASKFILE", help="a `mrcstats query` task file: the item texts kept in the bank")
+    p.add_argument("--folds", type=int, metavar="K",
+                   help="K-fold refit over the calibration models for the out-of-sample model-misfit term of the "
+                        "intervals (default: mrcstats.stats.cat.MISFIT_FOLDS = 5; 0: none, several times faster)")
+    p.add_argument("--no-misfit", dest="folds", action="store_const", const=0, help="same as --folds 0")
+    p.add_argument("--seed", type=parse_seed, default=0, metavar="S",
+                   help="seed of the misfit folds and their adaptive runs (0)")
     add_json_flag(p)
     p.set_defaults(func=_calibrate)
 
@@ -75,7 +83,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="stop when the SE of the predicted accuracy is at most S (a share: 0.0075 ~ +-1.5 points)")
     p.add_argument("--max-items", type=int, default=100, metavar="N", help="stop after N items (100)")
     p.add_argument("--seed", type=parse_seed, default=0, metavar="S",
-                   help="seed of the exposure control and the interval (0); keep it to resume")
+                   help="CAT seed: exposure control and the interval draws (0); keep it to resume. Not sent to "
+                        "the endpoint (that is --sampling-seed)")
+    p.add_argument("--sampling-seed", type=parse_seed, metavar="S",
+                   help="endpoint mode: the model's sampling seed sent with each request (as `query --seed`; "
+                        "default: none sent)")
+    p.add_argument("--no-misfit", dest="misfit", action="store_false",
+                   help="leave the bank's model-misfit variance out of the interval and the stopping rule")
     p.add_argument("--topk", type=int, default=5, metavar="K", help="randomesque: pick among the K most "
                                                                     "informative items (5; 1 = none)")
     p.add_argument("--level", type=float, default=0.95, help="interval level (0.95)")
@@ -101,12 +115,14 @@ def _calibrate(args: argparse.Namespace) -> int:
 
         texts = {t.item: {"prompt": t.prompt, "gold": t.gold} for t in read_taskfile(args.tasks)}
     bank = calibrate(log, irt_model=args.irt_model, content=args.content, screen=args.screen,
-                     screen_fdr=args.screen_fdr, texts=texts, data_sha256=sha256_of(*args.log))
+                     screen_fdr=args.screen_fdr, texts=texts, data_sha256=sha256_of(*args.log), seed=args.seed,
+                     **({} if args.folds is None else {"folds": args.folds}))
     bank.save(args.out)
     info(f"mrcstats cat calibrate: bank of {bank.n_items} items written to {args.out}")
     d = bank.to_dict()
+    misfit = {k: v for k, v in d["misfit"].items() if k != "residuals"}
     return output(args, {k: d[k] for k in ("format", "irt_model", "n_items", "excluded", "provenance", "notes")}
-                  | {"out": str(args.out)}, bank.summary())
+                  | {"misfit": misfit, "out": str(args.out)}, bank.summary())
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -115,7 +131,7 @@ def _run(args: argparse.Namespace) -> int:
     if (args.endpoint is None) == (args.replay is None):
         raise InputError("give either --endpoint URL (with --model and --out) or --replay LOG")
     kw = {"max_items": args.max_items, "target_se": args.target_se, "seed": args.seed, "topk": args.topk,
-          "level": args.level, "draws": args.draws}
+          "level": args.level, "draws": args.draws, "misfit": args.misfit}
     if args.replay is not None:
         from mrcstats.stats.cat import load_bank, replay
 
@@ -130,7 +146,7 @@ def _run(args: argparse.Namespace) -> int:
         cfg = CatQueryConfig(bank=args.bank, model=args.model, base_url=args.endpoint, out=str(args.out),
                              tasks=args.tasks, api_key_env=args.api_key_env, temperature=args.temperature,
                              max_tokens=args.max_tokens, max_attempts=args.max_attempts, backoff_base=args.backoff,
-                             timeout=args.timeout, **kw)
+                             timeout=args.timeout, sampling_seed=args.sampling_seed, **kw)
         res = run_cat_endpoint(cfg)
     if args.trace_out:
         args.trace_out.write_table(res.trace)

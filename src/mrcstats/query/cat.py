@@ -41,7 +41,10 @@ class CatQueryConfig:
     tasks: str | None = None
     api_key_env: str | None = None
     temperature: float | None = None
+    #: the CAT seed (exposure control, interval draws); never sent to the endpoint
     seed: int = 0
+    #: the model's sampling seed sent with each request (``query --seed``); None: none sent
+    sampling_seed: int | None = None
     max_tokens: int | None = None
     max_attempts: int = 6
     backoff_base: float = 1.0
@@ -51,11 +54,12 @@ class CatQueryConfig:
     topk: int = 5
     level: float = 0.95
     draws: int = 400
+    misfit: bool = True
 
     def query_config(self) -> QueryConfig:
         return QueryConfig(taskfile=self.tasks or self.bank, model=self.model, base_url=self.base_url, out=self.out,
                            api_key_env=self.api_key_env, concurrency=1, temperature=self.temperature,
-                           seed=self.seed, max_tokens=self.max_tokens, max_attempts=self.max_attempts,
+                           seed=self.sampling_seed, max_tokens=self.max_tokens, max_attempts=self.max_attempts,
                            backoff_base=self.backoff_base, timeout=self.timeout, progress=False)
 
 
@@ -147,7 +151,7 @@ def run_cat_endpoint(cfg: CatQueryConfig, client_factory: Callable[..., Any] | N
 
                 res = run_cat(bank, answer, model=cfg.model, max_items=cfg.max_items, target_se=cfg.target_se,
                               seed=cfg.seed, topk=cfg.topk, level=cfg.level, draws=cfg.draws,
-                              available=list(tasks), notes=notes)
+                              misfit=cfg.misfit, available=list(tasks), notes=notes)
         finally:
             client.close()
     if replayed:

@@ -27,7 +27,8 @@ Hofmann et al. 2025), with
   ``(seed, "cat", "select", t)`` -- so a run is a function of the seed and the answers, and a
   resumed run asks the same items as an uninterrupted one.
 
-It stops when the SE of the predicted accuracy is at most ``target_se`` or after ``max_items``.
+It stops when the SE of the predicted accuracy (with the model-misfit variance below, when the bank has it)
+is at most ``target_se`` or after ``max_items``.
 
 **Predicted full accuracy** (:func:`predict_accuracy`; p-IRT, Polo et al. 2024, eq. 4): the
 answers of the asked items plus the expected answers of the others,
@@ -39,6 +40,27 @@ blocks of the observed information), the ability from its posterior under those 
 (on the grid), and the not-asked items' answers from their Bernoulli sum (normal approximation
 ``N(sum P_i, sum P_i (1 - P_i))``); the interval is the ``(1 - level) / 2`` quantiles of ``A``
 (a parametric-bootstrap / posterior-predictive interval). ``se`` is the SD of the draws.
+
+**Model misfit** (:func:`kfold_misfit`): a new model is not a draw from the one-dimensional
+bank; its accuracy on the items not asked can differ from what its answers to the asked items
+predict by more than the finite-item noise (it is relatively stronger on some subjects or on
+hard items). The bank measures that **out of sample** by a K-fold refit over its calibration
+models (:data:`MISFIT_FOLDS` folds by default): the models are split at random (``seed``) into
+``K`` folds; for each fold the bank is refitted without it, and each held-out model ``j`` gets an
+adaptive run (:func:`run_cat`'s selection) on its own answers under that refit. After ``n`` items
+(:data:`MISFIT_N`) the residual ``r_j(n) = A_j - A_hat_j(n)`` (actual accuracy over ``j``'s answered
+items minus the prediction) and the nominal predictive variance ``v_j(n)`` (:func:`predict_accuracy`'s
+``se^2``: ability, calibration error, not-asked answers) are recorded. The misfit variance is the
+excess (a method-of-moments variance component, floored at 0; the residuals' mean square about 0,
+so a common bias counts as misfit too)::
+
+    tau^2(n) = max(0, (1 / m) sum_j r_j(n)^2 - (1 / m) sum_j v_j(n)),   df = m
+
+(``m`` held-out calibration models with at least ``n`` answered items). In the interval each draw
+adds ``N(0, tau^2(n))`` for the ``n`` items asked, ``tau^2`` interpolated linearly in ``log n``
+between the stored counts and constant beyond them (the rule :data:`MISFIT_RULE`); the point
+prediction is unchanged. A model being predicted never enters its own estimate: the calibration
+models are held out from the refits, and a new model is not in the bank at all.
 """
 from __future__ import annotations
 
@@ -48,7 +70,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +82,9 @@ from mrcstats._seeds import check_seed, stream
 from mrcstats._words import plural
 from mrcstats.errors import InputError
 
-__all__ = ["BANK_FORMAT", "GRID", "INTERVAL_METHOD", "CatResult", "ItemBank", "Prediction", "calibrate",
-           "fisher_information", "load_bank", "next_item", "predict_accuracy", "replay", "run_cat"]
+__all__ = ["BANK_FORMAT", "GRID", "INTERVAL_METHOD", "MISFIT_FOLDS", "MISFIT_N", "MISFIT_RULE", "CatResult",
+           "ItemBank", "Prediction", "calibrate", "fisher_information", "kfold_misfit", "load_bank", "next_item",
+           "predict_accuracy", "replay", "run_cat"]
 
 #: the ``format`` field of a bank file
 BANK_FORMAT = "mrcstats-item-bank"
@@ -70,6 +93,14 @@ _BANK_VERSION = 1
 GRID: np.ndarray = np.linspace(-6.0, 6.0, 241)
 INTERVAL_METHOD = ("simulation: item parameters drawn from N(estimate, SE) (log a, d), ability from its posterior "
                    "under each draw, not-asked answers from their Bernoulli sum (normal approximation)")
+#: item counts at which the bank estimates the model-misfit variance (:func:`kfold_misfit`)
+MISFIT_N: tuple[int, ...] = (25, 50, 100, 200)
+#: default number of folds of the out-of-sample misfit estimate (0 in :func:`calibrate`: none)
+MISFIT_FOLDS = 5
+#: how ``tau^2`` between and beyond the stored counts is found (named in the interval method)
+MISFIT_RULE = "linear in log n between the stored item counts, constant beyond them"
+_MISFIT_METHOD = ("model misfit N(0, tau^2(n)) added: tau^2 = out-of-sample excess of the calibration models' "
+                  "prediction residuals over their nominal variance ({folds}-fold refit), " + MISFIT_RULE)
 
 _COLS = ("item", "a", "d", "se_a", "se_d", "p", "fitted", "content")
 
@@ -99,6 +130,9 @@ class ItemBank(Result):
     excluded: pd.DataFrame
     provenance: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    #: the out-of-sample model-misfit variance (:func:`kfold_misfit`): ``{"n": [...], "var": [...], "df": [...],
+    #: "folds": K, ...}``; empty for a bank without it (then no misfit term)
+    misfit: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def n_items(self) -> int:
@@ -115,6 +149,15 @@ class ItemBank(Result):
     def variances(self) -> tuple[np.ndarray, np.ndarray]:
         """``(se_a^2, se_d^2)`` of every item: the calibration error of the expected response functions."""
         return self.items["se_a"].to_numpy(float) ** 2, self.items["se_d"].to_numpy(float) ** 2
+
+    def misfit_var(self, n: int) -> float:
+        """``tau^2(n)``: the model-misfit variance of the predicted accuracy after ``n`` items (0 without an
+        estimate); linear in ``log n`` between the estimated counts, the end values outside."""
+        if not self.misfit or not self.misfit.get("n"):
+            return 0.0
+        ns = np.log(np.asarray(self.misfit["n"], float))
+        vs = np.asarray(self.misfit["var"], float)
+        return float(np.interp(math.log(max(int(n), 1)), ns, vs))
 
     def tcc(self, theta: Sequence[float] | np.ndarray | float) -> np.ndarray:
         """The test characteristic curve: expected full accuracy ``mean_i P_i(theta)`` at each ``theta``."""
@@ -138,6 +181,7 @@ class ItemBank(Result):
                 "tcc": {"theta": [float(x) for x in grid], "accuracy": [float(x) for x in self.tcc(grid)],
                         "definition": "mean over the bank's items of P(correct | theta)"},
                 "excluded": self.excluded.to_dict(orient="records"),
+                "misfit": {k: to_jsonable(v) for k, v in self.misfit.items()},
                 "provenance": dict(self.provenance), "notes": list(self.notes)}
 
     def save(self, path: str | os.PathLike) -> None:
@@ -162,6 +206,11 @@ class ItemBank(Result):
         lines.append("  expected accuracy at theta -2..2: " + ", ".join(f"{x:.3f}" for x in self.tcc(th)))
         n_content = it["content"].nunique()
         lines.append(f"  content groups: {n_content}" + ("" if n_content > 1 else " (no content balancing)"))
+        if self.misfit:
+            lines.append("  model misfit SD of the predicted accuracy at n = "
+                         + ", ".join(f"{n}: {math.sqrt(v):.4f}" for n, v in zip(self.misfit["n"], self.misfit["var"]))
+                         + f" ({self.misfit.get('folds')}-fold out of sample, {self.misfit.get('models')} "
+                           "calibration models)")
         lines.append("  texts: " + ("yes" if self.has_texts else "no (an endpoint run needs --tasks TASKFILE)"))
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
@@ -177,7 +226,7 @@ def calibrate(log: pd.DataFrame, *, irt_model: str = "auto", content: str | None
               screen_fdr: float = 0.1, texts: Mapping[str, Mapping[str, Any]] | None = None,
               quadrature: int = 11, tol: float = 1e-4, data_sha256: str | None = None,
               progress: bool | None = None, model_col: str = "model", item_col: str = "item",
-              correct_col: str = "correct") -> ItemBank:
+              correct_col: str = "correct", folds: int = MISFIT_FOLDS, seed: int = 0) -> ItemBank:
     """Calibrate an item bank on a multi-model canonical log (see the module docstring).
 
     ``irt_model``: ``"2pl"``, ``"1pl"`` (Rasch) or ``"auto"``: the 2PL with at least
@@ -189,7 +238,13 @@ def calibrate(log: pd.DataFrame, *, irt_model: str = "auto", content: str | None
     flags at ``screen_fdr``. ``texts``: per item ``{"prompt", "options", "gold"}`` (else the log's
     ``prompt``/``options``/``gold`` columns when present). ``data_sha256``: the hash of the data files
     (the CLI passes it; by default a hash of the log's model, item and correctness columns).
+    ``folds``: the K of the out-of-sample model-misfit estimate (:func:`kfold_misfit`, ``seed``: its fold split
+    and adaptive runs); 0: none (faster; the bank's intervals then leave out how a new model differs from it).
     """
+    if not (isinstance(folds, (int, np.integer)) and not isinstance(folds, bool) and (folds == 0 or folds >= 2)):
+        raise InputError(f"cat calibrate: --folds must be 0 (no model-misfit term) or a whole number >= 2, "
+                         f"got {folds!r}")
+    seed = check_seed(seed, "cat calibrate seed")
     from mrcstats import __version__
     from mrcstats.models.irt import fit_irt, response_matrix
 
@@ -284,8 +339,128 @@ def calibrate(log: pd.DataFrame, *, irt_model: str = "auto", content: str | None
             "models": list(rm.models), "content": content, "screen": bool(screen),
             "screen_fdr": screen_fdr if screen else None}
     abil = fit.abilities[["model", "theta", "sd"]].reset_index(drop=True)
-    return ItemBank(items.reset_index(drop=True), abil, fit.model, pd.DataFrame(excluded, columns=["item", "reason"]),
+    bank = ItemBank(items.reset_index(drop=True), abil, fit.model, pd.DataFrame(excluded, columns=["item", "reason"]),
                     prov, tuple(notes))
+    if folds:
+        mf = kfold_misfit(log, bank, folds=folds, seed=seed, progress=progress, model_col=model_col,
+                          item_col=item_col, correct_col=correct_col)
+        if not mf:
+            why = (f"no model-misfit term: {len(abil)} calibration model(s), the K-fold estimate needs at least 4 "
+                   "(intervals: finite items and calibration error only)")
+            bank = replace(bank, notes=(*bank.notes, why))
+        bank = replace(bank, misfit=mf)
+    else:
+        why = ("no model-misfit term (folds = 0): intervals cover the finite items and the calibration error only, "
+               "not how a new model differs from the bank")
+        bank = replace(bank, notes=(*bank.notes, why))
+    return bank
+
+
+def kfold_misfit(log: pd.DataFrame, bank: ItemBank, *, folds: int = MISFIT_FOLDS, seed: int = 0,
+                 counts: Sequence[int] = MISFIT_N, topk: int = 5, draws: int = 200, progress: bool | None = None,
+                 model_col: str = "model", item_col: str = "item", correct_col: str = "correct") -> dict[str, Any]:
+    """The out-of-sample model-misfit variance ``tau^2(n)`` of the predicted accuracy (module docstring).
+
+    ``log``: the calibration log ``bank`` was fitted on (its rows of the bank's items and calibration models
+    are used). The calibration models are split into ``folds`` folds (a permutation from
+    :func:`mrcstats._seeds.stream` ``(seed, "cat", "misfit", "folds")``; leave one out when there are fewer
+    models than folds); for each fold the bank is refitted on the other models (:func:`calibrate` with the
+    bank's IRT model and content column, no screen: the bank's exclusions stay out) and each held-out model
+    ``j`` is run adaptively on its own answers (:func:`run_cat`'s selection with ``seed`` and ``topk``, over the
+    items ``j`` answered; answer = share correct >= 0.5, as in the calibration). After each ``n`` in ``counts``
+    the residual ``r_j(n)`` = ``j``'s accuracy over its answered items minus the prediction, and the nominal
+    variance ``v_j(n)`` = :func:`predict_accuracy`'s ``se^2`` (``draws`` draws, no misfit term).
+    ``tau^2(n) = max(0, mean_j r_j(n)^2 - mean_j v_j(n))`` with ``df = m`` residuals (a count needs 3).
+
+    Returns ``{"n", "var", "df", "residual_mean", "residual_rms", "nominal_sd", "models", "folds", "seed",
+    "method", "residuals"}`` (``residuals``: per model and count, ``[model, n, r, sqrt(v)]``), or ``{}`` with
+    fewer than 4 calibration models.
+    """
+    from mrcstats._progress import progress as bar
+    from mrcstats.models.irt import response_matrix
+
+    if not (isinstance(folds, (int, np.integer)) and not isinstance(folds, bool) and folds >= 2):
+        raise InputError(f"cat calibrate: folds must be a whole number >= 2 (0 in calibrate: no misfit term), "
+                         f"got {folds!r}")
+    seed = check_seed(seed, "cat calibrate seed")
+    if seed is None:
+        raise InputError("cat calibrate: the model-misfit folds need a seed (the estimate must be reproducible); "
+                         "give e.g. 0")
+    counts = sorted({int(c) for c in counts if int(c) >= 1})
+    models = [str(m) for m in bank.abilities["model"]]
+    M = len(models)
+    if M < 4:
+        return {}
+    bank_items = bank.items["item"].astype(str)
+    content = bank.provenance.get("content")
+    keep = [model_col, item_col, correct_col] + ([content] if content and content in log.columns else [])
+    sub_log = log.loc[log[model_col].astype(str).isin(models) & log[item_col].astype(str).isin(set(bank_items)),
+                      keep]
+    rm = response_matrix(sub_log, model=model_col, item=item_col, correct=correct_col, where="cat misfit")
+    row_of = {str(m): i for i, m in enumerate(rm.models)}
+    col_of = {str(it): i for i, it in enumerate(rm.items)}
+    K = min(int(folds), M)
+    perm = stream(seed, "cat", "misfit", "folds").permutation(M)
+    fold_of = np.empty(M, int)
+    fold_of[perm] = np.arange(M) % K
+    res_r: dict[int, list[float]] = {c: [] for c in counts}
+    res_v: dict[int, list[float]] = {c: [] for c in counts}
+    per_model: list[list[Any]] = []
+    pb = bar(total=K + M, desc="cat calibrate: misfit folds", unit="step",
+             disable=None if progress is None else not progress)
+    try:
+        for k in range(K):
+            held = [m for m, f in zip(models, fold_of) if f == k]
+            train = sub_log[~sub_log[model_col].astype(str).isin(held)]
+            fb = calibrate(train, irt_model=bank.irt_model, content=content if content in keep else None,
+                           screen=False, folds=0, progress=False, data_sha256="misfit-fold", model_col=model_col,
+                           item_col=item_col, correct_col=correct_col)
+            pb.update(1)
+            fitems = fb.items["item"].astype(str).to_numpy()
+            for m in held:
+                i = row_of.get(m)
+                cols = np.array([col_of.get(it, -1) for it in fitems])
+                seen = cols >= 0
+                if i is not None:
+                    seen &= rm.n[i, np.where(seen, cols, 0)] > 0
+                if i is None or seen.sum() < 2:
+                    pb.update(1)
+                    continue
+                share = rm.s[i, cols[seen]] / rm.n[i, cols[seen]]
+                it = fb.items[seen].reset_index(drop=True)
+                sub = replace(fb, items=it, misfit={})
+                ys = (share >= 0.5).astype(float)
+                ans = dict(zip(it["item"].astype(str), ys >= 0.5))
+                run = run_cat(sub, ans.__getitem__, model=m, max_items=min(max(counts), len(it) - 1), seed=seed,
+                              topk=topk, draws=50, misfit=False)
+                pos = {x: j for j, x in enumerate(it["item"].astype(str))}
+                asked = np.array([pos[x] for x in run.trace["item"].astype(str)], int)
+                truth = float(share.mean())
+                for c in counts:
+                    if c > len(asked):
+                        continue
+                    pr = predict_accuracy(sub, asked[:c], ys[asked[:c]], draws=draws, seed=seed, misfit=False)
+                    res_r[c].append(truth - pr.accuracy)
+                    res_v[c].append(pr.se ** 2)
+                    per_model.append([m, c, truth - pr.accuracy, pr.se])
+                pb.update(1)
+    finally:
+        pb.close()
+    out: dict[str, Any] = {"n": [], "var": [], "df": [], "residual_mean": [], "residual_rms": [], "nominal_sd": []}
+    for c in counts:
+        r, v = np.asarray(res_r[c]), np.asarray(res_v[c])
+        if len(r) < 3:
+            continue
+        out["n"].append(c)
+        out["var"].append(max(0.0, float(np.mean(r ** 2) - np.mean(v))))
+        out["df"].append(len(r))
+        out["residual_mean"].append(float(r.mean()))
+        out["residual_rms"].append(float(np.sqrt(np.mean(r ** 2))))
+        out["nominal_sd"].append(float(np.sqrt(np.mean(v))))
+    if not out["n"]:
+        return {}
+    return out | {"models": M, "folds": K, "seed": seed, "draws": int(draws), "topk": int(topk),
+                  "method": _MISFIT_METHOD.format(folds=K), "residuals": per_model}
 
 
 def load_bank(path: str | os.PathLike) -> ItemBank:
@@ -329,8 +504,26 @@ def load_bank(path: str | os.PathLike) -> ItemBank:
     items["content"] = items["content"].astype(str)
     abil = pd.DataFrame(obj.get("abilities") or [], columns=["model", "theta", "sd"])
     exc = pd.DataFrame(obj.get("excluded") or [], columns=["item", "reason"])
+    mf = obj.get("misfit") or {}
+    if mf:
+        ns, vs = mf.get("n"), mf.get("var")
+        ok = (isinstance(ns, list) and isinstance(vs, list) and len(ns) == len(vs) and len(ns) > 0
+              and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in ns)
+              and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+                      for x in vs) and list(ns) == sorted(set(ns))
+              and (mf.get("df") is None or (isinstance(mf["df"], list) and len(mf["df"]) == len(ns)
+                                            and all(isinstance(k, int) and k >= 1 for k in mf["df"]))))
+        if not ok:
+            raise InputError(f"item bank {p}: \"misfit\" must hold increasing item counts \"n\" (whole numbers "
+                             ">= 1) and as many variances \"var\" (finite, >= 0) and degrees of freedom \"df\" "
+                             "(whole numbers >= 1); the file is damaged: recalibrate")
+    notes = tuple(obj.get("notes") or ())
+    if "misfit" not in obj:
+        old = ("the bank has no model-misfit term (written before mrcstats had it): intervals cover the finite "
+               "items and the calibration error only; recalibrate with `mrcstats cat calibrate` to add it")
+        notes += (old,)
     return ItemBank(items, abil, str(obj.get("irt_model", "2pl")), exc, dict(obj.get("provenance") or {}),
-                    tuple(obj.get("notes") or ()))
+                    notes, dict(mf))
 
 
 # --------------------------------------------------------------------------- ability and selection
@@ -449,10 +642,11 @@ def _accuracy_se_quick(a: np.ndarray, d: np.ndarray, asked: np.ndarray, w: np.nd
 
 def predict_accuracy(bank: ItemBank, asked: Sequence[int] | np.ndarray, y: Sequence[float] | np.ndarray, *,
                      level: float = 0.95, draws: int = 400, seed: int | None = 0,
-                     calibration_error: bool = True) -> Prediction:
+                     calibration_error: bool = True, misfit: bool = True) -> Prediction:
     """Predicted full-bank accuracy from answers ``y`` (1/0) to the items at positions ``asked``
     (see the module docstring). ``calibration_error=False`` keeps the item parameters at their estimates
-    (only the ability and the not-asked answers vary)."""
+    (only the ability and the not-asked answers vary); ``misfit=False`` leaves out the bank's model-misfit
+    variance (:meth:`ItemBank.misfit_var`; none in a bank without it)."""
     if not 0 < level < 1:
         raise InputError(f"cat: level must be in (0, 1), got {level!r}")
     if not (isinstance(draws, (int, np.integer)) and draws >= 50):
@@ -494,9 +688,15 @@ def predict_accuracy(bank: ItemBank, asked: Sequence[int] | np.ndarray, y: Seque
         s = P.sum(axis=1)
         v = (P * (1 - P)).sum(axis=1)
         out[chunk] = (y.sum() + s + np.sqrt(v) * rng.standard_normal(k)) / N
+    tau2 = bank.misfit_var(len(asked)) if misfit and rest.any() else 0.0     # nothing left: nothing to misfit
+    if tau2 > 0:     # its own stream: the other draws are the same with and without the misfit term
+        out = out + math.sqrt(tau2) * stream(check_seed(seed), "cat", "misfit", len(asked)).standard_normal(M)
     out = np.clip(out, 0.0, 1.0)
     lo, hi = np.quantile(out, [(1 - level) / 2, (1 + level) / 2])
     method = INTERVAL_METHOD if calibration_error else "simulation with the item parameters fixed at their estimates"
+    if misfit and bank.misfit:
+        method += (f"; {_MISFIT_METHOD.format(folds=bank.misfit.get('folds', '?'))} "
+                   f"(tau = {math.sqrt(tau2):.4f} at n = {len(asked)})")
     return Prediction(len(asked), theta, theta_se, point, float(out.std(ddof=1)), (float(lo), float(hi)), level,
                       method)
 
@@ -558,12 +758,14 @@ def _check_run(max_items: Any, target_se: Any, topk: Any) -> None:
 def run_cat(bank: ItemBank, answer: Callable[[str], Any], *, model: str = "model", max_items: int = 100,
             target_se: float | None = None, seed: int = 0, topk: int = 5, level: float = 0.95,
             draws: int = 400, available: Sequence[str] | None = None, balance: bool = True,
-            calibration_error: bool = True, notes: Sequence[str] = ()) -> CatResult:
+            calibration_error: bool = True, misfit: bool = True, notes: Sequence[str] = ()) -> CatResult:
     """Run an adaptive test (see the module docstring).
 
     ``answer(item_id)`` returns whether the answer was correct (``True``/``False``; ``None`` = invalid,
     counted as not correct, as in the calibration); it may raise :class:`InputError` (the run stops).
     ``available``: the items that can be asked (default: all); the prediction still covers the whole bank.
+    ``misfit``: include the bank's model-misfit variance in the interval (:func:`predict_accuracy`) and in the
+    stopping rule's SE (``sqrt(se^2 + tau^2(n))``).
     """
     _check_run(max_items, target_se, topk)
     seed = check_seed(seed, "cat run seed")
@@ -614,6 +816,8 @@ def run_cat(bank: ItemBank, answer: Callable[[str], Any], *, model: str = "model
             mask = np.zeros(N, bool)
             mask[asked] = True
             _, acc_se = _accuracy_se_quick(a, d, mask, w, va, vd)
+            if misfit:      # the stopping rule's SE includes the bank's model-misfit variance at this count
+                acc_se = math.sqrt(acc_se ** 2 + bank.misfit_var(len(asked)))
             row["accuracy_se"] = acc_se
             trace.append(row)
             if acc_se <= target_se:
@@ -622,14 +826,18 @@ def run_cat(bank: ItemBank, answer: Callable[[str], Any], *, model: str = "model
         else:
             trace.append(row)
     pred = predict_accuracy(bank, asked, ys, level=level, draws=draws, seed=seed,
-                            calibration_error=calibration_error)
+                            calibration_error=calibration_error, misfit=misfit)
     settings = {"max_items": int(max_items), "target_se": target_se, "target_se_scale": "predicted accuracy",
                 "seed": seed, "topk": int(topk), "content_balancing": bool(balance and len(groups) > 1),
                 "content_groups": len(groups), "selection": "maximum Fisher information at the EAP ability",
-                "ability": "EAP, N(0, 1) prior", "bank_items": N, "bank_data_sha256":
+                "ability": "EAP, N(0, 1) prior", "model_misfit": bool(misfit and bank.misfit), "bank_items": N,
+                "bank_data_sha256":
                 bank.provenance.get("data_sha256")}
     n_left = N - int(avail.sum()) - len(asked)
     extra = list(notes)
+    if misfit and not bank.misfit:
+        extra.append("the bank has no model-misfit term (an older bank, or calibrated with --folds 0): the interval "
+                     "covers the finite items and the calibration error only")
     if available is not None and n_left:
         extra.append(f"{n_left} bank item(s) could not be asked (no text or no answer); they count in the prediction "
                      "by their expected answers")
