@@ -18,7 +18,9 @@ one small warm-up fit per family (the lazy imports are not the fit). R: ``system
 default call on the same data written to CSV (read into factors before the clock starts), wall and CPU (user +
 system) of the fit. Printed per case: both times, the ratio R / mrcstats (wall, and CPU / CPU: on a shared
 machine wall clocks measure the queue), the largest |difference| of the fixed effects and the logLik
-difference. ``--json`` prints one JSON object with every row instead.
+difference; for lme4's models also against the same model run to convergence (untimed; bobyqa with rhoend
+1e-10, glmer also tolPwrss 1e-10: lme4's defaults stop short of the optimum; ``--no-converged`` skips it).
+``--json`` prints one JSON object with every row instead.
 ``--repeat`` takes the median of several mrcstats runs (R runs once). No timing is asserted anywhere.
 
 Usage::
@@ -67,9 +69,20 @@ if (kind == "lmer") {
   t <- system.time(m <- glmmTMB(f, family = betabinomial, data = d))
   fe <- fixef(m)$cond
 }
-cat(sprintf('{"seconds": %.6f, "cpu": %.6f, "loglik": %.12f, "fixef": {%s}}\n', t[["elapsed"]],
+# untimed: the same model run to convergence (bobyqa, rhoend 1e-10; glmer also tolPwrss 1e-10), where the
+# default stops short of the optimum (lme4's defaults; clmm and glmmTMB converge by default)
+conv <- NULL
+if (identical(a[4], "1") && kind %in% c("lmer", "binomial", "poisson")) {
+  oc <- list(rhoend = 1e-10, maxfun = 1e5)
+  mc <- if (kind == "lmer") lmer(f, d, control = lmerControl(optimizer = "bobyqa", optCtrl = oc)) else
+    glmer(f, d, family = fam, control = glmerControl(optimizer = "bobyqa", tolPwrss = 1e-10, optCtrl = oc))
+  fc <- fixef(mc)
+  conv <- sprintf(', "conv_loglik": %.12f, "conv_fixef": {%s}', as.numeric(logLik(mc)),
+                  paste(sprintf('"%s": %.15g', names(fc), fc), collapse = ", "))
+}
+cat(sprintf('{"seconds": %.6f, "cpu": %.6f, "loglik": %.12f, "fixef": {%s}%s}\n', t[["elapsed"]],
             t[["user.self"]] + t[["sys.self"]], as.numeric(logLik(m)),
-            paste(sprintf('"%s": %.15g', names(fe), fe), collapse = ", ")))
+            paste(sprintf('"%s": %.15g', names(fe), fe), collapse = ", "), if (is.null(conv)) "" else conv))
 """
 
 
@@ -183,6 +196,8 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", default=",".join(DEFAULT), help=f"comma-separated, of {', '.join(CASES)}")
     ap.add_argument("--repeat", type=int, default=1, help="mrcstats runs per case (median)")
     ap.add_argument("--no-r", action="store_true")
+    ap.add_argument("--no-converged", action="store_true",
+                    help="skip the untimed R refit run to convergence (lmer/glmer with bobyqa, rhoend 1e-10)")
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = ap.parse_args(argv)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
@@ -215,8 +230,8 @@ def main(argv=None) -> int:
             if rscript:
                 csv = os.path.join(tmp, f"{case}.csv")
                 df.to_csv(csv, index=False)
-                res = subprocess.run([rscript, script, csv, formula, kind], capture_output=True, text=True,
-                                     check=False)
+                res = subprocess.run([rscript, script, csv, formula, kind, "0" if args.no_converged else "1"],
+                                     capture_output=True, text=True, check=False)
                 if res.returncode != 0:
                     row["r_error"] = res.stderr.strip().splitlines()[-1:] or ["failed"]
                 else:
@@ -228,6 +243,10 @@ def main(argv=None) -> int:
                         "r_cpu_seconds": r["cpu"],
                         "max_abs_fixef_diff": max(abs(fx[k] - r["fixef"][k]) for k in common) if common else None,
                         "loglik_diff": float(m.loglik) - r["loglik"]})
+                    if "conv_fixef" in r:       # the same R model run to convergence (untimed)
+                        cc = [k for k in r["conv_fixef"] if k in fx]
+                        row.update({"conv_max_abs_fixef_diff": max(abs(fx[k] - r["conv_fixef"][k]) for k in cc),
+                                    "conv_loglik_diff": float(m.loglik) - r["conv_loglik"]})
                     row["cpu_ratio"] = row["r_cpu_seconds"] / cpu
             rows.append(row)
             if not args.json:
@@ -236,6 +255,9 @@ def main(argv=None) -> int:
                     line += (f" | R {row['r_seconds']:8.3f} s  {row['ratio']:6.1f}x (cpu {row['r_cpu_seconds']:7.3f}, "
                              f"{row['cpu_ratio']:5.1f}x) | max|dfixef| {row['max_abs_fixef_diff']:.1e}"
                              f" dlogLik {row['loglik_diff']:+.1e}")
+                    if "conv_loglik_diff" in row:
+                        line += (f" | converged R: max|dfixef| {row['conv_max_abs_fixef_diff']:.1e}"
+                                 f" dlogLik {row['conv_loglik_diff']:+.1e}")
                 elif "r_error" in row:
                     line += f" | R failed: {row['r_error'][0]}"
                 print(line, flush=True)
