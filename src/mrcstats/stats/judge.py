@@ -357,9 +357,16 @@ def _ppi_fit(f_all: np.ndarray, f_lab: np.ndarray, y_lab: np.ndarray, target: st
     if target == "rows":
         var = (1 - n / N) * d.var(ddof=1) / n
     else:
-        cov = float(np.cov(f_lab, d, ddof=1)[0, 1])
-        var = lam * lam * f_all.var(ddof=1) / N + d.var(ddof=1) / n + 2 * lam * cov / N
+        var = ppi_fixed_variance(f_all, f_lab, d, lam) + d.var(ddof=1) / n
     return est, float(math.sqrt(max(var, 0.0))), lam, d
+
+
+def ppi_fixed_variance(f_all: np.ndarray, f_lab: np.ndarray, d: np.ndarray, lam: float) -> float:
+    """The part of the population-target PPI variance that does not shrink with more labels,
+    ``(λ²·s²_f + 2λ·cov(f_lab, d))/N`` (``d`` the labelled residuals; module docstring): the SE's and the
+    labels-for-a-width's one formula."""
+    N = len(f_all)
+    return float((lam * lam * f_all.var(ddof=1) + 2 * lam * float(np.cov(f_lab, d, ddof=1)[0, 1])) / N)
 
 
 def ppi_mean(f_all: np.ndarray, f_lab: np.ndarray, y_lab: np.ndarray, target: str = "population",
@@ -597,7 +604,7 @@ def _shift_lmm(e: np.ndarray, frame: pd.DataFrame, order: list, alpha: float, no
     why = ("fewer than two models" if len(present) < 2 else
            "judge - human is the same on every labelled row" if np.ptp(d["diff"].to_numpy()) == 0 else None)
     if why is None and int(d.groupby("item", sort=False).size().max()) == 1:
-        return _shift_without_items(d, base, present, alpha, test, notes)
+        return _shift_without_items(d, base, present, alpha, test, notes, empty)
     if why is None:
         try:
             m1 = lmer("diff ~ 0 + model + (1 | item)", d, levels={"model": present})
@@ -627,7 +634,7 @@ def _shift_lmm(e: np.ndarray, frame: pd.DataFrame, order: list, alpha: float, no
 
 
 def _shift_without_items(d: pd.DataFrame, base: list[dict[str, Any]], present: list, alpha: float, test: dict,
-                         notes: list) -> tuple[pd.DataFrame, dict]:
+                         notes: list, empty: list[dict[str, Any]]) -> tuple[pd.DataFrame, dict]:
     """The shift LMM's fallback when every item has one labelled row (``σ_item`` is not identified; lme4 refuses
     the fit): the linear model ``diff ~ 0 + model`` without the item effect (R's ``lm``): ``δ_m`` the model's
     mean difference, ``SE = s / √n_m`` with ``s²`` the pooled residual variance on ``N − M`` df, the
@@ -646,14 +653,13 @@ def _shift_without_items(d: pd.DataFrame, base: list[dict[str, Any]], present: l
     nan = float("nan")
     if dfr < 1:
         notes.append("judge bias (judge - human LMM): not fitted (one labelled row per item and no residual df)")
-        return pd.DataFrame([{**b, **dict.fromkeys(SHIFT_FIELDS[3:], nan)} for b in base],
-                            columns=list(SHIFT_FIELDS)), test
+        return pd.DataFrame(empty, columns=list(SHIFT_FIELDS)), test
     s2 = float(resid @ resid / dfr)
     q = float(t_ppf(1 - alpha / 2, dfr))
     rows = []
-    for b in base:
+    for b, blank in zip(base, empty):
         if not b["n"]:
-            rows.append({**b, **dict.fromkeys(SHIFT_FIELDS[3:], nan)})
+            rows.append(blank)
             continue
         est, se = means[b["model"]], math.sqrt(s2 / b["n"])
         rows.append({**b, "estimate": est, "se": se, "df": float(dfr), "ci_low": est - q * se, "ci_high": est + q * se})
@@ -993,7 +999,7 @@ def _one_judge(y: np.ndarray, f: np.ndarray, lab: np.ndarray, groups: np.ndarray
         q = ppi_critical(ppi, n, alpha)
         need_h = need_p = float("nan")
         if width is not None and n >= 2:
-            fixed = (lam * lam * fa.var(ddof=1) + 2 * lam * float(np.cov(fl, d, ddof=1)[0, 1])) / N
+            fixed = ppi_fixed_variance(fa, fl, d, lam)
             need_h = labels_needed(width, z, N, float(yl.var(ddof=1)), target=target)
             need_p = labels_needed(width, z, N, float(d.var(ddof=1)), fixed, target=target)
         rows.append({"model": g, "n": N, "n_labelled": n, "judge_mean": float(fa.mean()), "judge_se": jse,
