@@ -11,12 +11,15 @@ import pandas as pd
 from irrCAC.raw import CAC
 
 
+def estimates(d: pd.DataFrame, weights: str, cats: list[float]) -> dict:
+    """irrCAC's ``est`` dicts of Gwet's AC1/AC2, Fleiss' kappa and Krippendorff's alpha on the wide table ``d``."""
+    return {"gwet": CAC(d, weights=weights, categories=cats, digits=12).gwet()["est"],
+            "fleiss": CAC(d, categories=cats, digits=12).fleiss()["est"],
+            "krippendorff": CAC(d, weights=weights, categories=cats, digits=12).krippendorff()["est"]}
+
+
 def main() -> None:
-    d = pd.read_csv(sys.argv[1])
-    weights, cats = sys.argv[2], [float(c) for c in sys.argv[3].split(",")]
-    out = {"gwet": CAC(d, weights=weights, categories=cats, digits=12).gwet()["est"],
-           "fleiss": CAC(d, categories=cats, digits=12).fleiss()["est"],
-           "krippendorff": CAC(d, weights=weights, categories=cats, digits=12).krippendorff()["est"]}
+    out = estimates(pd.read_csv(sys.argv[1]), sys.argv[2], [float(c) for c in sys.argv[3].split(",")])
     print(json.dumps(out, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
 
 

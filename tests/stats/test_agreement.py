@@ -111,13 +111,11 @@ def _irrcac(d: pd.DataFrame, weights: str, cats: list[float], tmp_path) -> dict:
     """irrCAC's estimates on ``d``: in this interpreter when irrCAC imports here, else in ``.venv-ref``
     (``make venv-ref``; irrCAC pins scipy 1.12 and pandas < 3) by running tests/stats/_irrcac_ref.py there."""
     try:
-        from irrCAC.raw import CAC
-    except ImportError:
-        CAC = None
-    if CAC is not None:
-        return {"gwet": CAC(d, weights=weights, categories=cats, digits=12).gwet()["est"],
-                "fleiss": CAC(d, categories=cats, digits=12).fleiss()["est"],
-                "krippendorff": CAC(d, weights=weights, categories=cats, digits=12).krippendorff()["est"]}
+        from tests.stats._irrcac_ref import estimates
+    except ImportError:         # irrCAC is not importable in this interpreter
+        estimates = None
+    if estimates is not None:
+        return estimates(d, weights, cats)
     ref = Path(os.environ.get("MRCSTATS_REF_PYTHON", Path(__file__).parents[2] / ".venv-ref" / "bin" / "python"))
     if not ref.exists():
         msg = f"irrCAC is not importable here and its reference venv is absent ({ref}; run `make venv-ref`)"
