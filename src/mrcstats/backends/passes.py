@@ -468,7 +468,9 @@ def keep_value(log: Any, column: str, value: str, reason: str | None = None) -> 
     attrs = dict(log.attrs)
     left = int((~keep).sum())
     if left and reason:
-        attrs["skipped"] = {**(attrs.get("skipped") or {}), reason: left}
+        from mrcstats.io.schema import merge_skipped
+
+        attrs["skipped"] = merge_skipped(attrs.get("skipped") or {}, {reason: left})
     out = log[keep].reset_index(drop=True)
     out.attrs = attrs
     return out, counts

@@ -430,7 +430,7 @@ def kfold_misfit(log: pd.DataFrame, bank: ItemBank, *, folds: int = MISFIT_FOLDS
                 it = fb.items[seen].reset_index(drop=True)
                 sub = replace(fb, items=it, misfit={})
                 ys = (share >= 0.5).astype(float)
-                ans = dict(zip(it["item"].astype(str), ys >= 0.5))
+                ans = dict(zip(it["item"].astype(str), ys.astype(bool)))
                 run = run_cat(sub, ans.__getitem__, model=m, max_items=min(max(counts), len(it) - 1), seed=seed,
                               topk=topk, draws=50, misfit=False)
                 pos = {x: j for j, x in enumerate(it["item"].astype(str))}
