@@ -504,10 +504,11 @@ class MultiFactor:
         # ResponseData.on_cells). The kernels then keep the rows in cell order, so pair sums are a reshape and
         # the per-row η a broadcast sum (no bincount, no gather); the table of pair sums is the same to the
         # bit (one row per cell), only whole-data sums add in another order.
-        self.grid = self.nrest == 1 and grid_cells(codes[0], codes[1], q1, q2) is not None
+        cells = grid_cells(codes[0], codes[1], q1, q2) if self.nrest == 1 else None   # (= keys when not None)
+        self.grid = cells is not None
         if self.grid:
             self.dense = True
-            self._dd = data.on_cells(keys, q1 * q2)   # cell j*q2 + k <- the row of level pair (j, k)
+            self._dd = data.on_cells(cells, q1 * q2)  # cell j*q2 + k <- the row of level pair (j, k)
             self.c1 = np.repeat(np.arange(q1, dtype=np.intp), q2)     # the levels of each cell
             self.cr = [np.tile(np.arange(q2, dtype=np.intp), q1)]
         if self.dense:
