@@ -21,14 +21,27 @@ the cells filled (two thirds of the models skip whole categories, every model mi
   model, item, pred, gold, or the folder of ``eval_results`` JSON that ``benchmarks/ranks_mmlu_pro.py`` reads;
   skipped without it): ``correct ~ 1 + (1 | item) + (1 | model)``                  target: wall >= 50x lme4 default
 
+A real judge-preference log, fitted by ``mrcstats lmer`` (issue 41):
+
+* ``alpacaeval``  AlpacaEval 2.0's per-instruction judge preferences (``--alpacaeval``: the mirror's bare git dir
+  of ``tatsu-lab/alpaca_eval``, or a folder holding ``results/<model>/weighted_alpaca_eval_gpt4_turbo/
+  annotations.json``; skipped without it). The first ``--alpacaeval-models`` (60) models by name whose file is
+  there (the mirror holds 58 of the 223: 46,680 rows; six files miss 1-3 instructions), one row per
+  annotation: model = ``generator_2``, item = the instruction's number (``i000``..``i804``, in the order first
+  met), ``dataset`` (5 sources), score = ``preference`` - 1 (the judge's weight on the model's answer over the
+  reference's, in [0, 1]; AlpacaEval's win rate is its mean): ``score ~ dataset + (1 | model) + (1 | item)``
+  against ``lme4::lmer`` (REML) and ``lmerTest::lmer`` + ``summary`` (the Satterthwaite df the JSON has)
+                                                                                    target: wall >= 1x lme4
+
 Measured per case:
 
-* mrcstats: ``python -m mrcstats glmer FILE --formula F --json`` as its own process (wall clock from
+* mrcstats: ``python -m mrcstats glmer FILE --formula F --json`` (``lmer`` for ``alpacaeval``) as its own process (wall clock from
   process start to the JSON, start-up and reading included, and the process's CPU time), ``--repeat`` runs
   (median) after one untimed run, with Python's bytecode cache on as in an installed package (the
   sandbox's ``PYTHONDONTWRITEBYTECODE`` is dropped for these processes), and the ``fit_seconds`` the JSON
   reports (median);
-* R: ``system.time()`` of ``glmmTMB(F, family = binomial)`` and of lme4's default
+* R: for ``alpacaeval`` ``system.time()`` of ``lme4::lmer(F)`` and of ``lmerTest::lmer(F)`` + ``summary()``;
+  otherwise ``system.time()`` of ``glmmTMB(F, family = binomial)`` and of lme4's default
   ``glmer(F, family = binomial)`` on the same CSV (read before timing), ``--r-repeat`` fits in one
   Rscript process (median); with ``--converged`` also lme4 run to convergence (``lme4tight``). Each R line
   gives R's logLik and its difference, the largest fixed-effect difference, R's evaluation count and lme4's
@@ -47,6 +60,8 @@ Usage (from the repository, with this checkout's source first on the path)::
     PYTHONPATH=src python benchmarks/bench_user_path.py --quick --cases crossed347k,verbagg
     PYTHONPATH=src python benchmarks/bench_user_path.py --r-repeat 1 --converged \
         --cases missing70k,slopemiss70k,singular70k,mmlupro --mmlupro /tmp/mmlupro_json   # issue 41's shapes
+    PYTHONPATH=src python benchmarks/bench_user_path.py --r-repeat 1 --cases alpacaeval \
+        --alpacaeval /work/.mirror/tatsu-lab+alpaca_eval/repo                       # the judge-preference lmer
     PYTHONPATH=src python benchmarks/bench_user_path.py --no-r --save /tmp/before
     PYTHONPATH=src python benchmarks/bench_user_path.py --no-r --check /tmp/before
     PYTHONPATH=/old/checkout/src python benchmarks/bench_user_path.py --engine-only   # the engine's CPU
@@ -79,9 +94,13 @@ CASES = {
     "singular70k": {"formula": "correct ~ x + (1 | item) + (1 + x | model)", "target": ("glmmTMB", 20.0)},
     "boundary70k": {"formula": "correct ~ x + (1 | item) + (1 + x | model)", "target": ("glmmTMB", 20.0)},
     "mmlupro": {"formula": "correct ~ 1 + (1 | item) + (1 | model)", "target": ("lme4", 50.0)},
+    "alpacaeval": {"formula": "score ~ dataset + (1 | model) + (1 | item)", "target": ("lmer", 1.0),
+                   "command": "lmer"},
 }
-#: cases that run by default (``mmlupro`` needs ``--mmlupro``)
-DEFAULT_CASES = [c for c in CASES if c != "mmlupro"]
+#: cases that run by default (``mmlupro`` needs ``--mmlupro``, ``alpacaeval`` ``--alpacaeval``)
+DEFAULT_CASES = [c for c in CASES if c not in ("mmlupro", "alpacaeval")]
+#: the R anchors of an ``lmer`` case (``lmer``: lme4's default; ``lmerTest``: its lmer + summary, the df)
+LMER_ANCHORS = ["lmer", "lmerTest"]
 
 R_SCRIPT = r"""
 a <- commandArgs(TRUE)
@@ -91,13 +110,16 @@ which <- strsplit(a[3], ",")[[1]]
 reps <- as.integer(a[4])
 out <- list()
 for (w in which) {
-  if (w == "lme4") suppressMessages(library(lme4))
+  if (w %in% c("lme4", "lmer")) suppressMessages(library(lme4))
+  if (w == "lmerTest") suppressMessages(library(lmerTest))
   if (w == "glmmTMB") suppressMessages(library(glmmTMB))
   ts <- numeric(0)
   cs <- numeric(0)
   for (r in seq_len(reps)) {
     if (w == "lme4tight") suppressMessages(library(lme4))
-    st <- system.time(m <- if (w == "lme4") glmer(f, data = df, family = binomial)
+    st <- system.time(m <- if (w == "lmer") lme4::lmer(f, data = df)
+                           else if (w == "lmerTest") {mt <- lmerTest::lmer(f, data = df); s <- summary(mt); mt}
+                           else if (w == "lme4") glmer(f, data = df, family = binomial)
                            else if (w == "lme4tight") glmer(f, data = df, family = binomial,
                                   control = glmerControl(tolPwrss = 1e-10, optimizer = "bobyqa",
                                                          optCtrl = list(rhoend = 1e-9, maxfun = 1e5)))
@@ -108,10 +130,12 @@ for (w in which) {
   fe <- if (w == "glmmTMB") fixef(m)$cond else fixef(m)
   nev <- if (w == "glmmTMB") m$fit$evaluations[["function"]] else m@optinfo$feval
   sing <- if (w == "glmmTMB") "null" else tolower(as.character(isSingular(m)))
+  ddf <- if (w == "lmerTest") s$coefficients[, "df"] else numeric(0)
   out[[length(out) + 1]] <- sprintf(
-    '"%s": {"seconds": [%s], "cpu": [%s], "loglik": %.10f, "fixef": {%s}, "evals": %d, "singular": %s}', w,
+    '"%s": {"seconds": [%s], "cpu": [%s], "loglik": %.10f, "fixef": {%s}, "df": {%s}, "evals": %d, "singular": %s}', w,
     paste(sprintf("%.4f", ts), collapse = ", "), paste(sprintf("%.4f", cs), collapse = ", "),
-    as.numeric(logLik(m)), paste(sprintf('"%s": %.10f', names(fe), fe), collapse = ", "), as.integer(nev), sing)
+    as.numeric(logLik(m)), paste(sprintf('"%s": %.10f', names(fe), fe), collapse = ", "),
+    paste(sprintf('"%s": %.10f', names(ddf), ddf), collapse = ", "), as.integer(nev), sing)
 }
 cat(paste0("{", paste(unlist(out), collapse = ", "), "}\n"))
 """
@@ -232,6 +256,54 @@ def make_mmlupro(source: str) -> pd.DataFrame:
                          "correct": (df["pred"] == df["gold"]).astype(np.int8)})
 
 
+#: where AlpacaEval keeps each model's annotations by its default (AlpacaEval 2.0) annotator
+ALPACA_ANNOTATIONS = "weighted_alpaca_eval_gpt4_turbo/annotations.json"
+
+
+def alpacaeval_files(source: str, nmodels: int = 60) -> list[tuple[str, bytes]]:
+    """(model folder, annotations JSON text) of the first ``nmodels`` models by name whose
+    ``results/<model>/weighted_alpaca_eval_gpt4_turbo/annotations.json`` is there: ``source`` is a bare git dir
+    of ``tatsu-lab/alpaca_eval`` (its HEAD; a mirror may lack the largest blobs: those models are passed over)
+    or a folder with ``results/`` (or the ``results`` folder itself)."""
+    out = []
+    if os.path.isdir(os.path.join(source, "objects")):                   # a bare git dir
+        git = ["git", f"--git-dir={source}"]
+        tree = subprocess.run([*git, "ls-tree", "-r", "HEAD", "results/"], capture_output=True, text=True,
+                              check=True).stdout
+        for line in sorted(tree.splitlines(), key=lambda t: t.split("\t", 1)[1]):
+            meta, path = line.split("\t", 1)
+            parts = path.split("/")
+            if len(parts) != 4 or "/".join(parts[2:]) != ALPACA_ANNOTATIONS:
+                continue
+            blob = meta.split()[2]
+            if subprocess.run([*git, "cat-file", "-e", blob], capture_output=True, check=False).returncode:
+                continue                                                    # not in this mirror
+            out.append((parts[1], subprocess.run([*git, "cat-file", "blob", blob], capture_output=True,
+                                                 check=True).stdout))
+            if len(out) == nmodels:
+                break
+        return out
+    root = Path(source)
+    root = root / "results" if (root / "results").is_dir() else root
+    for d in sorted(p for p in root.iterdir() if (p / ALPACA_ANNOTATIONS).is_file())[:nmodels]:
+        out.append((d.name, (d / ALPACA_ANNOTATIONS).read_bytes()))
+    return out
+
+
+def make_alpacaeval(source: str, nmodels: int = 60) -> pd.DataFrame:
+    """The long table of :func:`alpacaeval_files`: model (``generator_2``), item (``i000``.., the instruction's
+    number in the order first met, models by name), dataset, score = preference - 1 (AlpacaEval's
+    ``preference`` is 1 for the reference's output, 2 for the model's, weighted by the judge's
+    probabilities; AlpacaEval 2.0's win rate is 100 x the mean of score); rows model by model, as the files."""
+    ids: dict[str, int] = {}
+    rows = []
+    for _, text in alpacaeval_files(source, nmodels):
+        for r in json.loads(text):
+            i = ids.setdefault(r["instruction"], len(ids))
+            rows.append((r["generator_2"], f"i{i:03d}", r["dataset"], float(r["preference"]) - 1.0))
+    return pd.DataFrame(rows, columns=["model", "item", "dataset", "score"])
+
+
 MAKERS = {"ri20k": make_ri20k, "slope70k": make_slope70k, "crossed347k": make_crossed347k,
           "verbagg": make_verbagg, "missing70k": make_missing, "slopemiss70k": make_missing,
           "singular70k": lambda: make_missing(slope_sd=0.0),
@@ -241,19 +313,18 @@ MAKERS = {"ri20k": make_ri20k, "slope70k": make_slope70k, "crossed347k": make_cr
 # ----------------------------------------------------------------------------- runs
 
 
-def run_mrcstats(csv: str, formula: str, repeat: int) -> dict:
+def run_mrcstats(csv: str, formula: str, repeat: int, command: str = "glmer") -> dict:
     walls, cpus, fits, obj = [], [], [], None
+    argv = [sys.executable, "-m", "mrcstats", command, csv, "--formula", formula, "--json"]
     env = dict(os.environ)
     # bytecode is cached as an installed package has it (pip compiles it at install); one untimed run writes
     # the cache of a checkout that has changed (PYTHONDONTWRITEBYTECODE would recompile every run)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    subprocess.run([sys.executable, "-m", "mrcstats", "glmer", csv, "--formula", formula, "--json"],
-                   capture_output=True, text=True, check=False, env=env)
+    subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     for _ in range(repeat):
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "mrcstats", "glmer", csv, "--formula", formula, "--json"],
-                             capture_output=True, text=True, check=False, env=env)
+        out = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
         walls.append(time.perf_counter() - t)
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
@@ -315,13 +386,18 @@ def _evals(obj: dict) -> str:
     return f"{ev}singular {obj.get('singular')}"
 
 
-def _fixef_diff(r: dict, mine: dict) -> str:
-    """The largest |R − mrcstats| over the fixed effects both report (names as R writes them)."""
+def _fixef_diff(r: dict, mine: dict, relative: bool = False) -> str:
+    """The largest |R − mrcstats| over the fixed effects (or other named figures) both report (names as R writes
+    them); ``relative``: divided by max(1, |R|)."""
     both = [k for k in r if k in mine]
     if not both:
         return "not compared"
-    k = max(both, key=lambda k: abs(r[k] - float(mine[k])))
-    return f"largest difference {abs(r[k] - float(mine[k])):.1e} ({k})"
+
+    def d(k):
+        return abs(r[k] - float(mine[k])) / (max(1.0, abs(r[k])) if relative else 1.0)
+
+    k = max(both, key=d)
+    return f"largest {'relative ' if relative else ''}difference {d(k):.1e} ({k})"
 
 
 def numbers(obj: dict) -> dict[str, float]:
@@ -364,6 +440,11 @@ def main(argv=None) -> int:
                     help=f"comma list of {', '.join(CASES)} (default: all but mmlupro, and mmlupro with --mmlupro)")
     ap.add_argument("--mmlupro", help="the MMLU-Pro log: a CSV (model, item, pred, gold) or the folder of "
                                       "eval_results JSON; the mmlupro case is skipped without it")
+    ap.add_argument("--alpacaeval", help="AlpacaEval: the bare git dir of tatsu-lab/alpaca_eval or a folder with "
+                                         "results/<model>/weighted_alpaca_eval_gpt4_turbo/annotations.json; the "
+                                         "alpacaeval case is skipped without it")
+    ap.add_argument("--alpacaeval-models", type=int, default=60,
+                    help="how many models (the first by name whose file is there; default 60)")
     ap.add_argument("--repeat", type=int, default=3, help="mrcstats processes per case (median)")
     ap.add_argument("--r-repeat", type=int, default=3, help="R fits per anchor (median)")
     ap.add_argument("--quick", action="store_true", help="only each case's target anchor, fitted once")
@@ -386,7 +467,7 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per Rscript process")
     args = ap.parse_args(argv)
     if args.cases is None:
-        names = DEFAULT_CASES + (["mmlupro"] if args.mmlupro else [])
+        names = DEFAULT_CASES + (["mmlupro"] if args.mmlupro else []) + (["alpacaeval"] if args.alpacaeval else [])
     else:
         names = [c.strip() for c in args.cases.split(",") if c.strip()]
     bad = [c for c in names if c not in CASES]
@@ -407,6 +488,11 @@ def main(argv=None) -> int:
                 print("mmlupro: skipped (no --mmlupro CSV or folder given)", flush=True)
                 continue
             make_mmlupro(args.mmlupro).to_csv(csv, index=False)
+        elif name == "alpacaeval":
+            if not args.alpacaeval or not os.path.exists(args.alpacaeval):
+                print("alpacaeval: skipped (no --alpacaeval git dir or folder given)", flush=True)
+                continue
+            make_alpacaeval(args.alpacaeval, args.alpacaeval_models).to_csv(csv, index=False)
         elif not os.path.exists(csv):
             MAKERS[name]().to_csv(csv, index=False)
         with open(csv) as fh:
@@ -417,16 +503,17 @@ def main(argv=None) -> int:
                   f"{', '.join(f'{t:.3f}' for t in fc['cpus'])}), fit_seconds {fc['fit']:.3f}s, "
                   f"{fc['nfev']}, logLik {fc['loglik']:.10f}", flush=True)
             continue
-        m = run_mrcstats(csv, spec["formula"], args.repeat)
+        command = spec.get("command", "glmer")
+        m = run_mrcstats(csv, spec["formula"], args.repeat, command)
         if "error" in m:
             print(f"{name}: mrcstats failed: {m['error']}", flush=True)
             continue
         obj = m["json"]
         print(f"{name:12s} {nrows:>8,d} rows  {spec['formula']}\n"
-              f"  mrcstats glmer --json: wall {m['wall']:.3f}s (runs {', '.join(f'{t:.3f}' for t in m['walls'])}), "
+              f"  mrcstats {command} --json: wall {m['wall']:.3f}s (runs {', '.join(f'{t:.3f}' for t in m['walls'])}), "
               f"process CPU {m['cpu']:.3f}s, fit_seconds {m['fit']:.3f}s (runs "
               f"{', '.join(f'{t:.3f}' for t in m['fits'])}), logLik {obj['loglik']:.10f}, {_evals(obj)}", flush=True)
-        if args.fit_cpu:
+        if args.fit_cpu and command == "glmer":
             fc = fit_cpu(csv, spec["formula"], args.repeat)
             print(f"  mrcstats.glmer() in-process: fit CPU {fc['cpu']:.3f}s (runs "
                   f"{', '.join(f'{t:.3f}' for t in fc['cpus'])}), fit_seconds {fc['fit']:.3f}s, "
@@ -439,6 +526,8 @@ def main(argv=None) -> int:
         kind, want = spec["target"]
         if args.no_r:
             which = []
+        elif command == "lmer":
+            which = [kind] if args.quick or args.targets else LMER_ANCHORS
         elif args.quick or args.targets:
             which = ([kind] if kind != "fit_seconds" else []) + (["lme4tight"] if args.converged else [])
         else:
@@ -453,7 +542,9 @@ def main(argv=None) -> int:
                   f"{res['median'] / m['fit']:.1f}x fit_seconds, CPU {res['cpu_median'] / m['cpu']:.1f}x mrcstats "
                   f"process CPU; logLik {res['loglik']:.6f} ({res['loglik'] - obj['loglik']:+.2e}), fixef "
                   f"{_fixef_diff(res.get('fixef', {}), obj.get('fixef') or {})}; {res.get('evals')} evaluations"
-                  + ("" if res.get("singular") is None else f", singular {res['singular']}"), flush=True)
+                  + ("" if res.get("singular") is None else f", singular {res['singular']}")
+                  + (f"; Satterthwaite df {_fixef_diff(res['df'], obj.get('df') or {}, relative=True)}"
+                     if res.get("df") else ""), flush=True)
         if kind == "fit_seconds":
             ok = m["fit"] <= want
             summary.append(f"{name:12s} fit_seconds {m['fit']:.3f}s   target <= {want:g}s   "
