@@ -16,19 +16,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from mrcstats.errors import InputError
+from mrcstats.io.columns import Columns, in_memory
 from mrcstats.models.family import GAUSSIAN
 from mrcstats.models.formula import ModelSpec, parse_formula
 from mrcstats.models.lmm_fit import LmmSystem
 from mrcstats.models.lmm_results import LmerResult, fit_lmm, profile_confint
 from mrcstats.models.lmm_tests import KenwardRoger, LmerAnova, anova_contrasts
 
+if TYPE_CHECKING:
+    import pandas as pd
 
-def lmer(formula: str | ModelSpec, data: pd.DataFrame, reml: bool = True,
+
+def lmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, reml: bool = True,
          contrasts: Mapping[str, str] | None = None, levels: Mapping[str, Any] | None = None,
          weights: Any = None) -> LmerResult:
     """Fit a linear mixed model as lme4's ``lmer(formula, data, REML = reml)`` and test the fixed effects as
@@ -38,7 +40,8 @@ def lmer(formula: str | ModelSpec, data: pd.DataFrame, reml: bool = True,
     ----------
     formula : R/lme4 formula text (``"score ~ x * LLM + (1 | item)"``); random intercepts, slopes (``(1 + x | g)``),
         uncorrelated terms (``||``), crossed and nested terms as :func:`mrcstats.glmer` takes them.
-    data : pandas DataFrame; the response is a numeric column.
+    data : pandas DataFrame, or :class:`~mrcstats.io.columns.Columns` (a table read without pandas, as the
+        command line reads one plain CSV/TSV/Parquet file); the response is a numeric column.
     reml : REML (lme4's default) or maximum likelihood (``reml=False``, for likelihood-ratio tests).
     contrasts, levels : as :func:`mrcstats.glmer`.
 
@@ -59,7 +62,7 @@ def lmer(formula: str | ModelSpec, data: pd.DataFrame, reml: bool = True,
     if not isinstance(formula, (str, ModelSpec)):
         raise InputError(f"lmer: formula must be R formula text such as 'score ~ x + (1 | item)', got "
                          f"{type(formula).__name__}")
-    if not isinstance(data, pd.DataFrame):
+    if not in_memory(data):
         raise InputError(f"lmer: data must be a pandas DataFrame, got {type(data).__name__}")
     spec = formula if isinstance(formula, ModelSpec) else parse_formula(formula)
     design = build_design(spec.with_family(GAUSSIAN), data, contrasts=contrasts, levels=levels)

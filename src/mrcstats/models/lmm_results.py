@@ -11,10 +11,9 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from scipy import optimize
 
 from mrcstats._dist import norm_ppf, t_ppf, t_sf
@@ -33,12 +32,21 @@ from mrcstats.models.lmm_fit import (
     reduced_system,
 )
 from mrcstats.models.lmm_tests import KenwardRoger, LmerAnova
+from mrcstats.models.records import RanefTable, VarCorrRow, named_series, named_square, varcorr_to_frame
 from mrcstats.models.results import ranef_dict, varcorr_lines
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True, eq=False, repr=False)
 class LmerResult(Result):
     """A fitted linear mixed model in lme4's terms, with lmerTest's Satterthwaite t-tests.
+
+    The estimates are stored as NumPy arrays with their names and the random-effect tables as plain records
+    (:mod:`mrcstats.models.records`), as :class:`~mrcstats.models.results.GlmerResult` keeps them; the pandas
+    attributes below are built from them when first read, so ``to_dict()`` and ``ranef_dict()``
+    (``mrcstats lmer --json``) never import pandas (issue 41).
 
     Attributes
     ----------
@@ -49,22 +57,26 @@ class LmerResult(Result):
         (``variance``/``sd`` in the response's units).
     ranef : per grouping factor the conditional modes (``mode`` or one column per random-effect column) and
         conditional variances (``condvar``).
+    fixef_names, fixef_values, se_values, df_values, t_values, p_values, vcov_values, theta_names,
+    theta_values, varcorr_rows, ranef_tables : the stored figures behind the pandas attributes above.
     loglik : the (RE)ML log-likelihood (lme4's ``logLik``); reml_criterion : lme4's ``REMLcrit`` (REML fits);
         aic, bic from loglik with np = p + len(θ) + 1.
     """
 
     formula: str
     reml: bool
-    fixef: pd.Series
-    se: pd.Series
-    df: pd.Series
-    t: pd.Series
-    p: pd.Series
-    vcov: pd.DataFrame
-    theta: pd.Series
+    fixef_names: tuple[str, ...]
+    fixef_values: np.ndarray
+    se_values: np.ndarray
+    df_values: np.ndarray
+    t_values: np.ndarray
+    p_values: np.ndarray
+    vcov_values: np.ndarray
+    theta_names: tuple[str, ...]
+    theta_values: np.ndarray
     sigma: float
-    varcorr: pd.DataFrame
-    ranef: Mapping[str, pd.DataFrame]
+    varcorr_rows: tuple[VarCorrRow, ...]
+    ranef_tables: Mapping[str, RanefTable]
     loglik: float
     aic: float
     bic: float
@@ -86,6 +98,43 @@ class LmerResult(Result):
     fit_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     design: Any = field(default=None, repr=False)
 
+    # ------------------------------------------------------------------ the pandas views (built when read)
+    @functools.cached_property
+    def fixef(self) -> pd.Series:
+        return named_series(self.fixef_values, self.fixef_names, "Estimate")
+
+    @functools.cached_property
+    def se(self) -> pd.Series:
+        return named_series(self.se_values, self.fixef_names, "Std. Error")
+
+    @functools.cached_property
+    def df(self) -> pd.Series:
+        return named_series(self.df_values, self.fixef_names, "df")
+
+    @functools.cached_property
+    def t(self) -> pd.Series:
+        return named_series(self.t_values, self.fixef_names, "t value")
+
+    @functools.cached_property
+    def p(self) -> pd.Series:
+        return named_series(self.p_values, self.fixef_names, "Pr(>|t|)")
+
+    @functools.cached_property
+    def vcov(self) -> pd.DataFrame:
+        return named_square(self.vcov_values, self.fixef_names)
+
+    @functools.cached_property
+    def theta(self) -> pd.Series:
+        return named_series(self.theta_values, self.theta_names, "theta")
+
+    @functools.cached_property
+    def varcorr(self) -> pd.DataFrame:
+        return varcorr_to_frame(self.varcorr_rows)
+
+    @functools.cached_property
+    def ranef(self) -> dict[str, pd.DataFrame]:
+        return {g: t.to_pandas() for g, t in self.ranef_tables.items()}
+
     @property
     def link(self) -> str:
         return "identity"
@@ -97,15 +146,19 @@ class LmerResult(Result):
 
     def ranef_dict(self) -> dict[str, dict[str, dict[str, float]]]:
         """``{group: {level: {column: value}}}`` (the CLI's ``--ranef``)."""
-        return ranef_dict(self.ranef)
+        return ranef_dict(self.ranef_tables)
 
     def coef_table(self) -> pd.DataFrame:
         """lmerTest's coefficient table: Estimate, Std. Error, df, t value, Pr(>|t|)."""
+        import pandas as pd
+
         return pd.DataFrame({"Estimate": self.fixef, "Std. Error": self.se, "df": self.df, "t value": self.t,
                              "Pr(>|t|)": self.p})
 
     def to_frame(self) -> pd.DataFrame:
         """Fixed effects, then the random-effect SDs/correlations and the residual SD (tidy, as broom.mixed)."""
+        import pandas as pd
+
         fx = self.coef_table().reset_index(names="term")
         fx.columns = ["term", "estimate", "std_error", "df", "statistic", "p_value"]
         fx.insert(0, "effect", "fixed")
@@ -122,10 +175,12 @@ class LmerResult(Result):
         return {
             "formula": self.formula, "family": "gaussian", "link": "identity", "engine": self.engine,
             "reml": self.reml, "nobs": self.nobs, "ngroups": dict(self.ngroups),
-            "fixef": self.fixef.to_dict(), "se": self.se.to_dict(), "df": self.df.to_dict(), "t": self.t.to_dict(),
-            "p": self.p.to_dict(), "theta": self.theta.to_dict(), "sigma": self.sigma,
+            **{key: dict(zip(self.fixef_names, map(float, values))) for key, values in (
+                ("fixef", self.fixef_values), ("se", self.se_values), ("df", self.df_values), ("t", self.t_values),
+                ("p", self.p_values))},
+            "theta": dict(zip(self.theta_names, map(float, self.theta_values))), "sigma": self.sigma,
             "varcorr": [{"group": r.group, "name": r.name, "var2": r.var2 if isinstance(r.var2, str) else None,
-                         "variance": float(r.variance), "sd": float(r.sd)} for r in self.varcorr.itertuples()],
+                         "variance": float(r.variance), "sd": float(r.sd)} for r in self.varcorr_rows],
             "loglik": self.loglik, "aic": self.aic, "bic": self.bic, "minus2loglik": -2 * self.loglik,
             "reml_criterion": self.reml_criterion, "df_resid": self.df_resid, "converged": self.converged,
             "singular": self.singular, "messages": list(self.messages), "fit_seconds": self.fit_seconds,
@@ -133,6 +188,8 @@ class LmerResult(Result):
 
     def summary(self) -> str:
         """lmerTest's ``summary(m)`` layout (REML criterion or AIC table, random effects, coefficients)."""
+        import pandas as pd
+
         from mrcstats.models.results import fmt_sig
 
         fit = "REML" if self.reml else "maximum likelihood"
@@ -170,7 +227,7 @@ class LmerResult(Result):
 
     def vcov_kr(self) -> pd.DataFrame:
         """pbkrtest's ``vcovAdj(m)``: the Kenward-Roger adjusted covariance of β̂."""
-        return pd.DataFrame(self.kenward_roger.PhiA, index=self.fixef.index, columns=self.fixef.index)
+        return named_square(self.kenward_roger.PhiA, self.fixef_names)
 
     def contrast_df(self, L: np.ndarray, ddf: str = "Satterthwaite") -> np.ndarray:
         """Denominator df of each row of ``L`` (lmerTest's ``contest1D``; :func:`~mrcstats.models.lmm_tests.contrast_df`)."""
@@ -195,6 +252,8 @@ class LmerResult(Result):
         * ``"satterthwaite"``: β ± t_{df, 1-α/2} SE with Satterthwaite's df (lmerTest's ``contest(...,
           confint = TRUE)``), fixed effects only.
         """
+        import pandas as pd
+
         from mrcstats.models.confint import ConfintResult, format_perc, profile_which, sig_names
 
         level = check_level(level, "lmer confint")
@@ -225,7 +284,7 @@ class LmerResult(Result):
 
 def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: bool = True) -> LmerResult:
     """Fit a built Gaussian :class:`~mrcstats.models.design.Design` (see the module docstring)."""
-    from mrcstats.models.optimize import ranef_frames, varcorr_frame
+    from mrcstats.models.optimize import ranef_tables, varcorr_rows
 
     t0 = time.perf_counter() if t0 is None else t0
     sys_ = LmmSystem(design, reml=reml)
@@ -262,20 +321,20 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
         bs.append(b_all[sys_.offs[k]:sys_.offs[k + 1]].reshape(t.nlevels, t.q) if not t.is_scalar
                   else b_all[sys_.offs[k]:sys_.offs[k + 1]])
         cvs.append(sigma2 * cv_blocks[k] if not t.is_scalar else sigma2 * cv_blocks[k][:, 0, 0])
-    ranef = ranef_frames(re, bs, cvs)
-    vc = varcorr_frame(re, th)
-    vc = vc.assign(variance=vc["variance"] * sigma2,                     # relative covariances times σ²
-                   sd=np.where(vc["var2"].isna(), vc["sd"] * sigma, vc["sd"]))   # correlations unchanged
+    ranef = ranef_tables(re, bs, cvs)
+    vc = tuple(r._replace(variance=r.variance * sigma2,                  # relative covariances times σ²
+                          sd=r.sd * sigma if r.var2 is None else r.sd)    # correlations unchanged
+               for r in varcorr_rows(re, th))
     dev = e["dev"]
     loglik = -0.5 * dev
     npar = p + len(th) + 1
     theta_names = [nm for t in re for nm in t.theta_names]
     return LmerResult(
         formula=design.info.spec.formula, reml=bool(reml),
-        fixef=pd.Series(beta, index=names, name="Estimate"), se=pd.Series(se, index=names, name="Std. Error"),
-        df=pd.Series(df, index=names, name="df"), t=pd.Series(tval, index=names, name="t value"),
-        p=pd.Series(pval, index=names, name="Pr(>|t|)"), vcov=pd.DataFrame(V, index=names, columns=names),
-        theta=pd.Series(th, index=theta_names, name="theta"), sigma=sigma, varcorr=vc, ranef=ranef,
+        fixef_names=tuple(names), fixef_values=np.asarray(beta, float), se_values=se,
+        df_values=np.asarray(df, float), t_values=tval, p_values=np.asarray(pval, float), vcov_values=V,
+        theta_names=tuple(theta_names), theta_values=np.asarray(th, float), sigma=sigma, varcorr_rows=vc,
+        ranef_tables=ranef,
         loglik=loglik, aic=-2 * loglik + 2 * npar, bic=-2 * loglik + math.log(n) * npar,
         reml_criterion=dev if reml else None, nobs=n, ngroups=design.ngroups, df_resid=n - npar,
         converged=converged, singular=singular, messages=tuple(dict.fromkeys(messages)),
@@ -311,6 +370,8 @@ def profile_confint(m: LmerResult, level: float = 0.95, parm: Any = None, maxpts
     profiled deviance minimised over θ, first step β̂_j + δ·SE_j. Steps of δ = cutoff/8 in ζ = sign·√(D − D̂)
     (``nextpar``/``fillmat``), cutoff √χ²_{nptot}(0.99); the bounds ζ = ∓z_{1-α/2} from R's back-spline of the
     interpolating spline ζ(x); NA (the range limit) where the profile does not reach the cutoff."""
+    import pandas as pd
+
     from mrcstats.models.confint import (
         ConfintResult,
         ProfileScale,

@@ -47,6 +47,21 @@ def as_varcorr_rows(vc: Any) -> tuple[VarCorrRow, ...]:
     return tuple(out)
 
 
+def named_series(values: np.ndarray, names: Sequence[str], name: str) -> pd.Series:
+    """``values`` as a pandas Series indexed by ``names`` (a result's coefficient column, built when read)."""
+    import pandas as pd
+
+    return pd.Series(values, index=list(names), name=name)
+
+
+def named_square(values: np.ndarray, names: Sequence[str]) -> pd.DataFrame:
+    """A square matrix as a pandas frame with ``names`` as index and columns (a result's vcov, built when read)."""
+    import pandas as pd
+
+    names = list(names)
+    return pd.DataFrame(values, index=names, columns=names)
+
+
 def varcorr_to_frame(rows: Iterable[VarCorrRow]) -> pd.DataFrame:
     """The rows as lme4's ``as.data.frame(VarCorr(m))`` (columns ``group, name, var2, variance, sd``)."""
     import pandas as pd

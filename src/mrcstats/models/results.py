@@ -29,7 +29,14 @@ from mrcstats.models.design import DesignInfo
 from mrcstats.models.family import BINOMIAL, Family
 from mrcstats.models.family_table import Capabilities
 from mrcstats.models.formula import ModelSpec
-from mrcstats.models.records import RanefTable, VarCorrRow, as_varcorr_rows, varcorr_to_frame
+from mrcstats.models.records import (
+    RanefTable,
+    VarCorrRow,
+    as_varcorr_rows,
+    named_series,
+    named_square,
+    varcorr_to_frame,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -226,15 +233,10 @@ class GlmerResult(Result):
         return wald(self.fixef_values, self.vcov_values)
 
     def _series(self, values: np.ndarray, name: str) -> pd.Series:
-        import pandas as pd
-
-        return pd.Series(values, index=list(self.fixef_names), name=name)
+        return named_series(values, self.fixef_names, name)
 
     def _square(self, values: np.ndarray) -> pd.DataFrame:
-        import pandas as pd
-
-        names = list(self.fixef_names)
-        return pd.DataFrame(values, index=names, columns=names)
+        return named_square(values, self.fixef_names)
 
     @cached_property
     def fixef(self) -> pd.Series:
@@ -266,9 +268,7 @@ class GlmerResult(Result):
 
     @cached_property
     def theta(self) -> pd.Series:
-        import pandas as pd
-
-        return pd.Series(self.theta_values, index=list(self.theta_names), name="theta")
+        return named_series(self.theta_values, self.theta_names, "theta")
 
     @cached_property
     def varcorr(self) -> pd.DataFrame:
