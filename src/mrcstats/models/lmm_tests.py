@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from scipy import linalg as sla
 from scipy import special
 
@@ -31,6 +30,8 @@ from mrcstats.models.family_table import require
 from mrcstats.models.formula import ModelSpec
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from mrcstats.models.lmm_fit import LmmSystem
     from mrcstats.models.lmm_results import LmerResult
 
@@ -390,6 +391,8 @@ def anova(m: LmerResult, type: int | str = 3, ddf: str = "Satterthwaite") -> Lme
     name = ddf_method(ddf)
     Ls = anova_contrasts(m, t)
     rows = {lab: contest(m, L, ddf=name) for lab, L in Ls.items()}
+    import pandas as pd
+
     cols = ["Sum Sq", "Mean Sq", "NumDF", "DenDF", "F value", "Pr(>F)"]
     table = pd.DataFrame.from_dict(rows, orient="index", columns=cols) if rows else pd.DataFrame(columns=cols)
     return LmerAnova(table=table, type=t, ddf=name, formula=m.formula)
