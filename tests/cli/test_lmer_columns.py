@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from tests.models.test_lmer import lmer_r
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
