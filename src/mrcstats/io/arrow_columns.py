@@ -289,7 +289,7 @@ def read_delimited_columns(src: Source, delimiter: str, missing: tuple[str, ...]
     return Columns(names, table.num_rows, out), tuple(rest)
 
 
-def read_parquet_columns(src: Source) -> tuple[Columns, tuple[str, ...]] | None:
+def read_parquet_columns(src: Source, needed: Sequence[str] | None = None) -> tuple[Columns, tuple[str, ...]] | None:
     """A Parquet file as :class:`~mrcstats.io.columns.Columns` without pandas, and its ``rest`` columns (types
     this reader leaves to pandas: timestamps, decimals, nested values, a bool column with nulls that no
     pandas metadata calls ``boolean``, ...). The cells are those :func:`mrcstats.io.tabular.read_parquet_table`
@@ -297,7 +297,11 @@ def read_parquet_columns(src: Source) -> tuple[Columns, tuple[str, ...]] | None:
     (nulls NaN), bools, dictionary columns as categoricals in their dictionary's order. None when the pandas
     reader must read the file (no rows, an index stored in it, pandas metadata that does not parse, a file
     Arrow cannot read: the pandas reader words the error). ``ParquetFile.read`` and not ``pq.read_table``:
-    the latter imports ``pyarrow.dataset`` and with it pandas."""
+    the latter imports ``pyarrow.dataset`` and with it pandas.
+
+    ``needed``: read only these columns (and ``correct`` unless it is Arrow ``bool``: the only column
+    :func:`~mrcstats.io.reader.read_data` checks whatever the fit uses, and a bool one always passes); a
+    canonical log's text columns (responses, judge outputs) are then never decoded. None: every column."""
     import io
     import json
 
@@ -306,8 +310,14 @@ def read_parquet_columns(src: Source) -> tuple[Columns, tuple[str, ...]] | None:
 
     try:
         pf = pq.ParquetFile(io.BytesIO(src.data))
-        check_unique_columns([str(c) for c in pf.schema_arrow.names], src.name)
-        table = pf.read()
+        schema = pf.schema_arrow
+        check_unique_columns([str(c) for c in schema.names], src.name)
+        if needed is None:
+            table = pf.read()
+        else:
+            want = set(needed)
+            table = pf.read(columns=[c for c in schema.names if c in want or (
+                c == "correct" and not pa.types.is_boolean(schema.field(c).type))])
         meta = json.loads(table.schema.metadata[b"pandas"]) if b"pandas" in (table.schema.metadata or {}) else {}
     except InputError:
         raise
@@ -356,15 +366,17 @@ def read_table_columns(src: Source, fmt: str, needed: Sequence[str]) -> Columns 
     Arrow cannot read, a ``needed`` column only pandas can type (``rest``), and a ``correct`` column that is
     not 0/1 or true/false in every row (words, missing cells: :func:`~mrcstats.io.schema.coerce_correct`
     and :func:`~mrcstats.io.schema.apply_invalid` decide those; a graded log's rows, a score without a
-    correct, are among them). A ``correct`` column of 0/1 or true/false becomes a bool column, as
-    ``coerce_correct`` makes it. ``attrs`` are ``read_data``'s (format, sources, no skipped rows).
+    correct, are among them; a Parquet file's ``correct`` of Arrow type bool is not read when ``needed`` does
+    not name it, as in a graded log fitted by ``lmer``). A ``correct`` column of 0/1 or true/false becomes a
+    bool column, as ``coerce_correct`` makes it. ``attrs`` are ``read_data``'s (format, sources, no skipped
+    rows). A Parquet file gives only the ``needed`` columns (a CSV/TSV all it can type).
 
     ``fmt``: the file's format as :func:`~mrcstats.io.detect.detect_format` names it (the caller detects: this
     module sits below the format registry, which reads tables through it)."""
     if fmt in ("csv", "tsv"):
         got = read_delimited_columns(src, "," if fmt == "csv" else "\t", ("", "NA"))
     elif fmt == "parquet":
-        got = read_parquet_columns(src)
+        got = read_parquet_columns(src, needed)
     else:
         return None
     if got is None:
