@@ -39,6 +39,12 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+def _coef_column(values: str, name: str) -> functools.cached_property:
+    """A column of lmerTest's coefficient table as a pandas Series by the fixed effects' names, built from the
+    stored array ``values`` when first read."""
+    return functools.cached_property(lambda self: named_series(getattr(self, values), self.fixef_names, name))
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class LmerResult(Result):
     """A fitted linear mixed model in lme4's terms, with lmerTest's Satterthwaite t-tests.
@@ -99,25 +105,11 @@ class LmerResult(Result):
     design: Any = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ the pandas views (built when read)
-    @functools.cached_property
-    def fixef(self) -> pd.Series:
-        return named_series(self.fixef_values, self.fixef_names, "Estimate")
-
-    @functools.cached_property
-    def se(self) -> pd.Series:
-        return named_series(self.se_values, self.fixef_names, "Std. Error")
-
-    @functools.cached_property
-    def df(self) -> pd.Series:
-        return named_series(self.df_values, self.fixef_names, "df")
-
-    @functools.cached_property
-    def t(self) -> pd.Series:
-        return named_series(self.t_values, self.fixef_names, "t value")
-
-    @functools.cached_property
-    def p(self) -> pd.Series:
-        return named_series(self.p_values, self.fixef_names, "Pr(>|t|)")
+    fixef = _coef_column("fixef_values", "Estimate")
+    se = _coef_column("se_values", "Std. Error")
+    df = _coef_column("df_values", "df")
+    t = _coef_column("t_values", "t value")
+    p = _coef_column("p_values", "Pr(>|t|)")
 
     @functools.cached_property
     def vcov(self) -> pd.DataFrame:
