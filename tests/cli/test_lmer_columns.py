@@ -72,12 +72,16 @@ def test_lmer_on_a_plain_csv_imports_no_pandas(tmp_path):
     assert r.stderr.strip().splitlines()[-1] == "[]", r.stderr[-800:]
 
 
-@pytest.mark.parametrize("opt", [["--anova"], ["--confint", "Wald"], ["--emmeans", "dataset"]])
-def test_options_that_need_a_frame_still_work(tmp_path, opt):
+@pytest.mark.parametrize("opt", [["--anova", "--ddf", "kenward-roger"], ["--confint", "profile"],
+                                 ["--emmeans", "dataset", "--pairs"]])
+def test_tests_intervals_and_means_on_columns_equal_the_pandas_path(tmp_path, opt):
+    """--anova, --confint and --emmeans work on the columns read without pandas, to the same JSON."""
     path = tmp_path / "prefs.csv"
-    alpaca_like(models=5, items=40).to_csv(path, index=False)
-    out, _ = _run("lmer", str(path), "--formula", FORMULA, "--json", *opt)
-    assert {"--anova": "anova", "--confint": "confint", "--emmeans": "emmeans"}[opt[0]] in out
+    alpaca_like(models=5, items=30).to_csv(path, index=False)
+    fast, err_fast = _run("lmer", str(path), "--formula", FORMULA, "--json", *opt)
+    slow, err_slow = _run("lmer", str(path), "--formula", FORMULA, "--json", *opt, "--format", "csv")
+    assert fast == slow and err_fast == err_slow
+    assert {"--anova": "anova", "--confint": "confint", "--emmeans": "pairs"}[opt[0]] in fast
 
 
 @pytest.mark.r

@@ -40,10 +40,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_lmer)
 
 
-#: the lmer options whose work needs a pandas frame
-FRAME_OPTIONS = ("anova", "confint", "emmeans")
-
-
 def _lmer(args: argparse.Namespace) -> int:
     from mrcstats._blas import keep_freed_memory, pin_blas
 
@@ -52,9 +48,9 @@ def _lmer(args: argparse.Namespace) -> int:
     from mrcstats.models.lmm import lmer
 
     spec, contrasts, levels = parse_model_args(args, "lmer")
-    # one plain table is read without pandas (the columns the formula names) unless an option needs a frame
-    columns = None if any(getattr(args, o) for o in FRAME_OPTIONS) else list(spec.columns)
-    data = read_data_args(args, "lmer", columns=columns)
+    # one plain table is read without pandas, the columns the formula names (--anova, --confint and --emmeans
+    # work on those too; --by names a formula variable)
+    data = read_data_args(args, "lmer", columns=list(spec.columns))
     m = lmer(spec, data, reml=not args.ml, contrasts=contrasts or None, levels=levels or None)
     obj, text = model_output(args, m, "lmer")
     if args.anova:
