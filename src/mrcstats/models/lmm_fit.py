@@ -262,6 +262,70 @@ class LmmSystem:
         """(q1·levels) x m -> q1 x m x levels."""
         return np.ascontiguousarray(X.reshape(self.qs[0], self.nls[0], -1).transpose(0, 2, 1))
 
+    # ------------------------------------------------------------------ the start
+    def _term_blocks(self, k: int) -> np.ndarray:
+        """Z_jᵀZ_j of term k's levels (levels x q x q), from the cross-products."""
+        if k == 0:
+            return self.A11.transpose(2, 0, 1)
+        qk, o = self.qs[k], self.offs[k] - self.m1
+        idx = o + np.arange(self.nls[k])[:, None] * qk + np.arange(qk)[None, :]
+        return self.A22[idx[:, :, None], idx[:, None, :]]
+
+    def moment_start(self, lower: np.ndarray) -> np.ndarray | None:
+        """A start for θ from moments of the ordinary least-squares residuals r = y − Xβ̂_OLS (each term alone, the
+        others treated as noise; Henderson's method-of-moments idea, Searle, Casella & McCulloch 1992, ch. 5): per
+        level j of term k the residuals' regression on the term's columns b_j = (Z_jᵀZ_j)⁻¹Z_jᵀr, the within-level
+        variance s_k² = (rᵀr − Σ_j b_jᵀZ_jᵀr)/(n − p − q·J), and Σ_k = mean_j b_jb_jᵀ − s_k² mean_j (Z_jᵀZ_j)⁻¹
+        (eigenvalues floored); σ² = rᵀr/(n − p) − Σ_k tr(Σ_k Σ_j Z_jᵀZ_j)/n (floored at a tenth of the first), and
+        T_k = chol(Σ_k/σ²), its diagonal kept in [0.05, 10]. Everything comes from the cross-products (no pass
+        over the rows). None when the residuals or a term's levels leave nothing to estimate."""
+        n, p = self.n, self.p
+        if p:
+            beta = np.linalg.lstsq(self.XtX, self.Xty, rcond=None)[0]
+            rss = self.yty - float(beta @ self.Xty)
+            zr = self.Zty - self.ZtX @ beta
+        else:
+            rss, zr = self.yty, self.Zty
+        if not (n > p and rss > 0 and math.isfinite(rss)):
+            return None
+        s2 = rss / (n - p)
+        sigmas, used = [], 0.0
+        for k, t in enumerate(self.terms):
+            q, nk = self.qs[k], self.nls[k]
+            A = self._term_blocks(k)
+            c = zr[self.offs[k]:self.offs[k + 1]].reshape(nk, q)
+            if q == 1:
+                ok = A[:, 0, 0] > 0
+                Ai = np.zeros_like(A)
+                Ai[ok, 0, 0] = 1.0 / A[ok, 0, 0]
+            else:
+                det = np.linalg.det(A)
+                scale = np.einsum("jaa->j", A) ** q
+                ok = det > 1e-8 * scale
+                Ai = np.zeros_like(A)
+                if ok.any():
+                    Ai[ok] = np.linalg.inv(A[ok])
+            nok = int(ok.sum())
+            dof = n - p - q * nok
+            if nok < 2 or dof <= 0:
+                return None
+            b = np.einsum("jab,jb->ja", Ai, c)[ok]
+            sw = (rss - float(np.einsum("ja,ja->", b, c[ok]))) / dof
+            Sig = b.T @ b / nok - max(sw, 0.0) * Ai[ok].mean(axis=0)
+            sigmas.append(Sig)
+            used += float(np.trace(Sig @ A.sum(axis=0))) / n
+        sig2 = max(s2 - used, 0.1 * s2)
+        th = []
+        for k, Sig in enumerate(sigmas):
+            w, V = np.linalg.eigh(0.5 * (Sig + Sig.T) / sig2)
+            w = np.clip(w, 0.05 ** 2, 100.0)
+            T = np.linalg.cholesky((V * w) @ V.T)
+            th.extend(T[i, j] for i, j in self.terms[k]._tri())
+        th = np.asarray(th, float)
+        if not np.all(np.isfinite(th)):
+            return None
+        return np.maximum(th, lower)
+
     # ------------------------------------------------------------------ Λ
     def factors(self, theta: np.ndarray) -> list[np.ndarray]:
         return [t.factor(theta[self.th_off[k]:self.th_off[k + 1]]) for k, t in enumerate(self.terms)]

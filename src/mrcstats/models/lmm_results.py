@@ -232,6 +232,9 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
     re = design.re
     lower = np.concatenate([r.lower for r in re])
     th0 = np.concatenate([r.start for r in re])
+    if sys_.Q2:                                # crossed or nested terms: a start from moments saves evaluations
+        mom = sys_.moment_start(lower)
+        th0 = th0 if mom is None else mom
     th, r, converged = optimise_theta(sys_, lower, th0)
     e = sys_.evaluate(th)
     n, p = sys_.n, sys_.p
