@@ -529,6 +529,13 @@ class LmmSystem:
                 # (G = 0 at t₁ = 0)
                 if T1[0, 0] != 0.0:
                     Q[0] = Q[0] - np.vdot(Sinv, G.T @ G) / T1[0, 0]
+            elif np.min(np.abs(np.diag(T1))) > 1e-3 * max(1.0, float(np.max(np.abs(T1)))):
+                # T₁ invertible: (A₁₂Λ₂)_j = T₁⁻ᵀC_j = T₁⁻ᵀD_jG_j, so Σ_j (GS⁻¹)_j (A₁₂Λ₂)_jᵀ = Σ_j R_j D_j T₁⁻¹ and with
+                # D_j = T₁ᵀA_jT₁ + I the sum below is −(Σ_j R_j) T₁⁻¹; Σ_j R_j = Σ_j K_jK_jᵀ with K = G L_S⁻ᵀ (one
+                # triangular solve, m1·Q2² flops, instead of the product G S⁻¹ and the per-level blocks)
+                Kt = sla.solve_triangular(cho[0], G.T, lower=True, check_finite=False)      # Q2 x m1
+                K2 = Kt.reshape(Q2, q1, n1).transpose(1, 0, 2).reshape(q1, -1)
+                Q[0] = Q[0] - (K2 @ K2.T) @ np.linalg.inv(T1)
             else:
                 GSi3 = (G @ Sinv).reshape(q1, n1, Q2)
                 R = np.einsum("ajs,djs->adj", GSi3, G.reshape(q1, n1, Q2))
