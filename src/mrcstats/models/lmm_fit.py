@@ -51,16 +51,18 @@ RECENT_PAIRS = 4_000_000     # above, one recent evaluation is remembered instea
 # ----------------------------------------------------------------------------- the PLS system
 
 
-def _along(T: np.ndarray, X: np.ndarray, axis: int = 0) -> np.ndarray:
+def _along(T: np.ndarray, X: np.ndarray, axis: int = 0, out: np.ndarray | None = None,
+           tmp: np.ndarray | None = None) -> np.ndarray:
     """T applied along one axis of X: out[..., a, ...] = Σ_b T[a, b] X[..., b, ...] (T: q x q, small), as scaled
-    sums of X's slices (contiguous for axis 0, the component-major layout; no transposed copies)."""
+    sums of X's slices (contiguous for axis 0, the component-major layout; no transposed copies). ``out`` and
+    ``tmp`` (axis 0: X.shape and X.shape[1:]) are reused buffers for the large first-term arrays."""
     q = T.shape[0]
     if q == 1:
-        return X * T[0, 0]
-    Xv = np.moveaxis(X, axis, 0)
-    out = np.empty(X.shape)
-    ov = np.moveaxis(out, axis, 0)
-    tmp = np.empty(Xv.shape[1:])
+        return X * T[0, 0] if out is None else np.multiply(X, T[0, 0], out=out)
+    Xv = np.moveaxis(X, axis, 0) if axis else X
+    out = np.empty(X.shape) if out is None else out
+    ov = np.moveaxis(out, axis, 0) if axis else out
+    tmp = np.empty(Xv.shape[1:]) if tmp is None else tmp
     for a in range(q):
         np.multiply(Xv[0], T[a, 0], out=ov[a])
         for b in range(1, q):
@@ -70,14 +72,15 @@ def _along(T: np.ndarray, X: np.ndarray, axis: int = 0) -> np.ndarray:
     return out
 
 
-def _sblk(M: np.ndarray, X: np.ndarray, lead: bool = False) -> np.ndarray:
+def _sblk(M: np.ndarray, X: np.ndarray, lead: bool = False, tmp: np.ndarray | None = None) -> np.ndarray:
     """Per level j: M[:, :, j] @ X[:, :, j] for M (q x q x levels) and X (q x m x levels), or with ``lead``
-    X (q x levels x m): the first-term blocks component-major, every operation on contiguous runs."""
+    X (q x levels x m): the first-term blocks component-major, every operation on contiguous runs (``tmp``, of
+    X.shape[1:], a reused buffer)."""
     q = M.shape[0]
     if q == 1:
         return (M[0, 0][:, None] if lead else M[0, 0]) * X
     out = np.empty(X.shape)
-    tmp = np.empty(X.shape[1:])
+    tmp = np.empty(X.shape[1:]) if tmp is None else tmp
     for a in range(q):
         np.multiply(M[a, 0][:, None] if lead else M[a, 0], X[0], out=out[a])
         for b in range(1, q):
@@ -176,6 +179,7 @@ class LmmSystem:
         self._cache: dict[bytes, tuple] = {}
         self._recent: list[tuple[bytes, dict[str, Any]]] = []
         self._best: tuple[bytes | None, dict[str, Any] | None] = (None, None)
+        self._bufs: dict[str, np.ndarray] = {}
 
     def _crossprods(self, X: np.ndarray, y: np.ndarray) -> None:
         """ZᵀZ (as its first-term diagonal blocks A11, the coupling A12 and the other terms' A22), Zᵀy and ZᵀX in
@@ -237,6 +241,14 @@ class LmmSystem:
                         A22[ol + b:ol + nl * ql:ql, o + a:o + nk * qk:qk] = blk.T
         self.A12 = A12.reshape(m1, Q2)
         self.A22 = A22
+
+    def _scratch(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        """A work array reused across evaluations (never part of a result): the m1 x Q2 temporaries of every
+        evaluation would otherwise be fresh allocations, mapped and page-faulted anew each time."""
+        buf = self._bufs.get(name)
+        if buf is None or buf.shape != shape:
+            buf = self._bufs[name] = np.empty(shape)
+        return buf
 
     # ------------------------------------------------------------------ layout
     def _split(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -362,11 +374,13 @@ class LmmSystem:
         if not self.Q2:
             return Dinv, None, None, None, ld, None, TA
         n1 = self.nls[0]
-        C0 = _along(T1.T, self.A12.reshape(q1, n1, self.Q2)).reshape(self.m1, self.Q2)   # Λ₁ᵀA₁₂
+        Q2 = self.Q2
+        C0 = _along(T1.T, self.A12.reshape(q1, n1, Q2), out=self._scratch("C0", (q1, n1, Q2)),
+                    tmp=self._scratch("tmp", (n1, Q2))).reshape(self.m1, Q2)                # Λ₁ᵀA₁₂
         C = self._right_lam2(Ts, C0)
-        B = self._right_lam2(Ts, self._right_lam2(Ts, self.A22).T) + np.eye(self.Q2)   # Λ₂ᵀ A₂₂ Λ₂ + I
-        G = _sblk(Dinv, C.reshape(q1, n1, self.Q2), lead=True).reshape(self.m1, self.Q2)
-        P = C0.T @ G
+        B = self._right_lam2(Ts, self._right_lam2(Ts, self.A22).T) + np.eye(Q2)   # Λ₂ᵀ A₂₂ Λ₂ + I
+        G = _sblk(Dinv, C.reshape(q1, n1, Q2), lead=True, tmp=self._scratch("tmp", (n1, Q2))).reshape(self.m1, Q2)
+        P = self._right_lam2(Ts, self._dinv_gram(D, C0)) if q1 <= 2 else C0.T @ G
         S = B - self._lam2(Ts, P, transpose=True)
         try:
             cho = sla.cho_factor(S, lower=True, check_finite=False)
@@ -374,6 +388,26 @@ class LmmSystem:
             raise ModelError("lmer: the random-effects system is not positive definite") from None
         ld += 2.0 * float(np.log(np.diag(cho[0])).sum())
         return Dinv, C, G, cho, ld, P, TA
+
+    def _dinv_gram(self, D: np.ndarray, C0: np.ndarray) -> np.ndarray:
+        """C₀ᵀD⁻¹C₀ (Q2 x Q2, D block-diagonal with q1 <= 2) as EᵀE with E = L_D⁻¹C₀ per level (D_j = L_jL_jᵀ in
+        closed form): one symmetric rank-k update (numpy's matmul of a transposed array with itself), half the flops of
+        the product C₀ᵀG."""
+        q1, n1, Q2 = self.qs[0], self.nls[0], self.Q2
+        C3 = C0.reshape(q1, n1, Q2)
+        l11 = np.sqrt(D[0, 0])
+        if q1 == 1:
+            E = np.divide(C0, l11[:, None], out=self._scratch("E", C0.shape))
+        else:
+            l21 = D[1, 0] / l11
+            l22 = np.sqrt(D[1, 1] - l21 * l21)
+            E = self._scratch("E", C3.shape)
+            np.divide(C3[0], l11[:, None], out=E[0])
+            np.multiply(E[0], l21[:, None], out=E[1])
+            np.subtract(C3[1], E[1], out=E[1])
+            E[1] /= l22[:, None]
+            E = E.reshape(self.m1, Q2)
+        return E.T @ E
 
     def _right_lam2(self, Ts, A: np.ndarray) -> np.ndarray:
         """A Λ₂ for A (m x Q2): the other terms' factors applied to A's columns."""
@@ -534,7 +568,7 @@ class LmmSystem:
                 # D_j = T₁ᵀA_jT₁ + I the sum below is −(Σ_j R_j) T₁⁻¹; Σ_j R_j = Σ_j K_jK_jᵀ with K = G L_S⁻ᵀ (one
                 # triangular solve, m1·Q2² flops, instead of the product G S⁻¹ and the per-level blocks)
                 Kt = sla.solve_triangular(cho[0], G.T, lower=True, check_finite=False)      # Q2 x m1
-                K2 = Kt.reshape(Q2, q1, n1).transpose(1, 0, 2).reshape(q1, -1)
+                K2 = np.ascontiguousarray(Kt.T).reshape(q1, -1)     # (LAPACK's result is column-major: a view)
                 Q[0] = Q[0] - (K2 @ K2.T) @ np.linalg.inv(T1)
             else:
                 GSi3 = (G @ Sinv).reshape(q1, n1, Q2)
