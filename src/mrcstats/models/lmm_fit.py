@@ -288,8 +288,8 @@ class LmmSystem:
         others treated as noise; Henderson's method-of-moments idea, Searle, Casella & McCulloch 1992, ch. 5): per
         level j of term k the residuals' regression on the term's columns b_j = (Z_jᵀZ_j)⁻¹Z_jᵀr, the within-level
         variance s_k² = (rᵀr − Σ_j b_jᵀZ_jᵀr)/(n − p − q·J), and Σ_k = mean_j b_jb_jᵀ − s_k² mean_j (Z_jᵀZ_j)⁻¹
-        (eigenvalues floored); σ² = rᵀr/(n − p) − Σ_k tr(Σ_k Σ_j Z_jᵀZ_j)/n (floored at a tenth of the first), and
-        T_k = chol(Σ_k/σ²), its diagonal kept in [0.05, 10]. Everything comes from the cross-products (no pass
+        (eigenvalues floored); σ² = rᵀr/(n − p) − Σ_k tr(Σ_k Σ_j Z_jᵀZ_j)/n (floored at a tenth of the first; at most
+        the smallest s_k²), and T_k = chol(Σ_k/σ² with eigenvalues ≥ 0.05²). Everything comes from the cross-products (no pass
         over the rows). None when the residuals or a term's levels leave nothing to estimate."""
         n, p = self.n, self.p
         if p:
@@ -301,7 +301,7 @@ class LmmSystem:
         if not (n > p and rss > 0 and math.isfinite(rss)):
             return None
         s2 = rss / (n - p)
-        sigmas, used = [], 0.0
+        sigmas, used, within = [], 0.0, []
         for k, t in enumerate(self.terms):
             q, nk = self.qs[k], self.nls[k]
             A = self._term_blocks(k)
@@ -325,12 +325,16 @@ class LmmSystem:
             sw = (rss - float(np.einsum("ja,ja->", b, c[ok]))) / dof
             Sig = b.T @ b / nok - max(sw, 0.0) * Ai[ok].mean(axis=0)
             sigmas.append(Sig)
+            within.append(sw)
             used += float(np.trace(Sig @ A.sum(axis=0))) / n
         sig2 = max(s2 - used, 0.1 * s2)
+        sw = min(within)
+        if sw < sig2:                       # a term's within-level variance bounds σ² (tiny residual variance)
+            sig2 = max(sw, 1e-10 * s2)
         th = []
         for k, Sig in enumerate(sigmas):
             w, V = np.linalg.eigh(0.5 * (Sig + Sig.T) / sig2)
-            w = np.clip(w, 0.05 ** 2, 100.0)
+            w = np.maximum(w, 0.05 ** 2)
             T = np.linalg.cholesky((V * w) @ V.T)
             th.extend(T[i, j] for i, j in self.terms[k]._tri())
         th = np.asarray(th, float)
