@@ -275,22 +275,25 @@ class LmmSystem:
         return np.ascontiguousarray(X.reshape(self.qs[0], self.nls[0], -1).transpose(0, 2, 1))
 
     # ------------------------------------------------------------------ the start
-    def _term_blocks(self, k: int) -> np.ndarray:
-        """Z_jᵀZ_j of term k's levels (levels x q x q), from the cross-products."""
-        if k == 0:
-            return self.A11.transpose(2, 0, 1)
+    def _diag_blocks(self, k: int, A: np.ndarray) -> np.ndarray:
+        """The diagonal blocks of a later term k (k >= 1) in a Q2 x Q2 array (A₂₂, S⁻¹): levels x q x q."""
         qk, o = self.qs[k], self.offs[k] - self.m1
         idx = o + np.arange(self.nls[k])[:, None] * qk + np.arange(qk)[None, :]
-        return self.A22[idx[:, :, None], idx[:, None, :]]
+        return A[idx[:, :, None], idx[:, None, :]]
+
+    def _term_blocks(self, k: int) -> np.ndarray:
+        """Z_jᵀZ_j of term k's levels (levels x q x q), from the cross-products."""
+        return self.A11.transpose(2, 0, 1) if k == 0 else self._diag_blocks(k, self.A22)
 
     def moment_start(self, lower: np.ndarray) -> np.ndarray | None:
         """A start for θ from moments of the ordinary least-squares residuals r = y − Xβ̂_OLS (each term alone, the
         others treated as noise; Henderson's method-of-moments idea, Searle, Casella & McCulloch 1992, ch. 5): per
         level j of term k the residuals' regression on the term's columns b_j = (Z_jᵀZ_j)⁻¹Z_jᵀr, the within-level
         variance s_k² = (rᵀr − Σ_j b_jᵀZ_jᵀr)/(n − p − q·J), and Σ_k = mean_j b_jb_jᵀ − s_k² mean_j (Z_jᵀZ_j)⁻¹
-        (eigenvalues floored); σ² = rᵀr/(n − p) − Σ_k tr(Σ_k Σ_j Z_jᵀZ_j)/n (floored at a tenth of the first; at most
-        the smallest s_k²), and T_k = chol(Σ_k/σ² with eigenvalues ≥ 0.05²). Everything comes from the cross-products (no pass
-        over the rows). None when the residuals or a term's levels leave nothing to estimate."""
+        ; σ² = rᵀr/(n − p) − Σ_k tr(Σ_k Σ_j Z_jᵀZ_j)/n (floored at a tenth of the first; at most the smallest s_k²),
+        and T_k diagonal with the SDs √(Σ_k,ii/σ²) (at least 0.05): the correlations start at 0 as from lme4's
+        identity start (a few levels' sample correlation can put the start in the basin of a boundary optimum of
+        the other sign). Everything comes from the cross-products (no pass over the rows). None when the residuals or a term's levels leave nothing to estimate."""
         n, p = self.n, self.p
         if p:
             beta = np.linalg.lstsq(self.XtX, self.Xty, rcond=None)[0]
@@ -333,10 +336,8 @@ class LmmSystem:
             sig2 = max(sw, 1e-10 * s2)
         th = []
         for k, Sig in enumerate(sigmas):
-            w, V = np.linalg.eigh(0.5 * (Sig + Sig.T) / sig2)
-            w = np.maximum(w, 0.05 ** 2)
-            T = np.linalg.cholesky((V * w) @ V.T)
-            th.extend(T[i, j] for i, j in self.terms[k]._tri())
+            sd = np.sqrt(np.maximum(np.diag(Sig) / sig2, 0.05 ** 2))
+            th.extend(sd[i] if i == j else 0.0 for i, j in self.terms[k]._tri())
         th = np.asarray(th, float)
         if not np.all(np.isfinite(th)):
             return None
@@ -686,9 +687,7 @@ class LmmSystem:
             blocks1 = blocks1 + np.einsum("ajs,bjs->jab", GS, G.reshape(q1, n1, self.Q2))
         out.append(np.matmul(np.matmul(Ts[0], blocks1), Ts[0].T))
         for k in range(1, len(self.terms)):
-            qk, o = self.qs[k], self.offs[k] - self.m1
-            idx = o + np.arange(self.nls[k])[:, None] * qk + np.arange(qk)[None, :]
-            blocks = Sinv[idx[:, :, None], idx[:, None, :]]
+            blocks = self._diag_blocks(k, Sinv)
             out.append(np.matmul(np.matmul(Ts[k], blocks), Ts[k].T))
         return out
 
@@ -821,5 +820,22 @@ def optimise_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
     return th, r, converged
 
 
-__all__ = ["DENSE_MAX", "PAIRS_MAX", "SINGULAR_TOL", "LmmSystem", "lbfgs_theta", "min_theta", "optimise_theta",
-           "reduced_system"]
+def fit_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
+    """:func:`optimise_theta` as the fit runs it. Crossed or nested terms (Q2 > 0) start from
+    :meth:`LmmSystem.moment_start` (about half the evaluations of lme4's identity start th0); when that optimum is on
+    the boundary (a diagonal θ below SINGULAR_TOL), where the deviance can have several local optima on the
+    boundary's faces, the fit from th0 is run too and the lower deviance kept (th0's on a tie: lme4's path), so no
+    fit ends higher than from th0. Returns what :func:`optimise_theta` returns (nfev counts both runs)."""
+    mom = sys_.moment_start(lower) if sys_.Q2 else None
+    if mom is None:
+        return optimise_theta(sys_, lower, th0)
+    out = optimise_theta(sys_, lower, mom)
+    if not np.any(out[0][lower == 0] < SINGULAR_TOL):
+        return out
+    alt = optimise_theta(sys_, lower, th0)
+    d_mom, d_alt = sys_.deviance(out[0]), sys_.deviance(alt[0])
+    return alt if d_alt <= d_mom + 1e-12 * max(1.0, abs(d_mom)) else out
+
+
+__all__ = ["DENSE_MAX", "PAIRS_MAX", "SINGULAR_TOL", "LmmSystem", "fit_theta", "lbfgs_theta", "min_theta",
+           "optimise_theta", "reduced_system"]
