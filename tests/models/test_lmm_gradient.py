@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mrcstats.models.design import build_design
 from mrcstats.models.family import GAUSSIAN
@@ -96,3 +98,52 @@ def test_condvar_and_modes_follow_the_design_order():
             o = s.offs[k] + j * s.qs[k]
             assert np.allclose(blocks[k][j], cv[o:o + s.qs[k], o:o + s.qs[k]], atol=1e-12)
     assert e["ldL2"] == pytest.approx(np.linalg.slogdet(M)[1], rel=1e-12)
+
+
+@pytest.mark.parametrize("formula", [FORMULAS[0], FORMULAS[4]])
+def test_gradient_at_a_singular_first_term_factor(formula):
+    """The coupling sum of ∂log|L|² through (A₁₂Λ₂)_j = T₁⁻ᵀD_jG_j needs T₁ invertible; with a zero on T₁'s
+    diagonal the gradient takes the general path, and both agree with central differences."""
+    s = LmmSystem(build_design(model_spec(formula, GAUSSIAN), _data()), reml=True)
+    th = _theta(s, 3)
+    for zero in (False, True):
+        t = th.copy()
+        if zero:
+            t[s.th_off[0] + s.qs[0] - 1] = 0.0      # T₁'s last diagonal entry (θ is T's lower triangle by column)
+        g = s.deviance_grad(t)[1]
+        for i in range(len(t)):
+            d = np.zeros_like(t)
+            d[i] = 1e-5
+            num = (s.deviance(t + d) - s.deviance(t - d)) / 2e-5
+            assert g[i] == pytest.approx(num, abs=1e-5 * max(1.0, abs(num))), (formula, zero, i)
+
+
+def _crossed(seed: int, G: int, H: int, rows: int, sg: float, sh: float, se: float) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    g, h = rng.integers(0, G, rows), rng.integers(0, H, rows)
+    x = rng.normal(size=rows)
+    y = (0.3 + 0.2 * x + rng.normal(0, sg, G)[g] + rng.normal(0, 0.3, G)[g] * x + rng.normal(0, sh, H)[h]
+         + rng.normal(0, se, rows))
+    return pd.DataFrame({"y": y, "x": x, "g": [f"g{i}" for i in g], "h": [f"h{i}" for i in h]})
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), G=st.integers(8, 60), H=st.integers(3, 20), rows=st.integers(150, 900),
+       sg=st.sampled_from([0.0, 0.1, 1.0]), sh=st.sampled_from([0.0, 0.5]), se=st.sampled_from([0.3, 2.0]),
+       formula=st.sampled_from(["y ~ x + (1 + x | g) + (1 | h)", "y ~ x + (1 | g) + (1 | h)"]))
+def test_moment_start_never_ends_above_the_identity_start(seed, G, H, rows, sg, sh, se, formula):
+    """Crossed fits start from moments of the OLS residuals (LmmSystem.moment_start, inside the bounds); fit_theta
+    ends at least as low as the optimiser from lme4's start (the identity), to the deviance's rounding (on the
+    boundary, where the deviance can have several local optima, it runs both)."""
+    from mrcstats.models.lmm_fit import fit_theta, optimise_theta
+
+    d = build_design(model_spec(formula, GAUSSIAN), _crossed(seed, G, H, rows, sg, sh, se))
+    s = LmmSystem(d, reml=True)
+    lower = np.concatenate([t.lower for t in s.terms])
+    th0 = np.concatenate([t.start for t in s.terms])
+    m = s.moment_start(lower)
+    assert m is not None and m.shape == th0.shape and np.all(m >= lower) and np.all(np.isfinite(m))
+    ident = s.deviance(optimise_theta(s, lower, th0)[0])
+    s2 = LmmSystem(d, reml=True)
+    fitted = s2.deviance(fit_theta(s2, lower, th0)[0])
+    assert fitted <= ident + 1e-9 * max(1.0, abs(ident))

@@ -51,16 +51,18 @@ RECENT_PAIRS = 4_000_000     # above, one recent evaluation is remembered instea
 # ----------------------------------------------------------------------------- the PLS system
 
 
-def _along(T: np.ndarray, X: np.ndarray, axis: int = 0) -> np.ndarray:
+def _along(T: np.ndarray, X: np.ndarray, axis: int = 0, out: np.ndarray | None = None,
+           tmp: np.ndarray | None = None) -> np.ndarray:
     """T applied along one axis of X: out[..., a, ...] = Σ_b T[a, b] X[..., b, ...] (T: q x q, small), as scaled
-    sums of X's slices (contiguous for axis 0, the component-major layout; no transposed copies)."""
+    sums of X's slices (contiguous for axis 0, the component-major layout; no transposed copies). ``out`` and
+    ``tmp`` (axis 0: X.shape and X.shape[1:]) are reused buffers for the large first-term arrays."""
     q = T.shape[0]
     if q == 1:
-        return X * T[0, 0]
-    Xv = np.moveaxis(X, axis, 0)
-    out = np.empty(X.shape)
-    ov = np.moveaxis(out, axis, 0)
-    tmp = np.empty(Xv.shape[1:])
+        return X * T[0, 0] if out is None else np.multiply(X, T[0, 0], out=out)
+    Xv = np.moveaxis(X, axis, 0) if axis else X
+    out = np.empty(X.shape) if out is None else out
+    ov = np.moveaxis(out, axis, 0) if axis else out
+    tmp = np.empty(Xv.shape[1:]) if tmp is None else tmp
     for a in range(q):
         np.multiply(Xv[0], T[a, 0], out=ov[a])
         for b in range(1, q):
@@ -70,14 +72,15 @@ def _along(T: np.ndarray, X: np.ndarray, axis: int = 0) -> np.ndarray:
     return out
 
 
-def _sblk(M: np.ndarray, X: np.ndarray, lead: bool = False) -> np.ndarray:
+def _sblk(M: np.ndarray, X: np.ndarray, lead: bool = False, tmp: np.ndarray | None = None) -> np.ndarray:
     """Per level j: M[:, :, j] @ X[:, :, j] for M (q x q x levels) and X (q x m x levels), or with ``lead``
-    X (q x levels x m): the first-term blocks component-major, every operation on contiguous runs."""
+    X (q x levels x m): the first-term blocks component-major, every operation on contiguous runs (``tmp``, of
+    X.shape[1:], a reused buffer)."""
     q = M.shape[0]
     if q == 1:
         return (M[0, 0][:, None] if lead else M[0, 0]) * X
     out = np.empty(X.shape)
-    tmp = np.empty(X.shape[1:])
+    tmp = np.empty(X.shape[1:]) if tmp is None else tmp
     for a in range(q):
         np.multiply(M[a, 0][:, None] if lead else M[a, 0], X[0], out=out[a])
         for b in range(1, q):
@@ -176,6 +179,7 @@ class LmmSystem:
         self._cache: dict[bytes, tuple] = {}
         self._recent: list[tuple[bytes, dict[str, Any]]] = []
         self._best: tuple[bytes | None, dict[str, Any] | None] = (None, None)
+        self._bufs: dict[str, np.ndarray] = {}
 
     def _crossprods(self, X: np.ndarray, y: np.ndarray) -> None:
         """ZᵀZ (as its first-term diagonal blocks A11, the coupling A12 and the other terms' A22), Zᵀy and ZᵀX in
@@ -238,6 +242,14 @@ class LmmSystem:
         self.A12 = A12.reshape(m1, Q2)
         self.A22 = A22
 
+    def _scratch(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        """A work array reused across evaluations (never part of a result): the m1 x Q2 temporaries of every
+        evaluation would otherwise be fresh allocations, mapped and page-faulted anew each time."""
+        buf = self._bufs.get(name)
+        if buf is None or buf.shape != shape:
+            buf = self._bufs[name] = np.empty(shape)
+        return buf
+
     # ------------------------------------------------------------------ layout
     def _split(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """A (q x m) array in u's order as (first term: q1 x m x levels, the other terms: Q2 x m)."""
@@ -261,6 +273,75 @@ class LmmSystem:
     def _as3d(self, X: np.ndarray) -> np.ndarray:
         """(q1·levels) x m -> q1 x m x levels."""
         return np.ascontiguousarray(X.reshape(self.qs[0], self.nls[0], -1).transpose(0, 2, 1))
+
+    # ------------------------------------------------------------------ the start
+    def _diag_blocks(self, k: int, A: np.ndarray) -> np.ndarray:
+        """The diagonal blocks of a later term k (k >= 1) in a Q2 x Q2 array (A₂₂, S⁻¹): levels x q x q."""
+        qk, o = self.qs[k], self.offs[k] - self.m1
+        idx = o + np.arange(self.nls[k])[:, None] * qk + np.arange(qk)[None, :]
+        return A[idx[:, :, None], idx[:, None, :]]
+
+    def _term_blocks(self, k: int) -> np.ndarray:
+        """Z_jᵀZ_j of term k's levels (levels x q x q), from the cross-products."""
+        return self.A11.transpose(2, 0, 1) if k == 0 else self._diag_blocks(k, self.A22)
+
+    def moment_start(self, lower: np.ndarray) -> np.ndarray | None:
+        """A start for θ from moments of the ordinary least-squares residuals r = y − Xβ̂_OLS (each term alone, the
+        others treated as noise; Henderson's method-of-moments idea, Searle, Casella & McCulloch 1992, ch. 5): per
+        level j of term k the residuals' regression on the term's columns b_j = (Z_jᵀZ_j)⁻¹Z_jᵀr, the within-level
+        variance s_k² = (rᵀr − Σ_j b_jᵀZ_jᵀr)/(n − p − q·J), and Σ_k = mean_j b_jb_jᵀ − s_k² mean_j (Z_jᵀZ_j)⁻¹
+        ; σ² = rᵀr/(n − p) − Σ_k tr(Σ_k Σ_j Z_jᵀZ_j)/n (floored at a tenth of the first; at most the smallest s_k²),
+        and T_k diagonal with the SDs √(Σ_k,ii/σ²) (at least 0.05): the correlations start at 0 as from lme4's
+        identity start (a few levels' sample correlation can put the start in the basin of a boundary optimum of
+        the other sign). Everything comes from the cross-products (no pass over the rows). None when the residuals or a term's levels leave nothing to estimate."""
+        n, p = self.n, self.p
+        if p:
+            beta = np.linalg.lstsq(self.XtX, self.Xty, rcond=None)[0]
+            rss = self.yty - float(beta @ self.Xty)
+            zr = self.Zty - self.ZtX @ beta
+        else:
+            rss, zr = self.yty, self.Zty
+        if not (n > p and rss > 0 and math.isfinite(rss)):
+            return None
+        s2 = rss / (n - p)
+        sigmas, used, within = [], 0.0, []
+        for k, t in enumerate(self.terms):
+            q, nk = self.qs[k], self.nls[k]
+            A = self._term_blocks(k)
+            c = zr[self.offs[k]:self.offs[k + 1]].reshape(nk, q)
+            if q == 1:
+                ok = A[:, 0, 0] > 0
+                Ai = np.zeros_like(A)
+                Ai[ok, 0, 0] = 1.0 / A[ok, 0, 0]
+            else:
+                det = np.linalg.det(A)
+                scale = np.einsum("jaa->j", A) ** q
+                ok = det > 1e-8 * scale
+                Ai = np.zeros_like(A)
+                if ok.any():
+                    Ai[ok] = np.linalg.inv(A[ok])
+            nok = int(ok.sum())
+            dof = n - p - q * nok
+            if nok < 2 or dof <= 0:
+                return None
+            b = np.einsum("jab,jb->ja", Ai, c)[ok]
+            sw = (rss - float(np.einsum("ja,ja->", b, c[ok]))) / dof
+            Sig = b.T @ b / nok - max(sw, 0.0) * Ai[ok].mean(axis=0)
+            sigmas.append(Sig)
+            within.append(sw)
+            used += float(np.trace(Sig @ A.sum(axis=0))) / n
+        sig2 = max(s2 - used, 0.1 * s2)
+        sw = min(within)
+        if sw < sig2:                       # a term's within-level variance bounds σ² (tiny residual variance)
+            sig2 = max(sw, 1e-10 * s2)
+        th = []
+        for k, Sig in enumerate(sigmas):
+            sd = np.sqrt(np.maximum(np.diag(Sig) / sig2, 0.05 ** 2))
+            th.extend(sd[i] if i == j else 0.0 for i, j in self.terms[k]._tri())
+        th = np.asarray(th, float)
+        if not np.all(np.isfinite(th)):
+            return None
+        return np.maximum(th, lower)
 
     # ------------------------------------------------------------------ Λ
     def factors(self, theta: np.ndarray) -> list[np.ndarray]:
@@ -298,11 +379,13 @@ class LmmSystem:
         if not self.Q2:
             return Dinv, None, None, None, ld, None, TA
         n1 = self.nls[0]
-        C0 = _along(T1.T, self.A12.reshape(q1, n1, self.Q2)).reshape(self.m1, self.Q2)   # Λ₁ᵀA₁₂
+        Q2 = self.Q2
+        C0 = _along(T1.T, self.A12.reshape(q1, n1, Q2), out=self._scratch("C0", (q1, n1, Q2)),
+                    tmp=self._scratch("tmp", (n1, Q2))).reshape(self.m1, Q2)                # Λ₁ᵀA₁₂
         C = self._right_lam2(Ts, C0)
-        B = self._right_lam2(Ts, self._right_lam2(Ts, self.A22).T) + np.eye(self.Q2)   # Λ₂ᵀ A₂₂ Λ₂ + I
-        G = _sblk(Dinv, C.reshape(q1, n1, self.Q2), lead=True).reshape(self.m1, self.Q2)
-        P = C0.T @ G
+        B = self._right_lam2(Ts, self._right_lam2(Ts, self.A22).T) + np.eye(Q2)   # Λ₂ᵀ A₂₂ Λ₂ + I
+        G = _sblk(Dinv, C.reshape(q1, n1, Q2), lead=True, tmp=self._scratch("tmp", (n1, Q2))).reshape(self.m1, Q2)
+        P = self._right_lam2(Ts, self._dinv_gram(D, C0)) if q1 <= 2 else C0.T @ G
         S = B - self._lam2(Ts, P, transpose=True)
         try:
             cho = sla.cho_factor(S, lower=True, check_finite=False)
@@ -310,6 +393,26 @@ class LmmSystem:
             raise ModelError("lmer: the random-effects system is not positive definite") from None
         ld += 2.0 * float(np.log(np.diag(cho[0])).sum())
         return Dinv, C, G, cho, ld, P, TA
+
+    def _dinv_gram(self, D: np.ndarray, C0: np.ndarray) -> np.ndarray:
+        """C₀ᵀD⁻¹C₀ (Q2 x Q2, D block-diagonal with q1 <= 2) as EᵀE with E = L_D⁻¹C₀ per level (D_j = L_jL_jᵀ in
+        closed form): one symmetric rank-k update (numpy's matmul of a transposed array with itself), half the flops of
+        the product C₀ᵀG."""
+        q1, n1, Q2 = self.qs[0], self.nls[0], self.Q2
+        C3 = C0.reshape(q1, n1, Q2)
+        l11 = np.sqrt(D[0, 0])
+        if q1 == 1:
+            E = np.divide(C0, l11[:, None], out=self._scratch("E", C0.shape))
+        else:
+            l21 = D[1, 0] / l11
+            l22 = np.sqrt(D[1, 1] - l21 * l21)
+            E = self._scratch("E", C3.shape)
+            np.divide(C3[0], l11[:, None], out=E[0])
+            np.multiply(E[0], l21[:, None], out=E[1])
+            np.subtract(C3[1], E[1], out=E[1])
+            E[1] /= l22[:, None]
+            E = E.reshape(self.m1, Q2)
+        return E.T @ E
 
     def _right_lam2(self, Ts, A: np.ndarray) -> np.ndarray:
         """A Λ₂ for A (m x Q2): the other terms' factors applied to A's columns."""
@@ -465,6 +568,13 @@ class LmmSystem:
                 # (G = 0 at t₁ = 0)
                 if T1[0, 0] != 0.0:
                     Q[0] = Q[0] - np.vdot(Sinv, G.T @ G) / T1[0, 0]
+            elif np.min(np.abs(np.diag(T1))) > 1e-3 * max(1.0, float(np.max(np.abs(T1)))):
+                # T₁ invertible: (A₁₂Λ₂)_j = T₁⁻ᵀC_j = T₁⁻ᵀD_jG_j, so Σ_j (GS⁻¹)_j (A₁₂Λ₂)_jᵀ = Σ_j R_j D_j T₁⁻¹ and with
+                # D_j = T₁ᵀA_jT₁ + I the sum below is −(Σ_j R_j) T₁⁻¹; Σ_j R_j = Σ_j K_jK_jᵀ with K = G L_S⁻ᵀ (one
+                # triangular solve, m1·Q2² flops, instead of the product G S⁻¹ and the per-level blocks)
+                Kt = sla.solve_triangular(cho[0], G.T, lower=True, check_finite=False)      # Q2 x m1
+                K2 = np.ascontiguousarray(Kt.T).reshape(q1, -1)     # (LAPACK's result is column-major: a view)
+                Q[0] = Q[0] - (K2 @ K2.T) @ np.linalg.inv(T1)
             else:
                 GSi3 = (G @ Sinv).reshape(q1, n1, Q2)
                 R = np.einsum("ajs,djs->adj", GSi3, G.reshape(q1, n1, Q2))
@@ -577,9 +687,7 @@ class LmmSystem:
             blocks1 = blocks1 + np.einsum("ajs,bjs->jab", GS, G.reshape(q1, n1, self.Q2))
         out.append(np.matmul(np.matmul(Ts[0], blocks1), Ts[0].T))
         for k in range(1, len(self.terms)):
-            qk, o = self.qs[k], self.offs[k] - self.m1
-            idx = o + np.arange(self.nls[k])[:, None] * qk + np.arange(qk)[None, :]
-            blocks = Sinv[idx[:, :, None], idx[:, None, :]]
+            blocks = self._diag_blocks(k, Sinv)
             out.append(np.matmul(np.matmul(Ts[k], blocks), Ts[k].T))
         return out
 
@@ -712,5 +820,22 @@ def optimise_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
     return th, r, converged
 
 
-__all__ = ["DENSE_MAX", "PAIRS_MAX", "SINGULAR_TOL", "LmmSystem", "lbfgs_theta", "min_theta", "optimise_theta",
-           "reduced_system"]
+def fit_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
+    """:func:`optimise_theta` as the fit runs it. Crossed or nested terms (Q2 > 0) start from
+    :meth:`LmmSystem.moment_start` (about half the evaluations of lme4's identity start th0); when that optimum is on
+    the boundary (a diagonal θ below SINGULAR_TOL), where the deviance can have several local optima on the
+    boundary's faces, the fit from th0 is run too and the lower deviance kept (th0's on a tie: lme4's path), so no
+    fit ends higher than from th0. Returns what :func:`optimise_theta` returns (nfev counts both runs)."""
+    mom = sys_.moment_start(lower) if sys_.Q2 else None
+    if mom is None:
+        return optimise_theta(sys_, lower, th0)
+    out = optimise_theta(sys_, lower, mom)
+    if not np.any(out[0][lower == 0] < SINGULAR_TOL):
+        return out
+    alt = optimise_theta(sys_, lower, th0)
+    d_mom, d_alt = sys_.deviance(out[0]), sys_.deviance(alt[0])
+    return alt if d_alt <= d_mom + 1e-12 * max(1.0, abs(d_mom)) else out
+
+
+__all__ = ["DENSE_MAX", "PAIRS_MAX", "SINGULAR_TOL", "LmmSystem", "fit_theta", "lbfgs_theta", "min_theta",
+           "optimise_theta", "reduced_system"]

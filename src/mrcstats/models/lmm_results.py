@@ -27,8 +27,8 @@ from mrcstats.models.family_table import CAPABILITIES, Capabilities, require
 from mrcstats.models.lmm_fit import (
     SINGULAR_TOL,
     LmmSystem,
+    fit_theta,
     min_theta,
-    optimise_theta,
     reduced_system,
 )
 from mrcstats.models.lmm_tests import KenwardRoger, LmerAnova
@@ -283,7 +283,7 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
     re = design.re
     lower = np.concatenate([r.lower for r in re])
     th0 = np.concatenate([r.start for r in re])
-    th, r, converged = optimise_theta(sys_, lower, th0)
+    th, r, converged = fit_theta(sys_, lower, th0)
     e = sys_.evaluate(th)
     n, p = sys_.n, sys_.p
     sigma2 = e["r2"] / (n - p if reml else n)
