@@ -605,6 +605,23 @@ def _sym_coef(q: int, L: np.ndarray, R: np.ndarray) -> np.ndarray:
     return C
 
 
+def _gram(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """X Yᵀ for a few long rows, as dot products of the rows (BLAS's GEMM is slower on this shape)."""
+    return np.array([[x @ y for y in Y] for x in X]).reshape(len(X), len(Y))
+
+
+def _logsum(x: np.ndarray) -> float:
+    """Σ log x for x ≥ 1 (determinants of I + a PSD matrix) as the logs of products of runs of up to 16 entries
+    (a run's product stays below 1e300): a sixteenth of the logarithms, the costly part of the sum."""
+    top = float(x.max()) if len(x) else 1.0
+    k = int(min(16, max(1, 690.0 // max(math.log(top), 1e-300))))
+    if k == 1:
+        return float(np.log(x).sum())
+    m = len(x) - len(x) % k
+    out = float(np.log(x[:m].reshape(k, -1).prod(axis=0)).sum())
+    return out + float(np.log(x[m:]).sum())
+
+
 class OneTermLmm(LmmSystem):
     """:class:`LmmSystem` for one random-effects term with q ≤ 2 columns (``(1 | g)``, ``(1 + x | g)``): M is
     block-diagonal, and the profiled deviance and its gradient are sums over the levels j of closed forms in
@@ -651,20 +668,20 @@ class OneTermLmm(LmmSystem):
                 D[k] += 1.0
         if q == 1:
             Di = 1.0 / D
-            ldL2 = float(np.log(D).sum())
+            ldL2 = _logsum(D[0])
         else:
             det = D[0] * D[2] - D[1] * D[1]
-            ldL2 = float(np.log(det).sum())
+            ldL2 = _logsum(det)
             Di = np.empty_like(D)
             np.divide(D[2], det, out=Di[0])
             np.divide(D[1], det, out=Di[1])
             np.negative(Di[1], out=Di[1])
             np.divide(D[0], det, out=Di[2])
         N = _sym_coef(q, T, T.T) @ Di                                     # T D_j⁻¹ Tᵀ
-        K = None
+        K = np.zeros((1 + self.p, 1 + self.p))
         for k, (a, b) in enumerate(self._pairs):
-            P = (Z1[a] * N[k]) @ Z1[b].T
-            K = (P if a == b else P + P.T) if K is None else K + (P if a == b else P + P.T)
+            P = _gram(Z1[a] * N[k], Z1[b])
+            K += P if a == b else P + P.T
         d = self._profiled(K, ldL2)
         v = np.concatenate([[1.0], -d["beta"]])
         s = np.stack([v @ Z1[a] for a in range(q)])                       # Z_jᵀ(y − Xβ̂), q x levels
@@ -699,7 +716,7 @@ class OneTermLmm(LmmSystem):
         A, Di, N = self._ent(self._A), self._ent(e["Di"]), self._ent(e["N"])
         s, u = e["s"], e["u_split"][0]
         # ∂log|L|²: Q = Σ_j D_j⁻¹TᵀA_j from the sums Σ_j Di_j[·] A_j[·] (one small product)
-        G = e["Di"] @ self._A.T
+        G = _gram(e["Di"], self._A)
         pos = {pr: k for k, pr in enumerate(self._pairs)}
         ix = [[pos[(min(a, b), max(a, b))] for b in range(q)] for a in range(q)]
         Q = np.zeros((q, q))
@@ -709,7 +726,7 @@ class OneTermLmm(LmmSystem):
         # ∂r²: the PLS residual res_j = s_j − A_jTû_j, RU = Σ_j res_j û_jᵀ
         Tu = T @ u
         res = np.stack([s[a] - sum(A[a][b] * Tu[b] for b in range(q)) for a in range(q)])
-        RU = res @ u.T
+        RU = _gram(res, u)
         # ∂log|RX|²: VF = Σ_j E_j Ω_j T D_j⁻¹
         VF = np.zeros((q, q))
         if p:
