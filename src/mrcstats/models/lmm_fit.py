@@ -352,6 +352,7 @@ class LmmSystem:
         Ts = self.factors(theta)
         fac = self._factor(Ts)
         Z1, Z2 = self._ztr_split()
+        p = self.p
         # W = M⁻¹ Λᵀ Zᵀ[y X] and K = (Λᵀ Zᵀ[y X])ᵀ W, (1 + p) x (1 + p)
         if self.Q2:
             B1 = _along(Ts[0].T, Z1)                           # Λᵀ Zᵀ[y X]
@@ -368,14 +369,6 @@ class LmmSystem:
             K = Z1[0] @ Y1[0].T
             for a in range(1, self.qs[0]):
                 K = K + Z1[a] @ Y1[a].T
-        d = self._profiled(K, fac[4])
-        u1 = _combine(W1, d["beta"])
-        u2 = W2[:, 0] - W2[:, 1:] @ d["beta"]
-        return _Evaluation(d, fac=fac, Ts=Ts, W=(W1, W2), u_split=(u1, u2), Y1=Y1)
-
-    def _profiled(self, K: np.ndarray, ldL2: float) -> dict[str, Any]:
-        """β̂, r², log|RX|² and the deviance from K = (ΛᵀZᵀ[y X])ᵀ M⁻¹ ΛᵀZᵀ[y X] ((1 + p) x (1 + p)) and log|L|²."""
-        p = self.p
         RtR = self.XtX - K[1:, 1:]
         rhs = self.Xty - K[1:, 0]
         if p:
@@ -388,6 +381,8 @@ class LmmSystem:
         else:
             beta, ldRX2 = np.zeros(0), 0.0
         r2 = self.yty - float(K[0, 0]) - float(rhs @ beta)
+        u1 = _combine(W1, beta)
+        u2 = W2[:, 0] - W2[:, 1:] @ beta
         if not r2 > 1e-12 * self.yty:   # below the precision of the difference above: no residual variance
             raise ModelError(f"lmer: the response {self.response} has no residual variance (the residual sum of "
                              f"squares is below 1e-12 of the response's): the fixed and random effects fit it "
@@ -395,13 +390,15 @@ class LmmSystem:
                              f"{', '.join(repr(t.name) for t in self.terms)}), so the residual SD is 0 and the "
                              f"likelihood unbounded (lme4 warns the model is nearly unidentifiable); check the "
                              f"response, or leave out the term that explains it")
+        ldL2 = fac[4]
         n = self.n
         if self.reml:
             nmp = n - p
             dev = ldL2 + ldRX2 + nmp * (1.0 + math.log(2 * math.pi * r2 / nmp))
         else:
             dev = ldL2 + n * (1.0 + math.log(2 * math.pi * r2 / n))
-        return {"dev": dev, "r2": r2, "ldL2": ldL2, "ldRX2": ldRX2, "beta": beta, "RXtRX": RtR}
+        return _Evaluation(dev=dev, r2=r2, ldL2=ldL2, ldRX2=ldRX2, beta=beta, RXtRX=RtR, fac=fac, Ts=Ts, W=(W1, W2),
+                           u_split=(u1, u2), Y1=Y1)
 
     def deviance(self, theta) -> float:
         return self.evaluate(theta)["dev"]
@@ -587,191 +584,6 @@ class LmmSystem:
         return out
 
 
-def _unique_pairs(q: int) -> list[tuple[int, int]]:
-    """(a, b) with a <= b: the stored entries of a symmetric q x q per-level block."""
-    return [(a, b) for a in range(q) for b in range(a, q)]
-
-
-def _sym_coef(q: int, L: np.ndarray, R: np.ndarray) -> np.ndarray:
-    """The matrix C with vec_u(L S R) = C vec_u(S) for symmetric S stored by its unique entries (vec_u:
-    :func:`_unique_pairs`' order), valid when L S R is symmetric (L = Rᵀ)."""
-    pairs = _unique_pairs(q)
-    pos = {pr: k for k, pr in enumerate(pairs)}
-    C = np.zeros((len(pairs), len(pairs)))
-    for r, (a, b) in enumerate(pairs):
-        for c in range(q):
-            for d in range(q):
-                C[r, pos[(min(c, d), max(c, d))]] += L[a, c] * R[d, b]
-    return C
-
-
-def _gram(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """X Yᵀ for a few long rows, as dot products of the rows (BLAS's GEMM is slower on this shape)."""
-    return np.array([[x @ y for y in Y] for x in X]).reshape(len(X), len(Y))
-
-
-def _logsum(x: np.ndarray) -> float:
-    """Σ log x for x ≥ 1 (determinants of I + a PSD matrix) as the logs of products of runs of up to 16 entries
-    (a run's product stays below 1e300): a sixteenth of the logarithms, the costly part of the sum."""
-    top = float(x.max()) if len(x) else 1.0
-    k = int(min(16, max(1, 690.0 // max(math.log(top), 1e-300))))
-    if k == 1:
-        return float(np.log(x).sum())
-    m = len(x) - len(x) % k
-    out = float(np.log(x[:m].reshape(k, -1).prod(axis=0)).sum())
-    return out + float(np.log(x[m:]).sum())
-
-
-class OneTermLmm(LmmSystem):
-    """:class:`LmmSystem` for one random-effects term with q ≤ 2 columns (``(1 | g)``, ``(1 + x | g)``): M is
-    block-diagonal, and the profiled deviance and its gradient are sums over the levels j of closed forms in
-    per-level sufficient statistics (A_j = Z_jᵀZ_j, Z_jᵀ[y X]), each stored as its unique entries over the
-    levels (vectors of length levels): with T the term's factor,
-
-        D_j = TᵀA_jT + I,   N_j = T D_j⁻¹ Tᵀ,   K = Σ_j (Z_jᵀ[y X])ᵀ N_j Z_jᵀ[y X],   log|L|² = Σ_j log|D_j|,
-
-    D and N as one small product of a (unique entries)² coefficient matrix with the stacked entries, K as a
-    few (1 + p) x levels products; with s_j = Z_jᵀ(y − Xβ̂), û_j = D_j⁻¹Tᵀs_j, E_j = I − A_jN_j and
-    Ω_j = Z_jᵀX (RXᵀRX)⁻¹ XᵀZ_j, the pieces of :meth:`LmmSystem.grad_parts` are
-
-        Σ_j D_j⁻¹TᵀA_j (∂log|L|²),   Σ_j (E_js_j) û_jᵀ (∂r²),   Σ_j E_jΩ_j T D_j⁻¹ (∂log|RX|²)
-
-    (the residual of the PLS equations is E_js_j and V_j = E_jZ_jᵀX). The same numbers as the general path
-    with a handful of passes over level-length vectors instead of q x (1 + p) x levels arrays; the derivatives
-    of RXᵀRX itself (Satterthwaite's Jacobian, once per fit) and the rest come from :class:`LmmSystem`."""
-
-    def __init__(self, design, reml: bool = True):
-        super().__init__(design, reml)
-        q = self.qs[0]
-        if self.Q2 or q > 2:
-            raise ValueError("OneTermLmm: one random-effects term with at most two columns")
-        self._pairs = _unique_pairs(q)
-        self._A = np.ascontiguousarray(np.stack([self.A11[a, b] for a, b in self._pairs]))   # (unique) x levels
-
-    def _ent(self, X: np.ndarray) -> list[list[np.ndarray]]:
-        """Stacked unique entries (unique x levels) as a q x q nested list of views (symmetric)."""
-        q = self.qs[0]
-        out = [[None] * q for _ in range(q)]
-        for k, (a, b) in enumerate(self._pairs):
-            out[a][b] = out[b][a] = X[k]
-        return out
-
-    def _evaluate(self, theta: np.ndarray) -> dict[str, Any]:
-        self.nfev += 1
-        Ts = self.factors(theta)
-        T = Ts[0]
-        q = self.qs[0]
-        Z1 = self._ztr_split()[0]                                         # q x (1 + p) x levels
-        D = _sym_coef(q, T.T, T) @ self._A                                # TᵀA_jT
-        for k, (a, b) in enumerate(self._pairs):
-            if a == b:
-                D[k] += 1.0
-        if q == 1:
-            Di = 1.0 / D
-            ldL2 = _logsum(D[0])
-        else:
-            det = D[0] * D[2] - D[1] * D[1]
-            ldL2 = _logsum(det)
-            Di = np.empty_like(D)
-            np.divide(D[2], det, out=Di[0])
-            np.divide(D[1], det, out=Di[1])
-            np.negative(Di[1], out=Di[1])
-            np.divide(D[0], det, out=Di[2])
-        N = _sym_coef(q, T, T.T) @ Di                                     # T D_j⁻¹ Tᵀ
-        K = np.zeros((1 + self.p, 1 + self.p))
-        for k, (a, b) in enumerate(self._pairs):
-            P = _gram(Z1[a] * N[k], Z1[b])
-            K += P if a == b else P + P.T
-        d = self._profiled(K, ldL2)
-        v = np.concatenate([[1.0], -d["beta"]])
-        s = np.stack([v @ Z1[a] for a in range(q)])                       # Z_jᵀ(y − Xβ̂), q x levels
-        w = T.T @ s
-        Die = self._ent(Di)
-        u = np.stack([sum(Die[a][b] * w[b] for b in range(q)) for a in range(q)])
-        return _Evaluation(d, Ts=Ts, Di=Di, N=N, s=s, u_split=(u, np.zeros(0)))
-
-    def _full_fields(self, e: dict[str, Any]) -> None:
-        """The general path's fields of an evaluation (for :meth:`LmmSystem._grad_parts` with ``drtr``)."""
-        if "fac" in e:
-            return
-        T = e["Ts"][0]
-        q, n1 = self.qs[0], self.nls[0]
-        Dinv = np.empty((q, q, n1))
-        De = self._ent(e["Di"])
-        for a in range(q):
-            for b in range(q):
-                Dinv[a, b] = De[a][b]
-        Z1, Z2 = self._ztr_split()
-        W1 = _sblk(_along(T, Dinv, 1), Z1)
-        e.update(fac=(Dinv, None, None, None, e["ldL2"], None, _along(T.T, self.A11)), W=(W1, Z2),
-                 Y1=_along(T, W1))
-
-    def _grad_parts(self, e: dict[str, Any], drtr: bool):
-        if drtr:
-            self._full_fields(e)
-            return super()._grad_parts(e, drtr)
-        T = e["Ts"][0]
-        q, p = self.qs[0], self.p
-        Z1 = self._ztr_split()[0]
-        A, Di, N = self._ent(self._A), self._ent(e["Di"]), self._ent(e["N"])
-        s, u = e["s"], e["u_split"][0]
-        # ∂log|L|²: Q = Σ_j D_j⁻¹TᵀA_j from the sums Σ_j Di_j[·] A_j[·] (one small product)
-        G = _gram(e["Di"], self._A)
-        pos = {pr: k for k, pr in enumerate(self._pairs)}
-        ix = [[pos[(min(a, b), max(a, b))] for b in range(q)] for a in range(q)]
-        Q = np.zeros((q, q))
-        for a in range(q):
-            for c in range(q):
-                Q[a, c] = sum(T[d, b] * G[ix[a][b], ix[d][c]] for b in range(q) for d in range(q))
-        # ∂r²: the PLS residual res_j = s_j − A_jTû_j, RU = Σ_j res_j û_jᵀ
-        Tu = T @ u
-        res = np.stack([s[a] - sum(A[a][b] * Tu[b] for b in range(q)) for a in range(q)])
-        RU = _gram(res, u)
-        # ∂log|RX|²: VF = Σ_j E_j Ω_j T D_j⁻¹
-        VF = np.zeros((q, q))
-        if p:
-            Ri = np.linalg.inv(e["RXtRX"])
-            RZ = [Ri @ Z1[b, 1:] for b in range(q)]
-            Om = self._ent(np.stack([np.einsum("ij,ij->j", Z1[a, 1:], RZ[b]) for a, b in self._pairs]))
-            E = [[(1.0 if a == b else 0.0) - sum(A[a][c] * N[c][b] for c in range(q)) for b in range(q)]
-                 for a in range(q)]
-            TD = [[sum(T[a, c] * Di[c][b] for c in range(q) if T[a, c] != 0.0) for b in range(q)]
-                  for a in range(q)]
-            for a in range(q):
-                for c in range(q):
-                    F = sum(E[a][l] * Om[l][c] for l in range(q))
-                    for b in range(q):
-                        if not np.isscalar(TD[c][b]):
-                            VF[a, b] += float(F @ TD[c][b])
-        nth = int(self.th_off[-1])
-        dL, dr2, dRX = np.empty(nth), np.empty(nth), np.empty(nth)
-        for m, (i, j) in enumerate(self.terms[0]._tri()):
-            dL[m] = 2.0 * Q[j, i]
-            dr2[m] = -2.0 * RU[i, j]
-            dRX[m] = -2.0 * VF[i, j]
-        return dL, dr2, dRX, None
-
-    def condvar(self, e: dict[str, Any]) -> list[np.ndarray]:
-        """Λ M⁻¹ Λᵀ's blocks: N_j = T D_j⁻¹ Tᵀ (levels x q x q)."""
-        q = self.qs[0]
-        Ne = self._ent(e["N"])
-        out = np.empty((self.nls[0], q, q))
-        for a in range(q):
-            for b in range(q):
-                out[:, a, b] = Ne[a][b]
-        return [out]
-
-
-def lmm_system(design, reml: bool = True) -> LmmSystem:
-    """The profiled-deviance kernel for a design: :class:`OneTermLmm` for one random-effects term of at most two
-    columns, else :class:`LmmSystem`."""
-    re = list(design.re)
-    if len(re) == 1 and re[0].q <= 2:
-        return OneTermLmm(design, reml)
-    return LmmSystem(design, reml)
-
-
-
 def _response_name(design: Any) -> str:
     """The response's column as quoted in messages (``'score'``), or ``the response`` when unknown."""
     try:
@@ -900,5 +712,5 @@ def optimise_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
     return th, r, converged
 
 
-__all__ = ["DENSE_MAX", "PAIRS_MAX", "SINGULAR_TOL", "LmmSystem", "OneTermLmm", "lbfgs_theta", "lmm_system",
-           "min_theta", "optimise_theta", "reduced_system"]
+__all__ = ["DENSE_MAX", "PAIRS_MAX", "SINGULAR_TOL", "LmmSystem", "lbfgs_theta", "min_theta", "optimise_theta",
+           "reduced_system"]

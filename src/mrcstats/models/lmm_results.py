@@ -27,7 +27,7 @@ from mrcstats.models.family import GAUSSIAN
 from mrcstats.models.family_table import CAPABILITIES, Capabilities, require
 from mrcstats.models.lmm_fit import (
     SINGULAR_TOL,
-    lmm_system,
+    LmmSystem,
     min_theta,
     optimise_theta,
     reduced_system,
@@ -228,7 +228,7 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
     from mrcstats.models.optimize import ranef_frames, varcorr_frame
 
     t0 = time.perf_counter() if t0 is None else t0
-    sys_ = lmm_system(design, reml=reml)
+    sys_ = LmmSystem(design, reml=reml)
     re = design.re
     lower = np.concatenate([r.lower for r in re])
     th0 = np.concatenate([r.start for r in re])
@@ -329,7 +329,7 @@ def profile_confint(m: LmerResult, level: float = 0.95, parm: Any = None, maxpts
     if design is None:
         raise InputError("lmer confint: this fit kept no design; refit with mrcstats.lmer")
     ml = fit_lmm(design, reml=False, satterthwaite=False) if m.reml else m
-    sys_ = lmm_system(design, reml=False)
+    sys_ = LmmSystem(design, reml=False)
     n, p = sys_.n, sys_.p
     P = ProfileScale(design.re, p)
     nth = P.nth
