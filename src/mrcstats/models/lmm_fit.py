@@ -619,6 +619,39 @@ def reduced_system(sys_: LmmSystem, j: int, b: float) -> LmmSystem:
 
 
 
+#: one random-effects term on more than START_MIN_ROWS rows starts from the fit on about START_ROWS of them
+START_MIN_ROWS, START_ROWS = 100_000, 30_000
+
+
+def subsample_theta(design, reml: bool, lower: np.ndarray, th0: np.ndarray) -> np.ndarray | None:
+    """A start near θ̂ for one random-effects term on many rows: θ minimising the profiled deviance of the rows of
+    evenly spaced levels (about ``START_ROWS`` rows, :func:`~mrcstats.models.optimize.first_term_levels`) from
+    lme4's start, to a loose tolerance. None for small data, several terms or when the sub-fit fails (then lme4's
+    start). The optimum does not depend on the start (:func:`optimise_theta` converges to it); the number of
+    deviance evaluations on all rows does (lmer_big500k: 19 to 13 in the optimiser, for 13 on a sixteenth of the
+    rows). As the GLMM's :func:`~mrcstats.models.optimize.subsample_start`."""
+    import dataclasses
+
+    from mrcstats.models.optimize import first_term_levels
+
+    re = tuple(design.re)
+    n = len(design.y)
+    if len(re) != 1 or n <= START_MIN_ROWS or re[0].nlevels < 200:
+        return None
+    t = re[0]
+    keep, newcode, rows = first_term_levels(t.codes, t.nlevels, START_ROWS)
+    sub_t = dataclasses.replace(t, codes=newcode[np.asarray(t.codes, dtype=np.intp)[rows]],
+                                levels=tuple(t.levels[i] for i in keep), Z=None if t.Z is None else t.Z[rows])
+    sub = dataclasses.replace(design, X=design.X[rows], y=design.y[rows], weights=design.weights[rows], re=(sub_t,),
+                              offset=None if design.offset is None else design.offset[rows])
+    try:
+        th = lbfgs_theta(LmmSystem(sub, reml=reml).deviance_grad, th0, lower,
+                         {"maxiter": 200, "ftol": 1e-8, "gtol": 1e-4, "maxcor": 20})[0]
+    except (ModelError, np.linalg.LinAlgError):
+        return None
+    return th if np.all(np.isfinite(th)) else None
+
+
 def min_theta(sys_: LmmSystem, th0: np.ndarray, lower: np.ndarray) -> np.ndarray:
     """θ minimising sys_'s profiled deviance from th0 (L-BFGS-B; the exact gradient for one term)."""
     return lbfgs_theta(sys_.deviance_grad, th0, lower,
@@ -713,4 +746,4 @@ def optimise_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
 
 
 __all__ = ["DENSE_MAX", "PAIRS_MAX", "SINGULAR_TOL", "LmmSystem", "lbfgs_theta", "min_theta", "optimise_theta",
-           "reduced_system"]
+           "reduced_system", "subsample_theta"]
