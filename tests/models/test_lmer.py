@@ -245,3 +245,34 @@ for (f in c("constant", "zero_residual", "one_level")) {
     assert r.returncode == 0, r.stderr
     got = dict(ln.split() for ln in r.stdout.splitlines() if ln.strip())
     assert got == {"constant": "singular", "zero_residual": "warning", "one_level": "error"}, r.stdout
+
+
+def test_subsample_start_reaches_the_same_fit(monkeypatch):
+    """One term on many rows starts from the fit on a subsample of its levels (``subsample_theta``) and takes
+    Satterthwaite's Hessian by forward differences: the fit is the one from lme4's start with Richardson's Hessian
+    (θ, fixef, SE, df, logLik, ranef and condVar), in fewer evaluations on all rows."""
+    from mrcstats.models import lmm_fit
+    from mrcstats.models.optimize import first_term_levels
+
+    rng = np.random.default_rng(7)
+    rows, groups = 6000, 1500
+    g = rng.integers(0, groups, rows)
+    x = rng.normal(size=rows)
+    y = 1.0 + 0.5 * x + rng.normal(0, 0.8, groups)[g] + rng.normal(0, 0.4, groups)[g] * x + rng.normal(0, 1, rows)
+    df = pd.DataFrame({"y": y, "x": x, "g": pd.Categorical([f"g{i:04d}" for i in g])})
+    keep, newcode, kept = first_term_levels(g, groups, 1000)
+    assert np.array_equal(kept, np.isin(g, keep)) and np.array_equal(newcode[keep], np.arange(len(keep)))
+    fits = {}
+    for label, min_rows in (("lme4 start", 10 ** 9), ("subsample", 1000)):
+        monkeypatch.setattr(lmm_fit, "START_MIN_ROWS", min_rows)
+        monkeypatch.setattr(lmm_fit, "START_ROWS", 1000)
+        fits[label] = lmer("y ~ x + (1 + x | g)", df)
+    a, b = fits["lme4 start"], fits["subsample"]
+    assert "start" not in a.optinfo and b.optinfo["start"] == "subsample fit"
+    assert np.allclose(a.theta, b.theta, rtol=0, atol=1e-6)
+    assert np.allclose(a.fixef, b.fixef, rtol=0, atol=1e-8)
+    assert np.allclose(a.se, b.se, rtol=1e-6) and np.allclose(a.df, b.df, rtol=1e-6)
+    assert a.loglik == pytest.approx(b.loglik, abs=1e-8)
+    ra, rb = a.ranef["g"], b.ranef["g"]
+    assert np.allclose(ra.to_numpy(dtype=float), rb.to_numpy(dtype=float), rtol=1e-5, atol=1e-7)
+    assert b.optinfo["nfev"] < a.optinfo["nfev"]

@@ -123,8 +123,9 @@ def column_from_series(s: Any) -> Column:
         vals = np.asarray(s.fillna(False) if miss.any() else s, dtype=bool)
         return Column("bool", vals, mask=miss if miss.any() else None, dtype=name)
     if isinstance(dt, pd.CategoricalDtype):
-        cats = s.cat.categories.to_numpy(dtype=object).tolist()
-        lv = tuple(cats) if all(type(c) is str for c in cats) else tuple(str(c) for c in cats)
+        cats = s.cat.categories
+        text = pd.api.types.infer_dtype(cats, skipna=False) == "string"     # (one pass in C, no Python loop)
+        lv = tuple(cats.to_numpy(dtype=object).tolist() if text else (str(c) for c in cats))
         return Column("category", np.asarray(s.cat.codes, dtype=np.int64), lv, dtype=name)
     if pd.api.types.is_numeric_dtype(dt):
         kind = "int" if pd.api.types.is_integer_dtype(dt) else "float"

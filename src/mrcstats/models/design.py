@@ -234,7 +234,7 @@ def factor_levels(s: Column | pd.Series, given: list[str] | tuple[str, ...] | No
         if not used.all():
             remap = np.cumsum(used) - 1
             codes = remap[codes]
-            lv = [x for x, u in zip(lv, used) if u]
+            lv = list(itertools.compress(lv, used))
         return codes, tuple(lv)
     given = [str(g) for g in given]
     if len(set(given)) != len(given):

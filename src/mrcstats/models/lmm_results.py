@@ -30,6 +30,7 @@ from mrcstats.models.lmm_fit import (
     fit_theta,
     min_theta,
     reduced_system,
+    subsample_theta,
 )
 from mrcstats.models.lmm_tests import KenwardRoger, LmerAnova
 from mrcstats.models.records import RanefTable, VarCorrRow, named_series, named_square, varcorr_to_frame
@@ -283,7 +284,8 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
     re = design.re
     lower = np.concatenate([r.lower for r in re])
     th0 = np.concatenate([r.start for r in re])
-    th, r, converged = fit_theta(sys_, lower, th0)
+    start = subsample_theta(design, reml, lower, th0)
+    th, r, converged = fit_theta(sys_, lower, th0 if start is None else start)
     e = sys_.evaluate(th)
     n, p = sys_.n, sys_.p
     sigma2 = e["r2"] / (n - p if reml else n)
@@ -331,7 +333,8 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
         reml_criterion=dev if reml else None, nobs=n, ngroups=design.ngroups, df_resid=n - npar,
         converged=converged, singular=singular, messages=tuple(dict.fromkeys(messages)),
         fit_seconds=time.perf_counter() - t0, info=design.info,
-        optinfo={"optimizer": "L-BFGS-B+Newton", "nit": int(r.nit), "nfev": sys_.nfev, "message": str(r.message)},
+        optinfo={"optimizer": "L-BFGS-B+Newton", "nit": int(r.nit), "nfev": sys_.nfev, "message": str(r.message),
+                 **({} if start is None else {"start": "subsample fit", "x0": start.tolist()})},
         vcov_varpar=A, jac_varpar=tuple(J[:, k].reshape(p, p) for k in range(J.shape[1])), frame=design.frame,
         fit_options={"contrasts": dict(design.info.contrasts)}, design=design)
 

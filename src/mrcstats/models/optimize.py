@@ -505,14 +505,22 @@ def subsample_start(d: ResponseData, re, model: MultiFactor | GeneralModel, x0: 
                       "x0": x.tolist(), "nfev": int(sub.nfev)}
 
 
+def first_term_levels(codes: np.ndarray, n1: int, target: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Evenly spaced levels of a term with ``n1`` levels (the first, the one with the most), as many as make
+    about ``target`` of the rows (``codes``, the term's level per row; at least 100 levels), and all their rows.
+    Returns (kept levels, new code of each level (-1: left out), the rows kept as a mask)."""
+    codes = np.asarray(codes, dtype=np.intp)
+    keep = np.unique(np.linspace(0, n1 - 1, max(100, int(n1 * target / len(codes)))).round().astype(np.intp))
+    newcode = np.full(n1, -1, dtype=np.intp)
+    newcode[keep] = np.arange(len(keep))
+    return keep, newcode, newcode[codes] >= 0
+
+
 def _first_term_rows(d: ResponseData, re, n1: int, target: int):
     """The subsample of :func:`subsample_start`: evenly spaced levels of the first term (``re[0]``, the one
     with the most levels), as many as make about ``target`` rows (at least 100), and all their rows.
     Returns (kept levels, new code of each level (-1: left out), the rows kept, their ResponseData)."""
-    keep = np.unique(np.linspace(0, n1 - 1, max(100, int(n1 * target / d.n))).round().astype(np.intp))
-    newcode = np.full(n1, -1, dtype=np.intp)
-    newcode[keep] = np.arange(len(keep))
-    rows = newcode[np.asarray(re[0].codes, dtype=np.intp)] >= 0
+    keep, newcode, rows = first_term_levels(re[0].codes, n1, target)
     sub_d = ResponseData(d.XT.T[rows], d.y[rows], d.w[rows], None if d.offset is None else d.offset[rows], 0.0,
                          d.family)
     return keep, newcode, rows, sub_d
