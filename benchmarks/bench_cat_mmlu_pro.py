@@ -104,12 +104,12 @@ def main(argv: list[str] | None = None) -> int:
         truth = float(y_all.mean())
         N = len(items)
 
-        def add(method: str, k: int, est: float, lo: float, hi: float) -> None:
+        def add(method: str, k: int, est: float, lo: float, hi: float, m: str = m, truth: float = truth) -> None:
             rows.append({"model": m, "method": method, "k": k, "truth": truth, "estimate": est,
                          "error": est - truth, "covered": (lo <= truth <= hi) if math.isfinite(lo) else np.nan,
                          "width": hi - lo})
 
-        res = run_cat(bank, lambda it: ans.get(it, False), model=m, max_items=max(COUNTS), seed=a.seed,
+        res = run_cat(bank, lambda it, ans=ans: ans.get(it, False), model=m, max_items=max(COUNTS), seed=a.seed,
                       draws=a.draws)
         asked = [pos[i] for i in res.trace["item"]]
         for k in COUNTS:
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             a.rows_out.write_text(json.dumps({"rows": rows, "cal_times": cal_times, "misfit_times": misfit_times,
                                               "irt_model": bank.irt_model,
                                               "n_models": len(models), "items": int(log["item"].nunique())},
-                                             default=lambda v: None if v != v else v))  # noqa: PLR0124
+                                             default=lambda v: None if pd.isna(v) is True else v))
         last = [r for r in rows if r["model"] == m and r["k"] == 100]
         mf = bank.misfit
         print("  misfit SD at n = " + ", ".join(f"{n}: {math.sqrt(v):.4f}" for n, v in zip(mf.get("n", ()),
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         a.rows_out.write_text(json.dumps({"rows": rows, "cal_times": cal_times, "misfit_times": misfit_times,
                                               "irt_model": bank.irt_model,
                                           "n_models": len(models), "items": int(log["item"].nunique())},
-                                         default=lambda v: None if v != v else v))
+                                         default=lambda v: None if pd.isna(v) is True else v))
     return report(pd.DataFrame(rows), cal_times, misfit_times, bank.irt_model, len(models), int(log["item"].nunique()), a)
 
 
