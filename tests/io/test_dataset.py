@@ -391,3 +391,13 @@ def test_narrow_integer_extra_columns_round_trip(tmp_path):
     assert str(ds.schema.field("small").type) == "int8" and str(ds.schema.field("u").type) == "uint16"
     got = ds.to_log().sort_values(["model", "item"]).reset_index(drop=True)
     assert got["small"].tolist() == [1, 2, 3] and got["u"].isna().tolist() == [False, False, True]
+
+
+@pytest.mark.parametrize("kw,name", [({"mapping": {"item": "question"}}, "mapping"), ({"model": "m1"}, "model")])
+def test_read_log_dataset_refuses_mapping_and_model(sim, tmp_path, kw, name):
+    """A dataset folder is already canonical: ``mapping=``/``model=`` cannot apply, so they are refused, not ignored."""
+    out = tmp_path / "ds"
+    with DatasetWriter(out) as w:
+        w.write(sim.iloc[:100], "first")
+    with pytest.raises(InputError, match=rf"{name}=.*dataset"):
+        read_log(out, **kw)

@@ -70,7 +70,8 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
             .parquet``, each optionally ``.gz``) or a list of them; all of one format.
         format: one of :data:`mrcstats.io.formats.FORMATS`; ``None`` detects it by content
             (:func:`mrcstats.io.formats.detect`).
-        mapping: ``{canonical_field: source_column}`` (the CLI's ``--map FIELD=COLUMN``).
+        mapping: ``{canonical_field: source_column}`` (the CLI's ``--map FIELD=COLUMN``). Refused (InputError)
+            for a dataset folder, which is canonical already; so is ``model``.
         model: the model name for sources that do not name one (fills missing models), or
             ``{path: name}`` naming the files under each path (several runs in one call; see
             :func:`model_for`).
@@ -95,6 +96,11 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
         from mrcstats.io.dataset import is_dataset, open_dataset
 
         if is_dataset(single):  # a partitioned dataset folder (mrcstats ingest --dataset): load it
+            given = [n for n, v in (("mapping", mapping), ("model", model)) if v]
+            if given:   # a dataset is canonical already: these cannot apply, so refuse rather than ignore them
+                raise InputError(f"{single}: {' and '.join(f'{n}=' for n in given)} cannot apply to a dataset folder "
+                                 f"(its columns and models were fixed by `mrcstats ingest --dataset`); drop the option "
+                                 f"here, or pass it to ingest when building the dataset from the source files")
             log = check_duplicates(open_dataset(single).to_log(), on_duplicate, str(single), {})
             return apply_threshold(log, threshold, str(single))   # the same cut as the files' path below
     files = expand_paths(paths, EXTENSIONS)
