@@ -202,3 +202,30 @@ def test_duplicates_across_files_name_each_file_and_suggest_naming_its_model(tmp
     msg = str(e.value)
     assert "rows 2 and 3 (a.csv row 2, b.csv row 1)" in msg and "--model PATH=NAME" in msg, msg
     assert "--on-duplicate first|last" not in msg
+
+
+def test_multi_file_read_keeps_reader_attrs(tmp_path, monkeypatch):
+    """Several files read together keep what each reader recorded (invalidated, graded_metrics, run_settings):
+    merged over the files, with the per-file values in ``attrs["file_attrs"]``."""
+    from mrcstats.io import reader
+
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("model,item,correct\nm1,q1,1\nm1,q2,0\n")
+    b.write_text("model,item,correct\nm2,q1,1\nm2,q2,1\n")
+    extra = {"a.csv": {"invalidated": 2, "graded_metrics": ["f1"], "run_settings": ("num_fewshot",)},
+             "b.csv": {"invalidated": 1, "graded_metrics": ["bleu", "f1"]}}
+    orig = reader.read_source
+
+    def fake(src, *args, **kw):
+        df = orig(src, *args, **kw)
+        df.attrs.update(extra[src.path.name])
+        return df
+
+    monkeypatch.setattr(reader, "read_source", fake)
+    log = read_log([a, b])
+    assert log.attrs["invalidated"] == 3
+    assert log.attrs["graded_metrics"] == ["bleu", "f1"]
+    assert tuple(log.attrs["run_settings"]) == ("num_fewshot",)
+    assert log.attrs["file_attrs"] == {"a.csv": {"invalidated": 2, "graded_metrics": ["f1"],
+                                                 "run_settings": ("num_fewshot",)},
+                                       "b.csv": {"invalidated": 1, "graded_metrics": ["bleu", "f1"]}}

@@ -83,7 +83,8 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
 
     Returns:
         The canonical log (see :mod:`mrcstats.io.schema`) with ``attrs["skipped"]``
-        (``{reason: rows}``), ``attrs["format"]`` and ``attrs["sources"]`` (file names).
+        (``{reason: rows}``), ``attrs["format"]`` and ``attrs["sources"]`` (file names); with several files, the
+        readers' ``invalidated``/``graded_metrics``/``run_settings`` merged (:func:`merge_file_attrs`).
 
     Raises:
         InputError: unreadable, empty or non-UTF-8 files, mixed formats, missing
@@ -140,7 +141,7 @@ def _read_loaded(files: list[Path], sources: list[tuple[Source, str]], mapping: 
     log = check_duplicates(log, on_duplicate, source, skipped,
                            files=list(zip(file_names(files), map(len, frames))) if len(frames) > 1 else None)
     log = apply_threshold(log, threshold, source)
-    base = {k: v for k, v in frames[0].attrs.items()} if len(frames) == 1 else {}
+    base = {k: v for k, v in frames[0].attrs.items()} if len(frames) == 1 else merge_file_attrs(files, frames)
     base["notes"] = [*file_notes(files, frames), *notes]
     if not base["notes"]:
         del base["notes"]
@@ -154,6 +155,31 @@ def file_names(files: Sequence[str | os.PathLike]) -> list[str]:
     """How messages name the files of one read: each file's name, its path when two names are the same."""
     names = [Path(f).name for f in files]
     return names if len(set(names)) == len(names) else [str(f) for f in files]
+
+
+#: what a reader records about its file beyond notes/skipped, and how several files' values merge
+FILE_ATTRS: tuple[str, ...] = ("invalidated", "graded_metrics", "run_settings")
+
+
+def merge_file_attrs(files: Sequence[str | os.PathLike], frames: Sequence[pd.DataFrame]) -> dict:
+    """What the readers of several files recorded (:data:`FILE_ATTRS`), merged for the log: ``invalidated`` is
+    summed over the files, ``graded_metrics`` the sorted union, ``run_settings`` the union in first-seen order;
+    ``file_attrs`` keeps each file's own values (``{file name: {attr: value}}``, files that recorded any)."""
+    per = {f: {k: df.attrs[k] for k in FILE_ATTRS if k in df.attrs}
+           for f, df in zip(file_names(files), frames)}
+    per = {f: d for f, d in per.items() if d}
+    if not per:
+        return {}
+    out: dict = {}
+    vals = {k: [d[k] for d in per.values() if k in d] for k in FILE_ATTRS}
+    if vals["invalidated"]:
+        out["invalidated"] = int(sum(int(v) for v in vals["invalidated"]))
+    if vals["graded_metrics"]:
+        out["graded_metrics"] = sorted({str(m) for v in vals["graded_metrics"] for m in v})
+    if vals["run_settings"]:
+        out["run_settings"] = tuple(dict.fromkeys(s for v in vals["run_settings"] for s in v))
+    out["file_attrs"] = per
+    return out
 
 
 def file_notes(files: Sequence[str | os.PathLike], frames: Sequence[pd.DataFrame]) -> list[str]:
