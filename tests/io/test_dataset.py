@@ -401,3 +401,25 @@ def test_read_log_dataset_refuses_mapping_and_model(sim, tmp_path, kw, name):
         w.write(sim.iloc[:100], "first")
     with pytest.raises(InputError, match=rf"{name}=.*dataset"):
         read_log(out, **kw)
+
+
+def test_ingest_carries_file_notes(tmp_path, monkeypatch):
+    """A reader's notes on a file reach the dataset's description and the logs and attrs read from it."""
+    from mrcstats.io import reader
+
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("model,item,correct\nm1,q1,1\nm1,q2,0\n")
+    b.write_text("model,item,correct\nm2,q1,1\nm2,q2,1\n")
+    orig = reader.read_source
+
+    def noted(src, *args, **kw):
+        df = orig(src, *args, **kw)
+        df.attrs["notes"] = [f"1 sample-epoch(s) invalidated in {src.path.stem}"]
+        return df
+
+    monkeypatch.setattr(reader, "read_source", noted)
+    ds = write_dataset([a, b], tmp_path / "ds")
+    want = ["a.csv: 1 sample-epoch(s) invalidated in a", "b.csv: 1 sample-epoch(s) invalidated in b"]
+    assert ds.meta["notes"] == want
+    assert open_dataset(tmp_path / "ds").attrs["notes"] == want
+    assert read_log(tmp_path / "ds").attrs["notes"] == want

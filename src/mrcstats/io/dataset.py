@@ -165,8 +165,9 @@ class LogDataset:
 
     @property
     def attrs(self) -> dict[str, Any]:
-        """The ``attrs`` a frame read from the dataset would carry (``skipped``, ``sources``, ``truth``)."""
-        return {k: v for k, v in self.meta.items() if k in ("skipped", "sources", "truth", "format")}
+        """The ``attrs`` a frame read from the dataset would carry (``skipped``, ``sources``, ``truth``, ``notes``:
+        the notes of the readers of its source files, each naming its file)."""
+        return {k: v for k, v in self.meta.items() if k in ("skipped", "sources", "truth", "format", "notes")}
 
     def __len__(self) -> int:
         n = self.meta.get("rows")

@@ -130,6 +130,7 @@ class DatasetWriter:
         self.rows = 0
         self.skipped: dict[str, int] = {}
         self.sources: list[str] = []
+        self.notes: list[str] = []   # each file's reader notes, naming the file (io.reader.file_notes)
         self.extra_meta: dict[str, Any] = {}
         self._k = 0
         self._counts: dict[str, int] = {}
@@ -217,7 +218,7 @@ class DatasetWriter:
     def state(self) -> dict[str, Any]:
         """What a part writer wrote (for :meth:`merge` in the owner)."""
         return {"schema": self.schema, "first": self.first, "rows": self.rows, "skipped": self.skipped,
-                "counts": self._counts, "folders": self._folders}
+                "notes": self.notes, "counts": self._counts, "folders": self._folders}
 
     def merge(self, st: dict[str, Any]) -> None:
         """Add a part writer's :meth:`state`; its schema must equal this dataset's."""
@@ -232,6 +233,7 @@ class DatasetWriter:
                                  f"same columns (ingest them into separate datasets, or map them to the same fields)")
         self.rows += st["rows"]
         self.skipped = merge_skipped(self.skipped, st["skipped"])
+        self.notes += [n for n in st.get("notes", ()) if n not in self.notes]
         for m, c in st["counts"].items():
             self._counts[m] = self._counts.get(m, 0) + c
         self._folders.update(st.get("folders", {}))
@@ -259,7 +261,8 @@ class DatasetWriter:
                     "columns": list(self.schema.names),
                     "schema": [[PARTITION, "string"]] + [[f.name, str(f.type)] for f in self.schema
                                                           if f.name != PARTITION],
-                    "partitions": parts, "skipped": self.skipped, "sources": self.sources, **self.extra_meta}
+                    "partitions": parts, "skipped": self.skipped, "sources": self.sources,
+                    **({"notes": self.notes} if self.notes else {}), **self.extra_meta}
             if sum(p["rows"] for p in parts) != self.rows:   # pragma: no cover - a writer bug, never the data
                 raise InputError(f"{self.out}: {sum(p['rows'] for p in parts)} rows written but {self.rows} "
                                  f"counted; nothing was replaced")
@@ -496,7 +499,7 @@ def _write_unit(w: DatasetWriter, unit: tuple[str, str, str], *, mapping, model,
     """Validate and write one unit (a dataset fragment, a Parquet file, a streamed file or a file read
     whole); ``loaded``: files already loaded to detect their format (:func:`_detect_loaded`), read from
     memory rather than a second time."""
-    from mrcstats.io.reader import model_for, read_source
+    from mrcstats.io.reader import file_notes, model_for, read_source
     from mrcstats.io.schema import coerce_log
     from mrcstats.io.source import load_source
     from mrcstats.io.tabular import apply_mapping, check_trial_finite, derive_correct
@@ -522,7 +525,9 @@ def _write_unit(w: DatasetWriter, unit: tuple[str, str, str], *, mapping, model,
     else:
         src = loaded.pop(f, None) if loaded is not None else None
         src = load_source(f) if src is None else src
-        w.write(read_source(src, extra, mapping, model), f, on_duplicate=on_duplicate)
+        df = read_source(src, extra, mapping, model)
+        w.notes += file_notes([f], [df])     # the reader's notes reach the dataset's description (and its logs)
+        w.write(df, f, on_duplicate=on_duplicate)
 
 
 def _read_fragment_nullable(file: str, root: str) -> pd.DataFrame:
