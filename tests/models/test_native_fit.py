@@ -286,3 +286,27 @@ def test_fit_invariant_to_row_order_and_labels(seed):
         z = x + rng.normal(0, 1e-2, x.size)
         z[0] = abs(z[0])
         assert sf.evaluate(z[0], z[1:], grad=False)[0] >= best - 1e-9
+
+
+def test_graded_log_check_has_one_home():
+    """glmer (before invalid answers are handled) and fit_rows (pandas or Columns) refuse a graded log with the
+    same message, from models.native.require_binary_response."""
+    from mrcstats.io.columns import Columns
+    from mrcstats.io.schema import validate_log
+    from mrcstats.models import fit as fit_mod
+    from mrcstats.models import native
+    from mrcstats.models.family import get_family
+    from mrcstats.models.formula import parse_formula
+
+    log = validate_log(pd.DataFrame({"model": ["a", "a", "b", "b"], "item": ["1", "2", "1", "2"],
+                                     "score": [0.2, 0.9, 0.4, 0.7]}))
+    assert fit_mod.require_binary_response is native.require_binary_response
+    msgs = []
+    for call in (lambda: glmer("correct ~ model + (1 | item)", log, invalid="wrong"),
+                 lambda: native.fit_rows(parse_formula("correct ~ model + (1 | item)").with_family("binomial"),
+                                               Columns.from_pandas(log))):
+        with pytest.raises(InputError, match="needs a binary outcome") as e:
+            call()
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+    native.require_binary_response(get_family("gaussian"), log)    # a family without a 0/1 response: no check

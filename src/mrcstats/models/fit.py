@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from mrcstats.errors import InputError
 from mrcstats.io.columns import Columns, as_frame, in_memory, is_columns
 from mrcstats.models.family import Family, get_family
-from mrcstats.models.family_table import require, supports
+from mrcstats.models.family_table import require
 from mrcstats.models.formula import ModelSpec, parse_formula
-from mrcstats.models.native import fit_design, fit_rows  # noqa: F401  (fit_design: its old home)
+from mrcstats.models.native import fit_design, fit_rows, require_binary_response  # noqa: F401  (fit_design: its old home)
 from mrcstats.models.optimize import (  # noqa: F401  (re-exported: the names' old home)
     GRAD_TOL,
     HESS_TOL,
@@ -200,10 +200,9 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
                          f"mrcstats.io.read_data(...)), got {type(data).__name__}")
     n_invalid = 0
     if not is_columns(data) and not spec.response.is_cbind and spec.response.column == "correct":
-        from mrcstats.io.schema import apply_invalid, require_binary
+        from mrcstats.io.schema import apply_invalid
 
-        if supports(fam, "fit.binary"):     # a graded row (score, no correct) is not an invalid answer: refuse first
-            require_binary(data, "glmer (binomial)")
+        require_binary_response(fam, data)   # a graded row (score, no correct) is not an invalid answer: refuse first
         data, n_invalid = apply_invalid(data, invalid)
     res = fit_rows(spec, data, contrasts=contrasts, nagq=nagq, engine=engine, weights=weights,
                    levels=levels, lme4_defaults=lme4_defaults, t0=t0)

@@ -190,6 +190,23 @@ def _graded(data: Columns) -> bool:
     return bool(np.any(~data["score"].missing() & data["correct"].missing()))
 
 
+def require_binary_response(fam: Any, data: pd.DataFrame | Columns) -> None:
+    """The models' one graded-log check: a family fitting a 0/1 response (``fit.binary``) refuses rows with a
+    ``score`` and no ``correct`` (a graded log has no 0/1 response until thresholded;
+    :func:`mrcstats.io.schema.require_binary` words the message). :func:`mrcstats.models.fit.glmer` calls it
+    before invalid answers are handled (a graded row is not an invalid answer), :func:`fit_rows` for every
+    other caller."""
+    if not supports(fam, "fit.binary"):
+        return
+    if is_columns(data):
+        if not _graded(data):
+            return
+        data = data.to_pandas()     # the message reads a pandas frame
+    from mrcstats.io.schema import require_binary
+
+    require_binary(data, "glmer (binomial)")
+
+
 def fit_rows(spec: ModelSpec, data: pd.DataFrame | Columns, *, contrasts: Mapping[str, str] | None = None,
              nagq: int = 1, engine: str = "native", weights: Any = None, levels: Mapping[str, Any] | None = None,
              lme4_defaults: bool = False, t0: float | None = None) -> GlmerResult:
@@ -198,12 +215,9 @@ def fit_rows(spec: ModelSpec, data: pd.DataFrame | Columns, *, contrasts: Mappin
 
     t0 = time.perf_counter() if t0 is None else t0
     fam = spec.require_family()
-    if is_columns(data) and (engine == "lme4" or _graded(data)):
-        data = data.to_pandas()     # R's data.frame, and the graded-log check's message, read pandas frames
-    if supports(fam, "fit.binary") and not is_columns(data):   # Columns: no graded row (above)
-        from mrcstats.io.schema import require_binary
-
-        require_binary(data, "glmer (binomial)")    # a graded log has no 0/1 response until thresholded
+    if is_columns(data) and engine == "lme4":
+        data = data.to_pandas()     # R's data.frame
+    require_binary_response(fam, data)
     try:
         nagq = int(nagq)
     except (TypeError, ValueError):
