@@ -188,3 +188,21 @@ def test_format_ci_is_clean(est, lo, hi, kind):
     _clean(s)
     assert re.fullmatch(r".+ \[.+, .+\]", s)
     _check_roundtrip(est, s.split(" [")[0], kind)
+
+
+def test_one_definition_of_missing():
+    """report.format.is_missing is the tables' rule too: None, pd.NA, NaT, a NaN (numbers, or text reading as one)."""
+    from decimal import Decimal
+
+    import numpy as np
+    import pandas as pd
+
+    from mrcstats.report import format as fmt
+    from mrcstats.report import tables
+
+    assert tables.is_missing is fmt.is_missing
+    for v in (None, pd.NA, pd.NaT, float("nan"), np.float32("nan"), Decimal("NaN"), "nan"):
+        assert fmt.is_missing(v), v
+        assert tables.format_number(v) == fmt.format_num(v) == fmt.MISSING, v
+    for v in ("", 0, 0.0, False, np.inf, "x", Decimal(1)):
+        assert not fmt.is_missing(v), v

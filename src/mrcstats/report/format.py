@@ -48,7 +48,7 @@ from typing import Any
 from mrcstats._pformat import format_pval, format_signif
 from mrcstats.errors import InputError
 
-__all__ = ["KINDS", "MISSING", "Rule", "format_ci", "format_num", "format_p", "format_stat",
+__all__ = ["KINDS", "MISSING", "Rule", "format_ci", "format_num", "format_p", "format_stat", "is_missing",
            "parse_formatted"]
 
 #: what a missing value looks like
@@ -101,7 +101,10 @@ KINDS: dict[str, Rule] = {
 }
 
 
-def _missing(x: Any) -> bool:
+def is_missing(x: Any) -> bool:
+    """The one rule of what a report value prints as missing ("–"), for formatting and tables alike: ``None``,
+    ``pd.NA``, ``NaT`` or a NaN (``float``, NumPy, ``Decimal``, or text that reads as one, ``"nan"``: what a
+    number formatter would otherwise print as ``nan``). Other text, booleans and infinities are not missing."""
     if x is None:
         return True
     try:
@@ -159,7 +162,7 @@ def format_num(x: Any, kind: str = "estimate") -> str:
     ``format_num(float("nan")) == "–"``.
     """
     rule = _check_kind(kind)
-    if _missing(x):
+    if is_missing(x):
         return MISSING
     v = _as_float(x, f"format_num(kind={kind!r})")
     if math.isinf(v):
@@ -198,7 +201,7 @@ def format_p(p: Any, *, mc_b: int | None = None, mc_se: float | None = None) -> 
     ``mc_se`` (default ``sqrt(p (1 - p) / B)``, two significant digits), ``0.048 (MC SE 0.0048, B = 2000)``.
     A p-value outside [0, 1] is an error, not a number to print.
     """
-    if _missing(p):
+    if is_missing(p):
         return MISSING
     v = _as_float(p, "format_p")
     if not 0.0 <= v <= 1.0:
@@ -216,7 +219,7 @@ def format_p(p: Any, *, mc_b: int | None = None, mc_se: float | None = None) -> 
     if v <= floor * (1 + 1e-9):
         return f"≤ {format_pval(floor)} (MC, {btxt})"
     se = math.sqrt(v * (1 - v) / b) if mc_se is None else _as_float(mc_se, "format_p(mc_se)")
-    if _missing(se) or se < 0:
+    if is_missing(se) or se < 0:
         raise InputError(f"format_p: mc_se must be a non-negative number, got {mc_se!r}")
     return f"{format_pval(v)} (MC SE {format_signif(se, 2)}, {btxt})"
 
@@ -258,7 +261,7 @@ def format_ci(est: Any, lo: Any, hi: Any, kind: str = "estimate") -> str:
     both are missing only the estimate is printed.
     """
     e = format_num(est, kind)
-    if _missing(lo) and _missing(hi):
+    if is_missing(lo) and is_missing(hi):
         return e
     return f"{e} [{format_num(lo, kind)}, {format_num(hi, kind)}]"
 

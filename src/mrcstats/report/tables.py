@@ -32,7 +32,7 @@ import pandas as pd
 from mrcstats._files import write_text_atomic
 from mrcstats._repr import Result
 from mrcstats.errors import InputError
-from mrcstats.report.format import typographic_minus
+from mrcstats.report.format import is_missing, typographic_minus
 
 Formatter = str | Callable[[Any], str]
 
@@ -40,16 +40,6 @@ Formatter = str | Callable[[Any], str]
 MISSING = "–"
 
 # --------------------------------------------------------------------------- formatting
-
-
-def is_missing(v: Any) -> bool:
-    """None, ``pd.NA``, ``NaT`` or a float NaN: what a table prints as :data:`MISSING`."""
-    if v is None or v is pd.NA or v is pd.NaT:
-        return True
-    try:
-        return bool(isinstance(v, float | np.floating) and math.isnan(v))
-    except TypeError:  # pragma: no cover
-        return False
 
 
 def format_number(v: Any, digits: int = 3) -> str:
