@@ -373,7 +373,16 @@ def test_crossfit_is_the_default_and_is_named(capsys):
     lam = ppi_lambdas(f[lab], y[lab], seed=0, key="m")
     dd = y[lab] - lam * f[lab]
     fixed = (lam.mean() ** 2 * f.var(ddof=1) + 2 * lam.mean() * np.cov(f[lab], dd)[0, 1]) / len(f)
-    assert w.n_for_width_ppi == labels_needed(0.08, 1.959963984540054, len(f), dd.var(ddof=1), fixed)
+    need = labels_needed(0.08, "crossfit", len(f), dd.var(ddof=1), fixed)
+    assert w.n_for_width_ppi == need
+    # the interval's own t_{n−1}: the smallest n whose t-interval is at most 0.08 wide (z would ask fewer)
+    def half(n):
+        return ppi_critical("crossfit", n) * np.sqrt(dd.var(ddof=1) / n + fixed)
+
+    assert half(int(need)) <= 0.04 + 1e-12 < half(int(need) - 1)
+    assert need > labels_needed(0.08, "plain", len(f), dd.var(ddof=1), fixed)
+    # the human-only interval uses the same critical value as the PPI one (one rule per output)
+    assert w.human_high - w.human_low == pytest.approx(2 * ppi_critical("crossfit", 60) * w.human_se, rel=1e-12)
 
 
 def test_crossfit_formula_by_hand():

@@ -5,7 +5,8 @@ human score ``y_i`` on a labelled subset (the other human cells empty). Per mode
 of them labelled, and ``Δ_i = y_i − f_i`` on the labelled rows:
 
 * judge-only: ``mean(f)`` over the ``N`` rows, SE ``s_f/√N`` -- the judge's scale, biased when the judge is;
-* human-only: ``mean(y)`` over the ``n`` labelled rows, SE ``s_y/√n``;
+* human-only: ``mean(y)`` over the ``n`` labelled rows, SE ``s_y/√n``, its CI with the critical value of the PPI
+  rule's interval (``z``, or ``t_{n−1}`` for the cross-fitted rule: one rule per output, so the two widths compare);
 * prediction-powered inference for a mean (Angelopoulos, Bates, Fannjiang, Jordan & Zrnic 2023, *Science*
   382:669, §"Mean estimation"): ``θ_PP = mean_N(f) + mean_n(Δ)`` -- the judge's mean corrected by its
   average error on the labelled rows (the rectifier) -- with
@@ -51,12 +52,13 @@ of them labelled, and ``Δ_i = y_i − f_i`` on the labelled rows:
   §6.3); the human-only SE gets the same finite-population factor ``(1 − n/N)``. The default
   ``"population"`` target (the paper's) also counts the sampling of the rows themselves.
 
-Human labels needed for a CI of full width ``W`` (``width=W``; ``v = (W/2z)²``), from the variance components
-of the labelled rows: human-only ``n = s²_y/v`` (rows target: ``1/(v/s²_y + 1/N)``); PPI with the same λ
-``n = s²_{y−λf} / (v − (λ²s²_f + 2λ·cov(f, y − λf))/N)`` (rows target: ``1/(v/s²_{y−λf} + 1/N)``), NA when
-no number of labels reaches ``W`` (the judge's own sampling error already exceeds it). For the cross-fitted rule
-``λ`` is λ̄ and ``y − λf`` its out-of-fold residuals, and the plan uses ``z`` (the ``t_{n−1}`` of the interval
-is not known before ``n`` is: at ``n ≥ 50`` it widens the interval by at most 2.6%).
+Human labels needed for a CI of full width ``W`` (``width=W``; ``v = (W/2q)²``, ``q`` the interval's critical
+value), from the variance components of the labelled rows: human-only ``n = s²_y/v`` (rows target:
+``1/(v/s²_y + 1/N)``); PPI with the same λ ``n = s²_{y−λf} / (v − (λ²s²_f + 2λ·cov(f, y − λf))/N)`` (rows
+target: ``1/(v/s²_{y−λf} + 1/N)``), NA when no number of labels reaches ``W`` (the judge's own sampling error
+already exceeds it). ``q`` is the interval's own critical value: ``z``, and for the cross-fitted rule
+``t_{n−1}``, solved together with ``n`` (the smallest ``n`` whose interval is at most ``W`` wide); for that rule
+``λ`` is λ̄ and ``y − λf`` its out-of-fold residuals.
 
 The agreement of judge and human on the labelled rows is :func:`mrcstats.stats.agreement.agreement`
 (two raters: Cohen's κ, α, AC1, ...).
@@ -276,20 +278,37 @@ def panel_scores(scores: np.ndarray, combine: str) -> tuple[np.ndarray, int]:
     return chosen, tied
 
 
-def labels_needed(width: float, z: float, N: int, s2: float, fixed: float = 0.0, target: str = "population"
-                  ) -> float:
-    """Labelled rows for a CI of full ``width`` (module docstring): ``s2`` the variance of the labelled term
-    (``y``, or ``y − λf``), ``fixed`` the variance that does not shrink with labels (``(λ²s²_f + 2λ·cov)/N``,
-    population target only); NaN when unreachable."""
-    v = (width / (2 * z)) ** 2
+def labels_needed(width: float, method: str, N: int, s2: float, fixed: float = 0.0, target: str = "population",
+                  alpha: float = 0.05) -> float:
+    """Labelled rows for a CI of full ``width`` (module docstring) under the interval rule of ``method``
+    (:func:`ppi_critical`: ``z``, or ``t_{n−1}`` for "crossfit", the same critical value the interval uses):
+    ``s2`` the variance of the labelled term (``y``, or ``y − λf``), ``fixed`` the variance that does not shrink
+    with labels (``(λ²s²_f + 2λ·cov)/N``, population target only); NaN when unreachable. With ``t_{n−1}`` the
+    smallest ``n`` with ``t_{n−1}·SE(n) ≤ width/2`` is found from the ``z`` answer upwards (``n ↦ n(t_{n−1})`` is
+    increasing from below and reaches its least fixed point in a few steps)."""
     if not (math.isfinite(s2) and s2 >= 0) or N < 1:
         return float("nan")
     if s2 == 0:
         return 2.0
-    if target == "rows":
-        return float(min(N, math.ceil(1 / (v / s2 + 1 / N))))
-    room = v - fixed
-    return float(math.ceil(s2 / room)) if room > 0 else float("nan")
+
+    def need(q: float) -> float:
+        v = (width / (2 * q)) ** 2
+        if target == "rows":
+            return float(min(N, math.ceil(1 / (v / s2 + 1 / N))))
+        room = v - fixed
+        return float(math.ceil(s2 / room)) if room > 0 else float("nan")
+
+    n = need(ppi_critical("plain", 2, alpha))                     # z: a lower bound
+    if _check_method(method) != "crossfit":
+        return n
+    for _ in range(100):
+        if not math.isfinite(n):
+            return n
+        nxt = need(ppi_critical(method, max(int(n), 2), alpha))
+        if nxt <= n:
+            return n
+        n = nxt
+    return n  # pragma: no cover
 
 
 def _slope(f: np.ndarray, y: np.ndarray) -> float:
@@ -1000,11 +1019,11 @@ def _one_judge(y: np.ndarray, f: np.ndarray, lab: np.ndarray, groups: np.ndarray
         need_h = need_p = float("nan")
         if width is not None and n >= 2:
             fixed = ppi_fixed_variance(fa, fl, d, lam)
-            need_h = labels_needed(width, z, N, float(yl.var(ddof=1)), target=target)
-            need_p = labels_needed(width, z, N, float(d.var(ddof=1)), fixed, target=target)
+            need_h = labels_needed(width, ppi, N, float(yl.var(ddof=1)), target=target, alpha=alpha)
+            need_p = labels_needed(width, ppi, N, float(d.var(ddof=1)), fixed, target=target, alpha=alpha)
         rows.append({"model": g, "n": N, "n_labelled": n, "judge_mean": float(fa.mean()), "judge_se": jse,
                      "judge_low": fa.mean() - z * jse, "judge_high": fa.mean() + z * jse, "human_mean": hmean,
-                     "human_se": hse, "human_low": hmean - z * hse, "human_high": hmean + z * hse,
+                     "human_se": hse, "human_low": hmean - q * hse, "human_high": hmean + q * hse,
                      "rectifier": float((yl - fl).mean()) if n else float("nan"), "ppi_lambda": lam,
                      "ppi_mean": est, "ppi_se": se,
                      "ppi_low": est - q * se, "ppi_high": est + q * se, "ppi_method": ppi, "n_for_width_human": need_h,
