@@ -337,7 +337,7 @@ def newton_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg, maxit: int 
             Dn, gn = fg(xn)
             if np.isfinite(Dn) and Dn <= D - 1e-4 * alpha * max(slope, 0.0) + 1e-13 * abs(D):
                 break
-            alpha /= 2
+            alpha = _backtrack(alpha, D, float(Dn), slope)
         else:
             return None
         dx = float(np.max(np.abs(xn - x)))
@@ -358,6 +358,20 @@ def newton_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg, maxit: int 
         if alpha == 1 and dx < tol * max(1.0, float(np.max(np.abs(x)))):
             return _snap_to_bound(fg, x, D, g, lower) + (it,)
     return None
+
+
+def _backtrack(alpha: float, D: float, Dn: float, slope: float) -> float:
+    """The next trial step length after step ``alpha`` failed Armijo's test: the minimiser of the quadratic
+    through φ(0) = D, φ'(0) = −``slope`` and φ(alpha) = Dn (Nocedal & Wright, *Numerical Optimization*, 2nd ed.,
+    eq. 3.57), kept within [alpha/10, alpha/2]; alpha/2 when Dn is not finite or the slope is not one of
+    descent. Near a boundary (a small θ the Newton step multiplies) the deviance rises far above its quadratic
+    model and halving alone needs several evaluations to come back (boundary70k: six; issue 41)."""
+    if not (np.isfinite(Dn) and slope > 0):
+        return alpha / 2
+    curv = (Dn - D + slope * alpha) / alpha ** 2
+    if not curv > 0:
+        return alpha / 2
+    return float(min(max(slope / (2 * curv), alpha / 10), alpha / 2))
 
 
 def _snap_to_bound(fg, x: np.ndarray, D: float, g: np.ndarray, lower: np.ndarray):
