@@ -255,8 +255,9 @@ def newton_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg, maxit: int 
     the factorisation the evaluation left; it leaves out only the β-dependence of log|L|², which is small).
     Steps are −H⁻¹∇D on the free parameters (θ on its bound 0 with ∂D/∂θ > 0 is held there), with
     negative or flat curvature taken by its size (|eigenvalue|) and θ then moving at most half its
-    value, Armijo backtracking, and a θ the step would take below 0 going to a tenth of its value
-    instead. A full step of |Δx| < ``tol`` max(1, |x|) ends it; a θ within 1e-6 of 0 is then put on 0
+    value, Armijo backtracking by quadratic interpolation (:func:`_backtrack`), and a θ the step would take
+    below 0 going to a tenth of its value instead, the other parameters then taking their Newton step given
+    it (:func:`_bound_step`). A full step of |Δx| < ``tol`` max(1, |x|) ends it; a θ within 1e-6 of 0 is then put on 0
     when that does not raise D (:func:`_snap_to_bound`). The caller's Newton polish with the full
     Hessian (needed for the SEs anyway) takes x the rest of the way.
 
