@@ -255,8 +255,9 @@ def newton_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg, maxit: int 
     the factorisation the evaluation left; it leaves out only the β-dependence of log|L|², which is small).
     Steps are −H⁻¹∇D on the free parameters (θ on its bound 0 with ∂D/∂θ > 0 is held there), with
     negative or flat curvature taken by its size (|eigenvalue|) and θ then moving at most half its
-    value, Armijo backtracking, and a θ the step would take below 0 going to a tenth of its value
-    instead. A full step of |Δx| < ``tol`` max(1, |x|) ends it; a θ within 1e-6 of 0 is then put on 0
+    value, Armijo backtracking by quadratic interpolation (:func:`_backtrack`), and a θ the step would take
+    below 0 going to a tenth of its value instead, the other parameters then taking their Newton step given
+    it (:func:`_bound_step`). A full step of |Δx| < ``tol`` max(1, |x|) ends it; a θ within 1e-6 of 0 is then put on 0
     when that does not raise D (:func:`_snap_to_bound`). The caller's Newton polish with the full
     Hessian (needed for the SEs anyway) takes x the rest of the way.
 
@@ -325,6 +326,8 @@ def newton_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg, maxit: int 
             lim = np.abs(s[:k]) / (0.5 * np.maximum(np.abs(x[:k]), 0.5))
             if lim.size and float(lim.max()) > 1:
                 s /= float(lim.max())
+        else:
+            s = _bound_step(H, g, s, x, bound, free, k)
         slope = float(g @ s)
         alpha = 1.0
         for _ in range(30):
@@ -337,7 +340,7 @@ def newton_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg, maxit: int 
             Dn, gn = fg(xn)
             if np.isfinite(Dn) and Dn <= D - 1e-4 * alpha * max(slope, 0.0) + 1e-13 * abs(D):
                 break
-            alpha /= 2
+            alpha = _backtrack(alpha, D, float(Dn), slope)
         else:
             return None
         dx = float(np.max(np.abs(xn - x)))
@@ -358,6 +361,52 @@ def newton_laplace(model, x0: np.ndarray, lower: np.ndarray, th_arg, maxit: int 
         if alpha == 1 and dx < tol * max(1.0, float(np.max(np.abs(x)))):
             return _snap_to_bound(fg, x, D, g, lower) + (it,)
     return None
+
+
+def _bound_step(H: np.ndarray, g: np.ndarray, s: np.ndarray, x: np.ndarray, bound: np.ndarray,
+                free: np.ndarray, k: int) -> np.ndarray:
+    """A Newton step (x − s) that would take a θ on a bound 0 below it: that θ goes to a tenth of its value
+    (s_j = 0.9 x_j) and the other free parameters take the Newton step of the quadratic model given it,
+    s_r = H_rr⁻¹ (g_r − H_rc s_c) (the projected Newton step of Bertsekas, *SIAM J. Control Optim.* 20, 1982,
+    on the face the cut θ approach); repeated while another θ then crosses. Clamping the crossing θ alone
+    keeps the others' part of the full step, which was coupled to the θ's large move (boundary70k: a second
+    θ went from 0.98 to 9.9; issue 41). Returns ``s`` unchanged when nothing crosses, or when the model
+    given the cut is not positive definite or its step is no descent direction."""
+    cut = np.zeros(len(x), dtype=bool)
+    t = s.copy()
+    for _ in range(k):
+        new = np.zeros(len(x), dtype=bool)
+        new[:k] = bound[:k] & free[:k] & ~cut[:k] & (x[:k] - t[:k] < 0)
+        if not new.any():
+            break
+        cut |= new
+        t[cut] = 0.9 * x[cut]
+        rest = free & ~cut
+        if not rest.any():
+            break
+        try:
+            R = np.linalg.cholesky(H[np.ix_(rest, rest)])
+        except np.linalg.LinAlgError:
+            return s
+        rhs = g[rest] - H[np.ix_(rest, cut)] @ t[cut]
+        t[rest] = np.linalg.solve(R.T, np.linalg.solve(R, rhs))
+    if not cut.any() or not np.all(np.isfinite(t)) or float(g @ t) <= 0:
+        return s
+    return t
+
+
+def _backtrack(alpha: float, D: float, Dn: float, slope: float) -> float:
+    """The next trial step length after step ``alpha`` failed Armijo's test: the minimiser of the quadratic
+    through φ(0) = D, φ'(0) = −``slope`` and φ(alpha) = Dn (Nocedal & Wright, *Numerical Optimization*, 2nd ed.,
+    eq. 3.57), kept within [alpha/10, alpha/2]; alpha/2 when Dn is not finite or the slope is not one of
+    descent. Near a boundary (a small θ the Newton step multiplies) the deviance rises far above its quadratic
+    model and halving alone needs several evaluations to come back (boundary70k: six; issue 41)."""
+    if not (np.isfinite(Dn) and slope > 0):
+        return alpha / 2
+    curv = (Dn - D + slope * alpha) / alpha ** 2
+    if not curv > 0:
+        return alpha / 2
+    return float(min(max(slope / (2 * curv), alpha / 10), alpha / 2))
 
 
 def _snap_to_bound(fg, x: np.ndarray, D: float, g: np.ndarray, lower: np.ndarray):
