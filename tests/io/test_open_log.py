@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from mrcstats.errors import InputError
 from mrcstats.io import open_log
 from mrcstats.io.columns import Columns
 from mrcstats.io.dataset import LogDataset
@@ -28,9 +29,13 @@ def test_a_dataset_folder_opens_lazily_unless_its_rows_must_be_read_again(files)
     _, ds = files
     assert isinstance(open_log(ds), LogDataset)
     assert isinstance(open_log([ds]), LogDataset)
-    for kw in ({"lazy": False}, {"model": "m"}, {"mapping": {"item": "item"}}, {"threshold": 0.5}):
+    for kw in ({"lazy": False}, {"threshold": 0.5}):
         got = open_log(ds, **kw)
         assert isinstance(got, pd.DataFrame) and len(got) == 4, kw
+    # mapping= and model= cannot apply to a dataset (canonical already): refused with the option named, not ignored
+    for kw, name in (({"model": "m"}, "model="), ({"mapping": {"item": "item"}}, "mapping=")):
+        with pytest.raises(InputError, match=name):
+            open_log(ds, **kw)
 
 
 def test_a_plain_table_is_read_without_pandas_only_when_the_caller_names_its_columns(files):
