@@ -40,7 +40,7 @@ from scipy import linalg as sla
 from scipy import optimize
 
 from mrcstats.errors import ModelError
-from mrcstats.models.numdiff import richardson_jacobian
+from mrcstats.models.numdiff import forward_jacobian, richardson_jacobian
 
 SINGULAR_TOL = 1e-4
 DENSE_MAX = 6000             # random effects outside the first term (dense Schur complement)
@@ -655,12 +655,7 @@ class LmmSystem:
             # one term on many rows (where each gradient is a pass over every level): forward differences at
             # 1e-7·max(1, |θ_i|), len(θ) gradients instead of 2·len(θ), within ~1e-7 relative of Richardson's
             # (lmer_big500k: 1.4e-7)
-            g0 = gth(theta)
-            Htt = np.empty((k, k))
-            for i in range(k):
-                t = theta.copy()
-                t[i] += 1e-7 * max(1.0, abs(theta[i]))
-                Htt[:, i] = (gth(t) - g0) / (t[i] - theta[i])
+            Htt = forward_jacobian(gth, theta, gth(theta), rel=1e-7)
         else:
             Htt = richardson_jacobian(gth, theta, r=1, d=1e-4)
         H[:k, :k] = 0.5 * (Htt + Htt.T)
@@ -865,20 +860,29 @@ def optimise_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
 
 
 def fit_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
-    """:func:`optimise_theta` as the fit runs it. Crossed or nested terms (Q2 > 0) start from
-    :meth:`LmmSystem.moment_start` (about half the evaluations of lme4's identity start th0); when that optimum is on
-    the boundary (a diagonal θ below SINGULAR_TOL), where the deviance can have several local optima on the
-    boundary's faces, the fit from th0 is run too and the lower deviance kept (th0's on a tie: lme4's path), so no
-    fit ends higher than from th0. Returns what :func:`optimise_theta` returns (nfev counts both runs)."""
+    """:func:`optimise_theta` as the fit runs it, from the start chosen here (th0 is lme4's identity start):
+
+    * one random-effects term on many rows: the fit on a subsample of its levels (:func:`subsample_theta`);
+    * crossed or nested terms (Q2 > 0): :meth:`LmmSystem.moment_start` (about half the evaluations of th0); when
+      that optimum is on the boundary (a diagonal θ below SINGULAR_TOL), where the deviance can have several local
+      optima on the boundary's faces, the fit from th0 is run too and the lower deviance kept (th0's on a tie:
+      lme4's path), so no fit ends higher than from th0;
+    * otherwise th0.
+
+    Returns what :func:`optimise_theta` returns (nfev counts every run) and the subsample start (None when it was
+    not used), which the result's ``optinfo`` records."""
+    sub = subsample_theta(sys_.design, sys_.reml, lower, th0)
+    if sub is not None:
+        return (*optimise_theta(sys_, lower, sub), sub)
     mom = sys_.moment_start(lower) if sys_.Q2 else None
     if mom is None:
-        return optimise_theta(sys_, lower, th0)
+        return (*optimise_theta(sys_, lower, th0), None)
     out = optimise_theta(sys_, lower, mom)
     if not np.any(out[0][lower == 0] < SINGULAR_TOL):
-        return out
+        return (*out, None)
     alt = optimise_theta(sys_, lower, th0)
     d_mom, d_alt = sys_.deviance(out[0]), sys_.deviance(alt[0])
-    return alt if d_alt <= d_mom + 1e-12 * max(1.0, abs(d_mom)) else out
+    return (*(alt if d_alt <= d_mom + 1e-12 * max(1.0, abs(d_mom)) else out), None)
 
 
 __all__ = ["DENSE_MAX", "PAIRS_MAX", "SINGULAR_TOL", "LmmSystem", "fit_theta", "lbfgs_theta", "min_theta",

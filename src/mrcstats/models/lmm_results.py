@@ -30,7 +30,6 @@ from mrcstats.models.lmm_fit import (
     fit_theta,
     min_theta,
     reduced_system,
-    subsample_theta,
 )
 from mrcstats.models.lmm_tests import KenwardRoger, LmerAnova
 from mrcstats.models.records import RanefTable, VarCorrRow, named_series, named_square, varcorr_to_frame
@@ -284,8 +283,7 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
     re = design.re
     lower = np.concatenate([r.lower for r in re])
     th0 = np.concatenate([r.start for r in re])
-    start = subsample_theta(design, reml, lower, th0)
-    th, r, converged = fit_theta(sys_, lower, th0 if start is None else start)
+    th, r, converged, start = fit_theta(sys_, lower, th0)
     e = sys_.evaluate(th)
     n, p = sys_.n, sys_.p
     sigma2 = e["r2"] / (n - p if reml else n)
