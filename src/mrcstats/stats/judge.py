@@ -129,6 +129,7 @@ __all__ = [
     "BIAS_TEST_FIELDS",
     "CALIBRATION_FIELDS",
     "COMBINE",
+    "HUMAN_CI_RULE",
     "JUDGE_FIELDS",
     "PAIR_FIELDS",
     "PPI_FOLDS",
@@ -167,6 +168,8 @@ PPI_FOLDS = 5
 PPI_RULES = {"plain": "PPI (lambda = 1, normal CI)",
              "tuned": "PPI++ (lambda tuned on the labelled rows, normal CI)",
              "crossfit": f"PPI++ cross-fit (lambda from {PPI_FOLDS} folds of the labelled rows, t(n-1) CI)"}
+#: the human-only CI's rule, named beside the PPI rule wherever the two CIs are shown (:func:`ppi_critical`)
+HUMAN_CI_RULE = "the human-only CI with the rule's critical value"
 #: how several judges' scores become the panel's
 COMBINE = ("majority", "mean")
 #: the columns of ``JudgePanel.pairs``
@@ -854,7 +857,7 @@ class JudgeResult(Result):
 
         lines = [(f"Judge {self.judge!r} vs human {self.human!r}: per model, the judge-only, human-only and "
                   f"prediction-powered means with {conf} CIs (target: {self.target}; rule: "
-                  f"{PPI_RULES[self.ppi]})")]
+                  f"{PPI_RULES[self.ppi]}; {HUMAN_CI_RULE})")]
         for r in self.table.itertuples(index=False):
             lines.append(f"  {r.model}: n = {r.n}, labelled {r.n_labelled}; judge {f(r.judge_mean)} "
                          f"[{f(r.judge_low)}, {f(r.judge_high)}]; human {f(r.human_mean)} [{f(r.human_low)}, "

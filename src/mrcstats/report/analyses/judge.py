@@ -12,7 +12,16 @@ from mrcstats.report import figures as F
 from mrcstats.report.analyses.base import Analysis, AnalysisSpec, Context, Key, Output, filter_note
 from mrcstats.report.tables import Table
 from mrcstats.stats.agreement import LEVELS
-from mrcstats.stats.judge import COMBINE, PPI_METHODS, PPI_RULES, TARGETS, calibration, judge, panel_scores
+from mrcstats.stats.judge import (
+    COMBINE,
+    HUMAN_CI_RULE,
+    PPI_METHODS,
+    PPI_RULES,
+    TARGETS,
+    calibration,
+    judge,
+    panel_scores,
+)
 
 _NONE = type(None)
 
@@ -91,7 +100,7 @@ class Judge(Analysis):
         p = p.sort_values(["Model"], kind="stable")
         out.table(Table(p, caption=f"Each model's mean score on the human scale: the judge's mean over all rows "
                         f"(biased when the judge is), the humans' over the labelled rows, and the prediction-powered "
-                        f"mean ({PPI_RULES[res.ppi]}; target: {res.target}) with {conf} CIs"
+                        f"mean ({PPI_RULES[res.ppi]}; {HUMAN_CI_RULE}; target: {res.target}) with {conf} CIs"
                         + (", for each judge and for the panel." if pan else "."), label=f"a{a.index}_judge_ppi",
                         stub=2, formats={"N": "{:.0f}", "Labelled": "{:.0f}", "Judge only": "{:.3f}",
                                          "Human only": "{:.3f}", "PPI": "{:.3f}"}))
