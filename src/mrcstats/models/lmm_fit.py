@@ -763,11 +763,13 @@ class LmmSystem:
         Ts = e["Ts"]
         out = []
         n1, q1 = self.nls[0], self.qs[0]
+        if C is None:            # one term: T₁ D_j⁻¹ T₁ᵀ component-major (slices over the levels), then levels first
+            out.append(np.ascontiguousarray(_along(Ts[0], _along(Ts[0], Dinv, 1)).transpose(2, 0, 1)))
+            return out
         blocks1 = np.ascontiguousarray(Dinv.transpose(2, 0, 1))
-        if C is not None:
-            Sinv = sla.cho_solve(cho, np.eye(self.Q2), check_finite=False)
-            GS = (G @ Sinv).reshape(q1, n1, self.Q2)
-            blocks1 = blocks1 + np.einsum("ajs,bjs->jab", GS, G.reshape(q1, n1, self.Q2))
+        Sinv = sla.cho_solve(cho, np.eye(self.Q2), check_finite=False)
+        GS = (G @ Sinv).reshape(q1, n1, self.Q2)
+        blocks1 = blocks1 + np.einsum("ajs,bjs->jab", GS, G.reshape(q1, n1, self.Q2))
         out.append(np.matmul(np.matmul(Ts[0], blocks1), Ts[0].T))
         for k in range(1, len(self.terms)):
             blocks = self._diag_blocks(k, Sinv)
