@@ -367,6 +367,9 @@ lane_pass(const int q, const int m, const Py_ssize_t n1, const double *restrict 
  * D = L diag(d) Lᵀ (L unit lower): d0 = D00, L10 = D10/d0, d1 = D11 − L10 D10, det D = d0 d1. */
 #if defined(__GNUC__) || defined(__clang__)
 #define HAVE_VEC 1
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"      /* 32-byte vectors between inlined static functions only */
+#endif
 typedef double v4 __attribute__((vector_size(32)));
 #define VMAXM 6
 
