@@ -26,6 +26,12 @@ gradient (:meth:`LmmSystem.grad_parts`: ∂log|L|² from the diagonal blocks of 
 theorem, ∂log|RX|² from ∂RXᵀRX; lme4: derivative-free BOBYQA), polished by Newton steps whose Hessian is
 forward differences of that gradient.
 
+With one random-effects term of at most ``KERNEL_MAXQ`` columns, an evaluation and its gradient are one pass of
+the C extension ``mrcstats.models._lmmkernel`` over the levels (log|L|², K = (ΛᵀZᵀ[y X])ᵀM⁻¹ΛᵀZᵀ[y X], the sums
+the gradient needs; q ≤ 2 four levels per vector step): ~1.5 ms instead of ~16 ms on 122,701 levels. The
+extension is built on install where a C compiler is (optional in ``pyproject.toml``); without it the numpy path
+below runs, with the same numbers to rounding (``tests/models/test_lmm_kernel.py``).
+
 The tests of the fixed effects are :mod:`mrcstats.models.lmm_tests`; the fit's result and :func:`fit_lmm`
 :mod:`mrcstats.models.lmm_results`; the entry :func:`mrcstats.models.lmm.lmer`.
 """
