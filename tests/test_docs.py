@@ -18,7 +18,9 @@ import re
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -98,7 +100,14 @@ def test_wheel_and_sdist_install_and_run_in_a_clean_venv(tmp_path):
     assert "SetuptoolsDeprecationWarning" not in b.stderr + b.stdout, "licence metadata must be in the SPDX form"
     wheels, sdists = sorted(dist.glob("*.whl")), sorted(dist.glob("*.tar.gz"))
     assert len(wheels) == 1 and len(sdists) == 1
-    assert wheels[0].name == f"mrcstats-{mrcstats.__version__}-py3-none-any.whl"
+    # the one-term LMM kernel is a C extension (optional: built where a compiler is): a CPython wheel for this
+    # platform carrying it, and its source in the sdist
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    assert wheels[0].name.startswith(f"mrcstats-{mrcstats.__version__}-{tag}-{tag}-"), wheels[0].name
+    with zipfile.ZipFile(wheels[0]) as z:
+        assert any(n.startswith("mrcstats/models/_lmmkernel") and n.endswith((".so", ".pyd")) for n in z.namelist())
+    with tarfile.open(sdists[0]) as tz:
+        assert any(n.endswith("src/mrcstats/models/_lmmkernel.c") for n in tz.getnames())
     t = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *map(str, (*wheels, *sdists))],
                        capture_output=True, text=True, timeout=300, check=False)
     assert t.returncode == 0, t.stdout + t.stderr
@@ -120,6 +129,9 @@ def test_wheel_and_sdist_install_and_run_in_a_clean_venv(tmp_path):
     where = subprocess.run([str(py), "-c", "import mrcstats; print(mrcstats.__file__)"], cwd=tmp_path,
                            capture_output=True, text=True, env=env, check=True).stdout.strip()
     assert where.startswith(str(env_dir)), where  # the wheel's copy, not this checkout
+    kern = subprocess.run([str(py), "-c", "from mrcstats.models import lmm_fit; print(lmm_fit.KERNEL is not None)"],
+                          cwd=tmp_path, capture_output=True, text=True, env=env, check=True).stdout.strip()
+    assert kern == "True"
     ver = subprocess.run([str(exe), "--version"], capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
     assert ver.returncode == 0 and ver.stdout.strip() == f"mrcstats {mrcstats.__version__}", ver.stdout + ver.stderr
     demo = subprocess.run([str(exe), "demo", "--outdir", str(tmp_path / "reports"), "--json"], capture_output=True,
