@@ -29,7 +29,7 @@ forward differences of that gradient.
 With one random-effects term of at most ``KERNEL_MAXQ`` columns, an evaluation and its gradient are one pass of
 the C extension ``mrcstats.models._lmmkernel`` over the levels (log|L|², K = (ΛᵀZᵀ[y X])ᵀM⁻¹ΛᵀZᵀ[y X], the sums
 the gradient needs; q ≤ 2 four levels per vector step): ~1.5 ms instead of ~16 ms on 122,701 levels. The
-extension is built on install where a C compiler is (optional in ``pyproject.toml``); without it the numpy path
+extension is built on install where a C compiler is (optional in ``setup.py``); without it the numpy path
 below runs, with the same numbers to rounding (``tests/models/test_lmm_kernel.py``).
 
 The tests of the fixed effects are :mod:`mrcstats.models.lmm_tests`; the fit's result and :func:`fit_lmm`
