@@ -496,6 +496,76 @@ vpass(const int q, const int m, const Py_ssize_t n1, const double *T, const doub
     *ldL2 = logsum + (log(prod[0]) + log(prod[1])) + (log(prod[2]) + log(prod[3]));
 }
 
+/* The random effects at θ̂: per level û_j = D_j⁻¹ Tᵀ B_j c (c = [1, −β̂]) and the conditional-variance block
+ * T D_j⁻¹ Tᵀ (lme4's condVar before σ²), four levels per step as above. U: q x n1, V: q x q x n1 (component-major). */
+static inline __attribute__((always_inline)) void
+vmodes_step(const int q, const int m, const double *T, const double *c, const double *a, const double *b,
+            const Py_ssize_t st, double *u, double *v, const Py_ssize_t ost)
+{
+    if (q == 1) {
+        const double t = T[0];
+        const v4 d = vload(a) * (t * t) + 1.0;
+        const v4 di = 1.0 / d;
+        v4 bc = vset(0.0);
+        for (int k = 0; k < m; k++) bc += vload(b + k * st) * c[k];
+        const v4 uu = di * t * bc, vv = di * (t * t);
+        memcpy(u, &uu, sizeof uu);
+        memcpy(v, &vv, sizeof vv);
+        return;
+    }
+    const double t00 = T[0], t10 = T[2], t11 = T[3];
+    const v4 a00 = vload(a), a01 = vload(a + st), a11 = vload(a + 3 * st);
+    const v4 ta00 = a00 * t00 + a01 * t10, ta01 = a01 * t00 + a11 * t10;
+    const v4 ta10 = a01 * t11, ta11 = a11 * t11;
+    const v4 d00 = ta00 * t00 + ta01 * t10 + 1.0;
+    const v4 d10 = ta10 * t00 + ta11 * t10;
+    const v4 d11 = ta11 * t11 + 1.0;
+    const v4 i0 = 1.0 / d00;
+    const v4 l10 = d10 * i0;
+    const v4 i1 = 1.0 / (d11 - l10 * d10);
+    const v4 di11 = i1, di10 = -l10 * i1, di00 = i0 + l10 * l10 * i1;
+    v4 bc0 = vset(0.0), bc1 = vset(0.0);
+    for (int k = 0; k < m; k++) {
+        bc0 += vload(b + k * st) * c[k];
+        bc1 += vload(b + (m + k) * st) * c[k];
+    }
+    const v4 s0 = bc0 * t00 + bc1 * t10, s1 = bc1 * t11;                    /* Tᵀ B_j c */
+    const v4 u0 = di00 * s0 + di10 * s1, u1 = di10 * s0 + di11 * s1;
+    const v4 v00 = di00 * (t00 * t00);
+    const v4 v10 = (di00 * t10 + di10 * t11) * t00;
+    const v4 v11 = di00 * (t10 * t10) + di10 * (2.0 * t10 * t11) + di11 * (t11 * t11);
+    memcpy(u, &u0, sizeof u0);
+    memcpy(u + ost, &u1, sizeof u1);
+    memcpy(v, &v00, sizeof v00);
+    memcpy(v + ost, &v10, sizeof v10);
+    memcpy(v + 2 * ost, &v10, sizeof v10);
+    memcpy(v + 3 * ost, &v11, sizeof v11);
+}
+
+static inline __attribute__((always_inline)) void
+vmodes(const int q, const int m, const Py_ssize_t n1, const double *T, const double *c, const double *A,
+       const double *B, double *U, double *V)
+{
+    Py_ssize_t j = 0;
+    for (; j + 4 <= n1; j += 4)
+        vmodes_step(q, m, T, c, A + j, B + j, n1, U + j, V + j, n1);
+    if (j < n1) {
+        const int qq = q * q;
+        double ta[4 * 4], tb[2 * VMAXM * 4], tu[2 * 4] = {0}, tv[4 * 4] = {0};
+        memset(ta, 0, sizeof ta);
+        memset(tb, 0, sizeof tb);
+        for (Py_ssize_t r = j; r < n1; r++) {
+            for (int k = 0; k < qq; k++) ta[k * 4 + (r - j)] = A[(Py_ssize_t)k * n1 + r];
+            for (int k = 0; k < q * m; k++) tb[k * 4 + (r - j)] = B[(Py_ssize_t)k * n1 + r];
+        }
+        vmodes_step(q, m, T, c, ta, tb, 4, tu, tv, 4);
+        for (Py_ssize_t r = j; r < n1; r++) {
+            for (int k = 0; k < q; k++) U[(Py_ssize_t)k * n1 + r] = tu[k * 4 + (r - j)];
+            for (int k = 0; k < qq; k++) V[(Py_ssize_t)k * n1 + r] = tv[k * 4 + (r - j)];
+        }
+    }
+}
+
 #if defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
 #define CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
@@ -509,6 +579,17 @@ vdispatch(const int q, const int m, const Py_ssize_t n1, const double *T, const 
 {
     int bad = 0;
 #define CASE(QQ, MM) if (q == QQ && m == MM) { vpass(QQ, MM, n1, T, A, B, K, Q, G, ldL2, &bad); return bad; }
+    CASE(1, 1) CASE(1, 2) CASE(1, 3) CASE(1, 4) CASE(1, 5) CASE(1, 6)
+    CASE(2, 1) CASE(2, 2) CASE(2, 3) CASE(2, 4) CASE(2, 5) CASE(2, 6)
+#undef CASE
+    return -2;
+}
+
+CLONES static int
+vmodes_dispatch(const int q, const int m, const Py_ssize_t n1, const double *T, const double *c, const double *A,
+                const double *B, double *U, double *V)
+{
+#define CASE(QQ, MM) if (q == QQ && m == MM) { vmodes(QQ, MM, n1, T, c, A, B, U, V); return 0; }
     CASE(1, 1) CASE(1, 2) CASE(1, 3) CASE(1, 4) CASE(1, 5) CASE(1, 6)
     CASE(2, 1) CASE(2, 2) CASE(2, 3) CASE(2, 4) CASE(2, 5) CASE(2, 6)
 #undef CASE
@@ -592,8 +673,45 @@ one_term(PyObject *self, PyObject *args)
     return PyFloat_FromDouble(ld);
 }
 
+PyDoc_STRVAR(one_term_modes_doc,
+"one_term_modes(T, A, B, c, U, V, q, m, n1) -> bool\n\n"
+"The random effects at θ for q <= 2 and m <= 6: U (q x n1) the spherical modes D_j⁻¹Tᵀ B_j c, V (q x q x n1)\n"
+"the blocks T D_j⁻¹ Tᵀ, written; c (m) = [1, −β]. False (nothing written) for other q and m.");
+
+static PyObject *
+one_term_modes(PyObject *self, PyObject *args)
+{
+    PyObject *oT, *oA, *oB, *oc, *oU, *oV;
+    int q, m;
+    Py_ssize_t n1;
+    if (!PyArg_ParseTuple(args, "OOOOOOiin", &oT, &oA, &oB, &oc, &oU, &oV, &q, &m, &n1))
+        return NULL;
+    if (q < 1 || q > 2 || m < 1 || n1 < 0) Py_RETURN_FALSE;
+#ifdef HAVE_VEC
+    if (m > VMAXM) Py_RETURN_FALSE;
+    Py_buffer vb[6];
+    PyObject *objs[6] = {oT, oA, oB, oc, oU, oV};
+    const Py_ssize_t sizes[6] = {(Py_ssize_t)q * q, (Py_ssize_t)q * q * n1, (Py_ssize_t)q * m * n1, m,
+                                 (Py_ssize_t)q * n1, (Py_ssize_t)q * q * n1};
+    const char *names[6] = {"T", "A", "B", "c", "U", "V"};
+    for (int i = 0; i < 6; i++)
+        if (get(objs[i], &vb[i], sizes[i], i >= 4, names[i]) < 0) {
+            for (int k = 0; k < i; k++) PyBuffer_Release(&vb[k]);
+            return NULL;
+        }
+    Py_BEGIN_ALLOW_THREADS
+    vmodes_dispatch(q, m, n1, vb[0].buf, vb[3].buf, vb[1].buf, vb[2].buf, vb[4].buf, vb[5].buf);
+    Py_END_ALLOW_THREADS
+    for (int k = 0; k < 6; k++) PyBuffer_Release(&vb[k]);
+    Py_RETURN_TRUE;
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
 static PyMethodDef methods[] = {
     {"one_term", one_term, METH_VARARGS, one_term_doc},
+    {"one_term_modes", one_term_modes, METH_VARARGS, one_term_modes_doc},
     {NULL, NULL, 0, NULL},
 };
 

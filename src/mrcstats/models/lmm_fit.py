@@ -29,7 +29,7 @@ forward differences of that gradient.
 With one random-effects term of at most ``KERNEL_MAXQ`` columns, an evaluation and its gradient are one pass of
 the C extension ``mrcstats.models._lmmkernel`` over the levels (log|L|², K = (ΛᵀZᵀ[y X])ᵀM⁻¹ΛᵀZᵀ[y X], the sums
 the gradient needs; q ≤ 2 four levels per vector step): ~1.5 ms instead of ~16 ms on 122,701 levels. The
-extension is built on install where a C compiler is (optional in ``pyproject.toml``); without it the numpy path
+extension is built on install where a C compiler is (optional in ``setup.py``); without it the numpy path
 below runs, with the same numbers to rounding (``tests/models/test_lmm_kernel.py``).
 
 The tests of the fixed effects are :mod:`mrcstats.models.lmm_tests`; the fit's result and :func:`fit_lmm`
@@ -123,16 +123,22 @@ class _Evaluation(dict):
     pieces the result needs (``fac``, ``W``, ``u_split``, ``Y1``, ``Ts``) are computed when first read (at the
     optimum only), with the kernel's β."""
 
-    HEAVY = frozenset({"fac", "W", "u_split", "Y1", "Ts"})
+    HEAVY = frozenset({"fac", "W", "u_split", "Y1", "Ts", "cv1"})
+    MODES = frozenset({"u_split", "Ts", "cv1"})      # what the kernel's second pass gives (the result needs no more)
 
     def __missing__(self, key):
         if key == "u":
             u1, u2 = self["u_split"]
             self["u"] = u = np.concatenate([u1.T.ravel(), u2])
             return u
-        if key in self.HEAVY and "system" in self:
-            sys_ = self.pop("system")
-            self.update(sys_.pls_pieces(self["theta"], self["beta"]))
+        sys_ = self.get("system")
+        if key in self.HEAVY and sys_ is not None:
+            modes = sys_.kernel_modes(self["theta"], self["beta"]) if key in self.MODES else None
+            if modes is None:
+                del self["system"]
+                modes = sys_.pls_pieces(self["theta"], self["beta"])
+            for k, v in modes.items():
+                self.setdefault(k, v)
             return self[key]
         raise KeyError(key)
 
@@ -528,6 +534,20 @@ class LmmSystem:
         Ts, fac, W, Y1, _ = self._pls(theta)
         return {"fac": fac, "Ts": Ts, "W": W, "Y1": Y1, "u_split": self._modes(W, beta)}
 
+    def kernel_modes(self, theta: np.ndarray, beta: np.ndarray) -> dict[str, Any] | None:
+        """The random effects at θ by the kernel (q <= 2, p <= 5): ``u_split`` (û = D_j⁻¹T₁ᵀZ_jᵀ(y − Xβ) per level),
+        ``Ts`` and ``cv1`` (the blocks T₁D_j⁻¹T₁ᵀ, levels x q x q: :meth:`condvar`); None where it does not apply."""
+        q, m, n1 = self.qs[0], 1 + self.p, self.nls[0]
+        if not self.kernel:
+            return None
+        Ts = self.factors(theta)
+        U, V = np.empty((q, n1)), np.empty((q, q, n1))
+        c = np.concatenate([[1.0], -np.asarray(beta, dtype=float)])
+        if not KERNEL.one_term_modes(np.ascontiguousarray(Ts[0], dtype=float), self.A11, self._ztr_split()[0], c,
+                                     U, V, q, m, n1):
+            return None
+        return {"u_split": (U, np.zeros(0)), "Ts": Ts, "cv1": np.ascontiguousarray(V.transpose(2, 0, 1))}
+
     @staticmethod
     def _modes(W, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """û = W [1, −β] in the split layout."""
@@ -765,6 +785,11 @@ class LmmSystem:
 
     def condvar(self, e: dict[str, Any]) -> list[np.ndarray]:
         """Per term the blocks of Λ M⁻¹ Λᵀ (levels x q x q), to be scaled by σ² (lme4's ``condVar``)."""
+        if "sums" in e:                  # a kernel evaluation: the kernel's blocks where it gives them
+            try:
+                return [e["cv1"]]
+            except KeyError:
+                pass
         Dinv, C, G, cho = e["fac"][:4]
         Ts = e["Ts"]
         out = []
