@@ -15,8 +15,11 @@
  * [1, −β] and (RXᵀRX)⁻¹ (they are bilinear in the per-level W_j and ZA_j), so one pass suffices.
  *
  * Arrays are float64, C-contiguous and component-major (levels last), as LmmSystem stores them: A[(a q + b) n1 + j],
- * B[(a m + k) n1 + j]. Sums are accumulated per block of BLOCK levels and the blocks' sums added (the rounding
- * error grows with BLOCK + n1 / BLOCK, not n1). log det D_j ≥ 0 (D_j ⪰ I) is summed as logs of running products.
+ * B[(a m + k) n1 + j]. Three ways through the levels, the same sums: q <= 2 and m <= 6 four levels per step in
+ * vector registers (vpass: the common case, ~12 ns a level); q <= 2 with more fixed effects, lanes of a chunk as
+ * arrays (lane_pass); q = 3..8 level by level (level_pass: sums per block of BLOCK levels, the blocks' sums added,
+ * so the rounding error grows with BLOCK + n1 / BLOCK rather than n1). log det D_j >= 0 (D_j ⪰ I) is summed as
+ * logs of running products. The second entry, one_term_modes, gives the random effects at θ̂.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -27,7 +30,16 @@
 #define BLOCK 2048
 #define MAXQ 8
 
-static inline __attribute__((always_inline)) int
+#if defined(__GNUC__) || defined(__clang__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define ALWAYS_INLINE __forceinline
+#define restrict __restrict
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+static ALWAYS_INLINE int
 level_pass(const int q, const int m, const Py_ssize_t n1, const double *T, const double *A, const double *B,
            double *K, double *Q, double *G, double *ldL2)
 {
@@ -169,7 +181,7 @@ level_pass(const int q, const int m, const Py_ssize_t n1, const double *T, const
  * D_j⁻¹ = L⁻ᵀ diag(1/d) L⁻¹. */
 #define LANE(arr, i) ((arr) + (size_t)(i) * (size_t)ch)
 
-static inline __attribute__((always_inline)) int
+static ALWAYS_INLINE int
 lane_pass(const int q, const int m, const Py_ssize_t n1, const double *restrict T, const double *restrict A,
           const double *restrict B, double *K, double *Q, double *G, double *ldL2)
 {
@@ -373,11 +385,11 @@ lane_pass(const int q, const int m, const Py_ssize_t n1, const double *restrict 
 typedef double v4 __attribute__((vector_size(32)));
 #define VMAXM 6
 
-static inline __attribute__((always_inline)) v4 vload(const double *p) { v4 r; memcpy(&r, p, sizeof r); return r; }
-static inline __attribute__((always_inline)) v4 vset(double x) { v4 r = {x, x, x, x}; return r; }
+static ALWAYS_INLINE v4 vload(const double *p) { v4 r; memcpy(&r, p, sizeof r); return r; }
+static ALWAYS_INLINE v4 vset(double x) { v4 r = {x, x, x, x}; return r; }
 
 /* log det: the lanes' running products of det D_j, logged before they could overflow (det D_j >= 1) */
-static inline __attribute__((always_inline)) void
+static ALWAYS_INLINE void
 vdet(v4 det, v4 *prod, double *logsum, int *bad)
 {
     v4 nxt = *prod * det;
@@ -394,7 +406,7 @@ vdet(v4 det, v4 *prod, double *logsum, int *bad)
 }
 
 /* one step of four levels; A's and B's component c at a + c * st (st: n1 in place, 4 for the padded tail) */
-static inline __attribute__((always_inline)) void
+static ALWAYS_INLINE void
 vstep(const int q, const int m, const double *T, const double *a, const double *b, const Py_ssize_t st,
       v4 *aK, v4 *aQ, v4 *aG, v4 *prod, double *logsum, int *bad)
 {
@@ -462,7 +474,7 @@ vstep(const int q, const int m, const double *T, const double *a, const double *
         }
 }
 
-static inline __attribute__((always_inline)) void
+static ALWAYS_INLINE void
 vpass(const int q, const int m, const Py_ssize_t n1, const double *T, const double *A, const double *B,
       double *K, double *Q, double *G, double *ldL2, int *bad)
 {
@@ -498,7 +510,7 @@ vpass(const int q, const int m, const Py_ssize_t n1, const double *T, const doub
 
 /* The random effects at θ̂: per level û_j = D_j⁻¹ Tᵀ B_j c (c = [1, −β̂]) and the conditional-variance block
  * T D_j⁻¹ Tᵀ (lme4's condVar before σ²), four levels per step as above. U: q x n1, V: q x q x n1 (component-major). */
-static inline __attribute__((always_inline)) void
+static ALWAYS_INLINE void
 vmodes_step(const int q, const int m, const double *T, const double *c, const double *a, const double *b,
             const Py_ssize_t st, double *u, double *v, const Py_ssize_t ost)
 {
@@ -542,7 +554,7 @@ vmodes_step(const int q, const int m, const double *T, const double *c, const do
     memcpy(v + 3 * ost, &v11, sizeof v11);
 }
 
-static inline __attribute__((always_inline)) void
+static ALWAYS_INLINE void
 vmodes(const int q, const int m, const Py_ssize_t n1, const double *T, const double *c, const double *A,
        const double *B, double *U, double *V)
 {
