@@ -936,13 +936,8 @@ def optimise_theta(sys_: LmmSystem, lower: np.ndarray, th0: np.ndarray):
         idx = np.flatnonzero(free)
         g = g_end[idx]
         fresh = H is None or not np.array_equal(idx, h_idx)
-        if fresh:
-            H = np.empty((len(idx), len(idx)))
-            for a, i in enumerate(idx):           # forward differences (Newton's step needs no more)
-                h = 1e-6 * max(1.0, abs(th[i]))
-                tp = th.copy()
-                tp[i] += h
-                H[:, a] = (grad(tp)[idx] - g_end[idx]) / h
+        if fresh:                                 # forward differences (Newton's step needs no more)
+            H = forward_jacobian(grad, th, g_end, 1e-6, cols=idx)[idx]
             H, h_idx = 0.5 * (H + H.T), idx
         try:
             step = np.linalg.solve(H, g)

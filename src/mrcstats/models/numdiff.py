@@ -45,17 +45,22 @@ def richardson_jacobian(f, x: np.ndarray, r: int = 4, v: float = 2.0, d: float =
     return np.column_stack(cols)
 
 
-def forward_jacobian(f, x: np.ndarray, f0: np.ndarray, rel: float) -> np.ndarray:
-    """∂f/∂x by forward differences, one evaluation per column: steps rel·max(1, |x_i|), each column divided by
-    the step as represented in x + h (``f0`` = f(x)). For an exact gradient f, len(x) evaluations instead of
-    :func:`richardson_jacobian`'s 2·r·len(x), accurate to about ``rel`` relative."""
+def forward_jacobian(f, x: np.ndarray, f0: np.ndarray, rel: float, floor: float = 1.0,
+                     cols: np.ndarray | list[int] | None = None) -> np.ndarray:
+    """∂f/∂x by forward differences, one evaluation per column: steps rel·max(floor, |x_i|), each column divided
+    by the step as represented in x + h (``f0`` = f(x)); only the columns ``cols`` (default all, in that order).
+    For an exact gradient f, len(x) evaluations instead of :func:`richardson_jacobian`'s 2·r·len(x), accurate to
+    about ``rel`` relative. The one forward-difference Jacobian of the package: Satterthwaite's θθ Hessian on large
+    one-term LMMs, the lmer Newton polish, the GLMM Newton phase's θ columns (``optimize``)."""
     x = np.asarray(x, float)
-    cols = np.empty((len(f0), len(x)))
-    for i in range(len(x)):
+    f0 = np.asarray(f0, float)
+    idx = range(len(x)) if cols is None else cols
+    out = np.empty((len(f0), len(idx)))
+    for c, i in enumerate(idx):
         t = x.copy()
-        t[i] += rel * max(1.0, abs(x[i]))
-        cols[:, i] = (np.asarray(f(t), float) - f0) / (t[i] - x[i])
-    return cols
+        t[i] += rel * max(floor, abs(x[i]))
+        out[:, c] = (np.asarray(f(t), float) - f0) / (t[i] - x[i])
+    return out
 
 
 def richardson_hessian(f, x: np.ndarray, r: int = 4, v: float = 2.0, d: float = 0.1) -> np.ndarray:

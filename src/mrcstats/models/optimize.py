@@ -25,6 +25,7 @@ import numpy as np
 from mrcstats._blas import blas_pinned
 from mrcstats.errors import ModelError
 from mrcstats.models.deviance import GeneralModel, MultiFactor, ResponseData, SingleFactor
+from mrcstats.models.numdiff import forward_jacobian
 from mrcstats.models.records import RanefTable, VarCorrRow, varcorr_to_frame
 
 if TYPE_CHECKING:
@@ -73,16 +74,14 @@ def glm_start(d: ResponseData, maxit: int = 6, max_rows: int = 200_000) -> np.nd
 def _grad_columns(fun, x: np.ndarray, g0: np.ndarray, ncols: int, skip: np.ndarray | None = None,
                   rel: float = 1e-6) -> np.ndarray:
     """The first ``ncols`` columns of the Hessian by forward differences of the analytic gradient ``fun``
-    (g0 = fun(x); one evaluation per column, step rel·max(|x_j|, 0.1)); a ``skip`` column is e_j."""
+    (g0 = fun(x); one evaluation per column, step rel·max(|x_j|, 0.1): :func:`~mrcstats.models.numdiff.forward_jacobian`);
+    a ``skip`` column is e_j."""
     cols = np.zeros((len(x), ncols))
-    for j in range(ncols):
-        if skip is not None and skip[j]:
-            cols[j, j] = 1.0
-            continue
-        h = rel * max(abs(x[j]), 0.1)
-        xp = x.copy()
-        xp[j] += h
-        cols[:, j] = (fun(xp) - g0) / h
+    live = [j for j in range(ncols) if skip is None or not skip[j]]
+    if live:
+        cols[:, live] = forward_jacobian(fun, x, g0, rel, floor=0.1, cols=live)
+    for j in set(range(ncols)) - set(live):
+        cols[j, j] = 1.0
     return cols
 
 
