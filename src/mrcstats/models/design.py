@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mrcstats.errors import InputError, ModelError
-from mrcstats.io.columns import Column, Columns, as_columns, column_from_series, in_memory, is_columns
+from mrcstats.io.columns import Column, Columns, as_columns, column_from_series, is_columns
+from mrcstats.models._checks import require_table
 from mrcstats.models.family import Family
 from mrcstats.models.formula import NAME_RE, ModelSpec, Response, Variable, unquote
 
@@ -684,8 +685,7 @@ def build_design(spec: ModelSpec, data: pd.DataFrame | Columns, *,
         raise InputError(f"build_design: expected a parsed model (mrcstats.models.formula.parse_formula(text)"
                          f".with_family(...)), got {type(spec).__name__}")
     family = spec.require_family()
-    if not in_memory(data):
-        raise InputError(f"{where}: expected a pandas DataFrame, got {type(data).__name__}")
+    require_table(data, "build_design")
     from_pandas = not is_columns(data)
     src = as_columns(data)
     if not spec.random:
