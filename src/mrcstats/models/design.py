@@ -19,6 +19,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -356,7 +357,7 @@ def r_model_matrix(spec: ModelSpec, data: pd.DataFrame | Columns, contrasts: Map
                     x = np.sqrt(x)
             if not np.all(np.isfinite(x)):
                 bad = int(np.flatnonzero(~np.isfinite(x))[0])
-                raise InputError(f"{where}: {v.label} is not finite at row {data.label(bad)!r}; "
+                raise InputError(f"{where}: {v.label} is not finite at {_row_text(data, bad)}; "
                                  "remove or fix such rows")
             numeric[v] = x
         else:
@@ -518,8 +519,44 @@ def _numeric_response(spec: ModelSpec, data: Columns, where: str, model: str, ho
         raise InputError(f"{where}: response column {col!r} is not in the data (columns: {list(data.columns)[:20]})")
     s = data[col]
     if not s.numeric and s.kind != "bool":
-        raise InputError(f"{where}: response {col!r} must hold {holds} for a {model}, it is {s.dtype}")
+        raise InputError(f"{where}: response {col!r} must hold {holds} for a {model}, {_not_numbers(s, col, data)}")
     return s.floats()
+
+
+def _row_text(data: Columns, i: int) -> str:
+    """Row ``i`` of ``data`` as messages name it (:meth:`~mrcstats.io.columns.Columns.row_text`), preceded by the
+    file's name when the rows are those of one plain table file (``attrs``: one source, a table format)."""
+    from mrcstats.io.formats import TABLE_FORMATS
+
+    text = data.row_text(i)
+    sources = data.attrs.get("sources") or ()
+    if len(sources) == 1 and data.attrs.get("format") in TABLE_FORMATS and text.startswith("data row"):
+        text = f"{sources[0]}, {text}"
+    return text
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _not_numbers(s: Column, col: str, data: Columns) -> str:
+    """Why the text or categorical column ``s`` (``col``) of ``data`` is not numbers, and how to fix it: its first
+    cell that is not a number, by row (:func:`_row_text`), column and value; a column
+    of numbers stored as text or categories (no such cell) is told to be converted."""
+    if s.coded:
+        bad = np.array([not _is_number(v) for v in s.levels] + [False])    # (the last slot: a missing cell, -1)
+        rows = np.flatnonzero(bad[s.values])
+        if rows.size:
+            i = int(rows[0])
+            return (f"but it holds text: {_row_text(data, i)}, column {col!r}, has "
+                    f"{s.levels[s.values[i]]!r}. Put a number in that cell (leave it empty for a missing value) "
+                    f"and read the data again")
+    return (f"but it is {s.dtype} (numbers stored as text or categories): convert the column to numbers "
+            f"(pandas: df[{col!r}] = pd.to_numeric(df[{col!r}]))")
 
 
 def _count_response(spec: ModelSpec, data: Columns, where: str, levels_arg: Mapping | None):
@@ -528,8 +565,8 @@ def _count_response(spec: ModelSpec, data: Columns, where: str, levels_arg: Mapp
     y = _numeric_response(spec, data, where, "count model", "counts (non-negative whole numbers)")
     bad = np.flatnonzero(~np.isfinite(y) | (y < 0) | (y != np.round(y)))
     if bad.size:
-        raise InputError(f"{where}: response {col!r} must hold counts (non-negative whole numbers); row "
-                         f"{data.label(bad[0])!r} has {y[bad[0]]:g}")
+        raise InputError(f"{where}: response {col!r} must hold counts (non-negative whole numbers); "
+                         f"{_row_text(data, bad[0])} has {y[bad[0]]:g}")
     return y, np.ones(len(y)), False
 
 
@@ -539,7 +576,7 @@ def _continuous_response(spec: ModelSpec, data: Columns, where: str, levels_arg:
     y = _numeric_response(spec, data, where, "linear mixed model", "numeric values")
     bad = np.flatnonzero(~np.isfinite(y))
     if bad.size:
-        raise InputError(f"{where}: response {col!r} is not finite at row {data.label(bad[0])!r} ({y[bad[0]]})")
+        raise InputError(f"{where}: response {col!r} is not finite at {_row_text(data, bad[0])} ({y[bad[0]]})")
     return y, np.ones(len(y)), False
 
 
@@ -551,7 +588,7 @@ def _response(spec: ModelSpec, data: Columns, where: str, levels_arg: Mapping | 
         f = _arith(r.failures, data, where)  # type: ignore[arg-type]
         bad = np.flatnonzero((s < 0) | (f < 0))
         if bad.size:
-            raise InputError(f"{where}: {r.text} has a negative count at row {data.label(bad[0])!r} "
+            raise InputError(f"{where}: {r.text} has a negative count at {_row_text(data, bad[0])} "
                              f"(successes {s[bad[0]]:g}, failures {f[bad[0]]:g})")
         n = s + f
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -568,7 +605,7 @@ def _response(spec: ModelSpec, data: Columns, where: str, levels_arg: Mapping | 
         bad = np.flatnonzero((y < 0) | (y > 1))
         if bad.size:
             raise InputError(f"{where}: response {col!r} must be 0/1 (or a proportion with weights); "
-                             f"row {data.label(bad[0])!r} has {y[bad[0]]:g}. Use cbind(successes, failures) for counts")
+                             f"{_row_text(data, bad[0])} has {y[bad[0]]:g}. Use cbind(successes, failures) for counts")
         return y, np.ones(len(data)), False
     given = (levels_arg or {}).get(col)
     codes, lv = factor_levels(s, given, f"{where}: response {col!r}")
@@ -735,6 +772,9 @@ def build_design(spec: ModelSpec, data: pd.DataFrame | Columns, *,
             frame.attrs = {}
         frame = _encode_text_columns(frame, levels)
         view = Columns.from_pandas(frame)
+        if src.index is None:     # rows numbered by position: keep them, and the file, for messages (row_text)
+            view = dataclasses.replace(view, index=np.flatnonzero(~miss) if n_dropped else None,
+                                       attrs=dict(getattr(data, "attrs", None) or {}))
     else:
         view = frame = src.select(cols).take(~miss) if n_dropped else src.select(cols)
     if wvec is not None:
