@@ -201,7 +201,7 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
     if not is_columns(data) and not spec.response.is_cbind and spec.response.column == "correct":
         from mrcstats.io.schema import apply_invalid
 
-        require_binary_response(fam, data)   # a graded row (score, no correct) is not an invalid answer: refuse first
+        require_binary_response(fam, data, "glmer")   # a graded row (score, no correct) is not an invalid answer: refuse first
         data, n_invalid = apply_invalid(data, invalid)
     res = fit_rows(spec, data, contrasts=contrasts, nagq=nagq, engine=engine, weights=weights,
                    levels=levels, lme4_defaults=lme4_defaults, t0=t0)
