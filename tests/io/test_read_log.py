@@ -229,3 +229,40 @@ def test_multi_file_read_keeps_reader_attrs(tmp_path, monkeypatch):
     assert log.attrs["file_attrs"] == {"a.csv": {"invalidated": 2, "graded_metrics": ["f1"],
                                                  "run_settings": ("num_fewshot",)},
                                        "b.csv": {"invalidated": 1, "graded_metrics": ["bleu", "f1"]}}
+
+
+def test_file_attrs_stay_out_of_a_written_log(tmp_path, monkeypatch):
+    """``attrs["file_attrs"]`` describes one read (each source file's own values, by the names of the files read
+    then), not the log: ``write_log`` keeps it out of the Parquet metadata, while the merged values it came with
+    (invalidated, graded_metrics, run_settings) travel, so the round trip gives them back without a stale
+    per-file table naming files that are not the written file's sources (docs/log.md)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from mrcstats.io import reader, write_log
+
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("model,item,correct\nm1,q1,1\nm1,q2,0\n")
+    b.write_text("model,item,correct\nm2,q1,1\nm2,q2,1\n")
+    extra = {"a.csv": {"invalidated": 2, "graded_metrics": ["f1"]}, "b.csv": {"invalidated": 1}}
+    orig = reader.read_source
+
+    def fake(src, *args, **kw):
+        df = orig(src, *args, **kw)
+        df.attrs.update(extra[src.path.name])
+        return df
+
+    monkeypatch.setattr(reader, "read_source", fake)
+    log = read_log([a, b])
+    assert "file_attrs" in log.attrs
+    before = dict(log.attrs)
+    out = write_log(log, tmp_path / "out.parquet")
+    assert log.attrs == before                                    # the log in memory keeps them
+    stored = json.loads(pq.read_schema(out).metadata[b"PANDAS_ATTRS"])
+    assert "file_attrs" not in stored
+    assert stored["invalidated"] == 3 and stored["graded_metrics"] == ["f1"]
+    monkeypatch.setattr(reader, "read_source", orig)
+    back = read_log(out)
+    assert "file_attrs" not in back.attrs and back.attrs["sources"] == [str(out)]
+    assert back.attrs["invalidated"] == 3 and back.attrs["graded_metrics"] == ["f1"]

@@ -175,6 +175,9 @@ def file_names(files: Sequence[str | os.PathLike]) -> list[str]:
 
 #: what a reader records about its file beyond notes/skipped, and how several files' values merge
 FILE_ATTRS: tuple[str, ...] = ("invalidated", "graded_metrics", "run_settings")
+#: attrs that describe one read rather than the log, kept out of a written file's metadata (:func:`write_log`):
+#: ``file_attrs``, each source file's own values by the names of the files read then (the merged values travel)
+READ_ONLY_ATTRS: tuple[str, ...] = ("file_attrs",)
 
 
 def merge_file_attrs(files: Sequence[str | os.PathLike], frames: Sequence[pd.DataFrame]) -> dict:
@@ -334,7 +337,8 @@ def write_log(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     validated a second time (:func:`~mrcstats.io.schema.is_validated`).
 
     ``df.attrs`` (JSON-serialisable parts) travel in the Parquet metadata, so
-    :func:`read_log` gives back the same frame. The files the log was read from
+    :func:`read_log` gives back the same frame, except :data:`READ_ONLY_ATTRS` (``file_attrs``: the per-file
+    values of the read that made the log; their merged values travel). The files the log was read from
     (``attrs["sources"]``) are never overwritten (:func:`mrcstats._files.input_clash`).
     Returns the path written.
     """
@@ -364,8 +368,9 @@ def _write_parquet(log: pd.DataFrame, tmp: Path) -> None:
 
     attrs = log.attrs
     try:
-        json.dumps(to_jsonable(attrs))
-        log.attrs = to_jsonable(attrs)
+        kept = to_jsonable({k: v for k, v in attrs.items() if k not in READ_ONLY_ATTRS})
+        json.dumps(kept)
+        log.attrs = kept
     except (TypeError, ValueError):
         log.attrs = {}
     try:
