@@ -204,16 +204,14 @@ def test_duplicates_across_files_name_each_file_and_suggest_naming_its_model(tmp
     assert "--on-duplicate first|last" not in msg
 
 
-def test_multi_file_read_keeps_reader_attrs(tmp_path, monkeypatch):
-    """Several files read together keep what each reader recorded (invalidated, graded_metrics, run_settings):
-    merged over the files, with the per-file values in ``attrs["file_attrs"]``."""
+def _two_files_with_reader_attrs(tmp_path, monkeypatch, extra):
+    """Two CSV logs ``a.csv``, ``b.csv`` read together, the reader of each recording ``extra[name]`` in its
+    attrs (as the tool readers record invalidated samples, graded metrics, run settings)."""
     from mrcstats.io import reader
 
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     a.write_text("model,item,correct\nm1,q1,1\nm1,q2,0\n")
     b.write_text("model,item,correct\nm2,q1,1\nm2,q2,1\n")
-    extra = {"a.csv": {"invalidated": 2, "graded_metrics": ["f1"], "run_settings": ("num_fewshot",)},
-             "b.csv": {"invalidated": 1, "graded_metrics": ["bleu", "f1"]}}
     orig = reader.read_source
 
     def fake(src, *args, **kw):
@@ -221,8 +219,17 @@ def test_multi_file_read_keeps_reader_attrs(tmp_path, monkeypatch):
         df.attrs.update(extra[src.path.name])
         return df
 
-    monkeypatch.setattr(reader, "read_source", fake)
-    log = read_log([a, b])
+    with monkeypatch.context() as mp:
+        mp.setattr(reader, "read_source", fake)
+        return read_log([a, b])
+
+
+def test_multi_file_read_keeps_reader_attrs(tmp_path, monkeypatch):
+    """Several files read together keep what each reader recorded (invalidated, graded_metrics, run_settings):
+    merged over the files, with the per-file values in ``attrs["file_attrs"]``."""
+    log = _two_files_with_reader_attrs(tmp_path, monkeypatch, {
+        "a.csv": {"invalidated": 2, "graded_metrics": ["f1"], "run_settings": ("num_fewshot",)},
+        "b.csv": {"invalidated": 1, "graded_metrics": ["bleu", "f1"]}})
     assert log.attrs["invalidated"] == 3
     assert log.attrs["graded_metrics"] == ["bleu", "f1"]
     assert tuple(log.attrs["run_settings"]) == ("num_fewshot",)
@@ -240,21 +247,10 @@ def test_file_attrs_stay_out_of_a_written_log(tmp_path, monkeypatch):
 
     import pyarrow.parquet as pq
 
-    from mrcstats.io import reader, write_log
+    from mrcstats.io import write_log
 
-    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
-    a.write_text("model,item,correct\nm1,q1,1\nm1,q2,0\n")
-    b.write_text("model,item,correct\nm2,q1,1\nm2,q2,1\n")
-    extra = {"a.csv": {"invalidated": 2, "graded_metrics": ["f1"]}, "b.csv": {"invalidated": 1}}
-    orig = reader.read_source
-
-    def fake(src, *args, **kw):
-        df = orig(src, *args, **kw)
-        df.attrs.update(extra[src.path.name])
-        return df
-
-    monkeypatch.setattr(reader, "read_source", fake)
-    log = read_log([a, b])
+    log = _two_files_with_reader_attrs(tmp_path, monkeypatch, {
+        "a.csv": {"invalidated": 2, "graded_metrics": ["f1"]}, "b.csv": {"invalidated": 1}})
     assert "file_attrs" in log.attrs
     before = dict(log.attrs)
     out = write_log(log, tmp_path / "out.parquet")
@@ -262,7 +258,6 @@ def test_file_attrs_stay_out_of_a_written_log(tmp_path, monkeypatch):
     stored = json.loads(pq.read_schema(out).metadata[b"PANDAS_ATTRS"])
     assert "file_attrs" not in stored
     assert stored["invalidated"] == 3 and stored["graded_metrics"] == ["f1"]
-    monkeypatch.setattr(reader, "read_source", orig)
     back = read_log(out)
     assert "file_attrs" not in back.attrs and back.attrs["sources"] == [str(out)]
     assert back.attrs["invalidated"] == 3 and back.attrs["graded_metrics"] == ["f1"]
