@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mrcstats.models import emmeans, glmer, lmer, pairs
-from mrcstats.models.emmeans import EmmeansResult, PairsResult
+from mrcstats.models import glmer, lmer
+from mrcstats.models.emmeans import EmmeansResult, PairsResult, emmeans, pairs
 from mrcstats.models.lmm_results import LmerResult
 from mrcstats.models.results import GlmerResult
 
