@@ -70,3 +70,26 @@ def test_a_threshold_cuts_a_dataset_as_it_cuts_the_files_it_came_from(tmp_path):
         a, b = (f.sort_values(key).reset_index(drop=True) for f in (want, got))
         assert a["correct"].tolist() == b["correct"].tolist() == [False, True, True, True]
         assert got.attrs["threshold"] == 0.5
+
+
+def test_a_dataset_folder_is_never_read_as_a_folder_of_files(files):
+    """The dataset check happens where a folder is opened (``io.source.expand_paths``), whatever ``format=`` says:
+    ``format=`` on a dataset folder is refused as ``mapping=``/``model=`` are (it is canonical Parquet already,
+    docs/datasets.md); ``read_data`` reads it as the dataset it is; a dataset among other paths, or given to a
+    reader of files, is refused naming it (it was read as plain files: '_mrcstats.json: cannot read Parquet')."""
+    from mrcstats.io import read_data, read_log
+    from mrcstats.io.source import expand_paths
+
+    csv, ds = files
+    for fmt in ("parquet", "csv"):
+        for call, kw in ((read_log, {}), (read_data, {}), (open_log, {}), (open_log, {"table": True})):
+            with pytest.raises(InputError, match=r"format=.*dataset folder") as e:
+                call(ds, format=fmt, **kw)
+            assert "_mrcstats.json: cannot read" not in str(e.value)
+    want = read_log(ds)
+    got = read_data(ds)
+    assert len(got) == len(want) == 4 and got.attrs["format"] == "dataset"
+    assert isinstance(open_log(ds, table=True, lazy=False), pd.DataFrame)
+    for call in (lambda: read_log([ds, csv]), lambda: read_data([csv, ds]), lambda: expand_paths(ds, (".parquet",))):
+        with pytest.raises(InputError, match=rf"{ds.name}.*dataset folder"):
+            call()

@@ -204,16 +204,14 @@ def test_duplicates_across_files_name_each_file_and_suggest_naming_its_model(tmp
     assert "--on-duplicate first|last" not in msg
 
 
-def test_multi_file_read_keeps_reader_attrs(tmp_path, monkeypatch):
-    """Several files read together keep what each reader recorded (invalidated, graded_metrics, run_settings):
-    merged over the files, with the per-file values in ``attrs["file_attrs"]``."""
+def _two_files_with_reader_attrs(tmp_path, monkeypatch, extra):
+    """Two CSV logs ``a.csv``, ``b.csv`` read together, the reader of each recording ``extra[name]`` in its
+    attrs (as the tool readers record invalidated samples, graded metrics, run settings)."""
     from mrcstats.io import reader
 
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     a.write_text("model,item,correct\nm1,q1,1\nm1,q2,0\n")
     b.write_text("model,item,correct\nm2,q1,1\nm2,q2,1\n")
-    extra = {"a.csv": {"invalidated": 2, "graded_metrics": ["f1"], "run_settings": ("num_fewshot",)},
-             "b.csv": {"invalidated": 1, "graded_metrics": ["bleu", "f1"]}}
     orig = reader.read_source
 
     def fake(src, *args, **kw):
@@ -221,11 +219,45 @@ def test_multi_file_read_keeps_reader_attrs(tmp_path, monkeypatch):
         df.attrs.update(extra[src.path.name])
         return df
 
-    monkeypatch.setattr(reader, "read_source", fake)
-    log = read_log([a, b])
+    with monkeypatch.context() as mp:
+        mp.setattr(reader, "read_source", fake)
+        return read_log([a, b])
+
+
+def test_multi_file_read_keeps_reader_attrs(tmp_path, monkeypatch):
+    """Several files read together keep what each reader recorded (invalidated, graded_metrics, run_settings):
+    merged over the files, with the per-file values in ``attrs["file_attrs"]``."""
+    log = _two_files_with_reader_attrs(tmp_path, monkeypatch, {
+        "a.csv": {"invalidated": 2, "graded_metrics": ["f1"], "run_settings": ("num_fewshot",)},
+        "b.csv": {"invalidated": 1, "graded_metrics": ["bleu", "f1"]}})
     assert log.attrs["invalidated"] == 3
     assert log.attrs["graded_metrics"] == ["bleu", "f1"]
     assert tuple(log.attrs["run_settings"]) == ("num_fewshot",)
     assert log.attrs["file_attrs"] == {"a.csv": {"invalidated": 2, "graded_metrics": ["f1"],
                                                  "run_settings": ("num_fewshot",)},
                                        "b.csv": {"invalidated": 1, "graded_metrics": ["bleu", "f1"]}}
+
+
+def test_file_attrs_stay_out_of_a_written_log(tmp_path, monkeypatch):
+    """``attrs["file_attrs"]`` describes one read (each source file's own values, by the names of the files read
+    then), not the log: ``write_log`` keeps it out of the Parquet metadata, while the merged values it came with
+    (invalidated, graded_metrics, run_settings) travel, so the round trip gives them back without a stale
+    per-file table naming files that are not the written file's sources (docs/log.md)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from mrcstats.io import write_log
+
+    log = _two_files_with_reader_attrs(tmp_path, monkeypatch, {
+        "a.csv": {"invalidated": 2, "graded_metrics": ["f1"]}, "b.csv": {"invalidated": 1}})
+    assert "file_attrs" in log.attrs
+    before = dict(log.attrs)
+    out = write_log(log, tmp_path / "out.parquet")
+    assert log.attrs == before                                    # the log in memory keeps them
+    stored = json.loads(pq.read_schema(out).metadata[b"PANDAS_ATTRS"])
+    assert "file_attrs" not in stored
+    assert stored["invalidated"] == 3 and stored["graded_metrics"] == ["f1"]
+    back = read_log(out)
+    assert "file_attrs" not in back.attrs and back.attrs["sources"] == [str(out)]
+    assert back.attrs["invalidated"] == 3 and back.attrs["graded_metrics"] == ["f1"]

@@ -36,7 +36,7 @@ def _fake_fit(formula: str, data: pd.DataFrame, loglik: float, nobs: int | None 
     return GlmerResult.from_estimates(
         info=design.info, beta=rng.normal(size=p), vcov=V, theta=[0.5], group_names=["g"],
         ngroups={"g": 40}, ranef={}, loglik=loglik, deviance=-2 * loglik, resid_quantiles=[-2, -1, 0, 1, 2],
-        nobs=nobs or design.nobs, converged=True, engine=engine, fit_options={}, frame=data)
+        nobs=nobs or design.nobs, converged=True, engine=engine, fit_options={}, frame=data, family=design.family)
 
 
 # ----------------------------------------------------------------------------- gvif

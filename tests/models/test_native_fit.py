@@ -309,4 +309,25 @@ def test_graded_log_check_has_one_home():
             call()
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1]
-    native.require_binary_response(get_family("gaussian"), log)    # a family without a 0/1 response: no check
+    native.require_binary_response(get_family("gaussian"), log, "lmer")    # a family without a 0/1 response: no check
+
+
+def test_the_graded_log_message_names_the_family_and_the_caller_asked():
+    """The message names the family actually asked (and the caller), not always 'glmer (binomial)'."""
+    import dataclasses
+
+    from mrcstats.io.schema import validate_log
+    from mrcstats.models import native
+    from mrcstats.models.family import BINOMIAL
+    from mrcstats.models.family_table import Capabilities
+
+    log = validate_log(pd.DataFrame({"model": ["a", "a", "b", "b"], "item": ["1", "2", "1", "2"],
+                                     "score": [0.2, 0.9, 0.4, 0.7]}))
+    other = dataclasses.replace(BINOMIAL, name="binomial-probit", link="probit",
+                                capabilities=Capabilities("binomial-probit", frozenset({"fit.binary"})))
+    for fam, who in ((BINOMIAL, "glmer"), (other, "my_command")):
+        with pytest.raises(InputError, match="needs a binary outcome") as e:
+            native.require_binary_response(fam, log, who)
+        assert str(e.value).startswith(f"{who} (family {fam.name}, {fam.link} link): "), str(e.value)
+    with pytest.raises(InputError, match=r"^glmer \(family binomial, logit link\): needs a binary outcome"):
+        glmer("correct ~ model + (1 | item)", log)

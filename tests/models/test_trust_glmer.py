@@ -44,3 +44,25 @@ def test_separated_fit_warns_once_and_singular_message_once():
     text = m.summary()
     for msg in m.messages:
         assert text.count(msg) == 1
+
+
+@pytest.mark.parametrize("bad", [[1, 2], {"y": [1]}, "no-such-file.csv", np.zeros((3, 2))],
+                         ids=["list", "dict", "path", "array"])
+def test_lmer_and_glmer_refuse_a_non_table_with_one_message(bad):
+    """lmer and glmer run the same check (:func:`mrcstats.models._checks.require_table`): one message, which names
+    both tables they accept (a pandas frame and a Columns table) and how to get one."""
+    from mrcstats.models import lmer
+
+    msgs = {}
+    for who, fit in (("lmer", lmer), ("glmer", glmer)):
+        if who == "glmer" and isinstance(bad, str):
+            continue                 # glmer opens a path itself (io.open_log): its own message
+        with pytest.raises(InputError) as e:
+            fit("y ~ x + (1 | g)", bad)
+        msgs[who] = str(e.value)
+    for who, msg in msgs.items():
+        assert msg.startswith(f"{who}: data must be "), msg
+        assert "pandas DataFrame" in msg and "Columns" in msg and "read_data" in msg, msg
+        assert type(bad).__name__ in msg
+    if len(msgs) == 2:
+        assert msgs["lmer"].removeprefix("lmer") == msgs["glmer"].removeprefix("glmer")

@@ -635,3 +635,28 @@ def test_judge_bias_says_when_the_item_sd_rests_on_few_rows_per_item():
     assert any("labelled rows per item on average" in n and "unstable" in n for n in few.notes), few.notes
     many = judge(_sparse_log(8), human="human", judge="judge", item="item", bootstrap=0).bias
     assert not any("labelled rows per item on average" in n for n in many.notes), many.notes
+
+
+@settings(max_examples=60, deadline=None)
+@given(alpha=st.floats(0.001, 0.5), width=st.floats(0.01, 0.5), s2=st.floats(0.001, 2.0),
+       N=st.integers(10, 5000), method=st.sampled_from(["plain", "tuned", "crossfit"]),
+       target=st.sampled_from(["population", "rows"]))
+def test_the_judge_code_has_one_normal_critical_value(alpha, width, s2, N, method, target):
+    """``normal_critical(alpha)`` is the one z of the judge code (``z_{1−α/2}``): the non-crossfit PPI rule's
+    critical value and ``labels_needed``'s lower bound (which took it from ``ppi_critical("plain", 2, alpha)``),
+    with the same numbers as before."""
+    import inspect
+    import math
+
+    from mrcstats._dist import norm_ppf
+    from mrcstats.stats import judge as judge_mod
+
+    z = judge_mod.normal_critical(alpha)
+    assert z == float(norm_ppf(1 - alpha / 2))
+    assert judge_mod.ppi_critical("plain", 2, alpha) == judge_mod.ppi_critical("tuned", 50, alpha) == z
+    src = inspect.getsource(judge_mod)
+    assert src.count("norm_ppf(") == 1 and 'ppi_critical("plain"' not in src
+    # labels_needed: the plain/tuned answer is the smallest n with z·SE(n) <= width/2 (population, no fixed part)
+    n = judge_mod.labels_needed(width, method, N, s2, target=target, alpha=alpha)
+    if method != "crossfit" and target == "population":
+        assert n == math.ceil(s2 / (width / (2 * z)) ** 2)

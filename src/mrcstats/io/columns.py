@@ -192,6 +192,14 @@ class Columns:
         label = self.index[int(i)]
         return label.item() if isinstance(self.index, np.ndarray) else label
 
+    def row_text(self, i: int) -> str:
+        """Row ``i`` as a message names it: ``data row N`` for a table numbered by position (``index`` None, or
+        the positions :meth:`take` keeps), 1-based as a file counts its rows after the header; ``row LABEL`` for
+        a pandas frame with an index of its own."""
+        if self.index is not None and not isinstance(self.index, np.ndarray):
+            return f"row {self.label(i)!r}"
+        return f"data row {(int(i) if self.index is None else int(self.index[int(i)])) + 1:,}"
+
     def select(self, names: Iterable[str]) -> Columns:
         """These columns only, in this order (converted now)."""
         names = tuple(names)

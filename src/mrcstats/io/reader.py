@@ -91,19 +91,12 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
             columns, non-binary correctness, duplicate keys.
     """
     check_read_args(format, mapping, model, on_duplicate)
-    single = paths if isinstance(paths, (str, os.PathLike)) else (
-        paths[0] if isinstance(paths, (list, tuple)) and len(paths) == 1 else None)
-    if isinstance(single, (str, os.PathLike)) and format is None:
-        from mrcstats.io.dataset import is_dataset, open_dataset
+    single = dataset_folder(paths, format, mapping, model)
+    if single is not None:      # a partitioned dataset folder (mrcstats ingest --dataset): load it
+        from mrcstats.io.dataset import open_dataset
 
-        if is_dataset(single):  # a partitioned dataset folder (mrcstats ingest --dataset): load it
-            given = [n for n, v in (("mapping", mapping), ("model", model)) if v]
-            if given:   # a dataset is canonical already: these cannot apply, so refuse rather than ignore them
-                raise InputError(f"{single}: {' and '.join(f'{n}=' for n in given)} cannot apply to a dataset folder "
-                                 f"(its columns and models were fixed by `mrcstats ingest --dataset`); drop the option "
-                                 f"here, or pass it to ingest when building the dataset from the source files")
-            log = check_duplicates(open_dataset(single).to_log(), on_duplicate, str(single), {})
-            return apply_threshold(log, threshold, str(single))   # the same cut as the files' path below
+        log = check_duplicates(open_dataset(single).to_log(), on_duplicate, str(single), {})
+        return apply_threshold(log, threshold, str(single))   # the same cut as the files' path below
     files = expand_paths(paths, EXTENSIONS)
     sources: list[tuple[Source, str]] = []
     for path in files:
@@ -114,6 +107,29 @@ def read_log(paths: str | os.PathLike | Sequence[str | os.PathLike], format: str
                              f"{fmt}; read one format at a time (or pass --format)")
         sources.append((src, fmt))
     return _read_loaded(files, sources, mapping, model, on_duplicate, threshold)
+
+
+def dataset_folder(paths: Any, format: str | None, mapping: Mapping[str, str] | None,
+                   model: str | Mapping[str, str] | None) -> str | os.PathLike | None:
+    """The log dataset folder (``mrcstats ingest --dataset``) that ``paths`` names alone, or None: where
+    :func:`read_log` and :func:`read_data` open a folder as a dataset, whatever else they are given. A dataset is
+    canonical already (docs/datasets.md): ``format=``, ``mapping=`` and ``model=`` cannot apply to it and are refused
+    with an InputError naming them, rather than ignored or used to read its files as plain ones (a dataset folder
+    among other paths is refused where folders are listed, :func:`~mrcstats.io.source.expand_paths`)."""
+    single = paths if isinstance(paths, (str, os.PathLike)) else (
+        paths[0] if isinstance(paths, (list, tuple)) and len(paths) == 1 else None)
+    if not isinstance(single, (str, os.PathLike)):
+        return None
+    from mrcstats.io.dataset import is_dataset
+
+    if not is_dataset(single):
+        return None
+    given = [n for n, v in (("format", format), ("mapping", mapping), ("model", model)) if v]
+    if given:   # a dataset is canonical already: these cannot apply, so refuse rather than ignore them
+        raise InputError(f"{single}: {' and '.join(f'{n}=' for n in given)} cannot apply to a dataset folder "
+                         f"(its format, columns and models were fixed by `mrcstats ingest --dataset`); drop the "
+                         f"option here, or pass it to ingest when building the dataset from the source files")
+    return single
 
 
 def _read_loaded(files: list[Path], sources: list[tuple[Source, str]], mapping: Mapping[str, str] | None,
@@ -159,6 +175,9 @@ def file_names(files: Sequence[str | os.PathLike]) -> list[str]:
 
 #: what a reader records about its file beyond notes/skipped, and how several files' values merge
 FILE_ATTRS: tuple[str, ...] = ("invalidated", "graded_metrics", "run_settings")
+#: attrs that describe one read rather than the log, kept out of a written file's metadata (:func:`write_log`):
+#: ``file_attrs``, each source file's own values by the names of the files read then (the merged values travel)
+READ_ONLY_ATTRS: tuple[str, ...] = ("file_attrs",)
 
 
 def merge_file_attrs(files: Sequence[str | os.PathLike], frames: Sequence[pd.DataFrame]) -> dict:
@@ -249,9 +268,12 @@ def read_data(paths: str | os.PathLike | Sequence[str | os.PathLike], format: st
     with the log's correctness words (:func:`mrcstats.io.schema.coerce_correct`: true/false,
     0/1, yes/no; ``invalid`` or empty = <NA>).
     ``attrs["skipped"]`` counts rows left out. ``loaded``: files the caller has read already
-    (:func:`~mrcstats.io.source.load_source`), not read a second time.
+    (:func:`~mrcstats.io.source.load_source`), not read a second time. A log dataset folder is read as the
+    canonical log it holds (:func:`read_log`; ``format``/``mapping``/``model`` refused: :func:`dataset_folder`).
     """
     check_read_args(format, mapping, model, on_duplicate)
+    if dataset_folder(paths, format, mapping, model) is not None:
+        return read_log(paths, on_duplicate=on_duplicate)
     files = expand_paths(paths, EXTENSIONS)
     have = {s.path: s for s in loaded}
     srcs = [have.get(p) or load_source(p) for p in files]
@@ -315,7 +337,8 @@ def write_log(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     validated a second time (:func:`~mrcstats.io.schema.is_validated`).
 
     ``df.attrs`` (JSON-serialisable parts) travel in the Parquet metadata, so
-    :func:`read_log` gives back the same frame. The files the log was read from
+    :func:`read_log` gives back the same frame, except :data:`READ_ONLY_ATTRS` (``file_attrs``: the per-file
+    values of the read that made the log; their merged values travel). The files the log was read from
     (``attrs["sources"]``) are never overwritten (:func:`mrcstats._files.input_clash`).
     Returns the path written.
     """
@@ -345,8 +368,9 @@ def _write_parquet(log: pd.DataFrame, tmp: Path) -> None:
 
     attrs = log.attrs
     try:
-        json.dumps(to_jsonable(attrs))
-        log.attrs = to_jsonable(attrs)
+        kept = to_jsonable({k: v for k, v in attrs.items() if k not in READ_ONLY_ATTRS})
+        json.dumps(kept)
+        log.attrs = kept
     except (TypeError, ValueError):
         log.attrs = {}
     try:

@@ -175,7 +175,8 @@ def load_source(path: str | Path) -> Source:
 def expand_paths(paths: Any, extensions: tuple[str, ...]) -> list[Path]:
     """Expand files and folders into a list of files: a folder's files (recursively, sorted) whose name ends
     with one of ``extensions`` (lower case with the dot, e.g. :data:`mrcstats.io.formats.EXTENSIONS`),
-    optionally followed by ``.gz``."""
+    optionally followed by ``.gz``. A log dataset folder (:func:`mrcstats.io.dataset.is_dataset`) is refused
+    here, where folders are opened, whatever the caller reads: it is opened as a dataset, never as its files."""
     if isinstance(paths, (str, os.PathLike, bytes)):
         paths = [paths]
     elif paths is None or isinstance(paths, dict) or not isinstance(paths, (list, tuple)):
@@ -194,6 +195,12 @@ def expand_paths(paths: Any, extensions: tuple[str, ...]) -> list[Path]:
         except OSError as exc:  # e.g. a name too long
             raise InputError(f"{p}: cannot open ({exc.strerror or exc})") from None
         if is_dir:
+            from mrcstats.io.dataset import is_dataset
+
+            if is_dataset(p):   # its files are a dataset's parts (and _mrcstats.json), not a folder of logs
+                raise InputError(f"{p}: is a log dataset folder (mrcstats ingest --dataset), not a folder of files; "
+                                 f"give it alone to read it as the dataset (read_log/open_log, any command), "
+                                 f"without format=/mapping=/model= (--format/--map/--model)")
             found = sorted(f for f in p.rglob("*") if not f.name.startswith(".") and _known_ext(f.name, extensions)
                            and _data_file(f))
             if not found:

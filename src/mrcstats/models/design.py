@@ -19,6 +19,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -28,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mrcstats.errors import InputError, ModelError
-from mrcstats.io.columns import Column, Columns, as_columns, column_from_series, in_memory, is_columns
+from mrcstats.io.columns import Column, Columns, as_columns, column_from_series, is_columns
+from mrcstats.models._checks import require_table
 from mrcstats.models.family import Family
 from mrcstats.models.formula import NAME_RE, ModelSpec, Response, Variable, unquote
 
@@ -355,7 +357,7 @@ def r_model_matrix(spec: ModelSpec, data: pd.DataFrame | Columns, contrasts: Map
                     x = np.sqrt(x)
             if not np.all(np.isfinite(x)):
                 bad = int(np.flatnonzero(~np.isfinite(x))[0])
-                raise InputError(f"{where}: {v.label} is not finite at row {data.label(bad)!r}; "
+                raise InputError(f"{where}: {v.label} is not finite at {_row_text(data, bad)}; "
                                  "remove or fix such rows")
             numeric[v] = x
         else:
@@ -517,8 +519,44 @@ def _numeric_response(spec: ModelSpec, data: Columns, where: str, model: str, ho
         raise InputError(f"{where}: response column {col!r} is not in the data (columns: {list(data.columns)[:20]})")
     s = data[col]
     if not s.numeric and s.kind != "bool":
-        raise InputError(f"{where}: response {col!r} must hold {holds} for a {model}, it is {s.dtype}")
+        raise InputError(f"{where}: response {col!r} must hold {holds} for a {model}, {_not_numbers(s, col, data)}")
     return s.floats()
+
+
+def _row_text(data: Columns, i: int) -> str:
+    """Row ``i`` of ``data`` as messages name it (:meth:`~mrcstats.io.columns.Columns.row_text`), preceded by the
+    file's name when the rows are those of one plain table file (``attrs``: one source, a table format)."""
+    from mrcstats.io.formats import TABLE_FORMATS
+
+    text = data.row_text(i)
+    sources = data.attrs.get("sources") or ()
+    if len(sources) == 1 and data.attrs.get("format") in TABLE_FORMATS and text.startswith("data row"):
+        text = f"{sources[0]}, {text}"
+    return text
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _not_numbers(s: Column, col: str, data: Columns) -> str:
+    """Why the text or categorical column ``s`` (``col``) of ``data`` is not numbers, and how to fix it: its first
+    cell that is not a number, by row (:func:`_row_text`), column and value; a column
+    of numbers stored as text or categories (no such cell) is told to be converted."""
+    if s.coded:
+        bad = np.array([not _is_number(v) for v in s.levels] + [False])    # (the last slot: a missing cell, -1)
+        rows = np.flatnonzero(bad[s.values])
+        if rows.size:
+            i = int(rows[0])
+            return (f"but it holds text: {_row_text(data, i)}, column {col!r}, has "
+                    f"{s.levels[s.values[i]]!r}. Put a number in that cell (leave it empty for a missing value) "
+                    f"and read the data again")
+    return (f"but it is {s.dtype} (numbers stored as text or categories): convert the column to numbers "
+            f"(pandas: df[{col!r}] = pd.to_numeric(df[{col!r}]))")
 
 
 def _count_response(spec: ModelSpec, data: Columns, where: str, levels_arg: Mapping | None):
@@ -527,8 +565,8 @@ def _count_response(spec: ModelSpec, data: Columns, where: str, levels_arg: Mapp
     y = _numeric_response(spec, data, where, "count model", "counts (non-negative whole numbers)")
     bad = np.flatnonzero(~np.isfinite(y) | (y < 0) | (y != np.round(y)))
     if bad.size:
-        raise InputError(f"{where}: response {col!r} must hold counts (non-negative whole numbers); row "
-                         f"{data.label(bad[0])!r} has {y[bad[0]]:g}")
+        raise InputError(f"{where}: response {col!r} must hold counts (non-negative whole numbers); "
+                         f"{_row_text(data, bad[0])} has {y[bad[0]]:g}")
     return y, np.ones(len(y)), False
 
 
@@ -538,7 +576,7 @@ def _continuous_response(spec: ModelSpec, data: Columns, where: str, levels_arg:
     y = _numeric_response(spec, data, where, "linear mixed model", "numeric values")
     bad = np.flatnonzero(~np.isfinite(y))
     if bad.size:
-        raise InputError(f"{where}: response {col!r} is not finite at row {data.label(bad[0])!r} ({y[bad[0]]})")
+        raise InputError(f"{where}: response {col!r} is not finite at {_row_text(data, bad[0])} ({y[bad[0]]})")
     return y, np.ones(len(y)), False
 
 
@@ -550,7 +588,7 @@ def _response(spec: ModelSpec, data: Columns, where: str, levels_arg: Mapping | 
         f = _arith(r.failures, data, where)  # type: ignore[arg-type]
         bad = np.flatnonzero((s < 0) | (f < 0))
         if bad.size:
-            raise InputError(f"{where}: {r.text} has a negative count at row {data.label(bad[0])!r} "
+            raise InputError(f"{where}: {r.text} has a negative count at {_row_text(data, bad[0])} "
                              f"(successes {s[bad[0]]:g}, failures {f[bad[0]]:g})")
         n = s + f
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -567,7 +605,7 @@ def _response(spec: ModelSpec, data: Columns, where: str, levels_arg: Mapping | 
         bad = np.flatnonzero((y < 0) | (y > 1))
         if bad.size:
             raise InputError(f"{where}: response {col!r} must be 0/1 (or a proportion with weights); "
-                             f"row {data.label(bad[0])!r} has {y[bad[0]]:g}. Use cbind(successes, failures) for counts")
+                             f"{_row_text(data, bad[0])} has {y[bad[0]]:g}. Use cbind(successes, failures) for counts")
         return y, np.ones(len(data)), False
     given = (levels_arg or {}).get(col)
     codes, lv = factor_levels(s, given, f"{where}: response {col!r}")
@@ -684,8 +722,7 @@ def build_design(spec: ModelSpec, data: pd.DataFrame | Columns, *,
         raise InputError(f"build_design: expected a parsed model (mrcstats.models.formula.parse_formula(text)"
                          f".with_family(...)), got {type(spec).__name__}")
     family = spec.require_family()
-    if not in_memory(data):
-        raise InputError(f"{where}: expected a pandas DataFrame, got {type(data).__name__}")
+    require_table(data, "build_design")
     from_pandas = not is_columns(data)
     src = as_columns(data)
     if not spec.random:
@@ -735,6 +772,9 @@ def build_design(spec: ModelSpec, data: pd.DataFrame | Columns, *,
             frame.attrs = {}
         frame = _encode_text_columns(frame, levels)
         view = Columns.from_pandas(frame)
+        if src.index is None:     # rows numbered by position: keep them, and the file, for messages (row_text)
+            view = dataclasses.replace(view, index=np.flatnonzero(~miss) if n_dropped else None,
+                                       attrs=dict(getattr(data, "attrs", None) or {}))
     else:
         view = frame = src.select(cols).take(~miss) if n_dropped else src.select(cols)
     if wvec is not None:

@@ -63,7 +63,7 @@ from mrcstats._words import plural
 from mrcstats.errors import InputError
 from mrcstats.models._checks import check_level
 from mrcstats.models.design import is_numeric_column
-from mrcstats.models.family import BINOMIAL, Family
+from mrcstats.models.family import BINOMIAL, Family, RecordsFamily
 from mrcstats.models.family_table import family_labels, require
 from mrcstats.models.formula import ModelSpec
 
@@ -331,7 +331,7 @@ def _text_table(df: pd.DataFrame, by: Sequence[str], pcols: Sequence[str] = ()) 
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class EmmeansResult(Result):
+class EmmeansResult(Result, RecordsFamily):
     """Estimated marginal means (emmeans's ``summary(emmeans(m, specs, by = by, type = type))``).
 
     ``estimate``/``se`` are on the link (logit) scale whatever ``type``; ``to_frame()`` gives
@@ -353,11 +353,18 @@ class EmmeansResult(Result):
     covariates: Mapping[str, tuple[float, ...]]
     numeric: tuple[str, ...]
     notes: tuple[str, ...]
-    link: str = "logit"
+    family: Family                    # required: the fit's (emmeans() passes m.family)
     formula: str = ""
-    family: Family = BINOMIAL
     df: np.ndarray | None = None      # per mean (lmer fits: Satterthwaite or Kenward-Roger); None = Inf
     df_fun: Any = field(default=None, repr=False)   # contrast rows in β -> df (for pairs)
+
+    STORED_FAMILY = BINOMIAL          # means stored before results recorded their family (RecordsFamily)
+    NOTES_FIELD = "notes"
+
+    @property
+    def link(self) -> str:
+        """The link's R name, the family's (``logit``, ``log``, ``identity``)."""
+        return self.family.link
 
     @property
     def est_name(self) -> str:
@@ -411,7 +418,7 @@ class EmmeansResult(Result):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class PairsResult(Result):
+class PairsResult(Result, RecordsFamily):
     """Pairwise contrasts of marginal means (emmeans's ``summary(pairs(em, adjust = adjust))``).
 
     ``estimate``/``se``/``z`` are on the link scale (log odds ratios); ``p`` is adjusted within
@@ -433,9 +440,12 @@ class PairsResult(Result):
     family_size: int
     n_contrasts: int
     notes: tuple[str, ...]
+    family: Family                    # required: the means' (pairs() passes em.family)
     C: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 0)))
-    family: Family = BINOMIAL
     df: np.ndarray | None = None      # per contrast (lmer fits); None = Inf (z tests)
+
+    STORED_FAMILY = BINOMIAL          # contrasts stored before results recorded their family (RecordsFamily)
+    NOTES_FIELD = "notes"
 
     @property
     def est_name(self) -> str:
@@ -578,7 +588,7 @@ def emmeans(m: GlmerResult, specs: str | Sequence[str] = "LLM", by: str | Sequen
     return EmmeansResult(specs=sp, by=bv, type=type, grid=grid, estimate=est, se=se, L=L, V=Vm, level=level,
                          averaged_over=averaged, covariates=covs,
                          numeric=tuple(v.name for v in rg.variables if v.numeric and v.name in facs),
-                         notes=tuple(notes), link=m.family.link, formula=m.formula, family=m.family, df=dfs,
+                         notes=tuple(notes), formula=m.formula, family=m.family, df=dfs,
                          df_fun=df_fun)
 
 

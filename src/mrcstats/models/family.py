@@ -38,6 +38,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -82,6 +83,13 @@ class Family:
 
     def __str__(self) -> str:
         return self.name
+
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        """A registered family pickles as its name (its kernels include lambdas, which pickle cannot store), so a
+        fit of any registered family can be stored and read back; any other family pickles field by field."""
+        if FAMILIES.get(self.name) is self:
+            return (get_family, (self.name,))
+        return super().__reduce__()
 
     def cumulant_at(self, eta: np.ndarray, mu: np.ndarray) -> np.ndarray:
         """b(η) (a new array) where μ = b'(η) is already computed (the modes' last PIRLS pass)."""
@@ -502,4 +510,32 @@ def get_family(family: str | Family) -> Family:
     return fam
 
 
-__all__ = ["BETABINOMIAL", "BINOMIAL", "FAMILIES", "GAUSSIAN", "POISSON", "Family", "get_family"]
+
+# ----------------------------------------------------------------------------- results that record their family
+
+
+class RecordsFamily:
+    """Base of the result records that carry the family they were fitted with (a required ``family`` field,
+    set where the record is built: the engines from ``design.family``, emmeans/pairs from the fit's).
+
+    A record pickled before the field existed (when such a record could only be of ``STORED_FAMILY``: the GLMMs
+    and their emmeans were binomial-logit, lmer Gaussian) is read back with that family, and its ``NOTES_FIELD``
+    (``messages`` or ``notes``) ends with a note saying so, rather than failing or claiming it silently."""
+
+    __slots__ = ()
+    #: the only family a record of this class could have had before it stored its own
+    STORED_FAMILY: ClassVar[Family]
+    #: the field of text notes the record prints (``summary()``) and the note goes to
+    NOTES_FIELD: ClassVar[str] = "messages"
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "family" not in state:
+            fam = type(self).STORED_FAMILY
+            note = (f"{type(self).__name__} stored before results recorded their family: read as {fam.name} "
+                    f"({fam.link} link), the only family it could have had then; refit to record it")
+            state = {**state, "family": fam,
+                     self.NOTES_FIELD: (*state.get(self.NOTES_FIELD, ()), note)}
+        self.__dict__.update(state)      # (a frozen dataclass: its __setattr__ refuses)
+
+
+__all__ = ["BETABINOMIAL", "BINOMIAL", "FAMILIES", "GAUSSIAN", "POISSON", "Family", "RecordsFamily", "get_family"]

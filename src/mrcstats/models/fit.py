@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from mrcstats.errors import InputError
 from mrcstats.io.columns import Columns, as_frame, in_memory, is_columns
+from mrcstats.models._checks import require_table
 from mrcstats.models.family import Family, get_family
 from mrcstats.models.family_table import require
 from mrcstats.models.formula import ModelSpec, parse_formula
@@ -195,14 +196,12 @@ def glmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, family: str | 
 
         return glmer_outofcore(spec, data, backend=backend, scheduler=scheduler, contrasts=contrasts,
                                levels=levels, nagq=nagq, method=method, invalid=invalid)
-    if not in_memory(data):
-        raise InputError(f"glmer: data must be a pandas DataFrame (e.g. mrcstats.read_log(...) or "
-                         f"mrcstats.io.read_data(...)), got {type(data).__name__}")
+    require_table(data, "glmer")
     n_invalid = 0
     if not is_columns(data) and not spec.response.is_cbind and spec.response.column == "correct":
         from mrcstats.io.schema import apply_invalid
 
-        require_binary_response(fam, data)   # a graded row (score, no correct) is not an invalid answer: refuse first
+        require_binary_response(fam, data, "glmer")   # a graded row (score, no correct) is not an invalid answer: refuse first
         data, n_invalid = apply_invalid(data, invalid)
     res = fit_rows(spec, data, contrasts=contrasts, nagq=nagq, engine=engine, weights=weights,
                    levels=levels, lme4_defaults=lme4_defaults, t0=t0)

@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mrcstats.errors import InputError
-from mrcstats.io.columns import Columns, in_memory
+from mrcstats.io.columns import Columns
+from mrcstats.models._checks import require_table
 from mrcstats.models.family import GAUSSIAN
 from mrcstats.models.formula import ModelSpec, parse_formula
 from mrcstats.models.lmm_fit import LmmSystem
@@ -62,8 +63,7 @@ def lmer(formula: str | ModelSpec, data: pd.DataFrame | Columns, reml: bool = Tr
     if not isinstance(formula, (str, ModelSpec)):
         raise InputError(f"lmer: formula must be R formula text such as 'score ~ x + (1 | item)', got "
                          f"{type(formula).__name__}")
-    if not in_memory(data):
-        raise InputError(f"lmer: data must be a pandas DataFrame, got {type(data).__name__}")
+    require_table(data, "lmer")
     spec = formula if isinstance(formula, ModelSpec) else parse_formula(formula)
     design = build_design(spec.with_family(GAUSSIAN), data, contrasts=contrasts, levels=levels)
     from mrcstats.models.optimize import blas_controller

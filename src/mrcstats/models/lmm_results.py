@@ -22,7 +22,7 @@ from mrcstats._repr import Result
 from mrcstats.errors import InputError, ModelError
 from mrcstats.models import lmm_tests
 from mrcstats.models._checks import check_level
-from mrcstats.models.family import GAUSSIAN
+from mrcstats.models.family import GAUSSIAN, Family, RecordsFamily
 from mrcstats.models.family_table import CAPABILITIES, Capabilities, require
 from mrcstats.models.lmm_fit import (
     SINGULAR_TOL,
@@ -46,7 +46,7 @@ def _coef_column(values: str, name: str) -> functools.cached_property:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class LmerResult(Result):
+class LmerResult(Result, RecordsFamily):
     """A fitted linear mixed model in lme4's terms, with lmerTest's Satterthwaite t-tests.
 
     The estimates are stored as NumPy arrays with their names and the random-effect tables as plain records
@@ -94,15 +94,17 @@ class LmerResult(Result):
     singular: bool
     messages: tuple[str, ...]
     fit_seconds: float
+    family: Family = field(repr=False)     # required: the design's (gaussian), set by fit_lmm
     engine: str = "native"
     info: Any = field(default=None, repr=False)
     optinfo: Mapping[str, Any] = field(default_factory=dict, repr=False)
     vcov_varpar: np.ndarray | None = field(default=None, repr=False)
-    family: Any = field(default=GAUSSIAN, repr=False)
     jac_varpar: tuple[np.ndarray, ...] = field(default=(), repr=False)
     frame: pd.DataFrame | None = field(default=None, repr=False)
     fit_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     design: Any = field(default=None, repr=False)
+
+    STORED_FAMILY = GAUSSIAN          # a fit stored before results recorded their family (RecordsFamily)
 
     # ------------------------------------------------------------------ the pandas views (built when read)
     fixef = _coef_column("fixef_values", "Estimate")
@@ -129,7 +131,8 @@ class LmerResult(Result):
 
     @property
     def link(self) -> str:
-        return "identity"
+        """The link's R name (``identity``), the family's."""
+        return self.family.link
 
     @property
     def capabilities(self) -> Capabilities:
@@ -165,7 +168,7 @@ class LmerResult(Result):
     def to_dict(self) -> dict[str, Any]:
         """The CLI ``--json`` object: glmer's keys plus ``sigma``, ``df``, ``t`` (and ``p`` Satterthwaite)."""
         return {
-            "formula": self.formula, "family": "gaussian", "link": "identity", "engine": self.engine,
+            "formula": self.formula, "family": self.family.name, "link": self.link, "engine": self.engine,
             "reml": self.reml, "nobs": self.nobs, "ngroups": dict(self.ngroups),
             **{key: dict(zip(self.fixef_names, map(float, values))) for key, values in (
                 ("fixef", self.fixef_values), ("se", self.se_values), ("df", self.df_values), ("t", self.t_values),
@@ -330,7 +333,7 @@ def fit_lmm(design, reml: bool = True, t0: float | None = None, satterthwaite: b
         loglik=loglik, aic=-2 * loglik + 2 * npar, bic=-2 * loglik + math.log(n) * npar,
         reml_criterion=dev if reml else None, nobs=n, ngroups=design.ngroups, df_resid=n - npar,
         converged=converged, singular=singular, messages=tuple(dict.fromkeys(messages)),
-        fit_seconds=time.perf_counter() - t0, info=design.info,
+        fit_seconds=time.perf_counter() - t0, family=design.family, info=design.info,
         optinfo={"optimizer": "L-BFGS-B+Newton", "nit": int(r.nit), "nfev": sys_.nfev, "message": str(r.message),
                  **({} if start is None else {"start": "subsample fit", "x0": start.tolist()})},
         vcov_varpar=A, jac_varpar=tuple(J[:, k].reshape(p, p) for k in range(J.shape[1])), frame=design.frame,

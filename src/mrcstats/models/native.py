@@ -190,10 +190,11 @@ def _graded(data: Columns) -> bool:
     return bool(np.any(~data["score"].missing() & data["correct"].missing()))
 
 
-def require_binary_response(fam: Any, data: pd.DataFrame | Columns) -> None:
+def require_binary_response(fam: Any, data: pd.DataFrame | Columns, who: str) -> None:
     """The models' one graded-log check: a family fitting a 0/1 response (``fit.binary``) refuses rows with a
     ``score`` and no ``correct`` (a graded log has no 0/1 response until thresholded;
-    :func:`mrcstats.io.schema.require_binary` words the message). :func:`mrcstats.models.fit.glmer` calls it
+    :func:`mrcstats.io.schema.require_binary` words the message, which names ``who`` asked and the family ``fam``
+    asked, e.g. ``glmer (family binomial, logit link)``). :func:`mrcstats.models.fit.glmer` calls it
     before invalid answers are handled (a graded row is not an invalid answer), :func:`fit_rows` for every
     other caller."""
     if not supports(fam, "fit.binary"):
@@ -204,20 +205,20 @@ def require_binary_response(fam: Any, data: pd.DataFrame | Columns) -> None:
         data = data.to_pandas()     # the message reads a pandas frame
     from mrcstats.io.schema import require_binary
 
-    require_binary(data, "glmer (binomial)")
+    require_binary(data, f"{who} (family {fam.name}, {fam.link} link)")
 
 
 def fit_rows(spec: ModelSpec, data: pd.DataFrame | Columns, *, contrasts: Mapping[str, str] | None = None,
              nagq: int = 1, engine: str = "native", weights: Any = None, levels: Mapping[str, Any] | None = None,
-             lme4_defaults: bool = False, t0: float | None = None) -> GlmerResult:
+             lme4_defaults: bool = False, t0: float | None = None, who: str = "glmer") -> GlmerResult:
     """The fit of a parsed ``spec`` (with its family, ``spec.family``) on the rows of a data frame, by ``engine``
-    (native or lme4)."""
+    (native or lme4); ``who`` (the function or command that asked) starts its messages about the data."""
 
     t0 = time.perf_counter() if t0 is None else t0
     fam = spec.require_family()
     if is_columns(data) and engine == "lme4":
         data = data.to_pandas()     # R's data.frame
-    require_binary_response(fam, data)
+    require_binary_response(fam, data, who)
     try:
         nagq = int(nagq)
     except (TypeError, ValueError):

@@ -26,7 +26,7 @@ from mrcstats._repr import Result
 from mrcstats.errors import InputError
 from mrcstats.models._checks import check_level  # noqa: F401  (re-exported)
 from mrcstats.models.design import DesignInfo
-from mrcstats.models.family import BINOMIAL, Family
+from mrcstats.models.family import BINOMIAL, Family, RecordsFamily
 from mrcstats.models.family_table import Capabilities
 from mrcstats.models.formula import ModelSpec
 from mrcstats.models.records import (
@@ -78,9 +78,10 @@ def _matrix(V: Any, k: int) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class GlmerResult(Result):
+class GlmerResult(Result, RecordsFamily):
     """A fitted GLMM, in lme4's terms; ``family`` (:class:`~mrcstats.models.family.Family`) is its
-    response distribution and link (binomial-logit, Poisson-log).
+    response distribution and link (binomial-logit, Poisson-log), a required field that the engine which built
+    the fit sets from its design (no default: a result never claims a family nobody asked for).
 
     The estimates are stored as NumPy arrays with their names and the random-effect tables as plain records
     (:mod:`mrcstats.models.records`); the pandas attributes below are built from them when first read, so
@@ -142,8 +143,8 @@ class GlmerResult(Result):
     messages: tuple[str, ...]
     resid_quantile_values: np.ndarray
     fit_seconds: float
+    family: Family                    # required: set by the engine that built the fit (design.family)
     info: DesignInfo | None = None
-    family: Family = BINOMIAL
     dispersion: float | None = None
     optinfo: Mapping[str, Any] = field(default_factory=dict, repr=False)
     fit_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
@@ -151,6 +152,8 @@ class GlmerResult(Result):
     design: Any = field(default=None, repr=False)
     vcov_method: str = "hessian"
     vcov_other_values: np.ndarray | None = field(default=None, repr=False)
+
+    STORED_FAMILY = BINOMIAL           # a fit stored before results recorded their family (RecordsFamily)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -164,7 +167,7 @@ class GlmerResult(Result):
                        fit_options: Mapping[str, Any] | None = None, frame: pd.DataFrame | None = None,
                        theta_names: Sequence[str] | None = None,
                        varcorr: Iterable[VarCorrRow] | pd.DataFrame | None = None,
-                       design: Any = None, family: Family = BINOMIAL, npar_extra: int = 0,
+                       design: Any = None, family: Family, npar_extra: int = 0,
                        vcov_method: str = "hessian", vcov_other: np.ndarray | pd.DataFrame | None = None,
                        dispersion: float | None = None) -> GlmerResult:
         """Build a result from the estimates; AIC, BIC, df and the separation messages are computed here,
@@ -176,6 +179,7 @@ class GlmerResult(Result):
         Either ``pearson_resid`` (scaled Pearson residuals) or ``resid_quantiles`` is given.
         ``varcorr`` (default: one random intercept per group, SD θ) and the ``ranef`` tables may be records
         (:mod:`mrcstats.models.records`) or pandas frames.
+        ``family`` (required) is the design's family, the one the engine fitted.
         """
         names = tuple(info.column_names)
         beta = np.asarray(beta, dtype=float)

@@ -147,6 +147,7 @@ __all__ = [
     "judge",
     "judge_bias",
     "labels_needed",
+    "normal_critical",
     "panel_scores",
     "ppi_critical",
     "ppi_lambdas",
@@ -301,7 +302,7 @@ def labels_needed(width: float, method: str, N: int, s2: float, fixed: float = 0
         room = v - fixed
         return float(math.ceil(s2 / room)) if room > 0 else float("nan")
 
-    n = need(ppi_critical("plain", 2, alpha))                     # z: a lower bound
+    n = need(normal_critical(alpha))                              # z: a lower bound
     if _check_method(method) != "crossfit":
         return n
     for _ in range(100):
@@ -353,14 +354,23 @@ def ppi_lambdas(f_lab: np.ndarray, y_lab: np.ndarray, method: str = "crossfit", 
     return lam
 
 
+def normal_critical(alpha: float = 0.05) -> float:
+    """``z_{1−α/2}`` = Φ⁻¹(1 − α/2), the two-sided normal critical value (1.959963984540054 at α = 0.05): the one
+    z of the judge code (the plain and tuned PPI rules, ``labels_needed``'s lower bound, the calibration's normal
+    intervals, the bias intervals); ``t_{n−1}`` for the cross-fitted rule is :func:`ppi_critical`'s."""
+    from mrcstats._dist import norm_ppf
+
+    return float(norm_ppf(1 - alpha / 2))
+
+
 def ppi_critical(method: str, n: int, alpha: float = 0.05) -> float:
     """The critical value of the PPI interval ``θ ± q·SE`` under ``method``: ``t_{n−1}`` for "crossfit" (NaN
-    below two rows), else the normal ``z`` (module docstring)."""
-    from mrcstats._dist import norm_ppf, t_ppf
+    below two rows), else the normal ``z`` (:func:`normal_critical`; module docstring)."""
+    from mrcstats._dist import t_ppf
 
     if _check_method(method) == "crossfit":
         return float(t_ppf(1 - alpha / 2, n - 1)) if n >= 2 else float("nan")
-    return float(norm_ppf(1 - alpha / 2))
+    return normal_critical(alpha)
 
 
 def _ppi_fit(f_all: np.ndarray, f_lab: np.ndarray, y_lab: np.ndarray, target: str, method: str, folds: int,
@@ -479,7 +489,6 @@ def calibration(f: np.ndarray, y: np.ndarray, bins: int = 10, alpha: float = 0.0
     """The judge's calibration against the humans on the labelled rows (module docstring): one row per bin of the
     judge's score ``f`` (:data:`CALIBRATION_FIELDS`: the bin's score range, its rows, the mean judge score, and the
     mean human score ``y`` with its CI -- Wilson for 0/1 labels, else normal)."""
-    from mrcstats._dist import norm_ppf
     from mrcstats.stats.accuracy import wilson_interval
 
     f, y = np.asarray(f, dtype=float), np.asarray(y, dtype=float)
@@ -494,7 +503,7 @@ def calibration(f: np.ndarray, y: np.ndarray, bins: int = 10, alpha: float = 0.0
         codes = np.clip(np.searchsorted(q, f, side="right") - 1, 0, len(q) - 2)
         edges = list(itertools.pairwise(q))
     binary = bool(np.isin(y, (0.0, 1.0)).all())
-    z = float(norm_ppf(1 - alpha / 2))
+    z = normal_critical(alpha)
     rows = []
     for b, (lo, hi) in enumerate(edges):
         m = codes == b
@@ -520,10 +529,9 @@ def judge_bias(f: np.ndarray, y: np.ndarray, groups: np.ndarray, items: np.ndarr
     the GLMMs are not fitted and a note says why). An outcome that never (or always) occurs is not
     fitted (a note says so); nor is one with fewer than two models. ``scale`` (default: any score other than
     0/1): also the LMM of ``f − y`` on the model with item random intercepts (``shift``, ``shift_test``)."""
-    from mrcstats._dist import norm_ppf
     from mrcstats.models import anova, glmer
 
-    z = float(norm_ppf(1 - alpha / 2))
+    z = normal_critical(alpha)
     f, y = np.asarray(f, dtype=float), np.asarray(y, dtype=float)
     groups = np.asarray(groups).astype(str)
     order = list(pd.unique(groups))
@@ -1000,9 +1008,7 @@ def _one_judge(y: np.ndarray, f: np.ndarray, lab: np.ndarray, groups: np.ndarray
                seed: int | None, source: str, items: np.ndarray | None = None, item: str | None = None
                ) -> JudgeResult:
     """:func:`judge` for one judge's scores ``f`` (checked) against the human scores ``y`` (labelled: ``lab``)."""
-    from mrcstats._dist import norm_ppf
-
-    z = float(norm_ppf(1 - alpha / 2))
+    z = normal_critical(alpha)
     rows, notes = [], []
     for g in pd.unique(groups):
         m = groups == g
