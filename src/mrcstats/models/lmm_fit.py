@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -131,7 +132,8 @@ class _Evaluation(dict):
             u1, u2 = self["u_split"]
             self["u"] = u = np.concatenate([u1.T.ravel(), u2])
             return u
-        sys_ = self.get("system")
+        ref = self.get("system")
+        sys_ = ref() if ref is not None else None
         if key in self.HEAVY and sys_ is not None:
             modes = sys_.kernel_modes(self["theta"], self["beta"]) if key in self.MODES else None
             if modes is None:
@@ -503,7 +505,10 @@ class LmmSystem:
             ld = KERNEL.one_term(T, self.A11, Z1, K, Q, G, q, m, self.nls[0])
         except FloatingPointError:  # pragma: no cover - D_j = TᵀA_jT + I is positive definite
             raise ModelError("lmer: a random-effects block is not positive definite") from None
-        return _Evaluation(self._profile(K, ld), sums=(Q, G), theta=np.array(theta, dtype=float), system=self)
+        # (the system by weak reference: it remembers its recent evaluations, and a cycle would keep their
+        # level-length arrays alive until the cyclic garbage collector ran, in the middle of a later fit)
+        return _Evaluation(self._profile(K, ld), sums=(Q, G), theta=np.array(theta, dtype=float),
+                           system=weakref.ref(self))
 
     def _pls(self, theta: np.ndarray):
         """Λ's factors, the factorisation of M, W = M⁻¹ΛᵀZᵀ[y X] (split layout), Λ₁W₁ (one term; None otherwise) and
