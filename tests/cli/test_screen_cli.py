@@ -116,6 +116,11 @@ def test_review_then_relabel_round_trip(capsys, log_path, tmp_path, sim):
     from mrcstats.io import read_log
 
     before, after = read_log(log_path), read_log(fixed)
+    # written by write_log, the one log writer: a read's per-file attrs stay out of the file
+    import pyarrow.parquet as pq
+
+    meta = json.loads(pq.read_schema(fixed).metadata[b"pandas"])["attributes"]
+    assert "file_attrs" not in meta and meta["relabel"][-1]["changed"] == 1
     prov = after.attrs["relabel"][-1]
     assert prov["changed"] == 1 and prov["sha256"] and prov["source"] == str(rev)
     byitem = {i["item"]: i for i in prov["items"]}

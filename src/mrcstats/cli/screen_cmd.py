@@ -129,12 +129,13 @@ def _screen(args: argparse.Namespace) -> int:
 
 
 def _relabel(args: argparse.Namespace) -> int:
+    from mrcstats.io import write_log
     from mrcstats.io.relabel import apply_verdicts
     from mrcstats.stats.review import relabel_effect
 
     log = read_log_args(args, args.log, "relabel")
     res = apply_verdicts(log, args.verdicts, reviewer=args.reviewer)
-    args.out.write_table(res.log)
+    write_log(res.log, args.out)          # the one log writer: attrs in the Parquet metadata as read_log wants them
     info(f"mrcstats relabel: {len(res.log)} rows written to {args.out}")
     eff = relabel_effect(log, res.log)
     obj = {**res.to_dict(), "out": str(args.out), "effect": eff.to_dict(orient="records")}
