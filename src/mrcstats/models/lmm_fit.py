@@ -216,21 +216,26 @@ class LmmSystem:
         one pass per pair of random-effects columns: Z's columns are indicators times a row value (1 or a slope
         covariate), so every block is a bincount of products over the level codes (no sparse Z)."""
         n, p = self.n, self.p
-        zc = [[None if t.Z is None else np.asarray(t.Z[:, c], float) for c in range(t.q)] for t in self.terms]
+        # every weight vector contiguous once (a strided one is copied by each bincount) and the products into one
+        # reused buffer: the same products summed in the same order, without a fresh row-length array per block
+        zc = [[None if t.Z is None else np.ascontiguousarray(t.Z[:, c], dtype=float) for c in range(t.q)]
+              for t in self.terms]
         codes = [np.asarray(t.codes, np.intp) for t in self.terms]
-        ones = np.ones(n)
+        R = [np.ascontiguousarray(y, dtype=float)] + [np.ascontiguousarray(X[:, j]) for j in range(p)]   # [y X]
+        buf = np.empty(n)
 
         def bc(idx, a, b, size):
-            w = ones if a is None and b is None else (b if a is None else (a if b is None else a * b))
+            if a is None and b is None:
+                return np.bincount(idx, minlength=size)[:size].astype(float)
+            w = b if a is None else (a if b is None else np.multiply(a, b, out=buf))
             return np.bincount(idx, weights=w, minlength=size)[:size]
 
-        R = np.column_stack([y, X])                                  # [y X]
         ZtR = np.empty((self.nq, 1 + p))
         for k, t in enumerate(self.terms):
             blk = ZtR[self.offs[k]:self.offs[k + 1]].reshape(t.nlevels, t.q, 1 + p)
             for c in range(t.q):
                 for m in range(1 + p):
-                    blk[:, c, m] = bc(codes[k], zc[k][c], R[:, m], t.nlevels)
+                    blk[:, c, m] = bc(codes[k], zc[k][c], R[m], t.nlevels)
         self.Zty = np.ascontiguousarray(ZtR[:, 0])
         self.ZtX = np.ascontiguousarray(ZtR[:, 1:])
         q1, n1 = self.qs[0], self.nls[0]
