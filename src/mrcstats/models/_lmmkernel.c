@@ -181,6 +181,23 @@ level_pass(const int q, const int m, const Py_ssize_t n1, const double *T, const
  * D_j⁻¹ = L⁻ᵀ diag(1/d) L⁻¹. */
 #define LANE(arr, i) ((arr) + (size_t)(i) * (size_t)ch)
 
+/* out[a, k, lane] = Σ_{c >= a} T[c, a] X[c, k, j0 + lane] (Tᵀ X for the chunk; T lower triangular; X q x w x n1) */
+static ALWAYS_INLINE void
+lane_tt(const int q, const int w, const double *restrict T, const double *restrict X, const Py_ssize_t n1,
+        const Py_ssize_t j0, const int len, const int ch, double *restrict out)
+{
+    for (int a = 0; a < q; a++)
+        for (int k = 0; k < w; k++) {
+            double *restrict o = LANE(out, a * w + k);
+            for (int l = 0; l < len; l++) o[l] = 0.0;
+            for (int c = a; c < q; c++) {
+                const double t = T[c * q + a];
+                const double *restrict x = X + (size_t)(c * w + k) * n1 + j0;
+                for (int l = 0; l < len; l++) o[l] += t * x[l];
+            }
+        }
+}
+
 static ALWAYS_INLINE int
 lane_pass(const int q, const int m, const Py_ssize_t n1, const double *restrict T, const double *restrict A,
           const double *restrict B, double *K, double *Q, double *G, double *ldL2)
@@ -209,17 +226,7 @@ lane_pass(const int q, const int m, const Py_ssize_t n1, const double *restrict 
     (void)per;
     for (Py_ssize_t j0 = 0; j0 < n1; j0 += ch) {
         const int len = (int)((n1 - j0) < ch ? (n1 - j0) : ch);
-        /* TA = Tᵀ A_j */
-        for (int a = 0; a < q; a++)
-            for (int b = 0; b < q; b++) {
-                double *restrict o = LANE(TA, a * q + b);
-                for (int l = 0; l < len; l++) o[l] = 0.0;
-                for (int c = a; c < q; c++) {
-                    const double t = T[c * q + a];
-                    const double *restrict x = A + (size_t)(c * q + b) * n1 + j0;
-                    for (int l = 0; l < len; l++) o[l] += t * x[l];
-                }
-            }
+        lane_tt(q, q, T, A, n1, j0, len, ch, TA);                   /* TA = Tᵀ A_j */
         /* D = TA T + I (lower triangle) */
         for (int a = 0; a < q; a++)
             for (int b = 0; b <= a; b++) {
@@ -282,16 +289,7 @@ lane_pass(const int q, const int m, const Py_ssize_t n1, const double *restrict 
             }
         }
         /* TB = Tᵀ B_j, W = D⁻¹ TB, Y = T W */
-        for (int a = 0; a < q; a++)
-            for (int k = 0; k < m; k++) {
-                double *restrict o = LANE(TB, a * m + k);
-                for (int l = 0; l < len; l++) o[l] = 0.0;
-                for (int c = a; c < q; c++) {
-                    const double t = T[c * q + a];
-                    const double *restrict x = B + (size_t)(c * m + k) * n1 + j0;
-                    for (int l = 0; l < len; l++) o[l] += t * x[l];
-                }
-            }
+        lane_tt(q, m, T, B, n1, j0, len, ch, TB);
         for (int a = 0; a < q; a++)
             for (int k = 0; k < m; k++) {
                 double *restrict o = LANE(W, a * m + k);
