@@ -620,6 +620,18 @@ get(PyObject *obj, Py_buffer *view, Py_ssize_t n, int writable, const char *name
     return 0;
 }
 
+/* the buffers of n arrays (get()); those from index `writable` on writable; all released on a failure */
+static int
+get_all(Py_buffer *vb, PyObject **objs, const Py_ssize_t *sizes, const char **names, int n, int writable)
+{
+    for (int i = 0; i < n; i++)
+        if (get(objs[i], &vb[i], sizes[i], i >= writable, names[i]) < 0) {
+            for (int k = 0; k < i; k++) PyBuffer_Release(&vb[k]);
+            return -1;
+        }
+    return 0;
+}
+
 PyDoc_STRVAR(one_term_doc,
 "one_term(T, A, B, K, Q, G, q, m, n1) -> log|L|²\n\n"
 "One pass over the n1 levels of the only random-effects term (q columns, m = 1 + p columns of [y X]): T (q x q,\n"
@@ -638,24 +650,14 @@ one_term(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "one_term: q must be 1..%d and m 1..4096 (q=%d, m=%d)", MAXQ, q, m);
         return NULL;
     }
-    Py_buffer vT, vA, vB, vK, vQ, vG;
-    if (get(oT, &vT, (Py_ssize_t)q * q, 0, "T") < 0) return NULL;
-    if (get(oA, &vA, (Py_ssize_t)q * q * n1, 0, "A") < 0) { PyBuffer_Release(&vT); return NULL; }
-    if (get(oB, &vB, (Py_ssize_t)q * m * n1, 0, "B") < 0) {
-        PyBuffer_Release(&vT); PyBuffer_Release(&vA); return NULL;
-    }
-    if (get(oK, &vK, (Py_ssize_t)m * m, 1, "K") < 0) {
-        PyBuffer_Release(&vT); PyBuffer_Release(&vA); PyBuffer_Release(&vB); return NULL;
-    }
-    if (get(oQ, &vQ, (Py_ssize_t)q * q, 1, "Q") < 0) {
-        PyBuffer_Release(&vT); PyBuffer_Release(&vA); PyBuffer_Release(&vB); PyBuffer_Release(&vK); return NULL;
-    }
-    if (get(oG, &vG, (Py_ssize_t)q * q * m * m, 1, "G") < 0) {
-        PyBuffer_Release(&vT); PyBuffer_Release(&vA); PyBuffer_Release(&vB); PyBuffer_Release(&vK);
-        PyBuffer_Release(&vQ); return NULL;
-    }
-    const double *T = vT.buf, *A = vA.buf, *B = vB.buf;
-    double *K = vK.buf, *Q = vQ.buf, *G = vG.buf;
+    Py_buffer vb[6];
+    if (get_all(vb, (PyObject *[]){oT, oA, oB, oK, oQ, oG},
+                (const Py_ssize_t[]){(Py_ssize_t)q * q, (Py_ssize_t)q * q * n1, (Py_ssize_t)q * m * n1,
+                                     (Py_ssize_t)m * m, (Py_ssize_t)q * q, (Py_ssize_t)q * q * m * m},
+                (const char *[]){"T", "A", "B", "K", "Q", "G"}, 6, 3) < 0)
+        return NULL;
+    const double *T = vb[0].buf, *A = vb[1].buf, *B = vb[2].buf;
+    double *K = vb[3].buf, *Q = vb[4].buf, *G = vb[5].buf;
     double ld = 0.0;
     int rc;
     Py_BEGIN_ALLOW_THREADS
@@ -673,8 +675,7 @@ one_term(PyObject *self, PyObject *args)
     else
         rc = level_pass(q, m, n1, T, A, B, K, Q, G, &ld);
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&vT); PyBuffer_Release(&vA); PyBuffer_Release(&vB);
-    PyBuffer_Release(&vK); PyBuffer_Release(&vQ); PyBuffer_Release(&vG);
+    for (int k = 0; k < 6; k++) PyBuffer_Release(&vb[k]);
     if (rc < 0) return PyErr_NoMemory();
     if (rc > 0) {
         PyErr_SetString(PyExc_FloatingPointError, "one_term: a random-effects block is not positive definite");
@@ -700,15 +701,11 @@ one_term_modes(PyObject *self, PyObject *args)
 #ifdef HAVE_VEC
     if (m > VMAXM) Py_RETURN_FALSE;
     Py_buffer vb[6];
-    PyObject *objs[6] = {oT, oA, oB, oc, oU, oV};
-    const Py_ssize_t sizes[6] = {(Py_ssize_t)q * q, (Py_ssize_t)q * q * n1, (Py_ssize_t)q * m * n1, m,
-                                 (Py_ssize_t)q * n1, (Py_ssize_t)q * q * n1};
-    const char *names[6] = {"T", "A", "B", "c", "U", "V"};
-    for (int i = 0; i < 6; i++)
-        if (get(objs[i], &vb[i], sizes[i], i >= 4, names[i]) < 0) {
-            for (int k = 0; k < i; k++) PyBuffer_Release(&vb[k]);
-            return NULL;
-        }
+    if (get_all(vb, (PyObject *[]){oT, oA, oB, oc, oU, oV},
+                (const Py_ssize_t[]){(Py_ssize_t)q * q, (Py_ssize_t)q * q * n1, (Py_ssize_t)q * m * n1, m,
+                                     (Py_ssize_t)q * n1, (Py_ssize_t)q * q * n1},
+                (const char *[]){"T", "A", "B", "c", "U", "V"}, 6, 4) < 0)
+        return NULL;
     Py_BEGIN_ALLOW_THREADS
     vmodes_dispatch(q, m, n1, vb[0].buf, vb[3].buf, vb[1].buf, vb[2].buf, vb[4].buf, vb[5].buf);
     Py_END_ALLOW_THREADS
