@@ -181,6 +181,23 @@ level_pass(const int q, const int m, const Py_ssize_t n1, const double *T, const
  * D_j⁻¹ = L⁻ᵀ diag(1/d) L⁻¹. */
 #define LANE(arr, i) ((arr) + (size_t)(i) * (size_t)ch)
 
+/* out[a, k, lane] = Σ_{c >= a} T[c, a] X[c, k, j0 + lane] (Tᵀ X for the chunk; T lower triangular; X q x w x n1) */
+static ALWAYS_INLINE void
+lane_tt(const int q, const int w, const double *restrict T, const double *restrict X, const Py_ssize_t n1,
+        const Py_ssize_t j0, const int len, const int ch, double *restrict out)
+{
+    for (int a = 0; a < q; a++)
+        for (int k = 0; k < w; k++) {
+            double *restrict o = LANE(out, a * w + k);
+            for (int l = 0; l < len; l++) o[l] = 0.0;
+            for (int c = a; c < q; c++) {
+                const double t = T[c * q + a];
+                const double *restrict x = X + (size_t)(c * w + k) * n1 + j0;
+                for (int l = 0; l < len; l++) o[l] += t * x[l];
+            }
+        }
+}
+
 static ALWAYS_INLINE int
 lane_pass(const int q, const int m, const Py_ssize_t n1, const double *restrict T, const double *restrict A,
           const double *restrict B, double *K, double *Q, double *G, double *ldL2)
@@ -209,17 +226,7 @@ lane_pass(const int q, const int m, const Py_ssize_t n1, const double *restrict 
     (void)per;
     for (Py_ssize_t j0 = 0; j0 < n1; j0 += ch) {
         const int len = (int)((n1 - j0) < ch ? (n1 - j0) : ch);
-        /* TA = Tᵀ A_j */
-        for (int a = 0; a < q; a++)
-            for (int b = 0; b < q; b++) {
-                double *restrict o = LANE(TA, a * q + b);
-                for (int l = 0; l < len; l++) o[l] = 0.0;
-                for (int c = a; c < q; c++) {
-                    const double t = T[c * q + a];
-                    const double *restrict x = A + (size_t)(c * q + b) * n1 + j0;
-                    for (int l = 0; l < len; l++) o[l] += t * x[l];
-                }
-            }
+        lane_tt(q, q, T, A, n1, j0, len, ch, TA);                   /* TA = Tᵀ A_j */
         /* D = TA T + I (lower triangle) */
         for (int a = 0; a < q; a++)
             for (int b = 0; b <= a; b++) {
@@ -282,16 +289,7 @@ lane_pass(const int q, const int m, const Py_ssize_t n1, const double *restrict 
             }
         }
         /* TB = Tᵀ B_j, W = D⁻¹ TB, Y = T W */
-        for (int a = 0; a < q; a++)
-            for (int k = 0; k < m; k++) {
-                double *restrict o = LANE(TB, a * m + k);
-                for (int l = 0; l < len; l++) o[l] = 0.0;
-                for (int c = a; c < q; c++) {
-                    const double t = T[c * q + a];
-                    const double *restrict x = B + (size_t)(c * m + k) * n1 + j0;
-                    for (int l = 0; l < len; l++) o[l] += t * x[l];
-                }
-            }
+        lane_tt(q, m, T, B, n1, j0, len, ch, TB);
         for (int a = 0; a < q; a++)
             for (int k = 0; k < m; k++) {
                 double *restrict o = LANE(W, a * m + k);
@@ -622,6 +620,18 @@ get(PyObject *obj, Py_buffer *view, Py_ssize_t n, int writable, const char *name
     return 0;
 }
 
+/* the buffers of n arrays (get()); those from index `writable` on writable; all released on a failure */
+static int
+get_all(Py_buffer *vb, PyObject **objs, const Py_ssize_t *sizes, const char **names, int n, int writable)
+{
+    for (int i = 0; i < n; i++)
+        if (get(objs[i], &vb[i], sizes[i], i >= writable, names[i]) < 0) {
+            for (int k = 0; k < i; k++) PyBuffer_Release(&vb[k]);
+            return -1;
+        }
+    return 0;
+}
+
 PyDoc_STRVAR(one_term_doc,
 "one_term(T, A, B, K, Q, G, q, m, n1) -> log|L|²\n\n"
 "One pass over the n1 levels of the only random-effects term (q columns, m = 1 + p columns of [y X]): T (q x q,\n"
@@ -640,24 +650,14 @@ one_term(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "one_term: q must be 1..%d and m 1..4096 (q=%d, m=%d)", MAXQ, q, m);
         return NULL;
     }
-    Py_buffer vT, vA, vB, vK, vQ, vG;
-    if (get(oT, &vT, (Py_ssize_t)q * q, 0, "T") < 0) return NULL;
-    if (get(oA, &vA, (Py_ssize_t)q * q * n1, 0, "A") < 0) { PyBuffer_Release(&vT); return NULL; }
-    if (get(oB, &vB, (Py_ssize_t)q * m * n1, 0, "B") < 0) {
-        PyBuffer_Release(&vT); PyBuffer_Release(&vA); return NULL;
-    }
-    if (get(oK, &vK, (Py_ssize_t)m * m, 1, "K") < 0) {
-        PyBuffer_Release(&vT); PyBuffer_Release(&vA); PyBuffer_Release(&vB); return NULL;
-    }
-    if (get(oQ, &vQ, (Py_ssize_t)q * q, 1, "Q") < 0) {
-        PyBuffer_Release(&vT); PyBuffer_Release(&vA); PyBuffer_Release(&vB); PyBuffer_Release(&vK); return NULL;
-    }
-    if (get(oG, &vG, (Py_ssize_t)q * q * m * m, 1, "G") < 0) {
-        PyBuffer_Release(&vT); PyBuffer_Release(&vA); PyBuffer_Release(&vB); PyBuffer_Release(&vK);
-        PyBuffer_Release(&vQ); return NULL;
-    }
-    const double *T = vT.buf, *A = vA.buf, *B = vB.buf;
-    double *K = vK.buf, *Q = vQ.buf, *G = vG.buf;
+    Py_buffer vb[6];
+    if (get_all(vb, (PyObject *[]){oT, oA, oB, oK, oQ, oG},
+                (const Py_ssize_t[]){(Py_ssize_t)q * q, (Py_ssize_t)q * q * n1, (Py_ssize_t)q * m * n1,
+                                     (Py_ssize_t)m * m, (Py_ssize_t)q * q, (Py_ssize_t)q * q * m * m},
+                (const char *[]){"T", "A", "B", "K", "Q", "G"}, 6, 3) < 0)
+        return NULL;
+    const double *T = vb[0].buf, *A = vb[1].buf, *B = vb[2].buf;
+    double *K = vb[3].buf, *Q = vb[4].buf, *G = vb[5].buf;
     double ld = 0.0;
     int rc;
     Py_BEGIN_ALLOW_THREADS
@@ -675,8 +675,7 @@ one_term(PyObject *self, PyObject *args)
     else
         rc = level_pass(q, m, n1, T, A, B, K, Q, G, &ld);
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&vT); PyBuffer_Release(&vA); PyBuffer_Release(&vB);
-    PyBuffer_Release(&vK); PyBuffer_Release(&vQ); PyBuffer_Release(&vG);
+    for (int k = 0; k < 6; k++) PyBuffer_Release(&vb[k]);
     if (rc < 0) return PyErr_NoMemory();
     if (rc > 0) {
         PyErr_SetString(PyExc_FloatingPointError, "one_term: a random-effects block is not positive definite");
@@ -702,15 +701,11 @@ one_term_modes(PyObject *self, PyObject *args)
 #ifdef HAVE_VEC
     if (m > VMAXM) Py_RETURN_FALSE;
     Py_buffer vb[6];
-    PyObject *objs[6] = {oT, oA, oB, oc, oU, oV};
-    const Py_ssize_t sizes[6] = {(Py_ssize_t)q * q, (Py_ssize_t)q * q * n1, (Py_ssize_t)q * m * n1, m,
-                                 (Py_ssize_t)q * n1, (Py_ssize_t)q * q * n1};
-    const char *names[6] = {"T", "A", "B", "c", "U", "V"};
-    for (int i = 0; i < 6; i++)
-        if (get(objs[i], &vb[i], sizes[i], i >= 4, names[i]) < 0) {
-            for (int k = 0; k < i; k++) PyBuffer_Release(&vb[k]);
-            return NULL;
-        }
+    if (get_all(vb, (PyObject *[]){oT, oA, oB, oc, oU, oV},
+                (const Py_ssize_t[]){(Py_ssize_t)q * q, (Py_ssize_t)q * q * n1, (Py_ssize_t)q * m * n1, m,
+                                     (Py_ssize_t)q * n1, (Py_ssize_t)q * q * n1},
+                (const char *[]){"T", "A", "B", "c", "U", "V"}, 6, 4) < 0)
+        return NULL;
     Py_BEGIN_ALLOW_THREADS
     vmodes_dispatch(q, m, n1, vb[0].buf, vb[3].buf, vb[1].buf, vb[2].buf, vb[4].buf, vb[5].buf);
     Py_END_ALLOW_THREADS
