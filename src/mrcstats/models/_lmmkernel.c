@@ -223,7 +223,6 @@ lane_pass(const int q, const int m, const Py_ssize_t n1, const double *restrict 
     double *restrict aG = aQ + qq * ch;
     double logsum = 0.0, prod = 1.0;
     int bad = 0;
-    (void)per;
     for (Py_ssize_t j0 = 0; j0 < n1; j0 += ch) {
         const int len = (int)((n1 - j0) < ch ? (n1 - j0) : ch);
         lane_tt(q, q, T, A, n1, j0, len, ch, TA);                   /* TA = Tᵀ A_j */
@@ -386,6 +385,20 @@ typedef double v4 __attribute__((vector_size(32)));
 static ALWAYS_INLINE v4 vload(const double *p) { v4 r; memcpy(&r, p, sizeof r); return r; }
 static ALWAYS_INLINE v4 vset(double x) { v4 r = {x, x, x, x}; return r; }
 
+/* the last n1 − j (< 4) levels of A (q x q x n1) and B (q x m x n1) as four zero-padded lanes (stride 4) in ta, tb:
+ * the padded lanes add nothing (A = 0, B = 0: D = I, W = 0) */
+static ALWAYS_INLINE void
+vpad_tail(const int q, const int m, const Py_ssize_t n1, const Py_ssize_t j, const double *A, const double *B,
+          double *ta, double *tb)
+{
+    memset(ta, 0, sizeof(double) * 4 * 4);
+    memset(tb, 0, sizeof(double) * 2 * VMAXM * 4);
+    for (Py_ssize_t r = j; r < n1; r++) {
+        for (int c = 0; c < q * q; c++) ta[c * 4 + (r - j)] = A[(Py_ssize_t)c * n1 + r];
+        for (int c = 0; c < q * m; c++) tb[c * 4 + (r - j)] = B[(Py_ssize_t)c * n1 + r];
+    }
+}
+
 /* log det: the lanes' running products of det D_j, logged before they could overflow (det D_j >= 1) */
 static ALWAYS_INLINE void
 vdet(v4 det, v4 *prod, double *logsum, int *bad)
@@ -488,12 +501,7 @@ vpass(const int q, const int m, const Py_ssize_t n1, const double *T, const doub
         vstep(q, m, T, A + j, B + j, n1, aK, aQ, aG, &prod, &logsum, bad);
     if (j < n1) {                                  /* the tail, zero-padded */
         double ta[4 * 4], tb[2 * VMAXM * 4];
-        memset(ta, 0, sizeof ta);
-        memset(tb, 0, sizeof tb);
-        for (Py_ssize_t r = j; r < n1; r++) {
-            for (int c = 0; c < qq; c++) ta[c * 4 + (r - j)] = A[(Py_ssize_t)c * n1 + r];
-            for (int c = 0; c < q * m; c++) tb[c * 4 + (r - j)] = B[(Py_ssize_t)c * n1 + r];
-        }
+        vpad_tail(q, m, n1, j, A, B, ta, tb);
         vstep(q, m, T, ta, tb, 4, aK, aQ, aG, &prod, &logsum, bad);
     }
     for (int k = 0; k < m; k++)
@@ -562,12 +570,7 @@ vmodes(const int q, const int m, const Py_ssize_t n1, const double *T, const dou
     if (j < n1) {
         const int qq = q * q;
         double ta[4 * 4], tb[2 * VMAXM * 4], tu[2 * 4] = {0}, tv[4 * 4] = {0};
-        memset(ta, 0, sizeof ta);
-        memset(tb, 0, sizeof tb);
-        for (Py_ssize_t r = j; r < n1; r++) {
-            for (int k = 0; k < qq; k++) ta[k * 4 + (r - j)] = A[(Py_ssize_t)k * n1 + r];
-            for (int k = 0; k < q * m; k++) tb[k * 4 + (r - j)] = B[(Py_ssize_t)k * n1 + r];
-        }
+        vpad_tail(q, m, n1, j, A, B, ta, tb);
         vmodes_step(q, m, T, c, ta, tb, 4, tu, tv, 4);
         for (Py_ssize_t r = j; r < n1; r++) {
             for (int k = 0; k < q; k++) U[(Py_ssize_t)k * n1 + r] = tu[k * 4 + (r - j)];

@@ -76,12 +76,12 @@ def _grad_columns(fun, x: np.ndarray, g0: np.ndarray, ncols: int, skip: np.ndarr
     """The first ``ncols`` columns of the Hessian by forward differences of the analytic gradient ``fun``
     (g0 = fun(x); one evaluation per column, step rel·max(|x_j|, 0.1): :func:`~mrcstats.models.numdiff.forward_jacobian`);
     a ``skip`` column is e_j."""
+    held = np.zeros(ncols, dtype=bool) if skip is None else np.asarray(skip[:ncols], dtype=bool)
     cols = np.zeros((len(x), ncols))
-    live = [j for j in range(ncols) if skip is None or not skip[j]]
-    if live:
+    live = np.flatnonzero(~held)
+    if live.size:
         cols[:, live] = forward_jacobian(fun, x, g0, rel, floor=0.1, cols=live)
-    for j in set(range(ncols)) - set(live):
-        cols[j, j] = 1.0
+    cols[np.flatnonzero(held), np.flatnonzero(held)] = 1.0
     return cols
 
 
